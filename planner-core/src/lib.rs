@@ -1,0 +1,16 @@
+//! planner-core: the model of memory, time and communication behind meshplan.
+//!
+//! Pure Rust with no I/O and no web or CUDA dependencies: it compiles natively
+//! (the `meshplan` command, gpu-bench) and to wasm (the app). Every number the
+//! app shows comes from here, with the formula and assumption that produced it.
+
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
+
+pub mod explain;
+pub mod hardware;
+pub mod layout;
+pub mod model;
+pub mod precision;
+pub mod presets;
+pub mod scenario;

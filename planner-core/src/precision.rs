@@ -1,0 +1,128 @@
+//! Bytes per parameter for each category of model state, and the activation dtype.
+//!
+//! The categories are explicit because recipes differ: the article (ZeRO paper,
+//! Rajbhandari et al. 2020 §3.1) counts 2 + 2 + 12 = 16 B; Megatron's distributed
+//! optimizer keeps fp32 gradients (18 B); pure-BF16 recipes drop the fp32 master.
+
+use serde::{Deserialize, Serialize};
+
+/// Named precision/optimizer recipes; [`Precision::from_recipe`] gives their bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PrecisionRecipe {
+    /// BF16/FP16 weights and gradients, fp32 master + two fp32 Adam moments: 2 + 2 + 12 = 16 B.
+    MixedAdam,
+    /// As `MixedAdam` but gradients accumulated in fp32 (Megatron): 2 + 4 + 12 = 18 B.
+    MixedAdamFp32Grads,
+    /// BF16 weights and gradients, no fp32 master, fp32 moments: 2 + 2 + 8 = 12 B.
+    Bf16NoMaster,
+    /// FP8 compute copy of the weights beside a BF16 master, fp32 moments: 1 + 2 + 2 + 8 = 13 B.
+    Fp8Bf16Master,
+    /// Mixed precision with 8-bit Adam (Dettmers et al. 2022): 2 + 2 + 4 + 2 = 10 B.
+    Adam8Bit,
+}
+
+impl PrecisionRecipe {
+    /// All recipes, in display order.
+    pub const ALL: [PrecisionRecipe; 5] = [
+        PrecisionRecipe::MixedAdam,
+        PrecisionRecipe::MixedAdamFp32Grads,
+        PrecisionRecipe::Bf16NoMaster,
+        PrecisionRecipe::Fp8Bf16Master,
+        PrecisionRecipe::Adam8Bit,
+    ];
+
+    /// Stable identifier used in links and the CLI.
+    pub fn id(self) -> &'static str {
+        match self {
+            PrecisionRecipe::MixedAdam => "mixed-adam",
+            PrecisionRecipe::MixedAdamFp32Grads => "mixed-adam-fp32-grads",
+            PrecisionRecipe::Bf16NoMaster => "bf16-no-master",
+            PrecisionRecipe::Fp8Bf16Master => "fp8-bf16-master",
+            PrecisionRecipe::Adam8Bit => "adam-8bit",
+        }
+    }
+
+    /// Parses [`PrecisionRecipe::id`].
+    pub fn from_id(id: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|r| r.id() == id)
+    }
+
+    /// Human-readable label.
+    pub fn label(self) -> &'static str {
+        match self {
+            PrecisionRecipe::MixedAdam => "BF16 mixed precision, Adam (16 B/param, ZeRO paper)",
+            PrecisionRecipe::MixedAdamFp32Grads => "BF16 + fp32 grads, Adam (18 B/param, Megatron)",
+            PrecisionRecipe::Bf16NoMaster => "Pure BF16, no fp32 master (12 B/param)",
+            PrecisionRecipe::Fp8Bf16Master => "FP8 compute, BF16 master (13 B/param)",
+            PrecisionRecipe::Adam8Bit => "BF16 mixed precision, 8-bit Adam (10 B/param)",
+        }
+    }
+}
+
+/// Compute dtype of the matrix multiplications (selects the GPU's peak rate).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ComputeDtype {
+    /// BF16/FP16 tensor cores.
+    Bf16,
+    /// FP8 tensor cores.
+    Fp8,
+}
+
+/// Bytes per parameter for each model-state category, and bytes per activation value.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Precision {
+    /// Recipe these bytes came from (bytes may have been edited since).
+    pub recipe: PrecisionRecipe,
+    /// Working weights used in forward/backward (incl. an FP8 copy if any).
+    pub weight_bytes: f64,
+    /// Gradients.
+    pub grad_bytes: f64,
+    /// Master weights kept by the optimizer (fp32 = 4, none = 0).
+    pub master_bytes: f64,
+    /// Optimizer moments (Adam fp32: 8; 8-bit Adam: 2).
+    pub optimizer_bytes: f64,
+    /// Bytes per saved activation value (BF16 = 2).
+    pub activation_bytes: f64,
+    /// Matrix-multiply dtype.
+    pub compute: ComputeDtype,
+}
+
+impl Precision {
+    /// The bytes of a named recipe.
+    pub fn from_recipe(recipe: PrecisionRecipe) -> Self {
+        let (weight_bytes, grad_bytes, master_bytes, optimizer_bytes, compute) = match recipe {
+            PrecisionRecipe::MixedAdam => (2.0, 2.0, 4.0, 8.0, ComputeDtype::Bf16),
+            PrecisionRecipe::MixedAdamFp32Grads => (2.0, 4.0, 4.0, 8.0, ComputeDtype::Bf16),
+            PrecisionRecipe::Bf16NoMaster => (2.0, 2.0, 0.0, 8.0, ComputeDtype::Bf16),
+            PrecisionRecipe::Fp8Bf16Master => (3.0, 2.0, 0.0, 8.0, ComputeDtype::Fp8),
+            PrecisionRecipe::Adam8Bit => (2.0, 2.0, 4.0, 2.0, ComputeDtype::Bf16),
+        };
+        Precision {
+            recipe,
+            weight_bytes,
+            grad_bytes,
+            master_bytes,
+            optimizer_bytes,
+            activation_bytes: 2.0,
+            compute,
+        }
+    }
+
+    /// Master weights plus optimizer moments: the ZeRO paper's "K" (12 for mixed Adam).
+    pub fn optimizer_state_bytes(&self) -> f64 {
+        self.master_bytes + self.optimizer_bytes
+    }
+
+    /// All model-state bytes per parameter (16 for mixed Adam).
+    pub fn model_state_bytes(&self) -> f64 {
+        self.weight_bytes + self.grad_bytes + self.optimizer_state_bytes()
+    }
+}
+
+impl Default for Precision {
+    fn default() -> Self {
+        Self::from_recipe(PrecisionRecipe::MixedAdam)
+    }
+}
