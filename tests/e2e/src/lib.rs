@@ -1,0 +1,520 @@
+//! Harness for the end-to-end tests: a loopback static server for `dist/`,
+//! a chromedriver process, and a minimal W3C WebDriver client over HTTP/1.1.
+//!
+//! Hand-written on `std::net` so the tests build in seconds with no async
+//! runtime; chromedriver speaks plain JSON over loopback, which is all we need.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::{Component, Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// Errors carry a message saying what was being done.
+pub type Result<T> = std::result::Result<T, String>;
+
+/// Serves a folder over HTTP on 127.0.0.1 (the release build, as a static host would).
+pub struct StaticServer {
+    addr: SocketAddr,
+    stop: Arc<AtomicBool>,
+}
+
+fn content_type(path: &Path) -> &'static str {
+    match path.extension().and_then(|e| e.to_str()).unwrap_or("") {
+        "html" => "text/html; charset=utf-8",
+        "js" => "text/javascript",
+        // instantiateStreaming refuses any other type.
+        "wasm" => "application/wasm",
+        "css" => "text/css",
+        "json" => "application/json",
+        "svg" => "image/svg+xml",
+        "png" => "image/png",
+        _ => "application/octet-stream",
+    }
+}
+
+fn serve_one(root: &Path, mut stream: TcpStream) -> std::io::Result<()> {
+    stream.set_read_timeout(Some(Duration::from_secs(5)))?;
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut request_line = String::new();
+    reader.read_line(&mut request_line)?;
+    loop {
+        let mut header = String::new();
+        if reader.read_line(&mut header)? == 0 || header == "\r\n" || header == "\n" {
+            break;
+        }
+    }
+    let target = request_line.split_whitespace().nth(1).unwrap_or("/");
+    let path_part = target.split(['?', '#']).next().unwrap_or("/");
+    let relative = PathBuf::from(path_part.trim_start_matches('/'));
+    let safe = relative
+        .components()
+        .all(|c| matches!(c, Component::Normal(_)));
+    let mut file = root.join(&relative);
+    if safe && file.is_dir() {
+        file = file.join("index.html");
+    }
+    let (status, body, ctype) = match std::fs::read(&file) {
+        Ok(body) if safe => ("200 OK", body, content_type(&file)),
+        _ => ("404 Not Found", b"not found".to_vec(), "text/plain"),
+    };
+    write!(
+        stream,
+        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
+        body.len()
+    )?;
+    stream.write_all(&body)?;
+    stream.flush()
+}
+
+impl StaticServer {
+    /// Starts serving `root` on a free loopback port.
+    pub fn start(root: &Path) -> Result<Self> {
+        let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("bind: {e}"))?;
+        let addr = listener.local_addr().map_err(|e| e.to_string())?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| format!("nonblocking: {e}"))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let stop_flag = Arc::clone(&stop);
+        let root = root.to_path_buf();
+        thread::spawn(move || {
+            while !stop_flag.load(Ordering::Relaxed) {
+                match listener.accept() {
+                    Ok((stream, _)) => {
+                        let root = root.clone();
+                        let _ = stream.set_nonblocking(false);
+                        thread::spawn(move || {
+                            let _ = serve_one(&root, stream);
+                        });
+                    }
+                    Err(_) => thread::sleep(Duration::from_millis(5)),
+                }
+            }
+        });
+        Ok(StaticServer { addr, stop })
+    }
+
+    /// `http://127.0.0.1:PORT/`.
+    pub fn url(&self) -> String {
+        format!("http://{}/", self.addr)
+    }
+}
+
+impl Drop for StaticServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// One HTTP/1.1 exchange with a JSON body; returns the parsed JSON response.
+fn http_json(addr: SocketAddr, method: &str, path: &str, body: Option<&Value>) -> Result<Value> {
+    let mut stream =
+        TcpStream::connect(addr).map_err(|e| format!("connect to chromedriver: {e}"))?;
+    stream
+        .set_read_timeout(Some(Duration::from_secs(120)))
+        .map_err(|e| e.to_string())?;
+    let payload = body.map(Value::to_string).unwrap_or_default();
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{payload}",
+        payload.len()
+    );
+    stream
+        .write_all(request.as_bytes())
+        .map_err(|e| format!("send {method} {path}: {e}"))?;
+    let mut raw = Vec::new();
+    stream
+        .read_to_end(&mut raw)
+        .map_err(|e| format!("read {method} {path}: {e}"))?;
+    let text = String::from_utf8_lossy(&raw);
+    let (head, body) = text
+        .split_once("\r\n\r\n")
+        .ok_or_else(|| format!("{method} {path}: malformed response"))?;
+    let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+        dechunk(body)
+    } else {
+        body.to_string()
+    };
+    let value: Value = serde_json::from_str(&body)
+        .map_err(|e| format!("{method} {path}: bad JSON ({e}): {body:.200}"))?;
+    if let Some(err) = value.get("value").and_then(|v| v.get("error")) {
+        let message = value["value"]["message"].as_str().unwrap_or("");
+        return Err(format!("{method} {path}: {err}: {message:.400}"));
+    }
+    Ok(value)
+}
+
+fn dechunk(body: &str) -> String {
+    let mut out = String::new();
+    let mut rest = body;
+    while let Some((size_line, after)) = rest.split_once("\r\n") {
+        let size = usize::from_str_radix(size_line.trim(), 16).unwrap_or(0);
+        if size == 0 || after.len() < size {
+            break;
+        }
+        out.push_str(&after[..size]);
+        rest = after[size..].trim_start_matches("\r\n");
+    }
+    out
+}
+
+/// A running chromedriver on a free loopback port; killed on drop.
+pub struct Driver {
+    child: Child,
+    addr: SocketAddr,
+}
+
+fn free_port() -> Result<u16> {
+    let l = TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    Ok(l.local_addr().map_err(|e| e.to_string())?.port())
+}
+
+impl Driver {
+    /// Starts `$CHROMEDRIVER` (default `chromedriver`) and waits until it is ready.
+    pub fn start() -> Result<Self> {
+        let program = std::env::var("CHROMEDRIVER").unwrap_or_else(|_| "chromedriver".into());
+        let port = free_port()?;
+        let child = Command::new(&program)
+            .arg(format!("--port={port}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("start {program}: {e}"))?;
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let driver = Driver { child, addr };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            if let Ok(status) = http_json(addr, "GET", "/status", None) {
+                if status["value"]["ready"].as_bool() == Some(true) {
+                    return Ok(driver);
+                }
+            }
+            if Instant::now() > deadline {
+                return Err(format!("{program} did not become ready in 30 s"));
+            }
+            thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// A new browser session with a fresh profile (headless flags from toolchain.md).
+    pub fn session(&self) -> Result<Session> {
+        let profile = std::env::temp_dir().join(format!(
+            "meshplan-e2e-{}-{}",
+            std::process::id(),
+            Instant::now().elapsed().as_nanos() ^ u128::from(free_port()?)
+        ));
+        let mut options = json!({
+            "args": [
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-quic",
+                "--no-first-run",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--disable-dev-shm-usage",
+                "--window-size=1400,1000",
+                format!("--user-data-dir={}", profile.display()),
+            ]
+        });
+        if let Ok(binary) = std::env::var("CHROMIUM") {
+            options["binary"] = json!(binary);
+        }
+        let caps = json!({
+            "capabilities": {
+                "alwaysMatch": {
+                    "browserName": "chrome",
+                    "goog:chromeOptions": options,
+                    "goog:loggingPrefs": { "browser": "ALL" }
+                }
+            }
+        });
+        let created = http_json(self.addr, "POST", "/session", Some(&caps))?;
+        let id = created["value"]["sessionId"]
+            .as_str()
+            .ok_or("no sessionId in the new-session reply")?
+            .to_string();
+        Ok(Session {
+            addr: self.addr,
+            id,
+            profile,
+        })
+    }
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// One browser session; closed on drop.
+pub struct Session {
+    addr: SocketAddr,
+    id: String,
+    profile: PathBuf,
+}
+
+/// One browser console entry.
+#[derive(Debug, Clone)]
+pub struct LogEntry {
+    /// "SEVERE", "WARNING", "INFO", ...
+    pub level: String,
+    /// The text Chromium logged.
+    pub message: String,
+}
+
+impl Session {
+    fn cmd(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value> {
+        let full = format!("/session/{}{}", self.id, path);
+        let reply = http_json(self.addr, method, &full, body.as_ref())?;
+        Ok(reply["value"].clone())
+    }
+
+    /// Navigates and waits for the load event.
+    pub fn goto(&self, url: &str) -> Result<()> {
+        self.cmd("POST", "/url", Some(json!({ "url": url })))?;
+        Ok(())
+    }
+
+    /// Runs a synchronous script (`return ...`) and returns its value.
+    pub fn execute(&self, script: &str, args: Vec<Value>) -> Result<Value> {
+        self.cmd(
+            "POST",
+            "/execute/sync",
+            Some(json!({ "script": script, "args": args })),
+        )
+    }
+
+    /// Runs an async script; it must call `arguments[arguments.length - 1](result)`.
+    pub fn execute_async(&self, script: &str, args: Vec<Value>) -> Result<Value> {
+        self.cmd(
+            "POST",
+            "/execute/async",
+            Some(json!({ "script": script, "args": args })),
+        )
+    }
+
+    /// Sets the script timeout (for long `execute_async` measurements).
+    pub fn set_script_timeout(&self, ms: u64) -> Result<()> {
+        self.cmd("POST", "/timeouts", Some(json!({ "script": ms })))?;
+        Ok(())
+    }
+
+    /// The element matching a CSS selector (WebDriver element id).
+    pub fn find(&self, css: &str) -> Result<String> {
+        let v = self.cmd(
+            "POST",
+            "/element",
+            Some(json!({ "using": "css selector", "value": css })),
+        )?;
+        v.as_object()
+            .and_then(|o| o.values().next())
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| format!("no element for {css}"))
+    }
+
+    /// Clicks an element.
+    pub fn click(&self, css: &str) -> Result<()> {
+        let id = self.find(css)?;
+        self.cmd("POST", &format!("/element/{id}/click"), Some(json!({})))?;
+        Ok(())
+    }
+
+    /// Types keys into an element (WebDriver key codes such as `\u{E014}` = ArrowRight).
+    pub fn send_keys(&self, css: &str, text: &str) -> Result<()> {
+        let id = self.find(css)?;
+        self.cmd(
+            "POST",
+            &format!("/element/{id}/value"),
+            Some(json!({ "text": text })),
+        )?;
+        Ok(())
+    }
+
+    /// `textContent` of the element matching `css`, trimmed.
+    pub fn text(&self, css: &str) -> Result<String> {
+        let v = self.execute(
+            "const e = document.querySelector(arguments[0]); return e ? e.textContent : null;",
+            vec![json!(css)],
+        )?;
+        v.as_str()
+            .map(|s| s.trim().to_string())
+            .ok_or_else(|| format!("no element for {css}"))
+    }
+
+    /// An attribute of the element matching `css`.
+    pub fn attr(&self, css: &str, name: &str) -> Result<Option<String>> {
+        let v = self.execute(
+            "const e = document.querySelector(arguments[0]); if (!e) throw new Error('no element ' + arguments[0]); return e.getAttribute(arguments[1]);",
+            vec![json!(css), json!(name)],
+        )?;
+        Ok(v.as_str().map(str::to_string))
+    }
+
+    /// Polls `text(css)` until `pred` holds or `timeout` passes; returns the last text.
+    pub fn wait_text(
+        &self,
+        css: &str,
+        timeout: Duration,
+        pred: impl Fn(&str) -> bool,
+    ) -> Result<String> {
+        let deadline = Instant::now() + timeout;
+        let mut last = Err(format!("{css} never appeared"));
+        while Instant::now() < deadline {
+            last = self.text(css);
+            if let Ok(t) = &last {
+                if pred(t) {
+                    return Ok(t.clone());
+                }
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+        last.and_then(|t| Err(format!("{css}: condition not met; last text {t:?}")))
+    }
+
+    /// The current URL.
+    pub fn current_url(&self) -> Result<String> {
+        self.cmd("GET", "/url", None)?
+            .as_str()
+            .map(str::to_string)
+            .ok_or_else(|| "no URL".into())
+    }
+
+    /// Saves a PNG screenshot of the viewport.
+    pub fn screenshot(&self, path: &Path) -> Result<()> {
+        let b64 = self.cmd("GET", "/screenshot", None)?;
+        let png = base64_decode(b64.as_str().ok_or("screenshot: not a string")?)?;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+        }
+        std::fs::write(path, png).map_err(|e| format!("write {}: {e}", path.display()))
+    }
+
+    /// Resizes the window (CSS pixels).
+    pub fn set_window_size(&self, width: u32, height: u32) -> Result<()> {
+        self.cmd(
+            "POST",
+            "/window/rect",
+            Some(json!({ "width": width, "height": height })),
+        )?;
+        Ok(())
+    }
+
+    /// Browser console entries since the last call (chromedriver's log endpoint).
+    pub fn console_logs(&self) -> Result<Vec<LogEntry>> {
+        let v = self.cmd("POST", "/se/log", Some(json!({ "type": "browser" })))?;
+        Ok(v.as_array()
+            .map(|entries| {
+                entries
+                    .iter()
+                    .map(|e| LogEntry {
+                        level: e["level"].as_str().unwrap_or("").to_string(),
+                        message: e["message"].as_str().unwrap_or("").to_string(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = http_json(self.addr, "DELETE", &format!("/session/{}", self.id), None);
+        let _ = std::fs::remove_dir_all(&self.profile);
+    }
+}
+
+/// Standard base64 (with padding), enough for WebDriver screenshots.
+pub fn base64_decode(text: &str) -> Result<Vec<u8>> {
+    fn val(c: u8) -> Option<u32> {
+        match c {
+            b'A'..=b'Z' => Some(u32::from(c - b'A')),
+            b'a'..=b'z' => Some(u32::from(c - b'a') + 26),
+            b'0'..=b'9' => Some(u32::from(c - b'0') + 52),
+            b'+' => Some(62),
+            b'/' => Some(63),
+            _ => None,
+        }
+    }
+    let clean: Vec<u8> = text
+        .bytes()
+        .filter(|c| !c.is_ascii_whitespace() && *c != b'=')
+        .collect();
+    let mut out = Vec::with_capacity(clean.len() * 3 / 4);
+    for chunk in clean.chunks(4) {
+        let mut acc = 0u32;
+        for (i, &c) in chunk.iter().enumerate() {
+            acc |= val(c).ok_or("base64: bad character")? << (18 - 6 * i);
+        }
+        let bytes = acc.to_be_bytes();
+        out.extend_from_slice(&bytes[1..chunk.len()]);
+    }
+    Ok(out)
+}
+
+/// `$MESHPLAN_DIST`, or `<workspace>/dist`.
+pub fn dist_dir() -> PathBuf {
+    std::env::var_os("MESHPLAN_DIST")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("dist"))
+}
+
+/// The workspace root (this crate lives in `tests/e2e`).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// `<workspace>/target/screenshots/NAME.png`.
+pub fn screenshot_path(name: &str) -> PathBuf {
+    workspace_root()
+        .join("target")
+        .join("screenshots")
+        .join(format!("{name}.png"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn base64_round_trips_known_vectors() {
+        assert_eq!(base64_decode("TWFu").unwrap(), b"Man");
+        assert_eq!(base64_decode("TWE=").unwrap(), b"Ma");
+        assert_eq!(base64_decode("TQ==").unwrap(), b"M");
+        assert!(base64_decode("T!==").is_err());
+    }
+
+    #[test]
+    fn dechunks_chunked_bodies() {
+        assert_eq!(dechunk("4\r\nWiki\r\n5\r\npedia\r\n0\r\n\r\n"), "Wikipedia");
+    }
+
+    #[test]
+    fn static_server_serves_files_and_refuses_traversal() {
+        let dir = std::env::temp_dir().join(format!("meshplan-static-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join("index.html"), "<p>hi</p>").unwrap();
+        let server = StaticServer::start(&dir).unwrap();
+        let get = |path: &str| {
+            let mut s = TcpStream::connect(server.addr).unwrap();
+            write!(s, "GET {path} HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+            let mut out = String::new();
+            s.read_to_string(&mut out).unwrap();
+            out
+        };
+        let page = get("/?dp=8");
+        assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+        assert!(page.contains("text/html") && page.ends_with("<p>hi</p>"));
+        assert!(get("/../etc/passwd").starts_with("HTTP/1.1 404"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
