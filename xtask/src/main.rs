@@ -143,10 +143,7 @@ fn ensure_trunk() -> Result<(), String> {
             say(&format!("trunk {TRUNK_VERSION}: present"));
             return Ok(());
         }
-        say(&format!(
-            "found {}, want trunk {TRUNK_VERSION}",
-            v.trim()
-        ));
+        say(&format!("found {}, want trunk {TRUNK_VERSION}", v.trim()));
     }
     install(
         &format!("trunk {TRUNK_VERSION}"),
@@ -182,7 +179,10 @@ fn wasm_opt_version(text: &str) -> Option<u32> {
 }
 
 fn ensure_wasm_opt() -> Result<(), String> {
-    if let Some(v) = with_path("wasm-opt", &["--version"]).as_deref().and_then(wasm_opt_version) {
+    if let Some(v) = with_path("wasm-opt", &["--version"])
+        .as_deref()
+        .and_then(wasm_opt_version)
+    {
         if v >= MIN_WASM_OPT_VERSION {
             say(&format!("wasm-opt {v}: present"));
             return Ok(());
@@ -243,7 +243,10 @@ fn ensure_browser() -> Result<(String, String), String> {
         let mut all: Vec<&str> = sudo.to_vec();
         all.push("apt-get");
         all.extend_from_slice(args);
-        let (program, rest) = all.split_first().map(|(p, r)| (*p, r.to_vec())).unwrap_or(("apt-get", Vec::new()));
+        let (program, rest) = all
+            .split_first()
+            .map(|(p, r)| (*p, r.to_vec()))
+            .unwrap_or(("apt-get", Vec::new()));
         install("chromium and chromium-driver", program, &rest)
     };
     apt(&["update"])?;
@@ -284,7 +287,11 @@ struct Step {
     took: Duration,
 }
 
-fn timed(name: &'static str, steps: &mut Vec<Step>, f: impl FnOnce() -> Result<(), String>) -> bool {
+fn timed(
+    name: &'static str,
+    steps: &mut Vec<Step>,
+    f: impl FnOnce() -> Result<(), String>,
+) -> bool {
     say(&format!("── {name}"));
     let start = Instant::now();
     let outcome = f();
@@ -308,14 +315,16 @@ fn cargo(args: &[&str], envs: &[(&str, &str)]) -> Result<(), String> {
 /// Gzipped bytes of a file (`gzip -9`), the size a static host serves.
 fn gzipped_bytes(path: &Path) -> Option<u64> {
     let path = path.to_str()?;
-    let out = Command::new("gzip").args(["-9", "-c", path]).output().ok()?;
-    out.status
-        .success()
-        .then_some(out.stdout.len() as u64)
+    let out = Command::new("gzip")
+        .args(["-9", "-c", path])
+        .output()
+        .ok()?;
+    out.status.success().then_some(out.stdout.len() as u64)
 }
 
 fn report_bundle_size(dist: &Path) -> Result<String, String> {
-    let entries = std::fs::read_dir(dist).map_err(|e| format!("reading {}: {e}", dist.display()))?;
+    let entries =
+        std::fs::read_dir(dist).map_err(|e| format!("reading {}: {e}", dist.display()))?;
     let mut raw = 0u64;
     let mut gz = 0u64;
     for entry in entries.flatten() {
@@ -344,10 +353,19 @@ fn test() -> Result<(), String> {
     let mut steps = Vec::new();
     let mut size_line = String::from("bundle size not measured");
 
-    timed("rustfmt", &mut steps, || cargo(&["fmt", "--all", "--check"], &[]));
+    timed("rustfmt", &mut steps, || {
+        cargo(&["fmt", "--all", "--check"], &[])
+    });
     timed("clippy (native)", &mut steps, || {
         cargo(
-            &["clippy", "--workspace", "--all-targets", "--", "-D", "warnings"],
+            &[
+                "clippy",
+                "--workspace",
+                "--all-targets",
+                "--",
+                "-D",
+                "warnings",
+            ],
             &[],
         )
     });
@@ -419,7 +437,11 @@ fn test() -> Result<(), String> {
             Ok(()) => ("ok  ", String::new()),
             Err(e) => ("FAIL", format!("  {e}")),
         };
-        println!("  {mark} {:<40} {:>7.1} s{note}", step.name, step.took.as_secs_f64());
+        println!(
+            "  {mark} {:<40} {:>7.1} s{note}",
+            step.name,
+            step.took.as_secs_f64()
+        );
     }
     println!("  {size_line}");
     println!("  total {:.1} min", started.elapsed().as_secs_f64() / 60.0);
@@ -438,7 +460,10 @@ mod tests {
 
     #[test]
     fn parses_wasm_opt_versions() {
-        assert_eq!(wasm_opt_version("wasm-opt version 132 (version_132)\n"), Some(132));
+        assert_eq!(
+            wasm_opt_version("wasm-opt version 132 (version_132)\n"),
+            Some(132)
+        );
         assert_eq!(wasm_opt_version("wasm-opt version 108\n"), Some(108));
         assert_eq!(wasm_opt_version("garbage"), None);
     }

@@ -135,7 +135,10 @@ fn http_json(addr: SocketAddr, method: &str, path: &str, body: Option<&Value>) -
     let (head, body) = text
         .split_once("\r\n\r\n")
         .ok_or_else(|| format!("{method} {path}: malformed response"))?;
-    let body = if head.to_ascii_lowercase().contains("transfer-encoding: chunked") {
+    let body = if head
+        .to_ascii_lowercase()
+        .contains("transfer-encoding: chunked")
+    {
         dechunk(body)
     } else {
         body.to_string()
@@ -397,6 +400,31 @@ impl Session {
             std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
         }
         std::fs::write(path, png).map_err(|e| format!("write {}: {e}", path.display()))
+    }
+
+    /// Saves a PNG screenshot of one element (scrolled into view).
+    pub fn element_screenshot(&self, css: &str, path: &Path) -> Result<()> {
+        let id = self.find(css)?;
+        self.execute(
+            "document.querySelector(arguments[0]).scrollIntoView({block: 'start'});",
+            vec![json!(css)],
+        )?;
+        let b64 = self.cmd("GET", &format!("/element/{id}/screenshot"), None)?;
+        let png = base64_decode(b64.as_str().ok_or("screenshot: not a string")?)?;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
+        }
+        std::fs::write(path, png).map_err(|e| format!("write {}: {e}", path.display()))
+    }
+
+    /// Sets an `<input>`/`<select>` value from script and fires `input` and `change`,
+    /// as a user edit would.
+    pub fn set_value(&self, css: &str, value: &str) -> Result<()> {
+        self.execute(
+            "const e = document.querySelector(arguments[0]); if (!e) throw new Error('no element ' + arguments[0]); e.value = arguments[1]; e.dispatchEvent(new Event('input', {bubbles: true})); e.dispatchEvent(new Event('change', {bubbles: true}));",
+            vec![json!(css), json!(value)],
+        )?;
+        Ok(())
     }
 
     /// Resizes the window (CSS pixels).

@@ -1,0 +1,511 @@
+//! The page: one `Scenario` signal that every input writes and every view
+//! reads. The URL always holds the whole scenario (share links).
+
+use leptos::prelude::*;
+use planner_core::hardware::{gpu_presets, Cluster};
+use planner_core::layout::{Recompute, Schedule, ZeroStage};
+use planner_core::model::ModelSpec;
+use planner_core::precision::{Precision, PrecisionRecipe};
+use planner_core::presets::{self, model_presets};
+use planner_core::scenario::{ModelChoice, Scenario};
+use planner_core::validate::layout_rule_violations;
+
+use crate::charts::Theme;
+use crate::inputs::{power_of_two_steps, Issue, Issues, NumberField, Select, StepSlider, Toggle};
+use crate::share;
+use crate::views::chart_canvas::ResizeTick;
+use crate::views::{MemoryView, PipelineView, ServingView};
+
+/// What the views read: the scenario and its resolved model.
+#[derive(Clone, Copy)]
+pub struct Ctx {
+    /// The scenario every input writes.
+    pub scenario: RwSignal<Scenario>,
+    /// The resolved model shapes (or why they could not be resolved).
+    pub model: Memo<Result<ModelSpec, String>>,
+    /// Light or dark chart colours.
+    pub theme: RwSignal<Theme>,
+}
+
+fn prefers_dark() -> bool {
+    web_sys::window()
+        .and_then(|w| w.match_media("(prefers-color-scheme: dark)").ok().flatten())
+        .is_some_and(|m| m.matches())
+}
+
+/// Every message for the controls: range errors from `Scenario::validate` and
+/// layout rules from `layout_rule_violations`, keyed by link parameter.
+fn collect_issues(s: &Scenario, model: &Result<ModelSpec, String>) -> Vec<Issue> {
+    let mut out: Vec<Issue> = match s.validate() {
+        Ok(()) => Vec::new(),
+        Err(errors) => errors
+            .into_iter()
+            .map(|e| Issue {
+                field: e.field,
+                message: e.message,
+                error: true,
+            })
+            .collect(),
+    };
+    match model {
+        Ok(spec) => out.extend(layout_rule_violations(spec, s).into_iter().map(|v| Issue {
+            error: v.is_error(),
+            field: v.field,
+            message: v.message,
+        })),
+        Err(message) => out.push(Issue {
+            field: "model".into(),
+            message: message.clone(),
+            error: true,
+        }),
+    }
+    out
+}
+
+/// The whole page.
+#[component]
+pub fn App() -> impl IntoView {
+    let (initial, link_errors) = share::load_from_location();
+    let scenario = RwSignal::new(initial);
+    let link_notice = RwSignal::new(link_errors);
+    let theme = RwSignal::new(Theme::new(prefers_dark()));
+    if let Some(mq) =
+        web_sys::window().and_then(|w| w.match_media("(prefers-color-scheme: dark)").ok().flatten())
+    {
+        let handler = wasm_bindgen::closure::Closure::<dyn Fn(web_sys::Event)>::new(
+            move |_: web_sys::Event| theme.set(Theme::new(prefers_dark())),
+        );
+        mq.set_onchange(Some(wasm_bindgen::JsCast::unchecked_ref(handler.as_ref())));
+        // The listener lives as long as the page.
+        handler.forget();
+    }
+    let model = Memo::new(move |_| scenario.with(|s| s.model_spec().map_err(|e| e.to_string())));
+    let issues = Memo::new(move |_| scenario.with(|s| model.with(|m| collect_issues(s, m))));
+    provide_context(Issues(issues));
+    let resize = RwSignal::new(0u32);
+    // The handle is dropped on purpose: the listener lives as long as the page.
+    let _ = window_event_listener(leptos::ev::resize, move |_| {
+        resize.update(|n| *n = n.wrapping_add(1))
+    });
+    provide_context(ResizeTick(resize));
+    let ctx = Ctx {
+        scenario,
+        model,
+        theme,
+    };
+    provide_context(ctx);
+    share::sync_url(scenario);
+
+    view! {
+        <header class="top">
+            <div class="brand">
+                <h1>"meshplan"</h1>
+                <p class="tagline">
+                    "Memory, pipeline and serving arithmetic for training and serving LLMs on many GPUs. Every number comes with its formula: hover or focus it."
+                </p>
+            </div>
+            <share::ShareBar scenario=scenario />
+        </header>
+        {move || {
+            let notes = link_notice.get();
+            (!notes.is_empty())
+                .then(|| {
+                    view! {
+                        <div class="notice" role="alert" data-testid="link-notice">
+                            <strong>"This link had problems; defaults were used for: "</strong>
+                            <ul>
+                                {notes
+                                    .into_iter()
+                                    .map(|(field, message)| {
+                                        view! {
+                                            <li>
+                                                <code>{field}</code>
+                                                ": "
+                                                {message}
+                                            </li>
+                                        }
+                                    })
+                                    .collect_view()}
+                            </ul>
+                            <button on:click=move |_| link_notice.set(Vec::new())>"Dismiss"</button>
+                        </div>
+                    }
+                })
+        }}
+        <main class="layout">
+            <aside class="controls" aria-label="Inputs">
+                <Controls />
+            </aside>
+            <div class="views">
+                <MemoryView />
+                <PipelineView />
+                <ServingView />
+            </div>
+        </main>
+        <footer class="foot">
+            <p>
+                "Decimal units (1 GB = 10⁹ bytes), as the article and GPU datasheets use. Estimates from planner-core; measure before you buy."
+            </p>
+        </footer>
+    }
+}
+
+/// Example scenarios one click away.
+#[component]
+fn Examples() -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    let load = move |s: Scenario| ctx.scenario.set(s);
+    view! {
+        <div class="examples" role="group" aria-label="Examples">
+            <span class="hint">"Examples:"</span>
+            <button
+                data-testid="example-default"
+                title="Llama 3.1 70B on 8 nodes × 8 H100, TP 8 × DP 8, ZeRO-1"
+                on:click=move |_| load(presets::default_scenario())
+            >
+                "Default"
+            </button>
+            <button
+                data-testid="example-article-70b"
+                title="The article's chart: a 70B model (Ψ = 70e9) on 64 H100 with DP 64"
+                on:click=move |_| load(presets::article_70b_scenario())
+            >
+                "Article: 70B on 64 GPUs"
+            </button>
+            <button
+                data-testid="example-article-mesh"
+                title="The article's mesh: Llama 3.1 70B, 32K context, TP 8 × PP 4 × CP 4 × DP 4 on 512 H100"
+                on:click=move |_| load(presets::article_mesh_scenario())
+            >
+                "Article: 512-GPU mesh"
+            </button>
+        </div>
+    }
+}
+
+/// The input panel.
+#[component]
+fn Controls() -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    let s = ctx.scenario;
+    let set = move |f: Box<dyn FnOnce(&mut Scenario)>| s.update(|sc| f(sc));
+
+    let mut model_options: Vec<(String, String)> = model_presets()
+        .into_iter()
+        .map(|p| (p.id.to_string(), p.spec.name.clone()))
+        .collect();
+    model_options.push(("custom".into(), "Custom shapes…".into()));
+    let model_value = Signal::derive(move || {
+        s.with(|sc| match &sc.model {
+            ModelChoice::Preset(id) => id.clone(),
+            ModelChoice::Custom(_) => "custom".into(),
+        })
+    });
+    let on_model = Callback::new(move |id: String| {
+        if id == "custom" {
+            let spec = ctx.model.get_untracked();
+            if let Ok(spec) = spec {
+                set(Box::new(move |sc| sc.model = ModelChoice::Custom(spec)));
+            }
+        } else {
+            set(Box::new(move |sc| sc.model = ModelChoice::Preset(id)));
+        }
+    });
+
+    let recipe_options = PrecisionRecipe::ALL
+        .iter()
+        .map(|r| (r.id().to_string(), r.label().to_string()))
+        .collect();
+    let gpu_options = gpu_presets()
+        .into_iter()
+        .map(|g| (g.id.clone(), g.name.clone()))
+        .collect();
+    let schedule_options = Schedule::ALL
+        .iter()
+        .map(|x| (x.id().to_string(), x.label().to_string()))
+        .collect();
+    let zero_options = ZeroStage::ALL
+        .iter()
+        .map(|z| (z.number().to_string(), z.label().to_string()))
+        .collect();
+    let recompute_options = Recompute::ALL
+        .iter()
+        .map(|r| (r.id().to_string(), recompute_label(*r).to_string()))
+        .collect();
+
+    let world = Signal::derive(move || s.with(|sc| sc.cluster.world_size()));
+    let world_u32 = move || u32::try_from(world.get()).unwrap_or(u32::MAX);
+    let degree_steps = move |pick: fn(&Scenario) -> u32| {
+        Signal::derive(move || power_of_two_steps(world_u32(), s.with(pick)))
+    };
+    let vs_steps = Signal::derive(move || {
+        let current = s.with(|sc| sc.layout.virtual_stages);
+        let mut v: Vec<u32> = (1..=8).collect();
+        if !v.contains(&current) {
+            v.push(current);
+            v.sort_unstable();
+        }
+        v
+    });
+    let used = move || s.with(|sc| sc.layout.world_size());
+
+    view! {
+        <Examples />
+        <fieldset>
+            <legend>"Model"</legend>
+            <Select
+                label="Model"
+                field="model"
+                hint="A preset from its published config.json, or your own shapes."
+                options=model_options
+                value=model_value
+                on_change=on_model
+            />
+            {move || {
+                matches!(s.with(|sc| sc.model.clone()), ModelChoice::Custom(_))
+                    .then(|| view! { <CustomShapes /> })
+            }}
+            <p class="derived" data-testid="param-count">
+                {move || {
+                    ctx.model
+                        .with(|m| match m {
+                            Ok(spec) => {
+                                format!(
+                                    "Ψ = {} parameters{}",
+                                    crate::format::sig3(spec.params() / 1e9) + "B",
+                                    if spec.moe.is_some() {
+                                        format!(
+                                            ", {}B active per token",
+                                            crate::format::sig3(spec.active_params() / 1e9),
+                                        )
+                                    } else {
+                                        String::new()
+                                    },
+                                )
+                            }
+                            Err(e) => e.clone(),
+                        })
+                }}
+            </p>
+            <Select
+                label="Precision recipe"
+                field="prec"
+                hint="Bytes per parameter for weights, gradients, master copy and optimizer moments."
+                options=recipe_options
+                value=Signal::derive(move || s.with(|sc| sc.precision.recipe.id().to_string()))
+                on_change=Callback::new(move |id: String| {
+                    if let Some(r) = PrecisionRecipe::from_id(&id) {
+                        set(Box::new(move |sc| sc.precision = Precision::from_recipe(r)));
+                    }
+                })
+            />
+        </fieldset>
+        <fieldset>
+            <legend>"Batch"</legend>
+            <NumberField
+                label="Sequence length"
+                field="seq"
+                unit="tokens"
+                hint="Tokens per training sequence; activations grow with it."
+                value=Signal::derive(move || s.with(|sc| sc.training.seq_len))
+                on_change=Callback::new(move |v| set(Box::new(move |sc| sc.training.seq_len = v)))
+            />
+            <NumberField
+                label="Micro-batch"
+                field="mbs"
+                unit="sequences"
+                hint="Sequences one data-parallel rank runs per forward/backward pass."
+                value=Signal::derive(move || s.with(|sc| sc.layout.micro_batch))
+                on_change=Callback::new(move |v| set(Box::new(move |sc| sc.layout.micro_batch = v)))
+            />
+            <NumberField
+                label="Global batch"
+                field="gbs"
+                unit="sequences"
+                hint="Sequences per optimizer step over all data-parallel ranks."
+                value=Signal::derive(move || s.with(|sc| sc.training.global_batch))
+                on_change=Callback::new(move |v| set(Box::new(move |sc| sc.training.global_batch = v)))
+            />
+            <Select
+                label="Activation recompute"
+                field="rc"
+                hint="Recompute activations in the backward pass instead of keeping them (Korthikanti et al. 2022)."
+                options=recompute_options
+                value=Signal::derive(move || s.with(|sc| sc.layout.recompute.id().to_string()))
+                on_change=Callback::new(move |id: String| {
+                    if let Some(r) = Recompute::from_id(&id) {
+                        set(Box::new(move |sc| sc.layout.recompute = r));
+                    }
+                })
+            />
+        </fieldset>
+        <fieldset>
+            <legend>"Cluster"</legend>
+            <Select
+                label="GPU"
+                field="gpu"
+                hint="Memory, compute and link speeds from the vendor datasheet."
+                options=gpu_options
+                value=Signal::derive(move || s.with(|sc| sc.cluster.gpu.id.clone()))
+                on_change=Callback::new(move |id: String| {
+                    if let Some(g) = planner_core::hardware::gpu_preset(&id) {
+                        set(
+                            Box::new(move |sc| {
+                                let gpn = sc.cluster.gpus_per_node;
+                                let mut c = Cluster::of(g, sc.cluster.nodes);
+                                c.gpus_per_node = gpn;
+                                sc.cluster = c;
+                            }),
+                        );
+                    }
+                })
+            />
+            <NumberField
+                label="GPUs per node"
+                field="gpn"
+                unit="GPUs"
+                hint="GPUs joined by NVLink/NVSwitch inside one server."
+                value=Signal::derive(move || s.with(|sc| sc.cluster.gpus_per_node))
+                on_change=Callback::new(move |v| set(Box::new(move |sc| sc.cluster.gpus_per_node = v)))
+            />
+            <NumberField
+                label="Nodes"
+                field="nodes"
+                unit="nodes"
+                hint="Servers joined by the network (InfiniBand/RoCE)."
+                value=Signal::derive(move || s.with(|sc| sc.cluster.nodes))
+                on_change=Callback::new(move |v| set(Box::new(move |sc| sc.cluster.nodes = v)))
+            />
+            <p class="derived" data-testid="world-size">
+                {move || format!("{} GPUs; the layout uses dp × tp × pp × cp = {}", world.get(), used())}
+            </p>
+        </fieldset>
+        <fieldset>
+            <legend>"Parallel layout"</legend>
+            <StepSlider
+                label="Data parallel (DP)"
+                field="dp"
+                hint="Replicas that each take a slice of the batch; ZeRO shards model state over them."
+                steps=degree_steps(|sc| sc.layout.dp)
+                value=Signal::derive(move || s.with(|sc| sc.layout.dp))
+                on_change=Callback::new(move |v| set(Box::new(move |sc| sc.layout.dp = v)))
+            />
+            <StepSlider
+                label="Tensor parallel (TP)"
+                field="tp"
+                hint="Splits every weight matrix across GPUs; all-reduces each layer, so keep it inside a node."
+                steps=degree_steps(|sc| sc.layout.tp)
+                value=Signal::derive(move || s.with(|sc| sc.layout.tp))
+                on_change=Callback::new(move |v| set(Box::new(move |sc| sc.layout.tp = v)))
+            />
+            <StepSlider
+                label="Pipeline parallel (PP)"
+                field="pp"
+                hint="Splits the layers into stages; micro-batches flow through them, leaving a bubble."
+                steps=degree_steps(|sc| sc.layout.pp)
+                value=Signal::derive(move || s.with(|sc| sc.layout.pp))
+                on_change=Callback::new(move |v| set(Box::new(move |sc| sc.layout.pp = v)))
+            />
+            <StepSlider
+                label="Context parallel (CP)"
+                field="cp"
+                hint="Splits each sequence across GPUs; attention passes keys and values around a ring."
+                steps=degree_steps(|sc| sc.layout.cp)
+                value=Signal::derive(move || s.with(|sc| sc.layout.cp))
+                on_change=Callback::new(move |v| set(Box::new(move |sc| sc.layout.cp = v)))
+            />
+            <StepSlider
+                label="Expert parallel (EP)"
+                field="ep"
+                hint="Splits routed experts of MoE layers across the DP × CP ranks; tokens travel by all-to-all."
+                steps=degree_steps(|sc| sc.layout.ep)
+                value=Signal::derive(move || s.with(|sc| sc.layout.ep))
+                on_change=Callback::new(move |v| set(Box::new(move |sc| sc.layout.ep = v)))
+            />
+            <StepSlider
+                label="Virtual stages"
+                field="vpp"
+                hint="Layer chunks per pipeline rank for the interleaved schedule; shrinks the bubble."
+                steps=vs_steps
+                value=Signal::derive(move || s.with(|sc| sc.layout.virtual_stages))
+                on_change=Callback::new(move |v| set(Box::new(move |sc| sc.layout.virtual_stages = v)))
+            />
+            <Select
+                label="Pipeline schedule"
+                field="sched"
+                hint="Order in which stages run forward and backward passes of micro-batches."
+                options=schedule_options
+                value=Signal::derive(move || s.with(|sc| sc.layout.schedule.id().to_string()))
+                on_change=Callback::new(move |id: String| {
+                    if let Some(x) = Schedule::from_id(&id) {
+                        set(Box::new(move |sc| sc.layout.schedule = x));
+                    }
+                })
+            />
+            <Select
+                label="ZeRO stage"
+                field="zero"
+                hint="What the DP group shards: 1 optimizer state, 2 also gradients, 3 also weights (FSDP)."
+                options=zero_options
+                value=Signal::derive(move || s.with(|sc| sc.layout.zero.number().to_string()))
+                on_change=Callback::new(move |id: String| {
+                    if let Some(z) = id.parse::<u8>().ok().and_then(ZeroStage::from_number) {
+                        set(Box::new(move |sc| sc.layout.zero = z));
+                    }
+                })
+            />
+            <Toggle
+                label="Sequence parallel"
+                field="sp"
+                hint="Splits the norm and dropout activations over the TP group too (Megatron SP)."
+                value=Signal::derive(move || s.with(|sc| sc.layout.sequence_parallel))
+                on_change=Callback::new(move |v| set(Box::new(move |sc| sc.layout.sequence_parallel = v)))
+            />
+        </fieldset>
+    }
+}
+
+fn recompute_label(r: Recompute) -> &'static str {
+    match r {
+        Recompute::None => "None: keep every activation",
+        Recompute::Selective => "Selective: recompute attention core",
+        Recompute::Full => "Full: keep layer inputs only",
+    }
+}
+
+/// Shape fields of a custom model.
+#[component]
+fn CustomShapes() -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    let s = ctx.scenario;
+    let get = move |pick: fn(&ModelSpec) -> u32| {
+        Signal::derive(move || {
+            s.with(|sc| match &sc.model {
+                ModelChoice::Custom(m) => pick(m),
+                ModelChoice::Preset(_) => 0,
+            })
+        })
+    };
+    let put = move |write: fn(&mut ModelSpec, u32)| {
+        Callback::new(move |v: u32| {
+            s.update(|sc| {
+                if let ModelChoice::Custom(m) = &mut sc.model {
+                    write(m, v);
+                    // Shapes changed: the nominal count no longer describes them.
+                    m.nominal_params = None;
+                }
+            })
+        })
+    };
+    view! {
+        <div class="custom-shapes">
+            <NumberField label="Layers" field="layers" unit="" hint="Decoder layers." value=get(|m| m.layers) on_change=put(|m, v| m.layers = v) />
+            <NumberField label="Hidden size" field="hidden" unit="" hint="Model width h." value=get(|m| m.hidden) on_change=put(|m, v| m.hidden = v) />
+            <NumberField label="Attention heads" field="heads" unit="" hint="Query heads a." value=get(|m| m.heads) on_change=put(|m, v| m.heads = v) />
+            <NumberField label="KV heads" field="kv_heads" unit="" hint="Key/value heads (GQA); equal to heads for multi-head attention." value=get(|m| m.kv_heads) on_change=put(|m, v| m.kv_heads = v) />
+            <NumberField label="Head dim" field="head_dim" unit="" hint="Width of one attention head." value=get(|m| m.head_dim) on_change=put(|m, v| m.head_dim = v) />
+            <NumberField label="FFN width" field="ffn" unit="" hint="Inner width f of the feed-forward block." value=get(|m| m.ffn) on_change=put(|m, v| m.ffn = v) />
+            <NumberField label="Vocabulary" field="vocab" unit="tokens" hint="Rows of the embedding and columns of the output layer." value=get(|m| m.vocab) on_change=put(|m, v| m.vocab = v) />
+        </div>
+    }
+}

@@ -1,0 +1,638 @@
+//! Canvas charts drawn with plotters: stacked memory bars, the pipeline
+//! schedule grid and line charts.
+//!
+//! Canvases are sized by `devicePixelRatio` (backing store = CSS size × ratio)
+//! so text and lines stay sharp on HiDPI screens; every length below is in CSS
+//! pixels and multiplied by the ratio when drawn. Drawing functions return the
+//! hit boxes (in CSS pixels) of what they drew, so hover tooltips point at the
+//! same planner-core term the segment was drawn from.
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use plotters_canvas::CanvasBackend;
+use web_sys::HtmlCanvasElement;
+
+use crate::format;
+
+/// Colours of one theme (light or dark, from `prefers-color-scheme`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Theme {
+    /// Canvas background.
+    pub bg: RGBColor,
+    /// Text and axes.
+    pub fg: RGBColor,
+    /// Secondary text.
+    pub muted: RGBColor,
+    /// Grid lines.
+    pub grid: RGBColor,
+    /// Idle pipeline slots.
+    pub idle: RGBColor,
+    /// Memory limit line.
+    pub limit: RGBColor,
+    /// Dark theme (lightens sharded segments differently).
+    pub dark: bool,
+}
+
+impl Theme {
+    /// The theme for a colour scheme.
+    pub fn new(dark: bool) -> Self {
+        if dark {
+            Theme {
+                bg: RGBColor(0x1b, 0x1e, 0x24),
+                fg: RGBColor(0xe6, 0xe8, 0xeb),
+                muted: RGBColor(0x9a, 0xa1, 0xab),
+                grid: RGBColor(0x33, 0x38, 0x40),
+                idle: RGBColor(0x2a, 0x2e, 0x36),
+                limit: RGBColor(0xff, 0x6b, 0x6b),
+                dark,
+            }
+        } else {
+            Theme {
+                bg: RGBColor(0xff, 0xff, 0xff),
+                fg: RGBColor(0x1f, 0x23, 0x28),
+                muted: RGBColor(0x5f, 0x66, 0x70),
+                grid: RGBColor(0xe3, 0xe6, 0xea),
+                idle: RGBColor(0xee, 0xf0, 0xf3),
+                limit: RGBColor(0xc6, 0x28, 0x28),
+                dark,
+            }
+        }
+    }
+}
+
+/// Category colours (colour-blind-friendly Okabe–Ito order, then extras).
+pub const PALETTE: [RGBColor; 10] = [
+    RGBColor(0x00, 0x72, 0xb2),
+    RGBColor(0xe6, 0x9f, 0x00),
+    RGBColor(0x00, 0x9e, 0x73),
+    RGBColor(0xcc, 0x79, 0xa7),
+    RGBColor(0x56, 0xb4, 0xe9),
+    RGBColor(0xd5, 0x5e, 0x00),
+    RGBColor(0xf0, 0xe4, 0x42),
+    RGBColor(0x7f, 0x7f, 0x7f),
+    RGBColor(0x8c, 0x56, 0x4b),
+    RGBColor(0x94, 0x67, 0xbd),
+];
+
+/// `#rrggbb` of a palette entry, for HTML legends.
+pub fn css_color(index: usize) -> String {
+    let RGBColor(r, g, b) = PALETTE[index % PALETTE.len()];
+    format!("#{r:02x}{g:02x}{b:02x}")
+}
+
+/// What a tooltip shows for one drawn item.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tip {
+    /// Heading (term label, op name).
+    pub title: String,
+    /// Main value ("17.5 GB").
+    pub value: String,
+    /// Further lines (formula, worked numbers, assumption).
+    pub lines: Vec<String>,
+}
+
+/// A drawn rectangle in CSS pixels and what it stands for.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HitBox {
+    /// Left.
+    pub x0: f64,
+    /// Top.
+    pub y0: f64,
+    /// Right.
+    pub x1: f64,
+    /// Bottom.
+    pub y1: f64,
+    /// Tooltip content.
+    pub tip: Tip,
+}
+
+/// The hit box under a point (CSS pixels), if any.
+pub fn hit(boxes: &[HitBox], x: f64, y: f64) -> Option<&HitBox> {
+    boxes
+        .iter()
+        .find(|b| x >= b.x0 && x <= b.x1 && y >= b.y0 && y <= b.y1)
+}
+
+fn err<E: std::fmt::Debug>(e: E) -> String {
+    format!("chart: {e:?}")
+}
+
+/// Sizes the backing store to CSS size × devicePixelRatio; returns the ratio
+/// and the CSS width, or None when the canvas is not laid out yet.
+pub fn prepare(canvas: &HtmlCanvasElement, css_height: f64) -> Option<(f64, f64)> {
+    let ratio = web_sys::window()
+        .map(|w| w.device_pixel_ratio())
+        .filter(|r| r.is_finite() && *r > 0.0)
+        .unwrap_or(1.0);
+    let css_width = f64::from(canvas.client_width());
+    if css_width < 10.0 {
+        return None;
+    }
+    let width = (css_width * ratio).round() as u32;
+    let height = (css_height * ratio).round() as u32;
+    if canvas.width() != width {
+        canvas.set_width(width);
+    }
+    if canvas.height() != height {
+        canvas.set_height(height);
+    }
+    Some((ratio, css_width))
+}
+
+fn area(canvas: &HtmlCanvasElement) -> Result<DrawingArea<CanvasBackend, Shift>, String> {
+    CanvasBackend::with_canvas_object(canvas.clone())
+        .map(IntoDrawingArea::into_drawing_area)
+        .ok_or_else(|| "chart: no 2d context".to_string())
+}
+
+/// Lighter version of a colour (the sharded part of a bar).
+fn tint(c: RGBColor, theme: &Theme) -> RGBColor {
+    let mix = |v: u8, to: u8| ((f64::from(v) * 0.45) + (f64::from(to) * 0.55)).round() as u8;
+    let to = if theme.dark { 0x1b } else { 0xff };
+    RGBColor(mix(c.0, to), mix(c.1, to), mix(c.2, to))
+}
+
+/// One segment of a stacked bar.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Segment {
+    /// Bytes.
+    pub bytes: f64,
+    /// Palette index (same category, same colour in every bar).
+    pub color: usize,
+    /// Drawn light with an outline: the sharded part.
+    pub light: bool,
+    /// Hover content.
+    pub tip: Tip,
+}
+
+/// One stacked bar.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Bar {
+    /// Label under the bar.
+    pub label: String,
+    /// Text above the bar (its total).
+    pub caption: String,
+    /// Bottom to top.
+    pub segments: Vec<Segment>,
+    /// Outline the bar (the layout's own choice).
+    pub selected: bool,
+}
+
+/// A horizontal dashed line (GPU memory, usable memory).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Limit {
+    /// Bytes.
+    pub bytes: f64,
+    /// Label at its right end.
+    pub label: String,
+}
+
+/// Stacked bars against dashed limit lines. Returns hit boxes per segment.
+pub fn draw_stacked_bars(
+    canvas: &HtmlCanvasElement,
+    css_height: f64,
+    bars: &[Bar],
+    limits: &[Limit],
+    y_desc: &str,
+    theme: &Theme,
+) -> Result<Vec<HitBox>, String> {
+    let Some((r, _)) = prepare(canvas, css_height) else {
+        return Ok(Vec::new());
+    };
+    let root = area(canvas)?;
+    root.fill(&theme.bg).map_err(err)?;
+    let n = bars.len().max(1) as f64;
+    let top = bars
+        .iter()
+        .map(|b| b.segments.iter().map(|s| s.bytes.max(0.0)).sum::<f64>())
+        .chain(limits.iter().map(|l| l.bytes))
+        .fold(1.0_f64, f64::max);
+    let y_max = top * 1.14;
+    let font = |size: f64| ("sans-serif", size * r).into_font().color(&theme.fg);
+    let muted = |size: f64| ("sans-serif", size * r).into_font().color(&theme.muted);
+
+    let mut chart = ChartBuilder::on(&root)
+        .margin_top((14.0 * r) as i32)
+        .margin_right((12.0 * r) as i32)
+        .margin_left((6.0 * r) as i32)
+        .x_label_area_size((30.0 * r) as u32)
+        .y_label_area_size((54.0 * r) as u32)
+        .build_cartesian_2d(0.0..n, 0.0..y_max)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(0)
+        .y_labels(6)
+        .y_desc(y_desc)
+        .y_label_formatter(&|v| format::sig3(*v / 1e9))
+        .label_style(muted(11.0))
+        .axis_desc_style(muted(11.0))
+        .axis_style(theme.muted.stroke_width(r.max(1.0) as u32))
+        .light_line_style(theme.bg)
+        .bold_line_style(theme.grid.stroke_width(r.max(1.0) as u32))
+        .draw()
+        .map_err(err)?;
+
+    let mut boxes = Vec::new();
+    for (i, bar) in bars.iter().enumerate() {
+        let x0 = i as f64 + 0.2;
+        let x1 = i as f64 + 0.8;
+        let mut y = 0.0;
+        for seg in bar.segments.iter().filter(|s| s.bytes > 0.0) {
+            let base = PALETTE[seg.color % PALETTE.len()];
+            let fill = if seg.light { tint(base, theme) } else { base };
+            let rect = [(x0, y), (x1, y + seg.bytes)];
+            chart
+                .draw_series(std::iter::once(Rectangle::new(rect, fill.filled())))
+                .map_err(err)?;
+            if seg.light {
+                chart
+                    .draw_series(std::iter::once(Rectangle::new(
+                        rect,
+                        base.stroke_width(r.max(1.0) as u32),
+                    )))
+                    .map_err(err)?;
+            }
+            let (px0, py1) = chart.backend_coord(&(x0, y));
+            let (px1, py0) = chart.backend_coord(&(x1, y + seg.bytes));
+            boxes.push(HitBox {
+                x0: f64::from(px0) / r,
+                // At least 4 CSS px tall so thin segments can still be hovered.
+                y0: (f64::from(py0) / r).min(f64::from(py1) / r - 4.0),
+                x1: f64::from(px1) / r,
+                y1: f64::from(py1) / r,
+                tip: seg.tip.clone(),
+            });
+            y += seg.bytes;
+        }
+        if bar.selected {
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(x0 - 0.04, 0.0), (x1 + 0.04, y)],
+                    theme.fg.stroke_width((2.0 * r) as u32),
+                )))
+                .map_err(err)?;
+        }
+        chart
+            .draw_series(std::iter::once(Text::new(
+                bar.caption.clone(),
+                (i as f64 + 0.5, y),
+                font(12.0).pos(Pos::new(HPos::Center, VPos::Bottom)),
+            )))
+            .map_err(err)?;
+        let (lx, ly) = chart.backend_coord(&(i as f64 + 0.5, 0.0));
+        root.draw(&Text::new(
+            bar.label.clone(),
+            (lx, ly + (8.0 * r) as i32),
+            font(12.0).pos(Pos::new(HPos::Center, VPos::Top)),
+        ))
+        .map_err(err)?;
+    }
+    for limit in limits {
+        chart
+            .draw_series(DashedLineSeries::new(
+                vec![(0.0, limit.bytes), (n, limit.bytes)],
+                (7.0 * r) as i32,
+                (5.0 * r) as i32,
+                theme.limit.stroke_width((1.5 * r).max(1.0) as u32),
+            ))
+            .map_err(err)?;
+        let (px, py) = chart.backend_coord(&(n, limit.bytes));
+        root.draw(&Text::new(
+            limit.label.clone(),
+            (px - (4.0 * r) as i32, py - (3.0 * r) as i32),
+            ("sans-serif", 11.0 * r)
+                .into_font()
+                .color(&theme.limit)
+                .pos(Pos::new(HPos::Right, VPos::Bottom)),
+        ))
+        .map_err(err)?;
+    }
+    root.present().map_err(err)?;
+    Ok(boxes)
+}
+
+/// Kind of a pipeline op, for its shade.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpShade {
+    /// Forward pass.
+    Forward,
+    /// Whole backward pass.
+    Backward,
+    /// Backward for the input gradient (zero-bubble B).
+    BackwardInput,
+    /// Backward for the weight gradient (zero-bubble W).
+    BackwardWeight,
+}
+
+impl OpShade {
+    /// Short label for tooltips and legends.
+    pub fn label(self) -> &'static str {
+        match self {
+            OpShade::Forward => "forward",
+            OpShade::Backward => "backward",
+            OpShade::BackwardInput => "backward (input grad, B)",
+            OpShade::BackwardWeight => "backward (weight grad, W)",
+        }
+    }
+}
+
+/// One op of a schedule in time units (slots).
+#[derive(Clone, Debug, PartialEq)]
+pub struct GridOp {
+    /// Pipeline stage (row), 0 = first.
+    pub stage: u32,
+    /// Start, in slots.
+    pub start: f64,
+    /// Duration, in slots.
+    pub duration: f64,
+    /// Micro-batch, 0-based (colour).
+    pub micro_batch: u32,
+    /// Virtual chunk (interleaved), 0-based.
+    pub chunk: u32,
+    /// Forward/backward shade.
+    pub shade: OpShade,
+}
+
+/// Colour of micro-batch `mb`: spread hues, lighter forwards, darker backwards.
+fn op_color(mb: u32, shade: OpShade, theme: &Theme) -> HSLColor {
+    let hue = (f64::from(mb) * 0.618_034).fract();
+    let (s, l) = match (shade, theme.dark) {
+        (OpShade::Forward, false) => (0.62, 0.70),
+        (OpShade::Forward, true) => (0.55, 0.58),
+        (OpShade::Backward | OpShade::BackwardInput, false) => (0.62, 0.45),
+        (OpShade::Backward | OpShade::BackwardInput, true) => (0.55, 0.40),
+        (OpShade::BackwardWeight, false) => (0.25, 0.55),
+        (OpShade::BackwardWeight, true) => (0.25, 0.45),
+    };
+    HSLColor(hue, s, l)
+}
+
+/// The schedule grid: stages down, time slots across; idle time shows as the
+/// bare row background. Returns hit boxes per op.
+pub fn draw_schedule(
+    canvas: &HtmlCanvasElement,
+    stages: u32,
+    span: f64,
+    ops: &[GridOp],
+    theme: &Theme,
+) -> Result<Vec<HitBox>, String> {
+    let row_css = if stages > 16 { 14.0 } else { 26.0 };
+    let css_height = 34.0 + row_css * f64::from(stages.max(1)) + 8.0;
+    let Some((r, css_width)) = prepare(canvas, css_height) else {
+        return Ok(Vec::new());
+    };
+    let root = area(canvas)?;
+    root.fill(&theme.bg).map_err(err)?;
+    let left = 64.0;
+    let top = 26.0;
+    let right = 10.0;
+    let span = span.max(1.0);
+    let slot = (css_width - left - right) / span;
+    let px = |v: f64| (v * r).round() as i32;
+    let font = ("sans-serif", 11.0 * r).into_font().color(&theme.muted);
+
+    // Time axis: a tick label every k slots so labels never overlap.
+    let every = [1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0]
+        .into_iter()
+        .find(|k| k * slot >= 28.0)
+        .unwrap_or(2000.0);
+    let mut t = 0.0;
+    while t <= span + 1e-9 {
+        let x = left + t * slot;
+        root.draw(&PathElement::new(
+            vec![(px(x), px(top - 4.0)), (px(x), px(css_height - 8.0))],
+            theme.grid.stroke_width(r.max(1.0) as u32),
+        ))
+        .map_err(err)?;
+        root.draw(&Text::new(
+            format!("{t}"),
+            (px(x), px(top - 6.0)),
+            font.clone().pos(Pos::new(HPos::Center, VPos::Bottom)),
+        ))
+        .map_err(err)?;
+        t += every;
+    }
+
+    let mut boxes = Vec::with_capacity(ops.len());
+    for s in 0..stages {
+        let y = top + row_css * f64::from(s);
+        root.draw(&Rectangle::new(
+            [
+                (px(left), px(y + 2.0)),
+                (px(left + span * slot), px(y + row_css - 2.0)),
+            ],
+            theme.idle.filled(),
+        ))
+        .map_err(err)?;
+        root.draw(&Text::new(
+            format!("stage {}", s + 1),
+            (px(left - 8.0), px(y + row_css / 2.0)),
+            font.clone().pos(Pos::new(HPos::Right, VPos::Center)),
+        ))
+        .map_err(err)?;
+    }
+    let label_font = ("sans-serif", 10.0 * r).into_font().color(&BLACK);
+    for op in ops {
+        let x0 = left + op.start * slot;
+        let x1 = left + (op.start + op.duration) * slot;
+        let y0 = top + row_css * f64::from(op.stage) + 2.0;
+        let y1 = y0 + row_css - 4.0;
+        let color = op_color(op.micro_batch, op.shade, theme);
+        root.draw(&Rectangle::new(
+            [(px(x0), px(y0)), (px(x1), px(y1))],
+            color.filled(),
+        ))
+        .map_err(err)?;
+        if x1 - x0 >= 4.0 {
+            root.draw(&Rectangle::new(
+                [(px(x0), px(y0)), (px(x1), px(y1))],
+                theme.bg.stroke_width(r.max(1.0) as u32),
+            ))
+            .map_err(err)?;
+        }
+        if x1 - x0 >= 16.0 && row_css >= 20.0 {
+            root.draw(&Text::new(
+                format!("{}", op.micro_batch + 1),
+                (px((x0 + x1) / 2.0), px((y0 + y1) / 2.0)),
+                label_font.clone().pos(Pos::new(HPos::Center, VPos::Center)),
+            ))
+            .map_err(err)?;
+        }
+        let chunk = if op.chunk > 0 {
+            format!(", chunk {}", op.chunk + 1)
+        } else {
+            String::new()
+        };
+        boxes.push(HitBox {
+            x0,
+            y0,
+            x1,
+            y1,
+            tip: Tip {
+                title: format!("stage {}, micro-batch {}", op.stage + 1, op.micro_batch + 1),
+                value: format!("{}{chunk}", op.shade.label()),
+                lines: vec![format!(
+                    "slots {} to {}",
+                    format::sig3(op.start),
+                    format::sig3(op.start + op.duration)
+                )],
+            },
+        });
+    }
+    root.present().map_err(err)?;
+    Ok(boxes)
+}
+
+/// One line of a line chart.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Line {
+    /// Points (x, y).
+    pub points: Vec<(f64, f64)>,
+    /// Palette index.
+    pub color: usize,
+}
+
+/// Lines over a shared x axis, y as a percentage, with a marker at `mark_x`.
+pub fn draw_lines(
+    canvas: &HtmlCanvasElement,
+    css_height: f64,
+    lines: &[Line],
+    x_desc: &str,
+    y_desc: &str,
+    mark_x: Option<f64>,
+    theme: &Theme,
+) -> Result<(), String> {
+    let Some((r, _)) = prepare(canvas, css_height) else {
+        return Ok(());
+    };
+    let root = area(canvas)?;
+    root.fill(&theme.bg).map_err(err)?;
+    let x_max = lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.0))
+        .fold(1.0_f64, f64::max);
+    let y_max = lines
+        .iter()
+        .flat_map(|l| l.points.iter().map(|p| p.1))
+        .filter(|y| y.is_finite())
+        .fold(0.05_f64, f64::max)
+        .min(4.0)
+        * 1.08;
+    let muted = ("sans-serif", 11.0 * r).into_font().color(&theme.muted);
+    let mut chart = ChartBuilder::on(&root)
+        .margin((10.0 * r) as i32)
+        .x_label_area_size((34.0 * r) as u32)
+        .y_label_area_size((48.0 * r) as u32)
+        .build_cartesian_2d(1.0..x_max, 0.0..y_max)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .x_labels(8)
+        .y_labels(6)
+        .x_label_formatter(&|v| format!("{v:.0}"))
+        .y_label_formatter(&|v| format!("{:.0}%", v * 100.0))
+        .label_style(muted.clone())
+        .axis_desc_style(muted)
+        .axis_style(theme.muted.stroke_width(r.max(1.0) as u32))
+        .light_line_style(theme.bg)
+        .bold_line_style(theme.grid.stroke_width(r.max(1.0) as u32))
+        .draw()
+        .map_err(err)?;
+    for line in lines {
+        let color = PALETTE[line.color % PALETTE.len()];
+        let points: Vec<(f64, f64)> = line
+            .points
+            .iter()
+            .copied()
+            .filter(|p| p.1.is_finite())
+            .map(|(x, y)| (x, y.min(y_max)))
+            .collect();
+        chart
+            .draw_series(LineSeries::new(
+                points,
+                color.stroke_width((2.0 * r) as u32),
+            ))
+            .map_err(err)?;
+    }
+    if let Some(x) = mark_x.filter(|x| *x >= 1.0 && *x <= x_max) {
+        chart
+            .draw_series(DashedLineSeries::new(
+                vec![(x, 0.0), (x, y_max)],
+                (5.0 * r) as i32,
+                (4.0 * r) as i32,
+                theme.fg.stroke_width(r.max(1.0) as u32),
+            ))
+            .map_err(err)?;
+        for line in lines {
+            if let Some(&(_, y)) = line
+                .points
+                .iter()
+                .min_by(|a, b| (a.0 - x).abs().total_cmp(&(b.0 - x).abs()))
+            {
+                let color = PALETTE[line.color % PALETTE.len()];
+                chart
+                    .draw_series(std::iter::once(Circle::new(
+                        (x, y.min(y_max)),
+                        (4.0 * r) as i32,
+                        color.filled(),
+                    )))
+                    .map_err(err)?;
+            }
+        }
+    }
+    root.present().map_err(err)?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wasm_bindgen_test::wasm_bindgen_test;
+
+    fn tip() -> Tip {
+        Tip {
+            title: "t".into(),
+            value: "v".into(),
+            lines: vec![],
+        }
+    }
+
+    #[wasm_bindgen_test]
+    fn hit_finds_the_box_under_the_pointer() {
+        let boxes = vec![
+            HitBox {
+                x0: 0.0,
+                y0: 0.0,
+                x1: 10.0,
+                y1: 10.0,
+                tip: tip(),
+            },
+            HitBox {
+                x0: 20.0,
+                y0: 0.0,
+                x1: 30.0,
+                y1: 10.0,
+                tip: Tip {
+                    title: "second".into(),
+                    ..tip()
+                },
+            },
+        ];
+        assert_eq!(
+            hit(&boxes, 25.0, 5.0).map(|b| b.tip.title.as_str()),
+            Some("second")
+        );
+        assert!(hit(&boxes, 15.0, 5.0).is_none());
+    }
+
+    #[wasm_bindgen_test]
+    fn palette_css_colours() {
+        assert_eq!(css_color(0), "#0072b2");
+        assert_eq!(css_color(PALETTE.len()), "#0072b2");
+    }
+}

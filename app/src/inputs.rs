@@ -1,0 +1,296 @@
+//! Input controls. Each has a label, a visible one-line hint, the same text as
+//! its `title` (hover) and, under it, every rule the current value breaks,
+//! named by the share-link parameter it belongs to. Values are never clamped
+//! silently: a value that breaks a rule stays and is flagged.
+
+use leptos::prelude::*;
+
+/// One message shown at a control.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Issue {
+    /// Share-link parameter name ("tp", "gbs", ...).
+    pub field: String,
+    /// What is wrong.
+    pub message: String,
+    /// An error (the layout cannot run) rather than a warning.
+    pub error: bool,
+}
+
+/// All current issues, provided as context by the app.
+#[derive(Clone, Copy)]
+pub struct Issues(pub Memo<Vec<Issue>>);
+
+/// The messages for one field, rendered under its control.
+#[component]
+pub fn FieldIssues(field: &'static str) -> impl IntoView {
+    let issues = use_context::<Issues>().map(|i| i.0);
+    let mine = move || {
+        issues
+            .map(|m| {
+                m.with(|all| {
+                    all.iter()
+                        .filter(|i| i.field == field)
+                        .cloned()
+                        .collect::<Vec<_>>()
+                })
+            })
+            .unwrap_or_default()
+    };
+    view! {
+        {move || {
+            mine()
+                .into_iter()
+                .map(|i| {
+                    let class = if i.error { "issue error" } else { "issue warning" };
+                    view! {
+                        <p class=class data-testid=format!("issue-{field}") role="status">
+                            {if i.error { "✗ " } else { "⚠ " }}
+                            {i.message}
+                        </p>
+                    }
+                })
+                .collect_view()
+        }}
+    }
+}
+
+fn has_error(field: &'static str) -> impl Fn() -> bool + Copy {
+    let issues = use_context::<Issues>().map(|i| i.0);
+    move || issues.is_some_and(|m| m.with(|all| all.iter().any(|i| i.field == field && i.error)))
+}
+
+/// A whole-number field with a unit.
+#[component]
+pub fn NumberField(
+    label: &'static str,
+    field: &'static str,
+    unit: &'static str,
+    hint: &'static str,
+    #[prop(into)] value: Signal<u32>,
+    on_change: Callback<u32>,
+    #[prop(default = 1)] min: u32,
+) -> impl IntoView {
+    let local_error = RwSignal::new(None::<String>);
+    let id = format!("in-{field}");
+    let bad = has_error(field);
+    view! {
+        <div class="control" class:invalid=move || bad() || local_error.get().is_some()>
+            <label for=id.clone() title=hint>{label}</label>
+            <div class="number">
+                <input
+                    id=id
+                    type="number"
+                    inputmode="numeric"
+                    min=min
+                    step="1"
+                    title=hint
+                    data-testid=format!("input-{field}")
+                    prop:value=move || value.get().to_string()
+                    on:input=move |ev| {
+                        let text = event_target_value(&ev);
+                        match text.trim().parse::<u32>() {
+                            Ok(v) if v >= min => {
+                                local_error.set(None);
+                                on_change.run(v);
+                            }
+                            _ => local_error.set(Some(format!("enter a whole number ≥ {min}"))),
+                        }
+                    }
+                />
+                <span class="unit">{unit}</span>
+            </div>
+            <p class="hint">{hint}</p>
+            {move || local_error.get().map(|m| view! { <p class="issue error" role="status">{m}</p> })}
+            <FieldIssues field=field />
+        </div>
+    }
+}
+
+/// A decimal field (GB, fractions) with a unit.
+#[component]
+pub fn DecimalField(
+    label: &'static str,
+    field: &'static str,
+    unit: &'static str,
+    hint: &'static str,
+    #[prop(into)] value: Signal<f64>,
+    on_change: Callback<f64>,
+    #[prop(default = "any")] step: &'static str,
+) -> impl IntoView {
+    let local_error = RwSignal::new(None::<String>);
+    let id = format!("in-{field}");
+    let bad = has_error(field);
+    view! {
+        <div class="control" class:invalid=move || bad() || local_error.get().is_some()>
+            <label for=id.clone() title=hint>{label}</label>
+            <div class="number">
+                <input
+                    id=id
+                    type="number"
+                    step=step
+                    title=hint
+                    data-testid=format!("input-{field}")
+                    prop:value=move || value.get().to_string()
+                    on:input=move |ev| {
+                        match event_target_value(&ev).trim().parse::<f64>() {
+                            Ok(v) if v.is_finite() && v > 0.0 => {
+                                local_error.set(None);
+                                on_change.run(v);
+                            }
+                            _ => local_error.set(Some("enter a positive number".into())),
+                        }
+                    }
+                />
+                <span class="unit">{unit}</span>
+            </div>
+            <p class="hint">{hint}</p>
+            {move || local_error.get().map(|m| view! { <p class="issue error" role="status">{m}</p> })}
+            <FieldIssues field=field />
+        </div>
+    }
+}
+
+/// Candidate slider positions: powers of two up to `max`, plus the current
+/// value if it is not one (a link may carry any value; it is kept, not snapped).
+pub fn power_of_two_steps(max: u32, current: u32) -> Vec<u32> {
+    let mut steps: Vec<u32> = std::iter::successors(Some(1u32), |v| v.checked_mul(2))
+        .take_while(|v| *v <= max.max(1))
+        .collect();
+    if !steps.contains(&current) {
+        steps.push(current);
+        steps.sort_unstable();
+    }
+    steps
+}
+
+/// A slider over a list of allowed values (powers of two, divisors).
+#[component]
+pub fn StepSlider(
+    label: &'static str,
+    field: &'static str,
+    hint: &'static str,
+    #[prop(into)] steps: Signal<Vec<u32>>,
+    #[prop(into)] value: Signal<u32>,
+    on_change: Callback<u32>,
+) -> impl IntoView {
+    let id = format!("in-{field}");
+    let bad = has_error(field);
+    let index = move || {
+        let v = value.get();
+        steps.with(|s| s.iter().position(|x| *x == v).unwrap_or(0))
+    };
+    view! {
+        <div class="control slider" class:invalid=bad>
+            <label for=id.clone() title=hint>
+                {label}
+                " "
+                <output data-testid=format!("value-{field}")>{move || value.get()}</output>
+            </label>
+            <input
+                id=id
+                type="range"
+                min="0"
+                step="1"
+                title=hint
+                data-testid=format!("input-{field}")
+                max=move || steps.with(|s| s.len().saturating_sub(1))
+                prop:value=move || index().to_string()
+                aria-valuetext=move || value.get().to_string()
+                on:input=move |ev| {
+                    if let Ok(i) = event_target_value(&ev).parse::<usize>() {
+                        if let Some(v) = steps.with_untracked(|s| s.get(i).copied()) {
+                            on_change.run(v);
+                        }
+                    }
+                }
+            />
+            <p class="hint">{hint}</p>
+            <FieldIssues field=field />
+        </div>
+    }
+}
+
+/// A select over `(id, label)` options.
+#[component]
+pub fn Select(
+    label: &'static str,
+    field: &'static str,
+    hint: &'static str,
+    options: Vec<(String, String)>,
+    #[prop(into)] value: Signal<String>,
+    on_change: Callback<String>,
+) -> impl IntoView {
+    let id = format!("in-{field}");
+    let bad = has_error(field);
+    view! {
+        <div class="control" class:invalid=bad>
+            <label for=id.clone() title=hint>{label}</label>
+            <select
+                id=id
+                title=hint
+                data-testid=format!("input-{field}")
+                prop:value=move || value.get()
+                on:change=move |ev| on_change.run(event_target_value(&ev))
+            >
+                {options
+                    .into_iter()
+                    .map(|(v, l)| {
+                        let v2 = v.clone();
+                        view! {
+                            <option value=v selected=move || value.get() == v2>
+                                {l}
+                            </option>
+                        }
+                    })
+                    .collect_view()}
+            </select>
+            <p class="hint">{hint}</p>
+            <FieldIssues field=field />
+        </div>
+    }
+}
+
+/// A checkbox.
+#[component]
+pub fn Toggle(
+    label: &'static str,
+    field: &'static str,
+    hint: &'static str,
+    #[prop(into)] value: Signal<bool>,
+    on_change: Callback<bool>,
+) -> impl IntoView {
+    let id = format!("in-{field}");
+    let for_id = id.clone();
+    view! {
+        <div class="control toggle">
+            <label for=for_id title=hint>
+                <input
+                    id=id
+                    type="checkbox"
+                    title=hint
+                    data-testid=format!("input-{field}")
+                    prop:checked=move || value.get()
+                    on:change=move |ev| on_change.run(event_target_checked(&ev))
+                />
+                " "
+                {label}
+            </label>
+            <p class="hint">{hint}</p>
+            <FieldIssues field=field />
+        </div>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::power_of_two_steps;
+    use wasm_bindgen_test::wasm_bindgen_test;
+
+    #[wasm_bindgen_test]
+    fn slider_steps_keep_odd_values_from_links() {
+        assert_eq!(power_of_two_steps(64, 8), vec![1, 2, 4, 8, 16, 32, 64]);
+        assert_eq!(power_of_two_steps(64, 6), vec![1, 2, 4, 6, 8, 16, 32, 64]);
+        assert_eq!(power_of_two_steps(8, 128), vec![1, 2, 4, 8, 128]);
+        assert_eq!(power_of_two_steps(0, 1), vec![1]);
+    }
+}

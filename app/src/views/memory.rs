@@ -1,0 +1,409 @@
+//! Memory view: the article's model-state chart (DDP and ZeRO-1/2/3, each
+//! split into replicated and sharded parts) with activations and the other
+//! terms on top, against the GPU's memory; and the same per pipeline stage.
+
+use leptos::prelude::*;
+use planner_core::explain::Term;
+use planner_core::layout::ZeroStage;
+use planner_core::memory::{self, ModelStateBar, TrainingMemory};
+
+use crate::app::Ctx;
+use crate::charts::{self, draw_stacked_bars, Bar, Limit, Segment, Tip};
+use crate::format;
+use crate::views::chart_canvas::ChartCanvas;
+
+/// Everything the memory view draws, from planner-core.
+#[derive(Clone, Debug, PartialEq)]
+struct MemoryData {
+    /// DDP, ZeRO-1, ZeRO-2, ZeRO-3 model state for this layout.
+    bars: Vec<ModelStateBar>,
+    /// The scenario's training memory with each ZeRO stage in turn.
+    per_zero: Vec<TrainingMemory>,
+    /// The scenario as set.
+    current: TrainingMemory,
+    /// GPU display name.
+    gpu: String,
+    /// The layout's ZeRO stage.
+    zero: ZeroStage,
+}
+
+/// Same category, same colour, in every chart.
+pub fn term_color(key: &str) -> usize {
+    let k = key.to_ascii_lowercase();
+    if k.contains("bucket") {
+        9
+    } else if k.contains("zero3") || k.contains("gathered") {
+        5
+    } else if k.contains("optim") {
+        2
+    } else if k.contains("grad") {
+        1
+    } else if k.contains("weight") {
+        0
+    } else if k.contains("transient") {
+        8
+    } else if k.contains("outside") || k.contains("logit") {
+        4
+    } else if k.contains("activation") {
+        3
+    } else if k.contains("nccl") {
+        6
+    } else {
+        7
+    }
+}
+
+fn is_model_state(t: &Term) -> bool {
+    t.key.starts_with("model_state")
+}
+
+fn is_sharded(t: &Term) -> bool {
+    t.label.contains("(sharded)")
+}
+
+/// Tooltip of a term: its label, bytes and the formula with numbers.
+pub fn term_tip(t: &Term) -> Tip {
+    Tip {
+        title: t.label.clone(),
+        value: format::bytes(t.bytes),
+        lines: vec![t.formula.clone(), t.worked.clone(), t.assumption.clone()],
+    }
+}
+
+fn segment(t: &Term, light: bool) -> Segment {
+    Segment {
+        bytes: t.bytes,
+        color: term_color(&t.key),
+        light,
+        tip: term_tip(t),
+    }
+}
+
+fn limits(m: &TrainingMemory, gpu: &str) -> Vec<Limit> {
+    let mut out = vec![Limit {
+        bytes: m.capacity_bytes,
+        label: format!("{gpu}: {}", format::bytes(m.capacity_bytes)),
+    }];
+    if m.usable_bytes < m.capacity_bytes * 0.999 {
+        out.push(Limit {
+            bytes: m.usable_bytes,
+            label: format!("usable {}", format::bytes(m.usable_bytes)),
+        });
+    }
+    out
+}
+
+fn peak_terms(m: &TrainingMemory) -> &[Term] {
+    m.stages
+        .get(m.peak_stage)
+        .or(m.stages.first())
+        .map(|s| s.terms.as_slice())
+        .unwrap_or(&[])
+}
+
+fn other_bytes(m: &TrainingMemory) -> f64 {
+    peak_terms(m)
+        .iter()
+        .filter(|t| !is_model_state(t))
+        .map(|t| t.bytes)
+        .sum()
+}
+
+/// The memory section.
+#[component]
+pub fn MemoryView() -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    let include_other = RwSignal::new(true);
+    let data = Memo::new(move |_| {
+        let s = ctx.scenario.get();
+        let model = ctx.model.get()?;
+        let bars = memory::model_state(&model, &s.precision, &s.layout);
+        let per_zero = ZeroStage::ALL
+            .iter()
+            .map(|&z| {
+                let mut variant = s.clone();
+                variant.layout.zero = z;
+                memory::training_memory(&variant, &model)
+            })
+            .collect();
+        let current = memory::training_memory(&s, &model);
+        Ok::<_, String>(MemoryData {
+            bars,
+            per_zero,
+            current,
+            gpu: s.cluster.gpu.name.clone(),
+            zero: s.layout.zero,
+        })
+    });
+
+    let draw_zero = Callback::new(move |canvas: web_sys::HtmlCanvasElement| {
+        let theme = ctx.theme.get();
+        let with_other = include_other.get();
+        data.with(|d| {
+            let Ok(d) = d else { return Vec::new() };
+            let bars: Vec<Bar> = d
+                .bars
+                .iter()
+                .enumerate()
+                .map(|(i, bar)| {
+                    let mut segments: Vec<Segment> = bar
+                        .replicated
+                        .iter()
+                        .map(|t| segment(t, false))
+                        .chain(bar.sharded.iter().map(|t| segment(t, true)))
+                        .collect();
+                    if with_other {
+                        if let Some(m) = d.per_zero.get(i) {
+                            segments.extend(
+                                peak_terms(m)
+                                    .iter()
+                                    .filter(|t| !is_model_state(t))
+                                    .map(|t| segment(t, false)),
+                            );
+                        }
+                    }
+                    let total: f64 = segments.iter().map(|s| s.bytes).sum();
+                    Bar {
+                        label: bar.zero.label().to_string(),
+                        caption: format::bytes(total),
+                        segments,
+                        selected: bar.zero == d.zero,
+                    }
+                })
+                .collect();
+            let lim = d
+                .per_zero
+                .first()
+                .map(|m| limits(m, &d.gpu))
+                .unwrap_or_default();
+            draw_stacked_bars(&canvas, 300.0, &bars, &lim, "GB per GPU", &theme).unwrap_or_else(
+                |e| {
+                    leptos::logging::warn!("{e}");
+                    Vec::new()
+                },
+            )
+        })
+    });
+
+    let draw_stages = Callback::new(move |canvas: web_sys::HtmlCanvasElement| {
+        let theme = ctx.theme.get();
+        data.with(|d| {
+            let Ok(d) = d else { return Vec::new() };
+            let bars: Vec<Bar> = d
+                .current
+                .stages
+                .iter()
+                .enumerate()
+                .map(|(i, st)| Bar {
+                    label: format!("{} ({} layers)", st.position.label(), st.layers),
+                    caption: format::bytes(st.total_bytes),
+                    segments: st.terms.iter().map(|t| segment(t, is_sharded(t))).collect(),
+                    selected: i == d.current.peak_stage && d.current.stages.len() > 1,
+                })
+                .collect();
+            draw_stacked_bars(
+                &canvas,
+                300.0,
+                &bars,
+                &limits(&d.current, &d.gpu),
+                "GB per GPU",
+                &theme,
+            )
+            .unwrap_or_else(|e| {
+                leptos::logging::warn!("{e}");
+                Vec::new()
+            })
+        })
+    });
+
+    let legend = move || {
+        data.with(|d| {
+            let Ok(d) = d else { return Vec::new() };
+            let mut seen: Vec<(usize, String)> = Vec::new();
+            for t in peak_terms(&d.current) {
+                let c = term_color(&t.key);
+                let name = if is_model_state(t) {
+                    t.label.split(" (").next().unwrap_or(&t.label).to_string()
+                } else {
+                    t.label.clone()
+                };
+                if !seen.iter().any(|(sc, n)| *sc == c && *n == name) {
+                    seen.push((c, name));
+                }
+            }
+            seen
+        })
+    };
+
+    view! {
+        <section class="view" aria-labelledby="memory-title" data-testid="memory-view">
+            <h2 id="memory-title">"Memory per GPU"</h2>
+            <p class="explain">
+                "Data parallelism copies the whole training state to every GPU. ZeRO stage 1 splits the optimizer state (fp32 master weights and Adam moments) across the data-parallel group, stage 2 also splits the gradients, and stage 3 (FSDP) also splits the weights, gathering each layer just before it runs. Solid parts are held in full by every GPU; light parts with an outline are this GPU's shard. Activations do not shrink with ZeRO: each GPU still runs its own micro-batches. Hover a segment for its formula with your numbers."
+            </p>
+            {move || {
+                data.with(|d| match d {
+                    Err(e) => Some(view! { <p class="issue error">{e.clone()}</p> }),
+                    Ok(_) => None,
+                })
+            }}
+            <div class="chart-pair">
+                <figure>
+                    <figcaption>
+                        "Model state by ZeRO stage "
+                        <label class="inline" title="Stack activations, buffers and overheads on top of model state">
+                            <input
+                                type="checkbox"
+                                data-testid="include-other"
+                                prop:checked=move || include_other.get()
+                                on:change=move |ev| include_other.set(event_target_checked(&ev))
+                            />
+                            " + activations and overheads"
+                        </label>
+                    </figcaption>
+                    <ChartCanvas
+                        label=Signal::derive(move || {
+                            data.with(|d| match d {
+                                Ok(d) => {
+                                    d.bars
+                                        .iter()
+                                        .map(|b| format!("{} {}", b.zero.label(), format::bytes(b.total_bytes)))
+                                        .collect::<Vec<_>>()
+                                        .join(", ")
+                                }
+                                Err(e) => e.clone(),
+                            })
+                        })
+                        testid="chart-zero"
+                        draw=draw_zero
+                    />
+                </figure>
+                <figure>
+                    <figcaption>"Per pipeline stage, this layout"</figcaption>
+                    <ChartCanvas
+                        label=Signal::derive(move || {
+                            data.with(|d| match d {
+                                Ok(d) => {
+                                    d.current
+                                        .stages
+                                        .iter()
+                                        .map(|s| format!("{} {}", s.position.label(), format::bytes(s.total_bytes)))
+                                        .collect::<Vec<_>>()
+                                        .join(", ")
+                                }
+                                Err(e) => e.clone(),
+                            })
+                        })
+                        testid="chart-stages"
+                        draw=draw_stages
+                    />
+                </figure>
+            </div>
+            <ul class="legend">
+                {move || {
+                    legend()
+                        .into_iter()
+                        .map(|(c, name)| {
+                            view! {
+                                <li>
+                                    <span class="swatch" style=format!("background:{}", charts::css_color(c))></span>
+                                    {name}
+                                </li>
+                            }
+                        })
+                        .collect_view()
+                }}
+                <li>
+                    <span class="swatch sharded"></span>
+                    "light with outline = sharded"
+                </li>
+            </ul>
+            <table class="figures" data-testid="zero-table">
+                <thead>
+                    <tr>
+                        <th scope="col">"Stage"</th>
+                        <th scope="col" title="Weights, gradients and optimizer state per GPU">"Model state"</th>
+                        <th scope="col" title="Activations, gathered units, buffers, context, fragmentation at the peak stage">"+ other terms"</th>
+                        <th scope="col">"Peak per GPU"</th>
+                        <th scope="col">"Fits?"</th>
+                    </tr>
+                </thead>
+                <tbody>
+                    {move || {
+                        data.with(|d| {
+                            let Ok(d) = d else { return Vec::new() };
+                            d.bars
+                                .iter()
+                                .zip(d.per_zero.iter())
+                                .map(|(bar, m)| {
+                                    let n = bar.zero.number();
+                                    let fits = m.fits;
+                                    view! {
+                                        <tr class:selected={bar.zero == d.zero}>
+                                            <th scope="row">{bar.zero.label()}</th>
+                                            <td
+                                                data-testid=format!("state-total-{n}")
+                                                data-bytes=bar.total_bytes.to_string()
+                                                tabindex="0"
+                                                title={
+                                                    bar.replicated
+                                                        .iter()
+                                                        .chain(bar.sharded.iter())
+                                                        .map(|t| t.worked.clone())
+                                                        .collect::<Vec<_>>()
+                                                        .join("\n")
+                                                }
+                                            >
+                                                {format::bytes(bar.total_bytes)}
+                                            </td>
+                                            <td>{format::bytes(other_bytes(m))}</td>
+                                            <td data-testid=format!("peak-total-{n}") data-bytes=m.peak_bytes.to_string()>
+                                                {format::bytes(m.peak_bytes)}
+                                            </td>
+                                            <td class=if fits { "ok" } else { "bad" }>
+                                                {if fits { "✓ fits" } else { "✗ over" }}
+                                            </td>
+                                        </tr>
+                                    }
+                                })
+                                .collect::<Vec<_>>()
+                        })
+                    }}
+                </tbody>
+            </table>
+            <details class="breakdown">
+                <summary>"Every term of the peak stage, with its formula"</summary>
+                <table class="terms" data-testid="term-table">
+                    <thead>
+                        <tr>
+                            <th scope="col">"Term"</th>
+                            <th scope="col">"Bytes"</th>
+                            <th scope="col">"Formula with numbers"</th>
+                            <th scope="col">"Assumption"</th>
+                        </tr>
+                    </thead>
+                    <tbody>
+                        {move || {
+                            data.with(|d| {
+                                let Ok(d) = d else { return Vec::new() };
+                                peak_terms(&d.current)
+                                    .iter()
+                                    .map(|t| {
+                                        view! {
+                                            <tr tabindex="0" title=t.formula.clone()>
+                                                <td>{t.label.clone()}</td>
+                                                <td class="num">{format::bytes(t.bytes)}</td>
+                                                <td><code>{t.worked.clone()}</code></td>
+                                                <td class="assumption">{t.assumption.clone()}</td>
+                                            </tr>
+                                        }
+                                    })
+                                    .collect::<Vec<_>>()
+                            })
+                        }}
+                    </tbody>
+                </table>
+            </details>
+        </section>
+    }
+}

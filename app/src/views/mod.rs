@@ -1,0 +1,11 @@
+//! The three views; each reads the scenario from context and draws what
+//! planner-core computes for it.
+
+pub mod chart_canvas;
+mod memory;
+mod pipeline;
+mod serving;
+
+pub use memory::MemoryView;
+pub use pipeline::PipelineView;
+pub use serving::ServingView;

@@ -1,0 +1,231 @@
+//! Pipeline view: the simulated schedule grid (stages × time slots) and the
+//! bubble against the micro-batch count, under both of its definitions.
+
+use leptos::prelude::*;
+use planner_core::layout::Schedule;
+use planner_core::pipeline::{self, Bubble, OpKind, Timeline};
+
+use crate::app::Ctx;
+use crate::charts::{draw_lines, draw_schedule, GridOp, Line, OpShade};
+use crate::format;
+use crate::views::chart_canvas::ChartCanvas;
+
+/// Most micro-batches drawn in the grid (the bubble figures use the real count).
+const MAX_DRAWN_MICRO_BATCHES: u32 = 32;
+
+#[derive(Clone, Debug, PartialEq)]
+struct PipelineData {
+    schedule: Schedule,
+    /// Stages, micro-batches and chunks of the layout.
+    p: u32,
+    m: u32,
+    v: u32,
+    /// What the grid shows (an example when the layout has no pipeline).
+    grid: Result<Timeline, String>,
+    grid_note: String,
+    bubble: Bubble,
+    /// (m, bubble) for the line chart.
+    curve: Vec<(u32, Bubble)>,
+}
+
+fn shade(kind: OpKind) -> OpShade {
+    match kind {
+        OpKind::Forward => OpShade::Forward,
+        OpKind::Backward => OpShade::Backward,
+        OpKind::BackwardInput => OpShade::BackwardInput,
+        OpKind::BackwardWeight => OpShade::BackwardWeight,
+    }
+}
+
+/// Micro-batches to draw: at most 32, a multiple of p for interleaving.
+fn drawn_micro_batches(schedule: Schedule, p: u32, m: u32) -> u32 {
+    let m = m.clamp(1, MAX_DRAWN_MICRO_BATCHES.max(p));
+    if schedule == Schedule::Interleaved && p > 1 {
+        (m / p).max(1) * p
+    } else {
+        m
+    }
+}
+
+fn compute(s: &planner_core::scenario::Scenario) -> PipelineData {
+    let l = &s.layout;
+    let schedule = l.schedule;
+    let p = l.pp.max(1);
+    let per_step = u64::from(l.dp.max(1)) * u64::from(l.micro_batch.max(1));
+    let m =
+        u32::try_from((u64::from(s.training.global_batch) / per_step).max(1)).unwrap_or(u32::MAX);
+    let v = if schedule == Schedule::Interleaved {
+        l.virtual_stages.max(1)
+    } else {
+        1
+    };
+    let (gp, gm, grid_note) = if p == 1 {
+        let ex_m = if schedule == Schedule::Interleaved {
+            8
+        } else {
+            6
+        };
+        (
+            4,
+            ex_m,
+            format!("PP = 1 in this layout, so nothing idles; the grid shows {} with p = 4, m = {ex_m} to illustrate.", schedule.label()),
+        )
+    } else {
+        let dm = drawn_micro_batches(schedule, p, m);
+        let note = if dm == m {
+            format!(
+                "{}: p = {p} stages, m = {m} micro-batches{}.",
+                schedule.label(),
+                if v > 1 {
+                    format!(", v = {v} chunks per rank")
+                } else {
+                    String::new()
+                }
+            )
+        } else {
+            format!("{}: p = {p}; drawn with m = {dm} of the layout's {m} micro-batches (the bubble figures use {m}).", schedule.label())
+        };
+        (p, dm, note)
+    };
+    let gv = if schedule == Schedule::Interleaved {
+        v.max(2)
+    } else {
+        1
+    };
+    let grid = pipeline::timeline(schedule, gp, gm, gv).map_err(|e| format!("{e:?}"));
+    let x_max = (m.saturating_mul(2)).clamp(64, 512);
+    let curve = (1..=x_max)
+        .map(|mm| (mm, pipeline::bubble(schedule, p, mm, v)))
+        .collect();
+    PipelineData {
+        schedule,
+        p,
+        m,
+        v,
+        grid,
+        grid_note,
+        bubble: pipeline::bubble(schedule, p, m, v),
+        curve,
+    }
+}
+
+/// The pipeline section.
+#[component]
+pub fn PipelineView() -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    let data = Memo::new(move |_| ctx.scenario.with(compute));
+
+    let draw_grid = Callback::new(move |canvas: web_sys::HtmlCanvasElement| {
+        let theme = ctx.theme.get();
+        data.with(|d| {
+            let Ok(t) = &d.grid else { return Vec::new() };
+            let per_slot = f64::from(t.ticks_per_slot.max(1));
+            let ops: Vec<GridOp> = t
+                .ops
+                .iter()
+                .map(|op| GridOp {
+                    stage: op.stage,
+                    start: op.start_tick as f64 / per_slot,
+                    duration: op.duration_ticks as f64 / per_slot,
+                    micro_batch: op.micro_batch,
+                    chunk: op.chunk,
+                    shade: shade(op.kind),
+                })
+                .collect();
+            let span = t.makespan_ticks() as f64 / per_slot;
+            draw_schedule(&canvas, t.stages, span, &ops, &theme).unwrap_or_else(|e| {
+                leptos::logging::warn!("{e}");
+                Vec::new()
+            })
+        })
+    });
+    let draw_curve = Callback::new(move |canvas: web_sys::HtmlCanvasElement| {
+        let theme = ctx.theme.get();
+        data.with(|d| {
+            let idle = Line {
+                points: d
+                    .curve
+                    .iter()
+                    .map(|(m, b)| (f64::from(*m), b.idle_fraction))
+                    .collect(),
+                color: 0,
+            };
+            let overhead = Line {
+                points: d
+                    .curve
+                    .iter()
+                    .map(|(m, b)| (f64::from(*m), b.overhead_vs_ideal))
+                    .collect(),
+                color: 5,
+            };
+            if let Err(e) = draw_lines(
+                &canvas,
+                240.0,
+                &[idle, overhead],
+                "micro-batches per step (m)",
+                "bubble",
+                Some(f64::from(d.m)),
+                &theme,
+            ) {
+                leptos::logging::warn!("{e}");
+            }
+            Vec::new()
+        })
+    });
+
+    view! {
+        <section class="view" aria-labelledby="pipeline-title" data-testid="pipeline-view">
+            <h2 id="pipeline-title">"Pipeline schedule"</h2>
+            <p class="explain">
+                "Pipeline parallelism puts consecutive layers on different GPUs and streams micro-batches through them; only activations cross stage boundaries (point-to-point). A stage waits while the first micro-batch fills the pipe and while the last one drains: that idle time is the bubble. More micro-batches shrink it; the interleaved schedule gives each GPU several smaller chunks, dividing it by v; zero-bubble splits the backward pass into input- and weight-gradient halves and fills the gaps with the weight halves."
+            </p>
+            <figure>
+                <figcaption data-testid="grid-note">{move || data.with(|d| d.grid_note.clone())}</figcaption>
+                {move || data.with(|d| d.grid.as_ref().err().map(|e| view! { <p class="issue error">{e.clone()}</p> }))}
+                <ChartCanvas
+                    label=Signal::derive(move || data.with(|d| format!("{} schedule grid: {}", d.schedule.label(), d.grid_note)))
+                    testid="chart-schedule"
+                    draw=draw_grid
+                />
+                <ul class="legend">
+                    <li><span class="swatch fwd"></span>"forward (light)"</li>
+                    <li><span class="swatch bwd"></span>"backward (dark)"</li>
+                    <li><span class="swatch wgt"></span>"weight-gradient half (grey-ish, zero bubble)"</li>
+                    <li><span class="swatch idle"></span>"idle"</li>
+                    <li>"colour = micro-batch; 1 slot = one stage's forward"</li>
+                </ul>
+            </figure>
+            <dl class="figures-inline">
+                <div>
+                    <dt title="Idle share of the stages × time grid">"Idle fraction of the schedule"</dt>
+                    <dd data-testid="bubble-idle">{move || data.with(|d| format::percent(d.bubble.idle_fraction))}</dd>
+                    <dd class="hint">"bubble ÷ (ideal + bubble); GPipe/1F1B: (p−1)/(m+p−1)"</dd>
+                </div>
+                <div>
+                    <dt title="Extra time relative to a pipeline with no bubble">"Overhead vs ideal time"</dt>
+                    <dd data-testid="bubble-overhead">{move || data.with(|d| format::percent(d.bubble.overhead_vs_ideal))}</dd>
+                    <dd class="hint">"bubble ÷ ideal; 1F1B: (p−1)/m, interleaved: (p−1)/(v·m)"</dd>
+                </div>
+                <div>
+                    <dt>"This layout"</dt>
+                    <dd data-testid="pipeline-pmv">{move || data.with(|d| format!("p = {}, m = {}, v = {}", d.p, d.m, d.v))}</dd>
+                    <dd class="hint">"m = global batch ÷ (DP × micro-batch)"</dd>
+                </div>
+            </dl>
+            <figure>
+                <figcaption>
+                    "Bubble against micro-batch count, both definitions: "
+                    <span class="key k0">"idle fraction"</span>
+                    ", "
+                    <span class="key k5">"overhead vs ideal"</span>
+                    "; dashed line = this layout's m"
+                </figcaption>
+                <ChartCanvas
+                    label=Signal::derive(move || data.with(|d| format!("Bubble against micro-batches for p = {}", d.p)))
+                    testid="chart-bubble"
+                    draw=draw_curve
+                />
+            </figure>
+        </section>
+    }
+}

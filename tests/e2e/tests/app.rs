@@ -1,0 +1,433 @@
+//! End-to-end tests of the release build in headless Chromium.
+//!
+//! Ignored by a plain `cargo test`: they need `dist/` (trunk build --release)
+//! and chromedriver. `cargo xtask test` runs them with `--ignored`, or:
+//! `MESHPLAN_DIST=$PWD/dist CHROMEDRIVER=/usr/bin/chromedriver cargo test -p e2e -- --ignored --test-threads=1 --nocapture`.
+//! Expected values come from planner-core, called natively here.
+
+use std::time::Duration;
+
+use e2e::{dist_dir, screenshot_path, Driver, Result, Session, StaticServer};
+use planner_core::link;
+use planner_core::memory;
+use planner_core::presets;
+use planner_core::scenario::Scenario;
+use serde_json::json;
+
+const LOAD: Duration = Duration::from_secs(30);
+const SETTLE: Duration = Duration::from_secs(5);
+/// WebDriver's key code for ArrowRight.
+const ARROW_RIGHT: &str = "\u{E014}";
+
+struct Page {
+    server: StaticServer,
+    driver: Driver,
+}
+
+impl Page {
+    fn start() -> Result<Self> {
+        let dist = dist_dir();
+        if !dist.join("index.html").exists() {
+            return Err(format!(
+                "{} has no index.html: run `trunk build --release --offline` first (cargo xtask test does)",
+                dist.display()
+            ));
+        }
+        Ok(Page {
+            server: StaticServer::start(&dist)?,
+            driver: Driver::start()?,
+        })
+    }
+
+    /// A fresh browser (fresh profile) on `query` (without `?`), waited until the views show numbers.
+    fn open(&self, query: &str) -> Result<Session> {
+        let session = self.driver.session()?;
+        session.set_window_size(1440, 1100)?;
+        let url = if query.is_empty() {
+            self.server.url()
+        } else {
+            format!("{}?{query}", self.server.url())
+        };
+        session.goto(&url)?;
+        session.wait_text("[data-testid=state-total-3]", LOAD, |t| t.ends_with("B"))?;
+        Ok(session)
+    }
+}
+
+/// Fails on any console error (SEVERE) since the last call.
+fn assert_no_console_errors(session: &Session, when: &str) {
+    let logs = session.console_logs().expect("read the browser console");
+    let errors: Vec<_> = logs.iter().filter(|l| l.level == "SEVERE").collect();
+    assert!(errors.is_empty(), "console errors {when}: {errors:#?}");
+}
+
+fn bytes_attr(session: &Session, testid: &str) -> f64 {
+    let css = format!("[data-testid={testid}]");
+    session
+        .attr(&css, "data-bytes")
+        .expect("read data-bytes")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("{css} has no numeric data-bytes"))
+}
+
+fn zero3_bytes(s: &Scenario) -> f64 {
+    let model = s.model_spec().expect("preset resolves");
+    memory::model_state(&model, &s.precision, &s.layout)[3].total_bytes
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+}
+
+#[test]
+#[ignore = "needs dist/ and chromedriver: run via `cargo xtask test`"]
+fn dp_slider_moves_zero3_to_the_planner_core_value() {
+    let page = Page::start().expect("start server and chromedriver");
+    let session = page.open("").expect("page loads");
+    let before_dp: u32 = session
+        .text("[data-testid=value-dp]")
+        .unwrap()
+        .parse()
+        .unwrap();
+    let before = bytes_attr(&session, "state-total-3");
+    assert!(
+        close(before, zero3_bytes(&presets::default_scenario())),
+        "ZeRO-3 figure on load {before} differs from planner-core"
+    );
+
+    // Keyboard, as a user would: focus the slider and press ArrowRight.
+    session
+        .send_keys("[data-testid=input-dp]", ARROW_RIGHT)
+        .expect("move the DP slider");
+    let dp_text = session
+        .wait_text("[data-testid=value-dp]", SETTLE, |t| {
+            t != before_dp.to_string()
+        })
+        .expect("DP changes");
+    let dp: u32 = dp_text.parse().unwrap();
+    assert_eq!(dp, before_dp * 2, "the DP slider steps over powers of two");
+
+    let mut expected = presets::default_scenario();
+    expected.layout.dp = dp;
+    let want = zero3_bytes(&expected);
+    let deadline = std::time::Instant::now() + SETTLE;
+    let mut got = bytes_attr(&session, "state-total-3");
+    while !close(got, want) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        got = bytes_attr(&session, "state-total-3");
+    }
+    assert!(
+        close(got, want),
+        "ZeRO-3 after DP {dp}: page {got}, planner-core {want}"
+    );
+    assert!(got < before, "more DP ranks shard ZeRO-3 state thinner");
+    println!("DP {before_dp} → {dp}: ZeRO-3 model state {before:.0} → {got:.0} bytes (planner-core {want:.0})");
+
+    // The URL follows the input (replaceState is coalesced, so poll).
+    let url_deadline = std::time::Instant::now() + SETTLE;
+    loop {
+        let url = session.current_url().unwrap();
+        if url.contains(&format!("dp={dp}")) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < url_deadline,
+            "URL never showed dp={dp}: {url}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_no_console_errors(&session, "after moving DP");
+}
+
+#[test]
+#[ignore = "needs dist/ and chromedriver: run via `cargo xtask test`"]
+fn article_70b_on_64_gpus_reads_the_articles_numbers() {
+    let page = Page::start().expect("start server and chromedriver");
+    let session = page.open("").expect("page loads");
+    session.set_window_size(1440, 2400).unwrap();
+    session
+        .click("[data-testid=example-article-70b]")
+        .expect("load the article's example");
+    session
+        .wait_text("[data-testid=state-total-0]", SETTLE, |t| t == "1,120 GB")
+        .expect("DDP bar reads 1,120 GB");
+    let texts: Vec<String> = (0..4)
+        .map(|n| {
+            session
+                .text(&format!("[data-testid=state-total-{n}]"))
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(texts, ["1,120 GB", "293 GB", "155 GB", "17.5 GB"]);
+    let exact: Vec<f64> = (0..4)
+        .map(|n| bytes_attr(&session, &format!("state-total-{n}")))
+        .collect();
+    for (got, want) in exact.iter().zip([1120e9, 293.125e9, 155.3125e9, 17.5e9]) {
+        assert!(
+            close(*got, want),
+            "article figure: page {got}, expected {want}"
+        );
+    }
+    println!("article 70B / 64 GPUs on the page: {texts:?}");
+    session
+        .element_screenshot(
+            "[data-testid=memory-view]",
+            &screenshot_path("memory-article-70b"),
+        )
+        .expect("screenshot");
+    session
+        .screenshot(&screenshot_path("page-article-70b"))
+        .expect("screenshot");
+    assert_no_console_errors(&session, "on the article example");
+}
+
+#[test]
+#[ignore = "needs dist/ and chromedriver: run via `cargo xtask test`"]
+fn copied_link_restores_the_same_state_in_a_fresh_page() {
+    let page = Page::start().expect("start server and chromedriver");
+    let first = page.open("").expect("page loads");
+    first.click("[data-testid=example-article-mesh]").unwrap();
+    first
+        .set_value("[data-testid=input-sched]", "interleaved")
+        .unwrap();
+    first.set_value("[data-testid=input-vpp]", "1").unwrap();
+    first.set_value("[data-testid=input-zero]", "2").unwrap();
+    first.set_value("[data-testid=input-seq]", "16384").unwrap();
+    first.click("[data-testid=copy-link]").unwrap();
+    let link = first
+        .attr("[data-testid=share-link]", "value")
+        .unwrap()
+        .unwrap_or_default();
+    let link = if link.is_empty() {
+        first
+            .execute(
+                "return document.querySelector('[data-testid=share-link]').value;",
+                vec![],
+            )
+            .unwrap()
+            .as_str()
+            .unwrap_or_default()
+            .to_string()
+    } else {
+        link
+    };
+    let query = link
+        .split_once('?')
+        .map(|(_, q)| q.to_string())
+        .expect("link has a query");
+    println!("share link: {link}");
+
+    // The link decodes natively to the state that was set.
+    let mut expected = presets::article_mesh_scenario();
+    expected.layout.schedule = planner_core::layout::Schedule::Interleaved;
+    expected.layout.virtual_stages = 2;
+    expected.layout.zero = planner_core::layout::ZeroStage::Zero2;
+    expected.training.seq_len = 16384;
+    let decoded = link::decode(&query).expect("the copied link decodes strictly");
+    assert_eq!(
+        decoded, expected,
+        "link holds exactly the state set on the page"
+    );
+
+    let ids = [
+        "state-total-0",
+        "state-total-3",
+        "peak-total-2",
+        "bubble-idle",
+        "bubble-overhead",
+        "pipeline-pmv",
+    ];
+    let read = |s: &Session| -> Vec<String> {
+        ids.iter()
+            .map(|id| s.text(&format!("[data-testid={id}]")).unwrap())
+            .collect()
+    };
+    let before = read(&first);
+    assert_no_console_errors(&first, "before copying");
+    drop(first);
+
+    let second = page.open(&query).expect("the link opens");
+    assert_eq!(read(&second), before, "same figures in the fresh page");
+    let link_again = second
+        .execute(
+            "return document.querySelector('[data-testid=share-link]').value;",
+            vec![],
+        )
+        .unwrap();
+    assert_eq!(
+        link_again.as_str(),
+        Some(link.as_str()),
+        "the fresh page shows the same link"
+    );
+    assert!(
+        second
+            .execute(
+                "return document.querySelector('[data-testid=link-notice]') === null;",
+                vec![]
+            )
+            .unwrap()
+            == json!(true),
+        "a good link shows no notice"
+    );
+    assert_no_console_errors(&second, "after opening the link");
+}
+
+#[test]
+#[ignore = "needs dist/ and chromedriver: run via `cargo xtask test`"]
+fn corrupted_link_names_the_bad_parameter_and_keeps_the_rest() {
+    let page = Page::start().expect("start server and chromedriver");
+    let mut good = presets::default_scenario();
+    good.layout.dp = 4;
+    let mut params: Vec<String> = link::encode(&good)
+        .split('&')
+        .filter(|p| !p.starts_with("tp="))
+        .map(str::to_string)
+        .collect();
+    params.push("tp=banana".into());
+    let query = params.join("&");
+    let session = page.open(&query).expect("page still renders");
+    let notice = session
+        .wait_text("[data-testid=link-notice]", SETTLE, |t| !t.is_empty())
+        .expect("a visible notice");
+    assert!(notice.contains("tp"), "the notice names tp: {notice}");
+    assert_eq!(
+        session.text("[data-testid=value-dp]").unwrap(),
+        "4",
+        "the good parameters of the link are kept"
+    );
+    session
+        .element_screenshot(
+            "[data-testid=link-notice]",
+            &screenshot_path("corrupted-link-notice"),
+        )
+        .unwrap();
+    assert_no_console_errors(&session, "on a corrupted link");
+    drop(session);
+
+    let outdated = page.open("v=999&dp=2").expect("page still renders");
+    let notice = outdated
+        .wait_text("[data-testid=link-notice]", SETTLE, |t| !t.is_empty())
+        .expect("a visible notice");
+    assert!(
+        notice.contains('v'),
+        "the notice names the version: {notice}"
+    );
+    assert_no_console_errors(&outdated, "on an outdated link");
+}
+
+#[test]
+#[ignore = "needs dist/ and chromedriver: run via `cargo xtask test`"]
+fn screenshots_of_each_view() {
+    let page = Page::start().expect("start server and chromedriver");
+    let session = page.open("").expect("page loads");
+    session.set_window_size(1440, 2600).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    session
+        .screenshot(&screenshot_path("page-default"))
+        .unwrap();
+    session
+        .element_screenshot(
+            "[data-testid=memory-view]",
+            &screenshot_path("memory-default"),
+        )
+        .unwrap();
+    session
+        .element_screenshot(
+            "[data-testid=serving-view]",
+            &screenshot_path("serving-default"),
+        )
+        .unwrap();
+    session.click("[data-testid=example-article-mesh]").unwrap();
+    for schedule in ["gpipe", "1f1b", "interleaved", "zb"] {
+        session
+            .set_value("[data-testid=input-sched]", schedule)
+            .unwrap();
+        if schedule == "interleaved" {
+            session.set_value("[data-testid=input-vpp]", "1").unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        session
+            .element_screenshot(
+                "[data-testid=pipeline-view]",
+                &screenshot_path(&format!("pipeline-{schedule}")),
+            )
+            .unwrap();
+    }
+    session
+        .element_screenshot("[data-testid=memory-view]", &screenshot_path("memory-mesh"))
+        .unwrap();
+    // A laptop-sized window: the layout must still hold.
+    session.set_window_size(1280, 800).unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    session
+        .screenshot(&screenshot_path("page-laptop-1280x800"))
+        .unwrap();
+    assert_no_console_errors(&session, "while taking screenshots");
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = (p * (sorted.len() - 1) as f64).round() as usize;
+    sorted[rank.min(sorted.len() - 1)]
+}
+
+#[test]
+#[ignore = "needs dist/ and chromedriver: run via `cargo xtask test`"]
+fn responsiveness_of_a_slider_move_is_measured() {
+    let page = Page::start().expect("start server and chromedriver");
+    let session = page.open("").expect("page loads");
+    session.set_script_timeout(300_000).unwrap();
+    // Each move: set the DP slider, dispatch `input`, then record (a) when all
+    // reactive work (effects, canvas redraws) has run, via a zero-delay message
+    // after the input's microtasks, and (b) two animation frames later, when
+    // the frame with the new figures has been painted.
+    let script = r#"
+        const done = arguments[arguments.length - 1];
+        const el = document.querySelector('[data-testid=input-dp]');
+        const moves = arguments[0];
+        const work = [], frame = [];
+        const channel = new MessageChannel();
+        let i = 0, t0 = 0;
+        channel.port1.onmessage = () => {
+            work.push(performance.now() - t0);
+            requestAnimationFrame(() => requestAnimationFrame(() => {
+                frame.push(performance.now() - t0);
+                if (++i < moves) { setTimeout(step, 0); } else { done({work, frame}); }
+            }));
+        };
+        function step() {
+            const max = Number(el.max);
+            el.value = String((Number(el.value) + 1) % (max + 1));
+            t0 = performance.now();
+            el.dispatchEvent(new Event('input', {bubbles: true}));
+            channel.port2.postMessage(0);
+        }
+        step();
+    "#;
+    let result = session
+        .execute_async(script, vec![json!(240)])
+        .expect("measure");
+    let series = |key: &str| {
+        let mut v: Vec<f64> = result[key]
+            .as_array()
+            .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
+            .unwrap_or_default();
+        v.sort_by(f64::total_cmp);
+        v
+    };
+    let work = series("work");
+    let frame = series("frame");
+    assert!(work.len() >= 200, "measured {} moves", work.len());
+    println!(
+        "RESPONSIVENESS over {} DP slider moves (headless Chromium, performance.now()):\n  input → all views recomputed and redrawn: median {:.2} ms, p95 {:.2} ms, max {:.2} ms\n  input → next painted frame (rAF ×2):     median {:.2} ms, p95 {:.2} ms",
+        work.len(),
+        percentile(&work, 0.5),
+        percentile(&work, 0.95),
+        work.last().copied().unwrap_or(f64::NAN),
+        percentile(&frame, 0.5),
+        percentile(&frame, 0.95),
+    );
+    assert_no_console_errors(&session, "during the slider moves");
+}
