@@ -11,6 +11,7 @@ pub mod explain;
 pub mod hardware;
 pub mod layout;
 pub mod model;
+pub mod pipeline;
 pub mod precision;
 pub mod presets;
 pub mod scenario;
