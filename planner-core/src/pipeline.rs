@@ -426,7 +426,7 @@ pub fn timeline(
     } else {
         1
     };
-    if schedule == Schedule::Interleaved && stages > 1 && micro_batches % stages != 0 {
+    if schedule == Schedule::Interleaved && stages > 1 && !micro_batches.is_multiple_of(stages) {
         return Err(invalid(
             "micro_batches",
             format!(

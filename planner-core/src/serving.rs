@@ -373,10 +373,12 @@ fn max_sequences_term(stage: &StagePlan, context_len: u32) -> Term {
 /// Whether TP `tp` splits this model's heads the way vLLM accepts: query heads
 /// divisible by TP, and KV heads divisible by TP or TP by KV heads.
 pub fn tp_valid_for_model(model: &ModelSpec, tp: u32) -> bool {
-    if tp == 0 || model.heads % tp != 0 {
+    if tp == 0 || !model.heads.is_multiple_of(tp) {
         return false;
     }
-    model.mla.is_some() || model.kv_heads % tp == 0 || tp % model.kv_heads.max(1) == 0
+    model.mla.is_some()
+        || model.kv_heads.is_multiple_of(tp)
+        || tp.is_multiple_of(model.kv_heads.max(1))
 }
 
 fn sequences(model: &ModelSpec, serving: &Serving, cluster: &Cluster, tp: u32, pp: u32) -> u64 {
