@@ -24,6 +24,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::explain::Term;
+
 pub use crate::layout::Schedule;
 
 /// Largest micro-batch count a timeline is drawn for.
@@ -32,6 +34,9 @@ pub const MAX_TIMELINE_MICRO_BATCHES: u32 = 512;
 pub const MAX_TIMELINE_STAGES: u32 = 256;
 /// Largest virtual-chunk count a timeline is drawn for.
 pub const MAX_TIMELINE_VIRTUAL_STAGES: u32 = 32;
+/// Largest `stages × micro_batches × virtual_stages` a timeline is drawn for
+/// (keeps a timeline under a million ops and a few MB).
+pub const MAX_TIMELINE_CELLS: u64 = 1 << 18;
 
 /// What one operation computes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -180,6 +185,15 @@ fn check_sizes(stages: u32, micro_batches: u32, virtual_stages: u32) -> Result<(
         return Err(invalid(
             "virtual_stages",
             format!("must be 1..={MAX_TIMELINE_VIRTUAL_STAGES}, got {virtual_stages}"),
+        ));
+    }
+    let cells = u64::from(stages) * u64::from(micro_batches) * u64::from(virtual_stages);
+    if cells > MAX_TIMELINE_CELLS {
+        return Err(invalid(
+            "micro_batches",
+            format!(
+                "stages × micro-batches × chunks = {cells} exceeds {MAX_TIMELINE_CELLS}; too large to draw"
+            ),
         ));
     }
     Ok(())
@@ -489,14 +503,22 @@ impl Timeline {
     /// `(makespan − ideal) / ideal` where ideal is the busiest stage's work
     /// (Megatron's and the Playbook's definition).
     pub fn overhead_vs_ideal(&self) -> f64 {
-        let ideal = (0..self.stages)
-            .map(|s| self.busy_ticks(s))
-            .max()
-            .unwrap_or(0);
+        let ideal = self.busy_ticks_per_stage().into_iter().max().unwrap_or(0);
         if ideal == 0 {
             return 0.0;
         }
         (self.makespan_ticks() - ideal) as f64 / ideal as f64
+    }
+
+    /// Busy ticks of every stage, in one pass.
+    pub fn busy_ticks_per_stage(&self) -> Vec<u64> {
+        let mut busy = vec![0u64; self.stages as usize];
+        for op in &self.ops {
+            if let Some(b) = busy.get_mut(op.stage as usize) {
+                *b += op.duration_ticks;
+            }
+        }
+        busy
     }
 
     /// Both bubble measures of this simulation.
@@ -592,4 +614,51 @@ pub fn in_flight_micro_batches(schedule: Schedule, p: u32, m: u32, v: u32, stage
         }
         Schedule::ZeroBubble => f64::from(p.min(m)),
     }
+}
+
+/// The two bubble measures as labelled [`Term`]s (value in `bytes` is a fraction).
+pub fn bubble_terms(schedule: Schedule, p: u32, m: u32, v: u32) -> [Term; 2] {
+    let b = bubble(schedule, p, m, v);
+    let (p, m, v) = (p.max(1), m.max(1), v.max(1));
+    let (idle_formula, idle_worked, over_formula, over_worked, source) = match schedule {
+        Schedule::Gpipe | Schedule::OneFOneB => (
+            "(p−1)/(m+p−1)".to_string(),
+            format!("({p}−1)/({m}+{p}−1)"),
+            "(p−1)/m".to_string(),
+            format!("({p}−1)/{m}"),
+            "balanced stages, B = 2F, no communication (Narayanan et al. 2021 §2.2)",
+        ),
+        Schedule::Interleaved => (
+            "(p−1)/(v·m+p−1)".to_string(),
+            format!("({p}−1)/({v}·{m}+{p}−1)"),
+            "(p−1)/(v·m)".to_string(),
+            format!("({p}−1)/({v}·{m})"),
+            "v chunks per rank each 1/v of the stage (Narayanan et al. 2021 §2.2.2)",
+        ),
+        Schedule::ZeroBubble => (
+            "(p−1)/(3m+p−1)".to_string(),
+            format!("({p}−1)/(3·{m}+{p}−1)"),
+            "(p−1)/(3m)".to_string(),
+            format!("({p}−1)/(3·{m})"),
+            "ZB-H1 with T_F = T_B = T_W, m ≥ p (Qi et al. 2023 §3.1); simulated when m < p",
+        ),
+    };
+    [
+        Term {
+            key: "pipeline.idle_fraction".to_string(),
+            label: "Idle share of the schedule".to_string(),
+            bytes: b.idle_fraction,
+            formula: idle_formula,
+            worked: format!("{idle_worked} = {:.1}%", 100.0 * b.idle_fraction),
+            assumption: format!("idle slots / (stages × makespan); {source}"),
+        },
+        Term {
+            key: "pipeline.overhead_vs_ideal".to_string(),
+            label: "Bubble overhead vs ideal time".to_string(),
+            bytes: b.overhead_vs_ideal,
+            formula: over_formula,
+            worked: format!("{over_worked} = {:.1}%", 100.0 * b.overhead_vs_ideal),
+            assumption: format!("bubble time / bubble-free time; {source}"),
+        },
+    ]
 }

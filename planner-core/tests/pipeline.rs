@@ -285,3 +285,28 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn large_timelines_run_and_oversized_ones_are_refused() {
+    let t = timeline(Schedule::OneFOneB, 64, 512, 1).unwrap();
+    assert!(idle_is(&t, 63, 575));
+    let t = timeline(Schedule::Interleaved, 16, 512, 4).unwrap();
+    assert!(overhead_is(&t, 15, 2048));
+    let err = timeline(Schedule::Interleaved, 256, 512, 32).unwrap_err();
+    assert!(matches!(
+        err,
+        PipelineError::Invalid {
+            field: "micro_batches",
+            ..
+        }
+    ));
+}
+
+#[test]
+fn bubble_terms_are_labelled_apart() {
+    let [idle, over] = planner_core::pipeline::bubble_terms(Schedule::OneFOneB, 4, 4, 1);
+    assert_eq!(idle.bytes, 3.0 / 7.0);
+    assert_eq!(over.bytes, 3.0 / 4.0);
+    assert_ne!(idle.label, over.label);
+    assert_eq!(idle.worked, "(4−1)/(4+4−1) = 42.9%");
+}
