@@ -144,12 +144,13 @@ pub fn kv_bytes_per_token_per_gpu(
     }
 }
 
-/// Bytes one sequence of `context_len` tokens costs, from a per-token term.
+/// Bytes one sequence of `context_len` tokens costs, from a per-token term
+/// (key and label say `per_sequence` where the token term says `per_token`).
 pub fn kv_bytes_per_sequence(per_token: &Term, context_len: u32) -> Term {
     let bytes = per_token.bytes * f64::from(context_len);
     Term {
-        key: format!("{}.sequence", per_token.key),
-        label: format!("{} × context", per_token.label),
+        key: per_token.key.replace("per_token", "per_sequence"),
+        label: per_token.label.replace("per token", "per sequence"),
         bytes,
         formula: "bytes_per_token × context_len".to_string(),
         worked: format!(

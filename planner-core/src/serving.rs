@@ -399,6 +399,26 @@ pub fn recommend(
     let world = cluster.world_size();
     let ctx = serving.context_len;
     let one = sequences(model, serving, cluster, 1, 1);
+    let one_gpu = {
+        let (usable, stages, limiting) = evaluate(model, serving, cluster, 1, 1);
+        let stage = &stages[limiting.min(stages.len() - 1)];
+        if stage.max_sequences == 0 {
+            format!(
+                "One GPU cannot hold it: weights {} + workspace {} leave {} of {} usable for KV",
+                fmt_bytes(stage.weights.bytes),
+                fmt_bytes(serving.workspace_bytes),
+                fmt_bytes(stage.kv_budget.bytes.max(0.0)),
+                fmt_bytes(usable.bytes)
+            )
+        } else {
+            format!(
+                "One GPU holds weights {} and KV for {} sequences of {ctx} tokens ({} each)",
+                fmt_bytes(stage.weights.bytes),
+                stage.max_sequences,
+                fmt_bytes(stage.kv_per_sequence.bytes)
+            )
+        }
+    };
     if one >= target {
         return Ok(Recommendation {
             decision: Decision::Replicas,
@@ -407,7 +427,7 @@ pub fn recommend(
             replicas: world,
             max_concurrent_sequences: one,
             reason: format!(
-                "One GPU holds the weights and KV for {one} sequences of {ctx} tokens (target {target}): run {world} independent replicas; they need no communication between GPUs."
+                "{one_gpu}, meeting the target {target}: run {world} independent replicas; they need no communication between GPUs."
             ),
         });
     }
@@ -425,7 +445,8 @@ pub fn recommend(
                 replicas: world / u64::from(tp),
                 max_concurrent_sequences: n,
                 reason: format!(
-                    "One GPU holds {one} sequences of {ctx} tokens, below the target {target}; TP {tp} inside a node holds {n}. Smaller TP does not fit."
+                    "{one_gpu}, below the target {target}; TP {tp} inside a node holds {n} (the smallest TP that does); {} replica(s) fit on the cluster.",
+                    world / u64::from(tp)
                 ),
             });
         }

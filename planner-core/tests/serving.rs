@@ -95,6 +95,7 @@ fn article_kv_numbers_exactly() {
     let seq = kv_bytes_per_sequence(&t, 32_768);
     assert_eq!(seq.bytes, 10_737_418_240.0);
     assert!(seq.worked.ends_with("10.74 GB"), "{}", seq.worked);
+    assert_eq!(seq.key, "kv.per_sequence");
 }
 
 #[test]
@@ -235,6 +236,11 @@ fn recommendation_llama_70b_bf16_is_tp() {
         r.reason
     );
     assert_eq!(r.max_concurrent_sequences, 39);
+    assert!(
+        r.reason.contains("TP 8 inside a node holds 39"),
+        "{}",
+        r.reason
+    );
 }
 
 #[test]
