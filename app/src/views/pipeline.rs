@@ -2,6 +2,7 @@
 //! bubble against the micro-batch count, under both of its definitions.
 
 use leptos::prelude::*;
+use planner_core::explain::Term;
 use planner_core::layout::Schedule;
 use planner_core::pipeline::{self, Bubble, OpKind, Timeline};
 
@@ -24,6 +25,8 @@ struct PipelineData {
     grid: Result<Timeline, String>,
     grid_note: String,
     bubble: Bubble,
+    /// Both definitions as explained terms (formula with numbers).
+    terms: [Term; 2],
     /// (m, bubble) for the line chart.
     curve: Vec<(u32, Bubble)>,
 }
@@ -105,6 +108,7 @@ fn compute(s: &planner_core::scenario::Scenario) -> PipelineData {
         grid,
         grid_note,
         bubble: pipeline::bubble(schedule, p, m, v),
+        terms: pipeline::bubble_terms(schedule, p, m, v),
         curve,
     }
 }
@@ -196,15 +200,15 @@ pub fn PipelineView() -> impl IntoView {
                 </ul>
             </figure>
             <dl class="figures-inline">
-                <div>
-                    <dt title="Idle share of the stages × time grid">"Idle fraction of the schedule"</dt>
+                <div tabindex="0" title=move || data.with(|d| d.terms[0].assumption.clone())>
+                    <dt>"Idle fraction of the schedule"</dt>
                     <dd data-testid="bubble-idle">{move || data.with(|d| format::percent(d.bubble.idle_fraction))}</dd>
-                    <dd class="hint">"bubble ÷ (ideal + bubble); GPipe/1F1B: (p−1)/(m+p−1)"</dd>
+                    <dd class="hint">"idle share of the stages × time grid: " {move || data.with(|d| d.terms[0].worked.clone())}</dd>
                 </div>
-                <div>
-                    <dt title="Extra time relative to a pipeline with no bubble">"Overhead vs ideal time"</dt>
+                <div tabindex="0" title=move || data.with(|d| d.terms[1].assumption.clone())>
+                    <dt>"Overhead vs ideal time"</dt>
                     <dd data-testid="bubble-overhead">{move || data.with(|d| format::percent(d.bubble.overhead_vs_ideal))}</dd>
-                    <dd class="hint">"bubble ÷ ideal; 1F1B: (p−1)/m, interleaved: (p−1)/(v·m)"</dd>
+                    <dd class="hint">"extra time over a bubble-free step: " {move || data.with(|d| d.terms[1].worked.clone())}</dd>
                 </div>
                 <div>
                     <dt>"This layout"</dt>

@@ -2,10 +2,44 @@
 //! replica under the memory cap for TP/PP choices, and the recommendation.
 
 use leptos::prelude::*;
+use planner_core::explain::Term;
 use planner_core::scenario::ServeDtype;
+use planner_core::serving::{self, ConcurrencyCell, Decision, ServingPlan, TABLE_PP, TABLE_TP};
 
 use crate::app::Ctx;
+use crate::format;
 use crate::inputs::{power_of_two_steps, DecimalField, NumberField, Select, StepSlider};
+
+#[derive(Clone, Debug, PartialEq)]
+struct ServingData {
+    plan: ServingPlan,
+    table: Vec<ConcurrencyCell>,
+    context_len: u32,
+    target: u32,
+}
+
+fn decision_label(d: Decision) -> &'static str {
+    match d {
+        Decision::Replicas => "Run independent replicas",
+        Decision::TensorParallel => "Shard each replica with tensor parallelism inside a node",
+        Decision::PipelineAcrossNodes => "Add pipeline stages across nodes",
+        Decision::DoesNotFit => "Does not fit this cluster",
+    }
+}
+
+/// One figure: label, value, and its formula with numbers on hover/focus.
+#[component]
+fn Figure(label: &'static str, testid: &'static str, term: Term, #[prop(default = false)] count: bool) -> impl IntoView {
+    let value = if count { format::count(term.bytes) } else { format::bytes(term.bytes) };
+    let title = format!("{}\n{}\n{}", term.formula, term.worked, term.assumption);
+    view! {
+        <div tabindex="0" title=title>
+            <dt>{label}</dt>
+            <dd data-testid=testid data-bytes=term.bytes.to_string()>{value}</dd>
+            <dd class="hint">{term.worked.clone()}</dd>
+        </div>
+    }
+}
 
 /// The serving section.
 #[component]
@@ -19,6 +53,103 @@ pub fn ServingView() -> impl IntoView {
             .collect::<Vec<_>>()
     };
     let node = Signal::derive(move || s.with(|sc| sc.cluster.gpus_per_node));
+    let data = Memo::new(move |_| {
+        let sc = s.get();
+        let model = ctx.model.get()?;
+        let plan = serving::serving_plan(&model, &sc.serving, &sc.cluster).map_err(|e| e.to_string())?;
+        let table = serving::concurrency_table(&model, &sc.serving, &sc.cluster).map_err(|e| e.to_string())?;
+        Ok::<_, String>(ServingData {
+            plan,
+            table,
+            context_len: sc.serving.context_len,
+            target: sc.serving.target_concurrency,
+        })
+    });
+    let outputs = move || {
+        data.with(|d| match d {
+            Err(e) => view! { <p class="issue error" data-testid="serving-error">{e.clone()}</p> }.into_any(),
+            Ok(d) => {
+                let p = &d.plan;
+                let r = &p.recommendation;
+                let current = (p.tp, p.pp);
+                view! {
+                    <dl class="figures-inline">
+                        <Figure label="KV cache per token" testid="kv-per-token" term=p.kv_bytes_per_token.clone() />
+                        <Figure label="KV cache per sequence" testid="kv-per-sequence" term=p.kv_bytes_per_sequence.clone() />
+                        <Figure label="Weights per GPU" testid="serve-weights" term=p.weights_per_gpu.clone() />
+                        <Figure label="KV pool per GPU" testid="kv-budget" term=p.kv_budget_per_gpu.clone() />
+                        <Figure label="Concurrent sequences per replica" testid="max-concurrent" term=p.max_concurrent_sequences.clone() count=true />
+                    </dl>
+                    <div class="recommendation" data-testid="serving-recommendation" role="status">
+                        <strong>{format!("{}: TP {} × PP {}", decision_label(r.decision), r.tp, r.pp)}</strong>
+                        {format!(
+                            "{} replica(s) of that shape on this cluster, each holding {} sequences of {} tokens. ",
+                            format::thousands(r.replicas),
+                            format::thousands(r.max_concurrent_sequences),
+                            format::thousands(u64::from(d.context_len)),
+                        )}
+                        {r.reason.clone()}
+                    </div>
+                    <div class="table-scroll">
+                        <table class="conc" data-testid="concurrency-table">
+                            <caption>
+                                {format!(
+                                    "Concurrent {}-token sequences per replica (green: meets the target of {})",
+                                    format::thousands(u64::from(d.context_len)),
+                                    d.target,
+                                )}
+                            </caption>
+                            <thead>
+                                <tr>
+                                    <th scope="col">"TP \\ PP"</th>
+                                    {TABLE_PP.iter().map(|pp| view! { <th scope="col">{format!("PP {pp}")}</th> }).collect_view()}
+                                </tr>
+                            </thead>
+                            <tbody>
+                                {TABLE_TP
+                                    .iter()
+                                    .map(|&tp| {
+                                        let cells: Vec<ConcurrencyCell> = d.table.iter().filter(|c| c.tp == tp).cloned().collect();
+                                        view! {
+                                            <tr>
+                                                <th scope="row">{format!("TP {tp}")}</th>
+                                                {cells
+                                                    .into_iter()
+                                                    .map(|c| {
+                                                        let class = if !c.valid {
+                                                            "nofit"
+                                                        } else if c.fits_target {
+                                                            "fit"
+                                                        } else {
+                                                            ""
+                                                        };
+                                                        let title = c.note.clone().unwrap_or_else(|| c.term.worked.clone());
+                                                        let text = if c.valid { format::thousands(c.max_concurrent_sequences) } else { "—".to_string() };
+                                                        view! {
+                                                            <td
+                                                                class=class
+                                                                class:current={(c.tp, c.pp) == current}
+                                                                title=title
+                                                                tabindex="0"
+                                                                data-testid=format!("conc-tp{}-pp{}", c.tp, c.pp)
+                                                            >
+                                                                {text}
+                                                            </td>
+                                                        }
+                                                    })
+                                                    .collect_view()}
+                                            </tr>
+                                        }
+                                    })
+                                    .collect_view()}
+                            </tbody>
+                        </table>
+                    </div>
+                }
+                    .into_any()
+            }
+        })
+    };
     view! {
         <section class="view" aria-labelledby="serving-title" data-testid="serving-view">
             <h2 id="serving-title">"Serving"</h2>
@@ -92,6 +223,7 @@ pub fn ServingView() -> impl IntoView {
                     on_change=Callback::new(move |v| s.update(|sc| sc.serving.memory_utilization = v))
                 />
             </div>
+            {outputs}
         </section>
     }
 }
