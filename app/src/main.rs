@@ -33,7 +33,8 @@ mod tests {
     /// The whole app mounts in a real browser and its views show planner-core figures.
     #[wasm_bindgen_test]
     fn app_mounts_and_shows_every_view() {
-        let handle = leptos::mount::mount_to_body(crate::app::App);
+        // mount_to_body leaves the app mounted for the page's lifetime.
+        leptos::mount::mount_to_body(crate::app::App);
         for testid in [
             "state-total-0",
             "state-total-3",
@@ -50,6 +51,5 @@ mod tests {
         }
         // Llama 3.1 70B, BF16 KV: 2 × 80 layers × 8 KV heads × 128 × 2 B = 327,680 B.
         assert_eq!(text("[data-testid=kv-per-token]").as_deref(), Some("328 KB"));
-        std::mem::forget(handle);
     }
 }
