@@ -14,3 +14,4 @@ pub mod model;
 pub mod precision;
 pub mod presets;
 pub mod scenario;
+pub mod validate;
