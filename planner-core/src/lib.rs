@@ -15,3 +15,4 @@ pub mod precision;
 pub mod presets;
 pub mod scenario;
 pub mod validate;
+pub mod link;
