@@ -16,3 +16,4 @@ pub mod presets;
 pub mod scenario;
 pub mod validate;
 pub mod link;
+pub mod hf_config;
