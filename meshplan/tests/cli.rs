@@ -18,7 +18,11 @@ const MESH_LINK: &str = "v=1&model=llama-3.1-70b&gpus=512&seq=32768&gbs=64&pp=4&
 #[test]
 fn link_prints_the_query() {
     let out = meshplan(&["link", "examples/article-70b-mesh.json"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), MESH_LINK);
 }
 
@@ -26,7 +30,11 @@ fn link_prints_the_query() {
 fn decode_link_prints_the_scenario() {
     let url = format!("https://example.org/meshplan/?{MESH_LINK}");
     let out = meshplan(&["decode-link", &url]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let s: Scenario = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(s, article_mesh_scenario());
 }

@@ -15,7 +15,16 @@ fn article_mesh_example_matches_the_preset() {
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
         std::fs::write(&path, &want).unwrap();
     }
-    let got = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e} (run with UPDATE_GOLDEN=1 to create it)", path.display()));
-    assert_eq!(got, want, "{} drifted from article_mesh_scenario(); rerun with UPDATE_GOLDEN=1", path.display());
+    let got = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!(
+            "{}: {e} (run with UPDATE_GOLDEN=1 to create it)",
+            path.display()
+        )
+    });
+    assert_eq!(
+        got,
+        want,
+        "{} drifted from article_mesh_scenario(); rerun with UPDATE_GOLDEN=1",
+        path.display()
+    );
 }

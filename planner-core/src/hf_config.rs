@@ -152,7 +152,9 @@ impl Config<'_> {
     fn str_or<'v>(&'v self, field: &str, default: &'v str) -> Result<&'v str, ImportError> {
         match self.get(field) {
             None => Ok(default),
-            Some(v) => v.as_str().ok_or_else(|| Self::invalid(field, "a string", v)),
+            Some(v) => v
+                .as_str()
+                .ok_or_else(|| Self::invalid(field, "a string", v)),
         }
     }
 
@@ -213,7 +215,8 @@ fn base_spec(c: &Config<'_>, arch: &str) -> Result<ModelSpec, ImportError> {
 
 /// The planner's shapes for a Hugging Face `config.json`.
 pub fn import_hf_config(json: &str) -> Result<ModelSpec, ImportError> {
-    let value: Value = serde_json::from_str(json).map_err(|e| ImportError::NotJson(e.to_string()))?;
+    let value: Value =
+        serde_json::from_str(json).map_err(|e| ImportError::NotJson(e.to_string()))?;
     let map = value.as_object().ok_or(ImportError::NotAnObject)?;
     let c = Config(map);
     let arch = c.architecture()?;
@@ -226,7 +229,8 @@ pub fn import_hf_config(json: &str) -> Result<ModelSpec, ImportError> {
             if c.bool_or("mlp_bias", false)? {
                 return Err(ImportError::UnsupportedSetting {
                     field: "mlp_bias".to_string(),
-                    message: "FFN biases without attention-output biases are not modelled".to_string(),
+                    message: "FFN biases without attention-output biases are not modelled"
+                        .to_string(),
                 });
             }
             s
@@ -269,7 +273,10 @@ pub fn import_hf_config(json: &str) -> Result<ModelSpec, ImportError> {
                 if v.as_array().is_none_or(|a| !a.is_empty()) {
                     return Err(ImportError::UnsupportedSetting {
                         field: "mlp_only_layers".to_string(),
-                        message: format!("{}: dense layers between MoE layers are not modelled", shorten(v)),
+                        message: format!(
+                            "{}: dense layers between MoE layers are not modelled",
+                            shorten(v)
+                        ),
                     });
                 }
             }
@@ -288,7 +295,9 @@ pub fn import_hf_config(json: &str) -> Result<ModelSpec, ImportError> {
             if freq != 1 {
                 return Err(ImportError::UnsupportedSetting {
                     field: "moe_layer_freq".to_string(),
-                    message: format!("{freq}: only every-layer MoE after the dense ones (1) is modelled"),
+                    message: format!(
+                        "{freq}: only every-layer MoE after the dense ones (1) is modelled"
+                    ),
                 });
             }
             let mla = MlaSpec {

@@ -9,11 +9,11 @@
 
 pub mod explain;
 pub mod hardware;
+pub mod hf_config;
 pub mod layout;
+pub mod link;
 pub mod model;
 pub mod precision;
 pub mod presets;
 pub mod scenario;
 pub mod validate;
-pub mod link;
-pub mod hf_config;

@@ -144,7 +144,14 @@ fn precision_fields() -> [Field<Precision>; 6] {
         field!("master_bytes", Precision, |p| p.master_bytes, number),
         field!("optim_bytes", Precision, |p| p.optimizer_bytes, number),
         field!("act_bytes", Precision, |p| p.activation_bytes, number),
-        field!("compute", Precision, |p| p.compute, compute_id, compute_from_id, "bf16 or fp8"),
+        field!(
+            "compute",
+            Precision,
+            |p| p.compute,
+            compute_id,
+            compute_from_id,
+            "bf16 or fp8"
+        ),
     ]
 }
 
@@ -170,8 +177,18 @@ fn gpu_fields() -> [Field<GpuSpec>; 8] {
 
 fn link_fields() -> [Field<(LinkSpec, LinkSpec)>; 4] {
     [
-        field!("nvlink_bw", (LinkSpec, LinkSpec), |l| l.0.bytes_per_s, number),
-        field!("nvlink_lat", (LinkSpec, LinkSpec), |l| l.0.latency_s, number),
+        field!(
+            "nvlink_bw",
+            (LinkSpec, LinkSpec),
+            |l| l.0.bytes_per_s,
+            number
+        ),
+        field!(
+            "nvlink_lat",
+            (LinkSpec, LinkSpec),
+            |l| l.0.latency_s,
+            number
+        ),
         field!("net_bw", (LinkSpec, LinkSpec), |l| l.1.bytes_per_s, number),
         field!("net_lat", (LinkSpec, LinkSpec), |l| l.1.latency_s, number),
     ]
@@ -189,26 +206,91 @@ fn scenario_fields() -> [Field<Scenario>; 31] {
         field!("ep", Scenario, |s| s.layout.ep, number),
         field!("vpp", Scenario, |s| s.layout.virtual_stages, number),
         field!("mbs", Scenario, |s| s.layout.micro_batch, number),
-        field!("sched", Scenario, |s| s.layout.schedule, Schedule::id, Schedule::from_id, "gpipe, 1f1b, interleaved or zb"),
-        field!("zero", Scenario, |s| s.layout.zero, zero_id, zero_from_id, "0, 1, 2 or 3"),
-        field!("recompute", Scenario, |s| s.layout.recompute, Recompute::id, Recompute::from_id, "none, selective or full"),
+        field!(
+            "sched",
+            Scenario,
+            |s| s.layout.schedule,
+            Schedule::id,
+            Schedule::from_id,
+            "gpipe, 1f1b, interleaved or zb"
+        ),
+        field!(
+            "zero",
+            Scenario,
+            |s| s.layout.zero,
+            zero_id,
+            zero_from_id,
+            "0, 1, 2 or 3"
+        ),
+        field!(
+            "recompute",
+            Scenario,
+            |s| s.layout.recompute,
+            Recompute::id,
+            Recompute::from_id,
+            "none, selective or full"
+        ),
         field!("sp", Scenario, |s| s.layout.sequence_parallel, flag),
         field!("flash", Scenario, |s| s.activations.flash_attention, flag),
         field!("fp32_logits", Scenario, |s| s.activations.fp32_logits, flag),
         field!("logits", Scenario, |s| s.activations.count_logits, flag),
-        field!("cuda_ctx", Scenario, |s| s.overheads.cuda_context_bytes, number),
-        field!("nccl_buf", Scenario, |s| s.overheads.nccl_buffer_bytes_per_group, number),
-        field!("bucket", Scenario, |s| s.overheads.gradient_bucket_bytes, number),
-        field!("z3_units", Scenario, |s| s.overheads.zero3_units_in_flight, number),
+        field!(
+            "cuda_ctx",
+            Scenario,
+            |s| s.overheads.cuda_context_bytes,
+            number
+        ),
+        field!(
+            "nccl_buf",
+            Scenario,
+            |s| s.overheads.nccl_buffer_bytes_per_group,
+            number
+        ),
+        field!(
+            "bucket",
+            Scenario,
+            |s| s.overheads.gradient_bucket_bytes,
+            number
+        ),
+        field!(
+            "z3_units",
+            Scenario,
+            |s| s.overheads.zero3_units_in_flight,
+            number
+        ),
         field!("frag", Scenario, |s| s.overheads.allocator_fraction, number),
         field!("usable", Scenario, |s| s.overheads.usable_fraction, number),
-        field!("serve_w", Scenario, |s| s.serving.weight_dtype, ServeDtype::id, ServeDtype::from_id, "bf16, fp8, int8 or int4"),
-        field!("serve_kv", Scenario, |s| s.serving.kv_dtype, ServeDtype::id, ServeDtype::from_id, "bf16, fp8, int8 or int4"),
+        field!(
+            "serve_w",
+            Scenario,
+            |s| s.serving.weight_dtype,
+            ServeDtype::id,
+            ServeDtype::from_id,
+            "bf16, fp8, int8 or int4"
+        ),
+        field!(
+            "serve_kv",
+            Scenario,
+            |s| s.serving.kv_dtype,
+            ServeDtype::id,
+            ServeDtype::from_id,
+            "bf16, fp8, int8 or int4"
+        ),
         field!("serve_ctx", Scenario, |s| s.serving.context_len, number),
-        field!("serve_conc", Scenario, |s| s.serving.target_concurrency, number),
+        field!(
+            "serve_conc",
+            Scenario,
+            |s| s.serving.target_concurrency,
+            number
+        ),
         field!("serve_tp", Scenario, |s| s.serving.tp, number),
         field!("serve_pp", Scenario, |s| s.serving.pp, number),
-        field!("serve_util", Scenario, |s| s.serving.memory_utilization, number),
+        field!(
+            "serve_util",
+            Scenario,
+            |s| s.serving.memory_utilization,
+            number
+        ),
         field!("serve_ws", Scenario, |s| s.serving.workspace_bytes, number),
         field!("v", Scenario, |s| s.version, number),
     ]
@@ -235,24 +317,65 @@ fn model_fields() -> [(Field<ModelSpec>, bool); 15] {
         (field!("kv_heads", ModelSpec, |m| m.kv_heads, number), false),
         (field!("head_dim", ModelSpec, |m| m.head_dim, number), false),
         (field!("ffn", ModelSpec, |m| m.ffn, number), true),
-        (field!("ffn_kind", ModelSpec, |m| m.ffn_kind, ffn_kind_id, ffn_kind_from_id, "swiglu or gelu"), false),
+        (
+            field!(
+                "ffn_kind",
+                ModelSpec,
+                |m| m.ffn_kind,
+                ffn_kind_id,
+                ffn_kind_from_id,
+                "swiglu or gelu"
+            ),
+            false,
+        ),
         (field!("vocab", ModelSpec, |m| m.vocab, number), true),
-        (field!("tied", ModelSpec, |m| m.tied_embeddings, flag), false),
-        (field!("norm", ModelSpec, |m| m.norm, norm_id, norm_from_id, "rms or ln"), false),
+        (
+            field!("tied", ModelSpec, |m| m.tied_embeddings, flag),
+            false,
+        ),
+        (
+            field!(
+                "norm",
+                ModelSpec,
+                |m| m.norm,
+                norm_id,
+                norm_from_id,
+                "rms or ln"
+            ),
+            false,
+        ),
         (field!("dropout", ModelSpec, |m| m.dropout, flag), false),
         (field!("qkv_bias", ModelSpec, |m| m.qkv_bias, flag), false),
         (field!("bias", ModelSpec, |m| m.linear_bias, flag), false),
-        (field!("pos", ModelSpec, |m| m.learned_positions, number), false),
+        (
+            field!("pos", ModelSpec, |m| m.learned_positions, number),
+            false,
+        ),
     ]
 }
 
 fn moe_fields() -> [(Field<MoeSpec>, bool); 5] {
     [
-        (field!("experts", MoeSpec, |m| m.routed_experts, number), true),
-        (field!("topk", MoeSpec, |m| m.experts_per_token, number), true),
-        (field!("shared", MoeSpec, |m| m.shared_experts, number), false),
-        (field!("expert_ffn", MoeSpec, |m| m.expert_ffn, number), true),
-        (field!("dense_layers", MoeSpec, |m| m.dense_layers, number), false),
+        (
+            field!("experts", MoeSpec, |m| m.routed_experts, number),
+            true,
+        ),
+        (
+            field!("topk", MoeSpec, |m| m.experts_per_token, number),
+            true,
+        ),
+        (
+            field!("shared", MoeSpec, |m| m.shared_experts, number),
+            false,
+        ),
+        (
+            field!("expert_ffn", MoeSpec, |m| m.expert_ffn, number),
+            true,
+        ),
+        (
+            field!("dense_layers", MoeSpec, |m| m.dense_layers, number),
+            false,
+        ),
     ]
 }
 
@@ -260,8 +383,14 @@ fn mla_fields() -> [(Field<MlaSpec>, bool); 5] {
     [
         (field!("q_lora", MlaSpec, |m| m.q_lora_rank, number), false),
         (field!("kv_lora", MlaSpec, |m| m.kv_lora_rank, number), true),
-        (field!("rope_dim", MlaSpec, |m| m.qk_rope_head_dim, number), true),
-        (field!("nope_dim", MlaSpec, |m| m.qk_nope_head_dim, number), true),
+        (
+            field!("rope_dim", MlaSpec, |m| m.qk_rope_head_dim, number),
+            true,
+        ),
+        (
+            field!("nope_dim", MlaSpec, |m| m.qk_nope_head_dim, number),
+            true,
+        ),
         (field!("v_dim", MlaSpec, |m| m.v_head_dim, number), true),
     ]
 }
@@ -330,8 +459,13 @@ fn unescape(s: &str) -> Result<String, String> {
             b'+' => out.push(b' '),
             b'%' => {
                 let hex = |c: u8| char::from(c).to_digit(16);
-                let pair = bytes.get(i + 1).copied().and_then(hex).zip(bytes.get(i + 2).copied().and_then(hex));
-                let (hi, lo) = pair.ok_or_else(|| "a '%' is not followed by two hex digits".to_string())?;
+                let pair = bytes
+                    .get(i + 1)
+                    .copied()
+                    .and_then(hex)
+                    .zip(bytes.get(i + 2).copied().and_then(hex));
+                let (hi, lo) =
+                    pair.ok_or_else(|| "a '%' is not followed by two hex digits".to_string())?;
                 out.push(u8::try_from(hi * 16 + lo).unwrap_or(b'?'));
                 i += 2;
             }
@@ -523,10 +657,9 @@ impl Params {
                         errors.push(FieldError::new(f.key, e));
                     }
                 }
-                None if *required => errors.push(FieldError::new(
-                    f.key,
-                    "required with model=custom",
-                )),
+                None if *required => {
+                    errors.push(FieldError::new(f.key, "required with model=custom"))
+                }
                 None => {}
             }
         }
@@ -606,7 +739,10 @@ fn decode_pass(p: &mut Params, errors: &mut Vec<FieldError>) -> Scenario {
                 let known: Vec<&str> = model_presets().iter().map(|m| m.id).collect();
                 errors.push(FieldError::new(
                     "model",
-                    format!("unknown model '{id}' (known: {}, or custom)", known.join(", ")),
+                    format!(
+                        "unknown model '{id}' (known: {}, or custom)",
+                        known.join(", ")
+                    ),
                 ));
             }
         }
@@ -634,7 +770,9 @@ fn decode_pass(p: &mut Params, errors: &mut Vec<FieldError>) -> Scenario {
 
     let mut gpu = d.cluster.gpu.clone();
     if let Some(id) = p.take("gpu") {
-        if gpu_preset(&id).is_some() || (p.has("gpu_name") && !p.skip.iter().any(|k| k == "gpu_name")) {
+        if gpu_preset(&id).is_some()
+            || (p.has("gpu_name") && !p.skip.iter().any(|k| k == "gpu_name"))
+        {
             gpu = base_gpu(&id, &d.cluster.gpu);
         } else {
             let known: Vec<String> = gpu_presets().into_iter().map(|g| g.id).collect();
@@ -665,14 +803,16 @@ fn decode_pass(p: &mut Params, errors: &mut Vec<FieldError>) -> Scenario {
         }
     }
     let nodes = match u32::try_from(gpus / u64::from(gpn)) {
-        Ok(n) if n >= 1 && gpus % u64::from(gpn) == 0 => n,
+        Ok(n) if n >= 1 && gpus.is_multiple_of(u64::from(gpn)) => n,
         _ => {
             errors.push(FieldError::new(
                 "gpus",
                 format!("{gpus} GPUs is not a whole number (≥ 1) of nodes of {gpn}"),
             ));
             // Keep the default cluster size, in whole nodes of this GPU.
-            u32::try_from(d.cluster.world_size() / u64::from(gpn)).unwrap_or(1).max(1)
+            u32::try_from(d.cluster.world_size() / u64::from(gpn))
+                .unwrap_or(1)
+                .max(1)
         }
     };
     let mut cluster = Cluster::of(gpu, nodes);

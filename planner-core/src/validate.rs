@@ -66,10 +66,7 @@ impl Errors {
 
     fn range_u32(&mut self, field: &str, value: u32, min: u32, max: u32) {
         if value < min || value > max {
-            self.push(
-                field,
-                format!("{value} is outside {min}..={max}"),
-            );
+            self.push(field, format!("{value} is outside {min}..={max}"));
         }
     }
 
@@ -122,7 +119,10 @@ fn check_model(e: &mut Errors, m: &ModelSpec) {
     e.range_u32("heads", m.heads, 1, MAX_WIDTH);
     e.range_u32("kv_heads", m.kv_heads, 1, MAX_WIDTH);
     if m.kv_heads > m.heads && m.mla.is_none() {
-        e.push("kv_heads", format!("{} exceeds heads ({})", m.kv_heads, m.heads));
+        e.push(
+            "kv_heads",
+            format!("{} exceeds heads ({})", m.kv_heads, m.heads),
+        );
     }
     e.range_u32("head_dim", m.head_dim, 1, MAX_WIDTH);
     e.range_u32("ffn", m.ffn, 1, MAX_WIDTH);
@@ -152,7 +152,7 @@ fn check_model(e: &mut Errors, m: &ModelSpec) {
     }
     // Guard the u64 counts: bound the size before `param_breakdown` multiplies.
     let estimate = rough_params(m);
-    if !(estimate <= MAX_PARAMS) {
+    if estimate.is_nan() || estimate > MAX_PARAMS {
         e.push(
             "layers",
             format!("the shapes give about {estimate:.3e} parameters, over {MAX_PARAMS:e}"),
@@ -177,7 +177,8 @@ fn rough_params(m: &ModelSpec) -> f64 {
     };
     let ffn_width = match &m.moe {
         Some(moe) => {
-            f(m.ffn) + f(moe.expert_ffn) * (f(moe.routed_experts) + f(moe.shared_experts))
+            f(m.ffn)
+                + f(moe.expert_ffn) * (f(moe.routed_experts) + f(moe.shared_experts))
                 + f(moe.routed_experts)
         }
         None => f(m.ffn),
@@ -364,15 +365,21 @@ pub fn layout_rule_violations(model: &ModelSpec, scenario: &Scenario) -> Vec<Rul
     let vs = l.virtual_stages.max(1);
     let mbs = l.micro_batch.max(1);
 
-    if model.heads % tp != 0 {
+    if !model.heads.is_multiple_of(tp) {
         add(
             "tp",
             "heads_divisible_by_tp",
             Error,
-            format!("{} attention heads do not split over tp = {tp}", model.heads),
+            format!(
+                "{} attention heads do not split over tp = {tp}",
+                model.heads
+            ),
         );
     }
-    if model.mla.is_none() && model.kv_heads % tp != 0 && tp % model.kv_heads.max(1) != 0 {
+    if model.mla.is_none()
+        && !model.kv_heads.is_multiple_of(tp)
+        && !tp.is_multiple_of(model.kv_heads.max(1))
+    {
         add(
             "tp",
             "kv_heads_divisible_by_tp",
@@ -383,7 +390,7 @@ pub fn layout_rule_violations(model: &ModelSpec, scenario: &Scenario) -> Vec<Rul
             ),
         );
     }
-    if model.ffn % tp != 0 && model.moe.as_ref().is_none_or(|m| m.dense_layers > 0) {
+    if !model.ffn.is_multiple_of(tp) && model.moe.as_ref().is_none_or(|m| m.dense_layers > 0) {
         add(
             "tp",
             "ffn_divisible_by_tp",
@@ -397,7 +404,10 @@ pub fn layout_rule_violations(model: &ModelSpec, scenario: &Scenario) -> Vec<Rul
                 "tp",
                 "expert_ffn_divisible_by_tp",
                 Error,
-                format!("expert FFN width {} does not split over tp = {tp}", moe.expert_ffn),
+                format!(
+                    "expert FFN width {} does not split over tp = {tp}",
+                    moe.expert_ffn
+                ),
             );
         }
         if moe.routed_experts % ep != 0 {
@@ -405,7 +415,10 @@ pub fn layout_rule_violations(model: &ModelSpec, scenario: &Scenario) -> Vec<Rul
                 "ep",
                 "experts_divisible_by_ep",
                 Error,
-                format!("{} routed experts do not split over ep = {ep}", moe.routed_experts),
+                format!(
+                    "{} routed experts do not split over ep = {ep}",
+                    moe.routed_experts
+                ),
             );
         }
     } else if ep > 1 {
@@ -434,7 +447,10 @@ pub fn layout_rule_violations(model: &ModelSpec, scenario: &Scenario) -> Vec<Rul
             "cp",
             "seq_divisible_by_2cp",
             Error,
-            format!("sequence {seq} does not split into 2 × cp = {} chunks", 2 * u64::from(cp)),
+            format!(
+                "sequence {seq} does not split into 2 × cp = {} chunks",
+                2 * u64::from(cp)
+            ),
         );
     }
     let dp_cp = u64::from(dp) * u64::from(cp);
@@ -498,7 +514,10 @@ pub fn layout_rule_violations(model: &ModelSpec, scenario: &Scenario) -> Vec<Rul
             "dp",
             "world_below_cluster",
             Warning,
-            format!("dp × tp × pp × cp = {world} leaves {} of {cluster} GPUs idle", cluster - world),
+            format!(
+                "dp × tp × pp × cp = {world} leaves {} of {cluster} GPUs idle",
+                cluster - world
+            ),
         );
     }
     let gpn = scenario.cluster.gpus_per_node;

@@ -34,7 +34,10 @@ fn default_link_is_version_and_model() {
 fn article_70b_round_trips_as_custom() {
     let s = article_70b_scenario();
     let q = encode(&s);
-    assert!(q.starts_with("v=1&model=custom&name=70B+model+%28article%29&layers=80&hidden=8192"), "{q}");
+    assert!(
+        q.starts_with("v=1&model=custom&name=70B+model+%28article%29&layers=80&hidden=8192"),
+        "{q}"
+    );
     assert!(q.contains("&psi=70000000000&"), "{q}");
     assert_eq!(decode(&q), Ok(s));
 }
@@ -44,12 +47,19 @@ fn accepts_question_mark_and_full_urls() {
     let q = encode(&article_mesh_scenario());
     let want = Ok(article_mesh_scenario());
     assert_eq!(decode(&format!("?{q}")), want);
-    assert_eq!(decode(&format!("https://example.org/meshplan/?{q}#top")), want);
+    assert_eq!(
+        decode(&format!("https://example.org/meshplan/?{q}#top")),
+        want
+    );
     assert_eq!(decode(&format!("https://example.org/meshplan/#{q}")), want);
 }
 
 fn fields(r: Result<Scenario, Vec<planner_core::validate::FieldError>>) -> Vec<String> {
-    r.err().unwrap_or_default().into_iter().map(|e| e.field).collect()
+    r.err()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|e| e.field)
+        .collect()
 }
 
 #[test]
@@ -63,7 +73,12 @@ fn strict_errors_name_the_parameter() {
     assert_eq!(fields(decode("v=1&gpu=h100")), ["gpu"]);
     assert_eq!(fields(decode("v=1&layers=3")), ["layers"]);
     assert_eq!(fields(decode("v=1&gpus=12")), ["gpus"]);
-    assert_eq!(fields(decode("v=1&model=custom&layers=2&hidden=64&heads=4&vocab=100")), ["ffn"]);
+    assert_eq!(
+        fields(decode(
+            "v=1&model=custom&layers=2&hidden=64&heads=4&vocab=100"
+        )),
+        ["ffn"]
+    );
     // dp × tp × pp × cp = 64 × 8 > 64 GPUs.
     assert_eq!(fields(decode("v=1&dp=64")), ["dp"]);
 }
@@ -134,10 +149,18 @@ fn arb_custom_model() -> impl Strategy<Value = ModelSpec> {
                 kv_heads: 1 + kv % heads,
                 head_dim,
                 ffn,
-                ffn_kind: if b[0] { FfnKind::SwiGlu } else { FfnKind::GeluMlp },
+                ffn_kind: if b[0] {
+                    FfnKind::SwiGlu
+                } else {
+                    FfnKind::GeluMlp
+                },
                 vocab,
                 tied_embeddings: b[1],
-                norm: if b[2] { NormKind::RmsNorm } else { NormKind::LayerNorm },
+                norm: if b[2] {
+                    NormKind::RmsNorm
+                } else {
+                    NormKind::LayerNorm
+                },
                 dropout: b[3],
                 qkv_bias: b[4],
                 linear_bias: b[5],
@@ -173,7 +196,14 @@ fn arb_model() -> impl Strategy<Value = ModelChoice> {
 fn arb_precision() -> impl Strategy<Value = Precision> {
     (
         proptest::sample::select(PrecisionRecipe::ALL.to_vec()),
-        proptest::option::of((0.0f64..20.0, 0.0f64..20.0, 0.0f64..20.0, 0.0f64..20.0, 0.1f64..8.0, any::<bool>())),
+        proptest::option::of((
+            0.0f64..20.0,
+            0.0f64..20.0,
+            0.0f64..20.0,
+            0.0f64..20.0,
+            0.1f64..8.0,
+            any::<bool>(),
+        )),
     )
         .prop_map(|(recipe, edits)| {
             let mut p = Precision::from_recipe(recipe);
@@ -183,7 +213,11 @@ fn arb_precision() -> impl Strategy<Value = Precision> {
                 p.master_bytes = m;
                 p.optimizer_bytes = o;
                 p.activation_bytes = a;
-                p.compute = if fp8 { ComputeDtype::Fp8 } else { ComputeDtype::Bf16 };
+                p.compute = if fp8 {
+                    ComputeDtype::Fp8
+                } else {
+                    ComputeDtype::Bf16
+                };
             }
             p
         })
@@ -194,7 +228,15 @@ fn arb_gpu() -> impl Strategy<Value = GpuSpec> {
     (
         proptest::sample::select(presets),
         proptest::option::of(("[a-z0-9-]{1,12}", "\\PC{0,20}")),
-        proptest::option::of((1e9f64..1e12, 1e11f64..1e14, 1e12f64..1e16, 0.0f64..1e16, 1e9f64..1e13, 1e8f64..1e12, 1u32..17)),
+        proptest::option::of((
+            1e9f64..1e12,
+            1e11f64..1e14,
+            1e12f64..1e16,
+            0.0f64..1e16,
+            1e9f64..1e13,
+            1e8f64..1e12,
+            1u32..17,
+        )),
     )
         .prop_map(|(mut g, custom, edits)| {
             if let Some((id, name)) = custom {
@@ -227,8 +269,14 @@ fn arb_cluster() -> impl Strategy<Value = Cluster> {
                 c.gpus_per_node = gpn;
             }
             if let Some((nb, nl, eb, el)) = links {
-                c.intra_node = LinkSpec { bytes_per_s: nb, latency_s: nl };
-                c.inter_node = LinkSpec { bytes_per_s: eb, latency_s: el };
+                c.intra_node = LinkSpec {
+                    bytes_per_s: nb,
+                    latency_s: nl,
+                };
+                c.inter_node = LinkSpec {
+                    bytes_per_s: eb,
+                    latency_s: el,
+                };
             }
             c
         })
@@ -236,25 +284,35 @@ fn arb_cluster() -> impl Strategy<Value = Cluster> {
 
 fn arb_layout() -> impl Strategy<Value = Layout> {
     (
-        (1u32..5, 1u32..5, 1u32..5, 1u32..5, 1u32..5, 1u32..5, 1u32..5),
+        (
+            1u32..5,
+            1u32..5,
+            1u32..5,
+            1u32..5,
+            1u32..5,
+            1u32..5,
+            1u32..5,
+        ),
         proptest::sample::select(Schedule::ALL.to_vec()),
         proptest::sample::select(ZeroStage::ALL.to_vec()),
         proptest::sample::select(Recompute::ALL.to_vec()),
         any::<bool>(),
     )
-        .prop_map(|((dp, tp, pp, cp, ep, vs, mbs), schedule, zero, recompute, sp)| Layout {
-            dp,
-            tp,
-            pp,
-            cp,
-            ep,
-            virtual_stages: vs,
-            micro_batch: mbs,
-            schedule,
-            zero,
-            recompute,
-            sequence_parallel: sp,
-        })
+        .prop_map(
+            |((dp, tp, pp, cp, ep, vs, mbs), schedule, zero, recompute, sp)| Layout {
+                dp,
+                tp,
+                pp,
+                cp,
+                ep,
+                virtual_stages: vs,
+                micro_batch: mbs,
+                schedule,
+                zero,
+                recompute,
+                sequence_parallel: sp,
+            },
+        )
 }
 
 fn arb_rest() -> impl Strategy<Value = (Training, ActivationOptions, Overheads, Serving)> {
@@ -262,48 +320,88 @@ fn arb_rest() -> impl Strategy<Value = (Training, ActivationOptions, Overheads, 
     (
         (1u32..1_000_000, 4u32..100_000),
         any::<[bool; 3]>(),
-        (0.0f64..1e10, 0.0f64..1e10, 0.0f64..1e10, 1u32..8, 0.0f64..0.99, 0.01f64..=1.0),
-        (dtypes.clone(), dtypes, 1u32..1_000_000, 1u32..1000, 1u32..9, 1u32..9, 0.01f64..=1.0, 0.0f64..1e11),
+        (
+            0.0f64..1e10,
+            0.0f64..1e10,
+            0.0f64..1e10,
+            1u32..8,
+            0.0f64..0.99,
+            0.01f64..=1.0,
+        ),
+        (
+            dtypes.clone(),
+            dtypes,
+            1u32..1_000_000,
+            1u32..1000,
+            1u32..9,
+            1u32..9,
+            0.01f64..=1.0,
+            0.0f64..1e11,
+        ),
     )
-        .prop_map(|((seq, gbs), a, (ctx, nccl, bucket, z3, frag, usable), (w, kv, sctx, conc, stp, spp, util, ws))| {
-            (
-                Training { seq_len: seq, global_batch: gbs },
-                ActivationOptions { flash_attention: a[0], fp32_logits: a[1], count_logits: a[2] },
-                Overheads {
-                    cuda_context_bytes: ctx,
-                    nccl_buffer_bytes_per_group: nccl,
-                    gradient_bucket_bytes: bucket,
-                    zero3_units_in_flight: z3,
-                    allocator_fraction: frag,
-                    usable_fraction: usable,
-                },
-                Serving {
-                    weight_dtype: w,
-                    kv_dtype: kv,
-                    context_len: sctx,
-                    target_concurrency: conc,
-                    tp: stp,
-                    pp: spp,
-                    memory_utilization: util,
-                    workspace_bytes: ws,
-                },
-            )
-        })
+        .prop_map(
+            |(
+                (seq, gbs),
+                a,
+                (ctx, nccl, bucket, z3, frag, usable),
+                (w, kv, sctx, conc, stp, spp, util, ws),
+            )| {
+                (
+                    Training {
+                        seq_len: seq,
+                        global_batch: gbs,
+                    },
+                    ActivationOptions {
+                        flash_attention: a[0],
+                        fp32_logits: a[1],
+                        count_logits: a[2],
+                    },
+                    Overheads {
+                        cuda_context_bytes: ctx,
+                        nccl_buffer_bytes_per_group: nccl,
+                        gradient_bucket_bytes: bucket,
+                        zero3_units_in_flight: z3,
+                        allocator_fraction: frag,
+                        usable_fraction: usable,
+                    },
+                    Serving {
+                        weight_dtype: w,
+                        kv_dtype: kv,
+                        context_len: sctx,
+                        target_concurrency: conc,
+                        tp: stp,
+                        pp: spp,
+                        memory_utilization: util,
+                        workspace_bytes: ws,
+                    },
+                )
+            },
+        )
 }
 
 fn arb_scenario() -> impl Strategy<Value = Scenario> {
-    (arb_model(), arb_precision(), arb_cluster(), arb_layout(), arb_rest())
-        .prop_map(|(model, precision, cluster, layout, (training, activations, overheads, serving))| Scenario {
-            version: SCENARIO_VERSION,
-            model,
-            precision,
-            cluster,
-            training,
-            layout,
-            activations,
-            overheads,
-            serving,
-        })
+    (
+        arb_model(),
+        arb_precision(),
+        arb_cluster(),
+        arb_layout(),
+        arb_rest(),
+    )
+        .prop_map(
+            |(model, precision, cluster, layout, (training, activations, overheads, serving))| {
+                Scenario {
+                    version: SCENARIO_VERSION,
+                    model,
+                    precision,
+                    cluster,
+                    training,
+                    layout,
+                    activations,
+                    overheads,
+                    serving,
+                }
+            },
+        )
         .prop_filter("valid scenario", |s| s.validate().is_ok())
 }
 

@@ -5,7 +5,10 @@ use planner_core::model::ModelSpec;
 use planner_core::presets::model_preset;
 
 fn fixture(name: &str) -> String {
-    let path = format!("{}/tests/fixtures/hf/{name}.json", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/tests/fixtures/hf/{name}.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
@@ -26,7 +29,10 @@ fn imported_shapes_equal_the_presets() {
     ] {
         let mut imported = import(id);
         let preset = model_preset(id).unwrap();
-        assert_eq!(imported.name, "Imported ".to_string() + imported.name.trim_start_matches("Imported "));
+        assert_eq!(
+            imported.name,
+            "Imported ".to_string() + imported.name.trim_start_matches("Imported ")
+        );
         imported.name = preset.name.clone();
         assert_eq!(imported, preset, "{id}");
     }
@@ -48,9 +54,20 @@ fn architectures_without_a_preset() {
     // Qwen3-30B-A3B: 128 experts of width 768, top-8; model card 30.5B total, 3.3B active.
     let moe = import("qwen3-30b-a3b");
     let spec = moe.moe.as_ref().unwrap();
-    assert_eq!((spec.routed_experts, spec.experts_per_token, spec.expert_ffn), (128, 8, 768));
-    assert!((moe.params() - 30.5e9).abs() / 30.5e9 < 0.005, "{}", moe.params());
-    assert!((moe.active_params() - 3.3e9).abs() / 3.3e9 < 0.02, "{}", moe.active_params());
+    assert_eq!(
+        (spec.routed_experts, spec.experts_per_token, spec.expert_ffn),
+        (128, 8, 768)
+    );
+    assert!(
+        (moe.params() - 30.5e9).abs() / 30.5e9 < 0.005,
+        "{}",
+        moe.params()
+    );
+    assert!(
+        (moe.active_params() - 3.3e9).abs() / 3.3e9 < 0.02,
+        "{}",
+        moe.active_params()
+    );
 }
 
 #[test]
@@ -73,7 +90,8 @@ fn missing_field_is_named() {
 
 #[test]
 fn ill_typed_field_is_named() {
-    let json = fixture("mixtral-8x7b").replace("\"num_local_experts\": 8", "\"num_local_experts\": \"8\"");
+    let json =
+        fixture("mixtral-8x7b").replace("\"num_local_experts\": 8", "\"num_local_experts\": \"8\"");
     match import_hf_config(&json).unwrap_err() {
         ImportError::InvalidField { field, found, .. } => {
             assert_eq!(field, "num_local_experts");
@@ -82,34 +100,60 @@ fn ill_typed_field_is_named() {
         other => panic!("{other:?}"),
     }
     let json = fixture("llama-3.1-8b").replace("\"hidden_size\": 4096", "\"hidden_size\": -1");
-    assert!(matches!(import_hf_config(&json), Err(ImportError::InvalidField { field, .. }) if field == "hidden_size"));
-    let json = fixture("llama-3.1-8b").replace("\"num_key_value_heads\": 8", "\"num_key_value_heads\": 64");
-    assert!(matches!(import_hf_config(&json), Err(ImportError::UnsupportedSetting { field, .. }) if field == "num_key_value_heads"));
+    assert!(
+        matches!(import_hf_config(&json), Err(ImportError::InvalidField { field, .. }) if field == "hidden_size")
+    );
+    let json = fixture("llama-3.1-8b")
+        .replace("\"num_key_value_heads\": 8", "\"num_key_value_heads\": 64");
+    assert!(
+        matches!(import_hf_config(&json), Err(ImportError::UnsupportedSetting { field, .. }) if field == "num_key_value_heads")
+    );
 }
 
 #[test]
 fn unsupported_architecture_is_named() {
     let json = r#"{"architectures": ["GPT2LMHeadModel"], "n_layer": 12, "n_embd": 768}"#;
     let err = import_hf_config(json).unwrap_err();
-    assert_eq!(err, ImportError::UnsupportedArchitecture("GPT2LMHeadModel".into()));
+    assert_eq!(
+        err,
+        ImportError::UnsupportedArchitecture("GPT2LMHeadModel".into())
+    );
     let msg = err.to_string();
-    assert!(msg.contains("GPT2LMHeadModel") && msg.contains("LlamaForCausalLM"), "{msg}");
+    assert!(
+        msg.contains("GPT2LMHeadModel") && msg.contains("LlamaForCausalLM"),
+        "{msg}"
+    );
 }
 
 #[test]
 fn not_json_and_not_an_object() {
-    assert!(matches!(import_hf_config("{\"architectures\": [}"), Err(ImportError::NotJson(_))));
-    assert!(matches!(import_hf_config("hello"), Err(ImportError::NotJson(_))));
+    assert!(matches!(
+        import_hf_config("{\"architectures\": [}"),
+        Err(ImportError::NotJson(_))
+    ));
+    assert!(matches!(
+        import_hf_config("hello"),
+        Err(ImportError::NotJson(_))
+    ));
     assert_eq!(import_hf_config("[1, 2]"), Err(ImportError::NotAnObject));
-    assert_eq!(import_hf_config("{}"), Err(ImportError::MissingField("architectures".into())));
+    assert_eq!(
+        import_hf_config("{}"),
+        Err(ImportError::MissingField("architectures".into()))
+    );
 }
 
 #[test]
 fn unsupported_settings_are_named() {
-    let json = fixture("qwen3-30b-a3b").replace("\"mlp_only_layers\": []", "\"mlp_only_layers\": [0, 1]");
-    assert!(matches!(import_hf_config(&json), Err(ImportError::UnsupportedSetting { field, .. }) if field == "mlp_only_layers"));
-    let json = fixture("llama-3.1-8b").replace("\"hidden_act\": \"silu\"", "\"hidden_act\": \"gelu\"");
-    assert!(matches!(import_hf_config(&json), Err(ImportError::UnsupportedSetting { field, .. }) if field == "hidden_act"));
+    let json =
+        fixture("qwen3-30b-a3b").replace("\"mlp_only_layers\": []", "\"mlp_only_layers\": [0, 1]");
+    assert!(
+        matches!(import_hf_config(&json), Err(ImportError::UnsupportedSetting { field, .. }) if field == "mlp_only_layers")
+    );
+    let json =
+        fixture("llama-3.1-8b").replace("\"hidden_act\": \"silu\"", "\"hidden_act\": \"gelu\"");
+    assert!(
+        matches!(import_hf_config(&json), Err(ImportError::UnsupportedSetting { field, .. }) if field == "hidden_act")
+    );
 }
 
 #[test]

@@ -44,7 +44,10 @@ fn totals_within_half_a_percent_of_published() {
 #[test]
 fn exact_counts_that_are_easy_to_get_wrong() {
     // Llama 3.1 8B: 8,030,261,248 parameters in the safetensors index.
-    assert_eq!(spec("llama-3.1-8b").param_breakdown().total(), 8_030_261_248);
+    assert_eq!(
+        spec("llama-3.1-8b").param_breakdown().total(),
+        8_030_261_248
+    );
     // Llama 3.1 70B: 70,553,706,496.
     assert_eq!(
         spec("llama-3.1-70b").param_breakdown().total(),

@@ -7,6 +7,8 @@ use planner_core::scenario::{ModelChoice, Scenario};
 use planner_core::validate::{layout_rule_violations, Severity};
 use proptest::prelude::*;
 
+type Edit = Box<dyn Fn(&mut Scenario)>;
+
 fn invalid_fields(s: &Scenario) -> Vec<String> {
     s.validate()
         .err()
@@ -25,7 +27,7 @@ fn rules(model: &ModelSpec, s: &Scenario) -> Vec<String> {
 
 #[test]
 fn ranges_name_their_field() {
-    let cases: Vec<(&str, Box<dyn Fn(&mut Scenario)>)> = vec![
+    let cases: Vec<(&str, Edit)> = vec![
         ("v", Box::new(|s| s.version = 2)),
         ("seq", Box::new(|s| s.training.seq_len = 0)),
         ("seq", Box::new(|s| s.training.seq_len = 10_485_761)),
@@ -36,11 +38,23 @@ fn ranges_name_their_field() {
         ("gpus", Box::new(|s| s.cluster.nodes = 200_000)),
         ("usable", Box::new(|s| s.overheads.usable_fraction = 0.0)),
         ("usable", Box::new(|s| s.overheads.usable_fraction = 1.5)),
-        ("serve_util", Box::new(|s| s.serving.memory_utilization = f64::NAN)),
-        ("weight_bytes", Box::new(|s| s.precision.weight_bytes = -1.0)),
-        ("optim_bytes", Box::new(|s| s.precision.optimizer_bytes = f64::INFINITY)),
+        (
+            "serve_util",
+            Box::new(|s| s.serving.memory_utilization = f64::NAN),
+        ),
+        (
+            "weight_bytes",
+            Box::new(|s| s.precision.weight_bytes = -1.0),
+        ),
+        (
+            "optim_bytes",
+            Box::new(|s| s.precision.optimizer_bytes = f64::INFINITY),
+        ),
         ("gpu_mem", Box::new(|s| s.cluster.gpu.memory_bytes = 0.0)),
-        ("model", Box::new(|s| s.model = ModelChoice::Preset("nope".into()))),
+        (
+            "model",
+            Box::new(|s| s.model = ModelChoice::Preset("nope".into())),
+        ),
     ];
     for (field, edit) in cases {
         let mut s = default_scenario();
@@ -83,7 +97,12 @@ fn divisibility_rules() {
     // 64 heads, 8 KV heads, FFN 28672 over tp 3; 512 sequences over dp 1 are fine.
     assert_eq!(
         rules(&llama, &s),
-        ["heads_divisible_by_tp", "kv_heads_divisible_by_tp", "ffn_divisible_by_tp", "world_below_cluster"]
+        [
+            "heads_divisible_by_tp",
+            "kv_heads_divisible_by_tp",
+            "ffn_divisible_by_tp",
+            "world_below_cluster"
+        ]
     );
 
     // tp = 16 > 8 KV heads replicates them: allowed, but tp spans two nodes.
@@ -98,7 +117,10 @@ fn divisibility_rules() {
     let mut s = default_scenario();
     s.layout.pp = 3;
     s.layout.dp = 2;
-    assert_eq!(rules(&llama, &s), ["layers_divisible_by_pp", "world_below_cluster"]);
+    assert_eq!(
+        rules(&llama, &s),
+        ["layers_divisible_by_pp", "world_below_cluster"]
+    );
 
     let mut s = article_mesh_scenario();
     s.training.seq_len = 32_772; // divisible by 4, not by 2·cp = 8
@@ -120,7 +142,10 @@ fn divisibility_rules() {
     s.layout.virtual_stages = 3;
     assert_eq!(rules(&llama, &s), ["layers_divisible_by_pp"]);
     s.layout.schedule = Schedule::OneFOneB;
-    assert_eq!(rules(&llama, &s), ["layers_divisible_by_pp", "virtual_stages_need_interleaved"]);
+    assert_eq!(
+        rules(&llama, &s),
+        ["layers_divisible_by_pp", "virtual_stages_need_interleaved"]
+    );
 }
 
 #[test]
@@ -136,7 +161,10 @@ fn expert_rules() {
     s.layout.cp = 1;
     s.layout.dp = 16;
     s.layout.ep = 3;
-    assert_eq!(rules(&mixtral, &s), ["experts_divisible_by_ep", "ep_divides_dp_cp"]);
+    assert_eq!(
+        rules(&mixtral, &s),
+        ["experts_divisible_by_ep", "ep_divides_dp_cp"]
+    );
 }
 
 proptest! {
