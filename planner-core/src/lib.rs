@@ -9,11 +9,14 @@
 
 pub mod explain;
 pub mod hardware;
+pub mod hf_config;
 pub mod kv_cache;
 pub mod layout;
+pub mod link;
 pub mod model;
 pub mod pipeline;
 pub mod precision;
 pub mod presets;
 pub mod scenario;
 pub mod serving;
+pub mod validate;
