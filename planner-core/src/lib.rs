@@ -14,3 +14,5 @@ pub mod model;
 pub mod precision;
 pub mod presets;
 pub mod scenario;
+pub mod activations;
+pub mod memory;
