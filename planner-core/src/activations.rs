@@ -66,7 +66,13 @@ impl ActivationSetup {
 
     /// GPT-style reference setup of Korthikanti et al.: 2-byte activations, no
     /// flash attention, no CP, logits not counted.
-    pub fn korthikanti(s: u32, b: u32, t: u32, sequence_parallel: bool, recompute: Recompute) -> Self {
+    pub fn korthikanti(
+        s: u32,
+        b: u32,
+        t: u32,
+        sequence_parallel: bool,
+        recompute: Recompute,
+    ) -> Self {
         ActivationSetup {
             seq_len: f64::from(s),
             micro_batch: f64::from(b),
@@ -227,17 +233,18 @@ pub(crate) fn visit_layer(
     let e = setup.activation_bytes;
     let h = f64::from(model.hidden);
     let a = model.heads.max(1);
-    let mut emit = |kind, values_per_token: f64, heads, seq_squared, dtype_bytes, split, dropped_by| {
-        f(RawTensor {
-            kind,
-            values_per_token,
-            heads,
-            seq_squared,
-            dtype_bytes,
-            split,
-            dropped_by,
-        })
-    };
+    let mut emit =
+        |kind, values_per_token: f64, heads, seq_squared, dtype_bytes, split, dropped_by| {
+            f(RawTensor {
+                kind,
+                values_per_token,
+                heads,
+                seq_squared,
+                dtype_bytes,
+                split,
+                dropped_by,
+            })
+        };
     use DroppedBy as D;
     use TensorKind as K;
     use TpSplit as S;
@@ -253,10 +260,26 @@ pub(crate) fn visit_layer(
             let qk = f64::from(mla.qk_nope_head_dim + mla.qk_rope_head_dim);
             // DeepSeek-V2 §2.1.2: the compressed latents feed the up-projections.
             if mla.q_lora_rank > 0 {
-                emit(K::MlaQLatent, f64::from(mla.q_lora_rank), a, false, e, S::SequenceParallel, D::Full);
+                emit(
+                    K::MlaQLatent,
+                    f64::from(mla.q_lora_rank),
+                    a,
+                    false,
+                    e,
+                    S::SequenceParallel,
+                    D::Full,
+                );
             }
             let kv_latent = f64::from(mla.kv_lora_rank + mla.qk_rope_head_dim);
-            emit(K::MlaKvLatent, kv_latent, a, false, e, S::SequenceParallel, D::Full);
+            emit(
+                K::MlaKvLatent,
+                kv_latent,
+                a,
+                false,
+                e,
+                S::SequenceParallel,
+                D::Full,
+            );
             let fa = f64::from(a);
             let v = fa * f64::from(mla.v_head_dim);
             (fa * qk, fa * qk, v, v, a)
@@ -274,7 +297,15 @@ pub(crate) fn visit_layer(
     if setup.flash_attention {
         // Dao et al. 2022 (FlashAttention) Alg. 2: backward needs only Q, K, V,
         // the output and the fp32 row log-sum-exp per head and query.
-        emit(K::SoftmaxLse, f64::from(a), a, false, 4.0, S::Heads, D::Selective);
+        emit(
+            K::SoftmaxLse,
+            f64::from(a),
+            a,
+            false,
+            4.0,
+            S::Heads,
+            D::Selective,
+        );
     } else {
         let fa = f64::from(a);
         // Korthikanti §4.1: softmax output 2as²b.
@@ -291,14 +322,26 @@ pub(crate) fn visit_layer(
     emit(K::ProjInput, proj_dim, a, false, e, S::Heads, D::Full);
     if model.dropout {
         // Korthikanti §4.1: residual dropout mask sbh (1 byte).
-        emit(K::AttnResidualDropoutMask, h, a, false, 1.0, S::SequenceParallel, D::Full);
+        emit(
+            K::AttnResidualDropoutMask,
+            h,
+            a,
+            false,
+            1.0,
+            S::SequenceParallel,
+            D::Full,
+        );
     }
 
     emit(K::Norm2Input, h, a, false, e, S::SequenceParallel, D::Full);
     // Korthikanti §4.1 MLP: the first linear saves its input, 2sbh.
     emit(K::FfnInput, h, a, false, e, S::SequenceParallel, D::Full);
 
-    let ffn_tensors = |width: f64, gelu: [TensorKind; 2], swiglu: [TensorKind; 3], split, emit: &mut dyn FnMut(TensorKind, f64, TpSplit)| {
+    let ffn_tensors = |width: f64,
+                       gelu: [TensorKind; 2],
+                       swiglu: [TensorKind; 3],
+                       split,
+                       emit: &mut dyn FnMut(TensorKind, f64, TpSplit)| {
         match model.ffn_kind {
             // Korthikanti §4.1 MLP: GeLU input 8sbh and second-linear input 8sbh (f = 4h).
             FfnKind::GeluMlp => {
@@ -322,7 +365,15 @@ pub(crate) fn visit_layer(
     if let Some(moe) = moe {
         // Router logits/probabilities in fp32 (Megatron router), one per expert per token.
         let experts = f64::from(moe.routed_experts);
-        emit(K::RouterProbs, experts, a, false, 4.0, S::SequenceParallel, D::Full);
+        emit(
+            K::RouterProbs,
+            experts,
+            a,
+            false,
+            4.0,
+            S::SequenceParallel,
+            D::Full,
+        );
     }
     let mut emit_ffn = |k, width, split| emit(k, width, a, false, e, split, D::Full);
     match moe {
@@ -361,7 +412,15 @@ pub(crate) fn visit_layer(
     }
     if model.dropout {
         // Korthikanti §4.1 MLP: dropout mask sbh (1 byte).
-        emit(K::FfnResidualDropoutMask, h, a, false, 1.0, S::SequenceParallel, D::Full);
+        emit(
+            K::FfnResidualDropoutMask,
+            h,
+            a,
+            false,
+            1.0,
+            S::SequenceParallel,
+            D::Full,
+        );
     }
 }
 
@@ -391,7 +450,12 @@ pub(crate) fn visit_extras(
     };
     if first && model.dropout {
         // Korthikanti §4.3: embedding dropout mask, sbh bytes (sbh/t with SP).
-        emit(TensorKind::EmbeddingDropoutMask, h, 1.0, TpSplit::SequenceParallel);
+        emit(
+            TensorKind::EmbeddingDropoutMask,
+            h,
+            1.0,
+            TpSplit::SequenceParallel,
+        );
     }
     if last {
         // Korthikanti §4.3: final LayerNorm input 2sbh and output-projection input 2sbh (÷t with SP).
@@ -400,7 +464,12 @@ pub(crate) fn visit_extras(
         if setup.count_logits {
             let bytes = if setup.fp32_logits { 4.0 } else { e };
             // Korthikanti §4.3: the vocab-parallel cross entropy keeps fp32 logits, 4sbv/t.
-            emit(TensorKind::Logits, f64::from(model.vocab), bytes, TpSplit::FfnWidth);
+            emit(
+                TensorKind::Logits,
+                f64::from(model.vocab),
+                bytes,
+                TpSplit::FfnWidth,
+            );
         }
     }
 }
@@ -468,22 +537,68 @@ impl TensorKind {
     fn describe(self) -> (&'static str, &'static str, &'static str, &'static str) {
         use TensorKind as K;
         let kor = "Korthikanti et al. 2022 §4.1";
-        let swiglu = "fused SwiGLU (Megatron bias_swiglu_impl); eager PyTorch also saves silu(gate)";
+        let swiglu =
+            "fused SwiGLU (Megatron bias_swiglu_impl); eager PyTorch also saves silu(gate)";
         let moe = "Megatron MoE, balanced routing, expert-TP = 1";
         match self {
-            K::Norm1Input => ("norm1", "layer input (norm 1 input)", "s·b·h", "Korthikanti §4.1; the tensor full recompute keeps"),
+            K::Norm1Input => (
+                "norm1",
+                "layer input (norm 1 input)",
+                "s·b·h",
+                "Korthikanti §4.1; the tensor full recompute keeps",
+            ),
             K::QkvInput => ("attention.qkv", "QKV projection input", "s·b·h", kor),
-            K::MlaQLatent => ("attention.mla", "query latent", "s·b·q_lora_rank", "DeepSeek-V2 §2.1.2"),
-            K::MlaKvLatent => ("attention.mla", "key/value latent + RoPE key", "s·b·(kv_lora_rank + rope)", "DeepSeek-V2 §2.1.2"),
+            K::MlaQLatent => (
+                "attention.mla",
+                "query latent",
+                "s·b·q_lora_rank",
+                "DeepSeek-V2 §2.1.2",
+            ),
+            K::MlaKvLatent => (
+                "attention.mla",
+                "key/value latent + RoPE key",
+                "s·b·(kv_lora_rank + rope)",
+                "DeepSeek-V2 §2.1.2",
+            ),
             K::Query => ("attention.qk", "Q", "s·b·a·d", kor),
-            K::Key => ("attention.qk", "K", "s·b·kv·d", "Korthikanti §4.1 with GQA: kv heads"),
-            K::Value => ("attention.v", "V", "s·b·kv·d", "Korthikanti §4.1 with GQA: kv heads"),
+            K::Key => (
+                "attention.qk",
+                "K",
+                "s·b·kv·d",
+                "Korthikanti §4.1 with GQA: kv heads",
+            ),
+            K::Value => (
+                "attention.v",
+                "V",
+                "s·b·kv·d",
+                "Korthikanti §4.1 with GQA: kv heads",
+            ),
             K::Softmax => ("attention.softmax", "softmax output", "b·a·s·s", kor),
-            K::AttnDropoutMask => ("attention.dropout", "attention dropout mask (1 B)", "b·a·s·s", kor),
-            K::AttnDropoutOutput => ("attention.dropout", "attention dropout output", "b·a·s·s", kor),
-            K::SoftmaxLse => ("attention.flash", "softmax log-sum-exp (fp32)", "b·a·s", "Dao et al. 2022 Alg. 2"),
+            K::AttnDropoutMask => (
+                "attention.dropout",
+                "attention dropout mask (1 B)",
+                "b·a·s·s",
+                kor,
+            ),
+            K::AttnDropoutOutput => (
+                "attention.dropout",
+                "attention dropout output",
+                "b·a·s·s",
+                kor,
+            ),
+            K::SoftmaxLse => (
+                "attention.flash",
+                "softmax log-sum-exp (fp32)",
+                "b·a·s",
+                "Dao et al. 2022 Alg. 2",
+            ),
             K::ProjInput => ("attention.proj", "output projection input", "s·b·a·d", kor),
-            K::AttnResidualDropoutMask => ("attention.residual_dropout", "residual dropout mask (1 B)", "s·b·h", kor),
+            K::AttnResidualDropoutMask => (
+                "attention.residual_dropout",
+                "residual dropout mask (1 B)",
+                "s·b·h",
+                kor,
+            ),
             K::Norm2Input => ("norm2", "norm 2 input", "s·b·h", kor),
             K::FfnInput => ("ffn.in", "FFN input (first linear / router)", "s·b·h", kor),
             K::GeluInput => ("ffn.gelu", "GeLU input", "s·b·f", kor),
@@ -491,24 +606,69 @@ impl TensorKind {
             K::SwigluGate => ("ffn.swiglu", "gate projection output", "s·b·f", swiglu),
             K::SwigluUp => ("ffn.swiglu", "up projection output", "s·b·f", swiglu),
             K::SwigluOutput => ("ffn.down", "down projection input", "s·b·f", swiglu),
-            K::FfnResidualDropoutMask => ("ffn.residual_dropout", "residual dropout mask (1 B)", "s·b·h", kor),
+            K::FfnResidualDropoutMask => (
+                "ffn.residual_dropout",
+                "residual dropout mask (1 B)",
+                "s·b·h",
+                kor,
+            ),
             K::RouterProbs => ("moe.router", "router probabilities (fp32)", "s·b·E", moe),
-            K::ExpertInput => ("moe.dispatch", "dispatched tokens (expert input)", "s·b·k·h", moe),
+            K::ExpertInput => (
+                "moe.dispatch",
+                "dispatched tokens (expert input)",
+                "s·b·k·h",
+                moe,
+            ),
             K::ExpertGeluInput => ("moe.expert", "expert GeLU input", "s·b·k·f_e", moe),
             K::ExpertGeluOutput => ("moe.expert", "expert second linear input", "s·b·k·f_e", moe),
             K::ExpertGate => ("moe.expert", "expert gate output", "s·b·k·f_e", moe),
             K::ExpertUp => ("moe.expert", "expert up output", "s·b·k·f_e", moe),
             K::ExpertSwigluOutput => ("moe.expert", "expert down input", "s·b·k·f_e", moe),
-            K::ExpertOutput => ("moe.combine", "expert outputs (for routing-weight grads)", "s·b·k·h", moe),
+            K::ExpertOutput => (
+                "moe.combine",
+                "expert outputs (for routing-weight grads)",
+                "s·b·k·h",
+                moe,
+            ),
             K::SharedGeluInput => ("moe.shared", "shared expert GeLU input", "s·b·n_s·f_e", moe),
-            K::SharedGeluOutput => ("moe.shared", "shared expert second linear input", "s·b·n_s·f_e", moe),
-            K::SharedGate => ("moe.shared", "shared expert gate output", "s·b·n_s·f_e", moe),
+            K::SharedGeluOutput => (
+                "moe.shared",
+                "shared expert second linear input",
+                "s·b·n_s·f_e",
+                moe,
+            ),
+            K::SharedGate => (
+                "moe.shared",
+                "shared expert gate output",
+                "s·b·n_s·f_e",
+                moe,
+            ),
             K::SharedUp => ("moe.shared", "shared expert up output", "s·b·n_s·f_e", moe),
             K::SharedSwigluOutput => ("moe.shared", "shared expert down input", "s·b·n_s·f_e", moe),
-            K::EmbeddingDropoutMask => ("embedding.dropout", "embedding dropout mask (1 B)", "s·b·h", "Korthikanti §4.3"),
-            K::FinalNormInput => ("final_norm", "final norm input", "s·b·h", "Korthikanti §4.3"),
-            K::OutputInput => ("output", "output projection input", "s·b·h", "Korthikanti §4.3"),
-            K::Logits => ("loss", "logits / softmax (one copy; grad written in place)", "s·b·V", "Korthikanti §4.3: 4sbv/t, vocab-parallel cross entropy"),
+            K::EmbeddingDropoutMask => (
+                "embedding.dropout",
+                "embedding dropout mask (1 B)",
+                "s·b·h",
+                "Korthikanti §4.3",
+            ),
+            K::FinalNormInput => (
+                "final_norm",
+                "final norm input",
+                "s·b·h",
+                "Korthikanti §4.3",
+            ),
+            K::OutputInput => (
+                "output",
+                "output projection input",
+                "s·b·h",
+                "Korthikanti §4.3",
+            ),
+            K::Logits => (
+                "loss",
+                "logits / softmax (one copy; grad written in place)",
+                "s·b·V",
+                "Korthikanti §4.3: 4sbv/t, vocab-parallel cross entropy",
+            ),
         }
     }
 }
@@ -530,7 +690,11 @@ fn explain(setup: &ActivationSetup, t: RawTensor) -> SavedTensor {
 
 /// Every tensor one layer saves for backward, on one rank, for one micro-batch.
 /// The `saved` ones sum to [`layer_bytes`].
-pub fn layer_activations(model: &ModelSpec, kind: LayerKind, setup: &ActivationSetup) -> Vec<SavedTensor> {
+pub fn layer_activations(
+    model: &ModelSpec,
+    kind: LayerKind,
+    setup: &ActivationSetup,
+) -> Vec<SavedTensor> {
     let mut out = Vec::new();
     visit_layer(model, kind, setup, |t| out.push(explain(setup, t)));
     out

@@ -155,9 +155,8 @@ pub fn rank_params(
     };
     let attention = params.attention_per_layer as f64 / t + params.norms_per_layer as f64;
     let dense_layer = attention + params.dense_ffn_per_layer as f64 / t;
-    let moe_dense_part = attention
-        + params.shared_experts_per_layer as f64 / t
-        + params.router_per_layer as f64;
+    let moe_dense_part =
+        attention + params.shared_experts_per_layer as f64 / t + params.router_per_layer as f64;
     let experts_per_layer = params.routed_experts_per_layer as f64 / ep;
     let embedding = params.embedding as f64 / t;
     let output = if params.output > 0 {
@@ -168,8 +167,8 @@ pub fn rank_params(
     } else {
         0.0
     };
-    let mut dense = f64::from(span.dense_layers) * dense_layer
-        + f64::from(span.moe_layers) * moe_dense_part;
+    let mut dense =
+        f64::from(span.dense_layers) * dense_layer + f64::from(span.moe_layers) * moe_dense_part;
     let mut largest: f64 = 0.0;
     if span.dense_layers > 0 {
         largest = dense_layer;
@@ -303,7 +302,9 @@ impl MemoryInputs<'_> {
     /// Micro-batches per optimizer step per pipeline: `ceil(global_batch / (dp·micro_batch))`.
     pub fn microbatches(&self) -> u32 {
         let per_step = u64::from(self.layout.dp.max(1)) * u64::from(self.layout.micro_batch.max(1));
-        let m = u64::from(self.training.global_batch).div_ceil(per_step).max(1);
+        let m = u64::from(self.training.global_batch)
+            .div_ceil(per_step)
+            .max(1);
         u32::try_from(m).unwrap_or(u32::MAX)
     }
 
@@ -312,10 +313,16 @@ impl MemoryInputs<'_> {
     pub fn nccl_groups(&self) -> u32 {
         let l = self.layout;
         let dp_cp = u64::from(l.dp) * u64::from(l.cp);
-        [dp_cp, u64::from(l.tp), u64::from(l.pp), u64::from(l.cp), u64::from(l.ep)]
-            .iter()
-            .map(|&g| u32::from(g > 1))
-            .sum()
+        [
+            dp_cp,
+            u64::from(l.tp),
+            u64::from(l.pp),
+            u64::from(l.cp),
+            u64::from(l.ep),
+        ]
+        .iter()
+        .map(|&g| u32::from(g > 1))
+        .sum()
     }
 }
 
@@ -374,11 +381,19 @@ pub fn stage_numbers(inputs: &MemoryInputs, span: &StageSpan) -> StageNumbers {
     let mut transient: f64 = 0.0;
     if span.dense_layers > 0 {
         layer_acts += f64::from(span.dense_layers) * layer_bytes(model, LayerKind::Dense, &setup);
-        transient = transient.max(layer_recompute_transient_bytes(model, LayerKind::Dense, &setup));
+        transient = transient.max(layer_recompute_transient_bytes(
+            model,
+            LayerKind::Dense,
+            &setup,
+        ));
     }
     if span.moe_layers > 0 {
         layer_acts += f64::from(span.moe_layers) * layer_bytes(model, LayerKind::Moe, &setup);
-        transient = transient.max(layer_recompute_transient_bytes(model, LayerKind::Moe, &setup));
+        transient = transient.max(layer_recompute_transient_bytes(
+            model,
+            LayerKind::Moe,
+            &setup,
+        ));
     }
     if layout.recompute == Recompute::None {
         transient = 0.0;
@@ -409,11 +424,8 @@ pub fn stage_numbers(inputs: &MemoryInputs, span: &StageSpan) -> StageNumbers {
     };
     let nccl_groups = inputs.nccl_groups();
     let nccl_bytes = f64::from(nccl_groups) * overheads.nccl_buffer_bytes_per_group;
-    let allocated = state.total()
-        + activation_bytes
-        + transient
-        + zero3_gathered_bytes
-        + gradient_bucket_bytes;
+    let allocated =
+        state.total() + activation_bytes + transient + zero3_gathered_bytes + gradient_bucket_bytes;
     let allocator_bytes = overheads.allocator_fraction * allocated;
     let total_bytes = allocated + allocator_bytes + overheads.cuda_context_bytes + nccl_bytes;
     StageNumbers {
@@ -625,7 +637,11 @@ fn state_term(
         (false, true) => (
             part.replicated,
             format!("{kk}(Ψd + Ψe)"),
-            format!("{kk} × ({} + {})", fmt_num(rank.dense), fmt_num(rank.expert)),
+            format!(
+                "{kk} × ({} + {})",
+                fmt_num(rank.dense),
+                fmt_num(rank.expert)
+            ),
         ),
         (true, false) => (
             part.sharded,
@@ -696,7 +712,16 @@ fn state_terms(
     let mut sharded = Vec::new();
     for c in [Category::Weights, Category::Gradients, Category::Optimizer] {
         let is_sharded = c.sharded_under(zero);
-        let term = state_term(c, c.part(state), rank, groups, precision, layout, key_prefix, is_sharded);
+        let term = state_term(
+            c,
+            c.part(state),
+            rank,
+            groups,
+            precision,
+            layout,
+            key_prefix,
+            is_sharded,
+        );
         if is_sharded {
             sharded.push(term);
         } else {
@@ -711,7 +736,11 @@ fn state_terms(
 ///
 /// With TP = PP = 1 and no experts these are the ZeRO paper's 16Ψ,
 /// 4Ψ + 12Ψ/N, 2Ψ + 14Ψ/N and 16Ψ/N for mixed-precision Adam.
-pub fn model_state(model: &ModelSpec, precision: &Precision, layout: &Layout) -> Vec<ModelStateBar> {
+pub fn model_state(
+    model: &ModelSpec,
+    precision: &Precision,
+    layout: &Layout,
+) -> Vec<ModelStateBar> {
     let params = model.param_breakdown();
     let (spans, count) = stage_spans(&params, layout.pp);
     let mut rank = rank_params(model, &params, layout, &spans[0]);
@@ -726,7 +755,8 @@ pub fn model_state(model: &ModelSpec, precision: &Precision, layout: &Layout) ->
         .iter()
         .map(|&zero| {
             let state = model_state_bytes(&rank, &groups, precision, zero);
-            let (replicated, sharded) = state_terms(zero, &state, &rank, &groups, precision, layout, "");
+            let (replicated, sharded) =
+                state_terms(zero, &state, &rank, &groups, precision, layout, "");
             ModelStateBar {
                 zero,
                 replicated,
@@ -737,7 +767,14 @@ pub fn model_state(model: &ModelSpec, precision: &Precision, layout: &Layout) ->
         .collect()
 }
 
-fn term(key: &str, label: &str, bytes: f64, formula: &str, worked: String, assumption: String) -> Term {
+fn term(
+    key: &str,
+    label: &str,
+    bytes: f64,
+    formula: &str,
+    worked: String,
+    assumption: String,
+) -> Term {
     Term {
         key: key.to_string(),
         label: label.to_string(),
@@ -871,7 +908,8 @@ fn stage_memory(inputs: &MemoryInputs, n: &StageNumbers) -> StageMemory {
         n.cuda_context_bytes,
         "context",
         fmt_bytes(n.cuda_context_bytes),
-        "CUDA context and kernels per process; outside the caching allocator (adjustable)".to_string(),
+        "CUDA context and kernels per process; outside the caching allocator (adjustable)"
+            .to_string(),
     ));
     if n.nccl_bytes > 0.0 {
         terms.push(term(
@@ -897,7 +935,8 @@ fn stage_memory(inputs: &MemoryInputs, n: &StageNumbers) -> StageMemory {
             fmt_num(overheads.allocator_fraction),
             fmt_bytes(n.allocator_bytes / overheads.allocator_fraction.max(f64::MIN_POSITIVE))
         ),
-        "PyTorch caching allocator: reserved exceeds allocated by this fraction (adjustable)".to_string(),
+        "PyTorch caching allocator: reserved exceeds allocated by this fraction (adjustable)"
+            .to_string(),
     ));
     StageMemory {
         position: n.span.position,
