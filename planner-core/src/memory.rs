@@ -615,16 +615,23 @@ impl Category {
     }
 }
 
-fn state_term(
-    category: Category,
-    part: StatePart,
-    rank: &RankParams,
-    groups: &ShardGroups,
-    precision: &Precision,
-    layout: &Layout,
-    key_prefix: &str,
-    sharded: bool,
-) -> Term {
+/// What the model-state terms' text needs.
+struct StateText<'a> {
+    rank: &'a RankParams,
+    groups: &'a ShardGroups,
+    precision: &'a Precision,
+    layout: &'a Layout,
+    key_prefix: &'a str,
+}
+
+fn state_term(category: Category, part: StatePart, ctx: &StateText, sharded: bool) -> Term {
+    let StateText {
+        rank,
+        groups,
+        precision,
+        layout,
+        key_prefix,
+    } = *ctx;
     let k = category.bytes_per_param(precision);
     let kk = fmt_num(k);
     let has_experts = rank.expert > 0.0;
@@ -702,26 +709,13 @@ fn state_term(
 fn state_terms(
     zero: ZeroStage,
     state: &ModelStateBytes,
-    rank: &RankParams,
-    groups: &ShardGroups,
-    precision: &Precision,
-    layout: &Layout,
-    key_prefix: &str,
+    ctx: &StateText,
 ) -> (Vec<Term>, Vec<Term>) {
     let mut replicated = Vec::new();
     let mut sharded = Vec::new();
     for c in [Category::Weights, Category::Gradients, Category::Optimizer] {
         let is_sharded = c.sharded_under(zero);
-        let term = state_term(
-            c,
-            c.part(state),
-            rank,
-            groups,
-            precision,
-            layout,
-            key_prefix,
-            is_sharded,
-        );
+        let term = state_term(c, c.part(state), ctx, is_sharded);
         if is_sharded {
             sharded.push(term);
         } else {
@@ -755,8 +749,14 @@ pub fn model_state(
         .iter()
         .map(|&zero| {
             let state = model_state_bytes(&rank, &groups, precision, zero);
-            let (replicated, sharded) =
-                state_terms(zero, &state, &rank, &groups, precision, layout, "");
+            let ctx = StateText {
+                rank: &rank,
+                groups: &groups,
+                precision,
+                layout,
+                key_prefix: "",
+            };
+            let (replicated, sharded) = state_terms(zero, &state, &ctx);
             ModelStateBar {
                 zero,
                 replicated,
@@ -789,15 +789,14 @@ fn stage_memory(inputs: &MemoryInputs, n: &StageNumbers) -> StageMemory {
     let layout = inputs.layout;
     let overheads = inputs.overheads;
     let groups = ShardGroups::of(layout);
-    let (replicated, sharded) = state_terms(
-        layout.zero,
-        &n.state,
-        &n.params,
-        &groups,
-        inputs.precision,
+    let ctx = StateText {
+        rank: &n.params,
+        groups: &groups,
+        precision: inputs.precision,
         layout,
-        "model_state.",
-    );
+        key_prefix: "model_state.",
+    };
+    let (replicated, sharded) = state_terms(layout.zero, &n.state, &ctx);
     let mut terms = replicated;
     terms.extend(sharded);
 
