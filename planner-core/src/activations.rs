@@ -26,7 +26,9 @@ pub struct ActivationSetup {
     pub micro_batch: f64,
     /// Tensor-parallel degree `t`.
     pub tp: u32,
-    /// Context-parallel degree (divides the sequence dimension).
+    /// Context-parallel degree: divides the sequence dimension of every saved
+    /// tensor (score tensors keep all `s` keys; ring attention's remote K/V
+    /// chunks are transient and not counted).
     pub cp: u32,
     /// Megatron sequence parallelism (splits the norm/dropout regions by `t`).
     pub sequence_parallel: bool,
@@ -532,6 +534,9 @@ pub struct SavedTensor {
     pub source: String,
 }
 
+/// Where the K/V accounting comes from, and what CP does to it.
+const KV_SOURCE: &str = "Korthikanti §4.1 with GQA (kv heads); under CP ring attention only the local s/cp chunk is saved, remote chunks pass through and are re-sent in backward (Megatron/TE)";
+
 impl TensorKind {
     /// (op, name, shape, source).
     fn describe(self) -> (&'static str, &'static str, &'static str, &'static str) {
@@ -561,18 +566,8 @@ impl TensorKind {
                 "DeepSeek-V2 §2.1.2",
             ),
             K::Query => ("attention.qk", "Q", "s·b·a·d", kor),
-            K::Key => (
-                "attention.qk",
-                "K",
-                "s·b·kv·d",
-                "Korthikanti §4.1 with GQA: kv heads",
-            ),
-            K::Value => (
-                "attention.v",
-                "V",
-                "s·b·kv·d",
-                "Korthikanti §4.1 with GQA: kv heads",
-            ),
+            K::Key => ("attention.qk", "K", "s·b·kv·d", KV_SOURCE),
+            K::Value => ("attention.v", "V", "s·b·kv·d", KV_SOURCE),
             K::Softmax => ("attention.softmax", "softmax output", "b·a·s·s", kor),
             K::AttnDropoutMask => (
                 "attention.dropout",
