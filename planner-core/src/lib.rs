@@ -7,12 +7,14 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod activations;
 pub mod explain;
 pub mod hardware;
 pub mod hf_config;
 pub mod kv_cache;
 pub mod layout;
 pub mod link;
+pub mod memory;
 pub mod model;
 pub mod pipeline;
 pub mod precision;
