@@ -328,7 +328,7 @@ fn Controls() -> impl IntoView {
             />
             <Select
                 label="Activation recompute"
-                field="rc"
+                field="recompute"
                 hint="Recompute activations in the backward pass instead of keeping them (Korthikanti et al. 2022)."
                 options=recompute_options
                 value=Signal::derive(move || s.with(|sc| sc.layout.recompute.id().to_string()))
@@ -370,7 +370,7 @@ fn Controls() -> impl IntoView {
             />
             <NumberField
                 label="Nodes"
-                field="nodes"
+                field="gpus"
                 unit="nodes"
                 hint="Servers joined by the network (InfiniBand/RoCE)."
                 value=Signal::derive(move || s.with(|sc| sc.cluster.nodes))

@@ -50,6 +50,9 @@ mod tests {
             );
         }
         // Llama 3.1 70B, BF16 KV: 2 × 80 layers × 8 KV heads × 128 × 2 B = 327,680 B.
-        assert_eq!(text("[data-testid=kv-per-token]").as_deref(), Some("328 KB"));
+        assert_eq!(
+            text("[data-testid=kv-per-token]").as_deref(),
+            Some("328 KB")
+        );
     }
 }

@@ -29,8 +29,17 @@ fn decision_label(d: Decision) -> &'static str {
 
 /// One figure: label, value, and its formula with numbers on hover/focus.
 #[component]
-fn Figure(label: &'static str, testid: &'static str, term: Term, #[prop(default = false)] count: bool) -> impl IntoView {
-    let value = if count { format::count(term.bytes) } else { format::bytes(term.bytes) };
+fn Figure(
+    label: &'static str,
+    testid: &'static str,
+    term: Term,
+    #[prop(default = false)] count: bool,
+) -> impl IntoView {
+    let value = if count {
+        format::count(term.bytes)
+    } else {
+        format::bytes(term.bytes)
+    };
     let title = format!("{}\n{}\n{}", term.formula, term.worked, term.assumption);
     view! {
         <div tabindex="0" title=title>
@@ -56,8 +65,10 @@ pub fn ServingView() -> impl IntoView {
     let data = Memo::new(move |_| {
         let sc = s.get();
         let model = ctx.model.get()?;
-        let plan = serving::serving_plan(&model, &sc.serving, &sc.cluster).map_err(|e| e.to_string())?;
-        let table = serving::concurrency_table(&model, &sc.serving, &sc.cluster).map_err(|e| e.to_string())?;
+        let plan =
+            serving::serving_plan(&model, &sc.serving, &sc.cluster).map_err(|e| e.to_string())?;
+        let table = serving::concurrency_table(&model, &sc.serving, &sc.cluster)
+            .map_err(|e| e.to_string())?;
         Ok::<_, String>(ServingData {
             plan,
             table,
