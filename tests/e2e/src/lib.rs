@@ -127,22 +127,61 @@ fn http_json(addr: SocketAddr, method: &str, path: &str, body: Option<&Value>) -
     stream
         .write_all(request.as_bytes())
         .map_err(|e| format!("send {method} {path}: {e}"))?;
-    let mut raw = Vec::new();
-    stream
-        .read_to_end(&mut raw)
+    // Read by Content-Length (or chunks): chromedriver keeps the socket open.
+    let mut reader = BufReader::new(stream);
+    let mut status_line = String::new();
+    reader
+        .read_line(&mut status_line)
         .map_err(|e| format!("read {method} {path}: {e}"))?;
-    let text = String::from_utf8_lossy(&raw);
-    let (head, body) = text
-        .split_once("\r\n\r\n")
-        .ok_or_else(|| format!("{method} {path}: malformed response"))?;
-    let body = if head
-        .to_ascii_lowercase()
-        .contains("transfer-encoding: chunked")
-    {
-        dechunk(body)
+    let mut length = None;
+    let mut chunked = false;
+    loop {
+        let mut line = String::new();
+        reader
+            .read_line(&mut line)
+            .map_err(|e| format!("read {method} {path}: {e}"))?;
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        if let Some((name, value)) = line.split_once(':') {
+            let name = name.trim().to_ascii_lowercase();
+            let value = value.trim();
+            if name == "content-length" {
+                length = value.parse::<usize>().ok();
+            } else if name == "transfer-encoding" && value.eq_ignore_ascii_case("chunked") {
+                chunked = true;
+            }
+        }
+    }
+    let mut raw = Vec::new();
+    if chunked {
+        loop {
+            let mut size_line = String::new();
+            reader
+                .read_line(&mut size_line)
+                .map_err(|e| format!("read {method} {path}: {e}"))?;
+            let size = usize::from_str_radix(size_line.trim(), 16).unwrap_or(0);
+            if size == 0 {
+                break;
+            }
+            let mut chunk = vec![0u8; size + 2];
+            reader
+                .read_exact(&mut chunk)
+                .map_err(|e| format!("read {method} {path}: {e}"))?;
+            raw.extend_from_slice(&chunk[..size]);
+        }
+    } else if let Some(n) = length {
+        raw.resize(n, 0);
+        reader
+            .read_exact(&mut raw)
+            .map_err(|e| format!("read {method} {path}: {e}"))?;
     } else {
-        body.to_string()
-    };
+        reader
+            .read_to_end(&mut raw)
+            .map_err(|e| format!("read {method} {path}: {e}"))?;
+    }
+    let body = String::from_utf8_lossy(&raw).into_owned();
     let value: Value = serde_json::from_str(&body)
         .map_err(|e| format!("{method} {path}: bad JSON ({e}): {body:.200}"))?;
     if let Some(err) = value.get("value").and_then(|v| v.get("error")) {
@@ -150,20 +189,6 @@ fn http_json(addr: SocketAddr, method: &str, path: &str, body: Option<&Value>) -
         return Err(format!("{method} {path}: {err}: {message:.400}"));
     }
     Ok(value)
-}
-
-fn dechunk(body: &str) -> String {
-    let mut out = String::new();
-    let mut rest = body;
-    while let Some((size_line, after)) = rest.split_once("\r\n") {
-        let size = usize::from_str_radix(size_line.trim(), 16).unwrap_or(0);
-        if size == 0 || after.len() < size {
-            break;
-        }
-        out.push_str(&after[..size]);
-        rest = after[size..].trim_start_matches("\r\n");
-    }
-    out
 }
 
 /// A running chromedriver on a free loopback port; killed on drop.
@@ -427,6 +452,15 @@ impl Session {
         Ok(())
     }
 
+    /// Runs a Chrome DevTools Protocol command (chromedriver's `goog/cdp/execute`).
+    pub fn cdp(&self, cmd: &str, params: Value) -> Result<Value> {
+        self.cmd(
+            "POST",
+            "/goog/cdp/execute",
+            Some(json!({ "cmd": cmd, "params": params })),
+        )
+    }
+
     /// Resizes the window (CSS pixels).
     pub fn set_window_size(&self, width: u32, height: u32) -> Result<()> {
         self.cmd(
@@ -519,11 +553,6 @@ mod tests {
         assert_eq!(base64_decode("TWE=").unwrap(), b"Ma");
         assert_eq!(base64_decode("TQ==").unwrap(), b"M");
         assert!(base64_decode("T!==").is_err());
-    }
-
-    #[test]
-    fn dechunks_chunked_bodies() {
-        assert_eq!(dechunk("4\r\nWiki\r\n5\r\npedia\r\n0\r\n\r\n"), "Wikipedia");
     }
 
     #[test]

@@ -356,6 +356,26 @@ fn screenshots_of_each_view() {
     session
         .element_screenshot("[data-testid=memory-view]", &screenshot_path("memory-mesh"))
         .unwrap();
+    // Dark theme (prefers-color-scheme), as a user with a dark OS theme sees it.
+    session
+        .cdp(
+            "Emulation.setEmulatedMedia",
+            json!({ "features": [{ "name": "prefers-color-scheme", "value": "dark" }] }),
+        )
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    session
+        .element_screenshot(
+            "[data-testid=memory-view]",
+            &screenshot_path("memory-mesh-dark"),
+        )
+        .unwrap();
+    session
+        .cdp(
+            "Emulation.setEmulatedMedia",
+            json!({ "features": [{ "name": "prefers-color-scheme", "value": "light" }] }),
+        )
+        .unwrap();
     // A laptop-sized window: the layout must still hold.
     session.set_window_size(1280, 800).unwrap();
     std::thread::sleep(Duration::from_millis(300));
