@@ -203,6 +203,8 @@ pub fn draw_stacked_bars(
     let root = area(canvas)?;
     root.fill(&theme.bg).map_err(err)?;
     let n = bars.len().max(1) as f64;
+    // Fewer than three bars are drawn at the width three would have, centred.
+    let pad = ((3.0 - n) / 2.0).max(0.0);
     let top = bars
         .iter()
         .map(|b| b.segments.iter().map(|s| s.bytes.max(0.0)).sum::<f64>())
@@ -213,12 +215,12 @@ pub fn draw_stacked_bars(
     let muted = |size: f64| ("sans-serif", size * r).into_font().color(&theme.muted);
 
     let mut chart = ChartBuilder::on(&root)
-        .margin_top((14.0 * r) as i32)
+        .margin_top((24.0 * r) as i32)
         .margin_right((12.0 * r) as i32)
         .margin_left((6.0 * r) as i32)
         .x_label_area_size((30.0 * r) as u32)
         .y_label_area_size((54.0 * r) as u32)
-        .build_cartesian_2d(0.0..n, 0.0..y_max)
+        .build_cartesian_2d(-pad..n + pad, 0.0..y_max)
         .map_err(err)?;
     chart
         .configure_mesh()
@@ -226,7 +228,7 @@ pub fn draw_stacked_bars(
         .x_labels(0)
         .y_labels(6)
         .y_desc(y_desc)
-        .y_label_formatter(&|v| format::sig3(*v / 1e9))
+        .y_label_formatter(&|v| format::axis(*v / 1e9))
         .label_style(muted(11.0))
         .axis_desc_style(muted(11.0))
         .axis_style(theme.muted.stroke_width(r.max(1.0) as u32))
@@ -293,20 +295,28 @@ pub fn draw_stacked_bars(
     for limit in limits {
         chart
             .draw_series(DashedLineSeries::new(
-                vec![(0.0, limit.bytes), (n, limit.bytes)],
+                vec![(-pad, limit.bytes), (n + pad, limit.bytes)],
                 (7.0 * r) as i32,
                 (5.0 * r) as i32,
                 theme.limit.stroke_width((1.5 * r).max(1.0) as u32),
             ))
             .map_err(err)?;
-        let (px, py) = chart.backend_coord(&(n, limit.bytes));
+    }
+    // The limits' key sits above the plot, where no bar or caption can cover it.
+    if !limits.is_empty() {
+        let key = limits
+            .iter()
+            .map(|l| l.label.as_str())
+            .collect::<Vec<_>>()
+            .join(" · ");
+        let (right, _) = chart.backend_coord(&(n + pad, y_max));
         root.draw(&Text::new(
-            limit.label.clone(),
-            (px - (4.0 * r) as i32, py - (3.0 * r) as i32),
+            format!("- - {key}"),
+            (right, (4.0 * r) as i32),
             ("sans-serif", 11.0 * r)
                 .into_font()
                 .color(&theme.limit)
-                .pos(Pos::new(HPos::Right, VPos::Bottom)),
+                .pos(Pos::new(HPos::Right, VPos::Top)),
         ))
         .map_err(err)?;
     }

@@ -30,6 +30,15 @@ pub fn sig3(x: f64) -> String {
     }
 }
 
+/// An axis tick: whole numbers with separators ("1,000", "0"), others with three digits.
+pub fn axis(x: f64) -> String {
+    if x.is_finite() && x >= 0.0 && x.fract().abs() < 1e-9 {
+        thousands(x.round() as u64)
+    } else {
+        sig3(x)
+    }
+}
+
 /// Bytes in the largest decimal unit that keeps the number ≥ 1: `1.12e12` → `"1,120 GB"`.
 pub fn bytes(b: f64) -> String {
     if !b.is_finite() {
@@ -94,5 +103,8 @@ mod tests {
         assert_eq!(percent(3.0 / 7.0), "42.9%");
         assert_eq!(count(f64::INFINITY), "—");
         assert_eq!(count(12.9), "12");
+        assert_eq!(axis(0.0), "0");
+        assert_eq!(axis(1000.0), "1,000");
+        assert_eq!(axis(2.5), "2.50");
     }
 }

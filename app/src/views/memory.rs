@@ -21,8 +21,6 @@ struct MemoryData {
     per_zero: Vec<TrainingMemory>,
     /// The scenario as set.
     current: TrainingMemory,
-    /// GPU display name.
-    gpu: String,
     /// The layout's ZeRO stage.
     zero: ZeroStage,
 }
@@ -79,15 +77,19 @@ fn segment(t: &Term, light: bool) -> Segment {
     }
 }
 
-fn limits(m: &TrainingMemory, gpu: &str) -> Vec<Limit> {
+fn limits(m: &TrainingMemory) -> Vec<Limit> {
     let mut out = vec![Limit {
         bytes: m.capacity_bytes,
-        label: format!("{gpu}: {}", format::bytes(m.capacity_bytes)),
+        label: format!("GPU memory {}", format::bytes(m.capacity_bytes)),
     }];
     if m.usable_bytes < m.capacity_bytes * 0.999 {
         out.push(Limit {
             bytes: m.usable_bytes,
-            label: format!("usable {}", format::bytes(m.usable_bytes)),
+            label: format!(
+                "usable {} ({:.0}%)",
+                format::bytes(m.usable_bytes),
+                100.0 * m.usable_bytes / m.capacity_bytes.max(1.0)
+            ),
         });
     }
     out
@@ -131,7 +133,6 @@ pub fn MemoryView() -> impl IntoView {
             bars,
             per_zero,
             current,
-            gpu: s.cluster.gpu.name.clone(),
             zero: s.layout.zero,
         })
     });
@@ -174,7 +175,7 @@ pub fn MemoryView() -> impl IntoView {
             let lim = d
                 .per_zero
                 .first()
-                .map(|m| limits(m, &d.gpu))
+                .map(limits)
                 .unwrap_or_default();
             draw_stacked_bars(&canvas, 300.0, &bars, &lim, "GB per GPU", &theme).unwrap_or_else(
                 |e| {
@@ -205,7 +206,7 @@ pub fn MemoryView() -> impl IntoView {
                 &canvas,
                 300.0,
                 &bars,
-                &limits(&d.current, &d.gpu),
+                &limits(&d.current),
                 "GB per GPU",
                 &theme,
             )

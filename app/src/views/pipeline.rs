@@ -24,6 +24,8 @@ struct PipelineData {
     /// What the grid shows (an example when the layout has no pipeline).
     grid: Result<Timeline, String>,
     grid_note: String,
+    /// Stages of the drawn grid and curve (4 when the layout has none).
+    curve_p: u32,
     bubble: Bubble,
     /// Both definitions as explained terms (formula with numbers).
     terms: [Term; 2],
@@ -97,8 +99,10 @@ fn compute(s: &planner_core::scenario::Scenario) -> PipelineData {
     };
     let grid = pipeline::timeline(schedule, gp, gm, gv).map_err(|e| format!("{e:?}"));
     let x_max = (m.saturating_mul(2)).clamp(64, 512);
+    // With no pipeline the curve would be flat zero: draw it for the example's p.
+    let curve_p = gp;
     let curve = (1..=x_max)
-        .map(|mm| (mm, pipeline::bubble(schedule, p, mm, v)))
+        .map(|mm| (mm, pipeline::bubble(schedule, curve_p, mm, v)))
         .collect();
     PipelineData {
         schedule,
@@ -107,6 +111,7 @@ fn compute(s: &planner_core::scenario::Scenario) -> PipelineData {
         v,
         grid,
         grid_note,
+        curve_p,
         bubble: pipeline::bubble(schedule, p, m, v),
         terms: pipeline::bubble_terms(schedule, p, m, v),
         curve,
@@ -168,7 +173,7 @@ pub fn PipelineView() -> impl IntoView {
                 &[idle, overhead],
                 "micro-batches per step (m)",
                 "bubble",
-                Some(f64::from(d.m)),
+                (d.p > 1).then_some(f64::from(d.m)),
                 &theme,
             ) {
                 leptos::logging::warn!("{e}");
@@ -218,7 +223,7 @@ pub fn PipelineView() -> impl IntoView {
             </dl>
             <figure>
                 <figcaption>
-                    "Bubble against micro-batch count, both definitions: "
+                    {move || data.with(|d| format!("Bubble against micro-batch count for p = {}{}, both definitions: ", d.curve_p, if d.p == 1 { " (example)" } else { "" }))}
                     <span class="key k0">"idle fraction"</span>
                     ", "
                     <span class="key k5">"overhead vs ideal"</span>
