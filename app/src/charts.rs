@@ -444,7 +444,8 @@ pub fn draw_schedule(
         ))
         .map_err(err)?;
     }
-    let label_font = ("sans-serif", 10.0 * r).into_font().color(&BLACK);
+    let dark_label = ("sans-serif", 10.0 * r).into_font().color(&BLACK);
+    let light_label = ("sans-serif", 10.0 * r).into_font().color(&WHITE);
     for op in ops {
         let x0 = left + op.start * slot;
         let x1 = left + (op.start + op.duration) * slot;
@@ -467,7 +468,11 @@ pub fn draw_schedule(
             root.draw(&Text::new(
                 format!("{}", op.micro_batch + 1),
                 (px((x0 + x1) / 2.0), px((y0 + y1) / 2.0)),
-                label_font.clone().pos(Pos::new(HPos::Center, VPos::Center)),
+                match op.shade {
+                    OpShade::Backward | OpShade::BackwardInput => light_label.clone(),
+                    OpShade::Forward | OpShade::BackwardWeight => dark_label.clone(),
+                }
+                .pos(Pos::new(HPos::Center, VPos::Center)),
             ))
             .map_err(err)?;
         }
@@ -529,7 +534,8 @@ pub fn draw_lines(
         .flat_map(|l| l.points.iter().map(|p| p.1))
         .filter(|y| y.is_finite())
         .fold(0.05_f64, f64::max)
-        .min(4.0)
+        // Beyond 100% the curve says nothing new; clip it so small m does not flatten the rest.
+        .min(1.0)
         * 1.08;
     let muted = ("sans-serif", 11.0 * r).into_font().color(&theme.muted);
     let mut chart = ChartBuilder::on(&root)

@@ -172,11 +172,7 @@ pub fn MemoryView() -> impl IntoView {
                     }
                 })
                 .collect();
-            let lim = d
-                .per_zero
-                .first()
-                .map(limits)
-                .unwrap_or_default();
+            let lim = d.per_zero.first().map(limits).unwrap_or_default();
             draw_stacked_bars(&canvas, 300.0, &bars, &lim, "GB per GPU", &theme).unwrap_or_else(
                 |e| {
                     leptos::logging::warn!("{e}");
@@ -196,7 +192,7 @@ pub fn MemoryView() -> impl IntoView {
                 .iter()
                 .enumerate()
                 .map(|(i, st)| Bar {
-                    label: format!("{} ({} layers)", st.position.label(), st.layers),
+                    label: st.position.label().trim_end_matches(" stage").to_string(),
                     caption: format::bytes(st.total_bytes),
                     segments: st.terms.iter().map(|t| segment(t, is_sharded(t))).collect(),
                     selected: i == d.current.peak_stage && d.current.stages.len() > 1,
@@ -280,7 +276,24 @@ pub fn MemoryView() -> impl IntoView {
                     />
                 </figure>
                 <figure>
-                    <figcaption>"Per pipeline stage, this layout"</figcaption>
+                    <figcaption>
+                        {move || {
+                            data.with(|d| match d {
+                                Ok(d) => {
+                                    format!(
+                                        "Per pipeline stage, this layout (layers: {})",
+                                        d.current
+                                            .stages
+                                            .iter()
+                                            .map(|s| s.layers.to_string())
+                                            .collect::<Vec<_>>()
+                                            .join(" / "),
+                                    )
+                                }
+                                Err(_) => "Per pipeline stage".to_string(),
+                            })
+                        }}
+                    </figcaption>
                     <ChartCanvas
                         label=Signal::derive(move || {
                             data.with(|d| match d {

@@ -169,6 +169,34 @@ fn article_70b_on_64_gpus_reads_the_articles_numbers() {
         );
     }
     println!("article 70B / 64 GPUs on the page: {texts:?}");
+
+    // Hovering a bar segment shows its bytes and its formula with the numbers.
+    let tip = session
+        .execute_async(
+            r#"
+            const done = arguments[arguments.length - 1];
+            const canvas = document.querySelector('[data-testid=chart-zero]');
+            const box = canvas.getBoundingClientRect();
+            const y = box.top + box.height * 0.8;
+            (async () => {
+                for (let x = box.left; x < box.right; x += 6) {
+                    canvas.dispatchEvent(new MouseEvent('mousemove', {clientX: x, clientY: y, bubbles: true}));
+                    await new Promise(r => setTimeout(r, 0));
+                    const tip = document.querySelector('[data-testid=tooltip]');
+                    if (tip) { done(tip.innerText); return; }
+                }
+                done(null);
+            })();
+            "#,
+            vec![],
+        )
+        .expect("hover the chart");
+    let tip = tip.as_str().unwrap_or_default().to_string();
+    println!("tooltip over the DDP bar: {tip:?}");
+    assert!(
+        tip.contains("GB") && tip.contains('='),
+        "tooltip shows bytes and a worked formula: {tip:?}"
+    );
     session
         .element_screenshot(
             "[data-testid=memory-view]",
