@@ -9,8 +9,11 @@
 
 pub mod explain;
 pub mod hardware;
+pub mod kv_cache;
 pub mod layout;
 pub mod model;
+pub mod pipeline;
 pub mod precision;
 pub mod presets;
 pub mod scenario;
+pub mod serving;
