@@ -7,10 +7,12 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod activations;
 pub mod explain;
 pub mod hardware;
 pub mod kv_cache;
 pub mod layout;
+pub mod memory;
 pub mod model;
 pub mod pipeline;
 pub mod precision;
