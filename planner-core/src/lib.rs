@@ -10,8 +10,10 @@
 pub mod activations;
 pub mod explain;
 pub mod hardware;
+pub mod hf_config;
 pub mod kv_cache;
 pub mod layout;
+pub mod link;
 pub mod memory;
 pub mod model;
 pub mod pipeline;
@@ -19,3 +21,4 @@ pub mod precision;
 pub mod presets;
 pub mod scenario;
 pub mod serving;
+pub mod validate;
