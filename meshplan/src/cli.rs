@@ -16,6 +16,19 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Evaluate a scenario: model state, per-stage training memory, pipeline bubble, KV cache
+    /// and serving, every number with its formula. JSON by default.
+    Eval {
+        /// Scenario JSON file (`-` reads stdin). Omit when using `--link`.
+        #[arg(required_unless_present = "link", conflicts_with = "link")]
+        scenario: Option<PathBuf>,
+        /// A share link (query, `?query` or full URL) instead of a file.
+        #[arg(long)]
+        link: Option<String>,
+        /// Print a readable table instead of JSON.
+        #[arg(long)]
+        table: bool,
+    },
     /// Print the share-link query of a scenario JSON file.
     Link {
         /// Scenario JSON (e.g. examples/article-70b-mesh.json); `-` reads stdin.

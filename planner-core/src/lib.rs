@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 pub mod activations;
+pub mod evaluate;
 pub mod explain;
 pub mod hardware;
 pub mod hf_config;

@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+mod eval;
 mod link;
 
 use crate::cli::Command;
@@ -8,6 +9,11 @@ use crate::error::CliError;
 /// Runs a subcommand; its output is printed by `main`.
 pub fn run(command: Command) -> Result<String, CliError> {
     match command {
+        Command::Eval {
+            scenario,
+            link,
+            table,
+        } => eval::run(scenario.as_deref(), link.as_deref(), table),
         Command::Link { scenario } => link::encode(&scenario),
         Command::DecodeLink { query, lenient } => link::decode(&query, lenient),
     }
