@@ -13,4 +13,5 @@ pub mod layout;
 pub mod model;
 pub mod precision;
 pub mod presets;
+pub mod report;
 pub mod scenario;
