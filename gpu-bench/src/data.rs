@@ -210,7 +210,9 @@ pub fn count_wrong(
         } else {
             0.0
         };
-        if !((got - want).abs() <= tol) {
+        // NaN counts as wrong.
+        let close = (got - want).abs() <= tol;
+        if !close {
             wrong += 1;
         }
     }
@@ -245,15 +247,24 @@ mod tests {
     fn counts_follow_nccl_tests_sizes() {
         assert_eq!(
             counts(CollectiveOp::AllGather, 8, 1024),
-            Counts { send: 128, recv: 1024 }
+            Counts {
+                send: 128,
+                recv: 1024
+            }
         );
         assert_eq!(
             counts(CollectiveOp::ReduceScatter, 8, 1024),
-            Counts { send: 1024, recv: 128 }
+            Counts {
+                send: 1024,
+                recv: 128
+            }
         );
         assert_eq!(
             counts(CollectiveOp::AllReduce, 8, 1024),
-            Counts { send: 1024, recv: 1024 }
+            Counts {
+                send: 1024,
+                recv: 1024
+            }
         );
     }
 
@@ -266,16 +277,25 @@ mod tests {
         for rank in 0..n {
             for i in 0..total {
                 let s: f32 = (0..n).map(|q| input_value(q, i)).sum();
-                assert_eq!(expected(CollectiveOp::AllReduce, n, rank, i, chunk), Some(s));
+                assert_eq!(
+                    expected(CollectiveOp::AllReduce, n, rank, i, chunk),
+                    Some(s)
+                );
                 // All-to-all: chunk q of rank's output is chunk `rank` of q's input.
                 let q = (i / chunk) as u32;
                 let sent = input_value(q, u64::from(rank) * chunk + i % chunk);
-                assert_eq!(expected(CollectiveOp::AllToAll, n, rank, i, chunk), Some(sent));
+                assert_eq!(
+                    expected(CollectiveOp::AllToAll, n, rank, i, chunk),
+                    Some(sent)
+                );
             }
             for j in 0..chunk {
                 let idx = u64::from(rank) * chunk + j;
                 let s: f32 = (0..n).map(|q| input_value(q, idx)).sum();
-                assert_eq!(expected(CollectiveOp::ReduceScatter, n, rank, j, chunk), Some(s));
+                assert_eq!(
+                    expected(CollectiveOp::ReduceScatter, n, rank, j, chunk),
+                    Some(s)
+                );
             }
         }
         assert_eq!(expected(CollectiveOp::Reduce, n, 1, 0, chunk), None);
@@ -293,8 +313,14 @@ mod tests {
             let v = expected(CollectiveOp::AllReduce, n, 0, i, 0).unwrap();
             push_value(&mut out, Dtype::Bf16, if i == 3 { v + 1.0 } else { v });
         }
-        assert_eq!(count_wrong(CollectiveOp::AllReduce, Dtype::Bf16, n, 0, 0, 0, &out), 1);
+        assert_eq!(
+            count_wrong(CollectiveOp::AllReduce, Dtype::Bf16, n, 0, 0, 0, &out),
+            1
+        );
         let good = input_bytes(Dtype::Fp32, 1, 0, 16);
-        assert_eq!(count_wrong(CollectiveOp::SendRecv, Dtype::Fp32, 2, 0, 0, 0, &good), 0);
+        assert_eq!(
+            count_wrong(CollectiveOp::SendRecv, Dtype::Fp32, 2, 0, 0, 0, &good),
+            0
+        );
     }
 }

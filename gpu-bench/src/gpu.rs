@@ -186,8 +186,7 @@ impl DeviceBuffer {
     /// Allocates `bytes` on `gpu` (at least one byte).
     pub fn alloc(gpu: &Gpu, bytes: u64) -> Result<DeviceBuffer, GpuError> {
         gpu.ctx.bind_to_thread()?;
-        let size = usize::try_from(bytes.max(1))
-            .map_err(|_| GpuError::OutOfMemory { bytes })?;
+        let size = usize::try_from(bytes.max(1)).map_err(|_| GpuError::OutOfMemory { bytes })?;
         // SAFETY: plain allocation; freed in Drop.
         match unsafe { dr::malloc_sync(size) } {
             Ok(ptr) => Ok(DeviceBuffer {
@@ -267,7 +266,12 @@ impl DeviceBuffer {
             let n = filled.min(self.bytes - filled);
             // SAFETY: both ranges lie inside this buffer and do not overlap.
             unsafe {
-                dr::memcpy_dtod_async(self.ptr + filled, self.ptr, n as usize, gpu.stream.cu_stream())
+                dr::memcpy_dtod_async(
+                    self.ptr + filled,
+                    self.ptr,
+                    n as usize,
+                    gpu.stream.cu_stream(),
+                )
             }?;
             filled += n;
         }
@@ -314,7 +318,37 @@ impl Timer {
 
     /// Microseconds between start and end (waits for the end).
     pub fn elapsed_us(&self) -> Result<f64, GpuError> {
-        Ok(f64::from(self.start.elapsed_ms(&self.end)?) * 1e3)
+        self.end.synchronize()?;
+        let ms = event_elapsed_ms(&self.start, &self.end)?;
+        Ok(f64::from(ms) * 1e3)
+    }
+}
+
+type ElapsedFn = unsafe extern "C" fn(*mut f32, ds::CUevent, ds::CUevent) -> ds::CUresult;
+
+/// `cuEventElapsedTime`, looked up in the driver itself: cudarc's CUDA 13
+/// bindings call `cuEventElapsedTime_v2`, which drivers older than CUDA 12.8
+/// (R570) lack; the original symbol is in every driver.
+fn event_elapsed_ms(start: &CudaEvent, end: &CudaEvent) -> Result<f32, GpuError> {
+    start.context().bind_to_thread()?;
+    // SAFETY: the driver library is loaded (libs::check ran and a context exists);
+    // both symbols have the signature (float*, CUevent, CUevent) -> CUresult.
+    unsafe {
+        let lib = ds::culib();
+        let f: ElapsedFn = match lib.get::<ElapsedFn>(b"cuEventElapsedTime_v2\0") {
+            Ok(sym) => *sym,
+            Err(_) => match lib.get::<ElapsedFn>(b"cuEventElapsedTime\0") {
+                Ok(sym) => *sym,
+                Err(e) => {
+                    return Err(GpuError::Driver(format!(
+                        "no cuEventElapsedTime in the driver: {e}"
+                    )))
+                }
+            },
+        };
+        let mut ms = 0f32;
+        f(&mut ms, start.cu_event(), end.cu_event()).result()?;
+        Ok(ms)
     }
 }
 
@@ -379,7 +413,8 @@ impl Comm {
     pub fn init_all(gpus: &[Gpu]) -> Result<Vec<Comm>, GpuError> {
         let n = gpus.len();
         let mut raw = vec![std::ptr::null_mut(); n];
-        let ordinals: Vec<std::ffi::c_int> = gpus.iter().map(|g| g.ordinal as std::ffi::c_int).collect();
+        let ordinals: Vec<std::ffi::c_int> =
+            gpus.iter().map(|g| g.ordinal as std::ffi::c_int).collect();
         // SAFETY: arrays of length n.
         unsafe { nr::comm_init_all(raw.as_mut_ptr(), n as std::ffi::c_int, ordinals.as_ptr()) }?;
         Ok(raw
@@ -400,7 +435,12 @@ impl Comm {
         let mut raw = std::ptr::null_mut();
         // SAFETY: raw receives the new communicator.
         unsafe {
-            nr::comm_init_rank(&mut raw, size as std::ffi::c_int, id, rank as std::ffi::c_int)
+            nr::comm_init_rank(
+                &mut raw,
+                size as std::ffi::c_int,
+                id,
+                rank as std::ffi::c_int,
+            )
         }?;
         Ok(Comm { raw, rank, size })
     }
@@ -533,8 +573,22 @@ pub fn enqueue(
             CollectiveOp::SendRecv => {
                 let next = (comm.rank + 1) % n;
                 let prev = (comm.rank + n - 1) % n;
-                nr::send(send, a.send_count as usize, t, next as std::ffi::c_int, comm.raw, s)?;
-                nr::recv(recv, a.recv_count as usize, t, prev as std::ffi::c_int, comm.raw, s)?;
+                nr::send(
+                    send,
+                    a.send_count as usize,
+                    t,
+                    next as std::ffi::c_int,
+                    comm.raw,
+                    s,
+                )?;
+                nr::recv(
+                    recv,
+                    a.recv_count as usize,
+                    t,
+                    prev as std::ffi::c_int,
+                    comm.raw,
+                    s,
+                )?;
             }
         }
     }
@@ -557,13 +611,24 @@ where
     Ok(())
 }
 
-/// Reduces one f32 per local GPU over every rank of `comms` (sum, max or min)
+/// How [`reduce_scalar`] combines values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Combine {
+    /// Sum.
+    Sum,
+    /// Maximum.
+    Max,
+    /// Minimum.
+    Min,
+}
+
+/// Reduces one f32 per local GPU over every rank of `comms`
 /// and returns the result (the same on every rank).
 pub fn reduce_scalar(
     gpus: &[Gpu],
     comms: &[Comm],
     values: &[f32],
-    max: bool,
+    combine: Combine,
 ) -> Result<f32, GpuError> {
     let bufs: Vec<DeviceBuffer> = gpus
         .iter()
@@ -572,10 +637,10 @@ pub fn reduce_scalar(
     for (b, v) in bufs.iter().zip(values) {
         b.upload(0, &v.to_le_bytes())?;
     }
-    let op = if max {
-        ns::ncclRedOp_t::ncclMax
-    } else {
-        ns::ncclRedOp_t::ncclMin
+    let op = match combine {
+        Combine::Sum => ns::ncclRedOp_t::ncclSum,
+        Combine::Max => ns::ncclRedOp_t::ncclMax,
+        Combine::Min => ns::ncclRedOp_t::ncclMin,
     };
     grouped(gpus.len(), |i| {
         gpus[i].ctx.bind_to_thread()?;
@@ -610,7 +675,8 @@ mod tests {
         let text = "NVRM version: NVIDIA UNIX x86_64 Kernel Module  570.124.06  Wed Feb 26 00:13:51 UTC 2025\n\
                     GCC version:  gcc version 12.3.0";
         assert_eq!(parse_driver_version(text).as_deref(), Some("570.124.06"));
-        let open = "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  575.51.03  Release Build";
+        let open =
+            "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  575.51.03  Release Build";
         assert_eq!(parse_driver_version(open).as_deref(), Some("575.51.03"));
         assert_eq!(parse_driver_version("garbage"), None);
     }

@@ -64,7 +64,11 @@ impl MeshLayout {
                 "tp" => l.tp = v,
                 "dp" => l.dp = v,
                 "pp" => l.pp = v,
-                other => return Err(format!("--layout: unknown dimension '{other}' (use tp, dp, pp)")),
+                other => {
+                    return Err(format!(
+                        "--layout: unknown dimension '{other}' (use tp, dp, pp)"
+                    ))
+                }
             }
         }
         if l.world() != u64::from(world) {
@@ -105,9 +109,15 @@ impl MeshLayout {
         let dp_rank = (rank / tp) % dp;
         let pp_rank = rank / (tp * dp);
         match kind {
-            GroupKind::Tp => (0..tp).map(|t| pp_rank * tp * dp + dp_rank * tp + t).collect(),
-            GroupKind::Dp => (0..dp).map(|d| pp_rank * tp * dp + d * tp + tp_rank).collect(),
-            GroupKind::Pp => (0..pp).map(|p| p * tp * dp + dp_rank * tp + tp_rank).collect(),
+            GroupKind::Tp => (0..tp)
+                .map(|t| pp_rank * tp * dp + dp_rank * tp + t)
+                .collect(),
+            GroupKind::Dp => (0..dp)
+                .map(|d| pp_rank * tp * dp + d * tp + tp_rank)
+                .collect(),
+            GroupKind::Pp => (0..pp)
+                .map(|p| p * tp * dp + dp_rank * tp + tp_rank)
+                .collect(),
         }
     }
 }
@@ -158,7 +168,9 @@ mod tests {
 
     #[test]
     fn layout_errors_name_the_problem() {
-        assert!(MeshLayout::parse("tp=3", 8).unwrap_err().contains("8 ranks"));
+        assert!(MeshLayout::parse("tp=3", 8)
+            .unwrap_err()
+            .contains("8 ranks"));
         assert!(MeshLayout::parse("tp=x", 8).unwrap_err().contains("tp='x'"));
         assert!(MeshLayout::parse("ep=8", 8).unwrap_err().contains("'ep'"));
         assert_eq!(MeshLayout::parse("", 1).unwrap().world(), 1);

@@ -41,11 +41,11 @@ pub const DEFAULT_PORT: u16 = 29_601;
 fn get_u32(env: &HashMap<String, String>, key: &str) -> Result<Option<u32>, String> {
     match env.get(key) {
         None => Ok(None),
-        Some(v) => v
-            .trim()
-            .parse::<u32>()
-            .map(Some)
-            .map_err(|_| format!("environment variable {key}='{v}' is not a non-negative integer")),
+        Some(v) => {
+            v.trim().parse::<u32>().map(Some).map_err(|_| {
+                format!("environment variable {key}='{v}' is not a non-negative integer")
+            })
+        }
     }
 }
 
@@ -159,7 +159,10 @@ mod tests {
         assert_eq!((l.rank, l.world_size, l.local_rank), (3, 16, 3));
         assert_eq!(l.master_addr.as_deref(), Some("node0"));
         assert_eq!(l.port, 29501);
-        assert_eq!(from_env(&e, Some("10.0.0.1"), Some(4000)).unwrap().port, 4000);
+        assert_eq!(
+            from_env(&e, Some("10.0.0.1"), Some(4000)).unwrap().port,
+            4000
+        );
     }
 
     #[test]
@@ -204,7 +207,9 @@ mod tests {
         let e = env(&[("RANK", "2"), ("WORLD_SIZE", "2"), ("LOCAL_RANK", "0")]);
         assert!(from_env(&e, None, None).unwrap_err().contains("not below"));
         let e = env(&[("RANK", "0"), ("WORLD_SIZE", "2"), ("LOCAL_RANK", "0")]);
-        assert!(from_env(&e, None, None).unwrap_err().contains("MASTER_ADDR"));
+        assert!(from_env(&e, None, None)
+            .unwrap_err()
+            .contains("MASTER_ADDR"));
         let e = env(&[
             ("RANK", "0"),
             ("WORLD_SIZE", "2"),
@@ -212,6 +217,8 @@ mod tests {
             ("MASTER_ADDR", "a"),
             ("MASTER_PORT", "65535"),
         ]);
-        assert!(from_env(&e, None, None).unwrap_err().contains("MASTER_PORT"));
+        assert!(from_env(&e, None, None)
+            .unwrap_err()
+            .contains("MASTER_PORT"));
     }
 }

@@ -57,7 +57,9 @@ fn decode_peers(text: &str) -> Result<Vec<PeerInfo>, String> {
                 rank: f[0].parse().map_err(|_| format!("bad rank in '{line}'"))?,
                 host: f[1].to_string(),
                 gpu_name: f[2].to_string(),
-                memory_bytes: f[3].parse().map_err(|_| format!("bad memory in '{line}'"))?,
+                memory_bytes: f[3]
+                    .parse()
+                    .map_err(|_| format!("bad memory in '{line}'"))?,
                 compute_capability: f[4].to_string(),
             })
         })
@@ -99,8 +101,9 @@ pub fn serve(
     payload: &[u8],
     timeout: Duration,
 ) -> Result<Vec<PeerInfo>, String> {
-    let listener = TcpListener::bind(("0.0.0.0", port))
-        .map_err(|e| format!("rank 0 cannot listen on port {port}: {e} (choose another with --port)"))?;
+    let listener = TcpListener::bind(("0.0.0.0", port)).map_err(|e| {
+        format!("rank 0 cannot listen on port {port}: {e} (choose another with --port)")
+    })?;
     serve_on(listener, world_size, own, payload, timeout)
 }
 
@@ -117,7 +120,8 @@ pub fn serve_on(
         .set_nonblocking(true)
         .map_err(|e| format!("listener: {e}"))?;
     let mut peers: Vec<Option<PeerInfo>> = vec![None; world_size as usize];
-    peers[0] = Some(own);
+    // Through the wire format, so rank 0's entry is cleaned like the others'.
+    peers[0] = decode_peers(&encode_peer(&own))?.pop();
     let mut streams: Vec<TcpStream> = Vec::new();
     while peers.iter().any(Option::is_none) {
         if Instant::now() >= deadline {
@@ -226,7 +230,10 @@ pub fn join(
         .max(Duration::from_secs(1));
     let _ = stream.set_read_timeout(Some(remaining));
     let reply = read_frame(&mut stream).map_err(|e| {
-        format!("rank {} waited for rank 0's answer: {e} (another rank may never have joined)", me.rank)
+        format!(
+            "rank {} waited for rank 0's answer: {e} (another rank may never have joined)",
+            me.rank
+        )
     })?;
     if reply.len() < 4 {
         return Err("short answer from rank 0".into());
@@ -260,9 +267,8 @@ mod tests {
         let port = listener.local_addr().unwrap().port();
         let payload: Vec<u8> = (0..128u8).collect();
         let p = payload.clone();
-        let server = std::thread::spawn(move || {
-            serve_on(listener, 4, peer(0), &p, Duration::from_secs(20))
-        });
+        let server =
+            std::thread::spawn(move || serve_on(listener, 4, peer(0), &p, Duration::from_secs(20)));
         let clients: Vec<_> = (1..4)
             .map(|r| {
                 std::thread::spawn(move || {

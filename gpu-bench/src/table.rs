@@ -13,8 +13,32 @@ pub fn collective_header(op: CollectiveOp, group: &str, ranks: u32, ranks_per_no
          #{:>11}  {:>12}  {:>8}  {:>6}  {:>5}  {:>8} {:>7} {:>7} {:>6}  {:>8} {:>7} {:>7} {:>6}\n\
          #{:>11}  {:>12}  {:>8}  {:>6}  {:>5}  {:>8} {:>7} {:>7} {:>6}  {:>8} {:>7} {:>7} {:>6}",
         op.name(),
-        "size", "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong",
-        "(B)", "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", ""
+        "size",
+        "count",
+        "type",
+        "redop",
+        "root",
+        "time",
+        "algbw",
+        "busbw",
+        "#wrong",
+        "time",
+        "algbw",
+        "busbw",
+        "#wrong",
+        "(B)",
+        "(elements)",
+        "",
+        "",
+        "",
+        "(us)",
+        "(GB/s)",
+        "(GB/s)",
+        "",
+        "(us)",
+        "(GB/s)",
+        "(GB/s)",
+        ""
     )
 }
 
