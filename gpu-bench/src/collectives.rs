@@ -151,6 +151,20 @@ pub fn sweep(
                         }
                     }
                 }
+                for slot in &mut row {
+                    if slot
+                        .as_ref()
+                        .is_some_and(|r| r.time_us.is_nan() || r.time_us <= 0.0)
+                    {
+                        *slot = None;
+                        run.note(
+                            NoteLevel::Warning,
+                            "collectives",
+                            &subject,
+                            "time below the event timer's resolution; row dropped",
+                        );
+                    }
+                }
                 if row[0].is_some() || row[1].is_some() {
                     run.say(&collective_row(row[0].as_ref(), row[1].as_ref()));
                 }

@@ -180,6 +180,8 @@ pub struct DeviceBuffer {
     ptr: ds::CUdeviceptr,
     bytes: u64,
     ctx: Arc<CudaContext>,
+    /// The GPU's compute stream: uploads and downloads are ordered on it.
+    stream: Arc<CudaStream>,
 }
 
 impl DeviceBuffer {
@@ -193,6 +195,7 @@ impl DeviceBuffer {
                 ptr,
                 bytes,
                 ctx: gpu.ctx.clone(),
+                stream: gpu.stream.clone(),
             }),
             Err(e) if e.0 == ds::cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY => {
                 Err(GpuError::OutOfMemory { bytes })
@@ -216,7 +219,7 @@ impl DeviceBuffer {
         self.bytes
     }
 
-    /// Copies `data` to byte `offset` (synchronous).
+    /// Copies `data` to byte `offset`, after the GPU's queued compute-stream work, and waits.
     pub fn upload(&self, offset: u64, data: &[u8]) -> Result<(), GpuError> {
         if offset + data.len() as u64 > self.bytes {
             return Err(GpuError::Driver(format!(
@@ -226,12 +229,15 @@ impl DeviceBuffer {
             )));
         }
         self.ctx.bind_to_thread()?;
-        // SAFETY: bounds checked above.
-        unsafe { dr::memcpy_htod_sync(self.ptr + offset, data) }?;
+        // Ordered on the compute stream and waited for: the synchronous copy runs on the
+        // legacy default stream, which gpu-bench's non-blocking streams do not wait for.
+        // SAFETY: bounds checked above; `data` outlives the copy (synchronised below).
+        unsafe { dr::memcpy_htod_async(self.ptr + offset, data, self.stream.cu_stream()) }?;
+        self.stream.synchronize()?;
         Ok(())
     }
 
-    /// Copies `out.len()` bytes from byte `offset` (synchronous).
+    /// Copies `out.len()` bytes from byte `offset`, after the GPU's queued compute-stream work, and waits.
     pub fn download(&self, offset: u64, out: &mut [u8]) -> Result<(), GpuError> {
         if offset + out.len() as u64 > self.bytes {
             return Err(GpuError::Driver(format!(
@@ -241,8 +247,9 @@ impl DeviceBuffer {
             )));
         }
         self.ctx.bind_to_thread()?;
-        // SAFETY: bounds checked above; the device is synchronised by the sync copy.
-        unsafe { dr::memcpy_dtoh_sync(out, self.ptr + offset) }?;
+        // SAFETY: bounds checked above; `out` outlives the copy (synchronised below).
+        unsafe { dr::memcpy_dtoh_async(out, self.ptr + offset, self.stream.cu_stream()) }?;
+        self.stream.synchronize()?;
         Ok(())
     }
 

@@ -375,8 +375,18 @@ fn run(sections: [bool; 4], o: &Opts) -> Result<i32, String> {
     drop(world);
 
     if is_root {
-        let text = report_to_json(&run.report)
-            .map_err(|e| format!("the report failed its own check: {e}"))?;
+        let text = match report_to_json(&run.report) {
+            Ok(t) => t,
+            Err(e) => {
+                // Keep the measurements for inspection even though the app would reject them.
+                let raw = o.output.with_extension("invalid.json");
+                let _ = serde_json::to_string_pretty(&run.report).map(|t| std::fs::write(&raw, t));
+                return Err(format!(
+                    "the report failed its own check ({e}); raw results saved to {}",
+                    raw.display()
+                ));
+            }
+        };
         std::fs::write(&o.output, text + "\n")
             .map_err(|e| format!("cannot write the report to {}: {e}", o.output.display()))?;
         eprintln!(

@@ -7,7 +7,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use planner_core::model::ModelSpec;
 use planner_core::report::{BenchReport, CollectiveOp, Dtype, Note, NoteLevel};
 
-use crate::collectives::{has_in_place, sweep, CollectiveConfig, Team};
+use crate::collectives::{sweep, CollectiveConfig, Team};
 use crate::gemm::{bench_gemm, layer_shapes, square_shapes, supported, Blas};
 use crate::gpu::{reduce_scalar, Combine, Comm, Gpu, GpuError};
 use crate::groups::{group_ranks_per_node, GroupKind, MeshLayout};
@@ -67,8 +67,10 @@ impl Run {
         if !self.is_root {
             return;
         }
+        // `suspend` rather than `ProgressBar::println`: the latter prints nothing
+        // when the bar is hidden (stderr not a terminal), which would lose the table.
         match &self.progress {
-            Some(p) => p.println(line),
+            Some(p) => p.suspend(|| println!("{line}")),
             None => println!("{line}"),
         }
     }
@@ -438,11 +440,6 @@ pub fn parse_dtypes(text: &str, flag: &str, allow_fp8: bool) -> Result<Vec<Dtype
             )),
         })
         .collect()
-}
-
-/// Whether any requested op has an in-place variant (for documentation of the table).
-pub fn any_in_place(ops: &[CollectiveOp]) -> bool {
-    ops.iter().any(|o| has_in_place(*o))
 }
 
 #[cfg(test)]
