@@ -8,7 +8,7 @@ use planner_core::report::{
 
 use crate::data::{count_wrong, counts};
 use crate::gpu::{enqueue, grouped, CollArgs, Combine, Comm, DeviceBuffer, GpuError, Timer};
-use crate::suite::{interrupted, Run, Stop};
+use crate::suite::{Run, Stop};
 use crate::sweep::align_bytes;
 use crate::table::{collective_header, collective_row};
 
@@ -112,7 +112,7 @@ pub fn sweep(
             ));
             let mut too_big = false;
             for &size in &cfg.sizes {
-                if interrupted() {
+                if run.should_stop(world)? {
                     return Ok(Stop::Interrupted);
                 }
                 run.tick();

@@ -79,6 +79,19 @@ where
     Ok(f64::from(run.combine(world, &[slowest as f32], Combine::Max)?) / f64::from(iters))
 }
 
+/// Every rank's setup result: an error anywhere (out of memory on one GPU)
+/// fails the step everywhere instead of leaving the others waiting in a collective.
+fn agreed<T>(run: &Run, world: &[Comm], local: Result<T, GpuError>) -> Result<T, GpuError> {
+    let all_ok = run.agree(world, local.is_ok())?;
+    match local {
+        Ok(v) if all_ok => Ok(v),
+        Ok(_) => Err(GpuError::Driver(
+            "another rank could not set up this step (see its output)".into(),
+        )),
+        Err(e) => Err(e),
+    }
+}
+
 /// Makes each step start after the previous one finished on both streams, as
 /// a training step does (the next all-gather cannot start before the optimizer step).
 fn step_boundary(run: &Run) -> Result<(), GpuError> {
@@ -159,27 +172,31 @@ pub fn tp_mlp(
         k: f_rank,
         label: "tp mlp down".into(),
     };
-    let mut per: Vec<TpMlpGpu> = Vec::new();
-    for g in &run.gpus {
-        let blas = Blas::new(g)?;
-        let up = GemmPlan::new(&blas, &up_shape, dtype, true)?;
-        let down = GemmPlan::new(&blas, &down_shape, dtype, false)?;
-        let item = TpMlpGpu {
-            x: DeviceBuffer::alloc(g, tokens * h * e)?,
-            w_up: DeviceBuffer::alloc(g, h * f_in_rank * e)?,
-            w_down: DeviceBuffer::alloc(g, f_rank * h * e)?,
-            act: DeviceBuffer::alloc(g, tokens * f_in_rank * e)?,
-            y: DeviceBuffer::alloc(g, tokens * h * e)?,
-            ready: g.ctx.new_event(None)?,
-            blas,
-            up,
-            down,
-        };
-        item.x.fill_pattern(g, dtype, 0)?;
-        item.w_up.fill_pattern(g, dtype, 1)?;
-        item.w_down.fill_pattern(g, dtype, 2)?;
-        per.push(item);
-    }
+    let setup = || -> Result<Vec<TpMlpGpu>, GpuError> {
+        let mut per = Vec::new();
+        for g in &run.gpus {
+            let blas = Blas::new(g)?;
+            let up = GemmPlan::new(&blas, &up_shape, dtype, true)?;
+            let down = GemmPlan::new(&blas, &down_shape, dtype, false)?;
+            let item = TpMlpGpu {
+                x: DeviceBuffer::alloc(g, tokens * h * e)?,
+                w_up: DeviceBuffer::alloc(g, h * f_in_rank * e)?,
+                w_down: DeviceBuffer::alloc(g, f_rank * h * e)?,
+                act: DeviceBuffer::alloc(g, tokens * f_in_rank * e)?,
+                y: DeviceBuffer::alloc(g, tokens * h * e)?,
+                ready: g.ctx.new_event(None)?,
+                blas,
+                up,
+                down,
+            };
+            item.x.fill_pattern(g, dtype, 0)?;
+            item.w_up.fill_pattern(g, dtype, 1)?;
+            item.w_down.fill_pattern(g, dtype, 2)?;
+            per.push(item);
+        }
+        Ok(per)
+    };
+    let per = agreed(run, world, setup())?;
 
     let compute = |g: &Gpu, p: &TpMlpGpu, c: u64| -> Result<(), GpuError> {
         g.ctx.bind_to_thread()?;
@@ -324,44 +341,50 @@ pub fn fsdp_unit(
         shape(tokens, h, f_in, "bwd in data"),
         shape(h, f_in, tokens, "bwd in weight"),
     ];
-    let mut per: Vec<FsdpGpu> = Vec::new();
-    for g in &run.gpus {
-        let blas = Blas::new(g)?;
-        let plans = shapes
-            .iter()
-            .map(|s| GemmPlan::new(&blas, s, dtype, false))
-            .collect::<Result<Vec<_>, _>>()?;
-        let mut units = Vec::new();
-        for u in 0..UNITS {
-            let unit = Unit {
-                param_shard: DeviceBuffer::alloc(g, shard * e)?,
-                params: DeviceBuffer::alloc(g, padded * e)?,
-                grads: DeviceBuffer::alloc(g, padded * e)?,
-                grad_shard: DeviceBuffer::alloc(g, shard * e)?,
-                x: DeviceBuffer::alloc(g, tokens * h * e)?,
-                act: DeviceBuffer::alloc(g, tokens * f_in * e)?,
-                y: DeviceBuffer::alloc(g, tokens * h * e)?,
-                dy: DeviceBuffer::alloc(g, tokens * h * e)?,
-                d_act: DeviceBuffer::alloc(g, tokens * f_in * e)?,
-                dx: DeviceBuffer::alloc(g, tokens * h * e)?,
-            };
-            unit.param_shard.fill_pattern(g, dtype, u as u32)?;
-            unit.x.fill_pattern(g, dtype, 1)?;
-            unit.dy.fill_pattern(g, dtype, 2)?;
-            units.push(unit);
+    let setup = || -> Result<Vec<FsdpGpu>, GpuError> {
+        let mut per = Vec::new();
+        for g in &run.gpus {
+            let blas = Blas::new(g)?;
+            let plans = shapes
+                .iter()
+                .map(|s| GemmPlan::new(&blas, s, dtype, false))
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut units = Vec::new();
+            for u in 0..UNITS {
+                let unit = Unit {
+                    param_shard: DeviceBuffer::alloc(g, shard * e)?,
+                    params: DeviceBuffer::alloc(g, padded * e)?,
+                    grads: DeviceBuffer::alloc(g, padded * e)?,
+                    grad_shard: DeviceBuffer::alloc(g, shard * e)?,
+                    x: DeviceBuffer::alloc(g, tokens * h * e)?,
+                    act: DeviceBuffer::alloc(g, tokens * f_in * e)?,
+                    y: DeviceBuffer::alloc(g, tokens * h * e)?,
+                    dy: DeviceBuffer::alloc(g, tokens * h * e)?,
+                    d_act: DeviceBuffer::alloc(g, tokens * f_in * e)?,
+                    dx: DeviceBuffer::alloc(g, tokens * h * e)?,
+                };
+                unit.param_shard.fill_pattern(g, dtype, u as u32)?;
+                // Compute-alone runs before any all-gather: give it real numbers to multiply.
+                unit.params.fill_pattern(g, dtype, u as u32)?;
+                unit.x.fill_pattern(g, dtype, 1)?;
+                unit.dy.fill_pattern(g, dtype, 2)?;
+                units.push(unit);
+            }
+            per.push(FsdpGpu {
+                blas,
+                plans,
+                gathered: (0..UNITS)
+                    .map(|_| g.ctx.new_event(None))
+                    .collect::<Result<_, _>>()?,
+                backward_done: (0..UNITS)
+                    .map(|_| g.ctx.new_event(None))
+                    .collect::<Result<_, _>>()?,
+                units,
+            });
         }
-        per.push(FsdpGpu {
-            blas,
-            plans,
-            gathered: (0..UNITS)
-                .map(|_| g.ctx.new_event(None))
-                .collect::<Result<_, _>>()?,
-            backward_done: (0..UNITS)
-                .map(|_| g.ctx.new_event(None))
-                .collect::<Result<_, _>>()?,
-            units,
-        });
-    }
+        Ok(per)
+    };
+    let per = agreed(run, world, setup())?;
 
     let w_out_offset = h * f_in * e;
     let forward = |g: &Gpu, p: &FsdpGpu, u: usize| -> Result<(), GpuError> {

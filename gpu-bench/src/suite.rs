@@ -104,6 +104,25 @@ impl Run {
     pub fn agree(&self, world: &[Comm], ok: bool) -> Result<bool, GpuError> {
         Ok(self.combine(world, &[if ok { 1.0 } else { 0.0 }], Combine::Min)? > 0.5)
     }
+
+    /// True when any rank was interrupted; then every rank stops at the same
+    /// point, so none is left waiting in a collective the others never join.
+    pub fn should_stop(&self, world: &[Comm]) -> Result<bool, GpuError> {
+        let stop = !self.agree(world, !interrupted())?;
+        if stop {
+            INTERRUPTED.store(true, Ordering::SeqCst);
+        }
+        Ok(stop)
+    }
+
+    /// [`Stop`] after a section: everyone stops if anyone was interrupted.
+    pub fn section_end(&self, world: &[Comm]) -> Result<Stop, GpuError> {
+        Ok(if self.should_stop(world)? {
+            Stop::Interrupted
+        } else {
+            Stop::Done
+        })
+    }
 }
 
 /// What to run and how hard.
@@ -279,18 +298,29 @@ pub fn run_suite(run: &mut Run, world: &[Comm], groups: &[Group], cfg: &SuiteCon
     }
     if stop == Stop::Done && cfg.membw {
         stop = guarded(run, "memory_bandwidth", &mut failed, |run| {
+            // Rank 0's first GPU measures; the others wait at the agreement.
+            let mut outcome = Ok(());
             if run.is_root && !interrupted() {
                 run.tick();
-                let r = bench_copy(&run.gpus[0], cfg.copy_bytes, cfg.warmup, cfg.iters)?;
-                run.say(&membw_row(&r));
-                run.report.memory_bandwidth.push(r);
+                match bench_copy(&run.gpus[0], cfg.copy_bytes, cfg.warmup, cfg.iters) {
+                    Ok(r) => {
+                        run.say(&membw_row(&r));
+                        run.report.memory_bandwidth.push(r);
+                    }
+                    Err(GpuError::OutOfMemory { .. }) => {
+                        let subject = format!("d2d copy {} B", cfg.copy_bytes);
+                        run.note(
+                            NoteLevel::Skipped,
+                            "memory_bandwidth",
+                            &subject,
+                            "out of memory",
+                        );
+                    }
+                    Err(e) => outcome = Err(e),
+                }
             }
-            run.agree(world, true)?;
-            Ok(if interrupted() {
-                Stop::Interrupted
-            } else {
-                Stop::Done
-            })
+            let stop = run.section_end(world)?;
+            outcome.map(|()| stop)
         });
     }
     if stop == Stop::Done && cfg.layers {
@@ -319,7 +349,7 @@ pub fn run_suite(run: &mut Run, world: &[Comm], groups: &[Group], cfg: &SuiteCon
             )?;
             run.say(&layer_row(&r));
             run.report.layer_steps.push(r);
-            if interrupted() {
+            if run.should_stop(world)? {
                 return Ok(Stop::Interrupted);
             }
             run.tick();
@@ -335,11 +365,7 @@ pub fn run_suite(run: &mut Run, world: &[Comm], groups: &[Group], cfg: &SuiteCon
             )?;
             run.say(&layer_row(&r));
             run.report.layer_steps.push(r);
-            Ok(if interrupted() {
-                Stop::Interrupted
-            } else {
-                Stop::Done
-            })
+            run.section_end(world)
         });
     }
     if let Some(p) = &run.progress {
@@ -350,8 +376,18 @@ pub fn run_suite(run: &mut Run, world: &[Comm], groups: &[Group], cfg: &SuiteCon
 
 fn gemm_section(run: &mut Run, world: &[Comm], cfg: &SuiteConfig) -> Result<Stop, GpuError> {
     // GEMMs run on rank 0's first GPU only: the GPUs of a run are alike, and
-    // the other ranks wait at the agreement below.
-    if run.is_root {
+    // the other ranks wait at the agreement below (reached even after an error).
+    let outcome = if run.is_root {
+        gemms_on_root(run, cfg)
+    } else {
+        Ok(())
+    };
+    let stop = run.section_end(world)?;
+    outcome.map(|()| stop)
+}
+
+fn gemms_on_root(run: &mut Run, cfg: &SuiteConfig) -> Result<(), GpuError> {
+    {
         let gpu_cc = run.gpus[0].compute_capability();
         let mut shapes = square_shapes(&cfg.square_sizes);
         match layer_shapes(&cfg.model_id, &cfg.model, cfg.gemm_tp, cfg.tokens) {
@@ -394,12 +430,7 @@ fn gemm_section(run: &mut Run, world: &[Comm], cfg: &SuiteConfig) -> Result<Stop
             }
         }
     }
-    run.agree(world, true)?;
-    Ok(if interrupted() {
-        Stop::Interrupted
-    } else {
-        Stop::Done
-    })
+    Ok(())
 }
 
 /// Ops in the order they run, parsed from names like `all_reduce,all_gather`.
