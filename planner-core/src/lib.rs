@@ -20,6 +20,7 @@ pub mod model;
 pub mod pipeline;
 pub mod precision;
 pub mod presets;
+pub mod report;
 pub mod scenario;
 pub mod serving;
 pub mod validate;
