@@ -14,3 +14,7 @@ pub mod model;
 pub mod precision;
 pub mod presets;
 pub mod scenario;
+pub mod collectives;
+pub mod topology;
+pub mod comms;
+pub mod cost;
