@@ -18,3 +18,5 @@ pub mod collectives;
 pub mod topology;
 pub mod comms;
 pub mod cost;
+pub mod nccl_tests;
+pub mod calibration;
