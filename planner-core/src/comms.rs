@@ -180,6 +180,9 @@ pub struct CommItem {
     pub message_bytes: f64,
     /// Calls per step.
     pub calls_per_step: f64,
+    /// Buckets or units each call is split into (latency is paid per chunk; the
+    /// last chunk of an overlapped call cannot hide).
+    pub chunks_per_call: f64,
     /// Group size.
     pub ranks: u64,
     /// Link crossed.
@@ -280,6 +283,7 @@ pub fn step_comms(
             purpose,
             message_bytes,
             calls_per_step,
+            chunks_per_call: chunks,
             ranks: g.size,
             domain: g.domain,
             bus_bytes_per_step: message_bytes * op.busbw_factor(g.size) * calls_per_step,

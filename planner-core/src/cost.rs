@@ -29,11 +29,12 @@ pub struct GemmEfficiency {
 }
 
 impl Default for GemmEfficiency {
-    /// 0.8 of peak for large GEMMs (an H200 here ran a large BF16 matmul at ~790 of
-    /// 989 TFLOP/s, see domain notes); `half_dim` 128 is an assumption.
+    /// 0.75 of peak for large GEMMs: an H200 here ran one large BF16 matmul at ~790 of
+    /// 989 TFLOP/s (0.8, domain notes); sustained training runs clock lower. `half_dim`
+    /// 128 is an assumption until a calibration fits it.
     fn default() -> Self {
         GemmEfficiency {
-            max_fraction: 0.8,
+            max_fraction: 0.75,
             half_dim: 128.0,
         }
     }
@@ -59,6 +60,13 @@ pub struct CostOptions {
     pub tp_overlap_fraction: f64,
     /// Fraction of EP all-to-all hidden (DualPipe-style overlap); 0 by default.
     pub ep_overlap_fraction: f64,
+    /// Fraction of peak the attention kernels reach (FlashAttention-2, Dao 2023:
+    /// 50–73% of peak forward on A100, backward lower).
+    pub attention_efficiency: f64,
+    /// HBM bytes that memory-bound ops (norms, activations, residuals, RoPE) move per
+    /// token per layer per hidden unit, forward + backward: 3 × Korthikanti's 34
+    /// (each saved byte written, read back, and its gradient written).
+    pub elementwise_bytes_per_hidden: f64,
     /// Rank numbering order.
     pub rank_order: RankOrder,
     /// HBM bytes the optimizer step reads and writes per sharded parameter
@@ -73,6 +81,8 @@ impl Default for CostOptions {
             causal_attention_flops: false,
             tp_overlap_fraction: 0.0,
             ep_overlap_fraction: 0.0,
+            attention_efficiency: 0.5,
+            elementwise_bytes_per_hidden: 102.0,
             rank_order: RankOrder::default(),
             optimizer_bytes_per_param: 32.0,
         }
@@ -302,14 +312,29 @@ impl StepModel {
         let b = f64::from(layout.micro_batch.max(1));
         let pp = f64::from(layout.pp.max(1));
         let shards = f64::from(layout.tp.max(1)) * f64::from(layout.cp.max(1)) * pp;
-        let rate = self.peak_flops_per_s * self.gemm_efficiency(layout);
+        let peak = self.peak_flops_per_s.max(1.0);
+        let gemm_rate = peak * self.gemm_efficiency(layout);
+        let attn_rate = peak * self.options.attention_efficiency.clamp(1e-3, 1.0);
         let tokens_mb = b * inp.seq_len;
-        // One stage's share of one micro-batch: the model's FLOPs split over tp·cp·pp GPUs.
-        let per_gpu = |flops_per_token: f64| tokens_mb * flops_per_token / shards / rate;
-        let t_f = per_gpu(self.flops.dense_forward + self.flops.attention_forward);
+        // One stage's share of one micro-batch: the model's work split over tp·cp·pp GPUs.
+        let per_gpu = tokens_mb / shards;
+        let attn_f = per_gpu * self.flops.attention_forward / attn_rate;
+        let elem_f = per_gpu
+            * f64::from(inp.layers)
+            * self.hidden
+            * self.options.elementwise_bytes_per_hidden
+            / 3.0
+            / self.hbm_bytes_per_s.max(1.0);
+        let dense_f = per_gpu * self.flops.dense_forward / gemm_rate;
+        let t_f = dense_f + attn_f + elem_f;
         let t_b = 2.0 * t_f;
-        let t_rc = per_gpu(self.flops.recompute_extra(layout.recompute));
-        let t_attn = 3.0 * per_gpu(self.flops.attention_forward);
+        let t_rc = match layout.recompute {
+            Recompute::None => 0.0,
+            // Korthikanti et al. 2022 §5: selective recomputes the attention core only.
+            Recompute::Selective => attn_f,
+            Recompute::Full => t_f,
+        };
+        let t_attn = 3.0 * attn_f;
 
         let mut exposed = [0.0f64; 7];
         let mut per_mb_critical = 0.0;
@@ -337,18 +362,21 @@ impl StepModel {
                     e
                 }
                 Overlap::EachForward => {
-                    let e = (s / m - t_f).max(0.0) * m;
+                    // The first unit of each micro-batch is gathered before compute starts.
+                    let first = s / (m * item.chunks_per_call);
+                    let e = (s / m - t_f).max(first) * m;
                     per_mb_critical += e / m;
                     e
                 }
                 Overlap::EachBackward => {
-                    let e = (s / m - t_b).max(0.0) * m;
+                    let last = s / (m * item.chunks_per_call);
+                    let e = (s / m - t_b).max(last) * m;
                     per_mb_critical += e / m;
                     e
                 }
                 Overlap::LastBackward => {
                     // The last bucket cannot overlap: it is reduced after backward ends.
-                    let last = s * (inp.bucket_bytes / item.message_bytes.max(1.0)).min(1.0);
+                    let last = s / (item.calls_per_step * item.chunks_per_call);
                     let e = (s - t_b).max(last);
                     after_pipeline += e;
                     e

@@ -20,3 +20,4 @@ pub mod comms;
 pub mod cost;
 pub mod nccl_tests;
 pub mod calibration;
+pub mod mesh;

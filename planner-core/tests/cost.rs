@@ -57,7 +57,11 @@ fn single_gpu_step_is_compute_over_rate() {
     let sm = StepModel::new(&m, &sc, CostOptions::default());
     let c = sm.evaluate(&sc.layout);
     let eff = sm.gemm_efficiency(&sc.layout);
-    let want = 4096.0 * sm.flops.model() / (989e12 * eff);
+    // Matmuls at peak × GEMM efficiency, attention at peak × 0.5, memory-bound ops at HBM speed.
+    let want = 4096.0
+        * (3.0 * sm.flops.dense_forward / (989e12 * eff)
+            + 3.0 * sm.flops.attention_forward / (989e12 * 0.5)
+            + 80.0 * 8192.0 * 102.0 / 3.35e12);
     assert!((c.seconds.compute / want - 1.0).abs() < 1e-12);
     assert_eq!(c.seconds.exposed_comm_total(), 0.0);
     assert_eq!(c.seconds.bubble, 0.0);
