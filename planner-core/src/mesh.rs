@@ -537,10 +537,25 @@ pub fn search_with<F: Fn(&Layout) -> f64>(
     }
 
     // Fastest first; among equal step times, more headroom first.
+    // Ties broken by the layout itself so capped and full rankings agree.
+    let key = |f: &Feasible| {
+        let (d, k) = (f.dims, f.knobs);
+        (
+            [d.tp, d.pp, d.cp, d.dp, d.ep],
+            [
+                u32::from(k.zero.number()),
+                k.recompute as u32,
+                k.schedule as u32,
+                k.virtual_stages,
+                k.micro_batch,
+            ],
+        )
+    };
     let by_rank = |a: &Feasible, b: &Feasible| {
         a.step_s
             .total_cmp(&b.step_s)
             .then(b.headroom_bytes.total_cmp(&a.headroom_bytes))
+            .then_with(|| key(a).cmp(&key(b)))
     };
     let keep = space.max_results.min(feasible.len());
     if keep > 0 && keep < feasible.len() {
