@@ -13,6 +13,7 @@ pub mod layout;
 pub mod model;
 pub mod precision;
 pub mod presets;
+pub mod report;
 pub mod scenario;
 pub mod collectives;
 pub mod topology;
