@@ -7,9 +7,11 @@
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
+pub mod activations;
 pub mod explain;
 pub mod hardware;
 pub mod layout;
+pub mod memory;
 pub mod model;
 pub mod precision;
 pub mod presets;
