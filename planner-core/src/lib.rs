@@ -10,8 +10,10 @@
 pub mod activations;
 pub mod explain;
 pub mod hardware;
+pub mod hf_config;
 pub mod layout;
 pub mod memory;
+pub mod link;
 pub mod model;
 pub mod precision;
 pub mod presets;
@@ -24,3 +26,4 @@ pub mod cost;
 pub mod nccl_tests;
 pub mod calibration;
 pub mod mesh;
+pub mod validate;

@@ -1,0 +1,533 @@
+//! Scenario validation: absurd values and inconsistent sizes are errors; layout
+//! divisibility rules are reported separately by [`layout_rule_violations`] so the
+//! app can flag them at the control and the mesh search can reject with a reason.
+//!
+//! Field names are the share-link parameter names ([`crate::link`]), so an error
+//! points at the control (and link parameter) that holds the bad value.
+
+use std::fmt;
+
+use crate::hardware::GpuSpec;
+use crate::layout::Schedule;
+use crate::model::ModelSpec;
+use crate::scenario::{ModelChoice, Scenario, SCENARIO_VERSION};
+
+/// Longest sequence accepted: 10M tokens (10 × 2^20).
+pub const MAX_SEQ_LEN: u32 = 10_485_760;
+/// Most GPUs a scenario may hold.
+pub const MAX_GPUS: u64 = 1_000_000;
+/// Most layers a custom model may have.
+pub const MAX_LAYERS: u32 = 10_000;
+/// Largest hidden size, FFN width, head count or head dim a custom model may have.
+pub const MAX_WIDTH: u32 = 1 << 22;
+/// Largest vocabulary.
+pub const MAX_VOCAB: u32 = 1 << 26;
+/// Most routed experts per layer.
+pub const MAX_EXPERTS: u32 = 1 << 16;
+/// Most parameters a model may have (keeps every `u64` count far from overflow).
+pub const MAX_PARAMS: f64 = 1e16;
+/// Longest display name or id.
+pub const MAX_NAME_CHARS: usize = 200;
+
+/// One invalid value, named by its link parameter.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldError {
+    /// The link parameter name, e.g. "tp".
+    pub field: String,
+    /// What is wrong, for a person.
+    pub message: String,
+}
+
+impl FieldError {
+    /// An error on `field`.
+    pub fn new(field: &str, message: impl Into<String>) -> Self {
+        FieldError {
+            field: field.to_string(),
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.field, self.message)
+    }
+}
+
+impl std::error::Error for FieldError {}
+
+/// Collects errors; allocates only when there is one.
+struct Errors(Vec<FieldError>);
+
+impl Errors {
+    fn push(&mut self, field: &str, message: impl Into<String>) {
+        self.0.push(FieldError::new(field, message));
+    }
+
+    fn range_u32(&mut self, field: &str, value: u32, min: u32, max: u32) {
+        if value < min || value > max {
+            self.push(field, format!("{value} is outside {min}..={max}"));
+        }
+    }
+
+    fn bytes(&mut self, field: &str, value: f64) {
+        if !value.is_finite() || value < 0.0 {
+            self.push(field, format!("{value} must be a finite number ≥ 0"));
+        }
+    }
+
+    fn positive(&mut self, field: &str, value: f64) {
+        if !value.is_finite() || value <= 0.0 {
+            self.push(field, format!("{value} must be a finite number > 0"));
+        }
+    }
+
+    fn fraction(&mut self, field: &str, value: f64) {
+        if !(value > 0.0 && value <= 1.0) {
+            self.push(field, format!("{value} must be in (0, 1]"));
+        }
+    }
+
+    fn fraction_from_zero(&mut self, field: &str, value: f64) {
+        if !(0.0..1.0).contains(&value) {
+            self.push(field, format!("{value} must be in [0, 1)"));
+        }
+    }
+
+    fn name(&mut self, field: &str, value: &str) {
+        if value.chars().count() > MAX_NAME_CHARS {
+            self.push(field, format!("longer than {MAX_NAME_CHARS} characters"));
+        }
+    }
+}
+
+/// Range checks of a custom model's shapes (link parameters of `model=custom`).
+pub fn validate_model(spec: &ModelSpec) -> Result<(), Vec<FieldError>> {
+    let mut e = Errors(Vec::new());
+    check_model(&mut e, spec);
+    if e.0.is_empty() {
+        Ok(())
+    } else {
+        Err(e.0)
+    }
+}
+
+fn check_model(e: &mut Errors, m: &ModelSpec) {
+    e.name("name", &m.name);
+    e.range_u32("layers", m.layers, 1, MAX_LAYERS);
+    e.range_u32("hidden", m.hidden, 1, MAX_WIDTH);
+    e.range_u32("heads", m.heads, 1, MAX_WIDTH);
+    e.range_u32("kv_heads", m.kv_heads, 1, MAX_WIDTH);
+    if m.kv_heads > m.heads && m.mla.is_none() {
+        e.push(
+            "kv_heads",
+            format!("{} exceeds heads ({})", m.kv_heads, m.heads),
+        );
+    }
+    e.range_u32("head_dim", m.head_dim, 1, MAX_WIDTH);
+    e.range_u32("ffn", m.ffn, 1, MAX_WIDTH);
+    e.range_u32("vocab", m.vocab, 1, MAX_VOCAB);
+    e.range_u32("pos", m.learned_positions, 0, MAX_SEQ_LEN);
+    if let Some(moe) = &m.moe {
+        e.range_u32("experts", moe.routed_experts, 1, MAX_EXPERTS);
+        e.range_u32("topk", moe.experts_per_token, 1, moe.routed_experts.max(1));
+        e.range_u32("shared", moe.shared_experts, 0, MAX_EXPERTS);
+        e.range_u32("expert_ffn", moe.expert_ffn, 1, MAX_WIDTH);
+        e.range_u32("dense_layers", moe.dense_layers, 0, m.layers);
+    }
+    if let Some(mla) = &m.mla {
+        e.range_u32("q_lora", mla.q_lora_rank, 0, MAX_WIDTH);
+        e.range_u32("kv_lora", mla.kv_lora_rank, 1, MAX_WIDTH);
+        e.range_u32("rope_dim", mla.qk_rope_head_dim, 0, MAX_WIDTH);
+        e.range_u32("nope_dim", mla.qk_nope_head_dim, 0, MAX_WIDTH);
+        e.range_u32("v_dim", mla.v_head_dim, 1, MAX_WIDTH);
+        if mla.qk_rope_head_dim == 0 && mla.qk_nope_head_dim == 0 {
+            e.push("nope_dim", "query/key head dim (nope + rope) must be ≥ 1");
+        }
+    }
+    if let Some(psi) = m.nominal_params {
+        if !(psi.is_finite() && psi > 0.0 && psi <= MAX_PARAMS) {
+            e.push("psi", format!("{psi} must be in (0, {MAX_PARAMS:e}]"));
+        }
+    }
+    // Guard the u64 counts: bound the size before `param_breakdown` multiplies.
+    let estimate = rough_params(m);
+    if estimate.is_nan() || estimate > MAX_PARAMS {
+        e.push(
+            "layers",
+            format!("the shapes give about {estimate:.3e} parameters, over {MAX_PARAMS:e}"),
+        );
+    }
+}
+
+/// An upper bound on the parameter count, in f64 so it cannot overflow.
+fn rough_params(m: &ModelSpec) -> f64 {
+    let f = |x: u32| f64::from(x);
+    let h = f(m.hidden);
+    let a = f(m.heads);
+    let attention = match &m.mla {
+        Some(mla) => {
+            let qk = f(mla.qk_nope_head_dim) + f(mla.qk_rope_head_dim);
+            let q = h * a * qk + f(mla.q_lora_rank) * (h + a * qk + 1.0);
+            let kv = h * (f(mla.kv_lora_rank) + f(mla.qk_rope_head_dim) + 1.0)
+                + f(mla.kv_lora_rank) * a * (f(mla.qk_nope_head_dim) + f(mla.v_head_dim) + 1.0);
+            q + kv + a * f(mla.v_head_dim) * h
+        }
+        None => (h + 1.0) * (2.0 * a + 2.0 * f(m.kv_heads)) * f(m.head_dim) + h,
+    };
+    let ffn_width = match &m.moe {
+        Some(moe) => {
+            f(m.ffn)
+                + f(moe.expert_ffn) * (f(moe.routed_experts) + f(moe.shared_experts))
+                + f(moe.routed_experts)
+        }
+        None => f(m.ffn),
+    };
+    let per_layer = attention + 3.0 * (h + 1.0) * (ffn_width + 1.0) + 4.0 * h;
+    f(m.layers) * per_layer + (2.0 * f(m.vocab) + f(m.learned_positions) + 2.0) * h
+}
+
+fn check_gpu(e: &mut Errors, g: &GpuSpec) {
+    e.name("gpu", &g.id);
+    if g.id.is_empty() {
+        e.push("gpu", "GPU id is empty");
+    }
+    e.name("gpu_name", &g.name);
+    e.positive("gpu_mem", g.memory_bytes);
+    e.positive("gpu_hbm", g.hbm_bytes_per_s);
+    e.positive("gpu_bf16", g.bf16_flops_per_s);
+    e.bytes("gpu_fp8", g.fp8_flops_per_s);
+    e.positive("gpu_nvlink", g.intra_node_bytes_per_s);
+    e.positive("gpu_net", g.inter_node_bytes_per_s);
+    e.range_u32("gpu_gpn", g.gpus_per_node, 1, 1024);
+}
+
+impl Scenario {
+    /// Range and consistency checks. Divisibility of the layout is not checked
+    /// here: see [`layout_rule_violations`].
+    pub fn validate(&self) -> Result<(), Vec<FieldError>> {
+        let mut e = Errors(Vec::new());
+        if self.version != SCENARIO_VERSION {
+            e.push(
+                "v",
+                format!(
+                    "scenario version {} is not supported (this build reads {SCENARIO_VERSION})",
+                    self.version
+                ),
+            );
+        }
+        match &self.model {
+            ModelChoice::Preset(id) => {
+                if crate::presets::model_preset(id).is_none() {
+                    e.push("model", format!("unknown model preset '{id}'"));
+                }
+            }
+            ModelChoice::Custom(spec) => check_model(&mut e, spec),
+        }
+
+        let p = &self.precision;
+        e.bytes("weight_bytes", p.weight_bytes);
+        e.bytes("grad_bytes", p.grad_bytes);
+        e.bytes("master_bytes", p.master_bytes);
+        e.bytes("optim_bytes", p.optimizer_bytes);
+        e.positive("act_bytes", p.activation_bytes);
+
+        let c = &self.cluster;
+        check_gpu(&mut e, &c.gpu);
+        e.range_u32("gpn", c.gpus_per_node, 1, 1024);
+        let world = c.world_size();
+        if c.nodes == 0 || world > MAX_GPUS {
+            e.push("gpus", format!("{world} GPUs is outside 1..={MAX_GPUS}"));
+        }
+        e.positive("nvlink_bw", c.intra_node.bytes_per_s);
+        e.bytes("nvlink_lat", c.intra_node.latency_s);
+        e.positive("net_bw", c.inter_node.bytes_per_s);
+        e.bytes("net_lat", c.inter_node.latency_s);
+
+        let t = &self.training;
+        e.range_u32("seq", t.seq_len, 1, MAX_SEQ_LEN);
+        e.range_u32("gbs", t.global_batch, 1, u32::MAX);
+
+        let l = &self.layout;
+        let max_degree = u32::try_from(world.clamp(1, MAX_GPUS)).unwrap_or(u32::MAX);
+        for (field, v) in [
+            ("dp", l.dp),
+            ("tp", l.tp),
+            ("pp", l.pp),
+            ("cp", l.cp),
+            ("ep", l.ep),
+        ] {
+            e.range_u32(field, v, 1, max_degree);
+        }
+        e.range_u32("vpp", l.virtual_stages, 1, MAX_LAYERS);
+        e.range_u32("mbs", l.micro_batch, 1, t.global_batch.max(1));
+        if l.world_size() > world {
+            e.push(
+                "dp",
+                format!(
+                    "dp × tp × pp × cp = {} × {} × {} × {} = {} exceeds the cluster's {world} GPUs",
+                    l.dp,
+                    l.tp,
+                    l.pp,
+                    l.cp,
+                    l.world_size()
+                ),
+            );
+        }
+
+        let o = &self.overheads;
+        e.bytes("cuda_ctx", o.cuda_context_bytes);
+        e.bytes("nccl_buf", o.nccl_buffer_bytes_per_group);
+        e.bytes("bucket", o.gradient_bucket_bytes);
+        e.range_u32("z3_units", o.zero3_units_in_flight, 1, MAX_LAYERS);
+        e.fraction_from_zero("frag", o.allocator_fraction);
+        e.fraction("usable", o.usable_fraction);
+
+        let s = &self.serving;
+        e.range_u32("serve_ctx", s.context_len, 1, MAX_SEQ_LEN);
+        e.range_u32("serve_conc", s.target_concurrency, 1, 1_000_000);
+        e.range_u32("serve_tp", s.tp, 1, max_degree);
+        e.range_u32("serve_pp", s.pp, 1, max_degree);
+        e.fraction("serve_util", s.memory_utilization);
+        e.bytes("serve_ws", s.workspace_bytes);
+
+        if e.0.is_empty() {
+            Ok(())
+        } else {
+            Err(e.0)
+        }
+    }
+}
+
+/// How serious a layout rule violation is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Severity {
+    /// The layout cannot run as given (frameworks refuse it).
+    Error,
+    /// It runs, but slowly or wastefully (e.g. TP over the network).
+    Warning,
+}
+
+/// One broken divisibility or placement rule of a layout.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RuleViolation {
+    /// The link parameter to change, e.g. "tp".
+    pub field: String,
+    /// Machine key of the rule, e.g. "heads_divisible_by_tp".
+    pub rule: String,
+    /// What is wrong, for a person.
+    pub message: String,
+    /// Error or warning.
+    pub severity: Severity,
+}
+
+impl RuleViolation {
+    /// Whether this violation makes the layout invalid (not just slow).
+    pub fn is_error(&self) -> bool {
+        self.severity == Severity::Error
+    }
+}
+
+/// Every layout rule `scenario.layout` breaks for `model` on `scenario.cluster`.
+///
+/// Returns an empty `Vec` (no allocation) when every rule holds: the mesh search
+/// calls this for every candidate. Rules (Megatron-LM argument checks and the
+/// article's step 6, "confirm divisibility of heads, hidden dimensions, layers,
+/// experts, batch, and sequence"):
+/// - `heads_divisible_by_tp`, `kv_heads_divisible_by_tp` (tp a multiple of the KV
+///   heads is allowed: the KV heads are then replicated), `ffn_divisible_by_tp`,
+///   `expert_ffn_divisible_by_tp`;
+/// - `layers_divisible_by_pp` (by pp × virtual stages);
+/// - `seq_divisible_by_2cp` (load-balanced causal CP splits the sequence in 2·cp chunks);
+/// - `experts_divisible_by_ep`, `ep_requires_moe`, `ep_divides_dp_cp`;
+/// - `batch_divisible_by_dp_mbs`;
+/// - `interleaved_needs_virtual_stages`, `virtual_stages_need_interleaved`,
+///   `interleaved_micro_batches_divisible_by_pp`;
+/// - `world_exceeds_cluster` (error), `world_below_cluster` and `tp_within_node` (warnings).
+pub fn layout_rule_violations(model: &ModelSpec, scenario: &Scenario) -> Vec<RuleViolation> {
+    let mut out = Vec::new();
+    let mut add = |field: &str, rule: &str, severity: Severity, message: String| {
+        out.push(RuleViolation {
+            field: field.to_string(),
+            rule: rule.to_string(),
+            message,
+            severity,
+        })
+    };
+    use Severity::{Error, Warning};
+    let l = &scenario.layout;
+    // Guard every modulus: validation rejects zeros, but this may run on unvalidated input.
+    let tp = l.tp.max(1);
+    let pp = l.pp.max(1);
+    let cp = l.cp.max(1);
+    let ep = l.ep.max(1);
+    let dp = l.dp.max(1);
+    let vs = l.virtual_stages.max(1);
+    let mbs = l.micro_batch.max(1);
+
+    if !model.heads.is_multiple_of(tp) {
+        add(
+            "tp",
+            "heads_divisible_by_tp",
+            Error,
+            format!(
+                "{} attention heads do not split over tp = {tp}",
+                model.heads
+            ),
+        );
+    }
+    if model.mla.is_none()
+        && !model.kv_heads.is_multiple_of(tp)
+        && !tp.is_multiple_of(model.kv_heads.max(1))
+    {
+        add(
+            "tp",
+            "kv_heads_divisible_by_tp",
+            Error,
+            format!(
+                "{} KV heads neither split over nor replicate evenly across tp = {tp}",
+                model.kv_heads
+            ),
+        );
+    }
+    if !model.ffn.is_multiple_of(tp) && model.moe.as_ref().is_none_or(|m| m.dense_layers > 0) {
+        add(
+            "tp",
+            "ffn_divisible_by_tp",
+            Error,
+            format!("FFN width {} does not split over tp = {tp}", model.ffn),
+        );
+    }
+    if let Some(moe) = &model.moe {
+        if moe.expert_ffn % tp != 0 {
+            add(
+                "tp",
+                "expert_ffn_divisible_by_tp",
+                Error,
+                format!(
+                    "expert FFN width {} does not split over tp = {tp}",
+                    moe.expert_ffn
+                ),
+            );
+        }
+        if moe.routed_experts % ep != 0 {
+            add(
+                "ep",
+                "experts_divisible_by_ep",
+                Error,
+                format!(
+                    "{} routed experts do not split over ep = {ep}",
+                    moe.routed_experts
+                ),
+            );
+        }
+    } else if ep > 1 {
+        add(
+            "ep",
+            "ep_requires_moe",
+            Error,
+            format!("ep = {ep} but the model has no experts"),
+        );
+    }
+    let chunks = u64::from(pp) * u64::from(vs);
+    if u64::from(model.layers) % chunks != 0 {
+        add(
+            "pp",
+            "layers_divisible_by_pp",
+            Error,
+            format!(
+                "{} layers do not split into pp × virtual stages = {pp} × {vs} = {chunks} equal chunks",
+                model.layers
+            ),
+        );
+    }
+    let seq = scenario.training.seq_len;
+    if cp > 1 && u64::from(seq) % (2 * u64::from(cp)) != 0 {
+        add(
+            "cp",
+            "seq_divisible_by_2cp",
+            Error,
+            format!(
+                "sequence {seq} does not split into 2 × cp = {} chunks",
+                2 * u64::from(cp)
+            ),
+        );
+    }
+    let dp_cp = u64::from(dp) * u64::from(cp);
+    if dp_cp % u64::from(ep) != 0 {
+        add(
+            "ep",
+            "ep_divides_dp_cp",
+            Error,
+            format!("ep = {ep} does not divide dp × cp = {dp_cp}"),
+        );
+    }
+    let gbs = u64::from(scenario.training.global_batch);
+    let per_step = u64::from(dp) * u64::from(mbs);
+    if gbs % per_step != 0 {
+        add(
+            "gbs",
+            "batch_divisible_by_dp_mbs",
+            Error,
+            format!("global batch {gbs} does not split into dp × micro-batch = {dp} × {mbs} = {per_step}"),
+        );
+    }
+    let interleaved = l.schedule == Schedule::Interleaved;
+    if interleaved && (vs < 2 || pp < 2) {
+        add(
+            "vpp",
+            "interleaved_needs_virtual_stages",
+            Error,
+            format!("the interleaved schedule needs pp ≥ 2 and virtual stages ≥ 2 (pp = {pp}, virtual stages = {vs})"),
+        );
+    }
+    if !interleaved && vs > 1 {
+        add(
+            "vpp",
+            "virtual_stages_need_interleaved",
+            Error,
+            format!("{vs} virtual stages need the interleaved schedule"),
+        );
+    }
+    if interleaved && pp > 1 {
+        let micro_batches = gbs / per_step;
+        if micro_batches % u64::from(pp) != 0 {
+            add(
+                "gbs",
+                "interleaved_micro_batches_divisible_by_pp",
+                Error,
+                format!("interleaved 1F1B needs the {micro_batches} micro-batches to be a multiple of pp = {pp}"),
+            );
+        }
+    }
+    let world = l.world_size();
+    let cluster = scenario.cluster.world_size();
+    if world > cluster {
+        add(
+            "dp",
+            "world_exceeds_cluster",
+            Error,
+            format!("dp × tp × pp × cp = {world} exceeds the cluster's {cluster} GPUs"),
+        );
+    } else if world < cluster {
+        add(
+            "dp",
+            "world_below_cluster",
+            Warning,
+            format!(
+                "dp × tp × pp × cp = {world} leaves {} of {cluster} GPUs idle",
+                cluster - world
+            ),
+        );
+    }
+    let gpn = scenario.cluster.gpus_per_node;
+    if tp > gpn {
+        add(
+            "tp",
+            "tp_within_node",
+            Warning,
+            format!("tp = {tp} spans more than one node of {gpn} GPUs: its all-reduces cross the network"),
+        );
+    }
+    out
+}

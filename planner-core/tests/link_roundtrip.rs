@@ -1,0 +1,459 @@
+//! Share links: golden strings, round trips, and a decoder that never panics.
+
+use planner_core::hardware::{gpu_presets, Cluster, GpuSpec, LinkSpec};
+use planner_core::layout::{Layout, Recompute, Schedule, ZeroStage};
+use planner_core::link::{decode, decode_lenient, encode};
+use planner_core::model::{FfnKind, MlaSpec, ModelSpec, MoeSpec, NormKind};
+use planner_core::precision::{ComputeDtype, Precision, PrecisionRecipe};
+use planner_core::presets::{
+    article_70b_scenario, article_mesh_scenario, default_scenario, model_presets,
+};
+use planner_core::scenario::{
+    ActivationOptions, ModelChoice, Overheads, Scenario, ServeDtype, Serving, Training,
+    SCENARIO_VERSION,
+};
+use proptest::prelude::*;
+
+#[test]
+fn article_mesh_link_is_short_and_pinned() {
+    let q = encode(&article_mesh_scenario());
+    assert_eq!(
+        q,
+        "v=1&model=llama-3.1-70b&gpus=512&seq=32768&gbs=64&pp=4&cp=4&dp=4"
+    );
+    assert_eq!(decode(&q), Ok(article_mesh_scenario()));
+}
+
+#[test]
+fn default_link_is_version_and_model() {
+    assert_eq!(encode(&default_scenario()), "v=1&model=llama-3.1-70b");
+    assert_eq!(decode(""), Ok(default_scenario()));
+}
+
+#[test]
+fn article_70b_round_trips_as_custom() {
+    let s = article_70b_scenario();
+    let q = encode(&s);
+    assert!(
+        q.starts_with("v=1&model=custom&name=70B+model+%28article%29&layers=80&hidden=8192"),
+        "{q}"
+    );
+    assert!(q.contains("&psi=70000000000&"), "{q}");
+    assert_eq!(decode(&q), Ok(s));
+}
+
+#[test]
+fn accepts_question_mark_and_full_urls() {
+    let q = encode(&article_mesh_scenario());
+    let want = Ok(article_mesh_scenario());
+    assert_eq!(decode(&format!("?{q}")), want);
+    assert_eq!(
+        decode(&format!("https://example.org/meshplan/?{q}#top")),
+        want
+    );
+    assert_eq!(decode(&format!("https://example.org/meshplan/#{q}")), want);
+}
+
+fn fields(r: Result<Scenario, Vec<planner_core::validate::FieldError>>) -> Vec<String> {
+    r.err()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|e| e.field)
+        .collect()
+}
+
+#[test]
+fn strict_errors_name_the_parameter() {
+    assert_eq!(fields(decode("v=1&tp=zero")), ["tp"]);
+    assert_eq!(fields(decode("v=1&tp=0")), ["tp"]);
+    assert_eq!(fields(decode("v=1&model=llama-9")), ["model"]);
+    assert_eq!(fields(decode("v=1&colour=red")), ["colour"]);
+    assert_eq!(fields(decode("v=1&tp=8&tp=4")), ["tp"]);
+    assert_eq!(fields(decode("v=1&seq=0")), ["seq"]);
+    assert_eq!(fields(decode("v=1&gpu=h100")), ["gpu"]);
+    assert_eq!(fields(decode("v=1&layers=3")), ["layers"]);
+    assert_eq!(fields(decode("v=1&gpus=12")), ["gpus"]);
+    assert_eq!(
+        fields(decode(
+            "v=1&model=custom&layers=2&hidden=64&heads=4&vocab=100"
+        )),
+        ["ffn"]
+    );
+    // dp × tp × pp × cp = 64 × 8 > 64 GPUs.
+    assert_eq!(fields(decode("v=1&dp=64")), ["dp"]);
+}
+
+#[test]
+fn unknown_version_rejects_everything() {
+    let (s, errors) = decode_lenient("v=2&tp=4&seq=8192");
+    assert_eq!(s, default_scenario());
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0].field, "v");
+    assert!(errors[0].message.contains("'2'"));
+    assert_eq!(fields(decode("v=2&tp=4")), ["v"]);
+}
+
+#[test]
+fn lenient_falls_back_per_parameter() {
+    let (s, errors) = decode_lenient("v=1&tp=banana&seq=8192&pp=0&frag=7&model=nope");
+    let mut want = default_scenario();
+    want.training.seq_len = 8192;
+    assert_eq!(s, want);
+    let mut got: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+    got.sort_unstable();
+    assert_eq!(got, ["frag", "model", "pp", "tp"]);
+}
+
+#[test]
+fn custom_gpu_and_edited_preset_gpu_round_trip() {
+    let mut s = article_mesh_scenario();
+    s.cluster.gpu.memory_bytes = 96e9;
+    s.cluster.inter_node.bytes_per_s = 47.5e9;
+    let q = encode(&s);
+    assert!(q.contains("gpu_mem=96000000000"), "{q}");
+    assert!(q.contains("net_bw=47500000000"), "{q}");
+    assert!(!q.contains("gpu="), "{q}");
+    assert_eq!(decode(&q), Ok(s.clone()));
+
+    s.cluster.gpu.id = "my-gpu".into();
+    s.cluster.gpu.name = "My GPU 96 GB".into();
+    let q = encode(&s);
+    assert!(q.contains("gpu=my-gpu&gpu_name=My+GPU+96+GB"), "{q}");
+    assert_eq!(decode(&q), Ok(s));
+}
+
+// ---------- property tests ----------
+
+fn arb_custom_model() -> impl Strategy<Value = ModelSpec> {
+    let shape = (
+        "\\PC{0,24}",
+        1u32..200,
+        1u32..20_000,
+        1u32..129,
+        1u32..300,
+        1u32..60_000,
+        1u32..300_000,
+        any::<[bool; 6]>(),
+        0u32..4096,
+    );
+    let moe = proptest::option::of((1u32..300, 0u32..4, 1u32..5000, 0u32..4, 0u32..1000));
+    let mla = proptest::option::of((0u32..2000, 1u32..1000, 1u32..128, 0u32..256, 1u32..256));
+    let psi = proptest::option::of(1.0f64..1e13);
+    (shape, moe, mla, psi, 0u32..1000).prop_map(
+        |((name, layers, hidden, heads, head_dim, ffn, vocab, b, pos), moe, mla, psi, kv)| {
+            ModelSpec {
+                name,
+                layers,
+                hidden,
+                heads,
+                kv_heads: 1 + kv % heads,
+                head_dim,
+                ffn,
+                ffn_kind: if b[0] {
+                    FfnKind::SwiGlu
+                } else {
+                    FfnKind::GeluMlp
+                },
+                vocab,
+                tied_embeddings: b[1],
+                norm: if b[2] {
+                    NormKind::RmsNorm
+                } else {
+                    NormKind::LayerNorm
+                },
+                dropout: b[3],
+                qkv_bias: b[4],
+                linear_bias: b[5],
+                learned_positions: pos,
+                moe: moe.map(|(experts, shared, effn, k, dense)| MoeSpec {
+                    routed_experts: experts,
+                    experts_per_token: 1 + k % experts,
+                    shared_experts: shared,
+                    expert_ffn: effn,
+                    dense_layers: dense % (layers + 1),
+                }),
+                mla: mla.map(|(q, kv, rope, nope, v)| MlaSpec {
+                    q_lora_rank: q,
+                    kv_lora_rank: kv,
+                    qk_rope_head_dim: rope,
+                    qk_nope_head_dim: nope,
+                    v_head_dim: v,
+                }),
+                nominal_params: psi,
+            }
+        },
+    )
+}
+
+fn arb_model() -> impl Strategy<Value = ModelChoice> {
+    let ids: Vec<String> = model_presets().iter().map(|p| p.id.to_string()).collect();
+    prop_oneof![
+        proptest::sample::select(ids).prop_map(ModelChoice::Preset),
+        arb_custom_model().prop_map(ModelChoice::Custom),
+    ]
+}
+
+fn arb_precision() -> impl Strategy<Value = Precision> {
+    (
+        proptest::sample::select(PrecisionRecipe::ALL.to_vec()),
+        proptest::option::of((
+            0.0f64..20.0,
+            0.0f64..20.0,
+            0.0f64..20.0,
+            0.0f64..20.0,
+            0.1f64..8.0,
+            any::<bool>(),
+        )),
+    )
+        .prop_map(|(recipe, edits)| {
+            let mut p = Precision::from_recipe(recipe);
+            if let Some((w, g, m, o, a, fp8)) = edits {
+                p.weight_bytes = w;
+                p.grad_bytes = g;
+                p.master_bytes = m;
+                p.optimizer_bytes = o;
+                p.activation_bytes = a;
+                p.compute = if fp8 {
+                    ComputeDtype::Fp8
+                } else {
+                    ComputeDtype::Bf16
+                };
+            }
+            p
+        })
+}
+
+fn arb_gpu() -> impl Strategy<Value = GpuSpec> {
+    let presets = gpu_presets();
+    (
+        proptest::sample::select(presets),
+        proptest::option::of(("[a-z0-9-]{1,12}", "\\PC{0,20}")),
+        proptest::option::of((
+            1e9f64..1e12,
+            1e11f64..1e14,
+            1e12f64..1e16,
+            0.0f64..1e16,
+            1e9f64..1e13,
+            1e8f64..1e12,
+            1u32..17,
+        )),
+    )
+        .prop_map(|(mut g, custom, edits)| {
+            if let Some((id, name)) = custom {
+                g.id = id;
+                g.name = name;
+            }
+            if let Some((mem, hbm, bf16, fp8, nvl, net, gpn)) = edits {
+                g.memory_bytes = mem;
+                g.hbm_bytes_per_s = hbm;
+                g.bf16_flops_per_s = bf16;
+                g.fp8_flops_per_s = fp8;
+                g.intra_node_bytes_per_s = nvl;
+                g.inter_node_bytes_per_s = net;
+                g.gpus_per_node = gpn;
+            }
+            g
+        })
+}
+
+fn arb_cluster() -> impl Strategy<Value = Cluster> {
+    (
+        arb_gpu(),
+        16u32..200,
+        proptest::option::of(4u32..17),
+        proptest::option::of((1e8f64..1e13, 0.0f64..1e-3, 1e8f64..1e12, 0.0f64..1e-3)),
+    )
+        .prop_map(|(gpu, nodes, gpn, links)| {
+            let mut c = Cluster::of(gpu, nodes);
+            if let Some(gpn) = gpn {
+                c.gpus_per_node = gpn;
+            }
+            if let Some((nb, nl, eb, el)) = links {
+                c.intra_node = LinkSpec {
+                    bytes_per_s: nb,
+                    latency_s: nl,
+                };
+                c.inter_node = LinkSpec {
+                    bytes_per_s: eb,
+                    latency_s: el,
+                };
+            }
+            c
+        })
+}
+
+fn arb_layout() -> impl Strategy<Value = Layout> {
+    (
+        (
+            1u32..5,
+            1u32..5,
+            1u32..5,
+            1u32..5,
+            1u32..5,
+            1u32..5,
+            1u32..5,
+        ),
+        proptest::sample::select(Schedule::ALL.to_vec()),
+        proptest::sample::select(ZeroStage::ALL.to_vec()),
+        proptest::sample::select(Recompute::ALL.to_vec()),
+        any::<bool>(),
+    )
+        .prop_map(
+            |((dp, tp, pp, cp, ep, vs, mbs), schedule, zero, recompute, sp)| Layout {
+                dp,
+                tp,
+                pp,
+                cp,
+                ep,
+                virtual_stages: vs,
+                micro_batch: mbs,
+                schedule,
+                zero,
+                recompute,
+                sequence_parallel: sp,
+            },
+        )
+}
+
+fn arb_rest() -> impl Strategy<Value = (Training, ActivationOptions, Overheads, Serving)> {
+    let dtypes = proptest::sample::select(ServeDtype::ALL.to_vec());
+    (
+        (1u32..1_000_000, 4u32..100_000),
+        any::<[bool; 3]>(),
+        (
+            0.0f64..1e10,
+            0.0f64..1e10,
+            0.0f64..1e10,
+            1u32..8,
+            0.0f64..0.99,
+            0.01f64..=1.0,
+        ),
+        (
+            dtypes.clone(),
+            dtypes,
+            1u32..1_000_000,
+            1u32..1000,
+            1u32..9,
+            1u32..9,
+            0.01f64..=1.0,
+            0.0f64..1e11,
+        ),
+    )
+        .prop_map(
+            |(
+                (seq, gbs),
+                a,
+                (ctx, nccl, bucket, z3, frag, usable),
+                (w, kv, sctx, conc, stp, spp, util, ws),
+            )| {
+                (
+                    Training {
+                        seq_len: seq,
+                        global_batch: gbs,
+                    },
+                    ActivationOptions {
+                        flash_attention: a[0],
+                        fp32_logits: a[1],
+                        count_logits: a[2],
+                    },
+                    Overheads {
+                        cuda_context_bytes: ctx,
+                        nccl_buffer_bytes_per_group: nccl,
+                        gradient_bucket_bytes: bucket,
+                        zero3_units_in_flight: z3,
+                        allocator_fraction: frag,
+                        usable_fraction: usable,
+                    },
+                    Serving {
+                        weight_dtype: w,
+                        kv_dtype: kv,
+                        context_len: sctx,
+                        target_concurrency: conc,
+                        tp: stp,
+                        pp: spp,
+                        memory_utilization: util,
+                        workspace_bytes: ws,
+                    },
+                )
+            },
+        )
+}
+
+fn arb_scenario() -> impl Strategy<Value = Scenario> {
+    (
+        arb_model(),
+        arb_precision(),
+        arb_cluster(),
+        arb_layout(),
+        arb_rest(),
+    )
+        .prop_map(
+            |(model, precision, cluster, layout, (training, activations, overheads, serving))| {
+                Scenario {
+                    version: SCENARIO_VERSION,
+                    model,
+                    precision,
+                    cluster,
+                    training,
+                    layout,
+                    activations,
+                    overheads,
+                    serving,
+                }
+            },
+        )
+        .prop_filter("valid scenario", |s| s.validate().is_ok())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn encode_then_decode_is_identity(s in arb_scenario()) {
+        let q = encode(&s);
+        prop_assert_eq!(decode(&q), Ok(s.clone()), "{}", q);
+        prop_assert_eq!(decode_lenient(&q), (s, vec![]));
+    }
+
+    #[test]
+    fn decoder_never_panics_on_arbitrary_text(q in "\\PC{0,200}") {
+        let _ = decode(&q);
+        let _ = decode_lenient(&q);
+    }
+
+    #[test]
+    fn decoder_never_panics_on_key_value_soup(
+        pairs in proptest::collection::vec(("(v|model|tp|dp|pp|cp|ep|gpus|gpn|gpu|seq|layers|experts|kv_lora|psi|frag|[a-z_]{1,8})", "[-+.%0-9a-zA-Z]{0,12}"), 0..12)
+    ) {
+        let q: Vec<String> = pairs.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let q = q.join("&");
+        let _ = decode(&q);
+        let (s, _) = decode_lenient(&q);
+        // Whatever came in, the lenient result's model resolves or is reported.
+        let _ = s.model_spec();
+    }
+
+    #[test]
+    fn decoder_never_panics_on_mutated_links(
+        s in arb_scenario(),
+        cuts in proptest::collection::vec((any::<proptest::sample::Index>(), any::<u8>(), 0u8..3), 1..6)
+    ) {
+        let mut bytes = encode(&s).into_bytes();
+        for (at, b, op) in cuts {
+            if bytes.is_empty() { break; }
+            let i = at.index(bytes.len());
+            match op {
+                0 => bytes[i] = b,
+                1 => { bytes.remove(i); }
+                _ => bytes.insert(i, b),
+            }
+        }
+        let q = String::from_utf8_lossy(&bytes).into_owned();
+        let _ = decode(&q);
+        let (lenient, errors) = decode_lenient(&q);
+        if decode(&q).is_ok() {
+            prop_assert!(errors.is_empty());
+            prop_assert_eq!(decode(&q), Ok(lenient));
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! Scenario validation and layout rules.
+
+use planner_core::layout::Schedule;
+use planner_core::model::ModelSpec;
+use planner_core::presets::{article_mesh_scenario, default_scenario, model_preset};
+use planner_core::scenario::{ModelChoice, Scenario};
+use planner_core::validate::{layout_rule_violations, Severity};
+use proptest::prelude::*;
+
+type Edit = Box<dyn Fn(&mut Scenario)>;
+
+fn invalid_fields(s: &Scenario) -> Vec<String> {
+    s.validate()
+        .err()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|e| e.field)
+        .collect()
+}
+
+fn rules(model: &ModelSpec, s: &Scenario) -> Vec<String> {
+    layout_rule_violations(model, s)
+        .into_iter()
+        .map(|v| v.rule)
+        .collect()
+}
+
+#[test]
+fn ranges_name_their_field() {
+    let cases: Vec<(&str, Edit)> = vec![
+        ("v", Box::new(|s| s.version = 2)),
+        ("seq", Box::new(|s| s.training.seq_len = 0)),
+        ("seq", Box::new(|s| s.training.seq_len = 10_485_761)),
+        ("gbs", Box::new(|s| s.training.global_batch = 0)),
+        ("tp", Box::new(|s| s.layout.tp = 0)),
+        ("ep", Box::new(|s| s.layout.ep = 65)),
+        ("mbs", Box::new(|s| s.layout.micro_batch = 0)),
+        ("gpus", Box::new(|s| s.cluster.nodes = 200_000)),
+        ("usable", Box::new(|s| s.overheads.usable_fraction = 0.0)),
+        ("usable", Box::new(|s| s.overheads.usable_fraction = 1.5)),
+        (
+            "serve_util",
+            Box::new(|s| s.serving.memory_utilization = f64::NAN),
+        ),
+        (
+            "weight_bytes",
+            Box::new(|s| s.precision.weight_bytes = -1.0),
+        ),
+        (
+            "optim_bytes",
+            Box::new(|s| s.precision.optimizer_bytes = f64::INFINITY),
+        ),
+        ("gpu_mem", Box::new(|s| s.cluster.gpu.memory_bytes = 0.0)),
+        (
+            "model",
+            Box::new(|s| s.model = ModelChoice::Preset("nope".into())),
+        ),
+    ];
+    for (field, edit) in cases {
+        let mut s = default_scenario();
+        edit(&mut s);
+        assert_eq!(invalid_fields(&s), [field], "{field}");
+    }
+}
+
+#[test]
+fn layout_larger_than_cluster_is_an_error() {
+    let mut s = default_scenario();
+    s.layout.dp = 16;
+    assert_eq!(invalid_fields(&s), ["dp"]);
+    let m = s.model_spec().unwrap();
+    assert_eq!(rules(&m, &s), ["world_exceeds_cluster"]);
+}
+
+#[test]
+fn absurd_custom_models_are_rejected_before_counting() {
+    let mut m = model_preset("deepseek-v3").unwrap();
+    m.layers = 10_000;
+    m.hidden = 4_000_000;
+    let mut s = default_scenario();
+    s.model = ModelChoice::Custom(m);
+    assert_eq!(invalid_fields(&s), ["layers"]);
+}
+
+#[test]
+fn the_article_mesh_breaks_no_rule() {
+    let s = article_mesh_scenario();
+    assert!(layout_rule_violations(&s.model_spec().unwrap(), &s).is_empty());
+}
+
+#[test]
+fn divisibility_rules() {
+    let llama = model_preset("llama-3.1-70b").unwrap();
+    let mut s = default_scenario();
+    s.layout.tp = 3;
+    s.layout.dp = 1;
+    // 64 heads, 8 KV heads, FFN 28672 over tp 3; 512 sequences over dp 1 are fine.
+    assert_eq!(
+        rules(&llama, &s),
+        [
+            "heads_divisible_by_tp",
+            "kv_heads_divisible_by_tp",
+            "ffn_divisible_by_tp",
+            "world_below_cluster"
+        ]
+    );
+
+    // tp = 16 > 8 KV heads replicates them: allowed, but tp spans two nodes.
+    let mut s = default_scenario();
+    s.layout.tp = 16;
+    s.layout.dp = 4;
+    assert_eq!(rules(&llama, &s), ["tp_within_node"]);
+    let v = layout_rule_violations(&llama, &s);
+    assert_eq!(v[0].severity, Severity::Warning);
+    assert!(!v[0].is_error());
+
+    let mut s = default_scenario();
+    s.layout.pp = 3;
+    s.layout.dp = 2;
+    assert_eq!(
+        rules(&llama, &s),
+        ["layers_divisible_by_pp", "world_below_cluster"]
+    );
+
+    let mut s = article_mesh_scenario();
+    s.training.seq_len = 32_772; // divisible by 4, not by 2·cp = 8
+    assert_eq!(rules(&llama, &s), ["seq_divisible_by_2cp"]);
+
+    let mut s = article_mesh_scenario();
+    s.training.global_batch = 66;
+    assert_eq!(rules(&llama, &s), ["batch_divisible_by_dp_mbs"]);
+
+    let mut s = article_mesh_scenario();
+    s.layout.ep = 2;
+    assert_eq!(rules(&llama, &s), ["ep_requires_moe"]);
+
+    let mut s = article_mesh_scenario();
+    s.layout.schedule = Schedule::Interleaved;
+    assert_eq!(rules(&llama, &s), ["interleaved_needs_virtual_stages"]);
+    s.layout.virtual_stages = 4; // 80 layers = 4 stages × 4 chunks × 5; 16 micro-batches % 4 = 0
+    assert!(rules(&llama, &s).is_empty());
+    s.layout.virtual_stages = 3;
+    assert_eq!(rules(&llama, &s), ["layers_divisible_by_pp"]);
+    s.layout.schedule = Schedule::OneFOneB;
+    assert_eq!(
+        rules(&llama, &s),
+        ["layers_divisible_by_pp", "virtual_stages_need_interleaved"]
+    );
+}
+
+#[test]
+fn expert_rules() {
+    let mixtral = model_preset("mixtral-8x7b").unwrap();
+    let mut s = article_mesh_scenario();
+    s.model = ModelChoice::Preset("mixtral-8x7b".into());
+    s.layout.pp = 4; // 32 layers
+    s.layout.ep = 8; // 8 experts over ep 8; dp × cp = 16
+    assert!(rules(&mixtral, &s).is_empty(), "{:?}", rules(&mixtral, &s));
+    s.layout.ep = 16;
+    assert_eq!(rules(&mixtral, &s), ["experts_divisible_by_ep"]);
+    s.layout.cp = 1;
+    s.layout.dp = 16;
+    s.layout.ep = 3;
+    assert_eq!(
+        rules(&mixtral, &s),
+        ["experts_divisible_by_ep", "ep_divides_dp_cp"]
+    );
+}
+
+proptest! {
+    #[test]
+    fn rules_never_panic(tp in 0u32..100, pp in 0u32..100, cp in 0u32..100, dp in 0u32..100,
+                         ep in 0u32..100, vs in 0u32..10, mbs in 0u32..10, seq in 0u32..100_000, gbs in 0u32..10_000) {
+        let mut s = default_scenario();
+        let l = &mut s.layout;
+        (l.tp, l.pp, l.cp, l.dp, l.ep, l.virtual_stages, l.micro_batch) = (tp, pp, cp, dp, ep, vs, mbs);
+        s.training.seq_len = seq;
+        s.training.global_batch = gbs;
+        for id in ["llama-3.1-70b", "mixtral-8x22b", "deepseek-v3"] {
+            let _ = layout_rule_violations(&model_preset(id).unwrap(), &s);
+        }
+        let _ = s.validate();
+    }
+}
