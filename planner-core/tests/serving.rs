@@ -1,0 +1,329 @@
+//! KV cache and serving memory: the article's numbers, TP replication, MLA, the decision.
+
+use planner_core::hardware::{gpu_preset, Cluster};
+use planner_core::kv_cache::{
+    kv_bytes_per_sequence, kv_bytes_per_token, kv_bytes_per_token_per_gpu, kv_heads_per_gpu,
+};
+use planner_core::model::{FfnKind, MlaSpec, ModelSpec, MoeSpec, NormKind};
+use planner_core::presets::model_preset;
+use planner_core::scenario::{ServeDtype, Serving};
+use planner_core::serving::{
+    concurrency_table, recommend, serving_plan, stage_layers, Decision, TABLE_PP, TABLE_TP,
+};
+use proptest::prelude::*;
+
+fn llama(layers: u32, hidden: u32, heads: u32, kv_heads: u32, ffn: u32) -> ModelSpec {
+    ModelSpec {
+        name: "llama".to_string(),
+        layers,
+        hidden,
+        heads,
+        kv_heads,
+        head_dim: hidden / heads,
+        ffn,
+        ffn_kind: FfnKind::SwiGlu,
+        vocab: 128_256,
+        tied_embeddings: false,
+        norm: NormKind::RmsNorm,
+        dropout: false,
+        qkv_bias: false,
+        linear_bias: false,
+        learned_positions: 0,
+        moe: None,
+        mla: None,
+        nominal_params: None,
+    }
+}
+
+fn llama_8b() -> ModelSpec {
+    llama(32, 4096, 32, 8, 14336)
+}
+
+fn llama_70b() -> ModelSpec {
+    model_preset("llama-3.1-70b").expect("preset exists")
+}
+
+fn llama_405b() -> ModelSpec {
+    llama(126, 16384, 128, 8, 53248)
+}
+
+/// DeepSeek-V3 config.json: 61 layers, 3 dense, MLA kv_lora 512 / rope 64.
+fn deepseek_v3() -> ModelSpec {
+    ModelSpec {
+        name: "DeepSeek-V3".to_string(),
+        layers: 61,
+        hidden: 7168,
+        heads: 128,
+        kv_heads: 128,
+        head_dim: 128,
+        ffn: 18432,
+        ffn_kind: FfnKind::SwiGlu,
+        vocab: 129_280,
+        tied_embeddings: false,
+        norm: NormKind::RmsNorm,
+        dropout: false,
+        qkv_bias: false,
+        linear_bias: false,
+        learned_positions: 0,
+        moe: Some(MoeSpec {
+            routed_experts: 256,
+            experts_per_token: 8,
+            shared_experts: 1,
+            expert_ffn: 2048,
+            dense_layers: 3,
+        }),
+        mla: Some(MlaSpec {
+            q_lora_rank: 1536,
+            kv_lora_rank: 512,
+            qk_rope_head_dim: 64,
+            qk_nope_head_dim: 128,
+            v_head_dim: 128,
+        }),
+        nominal_params: None,
+    }
+}
+
+fn h100(nodes: u32) -> Cluster {
+    Cluster::of(gpu_preset("h100-sxm").expect("preset exists"), nodes)
+}
+
+#[test]
+fn article_kv_numbers_exactly() {
+    let t = kv_bytes_per_token(&llama_70b(), ServeDtype::Bf16);
+    assert_eq!(t.bytes, 327_680.0);
+    assert!(t.worked.contains("327,680 B"), "{}", t.worked);
+    let seq = kv_bytes_per_sequence(&t, 32_768);
+    assert_eq!(seq.bytes, 10_737_418_240.0);
+    assert!(seq.worked.ends_with("10.74 GB"), "{}", seq.worked);
+    assert_eq!(seq.key, "kv.per_sequence");
+}
+
+#[test]
+fn gqa_heads_replicate_beyond_kv_head_count() {
+    let m = llama_70b();
+    assert_eq!(kv_heads_per_gpu(&m, 1), 8);
+    assert_eq!(kv_heads_per_gpu(&m, 4), 2);
+    assert_eq!(kv_heads_per_gpu(&m, 8), 1);
+    assert_eq!(kv_heads_per_gpu(&m, 16), 1);
+    let at = |tp| kv_bytes_per_token_per_gpu(&m, ServeDtype::Bf16, tp, 80).bytes;
+    assert_eq!(at(8), 327_680.0 / 8.0);
+    assert_eq!(at(16), at(8));
+    assert_eq!(at(2), 327_680.0 / 2.0);
+}
+
+#[test]
+fn pp_splits_layers_and_kv() {
+    assert_eq!(stage_layers(80, 1), vec![80]);
+    assert_eq!(stage_layers(80, 3), vec![27, 27, 26]);
+    assert_eq!(stage_layers(126, 4), vec![31, 32, 32, 31]);
+    assert_eq!(stage_layers(61, 4).iter().sum::<u32>(), 61);
+    let m = llama_70b();
+    let half = kv_bytes_per_token_per_gpu(&m, ServeDtype::Bf16, 1, 40).bytes;
+    assert_eq!(half, 327_680.0 / 2.0);
+}
+
+#[test]
+fn deepseek_v3_mla_bytes() {
+    let m = deepseek_v3();
+    // 61 × (512 + 64) × 2 B.
+    assert_eq!(kv_bytes_per_token(&m, ServeDtype::Bf16).bytes, 70_272.0);
+    // The latent is replicated across TP ranks.
+    let tp8 = kv_bytes_per_token_per_gpu(&m, ServeDtype::Bf16, 8, 61);
+    assert_eq!(tp8.bytes, 70_272.0);
+    assert_eq!(kv_bytes_per_token(&m, ServeDtype::Fp8).bytes, 35_136.0);
+}
+
+#[test]
+fn weights_per_gpu_follow_dtype_and_tp() {
+    let m = llama_70b();
+    let serving = Serving {
+        tp: 8,
+        pp: 1,
+        ..Serving::default()
+    };
+    let plan = serving_plan(&m, &serving, &h100(1)).unwrap();
+    let psi = m.params();
+    // Norms are replicated, so weights per GPU are a little above 2Ψ/8.
+    let w = plan.weights_per_gpu.bytes;
+    assert!(w > 2.0 * psi / 8.0 && w < 2.0 * psi / 8.0 * 1.001, "{w}");
+    let int4 = serving_plan(
+        &m,
+        &Serving {
+            weight_dtype: ServeDtype::Int4,
+            ..serving.clone()
+        },
+        &h100(1),
+    )
+    .unwrap();
+    assert!((int4.weights_per_gpu.bytes * 4.0 - w).abs() < 1.0);
+    // PP puts the embedding on the first and the output on the last stage.
+    let pp2 = serving_plan(
+        &m,
+        &Serving {
+            tp: 1,
+            pp: 2,
+            ..serving
+        },
+        &h100(1),
+    )
+    .unwrap();
+    let (s0, s1) = (&pp2.stages[0], &pp2.stages[1]);
+    assert_eq!(s0.layers + s1.layers, 80);
+    // Final norm (8192 params) is on the last stage only.
+    assert!((s1.weights.bytes - s0.weights.bytes - 2.0 * 8192.0).abs() < 1.0);
+}
+
+#[test]
+fn recommendation_llama_8b_is_replicas() {
+    // 8 192-token sequences, 16 of them: one H100 holds 8B weights (16 GB) and the cache.
+    let serving = Serving {
+        tp: 1,
+        context_len: 8192,
+        target_concurrency: 16,
+        ..Serving::default()
+    };
+    let r = recommend(&llama_8b(), &serving, &h100(1)).unwrap();
+    assert_eq!(r.decision, Decision::Replicas, "{}", r.reason);
+    assert_eq!((r.tp, r.pp, r.replicas), (1, 1, 8));
+    // At 32 768 tokens one H100 holds only 12 sequences: 4.29 GB each in 53.9 GB.
+    let long = Serving {
+        context_len: 32_768,
+        ..serving
+    };
+    let r = recommend(&llama_8b(), &long, &h100(1)).unwrap();
+    assert_eq!(r.decision, Decision::TensorParallel, "{}", r.reason);
+    assert_eq!(r.tp, 2);
+}
+
+#[test]
+fn recommendation_llama_70b_bf16_is_tp() {
+    // Weights 141 GB. TP 2: 70.6 GB + 2 GB workspace > 72 GB usable, no room.
+    // TP 4: 34.7 GB KV pool / 2.68 GB per 32k sequence = 12 sequences.
+    // TP 8: 52.4 GB / 1.34 GB = 39 sequences.
+    let m = llama_70b();
+    let base = Serving::default();
+    let cluster = h100(1);
+    let r = recommend(
+        &m,
+        &Serving {
+            target_concurrency: 8,
+            ..base.clone()
+        },
+        &cluster,
+    )
+    .unwrap();
+    assert_eq!(
+        (r.decision, r.tp, r.pp),
+        (Decision::TensorParallel, 4, 1),
+        "{}",
+        r.reason
+    );
+    assert_eq!(r.max_concurrent_sequences, 12);
+    assert_eq!(r.replicas, 2);
+    let r = recommend(
+        &m,
+        &Serving {
+            target_concurrency: 16,
+            ..base
+        },
+        &cluster,
+    )
+    .unwrap();
+    assert_eq!(
+        (r.decision, r.tp, r.pp),
+        (Decision::TensorParallel, 8, 1),
+        "{}",
+        r.reason
+    );
+    assert_eq!(r.max_concurrent_sequences, 39);
+    assert!(
+        r.reason.contains("TP 8 inside a node holds 39"),
+        "{}",
+        r.reason
+    );
+}
+
+#[test]
+fn recommendation_405b_bf16_needs_pp_across_two_nodes() {
+    let m = llama_405b();
+    let serving = Serving::default();
+    let r = recommend(&m, &serving, &h100(2)).unwrap();
+    assert_eq!(r.decision, Decision::PipelineAcrossNodes, "{}", r.reason);
+    assert_eq!((r.tp, r.pp, r.replicas), (8, 2, 1));
+    // One node alone is not enough, and the answer says how many are needed.
+    let r = recommend(&m, &serving, &h100(1)).unwrap();
+    assert_eq!(r.decision, Decision::DoesNotFit);
+    assert_eq!((r.tp, r.pp), (8, 2));
+    assert!(r.reason.contains("needs 2 nodes"), "{}", r.reason);
+}
+
+#[test]
+fn table_covers_tp_by_pp_and_flags_bad_shapes() {
+    let m = llama_70b();
+    let cells = concurrency_table(&m, &Serving::default(), &h100(1)).unwrap();
+    assert_eq!(cells.len(), TABLE_TP.len() * TABLE_PP.len());
+    let cell = |tp, pp| cells.iter().find(|c| c.tp == tp && c.pp == pp).unwrap();
+    assert_eq!(cell(8, 1).max_concurrent_sequences, 39);
+    assert_eq!(cell(1, 1).max_concurrent_sequences, 0);
+    assert!(!cell(8, 2).valid, "16 GPUs on an 8-GPU cluster");
+    assert!(cell(4, 2).valid);
+}
+
+#[test]
+fn invalid_inputs_name_the_field() {
+    let m = llama_70b();
+    let bad = Serving {
+        memory_utilization: 1.5,
+        ..Serving::default()
+    };
+    assert_eq!(
+        serving_plan(&m, &bad, &h100(1)).unwrap_err().field,
+        "serving.memory_utilization"
+    );
+    let bad = Serving {
+        pp: 0,
+        ..Serving::default()
+    };
+    assert_eq!(
+        serving_plan(&m, &bad, &h100(1)).unwrap_err().field,
+        "serving.pp"
+    );
+    let bad = Serving {
+        pp: 81,
+        ..Serving::default()
+    };
+    assert_eq!(
+        serving_plan(&m, &bad, &h100(1)).unwrap_err().field,
+        "serving.pp"
+    );
+}
+
+proptest! {
+    #[test]
+    fn concurrency_monotone_in_memory_utilization(
+        a in 0.05f64..1.0, b in 0.05f64..1.0, tp_i in 0usize..4, pp_i in 0usize..3,
+        ctx in 1u32..200_000,
+    ) {
+        let (lo, hi) = if a <= b { (a, b) } else { (b, a) };
+        let m = llama_70b();
+        let s = |u| Serving {
+            memory_utilization: u,
+            tp: TABLE_TP[tp_i],
+            pp: TABLE_PP[pp_i],
+            context_len: ctx,
+            ..Serving::default()
+        };
+        let c = h100(4);
+        let n_lo = serving_plan(&m, &s(lo), &c).unwrap().max_concurrent_sequences.bytes;
+        let n_hi = serving_plan(&m, &s(hi), &c).unwrap().max_concurrent_sequences.bytes;
+        prop_assert!(n_lo <= n_hi);
+    }
+
+    #[test]
+    fn per_gpu_kv_never_below_one_head(tp in 1u32..64) {
+        let m = llama_70b();
+        let t = kv_bytes_per_token_per_gpu(&m, ServeDtype::Bf16, tp, 80).bytes;
+        prop_assert!(t >= 327_680.0 / 8.0);
+        prop_assert!(t <= 327_680.0);
+    }
+}
