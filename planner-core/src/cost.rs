@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::collectives::CommModel;
 use crate::comms::{step_comms, CommInputs, CommItem, Overlap, StepComms};
 use crate::explain::Term;
-use crate::layout::{Layout, Recompute, Schedule, ZeroStage};
+use crate::layout::{Layout, Recompute, ZeroStage};
 use crate::model::ModelSpec;
 use crate::precision::ComputeDtype;
 use crate::scenario::Scenario;
@@ -153,22 +153,6 @@ pub fn flops_per_token(model: &ModelSpec, seq_len: u32, causal: bool) -> FlopsPe
         matmul_params,
         dense_forward: 2.0 * matmul_params,
         attention_forward,
-    }
-}
-
-/// Idle time of the pipeline relative to its ideal time (no bubble), per schedule.
-fn bubble_overhead(schedule: Schedule, p: f64, m: f64, v: f64) -> f64 {
-    if p <= 1.0 {
-        return 0.0;
-    }
-    match schedule {
-        // Narayanan et al. 2021 §2.2.1: (p−1)/m for GPipe and 1F1B.
-        Schedule::Gpipe | Schedule::OneFOneB => (p - 1.0) / m,
-        // Narayanan et al. 2021 §2.2.2: interleaving divides the bubble by v.
-        Schedule::Interleaved => (p - 1.0) / (v.max(1.0) * m),
-        // Qi et al. 2023 §3 (ZB-H1): bubble ≈ (p−1)(T_F + T_B − T_W); with F=1, B=1, W=1
-        // that is a third of 1F1B's (p−1)(T_F + T_B + T_W).
-        Schedule::ZeroBubble => (p - 1.0) / (3.0 * m),
     }
 }
 
@@ -391,12 +375,16 @@ impl StepModel {
         }
         let t_mb = t_f + t_b + t_rc + per_mb_critical;
         let ideal = m * t_mb;
-        let bubble = bubble_overhead(
+        // Overhead relative to ideal time, not the idle share (pipeline.rs names both).
+        let m_whole = u32::try_from(m.round() as u64).unwrap_or(u32::MAX);
+        let bubble = crate::pipeline::bubble(
             layout.schedule,
-            pp,
-            m,
-            f64::from(layout.virtual_stages.max(1)),
-        ) * ideal;
+            layout.pp.max(1),
+            m_whole,
+            layout.virtual_stages.max(1),
+        )
+        .overhead_vs_ideal
+            * ideal;
         let pp_exposed = exposed[GroupKind::Pp.index()];
 
         let sharded_over = match layout.zero {

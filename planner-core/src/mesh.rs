@@ -24,6 +24,10 @@ pub enum RejectReason {
     HeadsNotDivisibleByTp,
     /// KV heads neither divisible by TP nor dividing it (replication).
     KvHeadsNotDivisibleByTp,
+    /// Dense FFN width not divisible by TP.
+    FfnNotDivisibleByTp,
+    /// Expert FFN width not divisible by TP.
+    ExpertFfnNotDivisibleByTp,
     /// TP larger than a node: every layer's collectives would cross the network.
     TpExceedsNode,
     /// Layers not divisible by `pp × virtual_stages`.
@@ -44,9 +48,11 @@ pub enum RejectReason {
 
 impl RejectReason {
     /// Every reason, in bit order.
-    pub const ALL: [RejectReason; 10] = [
+    pub const ALL: [RejectReason; 12] = [
         RejectReason::HeadsNotDivisibleByTp,
         RejectReason::KvHeadsNotDivisibleByTp,
+        RejectReason::FfnNotDivisibleByTp,
+        RejectReason::ExpertFfnNotDivisibleByTp,
         RejectReason::TpExceedsNode,
         RejectReason::LayersNotDivisibleByPp,
         RejectReason::SeqNotDivisibleBy2Cp,
@@ -57,17 +63,19 @@ impl RejectReason {
         RejectReason::MemoryOverCapacity,
     ];
 
-    /// Machine key (the rule names the layout validator uses).
+    /// Machine key: the rule name [`crate::validate::layout_rule_violations`] uses.
     pub fn key(self) -> &'static str {
         match self {
             RejectReason::HeadsNotDivisibleByTp => "heads_divisible_by_tp",
             RejectReason::KvHeadsNotDivisibleByTp => "kv_heads_divisible_by_tp",
+            RejectReason::FfnNotDivisibleByTp => "ffn_divisible_by_tp",
+            RejectReason::ExpertFfnNotDivisibleByTp => "expert_ffn_divisible_by_tp",
             RejectReason::TpExceedsNode => "tp_within_node",
             RejectReason::LayersNotDivisibleByPp => "layers_divisible_by_pp",
             RejectReason::SeqNotDivisibleBy2Cp => "seq_divisible_by_2cp",
             RejectReason::ExpertsNotDivisibleByEp => "experts_divisible_by_ep",
             RejectReason::EpNotDividingDpCp => "ep_divides_dp_cp",
-            RejectReason::BatchNotDivisibleByDpMicroBatch => "batch_divisible_by_dp_micro_batch",
+            RejectReason::BatchNotDivisibleByDpMicroBatch => "batch_divisible_by_dp_mbs",
             RejectReason::MicroBatchesNotDivisibleByPp => "interleaved_micro_batches_divisible_by_pp",
             RejectReason::MemoryOverCapacity => "memory_within_capacity",
         }
@@ -296,6 +304,27 @@ fn divisors(n: u64) -> Vec<u32> {
     out
 }
 
+/// Searches with the planner's memory model.
+pub fn search(
+    model: &ModelSpec,
+    scenario: &Scenario,
+    space: &SearchSpace,
+    step_model: &StepModel,
+) -> SearchResult {
+    let params = model.param_breakdown();
+    search_with(model, scenario, space, step_model, |layout| {
+        crate::memory::peak_memory_bytes(
+            model,
+            &params,
+            &scenario.precision,
+            layout,
+            &scenario.training,
+            &scenario.activations,
+            &scenario.overheads,
+        )
+    })
+}
+
 /// Searches with a caller-supplied peak-memory function (bytes per GPU).
 pub fn search_with<F: Fn(&Layout) -> f64>(
     model: &ModelSpec,
@@ -311,13 +340,12 @@ pub fn search_with<F: Fn(&Layout) -> f64>(
     let seq = scenario.training.seq_len;
     let batch = u64::from(scenario.training.global_batch);
     let experts = model.moe.as_ref().map_or(0, |m| m.routed_experts);
-    let kv_heads = if model.mla.is_some() {
-        model.heads
-    } else {
-        model.kv_heads
-    };
+    let kv_heads = model.kv_heads;
+    let dense_ffn_layers = model.moe.as_ref().is_none_or(|m| m.dense_layers > 0);
+    // 0 divides nothing away: `0 % tp == 0` for dense models.
+    let expert_ffn = model.moe.as_ref().map_or(0, |m| m.expert_ffn);
 
-    let mut counts = [0u64; 10];
+    let mut counts = [0u64; 12];
     let mut total: u64 = 0;
     let mut rejected: Vec<Rejected> = Vec::new();
     let mut feasible: Vec<Feasible> = Vec::new();
@@ -344,7 +372,7 @@ pub fn search_with<F: Fn(&Layout) -> f64>(
         sched_pp.push((Schedule::OneFOneB, 1));
     }
 
-    let reject = |block: Rejected, counts: &mut [u64; 10], rejected: &mut Vec<Rejected>| {
+    let reject = |block: Rejected, counts: &mut [u64; 12], rejected: &mut Vec<Rejected>| {
         for r in block.reasons.iter() {
             counts[r as usize] += block.candidates;
         }
@@ -387,8 +415,14 @@ pub fn search_with<F: Fn(&Layout) -> f64>(
                     if model.heads % tp != 0 {
                         mesh_reasons.add(RejectReason::HeadsNotDivisibleByTp);
                     }
-                    if kv_heads % tp != 0 && tp % kv_heads.max(1) != 0 {
+                    if model.mla.is_none() && kv_heads % tp != 0 && tp % kv_heads.max(1) != 0 {
                         mesh_reasons.add(RejectReason::KvHeadsNotDivisibleByTp);
+                    }
+                    if model.ffn % tp != 0 && dense_ffn_layers {
+                        mesh_reasons.add(RejectReason::FfnNotDivisibleByTp);
+                    }
+                    if expert_ffn % tp != 0 {
+                        mesh_reasons.add(RejectReason::ExpertFfnNotDivisibleByTp);
                     }
                     if tp > gpn {
                         mesh_reasons.add(RejectReason::TpExceedsNode);
