@@ -495,7 +495,9 @@ pub fn search_with<F: Fn(&Layout) -> f64>(
                             let mut r = Reasons::default();
                             if batch % per != 0 {
                                 r.add(RejectReason::BatchNotDivisibleByDpMicroBatch);
-                            } else if schedule == Schedule::Interleaved
+                            }
+                            // As the validator counts it: whole micro-batches per pipeline.
+                            if schedule == Schedule::Interleaved
                                 && (batch / per) % u64::from(pp) != 0
                             {
                                 r.add(RejectReason::MicroBatchesNotDivisibleByPp);
