@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 use crate::collectives::{AlphaBeta, Collective, CommModel, LinkDomain};
 use crate::cost::{GemmEfficiency, StepModel};
 use crate::nccl_tests::NcclRun;
+use crate::precision::ComputeDtype;
+use crate::report::{BenchReport, CollectiveOp, Dtype};
 use crate::topology::Domain;
 
 /// Current summary schema version.
@@ -167,6 +169,54 @@ pub fn samples_from_nccl(
             time_s: r.time_us * 1e-6,
         })
         .collect())
+}
+
+/// The planner's name for a report's operation.
+pub fn collective_of(op: CollectiveOp) -> Collective {
+    match op {
+        CollectiveOp::AllReduce => Collective::AllReduce,
+        CollectiveOp::AllGather => Collective::AllGather,
+        CollectiveOp::ReduceScatter => Collective::ReduceScatter,
+        CollectiveOp::AllToAll => Collective::AllToAll,
+        CollectiveOp::Broadcast => Collective::Broadcast,
+        CollectiveOp::Reduce => Collective::Reduce,
+        CollectiveOp::SendRecv => Collective::SendRecv,
+    }
+}
+
+/// Samples from a gpu-bench report: every error-free collective, and the GEMMs
+/// run in the dtype `compute` selects (BF16/FP16, or FP8).
+pub fn samples_from_report(
+    report: &BenchReport,
+    compute: ComputeDtype,
+) -> (Vec<CommSample>, Vec<GemmSample>) {
+    let comm = report
+        .collectives
+        .iter()
+        .filter(|c| c.wrong == 0 && c.time_us > 0.0)
+        .map(|c| CommSample {
+            op: collective_of(c.op),
+            ranks: u64::from(c.ranks),
+            ranks_per_node: u64::from(c.ranks_per_node.max(1)),
+            bytes: c.bytes as f64,
+            time_s: c.time_us * 1e-6,
+        })
+        .collect();
+    let gemm = report
+        .gemms
+        .iter()
+        .filter(|g| match compute {
+            ComputeDtype::Bf16 => matches!(g.dtype, Dtype::Bf16 | Dtype::Fp16),
+            ComputeDtype::Fp8 => g.dtype == Dtype::Fp8E4m3,
+        })
+        .map(|g| GemmSample {
+            m: g.m,
+            n: g.n,
+            k: g.k,
+            flops_per_s: g.tflops * 1e12,
+        })
+        .collect();
+    (comm, gemm)
 }
 
 /// Weighted least squares of `t = α·steps + x/B` (weights 1/t², so every size

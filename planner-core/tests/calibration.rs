@@ -228,3 +228,41 @@ fn gemm_fit_recovers_a_saturating_curve_and_marks_predictions_measured() {
     assert!((a.efficiency.max_fraction - b.efficiency.max_fraction).abs() < 1e-12);
     assert!((a.efficiency.half_dim - b.efficiency.half_dim).abs() < 1e-9);
 }
+
+#[test]
+fn bench_report_feeds_the_fits() {
+    use planner_core::calibration::samples_from_report;
+    use planner_core::precision::ComputeDtype;
+    let text = include_str!("fixtures/report/synthetic-2gpu.json");
+    let report = planner_core::report::parse_report(text).expect("report");
+    let (comm, gemm) = samples_from_report(&report, ComputeDtype::Bf16);
+    assert_eq!(comm.len(), report.collectives.len());
+    assert_eq!(gemm.len(), 1);
+    let c = Cluster::of(gpu_preset("h100-sxm").expect("gpu"), 1);
+    let cal = calibrate(&comm, &gemm, &CommModel::assumed(&c), 989e12);
+    // One 64 MiB all-reduce on 2 ranks in 400 µs: busbw = 67.1 MB · 1 / 400 µs = 167.8 GB/s.
+    let ar = cal
+        .links
+        .iter()
+        .find(|l| l.op == Collective::AllReduce)
+        .expect("all-reduce fit");
+    assert_eq!(ar.domain, LinkDomain::IntraNode);
+    assert!((ar.busbw_bytes_per_s / 167.77216e9 - 1.0).abs() < 1e-9);
+    let g = cal.gemm.expect("gemm");
+    assert!((g.efficiency.at(4096.0) - 549.755813888 / 989.0).abs() < 1e-9);
+}
+
+#[test]
+fn bus_factors_match_the_report_module() {
+    use planner_core::calibration::collective_of;
+    use planner_core::report::{busbw_factor, CollectiveOp};
+    for op in CollectiveOp::ALL {
+        for n in [2u32, 3, 8, 64, 1000] {
+            assert_eq!(
+                collective_of(op).busbw_factor(u64::from(n)),
+                busbw_factor(op, n),
+                "{op:?} {n}"
+            );
+        }
+    }
+}
