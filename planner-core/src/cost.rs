@@ -67,6 +67,9 @@ pub struct CostOptions {
     /// token per layer per hidden unit, forward + backward: 3 × Korthikanti's 34
     /// (each saved byte written, read back, and its gradient written).
     pub elementwise_bytes_per_hidden: f64,
+    /// Fraction of overlapped communication time that still slows the step: NCCL
+    /// kernels running beside GEMMs take SMs and HBM bandwidth (assumption: 0.1).
+    pub overlap_slowdown: f64,
     /// Rank numbering order.
     pub rank_order: RankOrder,
     /// HBM bytes the optimizer step reads and writes per sharded parameter
@@ -83,6 +86,7 @@ impl Default for CostOptions {
             ep_overlap_fraction: 0.0,
             attention_efficiency: 0.5,
             elementwise_bytes_per_hidden: 102.0,
+            overlap_slowdown: 0.1,
             rank_order: RankOrder::default(),
             optimizer_bytes_per_param: 32.0,
         }
@@ -371,7 +375,13 @@ impl StepModel {
                     e
                 }
             };
-            exposed[g] += e;
+            // What overlap hid still costs a share of its time (SMs and HBM taken by NCCL).
+            let interference = (s - e).max(0.0) * self.options.overlap_slowdown.clamp(0.0, 1.0);
+            match item.overlap {
+                Overlap::LastBackward | Overlap::FirstForward => after_pipeline += interference,
+                _ => per_mb_critical += interference / m,
+            }
+            exposed[g] += e + interference;
         }
         let t_mb = t_f + t_b + t_rc + per_mb_critical;
         let ideal = m * t_mb;

@@ -593,6 +593,7 @@ pub fn search_with<F: Fn(&Layout) -> f64>(
             .then(b.headroom_bytes.total_cmp(&a.headroom_bytes))
             .then_with(|| key(a).cmp(&key(b)))
     };
+    let hints = article_hints(cluster.nodes, gpn, world, &feasible, by_rank);
     let keep = space.max_results.min(feasible.len());
     if keep > 0 && keep < feasible.len() {
         feasible.select_nth_unstable_by(keep - 1, by_rank);
@@ -610,7 +611,6 @@ pub fn search_with<F: Fn(&Layout) -> f64>(
             candidates: c,
         })
         .collect();
-    let hints = article_hints(cluster.nodes, gpn, world, &feasible);
     SearchResult {
         world,
         candidates: total,
@@ -624,9 +624,27 @@ pub fn search_with<F: Fn(&Layout) -> f64>(
 }
 
 /// The article's starting candidates by cluster size ("to benchmark rather than
-/// adopt"), each with the rank of the best feasible candidate that follows it.
-pub fn article_hints(nodes: u32, gpus_per_node: u32, world: u64, ranked: &[Feasible]) -> Vec<Hint> {
-    let best = |f: &dyn Fn(&Feasible) -> bool| ranked.iter().position(f);
+/// adopt"), each with the rank of the best feasible candidate that follows it
+/// (`feasible` in any order; `order` is the ranking).
+pub fn article_hints(
+    nodes: u32,
+    gpus_per_node: u32,
+    world: u64,
+    feasible: &[Feasible],
+    order: impl Fn(&Feasible, &Feasible) -> std::cmp::Ordering,
+) -> Vec<Hint> {
+    let best = |f: &dyn Fn(&Feasible) -> bool| {
+        let top = feasible
+            .iter()
+            .filter(|c| f(c))
+            .min_by(|a, b| order(a, b))?;
+        Some(
+            feasible
+                .iter()
+                .filter(|c| order(c, top) == std::cmp::Ordering::Less)
+                .count(),
+        )
+    };
     let mut out = Vec::new();
     if nodes <= 1 {
         out.push(Hint {

@@ -1,6 +1,8 @@
 //! One module per subcommand.
 
+mod calibrate;
 mod link;
+mod search;
 
 use crate::cli::Command;
 use crate::error::CliError;
@@ -10,5 +12,35 @@ pub fn run(command: Command) -> Result<String, CliError> {
     match command {
         Command::Link { scenario } => link::encode(&scenario),
         Command::DecodeLink { query, lenient } => link::decode(&query, lenient),
+        Command::Search {
+            scenario,
+            calibration,
+            top,
+            rejected,
+            rank_order,
+            table,
+        } => search::run(&search::Args {
+            scenario: &scenario,
+            calibration: calibration.as_deref(),
+            top,
+            rejected,
+            rank_order: &rank_order,
+            table,
+        }),
+        Command::Calibrate {
+            inputs,
+            gpu,
+            op,
+            ranks,
+            ranks_per_node,
+            table,
+        } => calibrate::run(&calibrate::Args {
+            inputs: &inputs,
+            gpu: gpu.as_deref(),
+            op: op.as_deref(),
+            ranks,
+            ranks_per_node,
+            table,
+        }),
     }
 }
