@@ -35,7 +35,13 @@ fn search_prints_ranked_json() {
 
 #[test]
 fn search_table_names_reasons_and_hints() {
-    let out = meshplan(&["search", "examples/article-70b-mesh.json", "--table", "--top", "3"]);
+    let out = meshplan(&[
+        "search",
+        "examples/article-70b-mesh.json",
+        "--table",
+        "--top",
+        "3",
+    ]);
     let text = ok(&out);
     assert!(text.contains("512 GPUs"), "{text}");
     assert!(text.contains("layers_divisible_by_pp"));
@@ -72,7 +78,12 @@ fn calibrate_then_search_with_it() {
 
 #[test]
 fn bad_inputs_exit_2_with_a_message() {
-    let out = meshplan(&["search", "examples/article-70b-mesh.json", "--rank-order", "tp-dp"]);
+    let out = meshplan(&[
+        "search",
+        "examples/article-70b-mesh.json",
+        "--rank-order",
+        "tp-dp",
+    ]);
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("rank order"));
     let out = meshplan(&["calibrate", "Cargo.toml"]);

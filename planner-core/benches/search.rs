@@ -26,8 +26,14 @@ fn scenario(model: &str, nodes: u32, seq_len: u32, global_batch: u32) -> Scenari
 
 fn bench(c: &mut Criterion) {
     let cases = [
-        ("llama-3.1-405b_16384xH100", scenario("llama-3.1-405b", 2048, 8192, 2048)),
-        ("deepseek-v3_2048xH100", scenario("deepseek-v3", 256, 4096, 15_360)),
+        (
+            "llama-3.1-405b_16384xH100",
+            scenario("llama-3.1-405b", 2048, 8192, 2048),
+        ),
+        (
+            "deepseek-v3_2048xH100",
+            scenario("deepseek-v3", 256, 4096, 15_360),
+        ),
     ];
     let mut group = c.benchmark_group("mesh_search");
     for (name, sc) in &cases {

@@ -234,10 +234,7 @@ fn fit_alpha_beta(points: &[(f64, f64, f64)]) -> Option<(f64, f64)> {
     }
     let det = sss * sxx - ssx * ssx;
     let (mut alpha, mut inv_b) = if det.abs() > 1e-300 && points.len() >= 2 {
-        (
-            (sst * sxx - ssx * sxt) / det,
-            (sss * sxt - ssx * sst) / det,
-        )
+        ((sst * sxx - ssx * sxt) / det, (sss * sxt - ssx * sst) / det)
     } else {
         (0.0, if sxx > 0.0 { sxt / sxx } else { 0.0 })
     };
@@ -322,7 +319,10 @@ fn inter_part(s: &CommSample, model: &CommModel) -> Option<(f64, f64, f64)> {
             Collective::AllReduce,
             intra(Collective::ReduceScatter, s.bytes) + intra(Collective::AllGather, s.bytes),
         ),
-        Collective::ReduceScatter => (Collective::ReduceScatter, intra(Collective::ReduceScatter, s.bytes)),
+        Collective::ReduceScatter => (
+            Collective::ReduceScatter,
+            intra(Collective::ReduceScatter, s.bytes),
+        ),
         Collective::AllGather => (Collective::AllGather, intra(Collective::AllGather, s.bytes)),
         _ => return None,
     };

@@ -114,7 +114,11 @@ impl Collective {
     /// Latency steps (α terms) of the ring algorithm on `n` ranks.
     pub fn latency_steps(self, n: u64) -> f64 {
         if n <= 1 {
-            return if self == Collective::SendRecv { 1.0 } else { 0.0 };
+            return if self == Collective::SendRecv {
+                1.0
+            } else {
+                0.0
+            };
         }
         let n = n as f64;
         match self {
@@ -242,8 +246,10 @@ impl CommModel {
     /// of `bytes/k`, intra all-gather (k members per node, each GPU on its own
     /// NIC rail). Assumes no contention with other groups' traffic.
     pub fn time_s(&self, op: Collective, bytes: f64, g: &GroupPlacement) -> f64 {
-        let intra = |o: Collective, b: f64, n: u64| self.link(o, LinkDomain::IntraNode).time_s(o, b, n);
-        let inter = |o: Collective, b: f64, n: u64| self.link(o, LinkDomain::InterNode).time_s(o, b, n);
+        let intra =
+            |o: Collective, b: f64, n: u64| self.link(o, LinkDomain::IntraNode).time_s(o, b, n);
+        let inter =
+            |o: Collective, b: f64, n: u64| self.link(o, LinkDomain::InterNode).time_s(o, b, n);
         match g.domain {
             Domain::Local => 0.0,
             Domain::IntraNode => intra(op, bytes, g.size),

@@ -76,7 +76,9 @@ impl RejectReason {
             RejectReason::ExpertsNotDivisibleByEp => "experts_divisible_by_ep",
             RejectReason::EpNotDividingDpCp => "ep_divides_dp_cp",
             RejectReason::BatchNotDivisibleByDpMicroBatch => "batch_divisible_by_dp_mbs",
-            RejectReason::MicroBatchesNotDivisibleByPp => "interleaved_micro_batches_divisible_by_pp",
+            RejectReason::MicroBatchesNotDivisibleByPp => {
+                "interleaved_micro_batches_divisible_by_pp"
+            }
             RejectReason::MemoryOverCapacity => "memory_within_capacity",
         }
     }
@@ -187,7 +189,11 @@ impl Default for SearchSpace {
             zero_stages: ZeroStage::ALL.to_vec(),
             recompute: Recompute::ALL.to_vec(),
             micro_batches: vec![1, 2, 4, 8],
-            schedules: vec![Schedule::OneFOneB, Schedule::Interleaved, Schedule::ZeroBubble],
+            schedules: vec![
+                Schedule::OneFOneB,
+                Schedule::Interleaved,
+                Schedule::ZeroBubble,
+            ],
             virtual_stages: vec![2, 3, 4, 6, 8],
             max_ep: 256,
             max_results: 200,
@@ -402,13 +408,7 @@ pub fn search_with<F: Fn(&Layout) -> f64>(
                 let scheds: &[(Schedule, u32)] = if pp > 1 { &sched_pp } else { &sched_pp1 };
                 let knobs_per_mesh = n_zero * n_rc * n_mb * scheds.len() as u64;
                 for &ep in &ep_values {
-                    let dims = MeshDims {
-                        dp,
-                        tp,
-                        pp,
-                        cp,
-                        ep,
-                    };
+                    let dims = MeshDims { dp, tp, pp, cp, ep };
                     total += knobs_per_mesh;
                     // Rules of the mesh alone.
                     let mut mesh_reasons = Reasons::default();
@@ -650,7 +650,9 @@ pub fn article_hints(
         out.push(Hint {
             key: "one_node_ddp".into(),
             text: "One node: DDP when a full training replica fits with headroom".into(),
-            best_rank: best(&|c| c.dims.tp == 1 && c.dims.pp == 1 && c.knobs.zero == ZeroStage::Ddp),
+            best_rank: best(&|c| {
+                c.dims.tp == 1 && c.dims.pp == 1 && c.knobs.zero == ZeroStage::Ddp
+            }),
         });
         out.push(Hint {
             key: "one_node_fsdp".into(),

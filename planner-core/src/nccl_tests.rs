@@ -86,10 +86,7 @@ fn err(at: impl Into<String>, message: impl Into<String>) -> NcclParseError {
 /// Parses either format: JSON when the text starts with `{`, else the table.
 pub fn parse(text: &str) -> Result<NcclRun, NcclParseError> {
     if text.len() > MAX_INPUT_BYTES {
-        return Err(err(
-            "input",
-            format!("larger than {MAX_INPUT_BYTES} bytes"),
-        ));
+        return Err(err("input", format!("larger than {MAX_INPUT_BYTES} bytes")));
     }
     if text.trim_start().starts_with('{') {
         parse_json(text)
@@ -105,7 +102,10 @@ fn op_from_program(name: &str) -> Option<Collective> {
 
 fn checked(at: &str, what: &str, v: f64, max: f64) -> Result<f64, NcclParseError> {
     if !v.is_finite() || v < 0.0 || v > max {
-        return Err(err(at, format!("{what} {v} is not a finite value in 0..={max}")));
+        return Err(err(
+            at,
+            format!("{what} {v} is not a finite value in 0..={max}"),
+        ));
     }
     Ok(v)
 }
@@ -113,10 +113,7 @@ fn checked(at: &str, what: &str, v: f64, max: f64) -> Result<f64, NcclParseError
 /// Parses the text table nccl-tests prints on stdout.
 pub fn parse_text(text: &str) -> Result<NcclRun, NcclParseError> {
     if text.len() > MAX_INPUT_BYTES {
-        return Err(err(
-            "input",
-            format!("larger than {MAX_INPUT_BYTES} bytes"),
-        ));
+        return Err(err("input", format!("larger than {MAX_INPUT_BYTES} bytes")));
     }
     let mut run = NcclRun {
         op: None,
@@ -223,12 +220,10 @@ pub fn parse_text(text: &str) -> Result<NcclRun, NcclParseError> {
 /// Parses the JSON file nccl-tests writes with `-J` (file version 2).
 pub fn parse_json(text: &str) -> Result<NcclRun, NcclParseError> {
     if text.len() > MAX_INPUT_BYTES {
-        return Err(err(
-            "input",
-            format!("larger than {MAX_INPUT_BYTES} bytes"),
-        ));
+        return Err(err("input", format!("larger than {MAX_INPUT_BYTES} bytes")));
     }
-    let v: Value = serde_json::from_str(text).map_err(|e| err("input", format!("not JSON: {e}")))?;
+    let v: Value =
+        serde_json::from_str(text).map_err(|e| err("input", format!("not JSON: {e}")))?;
     let obj = v
         .as_object()
         .ok_or_else(|| err("input", "top level is not an object"))?;
@@ -293,9 +288,9 @@ pub fn parse_json(text: &str) -> Result<NcclRun, NcclParseError> {
             let f = |k: &str| -> Result<f64, NcclParseError> {
                 let path = format!("results[{i}].{key}.{k}");
                 match m.get(k) {
-                    Some(Value::Number(n)) => n
-                        .as_f64()
-                        .ok_or_else(|| err(path.clone(), "not a number")),
+                    Some(Value::Number(n)) => {
+                        n.as_f64().ok_or_else(|| err(path.clone(), "not a number"))
+                    }
                     // nccl-tests writes NaN as the string "nan".
                     Some(Value::String(s)) => Err(err(path, format!("not a number: `{s}`"))),
                     _ => Err(err(path, "missing")),
@@ -306,8 +301,18 @@ pub fn parse_json(text: &str) -> Result<NcclRun, NcclParseError> {
                 None => f("cpu_time")?,
             };
             let time_us = checked(&format!("results[{i}].{key}.time"), "time", time_us, 1e12)?;
-            let algbw = checked(&format!("results[{i}].{key}.alg_bw"), "alg_bw", f("alg_bw")?, 1e7)?;
-            let busbw = checked(&format!("results[{i}].{key}.bus_bw"), "bus_bw", f("bus_bw")?, 1e7)?;
+            let algbw = checked(
+                &format!("results[{i}].{key}.alg_bw"),
+                "alg_bw",
+                f("alg_bw")?,
+                1e7,
+            )?;
+            let busbw = checked(
+                &format!("results[{i}].{key}.bus_bw"),
+                "bus_bw",
+                f("bus_bw")?,
+                1e7,
+            )?;
             let wrong = m.get("nwrong").and_then(Value::as_f64);
             if time_us > 0.0 {
                 rows.push(NcclRow {

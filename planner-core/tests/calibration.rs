@@ -85,7 +85,10 @@ fn alpha_beta_fit_recovers_the_generating_link() {
     let cal = calibrate(&samples, &[], &CommModel::assumed(&c), 989e12);
     assert_eq!(cal.links.len(), 1);
     let l = cal.links[0];
-    assert_eq!((l.op, l.domain), (Collective::AllReduce, LinkDomain::IntraNode));
+    assert_eq!(
+        (l.op, l.domain),
+        (Collective::AllReduce, LinkDomain::IntraNode)
+    );
     // The table rounds times to 0.01 µs, so the fit is close, not exact.
     assert!((l.busbw_bytes_per_s / 400e9 - 1.0).abs() < 0.01, "{l:?}");
     assert!((l.latency_s / 3e-6 - 1.0).abs() < 0.05, "{l:?}");
@@ -157,17 +160,22 @@ fn json_output_parses_like_the_table() {
 fn bad_inputs_name_where() {
     let e = parse_json(r#"{"results":[{"size":"x"}]}"#).expect_err("bad size");
     assert_eq!(e.at, "results[0].size");
-    let e = parse_json(r#"{"results":[{"size":8,"out_of_place":{"time":"nan","alg_bw":0,"bus_bw":0}}]}"#)
-        .expect_err("nan");
+    let e = parse_json(
+        r#"{"results":[{"size":8,"out_of_place":{"time":"nan","alg_bw":0,"bus_bw":0}}]}"#,
+    )
+    .expect_err("nan");
     assert_eq!(e.at, "results[0].out_of_place.time");
     let e = parse_text("# nothing here\n").expect_err("empty");
     assert_eq!(e.at, "input");
-    let e = parse_text("         8    2   float  sum  -1  -5.0  0.0  0.0  0\n").expect_err("negative");
+    let e =
+        parse_text("         8    2   float  sum  -1  -5.0  0.0  0.0  0\n").expect_err("negative");
     assert_eq!(e.at, "line 1");
     assert!(parse("{not json").is_err());
     // No op named anywhere: the caller must supply it.
-    let run = parse_text("   1024   256   float   sum   -1   10.0   0.1   0.1   0   10.0   0.1   0.1   0\n")
-        .expect("row");
+    let run = parse_text(
+        "   1024   256   float   sum   -1   10.0   0.1   0.1   0   10.0   0.1   0.1   0\n",
+    )
+    .expect("row");
     assert!(samples_from_nccl(&run, None, Some(8), None).is_err());
     assert!(samples_from_nccl(&run, Some(Collective::AllReduce), Some(8), None).is_ok());
 }
@@ -188,7 +196,12 @@ fn gemm_fit_recovers_a_saturating_curve_and_marks_predictions_measured() {
     assert!((fit.efficiency.max_fraction - 0.85).abs() < 1e-9);
     assert!((fit.efficiency.half_dim - 200.0).abs() < 1e-6);
 
-    let cal = calibrate(&[], &samples, &CommModel::assumed(&Cluster::of(gpu_preset("h100-sxm").expect("g"), 1)), peak);
+    let cal = calibrate(
+        &[],
+        &samples,
+        &CommModel::assumed(&Cluster::of(gpu_preset("h100-sxm").expect("g"), 1)),
+        peak,
+    );
     let model = model_preset("llama-3.1-70b").expect("m");
     let sc = Scenario {
         version: SCENARIO_VERSION,
@@ -223,7 +236,8 @@ fn gemm_fit_recovers_a_saturating_curve_and_marks_predictions_measured() {
     // The summary is small and round-trips through JSON.
     let text = serde_json::to_string(&cal).expect("json");
     assert!(text.len() < 400, "{text}");
-    let back: planner_core::calibration::CalibrationSummary = serde_json::from_str(&text).expect("back");
+    let back: planner_core::calibration::CalibrationSummary =
+        serde_json::from_str(&text).expect("back");
     let (a, b) = (back.gemm.expect("a"), cal.gemm.expect("b"));
     assert!((a.efficiency.max_fraction - b.efficiency.max_fraction).abs() < 1e-12);
     assert!((a.efficiency.half_dim - b.efficiency.half_dim).abs() < 1e-9);

@@ -107,7 +107,10 @@ fn tensor_parallel_is_two_all_reduces_per_layer_forward_and_two_backward() {
         ..layout.clone()
     };
     let c = comms_for(&full, 8, 8);
-    assert_eq!(c.get(Purpose::TpRecompute).map(|i| i.calls_per_step), Some(160.0));
+    assert_eq!(
+        c.get(Purpose::TpRecompute).map(|i| i.calls_per_step),
+        Some(160.0)
+    );
 
     // Sequence parallel: same volume, as all-gather + reduce-scatter.
     let sp = Layout {
@@ -160,7 +163,10 @@ fn small_tp_leaves_room_for_a_two_level_data_parallel_group() {
     };
     let p = Placement::of(&layout, 8, RankOrder::default());
     let dp = p.group(GroupKind::Dp);
-    assert_eq!((dp.per_node, dp.nodes, dp.domain), (2, 2, Domain::Hierarchical));
+    assert_eq!(
+        (dp.per_node, dp.nodes, dp.domain),
+        (2, 2, Domain::Hierarchical)
+    );
     assert_eq!(p.group(GroupKind::Tp).domain, Domain::IntraNode);
 }
 
@@ -235,7 +241,10 @@ fn alpha_beta_and_two_level_all_reduce() {
     assert_eq!(g.domain, Domain::Hierarchical);
     let two_level = model.time_s(Collective::AllReduce, 1e9, g);
     let flat = model
-        .link(Collective::AllReduce, planner_core::collectives::LinkDomain::InterNode)
+        .link(
+            Collective::AllReduce,
+            planner_core::collectives::LinkDomain::InterNode,
+        )
         .time_s(Collective::AllReduce, 1e9, 32);
     assert!(two_level < flat / 4.0, "{two_level} vs {flat}");
 }

@@ -4,17 +4,19 @@
 use planner_core::cost::{CostOptions, StepModel};
 use planner_core::hardware::{gpu_preset, Cluster};
 use planner_core::layout::{Layout, Recompute, Schedule, ZeroStage};
-use planner_core::mesh::{layout_of, search, search_with, Knobs, RejectReason, SearchResult, SearchSpace};
-use planner_core::presets::article_mesh_scenario;
-use planner_core::validate::layout_rule_violations;
-use std::collections::BTreeSet;
+use planner_core::mesh::{
+    layout_of, search, search_with, Knobs, RejectReason, SearchResult, SearchSpace,
+};
 use planner_core::model::ModelSpec;
 use planner_core::precision::Precision;
+use planner_core::presets::article_mesh_scenario;
 use planner_core::presets::model_preset;
 use planner_core::scenario::{
     ActivationOptions, ModelChoice, Overheads, Scenario, Serving, Training, SCENARIO_VERSION,
 };
+use planner_core::validate::layout_rule_violations;
 use proptest::prelude::*;
+use std::collections::BTreeSet;
 
 fn scenario(nodes: u32, seq_len: u32, global_batch: u32) -> Scenario {
     Scenario {
@@ -61,7 +63,12 @@ fn simple_peak(model: &ModelSpec, sc: &Scenario) -> impl Fn(&Layout) -> f64 {
     }
 }
 
-fn run(nodes: u32, seq: u32, batch: u32, max_results: usize) -> (ModelSpec, Scenario, SearchResult) {
+fn run(
+    nodes: u32,
+    seq: u32,
+    batch: u32,
+    max_results: usize,
+) -> (ModelSpec, Scenario, SearchResult) {
     let model = model_preset("llama-3.1-70b").expect("70b");
     let sc = scenario(nodes, seq, batch);
     let sm = StepModel::new(&model, &sc, CostOptions::default());
@@ -141,7 +148,11 @@ fn search_and_validator_agree_on_every_rule() {
         assert!(keys(&f.layout()).is_empty(), "{:?}", f.layout());
     }
     let mut checked = 0;
-    for b in r.rejected.iter().filter(|b| !b.reasons.has(RejectReason::MemoryOverCapacity)) {
+    for b in r
+        .rejected
+        .iter()
+        .filter(|b| !b.reasons.has(RejectReason::MemoryOverCapacity))
+    {
         let knobs = Knobs {
             zero: b.zero.unwrap_or(ZeroStage::Zero1),
             recompute: b.recompute.unwrap_or(Recompute::Full),

@@ -31,7 +31,11 @@ fn preset_for_device(name: &str) -> Option<GpuSpec> {
         .into_iter()
         .find(|k| n.contains(k))?;
     if key == "a100" {
-        let id = if n.contains("40") { "a100-40gb" } else { "a100-80gb" };
+        let id = if n.contains("40") {
+            "a100-40gb"
+        } else {
+            "a100-80gb"
+        };
         return gpu_preset(id);
     }
     gpu_presets().into_iter().find(|g| g.id.starts_with(key))
@@ -59,11 +63,12 @@ pub fn run(args: &Args) -> Result<String, CliError> {
                 nccl_tests::MAX_INPUT_BYTES
             )));
         }
-        let text = std::fs::read_to_string(path).map_err(|e| CliError::Io(format!("{shown}: {e}")))?;
+        let text =
+            std::fs::read_to_string(path).map_err(|e| CliError::Io(format!("{shown}: {e}")))?;
         let is_report = text.contains("\"schema_version\"");
         if is_report {
-            let report = parse_report(&text)
-                .map_err(|e| CliError::BadInput(format!("{shown}: {e}")))?;
+            let report =
+                parse_report(&text).map_err(|e| CliError::BadInput(format!("{shown}: {e}")))?;
             if device.is_none() {
                 device = report.environment.gpus.first().map(|g| g.name.clone());
             }

@@ -129,11 +129,17 @@ fn table(model: &str, sc: &planner_core::scenario::Scenario, r: &SearchResult) -
             f.headroom_bytes / 1e9
         );
     }
-    let _ = writeln!(out, "\nRejected candidates by reason (one candidate may have several):");
+    let _ = writeln!(
+        out,
+        "\nRejected candidates by reason (one candidate may have several):"
+    );
     for rc in &r.rejections {
         let _ = writeln!(out, "  {:<45} {:>10}", rc.reason, rc.candidates);
     }
-    let _ = writeln!(out, "\nThe article's starting points for this cluster size:");
+    let _ = writeln!(
+        out,
+        "\nThe article's starting points for this cluster size:"
+    );
     for h in &r.hints {
         let rank = h
             .best_rank
