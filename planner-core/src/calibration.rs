@@ -104,6 +104,42 @@ pub struct CalibrationSummary {
 }
 
 impl CalibrationSummary {
+    /// Checks a summary from outside (a file, a share link): version, and every
+    /// number finite and in range. The error names the field.
+    pub fn check(&self) -> Result<(), String> {
+        if self.version != CALIBRATION_VERSION {
+            return Err(format!(
+                "version: {} is not {CALIBRATION_VERSION}",
+                self.version
+            ));
+        }
+        for (i, l) in self.links.iter().enumerate() {
+            let bw_ok = l.busbw_bytes_per_s.is_finite() && l.busbw_bytes_per_s > 0.0;
+            if !bw_ok {
+                return Err(format!(
+                    "links[{i}].busbw_bytes_per_s: must be finite and > 0"
+                ));
+            }
+            let lat_ok = l.latency_s.is_finite() && l.latency_s >= 0.0;
+            if !lat_ok {
+                return Err(format!("links[{i}].latency_s: must be finite and ≥ 0"));
+            }
+        }
+        if let Some(g) = &self.gemm {
+            let e = g.efficiency;
+            if !(e.max_fraction > 0.0 && e.max_fraction <= 1.0) {
+                return Err("gemm.efficiency.max_fraction: must be in (0, 1]".to_string());
+            }
+            if !(e.half_dim.is_finite() && e.half_dim >= 0.0) {
+                return Err("gemm.efficiency.half_dim: must be finite and ≥ 0".to_string());
+            }
+            if !(g.peak_flops_per_s.is_finite() && g.peak_flops_per_s > 0.0) {
+                return Err("gemm.peak_flops_per_s: must be finite and > 0".to_string());
+            }
+        }
+        Ok(())
+    }
+
     /// Replaces the fitted entries of a communication model.
     pub fn apply_to(&self, comm: &mut CommModel) {
         for l in &self.links {

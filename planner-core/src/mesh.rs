@@ -298,7 +298,7 @@ fn divisors(n: u64) -> Vec<u32> {
     let mut out = Vec::new();
     let mut i = 1u64;
     while i * i <= n {
-        if n % i == 0 {
+        if n.is_multiple_of(i) {
             out.push(i as u32);
             if i * i != n {
                 out.push((n / i) as u32);
@@ -412,31 +412,34 @@ pub fn search_with<F: Fn(&Layout) -> f64>(
                     total += knobs_per_mesh;
                     // Rules of the mesh alone.
                     let mut mesh_reasons = Reasons::default();
-                    if model.heads % tp != 0 {
+                    if !model.heads.is_multiple_of(tp) {
                         mesh_reasons.add(RejectReason::HeadsNotDivisibleByTp);
                     }
-                    if model.mla.is_none() && kv_heads % tp != 0 && tp % kv_heads.max(1) != 0 {
+                    if model.mla.is_none()
+                        && !kv_heads.is_multiple_of(tp)
+                        && tp % kv_heads.max(1) != 0
+                    {
                         mesh_reasons.add(RejectReason::KvHeadsNotDivisibleByTp);
                     }
-                    if model.ffn % tp != 0 && dense_ffn_layers {
+                    if !model.ffn.is_multiple_of(tp) && dense_ffn_layers {
                         mesh_reasons.add(RejectReason::FfnNotDivisibleByTp);
                     }
-                    if expert_ffn % tp != 0 {
+                    if !expert_ffn.is_multiple_of(tp) {
                         mesh_reasons.add(RejectReason::ExpertFfnNotDivisibleByTp);
                     }
                     if tp > gpn {
                         mesh_reasons.add(RejectReason::TpExceedsNode);
                     }
-                    if model.layers % pp != 0 {
+                    if !model.layers.is_multiple_of(pp) {
                         mesh_reasons.add(RejectReason::LayersNotDivisibleByPp);
                     }
-                    if cp > 1 && seq % (2 * cp) != 0 {
+                    if cp > 1 && !seq.is_multiple_of(2 * cp) {
                         mesh_reasons.add(RejectReason::SeqNotDivisibleBy2Cp);
                     }
-                    if experts > 0 && experts % ep != 0 {
+                    if experts > 0 && !experts.is_multiple_of(ep) {
                         mesh_reasons.add(RejectReason::ExpertsNotDivisibleByEp);
                     }
-                    if dp64 * u64::from(cp) % u64::from(ep) != 0 {
+                    if !(dp64 * u64::from(cp)).is_multiple_of(u64::from(ep)) {
                         mesh_reasons.add(RejectReason::EpNotDividingDpCp);
                     }
                     if batch % dp64 != 0 {
@@ -470,7 +473,7 @@ pub fn search_with<F: Fn(&Layout) -> f64>(
                         step_model.options.rank_order,
                     );
                     for &(schedule, v) in scheds {
-                        if v > 1 && model.layers % (pp * v) != 0 {
+                        if v > 1 && !model.layers.is_multiple_of(pp * v) {
                             let mut r = Reasons::default();
                             r.add(RejectReason::LayersNotDivisibleByPp);
                             reject(
@@ -498,7 +501,7 @@ pub fn search_with<F: Fn(&Layout) -> f64>(
                             }
                             // As the validator counts it: whole micro-batches per pipeline.
                             if schedule == Schedule::Interleaved
-                                && (batch / per) % u64::from(pp) != 0
+                                && !(batch / per).is_multiple_of(u64::from(pp))
                             {
                                 r.add(RejectReason::MicroBatchesNotDivisibleByPp);
                             }

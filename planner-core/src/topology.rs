@@ -274,6 +274,9 @@ fn count_below(factors: &[(u64, u64)], limit: u64) -> u64 {
     rec(factors, 0, limit)
 }
 
+/// A group given by two `(stride, size)` factors.
+type Factors2 = [(u64, u64); 2];
+
 /// Placement of every group of a layout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Placement {
@@ -315,7 +318,7 @@ impl Placement {
             ((s.dp, dp), (s.cp, cp))
         };
         let ep = ep.max(1);
-        let (ep_factors, edp_factors): ([(u64, u64); 2], [(u64, u64); 2]) = if ep <= fast.1 {
+        let (ep_factors, edp_factors): (Factors2, Factors2) = if ep <= fast.1 {
             (
                 [(fast.0, ep), (0, 1)],
                 [(fast.0.saturating_mul(ep), fast.1 / ep), slow],

@@ -280,3 +280,29 @@ fn bus_factors_match_the_report_module() {
         }
     }
 }
+
+#[test]
+fn summaries_from_outside_are_checked() {
+    use planner_core::calibration::{CalibrationSummary, FittedLink};
+    let mut s = CalibrationSummary {
+        version: 1,
+        links: vec![FittedLink {
+            op: Collective::AllReduce,
+            domain: LinkDomain::InterNode,
+            latency_s: 1e-5,
+            busbw_bytes_per_s: 45e9,
+            points: 3,
+            max_relative_error: 0.01,
+        }],
+        gemm: None,
+    };
+    assert!(s.check().is_ok());
+    s.links[0].busbw_bytes_per_s = 0.0;
+    assert_eq!(
+        s.check().expect_err("zero bw").split(':').next(),
+        Some("links[0].busbw_bytes_per_s")
+    );
+    s.links[0].busbw_bytes_per_s = 45e9;
+    s.version = 7;
+    assert!(s.check().expect_err("version").starts_with("version"));
+}

@@ -27,25 +27,8 @@ pub fn read_calibration(path: &Path) -> Result<CalibrationSummary, CliError> {
     let text = std::fs::read_to_string(path).map_err(|e| CliError::Io(format!("{shown}: {e}")))?;
     let cal: CalibrationSummary = serde_json::from_str(&text)
         .map_err(|e| CliError::BadInput(format!("{shown}: not a calibration summary: {e}")))?;
-    if cal.version != planner_core::calibration::CALIBRATION_VERSION {
-        return Err(CliError::BadInput(format!(
-            "{shown}: calibration version {} is not {}",
-            cal.version,
-            planner_core::calibration::CALIBRATION_VERSION
-        )));
-    }
-    let bad = cal.links.iter().any(|l| {
-        !(l.busbw_bytes_per_s.is_finite() && l.busbw_bytes_per_s > 0.0)
-            || !(l.latency_s.is_finite() && l.latency_s >= 0.0)
-    }) || cal.gemm.is_some_and(|g| {
-        !(g.efficiency.max_fraction > 0.0 && g.efficiency.max_fraction <= 1.0)
-            || !(g.efficiency.half_dim.is_finite() && g.efficiency.half_dim >= 0.0)
-    });
-    if bad {
-        return Err(CliError::BadInput(format!(
-            "{shown}: links need bandwidth > 0 and latency ≥ 0; GEMM max_fraction in (0, 1], half_dim ≥ 0"
-        )));
-    }
+    cal.check()
+        .map_err(|e| CliError::BadInput(format!("{shown}: {e}")))?;
     Ok(cal)
 }
 
