@@ -417,6 +417,33 @@ impl StepModel {
         }
     }
 
+    /// Every input of the time model and whether it was measured: the peak rate
+    /// (datasheet), the GEMM curve, and each operation on each link.
+    pub fn input_sources(&self) -> Vec<InputSource> {
+        let mut out = vec![
+            InputSource {
+                key: "peak_flops".into(),
+                measured: false,
+            },
+            InputSource {
+                key: "gemm_efficiency".into(),
+                measured: self.gemm_measured,
+            },
+        ];
+        for op in crate::collectives::Collective::ALL {
+            for domain in [
+                crate::collectives::LinkDomain::IntraNode,
+                crate::collectives::LinkDomain::InterNode,
+            ] {
+                out.push(InputSource {
+                    key: format!("{}.{}", op.id(), domain.id()),
+                    measured: self.comm.is_measured(op, domain),
+                });
+            }
+        }
+        out
+    }
+
     /// Tokens per step.
     pub fn tokens_per_step(&self) -> f64 {
         self.comm_inputs.global_batch * self.comm_inputs.seq_len
@@ -509,16 +536,8 @@ impl StepModel {
             ),
             assumption: "Model FLOPs exclude recompute (HFU includes it); full s×s attention counted".into(),
         });
-        let mut inputs = vec![
-            InputSource {
-                key: "peak_flops".into(),
-                measured: false,
-            },
-            InputSource {
-                key: "gemm_efficiency".into(),
-                measured: self.gemm_measured,
-            },
-        ];
+        // The inputs this layout used: peak, GEMM curve, and the links its items crossed.
+        let mut inputs: Vec<InputSource> = self.input_sources().into_iter().take(2).collect();
         for item in comms.iter() {
             let key = format!("{}.{}", item.op.id(), item.domain.id());
             if !inputs.iter().any(|i| i.key == key) {
@@ -569,8 +588,50 @@ pub struct ScalingPoint {
     pub efficiency: f64,
 }
 
+/// A scaling curve and the baseline its efficiencies are relative to.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScalingCurve {
+    /// Strong or weak.
+    pub kind: ScalingKind,
+    /// The denominator, in words: which point and what is held fixed.
+    pub baseline: String,
+    /// The points, baseline first.
+    pub points: Vec<ScalingPoint>,
+}
+
 /// Scaling over data-parallel degrees with everything else of `scenario.layout`
 /// fixed; the baseline is the first entry of `dp_values`.
+pub fn scaling_curve(
+    model: &ModelSpec,
+    scenario: &Scenario,
+    options: &CostOptions,
+    kind: ScalingKind,
+    dp_values: &[u32],
+) -> ScalingCurve {
+    let points = scaling(model, scenario, options, kind, dp_values);
+    let baseline = match points.first() {
+        None => "no points".to_string(),
+        Some(b) => match kind {
+            ScalingKind::Strong => format!(
+                "strong scaling: global batch fixed at {} sequences; efficiency = (T·GPUs at dp {} on {} GPUs) / (T·GPUs)",
+                b.global_batch, b.dp, b.gpus
+            ),
+            ScalingKind::Weak => format!(
+                "weak scaling: {} sequences per data-parallel rank fixed; efficiency = T at dp {} on {} GPUs / T",
+                f64::from(b.global_batch) / f64::from(b.dp.max(1)),
+                b.dp,
+                b.gpus
+            ),
+        },
+    };
+    ScalingCurve {
+        kind,
+        baseline,
+        points,
+    }
+}
+
+/// Points of [`scaling_curve`] (baseline: the first entry of `dp_values`).
 pub fn scaling(
     model: &ModelSpec,
     scenario: &Scenario,

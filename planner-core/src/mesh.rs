@@ -292,6 +292,8 @@ pub struct SearchResult {
     pub usable_bytes: f64,
     /// The article's starting points for this cluster size.
     pub hints: Vec<Hint>,
+    /// Inputs of the time model and whether each was measured or assumed.
+    pub inputs: Vec<crate::cost::InputSource>,
 }
 
 fn divisors(n: u64) -> Vec<u32> {
@@ -623,6 +625,7 @@ pub fn search_with<F: Fn(&Layout) -> f64>(
         rejections,
         usable_bytes: usable,
         hints,
+        inputs: step_model.input_sources(),
     }
 }
 

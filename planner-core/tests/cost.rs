@@ -122,3 +122,33 @@ fn strong_scaling_loses_efficiency_and_weak_keeps_most() {
         assert!(p.efficiency > 0.8 && p.efficiency <= 1.0 + 1e-12, "{p:?}");
     }
 }
+
+#[test]
+fn scaling_curves_name_their_baseline() {
+    use planner_core::cost::scaling_curve;
+    let m = model_preset("llama-3.1-8b").expect("m");
+    let layout = Layout {
+        tp: 2,
+        sequence_parallel: true,
+        ..Layout::default()
+    };
+    let sc = scenario("llama-3.1-8b", 16, 4096, 64, layout);
+    let opts = CostOptions::default();
+    let strong = scaling_curve(&m, &sc, &opts, ScalingKind::Strong, &[2, 8, 32]);
+    assert!(strong
+        .baseline
+        .starts_with("strong scaling: global batch fixed at 64"));
+    assert!(
+        strong.baseline.contains("dp 2 on 4 GPUs"),
+        "{}",
+        strong.baseline
+    );
+    let weak = scaling_curve(&m, &sc, &opts, ScalingKind::Weak, &[2, 8, 32]);
+    assert!(
+        weak.baseline
+            .contains("32 sequences per data-parallel rank"),
+        "{}",
+        weak.baseline
+    );
+    assert_eq!(weak.points[2].global_batch, 64 * 16);
+}
