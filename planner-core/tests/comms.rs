@@ -248,3 +248,97 @@ fn alpha_beta_and_two_level_all_reduce() {
         .time_s(Collective::AllReduce, 1e9, 32);
     assert!(two_level < flat / 4.0, "{two_level} vs {flat}");
 }
+
+fn comms_model(
+    model: &ModelSpec,
+    layout: &Layout,
+    nodes: u32,
+    seq_len: u32,
+    global_batch: u32,
+) -> planner_core::comms::StepComms {
+    let c = cluster(nodes);
+    let inp = CommInputs::new(
+        model,
+        &Precision::default(),
+        &Training {
+            seq_len,
+            global_batch,
+        },
+        &Overheads::default(),
+    );
+    let placement = Placement::of(layout, c.gpus_per_node, RankOrder::default());
+    step_comms(&inp, layout, &placement, &CommModel::assumed(&c))
+}
+
+#[test]
+fn pipeline_sends_one_activation_each_way_per_micro_batch_and_chunk() {
+    let layout = Layout {
+        tp: 8,
+        pp: 4,
+        dp: 2,
+        virtual_stages: 2,
+        schedule: planner_core::layout::Schedule::Interleaved,
+        sequence_parallel: true,
+        ..Layout::default()
+    };
+    // 64 sequences / dp 2 = 32 micro-batches; × 2 directions × 2 chunks.
+    let c = comms_model(&llama70(), &layout, 8, 4096, 64);
+    let p = c.get(Purpose::PpActivations).expect("pp");
+    assert_eq!(p.calls_per_step, 128.0);
+    // b·s·h·2 bytes, split over TP by sequence parallelism.
+    assert_eq!(p.message_bytes, 4096.0 * 8192.0 * 2.0 / 8.0);
+    assert_eq!(p.domain, Domain::InterNode);
+}
+
+#[test]
+fn ring_attention_passes_each_kv_block_cp_minus_1_times_forward_and_twice_backward() {
+    let layout = Layout {
+        tp: 8,
+        cp: 4,
+        dp: 2,
+        sequence_parallel: true,
+        ..Layout::default()
+    };
+    let c = comms_model(&llama70(), &layout, 8, 32_768, 2);
+    let ring = c.get(Purpose::CpKvRing).expect("cp");
+    // 80 layers × 1 micro-batch × (4−1) steps × (1 forward + 2 backward).
+    assert_eq!(ring.calls_per_step, 80.0 * 3.0 * 3.0);
+    // K and V of s/cp tokens: 8 KV heads × 128 split over tp = 8 → 1 head each, BF16.
+    assert_eq!(ring.message_bytes, 8192.0 * 2.0 * 8.0 * 128.0 / 8.0 * 2.0);
+}
+
+#[test]
+fn expert_parallel_dispatches_and_combines_top_k_copies_of_each_token() {
+    let mixtral = model_preset("mixtral-8x7b").expect("mixtral");
+    let layout = Layout {
+        dp: 8,
+        ep: 8,
+        ..Layout::default()
+    };
+    let c = comms_model(&mixtral, &layout, 1, 4096, 8);
+    let a2a = c.get(Purpose::EpDispatchCombine).expect("ep");
+    assert_eq!(a2a.op, Collective::AllToAll);
+    // 32 MoE layers × (dispatch + combine) × (forward + backward).
+    assert_eq!(a2a.calls_per_step, 32.0 * 4.0);
+    // 4096 tokens × top-2 × hidden 4096 × 2 bytes.
+    assert_eq!(a2a.message_bytes, 4096.0 * 2.0 * 4096.0 * 2.0);
+    assert_eq!(a2a.domain, Domain::IntraNode);
+    // Expert gradients are reduced over dp·cp/ep = 1 rank: nothing to send.
+    assert!(c.get(Purpose::ExpertGradAllReduce).is_none());
+}
+
+#[test]
+fn two_level_all_reduce_is_the_sum_of_its_stages() {
+    let c = cluster(4);
+    let model = CommModel::assumed(&c);
+    let layout = dp_layout(32, ZeroStage::Ddp);
+    let g = *Placement::of(&layout, 8, RankOrder::default()).group(GroupKind::Dp);
+    let (i, e) = (c.intra_node.clone(), c.inter_node.clone());
+    let s = 1e9;
+    // Intra reduce-scatter + all-gather on 8 ranks, inter all-reduce of s/8 on 4 nodes.
+    let want = 2.0 * (7.0 * i.latency_s + s * 7.0 / 8.0 / i.bytes_per_s)
+        + 2.0 * 3.0 * e.latency_s
+        + s / 8.0 * 2.0 * 3.0 / 4.0 / e.bytes_per_s;
+    let got = model.time_s(Collective::AllReduce, s, &g);
+    assert!((got / want - 1.0).abs() < 1e-12, "{got} vs {want}");
+}
