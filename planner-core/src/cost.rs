@@ -471,16 +471,23 @@ impl StepModel {
                 key: "time.compute".into(),
                 label: "Compute".into(),
                 bytes: s.compute,
-                formula: "m · b·s · (F_fwd + F_bwd + F_recompute) / (tp·cp·pp · peak · eff)".into(),
+                formula: "m · b·s/(tp·cp·pp) · 3 · (2N/(peak·eff_gemm) + F_attn/(peak·eff_attn) + bytes_elem/HBM) + recompute".into(),
                 worked: format!(
-                    "{} micro-batches · {} tokens at {:.0} TFLOP/s × {:.2} = {}",
+                    "{} micro-batches × {} tokens over {} GPUs per replica, {:.0} TFLOP/s × GEMM {:.2} / attention {:.2} = {} (of which recompute {})",
                     s.micro_batches,
                     f64::from(layout.micro_batch) * self.comm_inputs.seq_len,
+                    u64::from(layout.tp) * u64::from(layout.cp) * u64::from(layout.pp),
                     self.peak_flops_per_s / 1e12,
                     eff,
-                    ms(s.compute)
+                    self.options.attention_efficiency,
+                    ms(s.compute),
+                    ms(s.recompute)
                 ),
-                assumption: "Balanced stages; backward = 2 × forward; GEMM efficiency by the smallest GEMM dimension".into(),
+                assumption: format!(
+                    "Balanced stages; backward = 2 × forward; GEMM efficiency {} by the smallest GEMM dimension; memory-bound ops move {} B per token per layer per hidden unit",
+                    if self.gemm_measured { "measured" } else { "assumed" },
+                    self.options.elementwise_bytes_per_hidden
+                ),
             },
             Term {
                 key: "time.bubble".into(),
@@ -535,6 +542,32 @@ impl StepModel {
                 mfu * 100.0
             ),
             assumption: "Model FLOPs exclude recompute (HFU includes it); full s×s attention counted".into(),
+        });
+        terms.push(Term {
+            key: "rate.hfu".into(),
+            label: "HFU".into(),
+            bytes: hfu,
+            formula: "tokens · (model + recompute FLOPs per token) / (GPUs · peak · step time)"
+                .into(),
+            worked: format!(
+                "{:.1}% with {} recompute",
+                hfu * 100.0,
+                layout.recompute.id()
+            ),
+            assumption: "Selective recompute repeats the attention core; full repeats the forward"
+                .into(),
+        });
+        terms.push(Term {
+            key: "rate.tokens_per_s_per_gpu".into(),
+            label: "Tokens/s per GPU".into(),
+            bytes: tokens / s.total / gpus,
+            formula: "global batch · seq / step time / GPUs".into(),
+            worked: format!(
+                "{tokens:.3e} / {:.3} s / {gpus} = {:.0}",
+                s.total,
+                tokens / s.total / gpus
+            ),
+            assumption: "Every GPU of the layout counted".into(),
         });
         // The inputs this layout used: peak, GEMM curve, and the links its items crossed.
         let mut inputs: Vec<InputSource> = self.input_sources().into_iter().take(2).collect();

@@ -152,3 +152,50 @@ fn scaling_curves_name_their_baseline() {
     );
     assert_eq!(weak.points[2].global_batch, 64 * 16);
 }
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// The step is exactly the sum of its parts, every part is non-negative,
+        /// and HFU ≥ MFU.
+        #[test]
+        fn step_is_the_sum_of_its_parts(
+            tp in prop::sample::select(vec![1u32, 2, 4, 8]),
+            pp in prop::sample::select(vec![1u32, 2, 4]),
+            cp in prop::sample::select(vec![1u32, 2]),
+            dp in prop::sample::select(vec![1u32, 2, 4]),
+            zero in 0u8..=3,
+            rc in 0usize..3,
+            sched in 0usize..4,
+            mb in prop::sample::select(vec![1u32, 2]),
+        ) {
+            let schedule = Schedule::ALL[sched];
+            let layout = Layout {
+                tp, pp, cp, dp,
+                zero: ZeroStage::from_number(zero).expect("zero"),
+                recompute: Recompute::ALL[rc],
+                schedule,
+                virtual_stages: if schedule == Schedule::Interleaved { 2 } else { 1 },
+                micro_batch: mb,
+                sequence_parallel: tp > 1,
+                ..Layout::default()
+            };
+            let m = model_preset("llama-3.1-70b").expect("m");
+            let sc = scenario("llama-3.1-70b", 32, 8192, 64, layout.clone());
+            let sm = StepModel::new(&m, &sc, CostOptions::default());
+            let c = sm.evaluate(&layout);
+            let s = c.seconds;
+            let parts = s.compute + s.exposed_comm_total() + s.bubble + s.optimizer;
+            prop_assert!((s.total / parts - 1.0).abs() < 1e-9, "{s:?}");
+            prop_assert!(s.compute > 0.0 && s.bubble >= 0.0 && s.optimizer >= 0.0);
+            prop_assert!(s.exposed_comm.iter().all(|e| *e >= 0.0));
+            prop_assert!(c.hfu >= c.mfu && c.mfu > 0.0 && c.hfu < 1.0);
+            if pp == 1 {
+                prop_assert_eq!(s.bubble, 0.0);
+            }
+        }
+    }
+}
