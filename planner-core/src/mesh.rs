@@ -598,7 +598,25 @@ pub fn search_with<F: Fn(&Layout) -> f64>(
             .then(b.headroom_bytes.total_cmp(&a.headroom_bytes))
             .then_with(|| key(a).cmp(&key(b)))
     };
-    let hints = article_hints(cluster.nodes, gpn, world, &feasible, by_rank);
+    let mut hints = article_hints(cluster.nodes, gpn, world, &feasible, by_rank);
+    // PCIe-class links inside the node (well below NVLink's hundreds of GB/s).
+    if cluster.intra_node.bytes_per_s < 100e9 {
+        let best = feasible
+            .iter()
+            .filter(|c| c.dims.tp <= 2)
+            .min_by(|a, b| by_rank(a, b))
+            .map(|top| {
+                feasible
+                    .iter()
+                    .filter(|c| by_rank(c, top) == std::cmp::Ordering::Less)
+                    .count()
+            });
+        hints.push(Hint {
+            key: "pcie_tp_at_most_2".into(),
+            text: "GPUs without NVLink: keep TP at 1 or 2, because every layer's all-reduce crosses PCIe".into(),
+            best_rank: best,
+        });
+    }
     let keep = space.max_results.min(feasible.len());
     if keep > 0 && keep < feasible.len() {
         feasible.select_nth_unstable_by(keep - 1, by_rank);

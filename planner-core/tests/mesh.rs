@@ -232,3 +232,36 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn hints_follow_the_cluster_size_and_links() {
+    let mut sc = article_mesh_scenario();
+    sc.model = ModelChoice::Preset("llama-3.1-8b".into());
+    sc.training.seq_len = 4096;
+    sc.training.global_batch = 64;
+    for (nodes, key) in [
+        (1, "one_node_ddp"),
+        (4, "few_nodes_tp_in_node"),
+        (64, "large_tp_pp_cp_dp"),
+    ] {
+        sc.cluster.nodes = nodes;
+        let model = sc.model_spec().expect("model");
+        let sm = StepModel::new(&model, &sc, CostOptions::default());
+        let r = search(&model, &sc, &SearchSpace::default(), &sm);
+        assert_eq!(r.hints[0].key, key);
+        assert!(r.hints.iter().all(|h| h.key != "pcie_tp_at_most_2"));
+        if let Some(rank) = r.hints[0].best_rank {
+            assert!(rank < r.feasible_count as usize);
+        }
+    }
+    // A PCIe box: 32 GB/s between GPUs.
+    sc.cluster.nodes = 1;
+    sc.cluster.intra_node.bytes_per_s = 32e9;
+    let model = sc.model_spec().expect("model");
+    let sm = StepModel::new(&model, &sc, CostOptions::default());
+    let r = search(&model, &sc, &SearchSpace::default(), &sm);
+    assert!(r.hints.iter().any(|h| h.key == "pcie_tp_at_most_2"));
+    // The measured-or-assumed list covers the GEMM curve and every link.
+    assert!(r.inputs.iter().all(|i| !i.measured));
+    assert_eq!(r.inputs.len(), 2 + 7 * 2);
+}
