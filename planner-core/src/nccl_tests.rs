@@ -110,6 +110,22 @@ fn checked(at: &str, what: &str, v: f64, max: f64) -> Result<f64, NcclParseError
     Ok(v)
 }
 
+/// Drops what launchers put before each line: Open MPI's `--tag-output`
+/// (`[1,0]<stdout>:`) and Slurm's `--label` (`0: `).
+fn strip_launcher_prefix(line: &str) -> &str {
+    if line.starts_with('[') {
+        if let Some(end) = line.find(">:") {
+            return line[end + 2..].trim();
+        }
+    }
+    if let Some((head, rest)) = line.split_once(':') {
+        if !head.is_empty() && head.trim().chars().all(|c| c.is_ascii_digit()) {
+            return rest.trim();
+        }
+    }
+    line
+}
+
 /// Parses the text table nccl-tests prints on stdout.
 pub fn parse_text(text: &str) -> Result<NcclRun, NcclParseError> {
     if text.len() > MAX_INPUT_BYTES {
@@ -126,7 +142,7 @@ pub fn parse_text(text: &str) -> Result<NcclRun, NcclParseError> {
     let mut ngpus_line: Option<u64> = None;
     for (i, line) in text.lines().enumerate() {
         let at = format!("line {}", i + 1);
-        let t = line.trim();
+        let t = strip_launcher_prefix(line.trim());
         if t.is_empty() {
             continue;
         }

@@ -306,3 +306,29 @@ fn summaries_from_outside_are_checked() {
     s.version = 7;
     assert!(s.check().expect_err("version").starts_with("version"));
 }
+
+#[test]
+fn launcher_prefixes_and_integer_times_are_read() {
+    // Open MPI --tag-output and Slurm --label prefixes; large times print without decimals.
+    let text = "\
+[1,0]<stdout>:# Collective test starting: all_reduce_perf
+[1,0]<stdout>:#  Rank  0 Group  0 Pid 21 on worker-0 device  0 [0x35] NVIDIA H100 80GB HBM3
+[1,0]<stdout>:#  Rank  1 Group  0 Pid 21 on worker-1 device  0 [0x35] NVIDIA H100 80GB HBM3
+[1,0]<stdout>:worker-0:21:27 [0] NCCL INFO Connected all rings
+[1,0]<stdout>:   1073741824     268435456     float     sum      -1    24000   44.74   44.74      0    24010   44.72   44.72    N/A
+ 0:   2147483648     536870912     float     sum      -1    47000   45.69   45.69      0    47020   45.67   45.67      0
+";
+    let run = parse_text(text).expect("parse");
+    assert_eq!(run.op, Some(Collective::AllReduce));
+    assert_eq!((run.ranks, run.hosts), (Some(2), Some(2)));
+    assert_eq!(run.rows.len(), 4);
+    assert_eq!(run.rows[0].time_us, 24000.0);
+    assert_eq!(run.rows[1].wrong, None);
+    let samples = samples_from_nccl(&run, None, None, None).expect("samples");
+    assert!(samples.iter().all(|s| s.ranks_per_node == 1));
+    let c = Cluster::of(gpu_preset("h100-sxm").expect("gpu"), 2);
+    let cal = calibrate(&samples, &[], &CommModel::assumed(&c), 989e12);
+    assert_eq!(cal.links[0].domain, LinkDomain::InterNode);
+    let bw = cal.links[0].busbw_bytes_per_s / 1e9;
+    assert!(bw > 44.0 && bw < 47.0, "{bw}");
+}
