@@ -705,3 +705,18 @@ pub fn scaling(
     }
     out
 }
+
+/// Evaluates a scenario's own layout: resolves its model, applies a calibration
+/// when given, and returns the explained step cost.
+pub fn evaluate_scenario(
+    scenario: &Scenario,
+    options: CostOptions,
+    calibration: Option<&crate::calibration::CalibrationSummary>,
+) -> Result<StepCost, crate::presets::ScenarioError> {
+    let model = scenario.model_spec()?;
+    let mut step_model = StepModel::new(&model, scenario, options);
+    if let Some(cal) = calibration {
+        step_model = step_model.with_calibration(cal);
+    }
+    Ok(step_model.evaluate(&scenario.layout))
+}

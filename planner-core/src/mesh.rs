@@ -711,3 +711,19 @@ pub fn article_hints(
     }
     out
 }
+
+/// Searches a scenario's cluster for its model and batch (its layout is ignored),
+/// with a calibration when given.
+pub fn search_scenario(
+    scenario: &Scenario,
+    space: &SearchSpace,
+    options: crate::cost::CostOptions,
+    calibration: Option<&crate::calibration::CalibrationSummary>,
+) -> Result<SearchResult, crate::presets::ScenarioError> {
+    let model = scenario.model_spec()?;
+    let mut step_model = StepModel::new(&model, scenario, options);
+    if let Some(cal) = calibration {
+        step_model = step_model.with_calibration(cal);
+    }
+    Ok(search(&model, scenario, space, &step_model))
+}

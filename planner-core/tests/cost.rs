@@ -199,3 +199,20 @@ mod properties {
         }
     }
 }
+
+#[test]
+fn scenario_entry_points_resolve_the_model() {
+    use planner_core::cost::evaluate_scenario;
+    use planner_core::mesh::{search_scenario, SearchSpace};
+    use planner_core::presets::article_mesh_scenario;
+    let sc = article_mesh_scenario();
+    let c = evaluate_scenario(&sc, CostOptions::default(), None).expect("eval");
+    assert!(c.seconds.total > 0.0);
+    assert!(c.terms.iter().any(|t| t.key == "time.comm.tp"));
+    let r = search_scenario(&sc, &SearchSpace::default(), CostOptions::default(), None)
+        .expect("search");
+    assert!(r.feasible_count > 0);
+    let mut bad = sc;
+    bad.model = ModelChoice::Preset("no-such-model".into());
+    assert!(evaluate_scenario(&bad, CostOptions::default(), None).is_err());
+}
