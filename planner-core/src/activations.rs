@@ -6,7 +6,14 @@
 //! flash attention) the sum is exactly Korthikanti et al. 2022, Table 2; the
 //! same list with Llama settings shows where public estimators disagree.
 //!
-//! One numeric visitor ([`visit_layer`]) feeds both the allocation-free sums the
+//! Choices, where public estimators differ: per-token norm statistics (mean,
+//! rstd: ≤ 8 B per token) are not counted, as in the paper; SwiGLU is the fused
+//! kernel (gate, up and down-input saved: `6·f/h` per `sbh`, eager PyTorch
+//! saves `8·f/h`); full recompute keeps the layer input, which Megatron stores
+//! ÷t under sequence parallelism (the paper's table lists `2sbh`); MoE layers
+//! assume balanced routing and expert-TP = 1.
+//!
+//! One numeric visitor (`visit_layer`) feeds both the allocation-free sums the
 //! mesh search calls and the explained [`SavedTensor`] list the app shows.
 
 use serde::{Deserialize, Serialize};
@@ -26,7 +33,9 @@ pub struct ActivationSetup {
     pub micro_batch: f64,
     /// Tensor-parallel degree `t`.
     pub tp: u32,
-    /// Context-parallel degree (divides the sequence dimension).
+    /// Context-parallel degree: divides the sequence dimension of every saved
+    /// tensor (score tensors keep all `s` keys; ring attention's remote K/V
+    /// chunks are transient and not counted).
     pub cp: u32,
     /// Megatron sequence parallelism (splits the norm/dropout regions by `t`).
     pub sequence_parallel: bool,
@@ -532,6 +541,9 @@ pub struct SavedTensor {
     pub source: String,
 }
 
+/// Where the K/V accounting comes from, and what CP does to it.
+const KV_SOURCE: &str = "Korthikanti §4.1 with GQA (kv heads); under CP ring attention only the local s/cp chunk is saved, remote chunks pass through and are re-sent in backward (Megatron/TE)";
+
 impl TensorKind {
     /// (op, name, shape, source).
     fn describe(self) -> (&'static str, &'static str, &'static str, &'static str) {
@@ -561,18 +573,8 @@ impl TensorKind {
                 "DeepSeek-V2 §2.1.2",
             ),
             K::Query => ("attention.qk", "Q", "s·b·a·d", kor),
-            K::Key => (
-                "attention.qk",
-                "K",
-                "s·b·kv·d",
-                "Korthikanti §4.1 with GQA: kv heads",
-            ),
-            K::Value => (
-                "attention.v",
-                "V",
-                "s·b·kv·d",
-                "Korthikanti §4.1 with GQA: kv heads",
-            ),
+            K::Key => ("attention.qk", "K", "s·b·kv·d", KV_SOURCE),
+            K::Value => ("attention.v", "V", "s·b·kv·d", KV_SOURCE),
             K::Softmax => ("attention.softmax", "softmax output", "b·a·s·s", kor),
             K::AttnDropoutMask => (
                 "attention.dropout",
@@ -774,10 +776,11 @@ pub fn in_flight_microbatches(
             }
             // Megatron interleaved warm-up, 2(p−i−1) + (v−1)p chunks plus the
             // one in flight, each 1/v of the stage; at i = 0 this is
-            // Korthikanti §4.2.3's p·(1 + (p−1)/(p·v)).
-            let chunks = 2 * (p - i - 1) + (v - 1) * p + 1;
-            let chunks = chunks.min(m.saturating_mul(v));
-            f64::from(chunks) / f64::from(v)
+            // Korthikanti §4.2.3's p·(1 + (p−1)/(p·m)), where the paper's m is
+            // the number of interleaved chunks (our v), not micro-batches.
+            let (p, i, v, m) = (u64::from(p), u64::from(i), u64::from(v), u64::from(m));
+            let chunks = (2 * (p - i - 1) + (v - 1) * p + 1).min(m * v);
+            chunks as f64 / v as f64
         }
     }
 }

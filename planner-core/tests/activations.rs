@@ -310,3 +310,46 @@ proptest! {
         prop_assert!((listed - summed).abs() <= 1e-9 * summed.max(1.0));
     }
 }
+
+#[test]
+fn moe_and_mla_layers_are_accounted() {
+    use planner_core::model::{MlaSpec, MoeSpec};
+    let mut model = llama70b();
+    model.moe = Some(MoeSpec {
+        routed_experts: 8,
+        experts_per_token: 2,
+        shared_experts: 1,
+        expert_ffn: 2048,
+        dense_layers: 1,
+    });
+    let setup = ActivationSetup::korthikanti(4096, 1, 4, true, Recompute::None);
+    let tensors = layer_activations(&model, LayerKind::Moe, &setup);
+    let routed: f64 = tensors
+        .iter()
+        .filter(|t| t.op == "moe.expert")
+        .map(|t| t.bytes)
+        .sum();
+    // Top-2 of SwiGLU experts: 3 tensors of k·f_e per token, tokens split by SP only (expert-TP = 1).
+    assert!(close(routed, 4096.0 * 3.0 * 2.0 * 2048.0 * 2.0 / 4.0));
+    let router = tensors
+        .iter()
+        .find(|t| t.op == "moe.router")
+        .expect("router");
+    assert!(close(router.bytes, 4096.0 * 8.0 * 4.0 / 4.0));
+    assert!(tensors.iter().any(|t| t.op == "moe.shared"));
+    let saved: f64 = tensors.iter().filter(|t| t.saved).map(|t| t.bytes).sum();
+    assert!(close(saved, layer_bytes(&model, LayerKind::Moe, &setup)));
+
+    model.mla = Some(MlaSpec {
+        q_lora_rank: 1536,
+        kv_lora_rank: 512,
+        qk_rope_head_dim: 64,
+        qk_nope_head_dim: 128,
+        v_head_dim: 128,
+    });
+    let tensors = layer_activations(&model, LayerKind::Dense, &setup);
+    let q = tensors.iter().find(|t| t.name == "Q").expect("Q");
+    // 64 heads × (128 + 64) per token, ÷ t.
+    assert!(close(q.bytes, 4096.0 * 64.0 * 192.0 * 2.0 / 4.0));
+    assert!(tensors.iter().any(|t| t.op == "attention.mla"));
+}

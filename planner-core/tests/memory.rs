@@ -419,3 +419,26 @@ proptest! {
         prop_assert_eq!(fast, explained);
     }
 }
+
+proptest! {
+    #[test]
+    fn any_user_layout_gives_a_number_without_panicking(
+        dp in 0u32..100_000, tp in 0u32..1000, pp in 0u32..1000, cp in 0u32..64, ep in 0u32..64,
+        v in 0u32..100_000, mb in 0u32..10_000, seq in 0u32..2_000_000, gb in 0u32..1_000_000,
+        zero in 0u8..4, sched in 0usize..4, r in 0usize..3, sp in any::<bool>(), model in any_model()
+    ) {
+        let layout = Layout {
+            dp, tp, pp, cp, ep, virtual_stages: v, micro_batch: mb,
+            schedule: Schedule::ALL[sched],
+            zero: ZeroStage::from_number(zero).unwrap_or(ZeroStage::Ddp),
+            recompute: Recompute::ALL[r],
+            sequence_parallel: sp,
+        };
+        let mut s = scenario(layout);
+        s.training = Training { seq_len: seq, global_batch: gb };
+        let mem = training_memory(&s, &model);
+        prop_assert!(mem.peak_bytes.is_finite() && mem.peak_bytes >= 0.0);
+        let bars = model_state(&model, &s.precision, &s.layout);
+        prop_assert!(bars.iter().all(|b| b.total_bytes.is_finite()));
+    }
+}
