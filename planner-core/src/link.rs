@@ -195,7 +195,7 @@ fn link_fields() -> [Field<(LinkSpec, LinkSpec)>; 4] {
 }
 
 /// Everything after the model, precision and cluster, compared with the default scenario.
-fn scenario_fields() -> [Field<Scenario>; 31] {
+fn scenario_fields() -> [Field<Scenario>; 30] {
     [
         field!("seq", Scenario, |s| s.training.seq_len, number),
         field!("gbs", Scenario, |s| s.training.global_batch, number),
@@ -292,7 +292,6 @@ fn scenario_fields() -> [Field<Scenario>; 31] {
             number
         ),
         field!("serve_ws", Scenario, |s| s.serving.workspace_bytes, number),
-        field!("v", Scenario, |s| s.version, number),
     ]
 }
 
@@ -559,9 +558,7 @@ pub fn encode(s: &Scenario) -> String {
         &(link_base.intra_node, link_base.inter_node),
     );
 
-    let fields = scenario_fields();
-    // `v` was written first; the table's copy is only for decoding.
-    w.diff(&fields[..fields.len() - 1], s, &d);
+    w.diff(&scenario_fields(), s, &d);
     w.0
 }
 
@@ -665,6 +662,21 @@ impl Params {
         }
         errors.len() == before
     }
+}
+
+/// Every link parameter name, in the order `encode` writes them (the `field`s
+/// of [`FieldError`]s from decoding and validation are among these).
+pub fn parameter_names() -> Vec<&'static str> {
+    let mut names = vec!["v", "model"];
+    names.extend(model_keys());
+    names.push("prec");
+    names.extend(precision_fields().iter().map(|f| f.key));
+    names.push("gpu");
+    names.extend(gpu_fields().iter().map(|f| f.key));
+    names.extend(["gpn", "gpus"]);
+    names.extend(link_fields().iter().map(|f| f.key));
+    names.extend(scenario_fields().iter().map(|f| f.key));
+    names
 }
 
 fn model_keys() -> Vec<&'static str> {
@@ -822,8 +834,7 @@ fn decode_pass(p: &mut Params, errors: &mut Vec<FieldError>) -> Scenario {
     (cluster.intra_node, cluster.inter_node) = links;
     s.cluster = cluster;
 
-    let fields = scenario_fields();
-    p.apply(&fields[..fields.len() - 1], &mut s, errors);
+    p.apply(&scenario_fields(), &mut s, errors);
 
     for (k, _, used) in &p.pairs {
         if !used {

@@ -457,3 +457,35 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn validation_fields_are_link_parameters() {
+    let names = planner_core::link::parameter_names();
+    for (i, n) in names.iter().enumerate() {
+        assert!(!names[i + 1..].contains(n), "{n} twice");
+    }
+    // A scenario broken in every range at once reports only link parameter names.
+    let mut s = default_scenario();
+    s.version = 9;
+    s.training.seq_len = 0;
+    s.layout.tp = 0;
+    s.overheads.usable_fraction = 2.0;
+    s.serving.memory_utilization = 0.0;
+    s.precision.weight_bytes = -1.0;
+    s.cluster.gpu.memory_bytes = f64::NAN;
+    s.cluster.intra_node.latency_s = -1.0;
+    let mut m = planner_core::presets::model_preset("deepseek-v3").unwrap();
+    m.heads = 0;
+    m.moe.as_mut().unwrap().experts_per_token = 0;
+    m.mla.as_mut().unwrap().kv_lora_rank = 0;
+    s.model = ModelChoice::Custom(m);
+    let errors = s.validate().unwrap_err();
+    assert!(errors.len() >= 10, "{errors:?}");
+    for e in errors {
+        assert!(
+            names.contains(&e.field.as_str()),
+            "{} is not a link parameter",
+            e.field
+        );
+    }
+}
