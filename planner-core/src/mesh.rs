@@ -7,6 +7,15 @@
 //! value, so a rule that fails rejects a whole block of candidates in one
 //! record; per-mesh quantities (group placement) are computed once; the inner
 //! loop neither allocates nor formats.
+//!
+//! Counting: a candidate is one mesh (`dp·tp·pp·cp` = the cluster's GPUs, EP over
+//! the divisors of the routed experts) crossed with one value of every knob in
+//! the [`SearchSpace`] (ZeRO stage × recompute × micro-batch × schedule/virtual
+//! stages; with PP = 1 the schedule is moot and counts once). A block rejected
+//! by a mesh or knob rule counts every candidate it covers, so
+//! `candidates = feasible + Σ rejected.candidates` (until `max_rejected` caps the list).
+//! Sequence parallelism is on whenever TP > 1 (same traffic, less memory);
+//! GPipe is left out by default (1F1B has its bubble with less memory).
 
 use serde::{Deserialize, Serialize};
 
