@@ -216,3 +216,36 @@ fn scenario_entry_points_resolve_the_model() {
     bad.model = ModelChoice::Preset("no-such-model".into());
     assert!(evaluate_scenario(&bad, CostOptions::default(), None).is_err());
 }
+
+#[test]
+fn tp_across_nodes_costs_more_than_tp_on_nvlink() {
+    use planner_core::topology::RankOrder;
+    let m = model_preset("llama-3.1-70b").expect("m");
+    let layout = Layout {
+        tp: 8,
+        dp: 8,
+        zero: ZeroStage::Zero1,
+        sequence_parallel: true,
+        ..Layout::default()
+    };
+    let sc = scenario("llama-3.1-70b", 8, 4096, 64, layout.clone());
+    let nvlink = StepModel::new(&m, &sc, CostOptions::default()).evaluate(&layout);
+    let across = StepModel::new(
+        &m,
+        &sc,
+        CostOptions {
+            rank_order: RankOrder::parse("dp-cp-tp-pp").expect("order"),
+            ..CostOptions::default()
+        },
+    )
+    .evaluate(&layout);
+    let tp = |c: &planner_core::cost::StepCost| c.seconds.exposed_comm[0];
+    // 450 GB/s NVLink against a 50 GB/s NIC: about 9× the TP time.
+    assert!(
+        tp(&across) > 8.0 * tp(&nvlink),
+        "{} vs {}",
+        tp(&across),
+        tp(&nvlink)
+    );
+    assert!(across.seconds.total > nvlink.seconds.total);
+}
