@@ -155,6 +155,97 @@ impl CalibrationSummary {
     }
 }
 
+impl CalibrationSummary {
+    /// A short text form for a share link's `cal=` parameter: `;`-separated
+    /// `op.i:α:busbw` / `op.e:α:busbw` entries (intra/inter node, seconds and
+    /// bytes/s) and `gemm:max:half_dim:peak`. Floats use Rust's shortest
+    /// round-trip form; fit statistics (points, errors) are not carried.
+    pub fn to_compact(&self) -> String {
+        let mut parts: Vec<String> = self
+            .links
+            .iter()
+            .map(|l| {
+                let d = match l.domain {
+                    LinkDomain::IntraNode => "i",
+                    LinkDomain::InterNode => "e",
+                };
+                format!("{}.{d}:{}:{}", l.op.id(), l.latency_s, l.busbw_bytes_per_s)
+            })
+            .collect();
+        if let Some(g) = &self.gemm {
+            parts.push(format!(
+                "gemm:{}:{}:{}",
+                g.efficiency.max_fraction, g.efficiency.half_dim, g.peak_flops_per_s
+            ));
+        }
+        parts.join(";")
+    }
+
+    /// Parses [`CalibrationSummary::to_compact`]; the error names the entry.
+    pub fn from_compact(text: &str) -> Result<Self, String> {
+        if text.len() > 4096 {
+            return Err("cal: longer than 4096 characters".to_string());
+        }
+        let mut out = CalibrationSummary {
+            version: CALIBRATION_VERSION,
+            links: Vec::new(),
+            gemm: None,
+        };
+        for (i, entry) in text.split(';').filter(|e| !e.is_empty()).enumerate() {
+            let fields: Vec<&str> = entry.split(':').collect();
+            let num = |k: usize| -> Result<f64, String> {
+                fields
+                    .get(k)
+                    .and_then(|f| f.parse::<f64>().ok())
+                    .filter(|v| v.is_finite())
+                    .ok_or_else(|| format!("cal[{i}] `{entry}`: field {k} is not a finite number"))
+            };
+            if fields.len() != 3 && fields.len() != 4 {
+                return Err(format!(
+                    "cal[{i}] `{entry}`: expected name:a:b or gemm:a:b:c"
+                ));
+            }
+            if fields[0] == "gemm" {
+                out.gemm = Some(GemmFit {
+                    efficiency: GemmEfficiency {
+                        max_fraction: num(1)?,
+                        half_dim: num(2)?,
+                    },
+                    peak_flops_per_s: num(3)?,
+                    points: 0,
+                    max_relative_error: 0.0,
+                });
+                continue;
+            }
+            let (op, domain) = fields[0]
+                .rsplit_once('.')
+                .ok_or_else(|| format!("cal[{i}] `{entry}`: expected op.i or op.e"))?;
+            let op = Collective::from_id(op)
+                .ok_or_else(|| format!("cal[{i}] `{entry}`: unknown operation `{op}`"))?;
+            let domain = match domain {
+                "i" => LinkDomain::IntraNode,
+                "e" => LinkDomain::InterNode,
+                other => return Err(format!("cal[{i}] `{entry}`: link `{other}` is not i or e")),
+            };
+            if fields.len() != 3 {
+                return Err(format!(
+                    "cal[{i}] `{entry}`: expected op.link:latency:busbw"
+                ));
+            }
+            out.links.push(FittedLink {
+                op,
+                domain,
+                latency_s: num(1)?,
+                busbw_bytes_per_s: num(2)?,
+                points: 0,
+                max_relative_error: 0.0,
+            });
+        }
+        out.check()?;
+        Ok(out)
+    }
+}
+
 impl StepModel {
     /// This model with measured links and GEMM efficiency in place of the assumed ones.
     pub fn with_calibration(mut self, cal: &CalibrationSummary) -> Self {

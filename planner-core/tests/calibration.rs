@@ -332,3 +332,71 @@ fn launcher_prefixes_and_integer_times_are_read() {
     let bw = cal.links[0].busbw_bytes_per_s / 1e9;
     assert!(bw > 44.0 && bw < 47.0, "{bw}");
 }
+
+mod compact {
+    use super::*;
+    use planner_core::calibration::{CalibrationSummary, FittedLink, GemmFit};
+    use planner_core::cost::GemmEfficiency;
+    use proptest::prelude::*;
+
+    fn link() -> impl Strategy<Value = FittedLink> {
+        (0usize..7, any::<bool>(), 0.0f64..1e-3, 1e6f64..1e13).prop_map(|(op, intra, a, b)| {
+            FittedLink {
+                op: Collective::ALL[op],
+                domain: if intra {
+                    LinkDomain::IntraNode
+                } else {
+                    LinkDomain::InterNode
+                },
+                latency_s: a,
+                busbw_bytes_per_s: b,
+                points: 0,
+                max_relative_error: 0.0,
+            }
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn compact_form_round_trips(
+            links in prop::collection::vec(link(), 0..6),
+            gemm in prop::option::of((0.01f64..1.0, 0.0f64..4096.0, 1e12f64..1e16)),
+        ) {
+            let s = CalibrationSummary {
+                version: 1,
+                links,
+                gemm: gemm.map(|(m, h, p)| GemmFit {
+                    efficiency: GemmEfficiency { max_fraction: m, half_dim: h },
+                    peak_flops_per_s: p,
+                    points: 0,
+                    max_relative_error: 0.0,
+                }),
+            };
+            let text = s.to_compact();
+            prop_assert_eq!(CalibrationSummary::from_compact(&text), Ok(s));
+        }
+
+        #[test]
+        fn compact_parser_never_panics(text in ".{0,200}") {
+            let _ = CalibrationSummary::from_compact(&text);
+        }
+    }
+
+    #[test]
+    fn compact_errors_name_the_entry() {
+        let e = CalibrationSummary::from_compact("all_reduce.i:3e-6:4.5e11;bogus.e:1:2")
+            .expect_err("bad op");
+        assert!(e.starts_with("cal[1]"), "{e}");
+        let e = CalibrationSummary::from_compact("all_reduce.x:3e-6:4.5e11").expect_err("link");
+        assert!(e.contains("not i or e"), "{e}");
+        let e = CalibrationSummary::from_compact("all_reduce.i:3e-6:-1").expect_err("neg");
+        assert!(e.contains("busbw"), "{e}");
+        let ok = CalibrationSummary::from_compact("all_reduce.e:1e-5:4.6e10;gemm:0.8:200:989e12")
+            .expect("ok");
+        assert_eq!(ok.links.len(), 1);
+        assert_eq!(
+            ok.to_compact(),
+            "all_reduce.e:0.00001:46000000000;gemm:0.8:200:989000000000000"
+        );
+    }
+}
