@@ -69,7 +69,10 @@ pub enum Command {
         #[arg(long)]
         ranks_per_node: Option<u64>,
         /// Print a table instead of JSON.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "compact")]
         table: bool,
+        /// Print the short form a share link carries (`cal=` parameter) instead of JSON.
+        #[arg(long)]
+        compact: bool,
     },
 }

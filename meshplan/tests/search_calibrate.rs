@@ -77,6 +77,19 @@ fn calibrate_then_search_with_it() {
 }
 
 #[test]
+fn calibrate_compact_prints_the_link_form() {
+    let out = meshplan(&[
+        "calibrate",
+        "planner-core/tests/fixtures/report/synthetic-2gpu.json",
+        "--compact",
+    ]);
+    let text = ok(&out);
+    let cal = CalibrationSummary::from_compact(text.trim()).expect("compact");
+    assert!(cal.links.iter().any(|l| l.op.id() == "all_reduce"));
+    assert!(cal.gemm.is_some());
+}
+
+#[test]
 fn bad_inputs_exit_2_with_a_message() {
     let out = meshplan(&[
         "search",

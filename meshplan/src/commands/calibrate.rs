@@ -22,6 +22,7 @@ pub struct Args<'a> {
     pub ranks: Option<u64>,
     pub ranks_per_node: Option<u64>,
     pub table: bool,
+    pub compact: bool,
 }
 
 /// The preset whose name the driver's device name best matches ("NVIDIA H100 80GB HBM3" → h100-sxm).
@@ -99,7 +100,9 @@ pub fn run(args: &Args) -> Result<String, CliError> {
             "nothing to fit: no error-free collectives or BF16 GEMMs in the inputs".to_string(),
         ));
     }
-    if args.table {
+    if args.compact {
+        Ok(summary.to_compact())
+    } else if args.table {
         Ok(table(&summary, &gpu, comm.len(), gemm.len()))
     } else {
         serde_json::to_string_pretty(&summary)

@@ -34,6 +34,7 @@ pub fn run(command: Command) -> Result<String, CliError> {
             ranks,
             ranks_per_node,
             table,
+            compact,
         } => calibrate::run(&calibrate::Args {
             inputs: &inputs,
             gpu: gpu.as_deref(),
@@ -41,6 +42,7 @@ pub fn run(command: Command) -> Result<String, CliError> {
             ranks,
             ranks_per_node,
             table,
+            compact,
         }),
     }
 }
