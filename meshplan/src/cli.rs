@@ -16,6 +16,19 @@ pub struct Cli {
 /// Subcommands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Evaluate a scenario: model state, per-stage training memory, pipeline bubble, KV cache
+    /// and serving, every number with its formula. JSON by default.
+    Eval {
+        /// Scenario JSON file (`-` reads stdin). Omit when using `--link`.
+        #[arg(required_unless_present = "link", conflicts_with = "link")]
+        scenario: Option<PathBuf>,
+        /// A share link (query, `?query` or full URL) instead of a file.
+        #[arg(long)]
+        link: Option<String>,
+        /// Print a readable table instead of JSON.
+        #[arg(long)]
+        table: bool,
+    },
     /// Print the share-link query of a scenario JSON file.
     Link {
         /// Scenario JSON (e.g. examples/article-70b-mesh.json); `-` reads stdin.
@@ -28,5 +41,51 @@ pub enum Command {
         /// Fall back to defaults for bad parameters (reported on stderr) instead of failing.
         #[arg(long)]
         lenient: bool,
+    },
+    /// Rank every DP × TP × PP × CP × EP mesh of the scenario's cluster (with ZeRO stage,
+    /// micro-batch, schedule and recompute) by predicted step time; list rejections by reason.
+    Search {
+        /// Scenario JSON (its layout is ignored; its model, cluster and batch are used); `-` reads stdin.
+        scenario: PathBuf,
+        /// Calibration summary JSON (from `meshplan calibrate`) to use instead of assumed links and GEMM rates.
+        #[arg(long)]
+        calibration: Option<PathBuf>,
+        /// Feasible candidates to print.
+        #[arg(long, default_value_t = 20)]
+        top: usize,
+        /// Rejected blocks to include in the JSON (counts by reason are always complete).
+        #[arg(long, default_value_t = 50)]
+        rejected: usize,
+        /// Rank numbering order, fastest first (Megatron default `tp-cp-ep-dp-pp`).
+        #[arg(long, default_value = "tp-cp-ep-dp-pp")]
+        rank_order: String,
+        /// Print a table instead of JSON.
+        #[arg(long)]
+        table: bool,
+    },
+    /// Fit link bandwidth/latency and GEMM efficiency from gpu-bench reports and
+    /// nccl-tests outputs (text table or `-J` JSON); prints the calibration summary.
+    Calibrate {
+        /// gpu-bench report JSON files and/or nccl-tests outputs.
+        #[arg(required = true)]
+        inputs: Vec<PathBuf>,
+        /// GPU preset the GEMM efficiencies are relative to (default: from the report, else h100-sxm).
+        #[arg(long)]
+        gpu: Option<String>,
+        /// Operation of nccl-tests outputs that do not name it (all_reduce, all_gather, ...).
+        #[arg(long)]
+        op: Option<String>,
+        /// Ranks of nccl-tests outputs that do not list them.
+        #[arg(long)]
+        ranks: Option<u64>,
+        /// Ranks per node of nccl-tests outputs (default: from their host names, else all on one node).
+        #[arg(long)]
+        ranks_per_node: Option<u64>,
+        /// Print a table instead of JSON.
+        #[arg(long, conflicts_with = "compact")]
+        table: bool,
+        /// Print the short form a share link carries (`cal=` parameter) instead of JSON.
+        #[arg(long)]
+        compact: bool,
     },
 }

@@ -66,3 +66,50 @@ fn bad_files_exit_2() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not a scenario"));
 }
+
+#[test]
+fn eval_prints_the_article_model_state_as_json_and_table() {
+    let dir = std::env::temp_dir().join(format!("meshplan-eval-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("article.json");
+    let scenario = planner_core::presets::article_70b_scenario();
+    std::fs::write(&path, serde_json::to_string(&scenario).expect("json")).expect("write");
+
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_meshplan"))
+        .args(["eval", path.to_str().expect("utf-8 path")])
+        .output()
+        .expect("runs");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON output");
+    let totals: Vec<f64> = json["model_state"]
+        .as_array()
+        .expect("bars")
+        .iter()
+        .map(|b| b["total_bytes"].as_f64().expect("number"))
+        .collect();
+    assert_eq!(totals, vec![1120e9, 293.125e9, 155.3125e9, 17.5e9]);
+
+    let link = planner_core::link::encode(&scenario);
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_meshplan"))
+        .args(["eval", "--table", "--link", &link])
+        .output()
+        .expect("runs");
+    assert!(out.status.success());
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("1120.00 GB"), "{text}");
+    assert!(text.contains("17.50 GB"), "{text}");
+}
+
+#[test]
+fn eval_of_a_bad_link_names_the_parameter() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_meshplan"))
+        .args(["eval", "--link", "v=1&tp=banana"])
+        .output()
+        .expect("runs");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("tp"));
+}

@@ -754,33 +754,10 @@ pub fn in_flight_microbatches(
     microbatches: u32,
     stage: u32,
 ) -> f64 {
-    let p = pp.max(1);
-    let m = microbatches.max(1);
-    let i = stage.min(p - 1);
-    if p == 1 {
+    if pp <= 1 {
         // No pipeline: gradient accumulation runs each micro-batch's forward and backward in turn.
         return 1.0;
     }
-    let one_f_one_b = f64::from((p - i).min(m));
-    match schedule {
-        // Huang et al. 2019 (GPipe): every forward runs before any backward.
-        Schedule::Gpipe => f64::from(m),
-        // Narayanan et al. 2021 §2.2 (PipeDream-Flush): stage i warms up with p − i forwards.
-        Schedule::OneFOneB => one_f_one_b,
-        // Qi et al. 2023 §3: ZB-H1 keeps 1F1B's peak activation memory.
-        Schedule::ZeroBubble => one_f_one_b,
-        Schedule::Interleaved => {
-            let v = virtual_stages.max(1);
-            if v == 1 {
-                return one_f_one_b;
-            }
-            // Megatron interleaved warm-up, 2(p−i−1) + (v−1)p chunks plus the
-            // one in flight, each 1/v of the stage; at i = 0 this is
-            // Korthikanti §4.2.3's p·(1 + (p−1)/(p·m)), where the paper's m is
-            // the number of interleaved chunks (our v), not micro-batches.
-            let (p, i, v, m) = (u64::from(p), u64::from(i), u64::from(v), u64::from(m));
-            let chunks = (2 * (p - i - 1) + (v - 1) * p + 1).min(m * v);
-            chunks as f64 / v as f64
-        }
-    }
+    // One source of truth: the schedule simulation in `pipeline` is tested against these counts.
+    crate::pipeline::in_flight_micro_batches(schedule, pp, microbatches, virtual_stages, stage)
 }

@@ -8,6 +8,11 @@
 #![warn(missing_docs)]
 
 pub mod activations;
+pub mod calibration;
+pub mod collectives;
+pub mod comms;
+pub mod cost;
+pub mod evaluate;
 pub mod explain;
 pub mod hardware;
 pub mod hf_config;
@@ -15,10 +20,14 @@ pub mod kv_cache;
 pub mod layout;
 pub mod link;
 pub mod memory;
+pub mod mesh;
 pub mod model;
+pub mod nccl_tests;
 pub mod pipeline;
 pub mod precision;
 pub mod presets;
+pub mod report;
 pub mod scenario;
 pub mod serving;
+pub mod topology;
 pub mod validate;

@@ -30,7 +30,7 @@ pub const MAX_PARAMS: f64 = 1e16;
 pub const MAX_NAME_CHARS: usize = 200;
 
 /// One invalid value, named by its link parameter.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FieldError {
     /// The link parameter name, e.g. "tp".
     pub field: String,
@@ -300,7 +300,8 @@ impl Scenario {
 }
 
 /// How serious a layout rule violation is.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Severity {
     /// The layout cannot run as given (frameworks refuse it).
     Error,
@@ -309,7 +310,7 @@ pub enum Severity {
 }
 
 /// One broken divisibility or placement rule of a layout.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct RuleViolation {
     /// The link parameter to change, e.g. "tp".
     pub field: String,

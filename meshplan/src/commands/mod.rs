@@ -1,6 +1,9 @@
 //! One module per subcommand.
 
+mod calibrate;
+mod eval;
 mod link;
+mod search;
 
 use crate::cli::Command;
 use crate::error::CliError;
@@ -8,7 +11,44 @@ use crate::error::CliError;
 /// Runs a subcommand; its output is printed by `main`.
 pub fn run(command: Command) -> Result<String, CliError> {
     match command {
+        Command::Eval {
+            scenario,
+            link,
+            table,
+        } => eval::run(scenario.as_deref(), link.as_deref(), table),
         Command::Link { scenario } => link::encode(&scenario),
         Command::DecodeLink { query, lenient } => link::decode(&query, lenient),
+        Command::Search {
+            scenario,
+            calibration,
+            top,
+            rejected,
+            rank_order,
+            table,
+        } => search::run(&search::Args {
+            scenario: &scenario,
+            calibration: calibration.as_deref(),
+            top,
+            rejected,
+            rank_order: &rank_order,
+            table,
+        }),
+        Command::Calibrate {
+            inputs,
+            gpu,
+            op,
+            ranks,
+            ranks_per_node,
+            table,
+            compact,
+        } => calibrate::run(&calibrate::Args {
+            inputs: &inputs,
+            gpu: gpu.as_deref(),
+            op: op.as_deref(),
+            ranks,
+            ranks_per_node,
+            table,
+            compact,
+        }),
     }
 }

@@ -1,0 +1,154 @@
+//! `calibrate`: fit links and GEMM efficiency from measurements.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use planner_core::calibration::{
+    calibrate, samples_from_nccl, samples_from_report, CalibrationSummary, CommSample, GemmSample,
+};
+use planner_core::collectives::{Collective, CommModel};
+use planner_core::hardware::{gpu_preset, gpu_presets, Cluster, GpuSpec};
+use planner_core::nccl_tests;
+use planner_core::precision::ComputeDtype;
+use planner_core::report::parse_report;
+
+use crate::error::CliError;
+
+/// Arguments of `calibrate`.
+pub struct Args<'a> {
+    pub inputs: &'a [PathBuf],
+    pub gpu: Option<&'a str>,
+    pub op: Option<&'a str>,
+    pub ranks: Option<u64>,
+    pub ranks_per_node: Option<u64>,
+    pub table: bool,
+    pub compact: bool,
+}
+
+/// The preset whose name the driver's device name best matches ("NVIDIA H100 80GB HBM3" → h100-sxm).
+fn preset_for_device(name: &str) -> Option<GpuSpec> {
+    let n = name.to_ascii_lowercase();
+    let key = ["b200", "h200", "h100", "mi300x", "a100"]
+        .into_iter()
+        .find(|k| n.contains(k))?;
+    if key == "a100" {
+        let id = if n.contains("40") {
+            "a100-40gb"
+        } else {
+            "a100-80gb"
+        };
+        return gpu_preset(id);
+    }
+    gpu_presets().into_iter().find(|g| g.id.starts_with(key))
+}
+
+/// Fits every input into one summary.
+pub fn run(args: &Args) -> Result<String, CliError> {
+    let op = match args.op {
+        Some(text) => Some(Collective::from_id(text).ok_or_else(|| {
+            CliError::BadInput(format!(
+                "--op: unknown operation `{text}` (all_reduce, all_gather, reduce_scatter, alltoall, broadcast, reduce, sendrecv)"
+            ))
+        })?),
+        None => None,
+    };
+    let mut comm: Vec<CommSample> = Vec::new();
+    let mut gemm: Vec<GemmSample> = Vec::new();
+    let mut device: Option<String> = None;
+    for path in args.inputs {
+        let shown = path.display();
+        let meta = std::fs::metadata(path).map_err(|e| CliError::Io(format!("{shown}: {e}")))?;
+        if meta.len() > nccl_tests::MAX_INPUT_BYTES as u64 {
+            return Err(CliError::BadInput(format!(
+                "{shown}: larger than {} bytes",
+                nccl_tests::MAX_INPUT_BYTES
+            )));
+        }
+        let text =
+            std::fs::read_to_string(path).map_err(|e| CliError::Io(format!("{shown}: {e}")))?;
+        let is_report = text.contains("\"schema_version\"");
+        if is_report {
+            let report =
+                parse_report(&text).map_err(|e| CliError::BadInput(format!("{shown}: {e}")))?;
+            if device.is_none() {
+                device = report.environment.gpus.first().map(|g| g.name.clone());
+            }
+            let (c, g) = samples_from_report(&report, ComputeDtype::Bf16);
+            comm.extend(c);
+            gemm.extend(g);
+        } else {
+            let run = nccl_tests::parse(&text)
+                .map_err(|e| CliError::BadInput(format!("{shown}: {e}")))?;
+            let samples = samples_from_nccl(&run, op, args.ranks, args.ranks_per_node)
+                .map_err(|e| CliError::BadInput(format!("{shown}: {e}")))?;
+            comm.extend(samples);
+        }
+    }
+    let gpu = match args.gpu {
+        Some(id) => gpu_preset(id)
+            .ok_or_else(|| CliError::BadInput(format!("--gpu: unknown GPU preset `{id}`")))?,
+        None => device
+            .as_deref()
+            .and_then(preset_for_device)
+            .or_else(|| gpu_preset("h100-sxm"))
+            .ok_or_else(|| CliError::BadInput("no GPU preset".to_string()))?,
+    };
+    let assumed = CommModel::assumed(&Cluster::of(gpu.clone(), 1));
+    let summary = calibrate(&comm, &gemm, &assumed, gpu.bf16_flops_per_s);
+    if summary.links.is_empty() && summary.gemm.is_none() {
+        return Err(CliError::BadInput(
+            "nothing to fit: no error-free collectives or BF16 GEMMs in the inputs".to_string(),
+        ));
+    }
+    if args.compact {
+        Ok(summary.to_compact())
+    } else if args.table {
+        Ok(table(&summary, &gpu, comm.len(), gemm.len()))
+    } else {
+        serde_json::to_string_pretty(&summary)
+            .map_err(|e| CliError::BadInput(format!("summary cannot be written as JSON: {e}")))
+    }
+}
+
+fn table(s: &CalibrationSummary, gpu: &GpuSpec, comm: usize, gemm: usize) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Calibration from {comm} collective and {gemm} GEMM measurements (GEMM efficiency relative to {} BF16 peak {:.0} TFLOP/s)\n",
+        gpu.name,
+        gpu.bf16_flops_per_s / 1e12
+    );
+    let _ = writeln!(
+        out,
+        "{:<15} {:<11} {:>12} {:>14} {:>7} {:>10}",
+        "operation", "link", "α per step", "busbw GB/s", "points", "max error"
+    );
+    for l in &s.links {
+        let _ = writeln!(
+            out,
+            "{:<15} {:<11} {:>9.2} µs {:>14.1} {:>7} {:>9.1}%",
+            l.op.id(),
+            l.domain.id(),
+            l.latency_s * 1e6,
+            l.busbw_bytes_per_s / 1e9,
+            l.points,
+            l.max_relative_error * 100.0
+        );
+    }
+    match &s.gemm {
+        Some(g) => {
+            let _ = writeln!(
+                out,
+                "\nGEMM efficiency: {:.1}% × d/(d + {:.0}) of peak (d = smallest GEMM dimension), {} points, max error {:.1}%",
+                g.efficiency.max_fraction * 100.0,
+                g.efficiency.half_dim,
+                g.points,
+                g.max_relative_error * 100.0
+            );
+        }
+        None => {
+            let _ = writeln!(out, "\nGEMM efficiency: not measured (assumed curve stays)");
+        }
+    }
+    out.trim_end().to_string()
+}

@@ -1,0 +1,131 @@
+//! `eval`: every prediction for one scenario, as JSON or a readable table.
+
+use std::fmt::Write;
+use std::path::Path;
+
+use planner_core::evaluate::{evaluate, Evaluation};
+use planner_core::explain::Term;
+use planner_core::hardware::GB;
+use planner_core::link;
+use planner_core::scenario::Scenario;
+
+use crate::error::CliError;
+use crate::input::read_scenario;
+
+/// Evaluates the scenario in `path` or `link` and renders it.
+pub fn run(path: Option<&Path>, query: Option<&str>, table: bool) -> Result<String, CliError> {
+    let scenario = match (path, query) {
+        (_, Some(q)) => {
+            link::decode(q).map_err(|errors| CliError::fields("invalid link:", &errors))?
+        }
+        (Some(p), None) => read_scenario(p)?,
+        (None, None) => return Err(CliError::BadInput("give a scenario file or --link".into())),
+    };
+    let eval = evaluate(&scenario).map_err(|e| CliError::fields("invalid scenario:", &e.errors))?;
+    if table {
+        Ok(render_table(&scenario, &eval))
+    } else {
+        serde_json::to_string_pretty(&eval)
+            .map_err(|e| CliError::BadInput(format!("evaluation cannot be written as JSON: {e}")))
+    }
+}
+
+fn gb(bytes: f64) -> String {
+    format!("{:.2} GB", bytes / GB)
+}
+
+fn term_row(out: &mut String, t: &Term) {
+    let _ = writeln!(out, "  {:<34} {:>12}   {}", t.label, gb(t.bytes), t.worked);
+}
+
+fn render_table(s: &Scenario, e: &Evaluation) -> String {
+    let mut out = String::new();
+    let l = &s.layout;
+    let _ = writeln!(
+        out,
+        "{} — Ψ = {:.3}e9 ({:.3}e9 active), {} × {} {} | DP {} TP {} PP {} CP {} EP {} | {} | seq {} | global batch {}",
+        e.model.name,
+        e.params.total / 1e9,
+        e.params.active / 1e9,
+        s.cluster.nodes,
+        s.cluster.gpus_per_node,
+        s.cluster.gpu.name,
+        l.dp,
+        l.tp,
+        l.pp,
+        l.cp,
+        l.ep,
+        l.zero.label(),
+        s.training.seq_len,
+        s.training.global_batch,
+    );
+    for r in &e.rules {
+        let _ = writeln!(out, "  ! {:?} {}: {}", r.severity, r.field, r.message);
+    }
+
+    let _ = writeln!(out, "\nModel state per GPU (replicated + sharded):");
+    for bar in &e.model_state {
+        let rep = bar.replicated.iter().fold(0.0, |acc, t| acc + t.bytes);
+        let sh = bar.sharded.iter().fold(0.0, |acc, t| acc + t.bytes);
+        let _ = writeln!(
+            out,
+            "  {:<8} {:>12} = {:>12} replicated + {:>12} sharded",
+            bar.zero.label(),
+            gb(bar.total_bytes),
+            gb(rep),
+            gb(sh)
+        );
+    }
+
+    let t = &e.training;
+    let _ = writeln!(
+        out,
+        "\nTraining memory per GPU (peak {} on stage {}, usable {} of {}, {}):",
+        gb(t.peak_bytes),
+        t.peak_stage,
+        gb(t.usable_bytes),
+        gb(t.capacity_bytes),
+        if t.fits { "fits" } else { "DOES NOT FIT" }
+    );
+    for stage in &t.stages {
+        let _ = writeln!(
+            out,
+            " {} ({} layers): {}",
+            stage.position.label(),
+            stage.layers,
+            gb(stage.total_bytes)
+        );
+        for term in &stage.terms {
+            term_row(&mut out, term);
+        }
+    }
+
+    let p = &e.pipeline;
+    let _ = writeln!(
+        out,
+        "\nPipeline ({}, m = {}): idle share of the schedule {:.2}%, bubble overhead vs ideal time {:.2}%",
+        l.schedule.label(),
+        p.micro_batches,
+        p.bubble.idle_fraction * 100.0,
+        p.bubble.overhead_vs_ideal * 100.0
+    );
+
+    match &e.serving {
+        Ok(sv) => {
+            let _ = writeln!(
+                out,
+                "\nServing (TP {} × PP {}): KV {:.0} B/token, {} per sequence; max concurrent sequences {}",
+                sv.plan.tp,
+                sv.plan.pp,
+                sv.plan.kv_bytes_per_token.bytes,
+                gb(sv.plan.kv_bytes_per_sequence.bytes),
+                sv.plan.max_concurrent_sequences.bytes
+            );
+            let _ = writeln!(out, "  Recommendation: {}", sv.recommendation.reason);
+        }
+        Err(msg) => {
+            let _ = writeln!(out, "\nServing: {msg}");
+        }
+    }
+    out
+}

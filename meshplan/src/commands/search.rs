@@ -1,0 +1,135 @@
+//! `search`: rank every mesh of the scenario's cluster.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use planner_core::calibration::CalibrationSummary;
+use planner_core::cost::{CostOptions, StepModel};
+use planner_core::mesh::{search, SearchResult, SearchSpace};
+use planner_core::topology::RankOrder;
+
+use crate::error::CliError;
+use crate::input::read_scenario;
+
+/// Arguments of `search`.
+pub struct Args<'a> {
+    pub scenario: &'a Path,
+    pub calibration: Option<&'a Path>,
+    pub top: usize,
+    pub rejected: usize,
+    pub rank_order: &'a str,
+    pub table: bool,
+}
+
+/// Reads a calibration summary file.
+pub fn read_calibration(path: &Path) -> Result<CalibrationSummary, CliError> {
+    let shown = path.display();
+    let text = std::fs::read_to_string(path).map_err(|e| CliError::Io(format!("{shown}: {e}")))?;
+    let cal: CalibrationSummary = serde_json::from_str(&text)
+        .map_err(|e| CliError::BadInput(format!("{shown}: not a calibration summary: {e}")))?;
+    cal.check()
+        .map_err(|e| CliError::BadInput(format!("{shown}: {e}")))?;
+    Ok(cal)
+}
+
+/// Runs the search and formats its result.
+pub fn run(args: &Args) -> Result<String, CliError> {
+    let scenario = read_scenario(args.scenario)?;
+    let model = scenario
+        .model_spec()
+        .map_err(|e| CliError::BadInput(format!("{}: {e}", args.scenario.display())))?;
+    let rank_order = RankOrder::parse(args.rank_order).map_err(CliError::BadInput)?;
+    let options = CostOptions {
+        rank_order,
+        ..CostOptions::default()
+    };
+    let mut step_model = StepModel::new(&model, &scenario, options);
+    if let Some(path) = args.calibration {
+        step_model = step_model.with_calibration(&read_calibration(path)?);
+    }
+    let space = SearchSpace {
+        max_results: args.top,
+        max_rejected: args.rejected,
+        ..SearchSpace::default()
+    };
+    let result = search(&model, &scenario, &space, &step_model);
+    if args.table {
+        Ok(table(&model.name, &scenario, &result))
+    } else {
+        serde_json::to_string_pretty(&result)
+            .map_err(|e| CliError::BadInput(format!("result cannot be written as JSON: {e}")))
+    }
+}
+
+fn table(model: &str, sc: &planner_core::scenario::Scenario, r: &SearchResult) -> String {
+    let mut out = String::new();
+    let c = &sc.cluster;
+    let _ = writeln!(
+        out,
+        "{model} on {} GPUs ({} × {} {}), seq {}, global batch {} sequences; memory limit {:.1} GB per GPU",
+        r.world,
+        c.nodes,
+        c.gpus_per_node,
+        c.gpu.name,
+        sc.training.seq_len,
+        sc.training.global_batch,
+        r.usable_bytes / 1e9
+    );
+    let rejected = r.candidates - r.feasible_count;
+    let _ = writeln!(
+        out,
+        "{} candidates: {} feasible, {} rejected\n",
+        r.candidates, r.feasible_count, rejected
+    );
+    let _ = writeln!(
+        out,
+        "{:>4}  {:>3} {:>3} {:>3} {:>5} {:>3}  {:<6} {:<9} {:<11} {:>2} {:>3}  {:>8} {:>6} {:>8} {:>8} {:>7} {:>9}",
+        "rank", "tp", "pp", "cp", "dp", "ep", "zero", "recompute", "schedule", "v", "mb",
+        "step_s", "MFU", "comm_s", "bubble_s", "mem_GB", "spare_GB"
+    );
+    for (i, f) in r.feasible.iter().enumerate() {
+        let d = f.dims;
+        let k = f.knobs;
+        let _ = writeln!(
+            out,
+            "{:>4}  {:>3} {:>3} {:>3} {:>5} {:>3}  {:<6} {:<9} {:<11} {:>2} {:>3}  {:>8.3} {:>5.1}% {:>8.3} {:>8.3} {:>7.1} {:>9.1}",
+            i + 1,
+            d.tp,
+            d.pp,
+            d.cp,
+            d.dp,
+            d.ep,
+            k.zero.label(),
+            k.recompute.id(),
+            k.schedule.id(),
+            k.virtual_stages,
+            k.micro_batch,
+            f.step_s,
+            f.mfu * 100.0,
+            f.exposed_comm_s,
+            f.bubble_s,
+            f.peak_memory_bytes / 1e9,
+            f.headroom_bytes / 1e9
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nRejected candidates by reason (one candidate may have several):"
+    );
+    for rc in &r.rejections {
+        let _ = writeln!(out, "  {:<45} {:>10}", rc.reason, rc.candidates);
+    }
+    let _ = writeln!(
+        out,
+        "\nThe article's starting points for this cluster size:"
+    );
+    for h in &r.hints {
+        let rank = h
+            .best_rank
+            .map_or("no feasible candidate follows it".to_string(), |p| {
+                format!("best such candidate ranks #{}", p + 1)
+            });
+        let _ = writeln!(out, "  - {} ({rank})", h.text);
+    }
+    out.trim_end().to_string()
+}

@@ -1,0 +1,115 @@
+//! `meshplan search` and `meshplan calibrate`: outputs and exit codes.
+
+use std::process::{Command, Output};
+
+use planner_core::calibration::CalibrationSummary;
+use planner_core::mesh::SearchResult;
+
+fn meshplan(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_meshplan"))
+        .args(args)
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .output()
+        .expect("run meshplan")
+}
+
+fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn search_prints_ranked_json() {
+    let out = meshplan(&["search", "examples/article-70b-mesh.json", "--top", "5"]);
+    let r: SearchResult = serde_json::from_str(&ok(&out)).expect("json");
+    assert_eq!(r.world, 512);
+    assert_eq!(r.feasible.len(), 5);
+    assert!(r.feasible.windows(2).all(|w| w[0].step_s <= w[1].step_s));
+    assert!(r.rejected.len() <= 50);
+    assert!(r.candidates > r.feasible_count);
+}
+
+#[test]
+fn search_table_names_reasons_and_hints() {
+    let out = meshplan(&[
+        "search",
+        "examples/article-70b-mesh.json",
+        "--table",
+        "--top",
+        "3",
+    ]);
+    let text = ok(&out);
+    assert!(text.contains("512 GPUs"), "{text}");
+    assert!(text.contains("layers_divisible_by_pp"));
+    assert!(text.contains("memory_within_capacity"));
+    assert!(text.contains("TP 8 × PP 4 × CP 4 × DP 4"));
+}
+
+#[test]
+fn calibrate_then_search_with_it() {
+    let out = meshplan(&[
+        "calibrate",
+        "planner-core/tests/fixtures/report/synthetic-2gpu.json",
+    ]);
+    let text = ok(&out);
+    let cal: CalibrationSummary = serde_json::from_str(&text).expect("summary");
+    assert!(!cal.links.is_empty());
+    let dir = std::env::temp_dir().join(format!("meshplan-cal-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let path = dir.join("cal.json");
+    std::fs::write(&path, text).expect("write");
+    let p = path.to_string_lossy().into_owned();
+    let out = meshplan(&[
+        "search",
+        "examples/article-70b-mesh.json",
+        "--calibration",
+        &p,
+        "--top",
+        "2",
+    ]);
+    let r: SearchResult = serde_json::from_str(&ok(&out)).expect("json");
+    assert_eq!(r.feasible.len(), 2);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn calibrate_compact_prints_the_link_form() {
+    let out = meshplan(&[
+        "calibrate",
+        "planner-core/tests/fixtures/report/synthetic-2gpu.json",
+        "--compact",
+    ]);
+    let text = ok(&out);
+    let cal = CalibrationSummary::from_compact(text.trim()).expect("compact");
+    assert!(cal.links.iter().any(|l| l.op.id() == "all_reduce"));
+    assert!(cal.gemm.is_some());
+}
+
+#[test]
+fn bad_inputs_exit_2_with_a_message() {
+    let out = meshplan(&[
+        "search",
+        "examples/article-70b-mesh.json",
+        "--rank-order",
+        "tp-dp",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("rank order"));
+    let out = meshplan(&["calibrate", "Cargo.toml"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Cargo.toml"));
+    let out = meshplan(&["calibrate", "no/such/file.json"]);
+    assert_eq!(out.status.code(), Some(2));
+    let out = meshplan(&[
+        "calibrate",
+        "planner-core/tests/fixtures/report/synthetic-2gpu.json",
+        "--gpu",
+        "tpu-v9",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("tpu-v9"));
+}

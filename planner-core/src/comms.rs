@@ -1,0 +1,487 @@
+//! Communication of one training step, per group: what is sent, how often,
+//! over which link, and how long it takes before any overlap.
+//!
+//! Volumes are per rank. Which part of each item hides behind compute is
+//! decided in [`crate::cost`], from the [`Overlap`] each item declares.
+
+use serde::{Deserialize, Serialize};
+
+use crate::collectives::{Collective, CommModel};
+use crate::layout::{Layout, Recompute, ZeroStage};
+use crate::model::ModelSpec;
+use crate::precision::Precision;
+use crate::scenario::{Overheads, Training};
+use crate::topology::{Domain, GroupKind, Placement};
+
+/// The model and batch quantities communication depends on, computed once per scenario.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CommInputs {
+    /// Parameters outside the routed experts (Ψ scale applied).
+    pub dense_params: f64,
+    /// Routed-expert parameters of the whole model (Ψ scale applied).
+    pub expert_params: f64,
+    /// Decoder layers.
+    pub layers: u32,
+    /// Layers with a routed-expert FFN.
+    pub moe_layers: u32,
+    /// Hidden size `h`.
+    pub hidden: f64,
+    /// Key + value values per token per layer that ring attention circulates.
+    pub kv_values_per_token: f64,
+    /// Heads that carry K/V (TP splits them until it exceeds this, then replicates).
+    pub kv_heads: u32,
+    /// Routed experts each token visits (top-k).
+    pub experts_per_token: f64,
+    /// Tokens per sequence.
+    pub seq_len: f64,
+    /// Sequences per step.
+    pub global_batch: f64,
+    /// Bytes per working weight.
+    pub weight_bytes: f64,
+    /// Bytes per gradient as reduced.
+    pub grad_bytes: f64,
+    /// Bytes per activation value.
+    pub activation_bytes: f64,
+    /// Gradient bucket size, bytes (latency is paid once per bucket).
+    pub bucket_bytes: f64,
+}
+
+impl CommInputs {
+    /// Gathers what the formulas need from a scenario's parts.
+    pub fn new(
+        model: &ModelSpec,
+        precision: &Precision,
+        training: &Training,
+        overheads: &Overheads,
+    ) -> Self {
+        let pb = model.param_breakdown();
+        let scale = model.param_scale();
+        let expert_params = pb.routed_experts_total() as f64 * scale;
+        let dense_params = pb.total() as f64 * scale - expert_params;
+        let kv_values_per_token = match &model.mla {
+            // Megatron CP with MLA circulates the up-projected K (nope + rope) and V of every head.
+            Some(mla) => {
+                f64::from(model.heads)
+                    * f64::from(mla.qk_nope_head_dim + mla.qk_rope_head_dim + mla.v_head_dim)
+            }
+            None => 2.0 * f64::from(model.kv_heads) * f64::from(model.head_dim),
+        };
+        let kv_heads = if model.mla.is_some() {
+            model.heads
+        } else {
+            model.kv_heads
+        };
+        CommInputs {
+            dense_params,
+            expert_params,
+            layers: model.layers,
+            moe_layers: pb.moe_layers as u32,
+            hidden: f64::from(model.hidden),
+            kv_values_per_token,
+            kv_heads,
+            experts_per_token: model
+                .moe
+                .as_ref()
+                .map_or(0.0, |m| f64::from(m.experts_per_token)),
+            seq_len: f64::from(training.seq_len),
+            global_batch: f64::from(training.global_batch),
+            weight_bytes: precision.weight_bytes,
+            grad_bytes: precision.grad_bytes,
+            activation_bytes: precision.activation_bytes,
+            bucket_bytes: overheads.gradient_bucket_bytes,
+        }
+    }
+
+    /// Micro-batches per step per pipeline: `global_batch / (dp × micro_batch)`.
+    pub fn micro_batches(&self, layout: &Layout) -> f64 {
+        let per = f64::from(layout.dp.max(1)) * f64::from(layout.micro_batch.max(1));
+        (self.global_batch / per).max(1.0)
+    }
+}
+
+/// What an item is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Purpose {
+    /// DDP: all-reduce of dense gradients.
+    GradAllReduce,
+    /// All-reduce of routed-expert gradients over the expert data-parallel group.
+    ExpertGradAllReduce,
+    /// ZeRO: reduce-scatter of gradients to their owners.
+    GradReduceScatter,
+    /// ZeRO-1/2: all-gather of updated parameters after the optimizer step.
+    ParamAllGather,
+    /// ZeRO-3: all-gather of parameters before each forward.
+    ParamAllGatherForward,
+    /// ZeRO-3: all-gather of parameters before each backward.
+    ParamAllGatherBackward,
+    /// TP collectives in the forward pass (2 per layer, Megatron).
+    TpForward,
+    /// TP collectives in the backward pass (2 per layer).
+    TpBackward,
+    /// TP collectives of the recomputed forward (full recompute).
+    TpRecompute,
+    /// PP: activations forward and their gradients backward between stages.
+    PpActivations,
+    /// CP: K/V blocks around the ring (and their gradients in backward).
+    CpKvRing,
+    /// EP: token dispatch and combine (forward and backward).
+    EpDispatchCombine,
+}
+
+impl Purpose {
+    /// Stable identifier.
+    pub fn id(self) -> &'static str {
+        match self {
+            Purpose::GradAllReduce => "grad_all_reduce",
+            Purpose::ExpertGradAllReduce => "expert_grad_all_reduce",
+            Purpose::GradReduceScatter => "grad_reduce_scatter",
+            Purpose::ParamAllGather => "param_all_gather",
+            Purpose::ParamAllGatherForward => "param_all_gather_forward",
+            Purpose::ParamAllGatherBackward => "param_all_gather_backward",
+            Purpose::TpForward => "tp_forward",
+            Purpose::TpBackward => "tp_backward",
+            Purpose::TpRecompute => "tp_recompute",
+            Purpose::PpActivations => "pp_activations",
+            Purpose::CpKvRing => "cp_kv_ring",
+            Purpose::EpDispatchCombine => "ep_dispatch_combine",
+        }
+    }
+}
+
+/// What compute an item can hide behind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Overlap {
+    /// Bucketed gradient reduction during the last micro-batch's backward (PyTorch DDP, Megatron `overlap_grad_reduce`).
+    LastBackward,
+    /// Per-micro-batch gradient reduction during that micro-batch's backward.
+    EachBackward,
+    /// Parameter gather during the first micro-batch's forward (Megatron `overlap_param_gather`).
+    FirstForward,
+    /// ZeRO-3 prefetch of the next unit during each micro-batch's forward.
+    EachForward,
+    /// Ring attention: the next K/V block arrives while this one is computed.
+    Attention,
+    /// On the critical path (TP, EP, PP).
+    None,
+}
+
+/// One communication item of a step, per rank.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CommItem {
+    /// Group it runs over.
+    pub group: GroupKind,
+    /// Operation.
+    pub op: Collective,
+    /// What it is for.
+    pub purpose: Purpose,
+    /// Size of one call in nccl-tests convention, bytes.
+    pub message_bytes: f64,
+    /// Calls per step.
+    pub calls_per_step: f64,
+    /// Buckets or units each call is split into (latency is paid per chunk; the
+    /// last chunk of an overlapped call cannot hide).
+    pub chunks_per_call: f64,
+    /// Group size.
+    pub ranks: u64,
+    /// Link crossed.
+    pub domain: Domain,
+    /// Bytes each rank puts on the wire per step: `message × busbw factor × calls`.
+    pub bus_bytes_per_step: f64,
+    /// Time per step if nothing overlapped, seconds.
+    pub seconds_per_step: f64,
+    /// What it may hide behind.
+    pub overlap: Overlap,
+    /// Link parameters came from a measurement.
+    pub measured: bool,
+}
+
+/// Most items a step can have.
+pub const MAX_ITEMS: usize = 12;
+
+/// The items of one step; a fixed array so the mesh search never allocates.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StepComms {
+    items: [Option<CommItem>; MAX_ITEMS],
+    len: usize,
+}
+
+impl StepComms {
+    fn new() -> Self {
+        StepComms {
+            items: [None; MAX_ITEMS],
+            len: 0,
+        }
+    }
+
+    fn push(&mut self, item: CommItem) {
+        if item.calls_per_step <= 0.0 || item.ranks <= 1 && item.op != Collective::SendRecv {
+            return;
+        }
+        if let Some(slot) = self.items.get_mut(self.len) {
+            *slot = Some(item);
+            self.len += 1;
+        }
+    }
+
+    /// The items.
+    pub fn iter(&self) -> impl Iterator<Item = &CommItem> {
+        self.items[..self.len].iter().flatten()
+    }
+
+    /// The item with this purpose, if present.
+    pub fn get(&self, purpose: Purpose) -> Option<&CommItem> {
+        self.iter().find(|i| i.purpose == purpose)
+    }
+
+    /// Sum of `bus_bytes_per_step` over items with these purposes.
+    pub fn bus_bytes(&self, purposes: &[Purpose]) -> f64 {
+        self.iter()
+            .filter(|i| purposes.contains(&i.purpose))
+            .map(|i| i.bus_bytes_per_step)
+            .sum()
+    }
+}
+
+/// Every communication item of one step for `layout`.
+///
+/// Per-rank model shares: dense parameters `/(tp·pp)`, routed experts
+/// `/(ep·pp)` (expert-TP = 1, as the memory model assumes).
+pub fn step_comms(
+    inp: &CommInputs,
+    layout: &Layout,
+    placement: &Placement,
+    comm: &CommModel,
+) -> StepComms {
+    let mut out = StepComms::new();
+    let tp = f64::from(layout.tp.max(1));
+    let pp = f64::from(layout.pp.max(1));
+    let cp = f64::from(layout.cp.max(1));
+    let ep = f64::from(layout.ep.max(1));
+    let v = f64::from(layout.virtual_stages.max(1));
+    let b = f64::from(layout.micro_batch.max(1));
+    let m = inp.micro_batches(layout);
+    let layers_per_stage = (f64::from(inp.layers) / pp).ceil();
+    let moe_layers_per_stage = (f64::from(inp.moe_layers) / pp).ceil();
+    let full = layout.recompute == Recompute::Full;
+
+    let mut add = |group: GroupKind,
+                   op: Collective,
+                   purpose: Purpose,
+                   message_bytes: f64,
+                   calls_per_step: f64,
+                   chunks_per_call: f64,
+                   overlap: Overlap| {
+        let g = placement.group(group);
+        // Bucketed calls pay latency per chunk; bandwidth is the same in total.
+        let chunks = chunks_per_call.max(1.0);
+        let seconds_per_call = comm.time_s(op, message_bytes / chunks, g) * chunks;
+        out.push(CommItem {
+            group,
+            op,
+            purpose,
+            message_bytes,
+            calls_per_step,
+            chunks_per_call: chunks,
+            ranks: g.size,
+            domain: g.domain,
+            bus_bytes_per_step: message_bytes * op.busbw_factor(g.size) * calls_per_step,
+            seconds_per_step: seconds_per_call * calls_per_step,
+            overlap,
+            measured: comm.placement_measured(op, g),
+        });
+    };
+
+    // Data-parallel gradient and parameter traffic for this rank's shard of the model.
+    let dense_per_rank = inp.dense_params / (tp * pp);
+    let expert_per_rank = inp.expert_params / (ep * pp);
+    let grads = dense_per_rank * inp.grad_bytes;
+    let expert_grads = expert_per_rank * inp.grad_bytes;
+    let buckets = |bytes: f64| (bytes / inp.bucket_bytes.max(1.0)).ceil();
+    match layout.zero {
+        ZeroStage::Ddp => {
+            // Li et al. 2020 (PyTorch DDP): one bucketed all-reduce of all gradients per step.
+            add(
+                GroupKind::DpCp,
+                Collective::AllReduce,
+                Purpose::GradAllReduce,
+                grads,
+                1.0,
+                buckets(grads),
+                Overlap::LastBackward,
+            );
+        }
+        ZeroStage::Zero1 | ZeroStage::Zero2 => {
+            // ZeRO-2 keeps only a gradient shard, so it must reduce every micro-batch
+            // (DeepSpeed); ZeRO-1 accumulates locally and reduces once.
+            let (calls, overlap) = if layout.zero == ZeroStage::Zero2 {
+                (m, Overlap::EachBackward)
+            } else {
+                (1.0, Overlap::LastBackward)
+            };
+            // Rajbhandari et al. 2020 §7: reduce-scatter + all-gather = the all-reduce volume of DDP.
+            add(
+                GroupKind::DpCp,
+                Collective::ReduceScatter,
+                Purpose::GradReduceScatter,
+                grads,
+                calls,
+                buckets(grads),
+                overlap,
+            );
+            add(
+                GroupKind::DpCp,
+                Collective::AllGather,
+                Purpose::ParamAllGather,
+                dense_per_rank * inp.weight_bytes,
+                1.0,
+                buckets(dense_per_rank * inp.weight_bytes),
+                Overlap::FirstForward,
+            );
+        }
+        ZeroStage::Zero3 => {
+            // Rajbhandari et al. 2020 §7.2.2: all-gather forward + all-gather backward
+            // + reduce-scatter = 1.5× DDP, here per micro-batch, one unit per layer.
+            let units = layers_per_stage.max(1.0);
+            let w = dense_per_rank * inp.weight_bytes;
+            add(
+                GroupKind::DpCp,
+                Collective::AllGather,
+                Purpose::ParamAllGatherForward,
+                w,
+                m,
+                units,
+                Overlap::EachForward,
+            );
+            add(
+                GroupKind::DpCp,
+                Collective::AllGather,
+                Purpose::ParamAllGatherBackward,
+                w,
+                m,
+                units,
+                Overlap::EachBackward,
+            );
+            add(
+                GroupKind::DpCp,
+                Collective::ReduceScatter,
+                Purpose::GradReduceScatter,
+                grads,
+                m,
+                units,
+                Overlap::EachBackward,
+            );
+        }
+    }
+    if expert_grads > 0.0 {
+        add(
+            GroupKind::ExpertDp,
+            Collective::AllReduce,
+            Purpose::ExpertGradAllReduce,
+            expert_grads,
+            1.0,
+            buckets(expert_grads),
+            Overlap::LastBackward,
+        );
+    }
+
+    // Tensor parallel: Shoeybi et al. 2019 §3 — one all-reduce after attention and one
+    // after the MLP in forward (g), the same two in backward (f); with sequence parallel
+    // (Korthikanti et al. 2022 §4.2.2) each becomes an all-gather + reduce-scatter.
+    if layout.tp > 1 {
+        let act = b * (inp.seq_len / cp) * inp.hidden * inp.activation_bytes;
+        let per_layer_mb = layers_per_stage * m;
+        let mut tp_pair = |purpose: Purpose, per_layer: f64| {
+            if layout.sequence_parallel {
+                add(
+                    GroupKind::Tp,
+                    Collective::AllGather,
+                    purpose,
+                    act,
+                    2.0 * per_layer * per_layer_mb,
+                    1.0,
+                    Overlap::None,
+                );
+                add(
+                    GroupKind::Tp,
+                    Collective::ReduceScatter,
+                    purpose,
+                    act,
+                    2.0 * per_layer * per_layer_mb,
+                    1.0,
+                    Overlap::None,
+                );
+            } else {
+                add(
+                    GroupKind::Tp,
+                    Collective::AllReduce,
+                    purpose,
+                    act,
+                    2.0 * per_layer * per_layer_mb,
+                    1.0,
+                    Overlap::None,
+                );
+            }
+        };
+        tp_pair(Purpose::TpForward, 1.0);
+        tp_pair(Purpose::TpBackward, 1.0);
+        if full {
+            tp_pair(Purpose::TpRecompute, 1.0);
+        }
+    }
+
+    // Pipeline: Narayanan et al. 2021 §2.2 — each micro-batch crosses every chunk
+    // boundary forward and its gradient backward; sequence parallel splits it by TP
+    // (Megatron scatter/gather optimisation, §4.1).
+    if layout.pp > 1 {
+        let split = if layout.sequence_parallel { tp } else { 1.0 };
+        let act = b * (inp.seq_len / cp) * inp.hidden * inp.activation_bytes / split;
+        add(
+            GroupKind::Pp,
+            Collective::SendRecv,
+            Purpose::PpActivations,
+            act,
+            2.0 * m * v,
+            1.0,
+            Overlap::None,
+        );
+    }
+
+    // Context parallel: ring attention (Liu et al. 2023; Megatron CP) passes each rank's
+    // K/V block cp−1 times per layer in forward, and K/V plus dK/dV in backward.
+    if layout.cp > 1 {
+        let kv_split = tp.min(f64::from(inp.kv_heads.max(1)));
+        let block =
+            b * (inp.seq_len / cp) * inp.kv_values_per_token / kv_split * inp.activation_bytes;
+        let passes = if full { 4.0 } else { 3.0 };
+        add(
+            GroupKind::Cp,
+            Collective::SendRecv,
+            Purpose::CpKvRing,
+            block,
+            layers_per_stage * m * (cp - 1.0) * passes,
+            1.0,
+            Overlap::Attention,
+        );
+    }
+
+    // Expert parallel: GShard/Megatron all-to-all dispatch and combine, forward and backward;
+    // each of a rank's tokens (split by TP under sequence parallel) goes to top-k experts.
+    if layout.ep > 1 && inp.moe_layers > 0 {
+        let split = if layout.sequence_parallel { tp } else { 1.0 };
+        let tokens = b * inp.seq_len / cp / split;
+        let msg = tokens * inp.experts_per_token * inp.hidden * inp.activation_bytes;
+        let per_layer = if full { 6.0 } else { 4.0 };
+        add(
+            GroupKind::Ep,
+            Collective::AllToAll,
+            Purpose::EpDispatchCombine,
+            msg,
+            moe_layers_per_stage * m * per_layer,
+            1.0,
+            Overlap::None,
+        );
+    }
+    out
+}

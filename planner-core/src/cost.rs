@@ -1,0 +1,722 @@
+//! Step time, throughput, MFU and HFU of a layout: compute at the GPU's rate
+//! times a GEMM efficiency, the communication that overlap cannot hide, and
+//! the pipeline bubble.
+//!
+//! [`StepModel`] holds everything that does not depend on the layout, so the
+//! mesh search evaluates candidates with arithmetic only; [`StepModel::evaluate`]
+//! is the same arithmetic plus the explanations the app shows.
+
+use serde::{Deserialize, Serialize};
+
+use crate::collectives::CommModel;
+use crate::comms::{step_comms, CommInputs, CommItem, Overlap, StepComms};
+use crate::explain::Term;
+use crate::layout::{Layout, Recompute, ZeroStage};
+use crate::model::ModelSpec;
+use crate::precision::ComputeDtype;
+use crate::scenario::Scenario;
+use crate::topology::{GroupKind, Placement, RankOrder};
+
+/// Fraction of peak a GEMM reaches as a function of its smallest dimension `d`:
+/// `max_fraction · d / (d + half_dim)` (a saturating fit; `half_dim` is where
+/// half of `max_fraction` is reached).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GemmEfficiency {
+    /// Fraction of the datasheet peak that large GEMMs reach.
+    pub max_fraction: f64,
+    /// Smallest GEMM dimension at which half of `max_fraction` is reached.
+    pub half_dim: f64,
+}
+
+impl Default for GemmEfficiency {
+    /// 0.75 of peak for large GEMMs: an H200 here ran one large BF16 matmul at ~790 of
+    /// 989 TFLOP/s (0.8, domain notes); sustained training runs clock lower. `half_dim`
+    /// 128 is an assumption until a calibration fits it.
+    fn default() -> Self {
+        GemmEfficiency {
+            max_fraction: 0.75,
+            half_dim: 128.0,
+        }
+    }
+}
+
+impl GemmEfficiency {
+    /// Efficiency for smallest dimension `d`.
+    pub fn at(&self, d: f64) -> f64 {
+        let d = d.max(1.0);
+        (self.max_fraction * d / (d + self.half_dim.max(0.0))).clamp(1e-3, 1.0)
+    }
+}
+
+/// Choices of the time model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CostOptions {
+    /// GEMM efficiency curve (replaced by a calibration's fit when given).
+    pub gemm: GemmEfficiency,
+    /// Count attention FLOPs for the causal half only. Off by default: PaLM's
+    /// (Chowdhery et al. 2022, App. B) and Megatron's MFU count the full `s × s`.
+    pub causal_attention_flops: bool,
+    /// Fraction of TP communication hidden behind GEMMs (Megatron `tp_comm_overlap`); 0 by default.
+    pub tp_overlap_fraction: f64,
+    /// Fraction of EP all-to-all hidden (DualPipe-style overlap); 0 by default.
+    pub ep_overlap_fraction: f64,
+    /// Fraction of peak the attention kernels reach (FlashAttention-2, Dao 2023:
+    /// 50–73% of peak forward on A100, backward lower).
+    pub attention_efficiency: f64,
+    /// HBM bytes that memory-bound ops (norms, activations, residuals, RoPE) move per
+    /// token per layer per hidden unit, forward + backward: 3 × Korthikanti's 34
+    /// (each saved byte written, read back, and its gradient written).
+    pub elementwise_bytes_per_hidden: f64,
+    /// Fraction of overlapped communication time that still slows the step: NCCL
+    /// kernels running beside GEMMs take SMs and HBM bandwidth (assumption: 0.1).
+    pub overlap_slowdown: f64,
+    /// Rank numbering order.
+    pub rank_order: RankOrder,
+    /// HBM bytes the optimizer step reads and writes per sharded parameter
+    /// (fp32 master, two moments read+write, BF16 weight write, gradient read ≈ 32).
+    pub optimizer_bytes_per_param: f64,
+}
+
+impl Default for CostOptions {
+    fn default() -> Self {
+        CostOptions {
+            gemm: GemmEfficiency::default(),
+            causal_attention_flops: false,
+            tp_overlap_fraction: 0.0,
+            ep_overlap_fraction: 0.0,
+            attention_efficiency: 0.5,
+            elementwise_bytes_per_hidden: 102.0,
+            overlap_slowdown: 0.1,
+            rank_order: RankOrder::default(),
+            optimizer_bytes_per_param: 32.0,
+        }
+    }
+}
+
+/// FLOPs per token of one training step.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FlopsPerToken {
+    /// Parameters whose matmuls a token runs (active, without the input embedding lookup).
+    pub matmul_params: f64,
+    /// `2 × matmul_params`: forward matmuls.
+    pub dense_forward: f64,
+    /// Forward attention scores and weighted values: `2·L·s·a·(d_qk + d_v)` (×½ if causal).
+    pub attention_forward: f64,
+}
+
+impl FlopsPerToken {
+    /// Model FLOPs per token: `3 × forward` = `6N + 12·L·h·s` for MHA (PaLM App. B;
+    /// Narayanan et al. 2021 eq. 3 without the vocabulary term, which `N` already holds).
+    pub fn model(&self) -> f64 {
+        3.0 * (self.dense_forward + self.attention_forward)
+    }
+
+    /// Hardware FLOPs per token: model FLOPs plus what recompute repeats.
+    pub fn hardware(&self, recompute: Recompute) -> f64 {
+        self.model() + self.recompute_extra(recompute)
+    }
+
+    /// FLOPs per token that recompute repeats: a full forward, or the attention core only.
+    pub fn recompute_extra(&self, recompute: Recompute) -> f64 {
+        match recompute {
+            Recompute::None => 0.0,
+            // Korthikanti et al. 2022 §5: selective recomputes the attention core (QKᵀ, softmax, ·V).
+            Recompute::Selective => self.attention_forward,
+            Recompute::Full => self.dense_forward + self.attention_forward,
+        }
+    }
+}
+
+/// FLOPs per token for a model at sequence length `seq_len`.
+pub fn flops_per_token(model: &ModelSpec, seq_len: u32, causal: bool) -> FlopsPerToken {
+    let pb = model.param_breakdown();
+    let scale = model.param_scale();
+    // The input embedding is a lookup, not a matmul; a tied output projection still is.
+    let lookup = if model.tied_embeddings {
+        0
+    } else {
+        pb.embedding
+    };
+    let matmul_params = pb.active().saturating_sub(lookup) as f64 * scale;
+    let (d_qk, d_v) = match &model.mla {
+        Some(mla) => (
+            f64::from(mla.qk_nope_head_dim + mla.qk_rope_head_dim),
+            f64::from(mla.v_head_dim),
+        ),
+        None => (f64::from(model.head_dim), f64::from(model.head_dim)),
+    };
+    let causal_factor = if causal { 0.5 } else { 1.0 };
+    // QKᵀ: 2·s·d_qk and P·V: 2·s·d_v FLOPs per token per head per layer.
+    let attention_forward = 2.0
+        * f64::from(model.layers)
+        * f64::from(seq_len)
+        * f64::from(model.heads)
+        * (d_qk + d_v)
+        * causal_factor;
+    FlopsPerToken {
+        matmul_params,
+        dense_forward: 2.0 * matmul_params,
+        attention_forward,
+    }
+}
+
+/// Seconds of one step by component; no strings, so the search can make millions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepSeconds {
+    /// Forward + backward matmul time over all micro-batches (one stage).
+    pub compute: f64,
+    /// Of which recomputation.
+    pub recompute: f64,
+    /// Communication not hidden, by [`GroupKind::index`].
+    pub exposed_comm: [f64; 7],
+    /// Pipeline bubble.
+    pub bubble: f64,
+    /// Optimizer step (HBM-bound).
+    pub optimizer: f64,
+    /// Step time.
+    pub total: f64,
+    /// Micro-batches per step.
+    pub micro_batches: f64,
+}
+
+impl StepSeconds {
+    /// All exposed communication.
+    pub fn exposed_comm_total(&self) -> f64 {
+        self.exposed_comm.iter().sum()
+    }
+}
+
+/// Where an input of a prediction came from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputSource {
+    /// Input key ("gemm_efficiency", "all_reduce.inter_node", ...).
+    pub key: String,
+    /// True when measured (a calibration), false when a preset or default was assumed.
+    pub measured: bool,
+}
+
+/// Full evaluation of one layout: seconds, rates and their explanations.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StepCost {
+    /// The component seconds.
+    pub seconds: StepSeconds,
+    /// Every communication item, before overlap.
+    pub comms: Vec<CommItem>,
+    /// Tokens per step.
+    pub tokens_per_step: f64,
+    /// Tokens per second per GPU.
+    pub tokens_per_s_per_gpu: f64,
+    /// Model FLOPs utilisation.
+    pub mfu: f64,
+    /// Hardware FLOPs utilisation (recompute counted).
+    pub hfu: f64,
+    /// GEMM efficiency used.
+    pub gemm_efficiency: f64,
+    /// Explanations (values in seconds or as the key says).
+    pub terms: Vec<Term>,
+    /// Which inputs were measured and which assumed.
+    pub inputs: Vec<InputSource>,
+}
+
+/// Everything of the time model that does not depend on the layout.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepModel {
+    /// Communication inputs.
+    pub comm_inputs: CommInputs,
+    /// Link parameters.
+    pub comm: CommModel,
+    /// FLOPs per token.
+    pub flops: FlopsPerToken,
+    /// Peak dense rate of the compute dtype, FLOP/s.
+    pub peak_flops_per_s: f64,
+    /// HBM bandwidth, bytes/s.
+    pub hbm_bytes_per_s: f64,
+    /// GPUs per node.
+    pub gpus_per_node: u32,
+    /// Options.
+    pub options: CostOptions,
+    /// GEMM efficiency curve came from a measurement.
+    pub gemm_measured: bool,
+    /// Hidden size.
+    pub hidden: f64,
+    /// Total parameters (Ψ), for the optimizer step.
+    pub params: f64,
+}
+
+impl StepModel {
+    /// Builds the layout-independent part from a scenario and its resolved model.
+    pub fn new(model: &ModelSpec, scenario: &Scenario, options: CostOptions) -> Self {
+        let gpu = &scenario.cluster.gpu;
+        let peak = match scenario.precision.compute {
+            ComputeDtype::Fp8 if gpu.fp8_flops_per_s > 0.0 => gpu.fp8_flops_per_s,
+            _ => gpu.bf16_flops_per_s,
+        };
+        StepModel {
+            comm_inputs: CommInputs::new(
+                model,
+                &scenario.precision,
+                &scenario.training,
+                &scenario.overheads,
+            ),
+            comm: CommModel::assumed(&scenario.cluster),
+            flops: flops_per_token(
+                model,
+                scenario.training.seq_len,
+                options.causal_attention_flops,
+            ),
+            peak_flops_per_s: peak,
+            hbm_bytes_per_s: gpu.hbm_bytes_per_s,
+            gpus_per_node: scenario.cluster.gpus_per_node,
+            options,
+            gemm_measured: false,
+            hidden: f64::from(model.hidden),
+            params: model.params(),
+        }
+    }
+
+    /// GEMM efficiency for a layout: the smallest of the tokens a rank multiplies
+    /// per micro-batch (`b·s/cp`) and the TP-split hidden size (`h/tp`).
+    pub fn gemm_efficiency(&self, layout: &Layout) -> f64 {
+        let tokens = f64::from(layout.micro_batch.max(1)) * self.comm_inputs.seq_len
+            / f64::from(layout.cp.max(1));
+        let split = self.hidden / f64::from(layout.tp.max(1));
+        self.options.gemm.at(tokens.min(split))
+    }
+
+    /// Placement of a layout's groups on this cluster.
+    pub fn placement(&self, layout: &Layout) -> Placement {
+        Placement::of(layout, self.gpus_per_node, self.options.rank_order)
+    }
+
+    /// Component seconds for `layout` with its groups at `placement`. No allocation.
+    pub fn seconds(&self, layout: &Layout, placement: &Placement) -> StepSeconds {
+        let comms = step_comms(&self.comm_inputs, layout, placement, &self.comm);
+        self.seconds_with(layout, &comms)
+    }
+
+    fn seconds_with(&self, layout: &Layout, comms: &StepComms) -> StepSeconds {
+        let inp = &self.comm_inputs;
+        let m = inp.micro_batches(layout);
+        let b = f64::from(layout.micro_batch.max(1));
+        let pp = f64::from(layout.pp.max(1));
+        let shards = f64::from(layout.tp.max(1)) * f64::from(layout.cp.max(1)) * pp;
+        let peak = self.peak_flops_per_s.max(1.0);
+        let gemm_rate = peak * self.gemm_efficiency(layout);
+        let attn_rate = peak * self.options.attention_efficiency.clamp(1e-3, 1.0);
+        let tokens_mb = b * inp.seq_len;
+        // One stage's share of one micro-batch: the model's work split over tp·cp·pp GPUs.
+        let per_gpu = tokens_mb / shards;
+        let attn_f = per_gpu * self.flops.attention_forward / attn_rate;
+        let elem_f = per_gpu
+            * f64::from(inp.layers)
+            * self.hidden
+            * self.options.elementwise_bytes_per_hidden
+            / 3.0
+            / self.hbm_bytes_per_s.max(1.0);
+        let dense_f = per_gpu * self.flops.dense_forward / gemm_rate;
+        let t_f = dense_f + attn_f + elem_f;
+        let t_b = 2.0 * t_f;
+        let t_rc = match layout.recompute {
+            Recompute::None => 0.0,
+            // Korthikanti et al. 2022 §5: selective recomputes the attention core only.
+            Recompute::Selective => attn_f,
+            Recompute::Full => t_f,
+        };
+        let t_attn = 3.0 * attn_f;
+
+        let mut exposed = [0.0f64; 7];
+        let mut per_mb_critical = 0.0;
+        let mut after_pipeline = 0.0;
+        // Sum items by overlap class and group first (an item class may appear twice).
+        for item in comms.iter() {
+            let s = item.seconds_per_step;
+            let g = item.group.index();
+            let e = match item.overlap {
+                Overlap::None => {
+                    let hidden = match item.group {
+                        GroupKind::Tp => self.options.tp_overlap_fraction,
+                        GroupKind::Ep => self.options.ep_overlap_fraction,
+                        _ => 0.0,
+                    };
+                    let e = s * (1.0 - hidden.clamp(0.0, 1.0));
+                    if item.group != GroupKind::Pp {
+                        per_mb_critical += e / m;
+                    }
+                    e
+                }
+                Overlap::Attention => {
+                    let e = (s / m - t_attn).max(0.0) * m;
+                    per_mb_critical += e / m;
+                    e
+                }
+                Overlap::EachForward => {
+                    // The first unit of each micro-batch is gathered before compute starts.
+                    let first = s / (m * item.chunks_per_call);
+                    let e = (s / m - t_f).max(first) * m;
+                    per_mb_critical += e / m;
+                    e
+                }
+                Overlap::EachBackward => {
+                    let last = s / (m * item.chunks_per_call);
+                    let e = (s / m - t_b).max(last) * m;
+                    per_mb_critical += e / m;
+                    e
+                }
+                Overlap::LastBackward => {
+                    // The last bucket cannot overlap: it is reduced after backward ends.
+                    let last = s / (item.calls_per_step * item.chunks_per_call);
+                    let e = (s - t_b).max(last);
+                    after_pipeline += e;
+                    e
+                }
+                Overlap::FirstForward => {
+                    let e = (s - t_f).max(0.0);
+                    after_pipeline += e;
+                    e
+                }
+            };
+            // What overlap hid still costs a share of its time (SMs and HBM taken by NCCL).
+            let interference = (s - e).max(0.0) * self.options.overlap_slowdown.clamp(0.0, 1.0);
+            match item.overlap {
+                Overlap::LastBackward | Overlap::FirstForward => after_pipeline += interference,
+                _ => per_mb_critical += interference / m,
+            }
+            exposed[g] += e + interference;
+        }
+        let t_mb = t_f + t_b + t_rc + per_mb_critical;
+        let ideal = m * t_mb;
+        // Overhead relative to ideal time, not the idle share (pipeline.rs names both).
+        let m_whole = u32::try_from(m.round() as u64).unwrap_or(u32::MAX);
+        let bubble = crate::pipeline::bubble(
+            layout.schedule,
+            layout.pp.max(1),
+            m_whole,
+            layout.virtual_stages.max(1),
+        )
+        .overhead_vs_ideal
+            * ideal;
+        let pp_exposed = exposed[GroupKind::Pp.index()];
+
+        let sharded_over = match layout.zero {
+            ZeroStage::Ddp => 1.0,
+            _ => f64::from(layout.dp.max(1)) * f64::from(layout.cp.max(1)),
+        };
+        let params_local = self.params / (shards / f64::from(layout.cp.max(1))) / sharded_over;
+        let optimizer =
+            params_local * self.options.optimizer_bytes_per_param / self.hbm_bytes_per_s.max(1.0);
+
+        let total = ideal + bubble + pp_exposed + after_pipeline + optimizer;
+        StepSeconds {
+            compute: m * (t_f + t_b + t_rc),
+            recompute: m * t_rc,
+            exposed_comm: exposed,
+            bubble,
+            optimizer,
+            total,
+            micro_batches: m,
+        }
+    }
+
+    /// Every input of the time model and whether it was measured: the peak rate
+    /// (datasheet), the GEMM curve, and each operation on each link.
+    pub fn input_sources(&self) -> Vec<InputSource> {
+        let mut out = vec![
+            InputSource {
+                key: "peak_flops".into(),
+                measured: false,
+            },
+            InputSource {
+                key: "gemm_efficiency".into(),
+                measured: self.gemm_measured,
+            },
+        ];
+        for op in crate::collectives::Collective::ALL {
+            for domain in [
+                crate::collectives::LinkDomain::IntraNode,
+                crate::collectives::LinkDomain::InterNode,
+            ] {
+                out.push(InputSource {
+                    key: format!("{}.{}", op.id(), domain.id()),
+                    measured: self.comm.is_measured(op, domain),
+                });
+            }
+        }
+        out
+    }
+
+    /// Tokens per step.
+    pub fn tokens_per_step(&self) -> f64 {
+        self.comm_inputs.global_batch * self.comm_inputs.seq_len
+    }
+
+    /// Model FLOPs utilisation of a step that took `seconds` on `gpus`.
+    pub fn mfu(&self, seconds: f64, gpus: f64) -> f64 {
+        self.tokens_per_step() * self.flops.model() / (gpus * self.peak_flops_per_s * seconds)
+    }
+
+    /// Full evaluation with explanations.
+    pub fn evaluate(&self, layout: &Layout) -> StepCost {
+        let placement = self.placement(layout);
+        let comms = step_comms(&self.comm_inputs, layout, &placement, &self.comm);
+        let s = self.seconds_with(layout, &comms);
+        let gpus = layout.world_size() as f64;
+        let tokens = self.tokens_per_step();
+        let mfu = self.mfu(s.total, gpus);
+        let hfu = tokens * self.flops.hardware(layout.recompute)
+            / (gpus * self.peak_flops_per_s * s.total);
+        let eff = self.gemm_efficiency(layout);
+        let ms = |x: f64| format!("{:.1} ms", x * 1e3);
+        let mut terms = vec![
+            Term {
+                key: "time.compute".into(),
+                label: "Compute".into(),
+                bytes: s.compute,
+                formula: "m · b·s/(tp·cp·pp) · 3 · (2N/(peak·eff_gemm) + F_attn/(peak·eff_attn) + bytes_elem/HBM) + recompute".into(),
+                worked: format!(
+                    "{} micro-batches × {} tokens over {} GPUs per replica, {:.0} TFLOP/s × GEMM {:.2} / attention {:.2} = {} (of which recompute {})",
+                    s.micro_batches,
+                    f64::from(layout.micro_batch) * self.comm_inputs.seq_len,
+                    u64::from(layout.tp) * u64::from(layout.cp) * u64::from(layout.pp),
+                    self.peak_flops_per_s / 1e12,
+                    eff,
+                    self.options.attention_efficiency,
+                    ms(s.compute),
+                    ms(s.recompute)
+                ),
+                assumption: format!(
+                    "Balanced stages; backward = 2 × forward; GEMM efficiency {} by the smallest GEMM dimension; memory-bound ops move {} B per token per layer per hidden unit",
+                    if self.gemm_measured { "measured" } else { "assumed" },
+                    self.options.elementwise_bytes_per_hidden
+                ),
+            },
+            Term {
+                key: "time.bubble".into(),
+                label: "Pipeline bubble".into(),
+                bytes: s.bubble,
+                formula: "overhead_vs_ideal(schedule, p, m, v) × m · t_micro-batch".into(),
+                worked: format!("{} × p={} m={} v={} = {}", layout.schedule.label(), layout.pp, s.micro_batches, layout.virtual_stages, ms(s.bubble)),
+                assumption: "Overhead relative to ideal time ((p−1)/m, (p−1)/(v·m) interleaved; Narayanan et al. 2021)".into(),
+            },
+            Term {
+                key: "time.optimizer".into(),
+                label: "Optimizer step".into(),
+                bytes: s.optimizer,
+                formula: "local params × bytes moved / HBM bandwidth".into(),
+                worked: ms(s.optimizer),
+                assumption: format!(
+                    "{} B of HBM traffic per local parameter",
+                    self.options.optimizer_bytes_per_param
+                ),
+            },
+        ];
+        for kind in GroupKind::ALL {
+            let e = s.exposed_comm[kind.index()];
+            let raw: f64 = comms
+                .iter()
+                .filter(|i| i.group == kind)
+                .map(|i| i.seconds_per_step)
+                .sum();
+            if raw > 0.0 {
+                terms.push(Term {
+                    key: format!("time.comm.{}", kind.id()),
+                    label: format!("Exposed {} communication", kind.id()),
+                    bytes: e,
+                    formula: "steps·α + bytes·factor(n)/busbw, minus what overlaps".into(),
+                    worked: format!("{} of {} total", ms(e), ms(raw)),
+                    assumption: "α–β with nccl-tests bus-bandwidth factors; two-level when a group spans nodes".into(),
+                });
+            }
+        }
+        terms.push(Term {
+            key: "rate.mfu".into(),
+            label: "MFU".into(),
+            bytes: mfu,
+            formula: "tokens · 6N+12Lhs per token / (GPUs · peak · step time)".into(),
+            worked: format!(
+                "{:.3e} tokens · {:.3e} FLOP / ({} · {:.0} TFLOP/s · {:.3} s) = {:.1}%",
+                tokens,
+                self.flops.model(),
+                gpus,
+                self.peak_flops_per_s / 1e12,
+                s.total,
+                mfu * 100.0
+            ),
+            assumption: "Model FLOPs exclude recompute (HFU includes it); full s×s attention counted".into(),
+        });
+        terms.push(Term {
+            key: "rate.hfu".into(),
+            label: "HFU".into(),
+            bytes: hfu,
+            formula: "tokens · (model + recompute FLOPs per token) / (GPUs · peak · step time)"
+                .into(),
+            worked: format!(
+                "{:.1}% with {} recompute",
+                hfu * 100.0,
+                layout.recompute.id()
+            ),
+            assumption: "Selective recompute repeats the attention core; full repeats the forward"
+                .into(),
+        });
+        terms.push(Term {
+            key: "rate.tokens_per_s_per_gpu".into(),
+            label: "Tokens/s per GPU".into(),
+            bytes: tokens / s.total / gpus,
+            formula: "global batch · seq / step time / GPUs".into(),
+            worked: format!(
+                "{tokens:.3e} / {:.3} s / {gpus} = {:.0}",
+                s.total,
+                tokens / s.total / gpus
+            ),
+            assumption: "Every GPU of the layout counted".into(),
+        });
+        // The inputs this layout used: peak, GEMM curve, and the links its items crossed.
+        let mut inputs: Vec<InputSource> = self.input_sources().into_iter().take(2).collect();
+        for item in comms.iter() {
+            let key = format!("{}.{}", item.op.id(), item.domain.id());
+            if !inputs.iter().any(|i| i.key == key) {
+                inputs.push(InputSource {
+                    key,
+                    measured: item.measured,
+                });
+            }
+        }
+        StepCost {
+            seconds: s,
+            comms: comms.iter().copied().collect(),
+            tokens_per_step: tokens,
+            tokens_per_s_per_gpu: tokens / s.total / gpus,
+            mfu,
+            hfu,
+            gemm_efficiency: eff,
+            terms,
+            inputs,
+        }
+    }
+}
+
+/// Which scaling is shown: the denominator every efficiency needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScalingKind {
+    /// Total work fixed (global batch constant) as GPUs grow.
+    Strong,
+    /// Work per GPU fixed (global batch grows with DP) as GPUs grow.
+    Weak,
+}
+
+/// One point of a scaling curve.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScalingPoint {
+    /// Data-parallel degree.
+    pub dp: u32,
+    /// GPUs.
+    pub gpus: u64,
+    /// Global batch (sequences).
+    pub global_batch: u32,
+    /// Step time, seconds.
+    pub step_s: f64,
+    /// Tokens per second, whole job.
+    pub tokens_per_s: f64,
+    /// Strong: `T_base·G_base / (T·G)`; weak: `T_base / T` (baseline: the first point).
+    pub efficiency: f64,
+}
+
+/// A scaling curve and the baseline its efficiencies are relative to.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScalingCurve {
+    /// Strong or weak.
+    pub kind: ScalingKind,
+    /// The denominator, in words: which point and what is held fixed.
+    pub baseline: String,
+    /// The points, baseline first.
+    pub points: Vec<ScalingPoint>,
+}
+
+/// Scaling over data-parallel degrees with everything else of `scenario.layout`
+/// fixed; the baseline is the first entry of `dp_values`.
+pub fn scaling_curve(
+    model: &ModelSpec,
+    scenario: &Scenario,
+    options: &CostOptions,
+    kind: ScalingKind,
+    dp_values: &[u32],
+) -> ScalingCurve {
+    let points = scaling(model, scenario, options, kind, dp_values);
+    let baseline = match points.first() {
+        None => "no points".to_string(),
+        Some(b) => match kind {
+            ScalingKind::Strong => format!(
+                "strong scaling: global batch fixed at {} sequences; efficiency = (T·GPUs at dp {} on {} GPUs) / (T·GPUs)",
+                b.global_batch, b.dp, b.gpus
+            ),
+            ScalingKind::Weak => format!(
+                "weak scaling: {} sequences per data-parallel rank fixed; efficiency = T at dp {} on {} GPUs / T",
+                f64::from(b.global_batch) / f64::from(b.dp.max(1)),
+                b.dp,
+                b.gpus
+            ),
+        },
+    };
+    ScalingCurve {
+        kind,
+        baseline,
+        points,
+    }
+}
+
+/// Points of [`scaling_curve`] (baseline: the first entry of `dp_values`).
+pub fn scaling(
+    model: &ModelSpec,
+    scenario: &Scenario,
+    options: &CostOptions,
+    kind: ScalingKind,
+    dp_values: &[u32],
+) -> Vec<ScalingPoint> {
+    let base_dp = dp_values.first().copied().unwrap_or(1).max(1);
+    let base_batch = scenario.training.global_batch;
+    let mut out: Vec<ScalingPoint> = Vec::with_capacity(dp_values.len());
+    for &dp in dp_values {
+        let dp = dp.max(1);
+        let mut sc = scenario.clone();
+        sc.layout.dp = dp;
+        if kind == ScalingKind::Weak {
+            let per = u64::from(base_batch) * u64::from(dp) / u64::from(base_dp);
+            sc.training.global_batch = u32::try_from(per).unwrap_or(u32::MAX);
+        }
+        let model_t = StepModel::new(model, &sc, options.clone());
+        let s = model_t.seconds(&sc.layout, &model_t.placement(&sc.layout));
+        let gpus = sc.layout.world_size();
+        let tokens_per_s = model_t.tokens_per_step() / s.total;
+        let efficiency = match out.first() {
+            None => 1.0,
+            Some(b) => match kind {
+                ScalingKind::Strong => b.step_s * b.gpus as f64 / (s.total * gpus as f64),
+                ScalingKind::Weak => b.step_s / s.total,
+            },
+        };
+        out.push(ScalingPoint {
+            dp,
+            gpus,
+            global_batch: sc.training.global_batch,
+            step_s: s.total,
+            tokens_per_s,
+            efficiency,
+        });
+    }
+    out
+}
+
+/// Evaluates a scenario's own layout: resolves its model, applies a calibration
+/// when given, and returns the explained step cost.
+pub fn evaluate_scenario(
+    scenario: &Scenario,
+    options: CostOptions,
+    calibration: Option<&crate::calibration::CalibrationSummary>,
+) -> Result<StepCost, crate::presets::ScenarioError> {
+    let model = scenario.model_spec()?;
+    let mut step_model = StepModel::new(&model, scenario, options);
+    if let Some(cal) = calibration {
+        step_model = step_model.with_calibration(cal);
+    }
+    Ok(step_model.evaluate(&scenario.layout))
+}

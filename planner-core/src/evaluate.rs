@@ -1,0 +1,207 @@
+//! One call that turns a [`Scenario`] into everything a view refresh needs.
+//!
+//! The app calls [`evaluate`] on every input event and the `meshplan eval`
+//! command prints its result, so both always show the same numbers.
+
+use serde::{Deserialize, Serialize};
+
+use crate::explain::Term;
+use crate::memory::{model_state, training_memory, ModelStateBar, TrainingMemory};
+use crate::model::{ModelSpec, ParamBreakdown};
+use crate::pipeline::{bubble, bubble_terms, timeline, Bubble, Timeline};
+use crate::scenario::Scenario;
+use crate::serving::{
+    concurrency_table, recommend, serving_plan, ConcurrencyCell, Recommendation, ServingPlan,
+};
+use crate::validate::{layout_rule_violations, FieldError, RuleViolation};
+
+/// Largest `p·m·v` drawn as a full timeline; beyond it the view shows the
+/// closed-form bubble and says why the grid is missing.
+const MAX_DRAWN_OPS: u64 = 4096;
+
+/// Micro-batch counts of the bubble curve (the article's bars are 4, 16, 32).
+const BUBBLE_CURVE_M: [u32; 10] = [1, 2, 4, 8, 12, 16, 24, 32, 48, 64];
+
+/// Parameter counts of the scenario's model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ParamSummary {
+    /// Ψ used by the formulas (the nominal count when one is set).
+    pub total: f64,
+    /// Parameters one token uses (MoE: top-k experts only).
+    pub active: f64,
+    /// Counts by component, from the shapes.
+    pub breakdown: ParamBreakdown,
+}
+
+/// One point of the bubble-versus-micro-batches curve.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BubblePoint {
+    /// Micro-batches per step.
+    pub micro_batches: u32,
+    /// Both bubble measures at that count.
+    pub bubble: Bubble,
+}
+
+/// The pipeline view: schedule grid and bubble.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PipelineView {
+    /// Micro-batches per step: `ceil(global_batch / (dp × micro_batch))`.
+    pub micro_batches: u32,
+    /// Both bubble measures for the current layout (closed form, equal to the simulation).
+    pub bubble: Bubble,
+    /// The two measures as labelled terms ("Idle share of the schedule", "Bubble overhead vs ideal time").
+    pub bubble_terms: Vec<Term>,
+    /// The simulated schedule, when small enough to draw.
+    pub timeline: Option<Timeline>,
+    /// Why there is no timeline, when there is none.
+    pub timeline_note: Option<String>,
+    /// Bubble against micro-batch count for the current stages and schedule.
+    pub curve: Vec<BubblePoint>,
+}
+
+/// The serving view.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ServingView {
+    /// The replica shape the user chose.
+    pub plan: ServingPlan,
+    /// Replicas or shard, and why.
+    pub recommendation: Recommendation,
+    /// Max concurrent sequences over TP × PP choices.
+    pub table: Vec<ConcurrencyCell>,
+}
+
+/// Everything one refresh of the views needs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Evaluation {
+    /// The resolved model shapes.
+    pub model: ModelSpec,
+    /// Parameter counts.
+    pub params: ParamSummary,
+    /// Layout rules the current layout breaks (errors and warnings), for flags at the controls.
+    pub rules: Vec<RuleViolation>,
+    /// The article's chart: DDP, ZeRO-1, ZeRO-2, ZeRO-3 model state per GPU.
+    pub model_state: Vec<ModelStateBar>,
+    /// Per-stage training memory with every term, against the GPU's capacity.
+    pub training: TrainingMemory,
+    /// Schedule and bubble.
+    pub pipeline: PipelineView,
+    /// KV cache and serving; an error message when the serving inputs are invalid.
+    pub serving: Result<ServingView, String>,
+}
+
+/// Why a scenario could not be evaluated: each error names its parameter.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EvaluateError {
+    /// One entry per bad parameter.
+    pub errors: Vec<FieldError>,
+}
+
+impl std::fmt::Display for EvaluateError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let parts: Vec<String> = self
+            .errors
+            .iter()
+            .map(|e| format!("{}: {}", e.field, e.message))
+            .collect();
+        write!(f, "{}", parts.join("; "))
+    }
+}
+
+impl std::error::Error for EvaluateError {}
+
+/// Evaluates a whole scenario. Fails only on invalid input (each error names its parameter);
+/// a layout that breaks a divisibility rule is still evaluated, and the rule is listed.
+pub fn evaluate(scenario: &Scenario) -> Result<Evaluation, EvaluateError> {
+    scenario
+        .validate()
+        .map_err(|errors| EvaluateError { errors })?;
+    let model = scenario.model_spec().map_err(|e| EvaluateError {
+        errors: vec![FieldError {
+            field: "model".to_string(),
+            message: e.to_string(),
+        }],
+    })?;
+
+    let breakdown = model.param_breakdown();
+    let params = ParamSummary {
+        total: model.params(),
+        active: model.active_params(),
+        breakdown,
+    };
+    let rules = layout_rule_violations(&model, scenario);
+    let model_state = model_state(&model, &scenario.precision, &scenario.layout);
+    let training = training_memory(scenario, &model);
+    let pipeline = pipeline_view(scenario);
+    let serving = serving_view(&model, scenario);
+
+    Ok(Evaluation {
+        model,
+        params,
+        rules,
+        model_state,
+        training,
+        pipeline,
+        serving,
+    })
+}
+
+/// Micro-batches per step: `ceil(global_batch / (dp × micro_batch))`, as the memory model counts them.
+pub fn micro_batches(scenario: &Scenario) -> u32 {
+    let per_step =
+        u64::from(scenario.layout.dp.max(1)) * u64::from(scenario.layout.micro_batch.max(1));
+    let m = u64::from(scenario.training.global_batch)
+        .div_ceil(per_step)
+        .max(1);
+    u32::try_from(m).unwrap_or(u32::MAX)
+}
+
+fn pipeline_view(scenario: &Scenario) -> PipelineView {
+    let layout = &scenario.layout;
+    let (p, v) = (layout.pp.max(1), layout.virtual_stages.max(1));
+    let m = micro_batches(scenario);
+    let schedule = layout.schedule;
+
+    let ops = u64::from(p) * u64::from(m) * u64::from(v);
+    let (timeline, timeline_note) = if ops > MAX_DRAWN_OPS {
+        (
+            None,
+            Some(format!(
+                "{p} stages × {m} micro-batches × {v} chunks is too many slots to draw; the bubble below is the closed form"
+            )),
+        )
+    } else {
+        match timeline(schedule, p, m, v) {
+            Ok(t) => (Some(t), None),
+            Err(e) => (None, Some(e.to_string())),
+        }
+    };
+
+    let curve = BUBBLE_CURVE_M
+        .iter()
+        .map(|&mb| BubblePoint {
+            micro_batches: mb,
+            bubble: bubble(schedule, p, mb, v),
+        })
+        .collect();
+
+    PipelineView {
+        micro_batches: m,
+        bubble: bubble(schedule, p, m, v),
+        bubble_terms: bubble_terms(schedule, p, m, v).to_vec(),
+        timeline,
+        timeline_note,
+        curve,
+    }
+}
+
+fn serving_view(model: &ModelSpec, scenario: &Scenario) -> Result<ServingView, String> {
+    let (serving, cluster) = (&scenario.serving, &scenario.cluster);
+    let plan = serving_plan(model, serving, cluster).map_err(|e| e.to_string())?;
+    let recommendation = recommend(model, serving, cluster).map_err(|e| e.to_string())?;
+    let table = concurrency_table(model, serving, cluster).map_err(|e| e.to_string())?;
+    Ok(ServingView {
+        plan,
+        recommendation,
+        table,
+    })
+}

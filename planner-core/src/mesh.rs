@@ -1,0 +1,738 @@
+//! Mesh search: every DP × TP × PP × CP × EP of the cluster crossed with ZeRO
+//! stage, micro-batch, pipeline schedule and virtual stages, and recompute
+//! policy; each candidate is rejected with machine-readable reasons or ranked
+//! by predicted step time with its memory headroom.
+//!
+//! Built for speed: divisibility is checked once per mesh and once per knob
+//! value, so a rule that fails rejects a whole block of candidates in one
+//! record; per-mesh quantities (group placement) are computed once; the inner
+//! loop neither allocates nor formats.
+//!
+//! Counting: a candidate is one mesh (`dp·tp·pp·cp` = the cluster's GPUs, EP over
+//! the divisors of the routed experts) crossed with one value of every knob in
+//! the [`SearchSpace`] (ZeRO stage × recompute × micro-batch × schedule/virtual
+//! stages; with PP = 1 the schedule is moot and counts once). A block rejected
+//! by a mesh or knob rule counts every candidate it covers, so
+//! `candidates = feasible + Σ rejected.candidates` (until `max_rejected` caps the list).
+//! Sequence parallelism is on whenever TP > 1 (same traffic, less memory);
+//! GPipe is left out by default (1F1B has its bubble with less memory).
+
+use serde::{Deserialize, Serialize};
+
+use crate::cost::StepModel;
+use crate::layout::{Layout, Recompute, Schedule, ZeroStage};
+use crate::model::ModelSpec;
+use crate::scenario::Scenario;
+use crate::topology::Placement;
+
+/// Why a candidate was rejected; a bit in [`Reasons`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RejectReason {
+    /// Query heads not divisible by TP.
+    HeadsNotDivisibleByTp,
+    /// KV heads neither divisible by TP nor dividing it (replication).
+    KvHeadsNotDivisibleByTp,
+    /// Dense FFN width not divisible by TP.
+    FfnNotDivisibleByTp,
+    /// Expert FFN width not divisible by TP.
+    ExpertFfnNotDivisibleByTp,
+    /// TP larger than a node: every layer's collectives would cross the network.
+    TpExceedsNode,
+    /// Layers not divisible by `pp × virtual_stages`.
+    LayersNotDivisibleByPp,
+    /// Sequence not divisible by `2 × cp` (load-balanced causal CP).
+    SeqNotDivisibleBy2Cp,
+    /// Routed experts not divisible by EP.
+    ExpertsNotDivisibleByEp,
+    /// EP does not divide `dp × cp`.
+    EpNotDividingDpCp,
+    /// Global batch not divisible by `dp × micro_batch`.
+    BatchNotDivisibleByDpMicroBatch,
+    /// Interleaved schedule needs micro-batches divisible by PP (Megatron).
+    MicroBatchesNotDivisibleByPp,
+    /// Peak memory above capacity × usable fraction.
+    MemoryOverCapacity,
+}
+
+impl RejectReason {
+    /// Every reason, in bit order.
+    pub const ALL: [RejectReason; 12] = [
+        RejectReason::HeadsNotDivisibleByTp,
+        RejectReason::KvHeadsNotDivisibleByTp,
+        RejectReason::FfnNotDivisibleByTp,
+        RejectReason::ExpertFfnNotDivisibleByTp,
+        RejectReason::TpExceedsNode,
+        RejectReason::LayersNotDivisibleByPp,
+        RejectReason::SeqNotDivisibleBy2Cp,
+        RejectReason::ExpertsNotDivisibleByEp,
+        RejectReason::EpNotDividingDpCp,
+        RejectReason::BatchNotDivisibleByDpMicroBatch,
+        RejectReason::MicroBatchesNotDivisibleByPp,
+        RejectReason::MemoryOverCapacity,
+    ];
+
+    /// Machine key: the rule name [`crate::validate::layout_rule_violations`] uses.
+    pub fn key(self) -> &'static str {
+        match self {
+            RejectReason::HeadsNotDivisibleByTp => "heads_divisible_by_tp",
+            RejectReason::KvHeadsNotDivisibleByTp => "kv_heads_divisible_by_tp",
+            RejectReason::FfnNotDivisibleByTp => "ffn_divisible_by_tp",
+            RejectReason::ExpertFfnNotDivisibleByTp => "expert_ffn_divisible_by_tp",
+            RejectReason::TpExceedsNode => "tp_within_node",
+            RejectReason::LayersNotDivisibleByPp => "layers_divisible_by_pp",
+            RejectReason::SeqNotDivisibleBy2Cp => "seq_divisible_by_2cp",
+            RejectReason::ExpertsNotDivisibleByEp => "experts_divisible_by_ep",
+            RejectReason::EpNotDividingDpCp => "ep_divides_dp_cp",
+            RejectReason::BatchNotDivisibleByDpMicroBatch => "batch_divisible_by_dp_mbs",
+            RejectReason::MicroBatchesNotDivisibleByPp => {
+                "interleaved_micro_batches_divisible_by_pp"
+            }
+            RejectReason::MemoryOverCapacity => "memory_within_capacity",
+        }
+    }
+
+    fn bit(self) -> u32 {
+        1 << (self as u32)
+    }
+}
+
+/// A set of [`RejectReason`]s as bits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Reasons(pub u32);
+
+impl Reasons {
+    /// Adds one reason.
+    pub fn add(&mut self, r: RejectReason) {
+        self.0 |= r.bit();
+    }
+
+    /// Whether a reason is in the set.
+    pub fn has(self, r: RejectReason) -> bool {
+        self.0 & r.bit() != 0
+    }
+
+    /// No reasons.
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The reasons in the set.
+    pub fn iter(self) -> impl Iterator<Item = RejectReason> {
+        RejectReason::ALL.into_iter().filter(move |r| self.has(*r))
+    }
+}
+
+/// The group sizes of a mesh.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct MeshDims {
+    /// Data parallel.
+    pub dp: u32,
+    /// Tensor parallel.
+    pub tp: u32,
+    /// Pipeline parallel.
+    pub pp: u32,
+    /// Context parallel.
+    pub cp: u32,
+    /// Expert parallel (folded into dp × cp).
+    pub ep: u32,
+}
+
+/// The per-layout switches the search crosses with each mesh.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Knobs {
+    /// ZeRO stage.
+    pub zero: ZeroStage,
+    /// Recompute policy.
+    pub recompute: Recompute,
+    /// Pipeline schedule.
+    pub schedule: Schedule,
+    /// Virtual stages (interleaved), 1 otherwise.
+    pub virtual_stages: u32,
+    /// Sequences per micro-batch.
+    pub micro_batch: u32,
+}
+
+/// Builds the layout of a mesh and knobs; sequence parallel is on whenever TP > 1
+/// (same communication volume as plain TP, less activation memory).
+pub fn layout_of(d: MeshDims, k: Knobs) -> Layout {
+    Layout {
+        dp: d.dp,
+        tp: d.tp,
+        pp: d.pp,
+        cp: d.cp,
+        ep: d.ep,
+        virtual_stages: k.virtual_stages,
+        micro_batch: k.micro_batch,
+        schedule: k.schedule,
+        zero: k.zero,
+        recompute: k.recompute,
+        sequence_parallel: d.tp > 1,
+    }
+}
+
+/// What to enumerate besides the mesh.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SearchSpace {
+    /// ZeRO stages tried.
+    pub zero_stages: Vec<ZeroStage>,
+    /// Recompute policies tried.
+    pub recompute: Vec<Recompute>,
+    /// Micro-batch sizes tried (ascending).
+    pub micro_batches: Vec<u32>,
+    /// Pipeline schedules tried when PP > 1 (GPipe is dominated by 1F1B and left out by default).
+    pub schedules: Vec<Schedule>,
+    /// Virtual stages tried with the interleaved schedule (each ≥ 2).
+    pub virtual_stages: Vec<u32>,
+    /// Largest EP tried for MoE models (EP ranges over divisors of the routed experts).
+    pub max_ep: u32,
+    /// Feasible candidates returned, best first.
+    pub max_results: usize,
+    /// Rejected blocks returned (counts by reason are always complete).
+    pub max_rejected: usize,
+}
+
+impl Default for SearchSpace {
+    fn default() -> Self {
+        SearchSpace {
+            zero_stages: ZeroStage::ALL.to_vec(),
+            recompute: Recompute::ALL.to_vec(),
+            micro_batches: vec![1, 2, 4, 8],
+            schedules: vec![
+                Schedule::OneFOneB,
+                Schedule::Interleaved,
+                Schedule::ZeroBubble,
+            ],
+            virtual_stages: vec![2, 3, 4, 6, 8],
+            max_ep: 256,
+            max_results: 200,
+            max_rejected: 100_000,
+        }
+    }
+}
+
+/// One feasible candidate with its prediction.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Feasible {
+    /// Group sizes.
+    pub dims: MeshDims,
+    /// Switches.
+    pub knobs: Knobs,
+    /// Predicted step time, seconds.
+    pub step_s: f64,
+    /// Model FLOPs utilisation.
+    pub mfu: f64,
+    /// Exposed communication, seconds.
+    pub exposed_comm_s: f64,
+    /// Pipeline bubble, seconds.
+    pub bubble_s: f64,
+    /// Peak memory per GPU, bytes.
+    pub peak_memory_bytes: f64,
+    /// Usable bytes minus peak bytes.
+    pub headroom_bytes: f64,
+}
+
+impl Feasible {
+    /// The full layout.
+    pub fn layout(&self) -> Layout {
+        layout_of(self.dims, self.knobs)
+    }
+}
+
+/// A block of rejected candidates sharing a mesh (and the knobs that are set).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Rejected {
+    /// Group sizes.
+    pub dims: MeshDims,
+    /// ZeRO stage, or every stage when `None`.
+    pub zero: Option<ZeroStage>,
+    /// Recompute policy, or every policy when `None`.
+    pub recompute: Option<Recompute>,
+    /// Schedule, or every schedule when `None`.
+    pub schedule: Option<Schedule>,
+    /// Virtual stages, or every value when `None`.
+    pub virtual_stages: Option<u32>,
+    /// Micro-batch, or every value when `None`.
+    pub micro_batch: Option<u32>,
+    /// Why.
+    pub reasons: Reasons,
+    /// Candidates in the block.
+    pub candidates: u64,
+    /// Peak memory when the reason is memory, bytes (0 otherwise).
+    pub peak_memory_bytes: f64,
+}
+
+/// Candidates rejected for one reason (a candidate with two reasons counts under both).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReasonCount {
+    /// Reason key.
+    pub reason: String,
+    /// Candidates.
+    pub candidates: u64,
+}
+
+/// A starting point from the article for this cluster size, next to the ranking.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Hint {
+    /// Stable key.
+    pub key: String,
+    /// The article's advice.
+    pub text: String,
+    /// Rank (0-based) of the best feasible candidate that follows the advice, if any.
+    pub best_rank: Option<usize>,
+}
+
+/// Everything a search found.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SearchResult {
+    /// GPUs every candidate uses.
+    pub world: u64,
+    /// Candidates considered.
+    pub candidates: u64,
+    /// Candidates that passed every rule and fit.
+    pub feasible_count: u64,
+    /// Best feasible candidates, fastest first.
+    pub feasible: Vec<Feasible>,
+    /// Rejected blocks (up to `max_rejected`).
+    pub rejected: Vec<Rejected>,
+    /// Rejected candidates by reason.
+    pub rejections: Vec<ReasonCount>,
+    /// Memory limit used: capacity × usable fraction, bytes.
+    pub usable_bytes: f64,
+    /// The article's starting points for this cluster size.
+    pub hints: Vec<Hint>,
+    /// Inputs of the time model and whether each was measured or assumed.
+    pub inputs: Vec<crate::cost::InputSource>,
+}
+
+fn divisors(n: u64) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut i = 1u64;
+    while i * i <= n {
+        if n.is_multiple_of(i) {
+            out.push(i as u32);
+            if i * i != n {
+                out.push((n / i) as u32);
+            }
+        }
+        i += 1;
+    }
+    out.sort_unstable();
+    out
+}
+
+/// Searches with the planner's memory model.
+pub fn search(
+    model: &ModelSpec,
+    scenario: &Scenario,
+    space: &SearchSpace,
+    step_model: &StepModel,
+) -> SearchResult {
+    let params = model.param_breakdown();
+    search_with(model, scenario, space, step_model, |layout| {
+        crate::memory::peak_memory_bytes(
+            model,
+            &params,
+            &scenario.precision,
+            layout,
+            &scenario.training,
+            &scenario.activations,
+            &scenario.overheads,
+        )
+    })
+}
+
+/// Searches with a caller-supplied peak-memory function (bytes per GPU).
+pub fn search_with<F: Fn(&Layout) -> f64>(
+    model: &ModelSpec,
+    scenario: &Scenario,
+    space: &SearchSpace,
+    step_model: &StepModel,
+    peak_memory_bytes: F,
+) -> SearchResult {
+    let cluster = &scenario.cluster;
+    let world = cluster.world_size();
+    let gpn = cluster.gpus_per_node;
+    let usable = cluster.gpu.memory_bytes * scenario.overheads.usable_fraction;
+    let seq = scenario.training.seq_len;
+    let batch = u64::from(scenario.training.global_batch);
+    let experts = model.moe.as_ref().map_or(0, |m| m.routed_experts);
+    let kv_heads = model.kv_heads;
+    let dense_ffn_layers = model.moe.as_ref().is_none_or(|m| m.dense_layers > 0);
+    // 0 divides nothing away: `0 % tp == 0` for dense models.
+    let expert_ffn = model.moe.as_ref().map_or(0, |m| m.expert_ffn);
+
+    let mut counts = [0u64; 12];
+    let mut total: u64 = 0;
+    let mut rejected: Vec<Rejected> = Vec::new();
+    let mut feasible: Vec<Feasible> = Vec::new();
+    let mut feasible_count = 0u64;
+
+    let n_zero = space.zero_stages.len() as u64;
+    let n_rc = space.recompute.len() as u64;
+    let n_mb = space.micro_batches.len() as u64;
+    // Schedule options per mesh: (schedule, v) pairs.
+    let sched_pp1: [(Schedule, u32); 1] = [(Schedule::OneFOneB, 1)];
+    let mut sched_pp: Vec<(Schedule, u32)> = Vec::new();
+    for &s in &space.schedules {
+        if s == Schedule::Interleaved {
+            for &v in &space.virtual_stages {
+                if v >= 2 {
+                    sched_pp.push((s, v));
+                }
+            }
+        } else {
+            sched_pp.push((s, 1));
+        }
+    }
+    if sched_pp.is_empty() {
+        sched_pp.push((Schedule::OneFOneB, 1));
+    }
+
+    let reject = |block: Rejected, counts: &mut [u64; 12], rejected: &mut Vec<Rejected>| {
+        for r in block.reasons.iter() {
+            counts[r as usize] += block.candidates;
+        }
+        if rejected.len() < space.max_rejected {
+            rejected.push(block);
+        }
+    };
+
+    let ep_values: Vec<u32> = if experts > 0 {
+        divisors(u64::from(experts))
+            .into_iter()
+            .filter(|&e| e <= space.max_ep.max(1))
+            .collect()
+    } else {
+        vec![1]
+    };
+
+    for &tp in &divisors(world) {
+        let rest_tp = world / u64::from(tp);
+        for &pp in &divisors(rest_tp) {
+            let rest_pp = rest_tp / u64::from(pp);
+            for &cp in &divisors(rest_pp) {
+                let dp64 = rest_pp / u64::from(cp);
+                let Ok(dp) = u32::try_from(dp64) else {
+                    continue;
+                };
+                let scheds: &[(Schedule, u32)] = if pp > 1 { &sched_pp } else { &sched_pp1 };
+                let knobs_per_mesh = n_zero * n_rc * n_mb * scheds.len() as u64;
+                for &ep in &ep_values {
+                    let dims = MeshDims { dp, tp, pp, cp, ep };
+                    total += knobs_per_mesh;
+                    // Rules of the mesh alone.
+                    let mut mesh_reasons = Reasons::default();
+                    if !model.heads.is_multiple_of(tp) {
+                        mesh_reasons.add(RejectReason::HeadsNotDivisibleByTp);
+                    }
+                    if model.mla.is_none()
+                        && !kv_heads.is_multiple_of(tp)
+                        && tp % kv_heads.max(1) != 0
+                    {
+                        mesh_reasons.add(RejectReason::KvHeadsNotDivisibleByTp);
+                    }
+                    if !model.ffn.is_multiple_of(tp) && dense_ffn_layers {
+                        mesh_reasons.add(RejectReason::FfnNotDivisibleByTp);
+                    }
+                    if !expert_ffn.is_multiple_of(tp) {
+                        mesh_reasons.add(RejectReason::ExpertFfnNotDivisibleByTp);
+                    }
+                    if tp > gpn {
+                        mesh_reasons.add(RejectReason::TpExceedsNode);
+                    }
+                    if !model.layers.is_multiple_of(pp) {
+                        mesh_reasons.add(RejectReason::LayersNotDivisibleByPp);
+                    }
+                    if cp > 1 && !seq.is_multiple_of(2 * cp) {
+                        mesh_reasons.add(RejectReason::SeqNotDivisibleBy2Cp);
+                    }
+                    if experts > 0 && !experts.is_multiple_of(ep) {
+                        mesh_reasons.add(RejectReason::ExpertsNotDivisibleByEp);
+                    }
+                    if !(dp64 * u64::from(cp)).is_multiple_of(u64::from(ep)) {
+                        mesh_reasons.add(RejectReason::EpNotDividingDpCp);
+                    }
+                    if batch % dp64 != 0 {
+                        mesh_reasons.add(RejectReason::BatchNotDivisibleByDpMicroBatch);
+                    }
+                    if !mesh_reasons.is_empty() {
+                        reject(
+                            Rejected {
+                                dims,
+                                zero: None,
+                                recompute: None,
+                                schedule: None,
+                                virtual_stages: None,
+                                micro_batch: None,
+                                reasons: mesh_reasons,
+                                candidates: knobs_per_mesh,
+                                peak_memory_bytes: 0.0,
+                            },
+                            &mut counts,
+                            &mut rejected,
+                        );
+                        continue;
+                    }
+                    let placement = Placement::of_sizes(
+                        u64::from(tp),
+                        u64::from(cp),
+                        dp64,
+                        u64::from(pp),
+                        u64::from(ep),
+                        u64::from(gpn),
+                        step_model.options.rank_order,
+                    );
+                    for &(schedule, v) in scheds {
+                        if v > 1 && !model.layers.is_multiple_of(pp * v) {
+                            let mut r = Reasons::default();
+                            r.add(RejectReason::LayersNotDivisibleByPp);
+                            reject(
+                                Rejected {
+                                    dims,
+                                    zero: None,
+                                    recompute: None,
+                                    schedule: Some(schedule),
+                                    virtual_stages: Some(v),
+                                    micro_batch: None,
+                                    reasons: r,
+                                    candidates: n_zero * n_rc * n_mb,
+                                    peak_memory_bytes: 0.0,
+                                },
+                                &mut counts,
+                                &mut rejected,
+                            );
+                            continue;
+                        }
+                        for &mb in &space.micro_batches {
+                            let per = dp64 * u64::from(mb.max(1));
+                            let mut r = Reasons::default();
+                            if batch % per != 0 {
+                                r.add(RejectReason::BatchNotDivisibleByDpMicroBatch);
+                            }
+                            // As the validator counts it: whole micro-batches per pipeline.
+                            if schedule == Schedule::Interleaved
+                                && !(batch / per).is_multiple_of(u64::from(pp))
+                            {
+                                r.add(RejectReason::MicroBatchesNotDivisibleByPp);
+                            }
+                            if !r.is_empty() {
+                                reject(
+                                    Rejected {
+                                        dims,
+                                        zero: None,
+                                        recompute: None,
+                                        schedule: Some(schedule),
+                                        virtual_stages: Some(v),
+                                        micro_batch: Some(mb),
+                                        reasons: r,
+                                        candidates: n_zero * n_rc,
+                                        peak_memory_bytes: 0.0,
+                                    },
+                                    &mut counts,
+                                    &mut rejected,
+                                );
+                                continue;
+                            }
+                            for &zero in &space.zero_stages {
+                                for &recompute in &space.recompute {
+                                    let knobs = Knobs {
+                                        zero,
+                                        recompute,
+                                        schedule,
+                                        virtual_stages: v,
+                                        micro_batch: mb,
+                                    };
+                                    let layout = layout_of(dims, knobs);
+                                    let peak = peak_memory_bytes(&layout);
+                                    if peak.is_nan() || peak > usable {
+                                        let mut r = Reasons::default();
+                                        r.add(RejectReason::MemoryOverCapacity);
+                                        reject(
+                                            Rejected {
+                                                dims,
+                                                zero: Some(zero),
+                                                recompute: Some(recompute),
+                                                schedule: Some(schedule),
+                                                virtual_stages: Some(v),
+                                                micro_batch: Some(mb),
+                                                reasons: r,
+                                                candidates: 1,
+                                                peak_memory_bytes: peak,
+                                            },
+                                            &mut counts,
+                                            &mut rejected,
+                                        );
+                                        continue;
+                                    }
+                                    let s = step_model.seconds(&layout, &placement);
+                                    feasible_count += 1;
+                                    feasible.push(Feasible {
+                                        dims,
+                                        knobs,
+                                        step_s: s.total,
+                                        mfu: step_model.mfu(s.total, world as f64),
+                                        exposed_comm_s: s.exposed_comm_total(),
+                                        bubble_s: s.bubble,
+                                        peak_memory_bytes: peak,
+                                        headroom_bytes: usable - peak,
+                                    });
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    // Fastest first; among equal step times, more headroom first.
+    // Ties broken by the layout itself so capped and full rankings agree.
+    let key = |f: &Feasible| {
+        let (d, k) = (f.dims, f.knobs);
+        (
+            [d.tp, d.pp, d.cp, d.dp, d.ep],
+            [
+                u32::from(k.zero.number()),
+                k.recompute as u32,
+                k.schedule as u32,
+                k.virtual_stages,
+                k.micro_batch,
+            ],
+        )
+    };
+    let by_rank = |a: &Feasible, b: &Feasible| {
+        a.step_s
+            .total_cmp(&b.step_s)
+            .then(b.headroom_bytes.total_cmp(&a.headroom_bytes))
+            .then_with(|| key(a).cmp(&key(b)))
+    };
+    let mut hints = article_hints(cluster.nodes, gpn, world, &feasible, by_rank);
+    // PCIe-class links inside the node (well below NVLink's hundreds of GB/s).
+    if cluster.intra_node.bytes_per_s < 100e9 {
+        let best = feasible
+            .iter()
+            .filter(|c| c.dims.tp <= 2)
+            .min_by(|a, b| by_rank(a, b))
+            .map(|top| {
+                feasible
+                    .iter()
+                    .filter(|c| by_rank(c, top) == std::cmp::Ordering::Less)
+                    .count()
+            });
+        hints.push(Hint {
+            key: "pcie_tp_at_most_2".into(),
+            text: "GPUs without NVLink: keep TP at 1 or 2, because every layer's all-reduce crosses PCIe".into(),
+            best_rank: best,
+        });
+    }
+    let keep = space.max_results.min(feasible.len());
+    if keep > 0 && keep < feasible.len() {
+        feasible.select_nth_unstable_by(keep - 1, by_rank);
+        feasible.truncate(keep);
+    }
+    feasible.sort_unstable_by(by_rank);
+    feasible.truncate(space.max_results);
+
+    let rejections = RejectReason::ALL
+        .iter()
+        .zip(counts)
+        .filter(|(_, c)| *c > 0)
+        .map(|(r, c)| ReasonCount {
+            reason: r.key().to_string(),
+            candidates: c,
+        })
+        .collect();
+    SearchResult {
+        world,
+        candidates: total,
+        feasible_count,
+        feasible,
+        rejected,
+        rejections,
+        usable_bytes: usable,
+        hints,
+        inputs: step_model.input_sources(),
+    }
+}
+
+/// The article's starting candidates by cluster size ("to benchmark rather than
+/// adopt"), each with the rank of the best feasible candidate that follows it
+/// (`feasible` in any order; `order` is the ranking).
+pub fn article_hints(
+    nodes: u32,
+    gpus_per_node: u32,
+    world: u64,
+    feasible: &[Feasible],
+    order: impl Fn(&Feasible, &Feasible) -> std::cmp::Ordering,
+) -> Vec<Hint> {
+    let best = |f: &dyn Fn(&Feasible) -> bool| {
+        let top = feasible
+            .iter()
+            .filter(|c| f(c))
+            .min_by(|a, b| order(a, b))?;
+        Some(
+            feasible
+                .iter()
+                .filter(|c| order(c, top) == std::cmp::Ordering::Less)
+                .count(),
+        )
+    };
+    let mut out = Vec::new();
+    if nodes <= 1 {
+        out.push(Hint {
+            key: "one_node_ddp".into(),
+            text: "One node: DDP when a full training replica fits with headroom".into(),
+            best_rank: best(&|c| {
+                c.dims.tp == 1 && c.dims.pp == 1 && c.knobs.zero == ZeroStage::Ddp
+            }),
+        });
+        out.push(Hint {
+            key: "one_node_fsdp".into(),
+            text: "One node: FSDP2 or ZeRO-2/3 when model state needs sharding; TP=2 only if a layer still does not fit".into(),
+            best_rank: best(&|c| {
+                c.dims.tp <= 2
+                    && c.dims.pp == 1
+                    && matches!(c.knobs.zero, ZeroStage::Zero2 | ZeroStage::Zero3)
+            }),
+        });
+    } else if nodes <= 16 {
+        out.push(Hint {
+            key: "few_nodes_tp_in_node".into(),
+            text: "2–16 nodes: TP inside each node (4 or 8 with NVLink), FSDP or DP across nodes, PP only if the model still does not fit".into(),
+            best_rank: best(&|c| {
+                matches!(c.dims.tp, 4 | 8) && c.dims.tp <= gpus_per_node && c.dims.pp == 1
+            }),
+        });
+        out.push(Hint {
+            key: "few_nodes_with_pp".into(),
+            text: "2–16 nodes, model does not fit: add PP across nodes".into(),
+            best_rank: best(&|c| matches!(c.dims.tp, 4 | 8) && c.dims.pp > 1),
+        });
+    } else {
+        out.push(Hint {
+            key: "large_tp_pp_cp_dp".into(),
+            text: format!(
+                "Hundreds of GPUs or more ({world}): TP × PP × CP × DP with TP inside a node, e.g. the article's TP 8 × PP 4 × CP 4 × DP 4 on 512 GPUs"
+            ),
+            best_rank: best(&|c| c.dims.tp == gpus_per_node && c.dims.pp > 1),
+        });
+    }
+    out
+}
+
+/// Searches a scenario's cluster for its model and batch (its layout is ignored),
+/// with a calibration when given.
+pub fn search_scenario(
+    scenario: &Scenario,
+    space: &SearchSpace,
+    options: crate::cost::CostOptions,
+    calibration: Option<&crate::calibration::CalibrationSummary>,
+) -> Result<SearchResult, crate::presets::ScenarioError> {
+    let model = scenario.model_spec()?;
+    let mut step_model = StepModel::new(&model, scenario, options);
+    if let Some(cal) = calibration {
+        step_model = step_model.with_calibration(cal);
+    }
+    Ok(search(&model, scenario, space, &step_model))
+}

@@ -1,0 +1,251 @@
+//! Step time, FLOPs per token and MFU against closed forms and published figures.
+
+use planner_core::cost::{flops_per_token, scaling, CostOptions, ScalingKind, StepModel};
+use planner_core::hardware::{gpu_preset, Cluster};
+use planner_core::layout::{Layout, Recompute, Schedule, ZeroStage};
+use planner_core::precision::Precision;
+use planner_core::presets::model_preset;
+use planner_core::scenario::{
+    ActivationOptions, ModelChoice, Overheads, Scenario, Serving, Training, SCENARIO_VERSION,
+};
+
+fn scenario(model: &str, nodes: u32, seq_len: u32, global_batch: u32, layout: Layout) -> Scenario {
+    Scenario {
+        version: SCENARIO_VERSION,
+        model: ModelChoice::Preset(model.to_string()),
+        precision: Precision::default(),
+        cluster: Cluster::of(gpu_preset("h100-sxm").expect("gpu"), nodes),
+        training: Training {
+            seq_len,
+            global_batch,
+        },
+        layout,
+        activations: ActivationOptions::default(),
+        overheads: Overheads::default(),
+        serving: Serving::default(),
+    }
+}
+
+#[test]
+fn gpt3_flops_per_token_match_narayanan() {
+    // Narayanan et al. 2021 eq. 3: F = 72·B·s·l·h²·(1 + s/(6h) + V/(12·l·h)) per iteration,
+    // i.e. per token 72·l·h²·(1 + s/(6h)) + 6·V·h. Our count from shapes adds biases,
+    // norms and positions (≈0.1%).
+    let m = model_preset("gpt3-175b").expect("gpt3");
+    let (l, h, s, v) = (96.0, 12288.0, 2048.0, 50257.0);
+    let want = 72.0 * l * h * h * (1.0 + s / (6.0 * h) + v / (12.0 * l * h));
+    let got = flops_per_token(&m, 2048, false).model();
+    assert!((got / want - 1.0).abs() < 2e-3, "{got:e} vs {want:e}");
+}
+
+#[test]
+fn attention_term_is_12_l_h_s_for_multi_head_attention() {
+    let m = model_preset("gpt3-175b").expect("gpt3");
+    let f = flops_per_token(&m, 2048, false);
+    assert_eq!(3.0 * f.attention_forward, 12.0 * 96.0 * 12288.0 * 2048.0);
+    let causal = flops_per_token(&m, 2048, true);
+    assert_eq!(causal.attention_forward * 2.0, f.attention_forward);
+    // Full recompute repeats one forward: HFU/MFU = 4/3.
+    assert!((f.hardware(Recompute::Full) / f.model() - 4.0 / 3.0).abs() < 1e-12);
+}
+
+#[test]
+fn single_gpu_step_is_compute_over_rate() {
+    // One GPU, no parallelism: step = tokens·6N…/(peak·eff) + optimizer.
+    let m = model_preset("llama-3.1-70b").expect("m");
+    let sc = scenario("llama-3.1-70b", 1, 4096, 1, Layout::default());
+    let sm = StepModel::new(&m, &sc, CostOptions::default());
+    let c = sm.evaluate(&sc.layout);
+    let eff = sm.gemm_efficiency(&sc.layout);
+    // Matmuls at peak × GEMM efficiency, attention at peak × 0.5, memory-bound ops at HBM speed.
+    let want = 4096.0
+        * (3.0 * sm.flops.dense_forward / (989e12 * eff)
+            + 3.0 * sm.flops.attention_forward / (989e12 * 0.5)
+            + 80.0 * 8192.0 * 102.0 / 3.35e12);
+    assert!((c.seconds.compute / want - 1.0).abs() < 1e-12);
+    assert_eq!(c.seconds.exposed_comm_total(), 0.0);
+    assert_eq!(c.seconds.bubble, 0.0);
+    assert!((c.seconds.total - want - c.seconds.optimizer).abs() < 1e-9);
+    assert!(c.mfu < eff && c.mfu > 0.5 * eff);
+}
+
+#[test]
+fn bubble_follows_the_schedule() {
+    let m = model_preset("llama-3.1-70b").expect("m");
+    let base = Layout {
+        tp: 8,
+        pp: 4,
+        dp: 2,
+        zero: ZeroStage::Zero1,
+        sequence_parallel: true,
+        ..Layout::default()
+    };
+    let sc = scenario("llama-3.1-70b", 8, 4096, 32, base.clone());
+    let sm = StepModel::new(&m, &sc, CostOptions::default());
+    let one = sm.seconds(&base, &sm.placement(&base));
+    // m = 32/2 = 16; 1F1B overhead (p−1)/m = 3/16 of the pipeline's ideal time.
+    assert_eq!(one.micro_batches, 16.0);
+    let ideal = one.bubble * 16.0 / 3.0;
+    assert!(ideal > one.compute && ideal < one.total);
+    let inter = Layout {
+        schedule: Schedule::Interleaved,
+        virtual_stages: 4,
+        ..base
+    };
+    let four = sm.seconds(&inter, &sm.placement(&inter));
+    assert!((four.bubble * 4.0 / one.bubble - 1.0).abs() < 0.05);
+}
+
+#[test]
+fn strong_scaling_loses_efficiency_and_weak_keeps_most() {
+    let m = model_preset("llama-3.1-70b").expect("m");
+    let layout = Layout {
+        tp: 8,
+        dp: 1,
+        zero: ZeroStage::Zero1,
+        recompute: Recompute::Selective,
+        sequence_parallel: true,
+        ..Layout::default()
+    };
+    let sc = scenario("llama-3.1-70b", 64, 4096, 256, layout);
+    let opts = CostOptions::default();
+    let strong = scaling(&m, &sc, &opts, ScalingKind::Strong, &[1, 4, 16, 64]);
+    let weak = scaling(&m, &sc, &opts, ScalingKind::Weak, &[1, 4, 16, 64]);
+    assert_eq!(strong[0].efficiency, 1.0);
+    assert_eq!(weak[3].global_batch, 256 * 64);
+    for w in strong.windows(2) {
+        assert!(w[1].efficiency <= w[0].efficiency + 1e-12);
+        assert!(w[1].step_s < w[0].step_s);
+    }
+    assert!(weak[3].efficiency > strong[3].efficiency);
+    for p in &weak {
+        assert!(p.efficiency > 0.8 && p.efficiency <= 1.0 + 1e-12, "{p:?}");
+    }
+}
+
+#[test]
+fn scaling_curves_name_their_baseline() {
+    use planner_core::cost::scaling_curve;
+    let m = model_preset("llama-3.1-8b").expect("m");
+    let layout = Layout {
+        tp: 2,
+        sequence_parallel: true,
+        ..Layout::default()
+    };
+    let sc = scenario("llama-3.1-8b", 16, 4096, 64, layout);
+    let opts = CostOptions::default();
+    let strong = scaling_curve(&m, &sc, &opts, ScalingKind::Strong, &[2, 8, 32]);
+    assert!(strong
+        .baseline
+        .starts_with("strong scaling: global batch fixed at 64"));
+    assert!(
+        strong.baseline.contains("dp 2 on 4 GPUs"),
+        "{}",
+        strong.baseline
+    );
+    let weak = scaling_curve(&m, &sc, &opts, ScalingKind::Weak, &[2, 8, 32]);
+    assert!(
+        weak.baseline
+            .contains("32 sequences per data-parallel rank"),
+        "{}",
+        weak.baseline
+    );
+    assert_eq!(weak.points[2].global_batch, 64 * 16);
+}
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+        /// The step is exactly the sum of its parts, every part is non-negative,
+        /// and HFU ≥ MFU.
+        #[test]
+        fn step_is_the_sum_of_its_parts(
+            tp in prop::sample::select(vec![1u32, 2, 4, 8]),
+            pp in prop::sample::select(vec![1u32, 2, 4]),
+            cp in prop::sample::select(vec![1u32, 2]),
+            dp in prop::sample::select(vec![1u32, 2, 4]),
+            zero in 0u8..=3,
+            rc in 0usize..3,
+            sched in 0usize..4,
+            mb in prop::sample::select(vec![1u32, 2]),
+        ) {
+            let schedule = Schedule::ALL[sched];
+            let layout = Layout {
+                tp, pp, cp, dp,
+                zero: ZeroStage::from_number(zero).expect("zero"),
+                recompute: Recompute::ALL[rc],
+                schedule,
+                virtual_stages: if schedule == Schedule::Interleaved { 2 } else { 1 },
+                micro_batch: mb,
+                sequence_parallel: tp > 1,
+                ..Layout::default()
+            };
+            let m = model_preset("llama-3.1-70b").expect("m");
+            let sc = scenario("llama-3.1-70b", 32, 8192, 64, layout.clone());
+            let sm = StepModel::new(&m, &sc, CostOptions::default());
+            let c = sm.evaluate(&layout);
+            let s = c.seconds;
+            let parts = s.compute + s.exposed_comm_total() + s.bubble + s.optimizer;
+            prop_assert!((s.total / parts - 1.0).abs() < 1e-9, "{s:?}");
+            prop_assert!(s.compute > 0.0 && s.bubble >= 0.0 && s.optimizer >= 0.0);
+            prop_assert!(s.exposed_comm.iter().all(|e| *e >= 0.0));
+            prop_assert!(c.hfu >= c.mfu && c.mfu > 0.0 && c.hfu < 1.0);
+            if pp == 1 {
+                prop_assert_eq!(s.bubble, 0.0);
+            }
+        }
+    }
+}
+
+#[test]
+fn scenario_entry_points_resolve_the_model() {
+    use planner_core::cost::evaluate_scenario;
+    use planner_core::mesh::{search_scenario, SearchSpace};
+    use planner_core::presets::article_mesh_scenario;
+    let sc = article_mesh_scenario();
+    let c = evaluate_scenario(&sc, CostOptions::default(), None).expect("eval");
+    assert!(c.seconds.total > 0.0);
+    assert!(c.terms.iter().any(|t| t.key == "time.comm.tp"));
+    let r = search_scenario(&sc, &SearchSpace::default(), CostOptions::default(), None)
+        .expect("search");
+    assert!(r.feasible_count > 0);
+    let mut bad = sc;
+    bad.model = ModelChoice::Preset("no-such-model".into());
+    assert!(evaluate_scenario(&bad, CostOptions::default(), None).is_err());
+}
+
+#[test]
+fn tp_across_nodes_costs_more_than_tp_on_nvlink() {
+    use planner_core::topology::RankOrder;
+    let m = model_preset("llama-3.1-70b").expect("m");
+    let layout = Layout {
+        tp: 8,
+        dp: 8,
+        zero: ZeroStage::Zero1,
+        sequence_parallel: true,
+        ..Layout::default()
+    };
+    let sc = scenario("llama-3.1-70b", 8, 4096, 64, layout.clone());
+    let nvlink = StepModel::new(&m, &sc, CostOptions::default()).evaluate(&layout);
+    let across = StepModel::new(
+        &m,
+        &sc,
+        CostOptions {
+            rank_order: RankOrder::parse("dp-cp-tp-pp").expect("order"),
+            ..CostOptions::default()
+        },
+    )
+    .evaluate(&layout);
+    let tp = |c: &planner_core::cost::StepCost| c.seconds.exposed_comm[0];
+    // 450 GB/s NVLink against a 50 GB/s NIC: about 9× the TP time.
+    assert!(
+        tp(&across) > 8.0 * tp(&nvlink),
+        "{} vs {}",
+        tp(&across),
+        tp(&nvlink)
+    );
+    assert!(across.seconds.total > nvlink.seconds.total);
+}
