@@ -420,6 +420,46 @@ fn screenshots_of_each_view() {
 
 #[test]
 #[ignore = "needs dist/ and chromedriver: run via `cargo xtask test`"]
+fn every_preset_gpu_and_schedule_renders_without_errors() {
+    let page = Page::start().expect("start server and chromedriver");
+    let session = page.open("").expect("page loads");
+    // PP 4 so every schedule is drawn from the layout itself.
+    session.set_value("[data-testid=input-pp]", "2").unwrap();
+    for preset in planner_core::presets::model_presets() {
+        session
+            .set_value("[data-testid=input-model]", preset.id)
+            .unwrap();
+        for schedule in ["gpipe", "1f1b", "interleaved", "zb"] {
+            session
+                .set_value("[data-testid=input-sched]", schedule)
+                .unwrap();
+            let total = session
+                .wait_text("[data-testid=state-total-3]", SETTLE, |t| t.ends_with('B'))
+                .unwrap_or_else(|e| panic!("{} / {schedule}: {e}", preset.id));
+            assert!(!total.is_empty());
+        }
+        let kv = session
+            .text("[data-testid=kv-per-token]")
+            .unwrap_or_default();
+        println!(
+            "{}: ZeRO-3 state {}, KV/token {kv}",
+            preset.id,
+            session.text("[data-testid=state-total-3]").unwrap()
+        );
+    }
+    for gpu in planner_core::hardware::gpu_presets() {
+        session
+            .set_value("[data-testid=input-gpu]", &gpu.id)
+            .unwrap();
+        session
+            .wait_text("[data-testid=state-total-3]", SETTLE, |t| t.ends_with('B'))
+            .unwrap();
+    }
+    assert_no_console_errors(&session, "across presets, GPUs and schedules");
+}
+
+#[test]
+#[ignore = "needs dist/ and chromedriver: run via `cargo xtask test`"]
 fn console_error_check_is_not_vacuous() {
     let page = Page::start().expect("start server and chromedriver");
     let session = page.open("").expect("page loads");
