@@ -116,6 +116,7 @@ fn other_bytes(m: &TrainingMemory) -> f64 {
 pub fn MemoryView() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let include_other = RwSignal::new(true);
+    let terms_open = RwSignal::new(false);
     let data = Memo::new(move |_| {
         let s = ctx.scenario.get();
         let model = ctx.model.get()?;
@@ -385,7 +386,16 @@ pub fn MemoryView() -> impl IntoView {
                     }}
                 </tbody>
             </table>
-            <details class="breakdown">
+            <details
+                class="breakdown"
+                on:toggle=move |ev| {
+                    let open = ev
+                        .target()
+                        .and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlDetailsElement>(t).ok())
+                        .is_some_and(|d| d.open());
+                    terms_open.set(open);
+                }
+            >
                 <summary>"Every term of the peak stage, with its formula"</summary>
                 <table class="terms" data-testid="term-table">
                     <thead>
@@ -398,6 +408,10 @@ pub fn MemoryView() -> impl IntoView {
                     </thead>
                     <tbody>
                         {move || {
+                            // Rows are built only while the table is open: it is long.
+                            if !terms_open.get() {
+                                return Vec::new();
+                            }
                             data.with(|d| {
                                 let Ok(d) = d else { return Vec::new() };
                                 peak_terms(&d.current)

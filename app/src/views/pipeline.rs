@@ -123,11 +123,13 @@ fn compute(s: &planner_core::scenario::Scenario) -> PipelineData {
 pub fn PipelineView() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let data = Memo::new(move |_| ctx.scenario.with(compute));
+    // The grid redraws only when the drawn timeline changes, not on every m.
+    let grid = Memo::new(move |_| data.with(|d| d.grid.clone()));
 
     let draw_grid = Callback::new(move |canvas: web_sys::HtmlCanvasElement| {
         let theme = ctx.theme.get();
-        data.with(|d| {
-            let Ok(t) = &d.grid else { return Vec::new() };
+        grid.with(|g| {
+            let Ok(t) = g else { return Vec::new() };
             let per_slot = f64::from(t.ticks_per_slot.max(1));
             let ops: Vec<GridOp> = t
                 .ops
