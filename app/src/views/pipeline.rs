@@ -97,7 +97,7 @@ fn compute(s: &planner_core::scenario::Scenario) -> PipelineData {
     } else {
         1
     };
-    let grid = pipeline::timeline(schedule, gp, gm, gv).map_err(|e| format!("{e:?}"));
+    let grid = pipeline::timeline(schedule, gp, gm, gv).map_err(|e| e.to_string());
     let x_max = (m.saturating_mul(2)).clamp(64, 512);
     // With no pipeline the curve would be flat zero: draw it for the example's p.
     let curve_p = gp;

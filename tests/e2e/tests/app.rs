@@ -447,6 +447,18 @@ fn every_preset_gpu_and_schedule_renders_without_errors() {
             session.text("[data-testid=state-total-3]").unwrap()
         );
     }
+    // Custom shapes: the preset's shapes become editable fields.
+    session
+        .set_value("[data-testid=input-model]", "custom")
+        .unwrap();
+    let before = session.text("[data-testid=state-total-3]").unwrap();
+    session
+        .set_value("[data-testid=input-layers]", "7")
+        .unwrap();
+    let after = session
+        .wait_text("[data-testid=state-total-3]", SETTLE, |t| t != before)
+        .expect("editing a custom shape recomputes");
+    println!("custom model, 7 layers: ZeRO-3 state {before} → {after}");
     for gpu in planner_core::hardware::gpu_presets() {
         session
             .set_value("[data-testid=input-gpu]", &gpu.id)
