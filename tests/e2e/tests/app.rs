@@ -202,6 +202,17 @@ fn article_70b_on_64_gpus_reads_the_articles_numbers() {
         tip.contains("GB") && tip.contains('='),
         "tooltip shows bytes and a worked formula: {tip:?}"
     );
+    // Every term with its formula, keyboard-reachable, in the breakdown table.
+    session
+        .click("[data-testid=memory-view] details summary")
+        .expect("open the breakdown");
+    let rows = session
+        .execute_async(
+            "const done = arguments[arguments.length - 1]; setTimeout(() => done(document.querySelectorAll('[data-testid=term-table] tbody tr').length), 100);",
+            vec![],
+        )
+        .unwrap();
+    assert!(rows.as_u64().unwrap_or(0) >= 4, "term rows: {rows}");
     session
         .element_screenshot(
             "[data-testid=memory-view]",
