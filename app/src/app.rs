@@ -13,7 +13,6 @@ use planner_core::validate::layout_rule_violations;
 use crate::charts::Theme;
 use crate::inputs::{power_of_two_steps, Issue, Issues, NumberField, Select, StepSlider, Toggle};
 use crate::share;
-use crate::views::chart_canvas::ResizeTick;
 use crate::views::{MemoryView, PipelineView, ServingView};
 
 /// What the views read: the scenario and its resolved model.
@@ -82,12 +81,6 @@ pub fn App() -> impl IntoView {
     let model = Memo::new(move |_| scenario.with(|s| s.model_spec().map_err(|e| e.to_string())));
     let issues = Memo::new(move |_| scenario.with(|s| model.with(|m| collect_issues(s, m))));
     provide_context(Issues(issues));
-    let resize = RwSignal::new(0u32);
-    // The handle is dropped on purpose: the listener lives as long as the page.
-    let _ = window_event_listener(leptos::ev::resize, move |_| {
-        resize.update(|n| *n = n.wrapping_add(1))
-    });
-    provide_context(ResizeTick(resize));
     let ctx = Ctx {
         scenario,
         model,

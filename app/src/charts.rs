@@ -119,14 +119,15 @@ fn err<E: std::fmt::Debug>(e: E) -> String {
 }
 
 /// Sizes the backing store to CSS size × devicePixelRatio; returns the ratio
-/// and the CSS width, or None when the canvas is not laid out yet.
-pub fn prepare(canvas: &HtmlCanvasElement, css_height: f64) -> Option<(f64, f64)> {
+/// and the CSS width, or None when the canvas is not laid out yet. The width
+/// comes from a ResizeObserver: reading `clientWidth` here, right after the
+/// views changed the DOM, would force a synchronous layout on every input.
+pub fn prepare(canvas: &HtmlCanvasElement, css_width: f64, css_height: f64) -> Option<(f64, f64)> {
     let ratio = web_sys::window()
         .map(|w| w.device_pixel_ratio())
         .filter(|r| r.is_finite() && *r > 0.0)
         .unwrap_or(1.0);
-    let css_width = f64::from(canvas.client_width());
-    if css_width < 10.0 {
+    if !css_width.is_finite() || css_width < 10.0 {
         return None;
     }
     let width = (css_width * ratio).round() as u32;
@@ -191,13 +192,14 @@ pub struct Limit {
 /// Stacked bars against dashed limit lines. Returns hit boxes per segment.
 pub fn draw_stacked_bars(
     canvas: &HtmlCanvasElement,
+    css_width: f64,
     css_height: f64,
     bars: &[Bar],
     limits: &[Limit],
     y_desc: &str,
     theme: &Theme,
 ) -> Result<Vec<HitBox>, String> {
-    let Some((r, _)) = prepare(canvas, css_height) else {
+    let Some((r, _)) = prepare(canvas, css_width, css_height) else {
         return Ok(Vec::new());
     };
     let root = area(canvas)?;
@@ -384,6 +386,7 @@ fn op_color(mb: u32, shade: OpShade, theme: &Theme) -> HSLColor {
 /// bare row background. Returns hit boxes per op.
 pub fn draw_schedule(
     canvas: &HtmlCanvasElement,
+    css_width: f64,
     stages: u32,
     span: f64,
     ops: &[GridOp],
@@ -391,7 +394,7 @@ pub fn draw_schedule(
 ) -> Result<Vec<HitBox>, String> {
     let row_css = if stages > 16 { 14.0 } else { 26.0 };
     let css_height = 34.0 + row_css * f64::from(stages.max(1)) + 8.0;
-    let Some((r, css_width)) = prepare(canvas, css_height) else {
+    let Some((r, _)) = prepare(canvas, css_width, css_height) else {
         return Ok(Vec::new());
     };
     let root = area(canvas)?;
@@ -513,14 +516,14 @@ pub struct Line {
 /// Lines over a shared x axis, y as a percentage, with a marker at `mark_x`.
 pub fn draw_lines(
     canvas: &HtmlCanvasElement,
-    css_height: f64,
+    (css_width, css_height): (f64, f64),
     lines: &[Line],
     x_desc: &str,
     y_desc: &str,
     mark_x: Option<f64>,
     theme: &Theme,
 ) -> Result<(), String> {
-    let Some((r, _)) = prepare(canvas, css_height) else {
+    let Some((r, _)) = prepare(canvas, css_width, css_height) else {
         return Ok(());
     };
     let root = area(canvas)?;

@@ -2,16 +2,17 @@
 //! sized to its container, with hover tooltips from the drawn hit boxes.
 
 use leptos::prelude::*;
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::JsCast;
 use web_sys::HtmlCanvasElement;
 
 use crate::charts::{hit, HitBox, Tip};
 
-/// Bumped on window resize so charts redraw at their new width.
-#[derive(Clone, Copy)]
-pub struct ResizeTick(pub RwSignal<u32>);
+/// What a draw callback gets: the canvas and its CSS width.
+pub type DrawInput = (HtmlCanvasElement, f64);
 
 /// A chart canvas. `draw` runs inside an effect: every signal it reads
-/// schedules a redraw when it changes.
+/// schedules a redraw when it changes, and so does a change of width.
 #[component]
 pub fn ChartCanvas(
     /// Accessible description of the chart.
@@ -20,19 +21,46 @@ pub fn ChartCanvas(
     /// `data-testid` of the canvas.
     testid: &'static str,
     /// Draws and returns the hit boxes.
-    draw: Callback<HtmlCanvasElement, Vec<HitBox>>,
+    draw: Callback<DrawInput, Vec<HitBox>>,
 ) -> impl IntoView {
     let canvas_ref = NodeRef::<leptos::html::Canvas>::new();
+    let box_ref = NodeRef::<leptos::html::Div>::new();
     let boxes = StoredValue::new(Vec::<HitBox>::new());
     let hover = RwSignal::new(None::<(f64, f64, Tip)>);
-    let resize = use_context::<ResizeTick>();
-    Effect::new(move |_| {
-        if let Some(tick) = resize {
-            tick.0.track();
+    let width = RwSignal::new(0.0_f64);
+    // The container's width from a ResizeObserver: delivered after layout,
+    // so drawing never forces a synchronous reflow.
+    Effect::new(move |observing: Option<bool>| {
+        if observing == Some(true) {
+            return true;
         }
+        let Some(div) = box_ref.get() else {
+            return false;
+        };
+        let callback = Closure::<dyn Fn(js_sys::Array)>::new(move |entries: js_sys::Array| {
+            if let Ok(entry) = entries.get(0).dyn_into::<web_sys::ResizeObserverEntry>() {
+                let w = entry.content_rect().width();
+                if (w - width.get_untracked()).abs() > 0.5 {
+                    width.set(w);
+                }
+            }
+        });
+        let Ok(observer) = web_sys::ResizeObserver::new(callback.as_ref().unchecked_ref()) else {
+            return false;
+        };
+        observer.observe(&div);
+        // Charts live as long as the page: the observer and its callback too.
+        callback.forget();
+        std::mem::forget(observer);
+        true
+    });
+    Effect::new(move |_| {
+        let w = width.get();
         if let Some(canvas) = canvas_ref.get() {
-            let drawn = draw.run(canvas);
-            boxes.set_value(drawn);
+            if w >= 10.0 {
+                let drawn = draw.run((canvas, w));
+                boxes.set_value(drawn);
+            }
         }
     });
     let on_move = move |ev: web_sys::MouseEvent| {
@@ -41,7 +69,7 @@ pub fn ChartCanvas(
         hover.set(found.map(|tip| (x, y, tip)));
     };
     view! {
-        <div class="chart">
+        <div class="chart" node_ref=box_ref>
             <canvas
                 node_ref=canvas_ref
                 role="img"
@@ -54,11 +82,8 @@ pub fn ChartCanvas(
                 hover
                     .get()
                     .map(|(x, y, tip)| {
-                        let width = canvas_ref
-                            .get_untracked()
-                            .map(|c| f64::from(c.client_width()))
-                            .unwrap_or(600.0);
-                        let left = if x + 300.0 > width { (x - 300.0).max(0.0) } else { x + 14.0 };
+                        let w = width.get_untracked();
+                        let left = if x + 300.0 > w { (x - 300.0).max(0.0) } else { x + 14.0 };
                         view! {
                             <div
                                 class="tooltip"

@@ -10,7 +10,7 @@ use planner_core::memory::{self, ModelStateBar, TrainingMemory};
 use crate::app::Ctx;
 use crate::charts::{self, draw_stacked_bars, Bar, Limit, Segment, Tip};
 use crate::format;
-use crate::views::chart_canvas::ChartCanvas;
+use crate::views::chart_canvas::{ChartCanvas, DrawInput};
 
 /// Everything the memory view draws, from planner-core.
 #[derive(Clone, Debug, PartialEq)]
@@ -138,7 +138,7 @@ pub fn MemoryView() -> impl IntoView {
         })
     });
 
-    let draw_zero = Callback::new(move |canvas: web_sys::HtmlCanvasElement| {
+    let draw_zero = Callback::new(move |(canvas, css_width): DrawInput| {
         let theme = ctx.theme.get();
         let with_other = include_other.get();
         data.with(|d| {
@@ -174,16 +174,15 @@ pub fn MemoryView() -> impl IntoView {
                 })
                 .collect();
             let lim = d.per_zero.first().map(limits).unwrap_or_default();
-            draw_stacked_bars(&canvas, 300.0, &bars, &lim, "GB per GPU", &theme).unwrap_or_else(
-                |e| {
+            draw_stacked_bars(&canvas, css_width, 300.0, &bars, &lim, "GB per GPU", &theme)
+                .unwrap_or_else(|e| {
                     leptos::logging::warn!("{e}");
                     Vec::new()
-                },
-            )
+                })
         })
     });
 
-    let draw_stages = Callback::new(move |canvas: web_sys::HtmlCanvasElement| {
+    let draw_stages = Callback::new(move |(canvas, css_width): DrawInput| {
         let theme = ctx.theme.get();
         data.with(|d| {
             let Ok(d) = d else { return Vec::new() };
@@ -201,6 +200,7 @@ pub fn MemoryView() -> impl IntoView {
                 .collect();
             draw_stacked_bars(
                 &canvas,
+                css_width,
                 300.0,
                 &bars,
                 &limits(&d.current),

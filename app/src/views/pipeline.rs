@@ -9,7 +9,7 @@ use planner_core::pipeline::{self, Bubble, OpKind, Timeline};
 use crate::app::Ctx;
 use crate::charts::{draw_lines, draw_schedule, GridOp, Line, OpShade};
 use crate::format;
-use crate::views::chart_canvas::ChartCanvas;
+use crate::views::chart_canvas::{ChartCanvas, DrawInput};
 
 /// Most micro-batches drawn in the grid (the bubble figures use the real count).
 const MAX_DRAWN_MICRO_BATCHES: u32 = 32;
@@ -126,7 +126,7 @@ pub fn PipelineView() -> impl IntoView {
     // The grid redraws only when the drawn timeline changes, not on every m.
     let grid = Memo::new(move |_| data.with(|d| d.grid.clone()));
 
-    let draw_grid = Callback::new(move |canvas: web_sys::HtmlCanvasElement| {
+    let draw_grid = Callback::new(move |(canvas, css_width): DrawInput| {
         let theme = ctx.theme.get();
         grid.with(|g| {
             let Ok(t) = g else { return Vec::new() };
@@ -144,13 +144,13 @@ pub fn PipelineView() -> impl IntoView {
                 })
                 .collect();
             let span = t.makespan_ticks() as f64 / per_slot;
-            draw_schedule(&canvas, t.stages, span, &ops, &theme).unwrap_or_else(|e| {
+            draw_schedule(&canvas, css_width, t.stages, span, &ops, &theme).unwrap_or_else(|e| {
                 leptos::logging::warn!("{e}");
                 Vec::new()
             })
         })
     });
-    let draw_curve = Callback::new(move |canvas: web_sys::HtmlCanvasElement| {
+    let draw_curve = Callback::new(move |(canvas, css_width): DrawInput| {
         let theme = ctx.theme.get();
         data.with(|d| {
             let idle = Line {
@@ -171,7 +171,7 @@ pub fn PipelineView() -> impl IntoView {
             };
             if let Err(e) = draw_lines(
                 &canvas,
-                240.0,
+                (css_width, 240.0),
                 &[idle, overhead],
                 "micro-batches per step (m)",
                 "bubble",
