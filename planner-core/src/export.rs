@@ -302,7 +302,8 @@ impl<'a> Ctx<'a> {
     }
 
     fn hf_repo(&self) -> &'static str {
-        self.identity.hf_repo.unwrap_or("<hf-model-id>")
+        // Quoted: the placeholder lands in shell commands, where `<` would redirect.
+        self.identity.hf_repo.unwrap_or("\"<hf-model-id>\"")
     }
 
     fn layer_class(&self) -> &'static str {
@@ -347,6 +348,23 @@ fn shell_line(out: &mut String, parts: &[String]) {
     let _ = writeln!(out, "{}", parts.join(" \\\n  "));
 }
 
+/// `torchrun` flags for the layout's nodes, or why they do not split evenly.
+fn torchrun_flags(c: &Ctx) -> Result<Vec<String>, String> {
+    let (nnodes, nproc) = c.nodes.clone()?;
+    let mut flags = vec![
+        format!("--nnodes={nnodes}"),
+        format!("--nproc-per-node={nproc}"),
+    ];
+    if nnodes > 1 {
+        flags.push("--rdzv-backend=c10d".to_string());
+        flags.push("--rdzv-endpoint=$HEAD_NODE_ADDR:29500".to_string());
+        flags.push("--rdzv-id=$JOB_ID".to_string());
+    } else {
+        flags.push("--standalone".to_string());
+    }
+    Ok(flags)
+}
+
 // torchrun: torch/distributed/run.py (`--nnodes`, `--nproc-per-node`, `--rdzv-backend`,
 // `--rdzv-endpoint`, `--rdzv-id`); c10d rendezvous per the torchrun docs.
 fn torchrun(c: &Ctx) -> (String, Vec<String>) {
@@ -368,16 +386,19 @@ fn torchrun(c: &Ctx) -> (String, Vec<String>) {
             String::new()
         }
     );
-    let (nnodes, nproc) = match &c.nodes {
-        Ok(n) => *n,
+    let flags = match torchrun_flags(c) {
+        Ok(f) => f,
         Err(why) => {
             notes.push(why.clone());
             let _ = writeln!(out, "# Not launchable as planned: {why}");
             return (out, notes);
         }
     };
-    let _ = writeln!(out, "export HEAD_NODE_ADDR=<head-node-address>");
-    let _ = writeln!(out, "export JOB_ID=<unique-job-id>");
+    if flags.iter().any(|f| f.contains("$HEAD_NODE_ADDR")) {
+        let _ = writeln!(out, "export HEAD_NODE_ADDR=\"<head-node-address>\"");
+        let _ = writeln!(out, "export JOB_ID=\"<unique-job-id>\"");
+    }
+    let _ = writeln!(out, "TRAIN_SCRIPT=\"<path/to/train.py>\"");
     if l.tp > 1 {
         let _ = writeln!(
             out,
@@ -394,19 +415,9 @@ fn torchrun(c: &Ctx) -> (String, Vec<String>) {
         out,
         "export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True"
     );
-    let mut parts = vec![
-        "torchrun".to_string(),
-        format!("--nnodes={nnodes}"),
-        format!("--nproc-per-node={nproc}"),
-    ];
-    if nnodes > 1 {
-        parts.push("--rdzv-backend=c10d".to_string());
-        parts.push("--rdzv-endpoint=$HEAD_NODE_ADDR:29500".to_string());
-        parts.push("--rdzv-id=$JOB_ID".to_string());
-    } else {
-        parts.push("--standalone".to_string());
-    }
-    parts.push("<train-script.py> <script-args>".to_string());
+    let mut parts = vec!["torchrun".to_string()];
+    parts.extend(flags);
+    parts.push("\"$TRAIN_SCRIPT\" \"$@\"".to_string());
     shell_line(&mut out, &parts);
     if c.world < c.s.cluster.world_size() {
         notes.push(format!(
@@ -479,8 +490,7 @@ fn accelerate(c: &Ctx) -> (String, Vec<String>) {
             let _ = writeln!(out, "  fsdp_offload_params: false");
             let _ = writeln!(
                 out,
-                "  # {}: true frees gathered weights after forward (ZeRO-3), false keeps them (ZeRO-2).",
-                zero.label()
+                "  # true frees gathered weights after forward (ZeRO-3); false keeps them for backward (ZeRO-2)."
             );
             let _ = writeln!(out, "  fsdp_reshard_after_forward: {reshard}");
             let _ = writeln!(out, "  fsdp_state_dict_type: SHARDED_STATE_DICT");
@@ -757,11 +767,20 @@ fn megatron(c: &Ctx) -> (String, Vec<String>) {
     }
     if m.learned_positions == 0 {
         shape.push("--position-embedding-type rope".to_string());
-        notes.push(
-            "RoPE base and scaling are not in meshplan's model: add --rotary-base (and \
-             --use-rope-scaling for Llama 3.1) from the model's config.json."
-                .to_string(),
-        );
+        let llama31 = c
+            .identity
+            .hf_repo
+            .is_some_and(|r| r.starts_with("meta-llama/Llama-3.1"));
+        notes.push(format!(
+            "RoPE {} not in meshplan's model: add --rotary-base {}from the model's \
+             config.json (rope_theta).",
+            if llama31 { "base and scaling are" } else { "base is" },
+            if llama31 {
+                "500000 --use-rope-scaling "
+            } else {
+                ""
+            }
+        ));
     } else {
         shape.push("--position-embedding-type learned_absolute".to_string());
     }
@@ -840,14 +859,37 @@ fn megatron(c: &Ctx) -> (String, Vec<String>) {
         ],
         None => vec![
             "--tokenizer-type HuggingFaceTokenizer".to_string(),
-            "--tokenizer-model <hf-model-id>".to_string(),
+            "--tokenizer-model \"<hf-model-id>\"".to_string(),
         ],
     };
     group("Tokenizer", tokenizer);
     let _ = writeln!(out, ")");
     let _ = writeln!(
         out,
-        "torchrun $TORCHRUN_ARGS pretrain_gpt.py \"${{MEGATRON_ARGS[@]}}\" <data-and-optimizer-args>"
+        "# Data, tokenizer files, learning rate and iterations are not planned by meshplan."
+    );
+    let _ = writeln!(
+        out,
+        "DATA_AND_OPTIMIZER_ARGS=(--data-path \"<data-prefix>\" --lr \"<lr>\" --train-iters \"<iters>\")"
+    );
+    if l.tp > 1 {
+        let _ = writeln!(out, "export CUDA_DEVICE_MAX_CONNECTIONS=1");
+    }
+    match torchrun_flags(c) {
+        Ok(flags) => {
+            if flags.iter().any(|f| f.contains("$HEAD_NODE_ADDR")) {
+                let _ = writeln!(out, "# HEAD_NODE_ADDR and JOB_ID as in launch.sh; run on every node.");
+            }
+            let _ = writeln!(out, "TORCHRUN_ARGS=({})", flags.join(" "));
+        }
+        Err(why) => {
+            let _ = writeln!(out, "# Not launchable as planned: {why}");
+            let _ = writeln!(out, "TORCHRUN_ARGS=()");
+        }
+    }
+    let _ = writeln!(
+        out,
+        "torchrun \"${{TORCHRUN_ARGS[@]}}\" pretrain_gpt.py \"${{MEGATRON_ARGS[@]}}\" \"${{DATA_AND_OPTIMIZER_ARGS[@]}}\""
     );
     notes.push(format!(
         "Megatron pads the vocabulary ({}) to a multiple of 128 × TP for the embedding split.",

@@ -2,6 +2,7 @@
 
 mod calibrate;
 mod eval;
+mod export;
 mod link;
 mod search;
 
@@ -16,6 +17,12 @@ pub fn run(command: Command) -> Result<String, CliError> {
             link,
             table,
         } => eval::run(scenario.as_deref(), link.as_deref(), table),
+        Command::Export {
+            scenario,
+            link,
+            format,
+            json,
+        } => export::run(scenario.as_deref(), link.as_deref(), &format, json),
         Command::Link { scenario } => link::encode(&scenario),
         Command::DecodeLink { query, lenient } => link::decode(&query, lenient),
         Command::Search {

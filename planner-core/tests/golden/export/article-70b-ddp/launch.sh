@@ -1,6 +1,7 @@
 # 70B model (article) on 64 GPUs: DP 64 × TP 1 × PP 1 × CP 1. Run on every node.
-export HEAD_NODE_ADDR=<head-node-address>
-export JOB_ID=<unique-job-id>
+export HEAD_NODE_ADDR="<head-node-address>"
+export JOB_ID="<unique-job-id>"
+TRAIN_SCRIPT="<path/to/train.py>"
 # Fewer allocator splits: the plan reserves 5% for fragmentation.
 export PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
 torchrun \
@@ -9,7 +10,7 @@ torchrun \
   --rdzv-backend=c10d \
   --rdzv-endpoint=$HEAD_NODE_ADDR:29500 \
   --rdzv-id=$JOB_ID \
-  <train-script.py> <script-args>
+  "$TRAIN_SCRIPT" "$@"
 
 ---- notes ----
 - Custom model '70B model (article)' has the shapes of preset 'llama-3.1-70b'; its Hugging Face repo and layer class are used. Change them if your checkpoint differs.

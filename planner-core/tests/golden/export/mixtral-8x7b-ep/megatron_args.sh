@@ -44,9 +44,14 @@ MEGATRON_ARGS=(
   --tokenizer-type HuggingFaceTokenizer
   --tokenizer-model mistralai/Mixtral-8x7B-v0.1
 )
-torchrun $TORCHRUN_ARGS pretrain_gpt.py "${MEGATRON_ARGS[@]}" <data-and-optimizer-args>
+# Data, tokenizer files, learning rate and iterations are not planned by meshplan.
+DATA_AND_OPTIMIZER_ARGS=(--data-path "<data-prefix>" --lr "<lr>" --train-iters "<iters>")
+export CUDA_DEVICE_MAX_CONNECTIONS=1
+# HEAD_NODE_ADDR and JOB_ID as in launch.sh; run on every node.
+TORCHRUN_ARGS=(--nnodes=4 --nproc-per-node=8 --rdzv-backend=c10d --rdzv-endpoint=$HEAD_NODE_ADDR:29500 --rdzv-id=$JOB_ID)
+torchrun "${TORCHRUN_ARGS[@]}" pretrain_gpt.py "${MEGATRON_ARGS[@]}" "${DATA_AND_OPTIMIZER_ARGS[@]}"
 
 ---- notes ----
-- RoPE base and scaling are not in meshplan's model: add --rotary-base (and --use-rope-scaling for Llama 3.1) from the model's config.json.
+- RoPE base is not in meshplan's model: add --rotary-base from the model's config.json (rope_theta).
 - Megatron-LM keeps gradients in fp32 main-grad buffers (the 18 B/param recipe); this plan counts 2-byte gradients. Choose 'mixed-adam-fp32-grads' to plan for Megatron's memory.
 - Megatron pads the vocabulary (32000) to a multiple of 128 × TP for the embedding split.
