@@ -266,11 +266,15 @@ struct Ctx<'a> {
 impl<'a> Ctx<'a> {
     fn new(s: &'a Scenario, m: &'a ModelSpec) -> Self {
         let l = &s.layout;
-        let world = l.world_size().max(1);
+        // Saturating, unlike `Layout::world_size`: exports are built for unvalidated input too.
+        let world = [l.dp, l.tp, l.pp, l.cp]
+            .into_iter()
+            .fold(1u64, |acc, d| acc.saturating_mul(u64::from(d)))
+            .max(1);
         let gpn = u64::from(s.cluster.gpus_per_node.max(1));
         let nodes = if world <= gpn {
             Ok((1, world))
-        } else if world % gpn == 0 {
+        } else if world.is_multiple_of(gpn) {
             Ok((world / gpn, gpn))
         } else {
             Err(format!(
@@ -455,11 +459,18 @@ fn accelerate(c: &Ctx) -> (String, Vec<String>) {
         Ok(n) => *n,
         Err(why) => {
             notes.push(why.clone());
-            (c.world.div_ceil(u64::from(c.s.cluster.gpus_per_node.max(1))), 0)
+            (
+                c.world
+                    .div_ceil(u64::from(c.s.cluster.gpus_per_node.max(1))),
+                0,
+            )
         }
     };
     let mut out = String::new();
-    let _ = writeln!(out, "# accelerate launch --config_file fsdp2.yaml --machine_rank $NODE_RANK <train-script.py>");
+    let _ = writeln!(
+        out,
+        "# accelerate launch --config_file fsdp2.yaml --machine_rank $NODE_RANK <train-script.py>"
+    );
     let _ = writeln!(out, "compute_environment: LOCAL_MACHINE");
     let _ = writeln!(out, "debug: false");
     match l.zero {
@@ -565,14 +576,20 @@ fn deepspeed(c: &Ctx) -> (String, Vec<String>) {
     match &c.accumulation {
         Ok(a) => {
             root.insert("train_batch_size".into(), c.s.training.global_batch.into());
-            root.insert("train_micro_batch_size_per_gpu".into(), l.micro_batch.into());
+            root.insert(
+                "train_micro_batch_size_per_gpu".into(),
+                l.micro_batch.into(),
+            );
             root.insert("gradient_accumulation_steps".into(), (*a).into());
         }
         Err(why) => {
             notes.push(format!(
                 "{why} train_batch_size and gradient_accumulation_steps are left out."
             ));
-            root.insert("train_micro_batch_size_per_gpu".into(), l.micro_batch.into());
+            root.insert(
+                "train_micro_batch_size_per_gpu".into(),
+                l.micro_batch.into(),
+            );
         }
     }
     root.insert("bf16".into(), serde_json::json!({ "enabled": true }));
@@ -658,8 +675,8 @@ fn megatron(c: &Ctx) -> (String, Vec<String>) {
         ));
     }
     if l.pp > 1 && l.schedule == Schedule::Interleaved && l.virtual_stages > 1 {
-        let chunks = l.pp * l.virtual_stages;
-        if m.layers % chunks == 0 {
+        let chunks = l.pp.saturating_mul(l.virtual_stages);
+        if m.layers.is_multiple_of(chunks) {
             par.push(format!(
                 "--num-layers-per-virtual-pipeline-stage {}",
                 m.layers / chunks
@@ -774,7 +791,11 @@ fn megatron(c: &Ctx) -> (String, Vec<String>) {
         notes.push(format!(
             "RoPE {} not in meshplan's model: add --rotary-base {}from the model's \
              config.json (rope_theta).",
-            if llama31 { "base and scaling are" } else { "base is" },
+            if llama31 {
+                "base and scaling are"
+            } else {
+                "base is"
+            },
             if llama31 {
                 "500000 --use-rope-scaling "
             } else {
@@ -878,7 +899,10 @@ fn megatron(c: &Ctx) -> (String, Vec<String>) {
     match torchrun_flags(c) {
         Ok(flags) => {
             if flags.iter().any(|f| f.contains("$HEAD_NODE_ADDR")) {
-                let _ = writeln!(out, "# HEAD_NODE_ADDR and JOB_ID as in launch.sh; run on every node.");
+                let _ = writeln!(
+                    out,
+                    "# HEAD_NODE_ADDR and JOB_ID as in launch.sh; run on every node."
+                );
             }
             let _ = writeln!(out, "TORCHRUN_ARGS=({})", flags.join(" "));
         }
@@ -973,8 +997,8 @@ fn torchtitan(c: &Ctx) -> (String, Vec<String>) {
         };
         let _ = writeln!(out, "pipeline_parallel_schedule = {}", toml_str(name));
         if chunks > 1 {
-            let stages = l.pp * chunks;
-            if m.layers % stages == 0 {
+            let stages = l.pp.saturating_mul(chunks);
+            if m.layers.is_multiple_of(stages) {
                 let _ = writeln!(
                     out,
                     "pipeline_parallel_layers_per_stage = {}",
@@ -988,18 +1012,17 @@ fn torchtitan(c: &Ctx) -> (String, Vec<String>) {
                 ));
             }
         }
-        let _ = writeln!(
-            out,
-            "pipeline_parallel_microbatch_size = {}",
-            l.micro_batch
-        );
+        let _ = writeln!(out, "pipeline_parallel_microbatch_size = {}", l.micro_batch);
     }
     let _ = writeln!(out, "context_parallel_degree = {}", l.cp);
     if c.is_moe() {
         let _ = writeln!(out, "expert_parallel_degree = {}", l.ep);
         let _ = writeln!(out, "expert_tensor_parallel_degree = 1");
     } else if l.ep > 1 {
-        notes.push(format!("EP {} is ignored: {} has no experts.", l.ep, m.name));
+        notes.push(format!(
+            "EP {} is ignored: {} has no experts.",
+            l.ep, m.name
+        ));
     }
     let _ = writeln!(out);
 

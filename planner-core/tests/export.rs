@@ -69,9 +69,14 @@ fn check_golden(case: &str, s: &Scenario) {
         if update {
             std::fs::write(&path, &got).expect("write golden");
         } else {
-            let want = std::fs::read_to_string(&path)
-                .unwrap_or_else(|err| panic!("{}: {err} (run with UPDATE_GOLDEN=1)", path.display()));
-            assert_eq!(got, want, "{case}/{} differs from its golden file", e.file_name);
+            let want = std::fs::read_to_string(&path).unwrap_or_else(|err| {
+                panic!("{}: {err} (run with UPDATE_GOLDEN=1)", path.display())
+            });
+            assert_eq!(
+                got, want,
+                "{case}/{} differs from its golden file",
+                e.file_name
+            );
         }
     }
 }
@@ -114,7 +119,15 @@ fn every_format_once_in_order() {
     let ids: Vec<&str> = exports(&s, &model).iter().map(|e| e.id).collect();
     assert_eq!(
         ids,
-        ["torchrun", "accelerate", "deepspeed", "megatron", "torchtitan", "vllm", "sglang"]
+        [
+            "torchrun",
+            "accelerate",
+            "deepspeed",
+            "megatron",
+            "torchtitan",
+            "vllm",
+            "sglang"
+        ]
     );
     for f in ExportFormat::ALL {
         assert_eq!(ExportFormat::from_id(f.id()), Some(f));
@@ -186,14 +199,20 @@ fn megatron_has_no_zero3_flag_but_says_so() {
     s.layout.zero = ZeroStage::Zero3;
     let e = one(ExportFormat::Megatron, &s);
     assert!(!e.text.contains("--use-distributed-optimizer"));
-    assert!(e.notes.iter().any(|n| n.contains("ZeRO-3 is not a Megatron-LM option")));
+    assert!(e
+        .notes
+        .iter()
+        .any(|n| n.contains("ZeRO-3 is not a Megatron-LM option")));
 }
 
 #[test]
 fn fsdp2_for_article_mesh_notes_missing_tp_pp() {
     let e = one(ExportFormat::Accelerate, &article_mesh_scenario());
     assert!(has_line(&e, "fsdp_version: 2"));
-    assert!(has_line(&e, "fsdp_transformer_layer_cls_to_wrap: LlamaDecoderLayer"));
+    assert!(has_line(
+        &e,
+        "fsdp_transformer_layer_cls_to_wrap: LlamaDecoderLayer"
+    ));
     assert!(e.notes.iter().any(|n| n.contains("TP 8, PP 4, CP 4")));
 }
 
@@ -230,7 +249,13 @@ fn arb_scenario() -> impl Strategy<Value = Scenario> {
         "gpt3-175b",
     ];
     (
-        (0usize..presets.len(), 1u32..=64, 1u32..=16, 1u32..=8, 1u32..=8),
+        (
+            0usize..presets.len(),
+            1u32..=64,
+            1u32..=16,
+            1u32..=8,
+            1u32..=8,
+        ),
         (1u32..=4, 1u32..=8, 1u32..=4, 1u32..=4, 0u8..=3),
         (0usize..4, 0usize..3, 1u32..=4096, 0usize..4, 0usize..4),
     )
@@ -274,5 +299,36 @@ proptest! {
             let acc = v["gradient_accumulation_steps"].as_u64().unwrap_or(0);
             prop_assert_eq!(g, micro * acc * u64::from(s.layout.dp));
         }
+    }
+}
+
+proptest! {
+    /// Exports are also built for unvalidated scenarios (the app shows them while the
+    /// user types): zeros and huge values must give text and notes, never a panic.
+    #[test]
+    fn exports_survive_unvalidated_layouts(
+        dp in prop_oneof![Just(0u32), Just(u32::MAX), 1u32..=64],
+        tp in prop_oneof![Just(0u32), Just(u32::MAX), 1u32..=8],
+        pp in prop_oneof![Just(0u32), Just(u32::MAX), 1u32..=8],
+        vpp in prop_oneof![Just(0u32), Just(u32::MAX), 1u32..=4],
+        mbs in prop_oneof![Just(0u32), Just(u32::MAX), 1u32..=4],
+        gbs in prop_oneof![Just(0u32), Just(u32::MAX), 1u32..=512],
+        gpn in prop_oneof![Just(0u32), 1u32..=8],
+        serve_tp in prop_oneof![Just(0u32), Just(u32::MAX), 1u32..=8],
+    ) {
+        let mut s = mixtral_ep_scenario();
+        s.layout.dp = dp;
+        s.layout.tp = tp;
+        s.layout.pp = pp;
+        s.layout.cp = dp;
+        s.layout.ep = tp;
+        s.layout.virtual_stages = vpp;
+        s.layout.micro_batch = mbs;
+        s.training.global_batch = gbs;
+        s.cluster.gpus_per_node = gpn;
+        s.serving.tp = serve_tp;
+        s.serving.pp = serve_tp;
+        let model = s.model_spec().expect("preset");
+        prop_assert_eq!(exports(&s, &model).len(), ExportFormat::ALL.len());
     }
 }
