@@ -1018,10 +1018,20 @@ fn torchtitan(c: &Ctx) -> (String, Vec<String>) {
     if c.is_moe() {
         let _ = writeln!(out, "expert_parallel_degree = {}", l.ep);
         let _ = writeln!(out, "expert_tensor_parallel_degree = 1");
+        if l.ep > 1 {
+            torchtitan_ep_notes(c, shard, &mut notes);
+        }
     } else if l.ep > 1 {
         notes.push(format!(
             "EP {} is ignored: {} has no experts.",
             l.ep, m.name
+        ));
+    }
+    if l.zero == ZeroStage::Ddp && l.cp > 1 {
+        notes.push(format!(
+            "torchtitan shards parameters over the CP ranks whenever CP > 1 (FSDP over \
+             data_parallel_shard × CP), so DDP with CP {} holds less than planned.",
+            l.cp
         ));
     }
     let _ = writeln!(out);
@@ -1068,6 +1078,37 @@ fn torchtitan(c: &Ctx) -> (String, Vec<String>) {
     }
     c.precision_notes(&mut notes, "torchtitan");
     (out, notes)
+}
+
+/// torchtitan's EP constraints with expert-TP 1 (job_config.py `expert_parallel_degree`):
+/// the EP group is cut from data_parallel_shard × CP × TP, so EP must be a multiple of
+/// CP × TP and divide that product; DDP (replicate only) has no EP.
+fn torchtitan_ep_notes(c: &Ctx, shard: u32, notes: &mut Vec<String>) {
+    let l = &c.s.layout;
+    if shard <= 1 && l.dp > 1 {
+        notes.push(
+            "torchtitan cuts expert parallelism out of the sharded data-parallel group; with \
+             DDP (replicate only) EP is not available: use ZeRO-2/3."
+                .to_string(),
+        );
+        return;
+    }
+    let cp_tp = u64::from(l.cp.max(1)) * u64::from(l.tp.max(1));
+    let pool = u64::from(shard.max(1)).saturating_mul(cp_tp);
+    let ep = u64::from(l.ep);
+    if !ep.is_multiple_of(cp_tp) || !pool.is_multiple_of(ep) {
+        notes.push(format!(
+            "With expert_tensor_parallel_degree = 1 torchtitan needs EP to be a multiple of \
+             CP × TP = {cp_tp} and to divide data_parallel_shard × CP × TP = {pool}; EP {ep} is \
+             not, so torchtitan will refuse this layout."
+        ));
+    } else if l.tp > 1 {
+        notes.push(
+            "torchtitan's EP group takes in the TP ranks (expert-TP 1): each GPU holds the same \
+             share of the experts as planned, on other ranks than Megatron's."
+                .to_string(),
+        );
+    }
 }
 
 /// Tensor × pipeline GPUs of one serving replica.

@@ -332,3 +332,18 @@ proptest! {
         prop_assert_eq!(exports(&s, &model).len(), ExportFormat::ALL.len());
     }
 }
+
+#[test]
+fn torchtitan_refuses_ep_not_a_multiple_of_tp() {
+    // With expert-TP 1, torchtitan's EP group is cut from dp_shard × CP × TP: EP 2 with TP 4 cannot be.
+    let mut s = mixtral_ep_scenario();
+    s.layout.tp = 4;
+    s.layout.dp = 4;
+    s.layout.ep = 2;
+    let e = one(ExportFormat::Torchtitan, &s);
+    assert!(
+        e.notes.iter().any(|n| n.contains("torchtitan will refuse")),
+        "{:?}",
+        e.notes
+    );
+}
