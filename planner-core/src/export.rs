@@ -142,6 +142,9 @@ pub fn export(format: ExportFormat, scenario: &Scenario, model: &ModelSpec) -> E
         ExportFormat::Vllm => vllm(&ctx),
         ExportFormat::Sglang => sglang(&ctx),
     };
+    if matches!(format, ExportFormat::Megatron | ExportFormat::Torchtitan) {
+        layout_errors(&ctx, format.label(), &mut notes);
+    }
     if let Some(n) = &ctx.identity.note {
         notes.insert(0, n.clone());
     }
@@ -266,11 +269,7 @@ struct Ctx<'a> {
 impl<'a> Ctx<'a> {
     fn new(s: &'a Scenario, m: &'a ModelSpec) -> Self {
         let l = &s.layout;
-        // Saturating, unlike `Layout::world_size`: exports are built for unvalidated input too.
-        let world = [l.dp, l.tp, l.pp, l.cp]
-            .into_iter()
-            .fold(1u64, |acc, d| acc.saturating_mul(u64::from(d)))
-            .max(1);
+        let world = l.world_size().max(1);
         let gpn = u64::from(s.cluster.gpus_per_node.max(1));
         let nodes = if world <= gpn {
             Ok((1, world))
@@ -350,6 +349,17 @@ impl<'a> Ctx<'a> {
 
 fn shell_line(out: &mut String, parts: &[String]) {
     let _ = writeln!(out, "{}", parts.join(" \\\n  "));
+}
+
+/// The planner's layout errors (heads over TP, layers over PP, sequence over 2·CP, ...),
+/// which these frameworks check at start-up too. The batch rule is reported by each
+/// generator with the numbers it needs.
+fn layout_errors(c: &Ctx, tool: &str, notes: &mut Vec<String>) {
+    for v in crate::validate::layout_rule_violations(c.m, c.s) {
+        if v.is_error() && v.rule != "batch_divisible_by_dp_mbs" {
+            notes.push(format!("{tool} will not start this layout: {}.", v.message));
+        }
+    }
 }
 
 /// `torchrun` flags for the layout's nodes, or why they do not split evenly.
@@ -705,6 +715,12 @@ fn megatron(c: &Ctx) -> (String, Vec<String>) {
     }
     if l.sequence_parallel && l.tp > 1 {
         par.push("--sequence-parallel".to_string());
+    } else if l.tp > 1 && c.is_moe() {
+        notes.push(
+            "Megatron-LM requires --sequence-parallel for MoE with TP > 1; it is not in this \
+             plan, so add it (activations shrink below the plan's)."
+                .to_string(),
+        );
     }
     match l.zero {
         ZeroStage::Ddp => {}
