@@ -143,7 +143,12 @@ pub fn export(format: ExportFormat, scenario: &Scenario, model: &ModelSpec) -> E
         ExportFormat::Sglang => sglang(&ctx),
     };
     if matches!(format, ExportFormat::Megatron | ExportFormat::Torchtitan) {
-        layout_errors(&ctx, format.label(), &mut notes);
+        let tool = if format == ExportFormat::Megatron {
+            "Megatron-LM"
+        } else {
+            "torchtitan"
+        };
+        layout_errors(&ctx, tool, &mut notes);
     }
     if let Some(n) = &ctx.identity.note {
         notes.insert(0, n.clone());
@@ -357,7 +362,16 @@ fn shell_line(out: &mut String, parts: &[String]) {
 fn layout_errors(c: &Ctx, tool: &str, notes: &mut Vec<String>) {
     for v in crate::validate::layout_rule_violations(c.m, c.s) {
         if v.is_error() && v.rule != "batch_divisible_by_dp_mbs" {
-            notes.push(format!("{tool} will not start this layout: {}.", v.message));
+            let hint = if v.rule == "layers_divisible_by_pp" && tool == "Megatron-LM" {
+                " (uneven stages need --decoder-first-pipeline-num-layers / \
+                 --decoder-last-pipeline-num-layers, which the plan does not model)"
+            } else {
+                ""
+            };
+            notes.push(format!(
+                "{tool} will not start this layout: {}{hint}.",
+                v.message
+            ));
         }
     }
 }
@@ -857,6 +871,12 @@ fn megatron(c: &Ctx) -> (String, Vec<String>) {
         }
         args.push("--moe-token-dispatcher-type alltoall".to_string());
         args.push("--moe-grouped-gemm".to_string());
+        notes.push(
+            "Router details (score function, expert bias, group-limited routing, aux-loss \
+             coefficient) are not in meshplan's model: add the --moe-router-* flags from the \
+             model card."
+                .to_string(),
+        );
         group("Mixture of experts", args);
     }
 

@@ -53,5 +53,6 @@ torchrun "${TORCHRUN_ARGS[@]}" pretrain_gpt.py "${MEGATRON_ARGS[@]}" "${DATA_AND
 
 ---- notes ----
 - RoPE base is not in meshplan's model: add --rotary-base from the model's config.json (rope_theta).
+- Router details (score function, expert bias, group-limited routing, aux-loss coefficient) are not in meshplan's model: add the --moe-router-* flags from the model card.
 - Megatron-LM keeps gradients in fp32 main-grad buffers (the 18 B/param recipe); this plan counts 2-byte gradients. Choose 'mixed-adam-fp32-grads' to plan for Megatron's memory.
 - Megatron pads the vocabulary (32000) to a multiple of 128 × TP for the embedding split.
