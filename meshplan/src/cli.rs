@@ -43,8 +43,12 @@ pub enum Command {
         #[arg(long, default_value = "all")]
         format: String,
         /// Print the exports (text, notes, file name) as JSON instead.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "out_dir")]
         json: bool,
+        /// Write each export to DIR/<file name> (launch.sh, fsdp2.yaml, ds_config.json, ...)
+        /// and their notes to DIR/NOTES.md; prints what was written.
+        #[arg(long, value_name = "DIR")]
+        out_dir: Option<PathBuf>,
     },
     /// Print the share-link query of a scenario JSON file.
     Link {

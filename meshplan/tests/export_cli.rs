@@ -78,3 +78,35 @@ fn unknown_format_exits_2_naming_the_choices() {
         "{err}"
     );
 }
+
+#[test]
+fn out_dir_writes_every_file_and_the_notes() {
+    let dir = std::env::temp_dir().join(format!("meshplan-export-{}", std::process::id()));
+    let dir_arg = dir.to_string_lossy().to_string();
+    let out = meshplan(&[
+        "export",
+        "examples/article-70b-mesh.json",
+        "--out-dir",
+        &dir_arg,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for file in [
+        "launch.sh",
+        "fsdp2.yaml",
+        "ds_config.json",
+        "megatron_args.sh",
+        "torchtitan.toml",
+        "vllm_serve.sh",
+        "sglang_serve.sh",
+    ] {
+        let got = std::fs::read_to_string(dir.join(file)).expect("written");
+        assert_eq!(got.trim_end(), golden_text(file).trim_end(), "{file}");
+    }
+    let notes = std::fs::read_to_string(dir.join("NOTES.md")).expect("notes");
+    assert!(notes.contains("## fsdp2.yaml"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

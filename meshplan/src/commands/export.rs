@@ -9,15 +9,31 @@ use planner_core::link;
 use crate::error::CliError;
 use crate::input::read_scenario;
 
-/// The exports named by `format` ("all" or one [`ExportFormat::id`]) of the scenario in
-/// `path` or `query`: one export's text alone (its notes on stderr), all of them
-/// under headers with notes as comments, or JSON.
-pub fn run(
-    path: Option<&Path>,
-    query: Option<&str>,
-    format: &str,
-    json: bool,
-) -> Result<String, CliError> {
+/// Arguments of `meshplan export`.
+pub struct Args<'a> {
+    /// Scenario file.
+    pub path: Option<&'a Path>,
+    /// Share-link query instead of a file.
+    pub query: Option<&'a str>,
+    /// "all" or one [`ExportFormat::id`].
+    pub format: &'a str,
+    /// Print JSON.
+    pub json: bool,
+    /// Write files into this folder instead of printing them.
+    pub out_dir: Option<&'a Path>,
+}
+
+/// The exports named by `format` of the scenario in `path` or `query`: one export's
+/// text alone (its notes on stderr), all of them under headers with notes as comments,
+/// JSON, or files in `out_dir`.
+pub fn run(args: &Args) -> Result<String, CliError> {
+    let Args {
+        path,
+        query,
+        format,
+        json,
+        out_dir,
+    } = *args;
     let scenario = match (path, query) {
         (_, Some(q)) => {
             link::decode(q).map_err(|errors| CliError::fields("invalid link:", &errors))?
@@ -40,6 +56,9 @@ pub fn run(
         })?;
         vec![export(f, &scenario, &model)]
     };
+    if let Some(dir) = out_dir {
+        return write_files(dir, &list);
+    }
     if json {
         return serde_json::to_string_pretty(&list)
             .map_err(|e| CliError::BadInput(format!("exports cannot be written as JSON: {e}")));
@@ -68,5 +87,26 @@ pub fn run(
         }
         out.push('\n');
     }
+    Ok(out.trim_end().to_string())
+}
+
+/// Writes each export to `dir/<file_name>` and all notes to `dir/NOTES.md`.
+fn write_files(dir: &Path, list: &[Export]) -> Result<String, CliError> {
+    let io = |p: &Path, e: std::io::Error| CliError::Io(format!("{}: {e}", p.display()));
+    std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
+    let mut notes = String::from("# Notes on the exports\n");
+    let mut out = String::new();
+    for e in list {
+        let path = dir.join(e.file_name);
+        std::fs::write(&path, &e.text).map_err(|err| io(&path, err))?;
+        let _ = writeln!(out, "wrote {} ({})", path.display(), e.label);
+        let _ = writeln!(notes, "\n## {} ({})\n", e.file_name, e.label);
+        for n in &e.notes {
+            let _ = writeln!(notes, "- {n}");
+        }
+    }
+    let path = dir.join("NOTES.md");
+    std::fs::write(&path, notes).map_err(|err| io(&path, err))?;
+    let _ = writeln!(out, "wrote {}", path.display());
     Ok(out.trim_end().to_string())
 }

@@ -22,7 +22,14 @@ pub fn run(command: Command) -> Result<String, CliError> {
             link,
             format,
             json,
-        } => export::run(scenario.as_deref(), link.as_deref(), &format, json),
+            out_dir,
+        } => export::run(&export::Args {
+            path: scenario.as_deref(),
+            query: link.as_deref(),
+            format: &format,
+            json,
+            out_dir: out_dir.as_deref(),
+        }),
         Command::Link { scenario } => link::encode(&scenario),
         Command::DecodeLink { query, lenient } => link::decode(&query, lenient),
         Command::Search {
