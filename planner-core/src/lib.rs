@@ -14,6 +14,7 @@ pub mod comms;
 pub mod cost;
 pub mod evaluate;
 pub mod explain;
+pub mod export;
 pub mod hardware;
 pub mod hf_config;
 pub mod kv_cache;
