@@ -428,7 +428,7 @@ impl RankGrid {
             u64::from(layout.pp.max(1)),
         );
         let ep = u64::from(layout.ep.max(1));
-        let ep = if (cp * dp) % ep == 0 { ep } else { 1 };
+        let ep = if (cp * dp).is_multiple_of(ep) { ep } else { 1 };
         RankGrid {
             sizes: [tp, cp, dp, pp],
             ep,
