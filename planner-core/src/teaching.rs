@@ -245,12 +245,12 @@ pub struct SketchGpu {
 }
 
 /// One strategy sketch on four GPUs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StrategySketch {
     /// Stable id: ddp, fsdp, tp, cp, pp, ep.
-    pub id: &'static str,
+    pub id: String,
     /// Label.
-    pub label: &'static str,
+    pub label: String,
     /// The collective it introduces (the article's table).
     pub collective: Collective,
     /// The four GPUs.
@@ -264,8 +264,8 @@ pub fn strategy_sketches() -> [StrategySketch; 6] {
     let each = |f: fn(u32) -> SketchGpu| [f(0), f(1), f(2), f(3)];
     [
         StrategySketch {
-            id: "ddp",
-            label: "DDP",
+            id: "ddp".into(),
+            label: "DDP".into(),
             collective: Collective::AllReduce,
             gpus: each(|g| SketchGpu {
                 layers: [1, 4],
@@ -277,8 +277,8 @@ pub fn strategy_sketches() -> [StrategySketch; 6] {
             }),
         },
         StrategySketch {
-            id: "fsdp",
-            label: "FSDP / ZeRO-3",
+            id: "fsdp".into(),
+            label: "FSDP / ZeRO-3".into(),
             collective: Collective::AllGather,
             gpus: each(|g| SketchGpu {
                 layers: [1, 4],
@@ -290,8 +290,8 @@ pub fn strategy_sketches() -> [StrategySketch; 6] {
             }),
         },
         StrategySketch {
-            id: "tp",
-            label: "Tensor parallel",
+            id: "tp".into(),
+            label: "Tensor parallel".into(),
             collective: Collective::AllReduce,
             gpus: each(|g| SketchGpu {
                 layers: [1, 4],
@@ -303,8 +303,8 @@ pub fn strategy_sketches() -> [StrategySketch; 6] {
             }),
         },
         StrategySketch {
-            id: "cp",
-            label: "Context parallel",
+            id: "cp".into(),
+            label: "Context parallel".into(),
             collective: Collective::SendRecv,
             gpus: each(|g| SketchGpu {
                 layers: [1, 4],
@@ -316,8 +316,8 @@ pub fn strategy_sketches() -> [StrategySketch; 6] {
             }),
         },
         StrategySketch {
-            id: "pp",
-            label: "Pipeline parallel",
+            id: "pp".into(),
+            label: "Pipeline parallel".into(),
             collective: Collective::SendRecv,
             gpus: each(|g| SketchGpu {
                 layers: [g + 1, g + 1],
@@ -329,8 +329,8 @@ pub fn strategy_sketches() -> [StrategySketch; 6] {
             }),
         },
         StrategySketch {
-            id: "ep",
-            label: "Expert parallel",
+            id: "ep".into(),
+            label: "Expert parallel".into(),
             collective: Collective::AllToAll,
             gpus: each(|g| SketchGpu {
                 layers: [1, 4],
@@ -975,7 +975,8 @@ pub fn cp_attention(
 }
 
 /// [`cp_attention`] for the scenario: its CP degree (2 when the layout has none,
-/// to show the idea), sequence length and the model's K/V bytes per token on one TP rank.
+/// to show the idea), sequence length and the model's K/V bytes per token of a
+/// micro-batch on one TP rank.
 pub fn cp_attention_for(scenario: &Scenario, model: &ModelSpec) -> Result<CpAttention, FieldError> {
     let inp = CommInputs::new(
         model,
@@ -987,7 +988,9 @@ pub fn cp_attention_for(scenario: &Scenario, model: &ModelSpec) -> Result<CpAtte
     let cp = if layout.cp >= 2 { layout.cp } else { 2 };
     // comms.rs: TP splits K/V heads until it exceeds them.
     let kv_split = f64::from(layout.tp.max(1)).min(f64::from(inp.kv_heads.max(1)));
-    let kv_bytes = inp.kv_values_per_token / kv_split * inp.activation_bytes;
+    // Per micro-batch: b sequences' K/V travel together.
+    let kv_bytes = f64::from(layout.micro_batch.max(1)) * inp.kv_values_per_token / kv_split
+        * inp.activation_bytes;
     cp_attention(cp.min(MAX_DRAWN_CP), scenario.training.seq_len, kv_bytes)
 }
 
@@ -1203,4 +1206,62 @@ pub fn ep_routing(
             .collect(),
         bytes_per_token,
     })
+}
+
+// ---------------------------------------------------------------------------
+// Every teaching figure in one call
+// ---------------------------------------------------------------------------
+
+/// Tokens the routing figure draws by default (the article's sixteen).
+pub const DEFAULT_ROUTED_TOKENS: u32 = 16;
+/// Capacity factor of the routing figure (the article's capacity of 5 for 16 tokens on 4 experts).
+pub const DEFAULT_CAPACITY_FACTOR: f64 = 1.25;
+
+/// Every teaching figure for one scenario; a figure that cannot be drawn for
+/// these inputs carries the reason instead.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TeachingFigures {
+    /// All-reduce, reduce-scatter, all-gather, all-to-all on four ranks, with the layout's uses.
+    pub collectives: Vec<CollectiveDemo>,
+    /// The six strategy sketches.
+    pub sketches: [StrategySketch; 6],
+    /// DDP step on a fast and a slow link.
+    pub ddp: DdpOverlapDemo,
+    /// One FSDP layer's lanes.
+    pub fsdp: FsdpLanes,
+    /// The Megatron MLP split at the layout's TP (2 when the layout has none, as the article draws).
+    pub mlp: Result<MlpSplit, FieldError>,
+    /// Causal grid and ring at the layout's CP (2 when the layout has none).
+    pub cp: Result<CpAttention, FieldError>,
+    /// Token routing at the layout's EP (4 ranks when the layout has none).
+    pub ep: Result<EpRouting, FieldError>,
+}
+
+/// Every teaching figure for `scenario`, driven by its layout and model.
+pub fn teaching_figures(
+    scenario: &Scenario,
+    model: &ModelSpec,
+    options: &CostOptions,
+) -> TeachingFigures {
+    let layout = &scenario.layout;
+    let act = scenario.precision.activation_bytes;
+    let tp = if layout.tp >= 2 { layout.tp } else { 2 };
+    let tokens = u64::from(layout.micro_batch.max(1)) * u64::from(scenario.training.seq_len)
+        / u64::from(layout.cp.max(1));
+    let experts = model.moe.as_ref().map_or(4, |m| m.routed_experts.max(1));
+    let ep = if layout.ep >= 2 {
+        layout.ep
+    } else {
+        experts.min(4)
+    };
+    let routed_tokens = DEFAULT_ROUTED_TOKENS.div_ceil(ep.max(1)) * ep.max(1);
+    TeachingFigures {
+        collectives: collective_figure(scenario, model, options),
+        sketches: strategy_sketches(),
+        ddp: ddp_overlap_demo(scenario, model, options),
+        fsdp: fsdp_lanes(scenario, model, options),
+        mlp: megatron_mlp_split(model, tp, tokens, act),
+        cp: cp_attention_for(scenario, model),
+        ep: ep_routing(model, ep, DEFAULT_CAPACITY_FACTOR, routed_tokens, 0, act),
+    }
 }

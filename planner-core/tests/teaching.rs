@@ -107,7 +107,7 @@ fn ddp_all_reduce_bytes_each_rank_sends_are_two_n_minus_one_over_n() {
 #[test]
 fn six_sketches_match_the_article() {
     let s = strategy_sketches();
-    let ids: Vec<&str> = s.iter().map(|s| s.id).collect();
+    let ids: Vec<&str> = s.iter().map(|s| s.id.as_str()).collect();
     assert_eq!(ids, ["ddp", "fsdp", "tp", "cp", "pp", "ep"]);
     // PP: one layer group per GPU; EP: one expert per GPU; TP: same batch on all.
     assert!(s[4]
@@ -363,4 +363,34 @@ fn step_breakdown_segments_add_up_and_tp_stays_on_nvlink() {
         .map(|v| v.intra_node_bytes + v.inter_node_bytes)
         .sum();
     assert!(close(by_op, b.intra_node_bytes + b.inter_node_bytes, 1e-12));
+}
+
+#[test]
+fn every_figure_draws_for_the_presets() {
+    use planner_core::teaching::teaching_figures;
+    for sc in [
+        default_scenario(),
+        article_70b_scenario(),
+        article_mesh_scenario(),
+    ] {
+        let model = sc.model_spec().expect("model");
+        let f = teaching_figures(&sc, &model, &CostOptions::default());
+        assert_eq!(f.collectives.len(), 4);
+        assert!(f.mlp.is_ok() && f.cp.is_ok() && f.ep.is_ok());
+        let json = serde_json::to_string(&f).expect("json");
+        let back: planner_core::teaching::TeachingFigures =
+            serde_json::from_str(&json).expect("parse");
+        assert_eq!(back.sketches, f.sketches);
+    }
+    let mut sc = default_scenario();
+    sc.model = planner_core::scenario::ModelChoice::Preset("mixtral-8x7b".into());
+    sc.layout.ep = 8;
+    let model = sc.model_spec().expect("model");
+    let f = teaching_figures(&sc, &model, &CostOptions::default());
+    let ep = f.ep.expect("ep");
+    assert_eq!((ep.ep, ep.experts, ep.top_k, ep.tokens), (8, 8, 2, 16));
+    assert!(f.collectives[3]
+        .uses
+        .iter()
+        .any(|u| u.purpose == Purpose::EpDispatchCombine));
 }
