@@ -436,9 +436,11 @@ pub struct DdpBlock {
 /// One rank's DDP backward on one link.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct DdpTimeline {
-    /// Which link the gradient group runs on in this timeline.
+    /// The slowest link the gradient group crosses in this timeline.
     pub link: LinkDomain,
-    /// Bus bandwidth of that link, bytes/s.
+    /// How the group is placed (two-level when it has several GPUs on each of several nodes).
+    pub domain: Domain,
+    /// Bus bandwidth of `link`, bytes/s.
     pub busbw_bytes_per_s: f64,
     /// Latency per step, seconds.
     pub latency_s: f64,
@@ -473,6 +475,9 @@ pub struct DdpOverlapDemo {
     pub fast: DdpTimeline,
     /// On network bandwidth.
     pub slow: DdpTimeline,
+    /// On the layout's own placement of the group (two-level when it spans nodes with
+    /// several GPUs per node; the article's 4 ranks on NVLink when the layout has no DP).
+    pub current: DdpTimeline,
     /// Assumptions, one line.
     pub assumption: String,
 }
@@ -534,6 +539,7 @@ fn simulate_ddp(
     }
     DdpTimeline {
         link,
+        domain: g.domain,
         busbw_bytes_per_s: ab.busbw_bytes_per_s,
         latency_s: ab.latency_s,
         blocks,
@@ -558,6 +564,16 @@ pub fn ddp_overlap_demo(
     let grad_bytes = share.params_per_layer * share.layers_per_stage * inp.grad_bytes;
     let backward_s = share.backward_per_layer_s * share.layers_per_stage;
     let layers = share.layers_per_stage as u32;
+    let current = if ranks_assumed {
+        on_one_link(ranks, LinkDomain::IntraNode)
+    } else {
+        share.group
+    };
+    let current_link = if current.crosses_nodes() {
+        LinkDomain::InterNode
+    } else {
+        LinkDomain::IntraNode
+    };
     let run = |link| {
         simulate_ddp(
             &share.step.comm,
@@ -578,6 +594,15 @@ pub fn ddp_overlap_demo(
         current_domain: share.group.domain,
         fast: run(LinkDomain::IntraNode),
         slow: run(LinkDomain::InterNode),
+        current: simulate_ddp(
+            &share.step.comm,
+            &current,
+            current_link,
+            grad_bytes,
+            inp.bucket_bytes,
+            layers,
+            backward_s,
+        ),
         assumption: format!(
             "{} B gradients per parameter spread evenly over {layers} layers; buckets of {:.0} MB reduced in order as backward fills them; ring all-reduce α–β on one link",
             inp.grad_bytes,

@@ -394,3 +394,27 @@ fn every_figure_draws_for_the_presets() {
         .iter()
         .any(|u| u.purpose == Purpose::EpDispatchCombine));
 }
+
+#[test]
+fn ddp_current_timeline_uses_the_layouts_two_level_group() {
+    // Article: DP 64 over 8 nodes × 8 GPUs is two-level: faster than a flat network ring.
+    // (Not necessarily slower than a flat 64-rank NVLink ring: that pays 126 latency steps per bucket.)
+    let sc = article_70b_scenario();
+    let model = sc.model_spec().expect("model");
+    let opts = CostOptions::default();
+    let d = ddp_overlap_demo(&sc, &model, &opts);
+    assert_eq!(d.current.domain, Domain::Hierarchical);
+    assert_eq!(d.current_domain, Domain::Hierarchical);
+    assert!(d.current.all_reduce_total_s < d.slow.all_reduce_total_s);
+    let cost = StepModel::new(&model, &sc, opts).evaluate(&sc.layout);
+    let item = cost
+        .comms
+        .iter()
+        .find(|i| i.purpose == Purpose::GradAllReduce)
+        .expect("item");
+    assert!(close(
+        d.current.all_reduce_total_s,
+        item.seconds_per_step,
+        1e-9
+    ));
+}
