@@ -23,6 +23,10 @@ pub const MAX_DEMO_RANKS: u32 = 16;
 pub const MAX_DRAWN_CP: u32 = 32;
 /// Most tokens the routing figure draws.
 pub const MAX_ROUTED_TOKENS: u32 = 256;
+/// Most experts the routing figure draws.
+pub const MAX_DRAWN_EXPERTS: u32 = 1024;
+/// Most experts per token the routing figure draws.
+pub const MAX_DRAWN_TOP_K: u32 = 32;
 /// Most gradient buckets the DDP timeline simulates; more are merged.
 const MAX_SIMULATED_BUCKETS: f64 = 100_000.0;
 /// Blocks of layers the DDP timeline draws (the article draws layers 4 to 1).
@@ -860,6 +864,10 @@ pub fn megatron_mlp_split(
 // ---------------------------------------------------------------------------
 
 /// How sequence chunks are assigned to CP ranks.
+///
+/// Megatron-LM (`get_batch_on_this_cp_rank`) cuts the sequence into `2·cp`
+/// chunks and gives rank r chunks r and `2cp−1−r`, so every rank gets one early
+/// (cheap) and one late (expensive) chunk of the causal triangle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CpAssignment {
@@ -951,6 +959,7 @@ fn cp_grid(cp: u32, assignment: CpAssignment) -> CpGrid {
                 rank,
                 computed,
                 diagonal,
+                // Ring attention (Liu et al. 2023): at step t rank r holds the K/V of rank r−t.
                 ring_step: (rank + cp - owner(k)) % cp,
             });
         }
@@ -1134,6 +1143,18 @@ pub fn ep_routing(
         Some(m) if m.routed_experts > 0 => (m.routed_experts, m.experts_per_token.max(1), false),
         _ => (4, 1, true),
     };
+    if experts > MAX_DRAWN_EXPERTS {
+        return Err(field_error(
+            "model.moe.routed_experts",
+            format!("at most {MAX_DRAWN_EXPERTS} experts can be drawn, got {experts}"),
+        ));
+    }
+    if top_k > MAX_DRAWN_TOP_K {
+        return Err(field_error(
+            "model.moe.experts_per_token",
+            format!("at most {MAX_DRAWN_TOP_K} experts per token can be drawn, got {top_k}"),
+        ));
+    }
     if top_k > experts {
         return Err(field_error(
             "model.moe.experts_per_token",

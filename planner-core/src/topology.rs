@@ -390,6 +390,8 @@ pub struct PlacementWarning {
 
 /// Most nodes the topology map draws; larger clusters are truncated and say so.
 pub const MAX_DRAWN_NODES: u32 = 64;
+/// Most GPU slots drawn per node; larger nodes are truncated and say so.
+pub const MAX_DRAWN_SLOTS: u32 = 64;
 
 /// A rank's coordinate on every axis of a layout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -438,7 +440,7 @@ impl RankGrid {
 
     /// Ranks of the layout.
     pub fn world(&self) -> u64 {
-        self.sizes.iter().product()
+        self.sizes.iter().fold(1u64, |a, &n| a.saturating_mul(n))
     }
 
     /// `(cp size, dp size)` ordered fast-then-slow as Megatron's expert rank generator does.
@@ -449,9 +451,9 @@ impl RankGrid {
     /// Index in the `cp × dp` space, fastest axis first (EP folds into its low part).
     fn combined(&self, cp: u64, dp: u64) -> u64 {
         if self.cp_is_fast() {
-            cp + self.sizes[1] * dp
+            cp.saturating_add(self.sizes[1].saturating_mul(dp))
         } else {
-            dp + self.sizes[2] * cp
+            dp.saturating_add(self.sizes[2].saturating_mul(cp))
         }
     }
 
@@ -482,7 +484,9 @@ impl RankGrid {
     /// Rank of coordinates (the `ep` field is ignored: it follows from cp and dp).
     pub fn rank(&self, c: &RankCoords) -> u64 {
         let s = &self.strides;
-        c.tp * s.tp + c.cp * s.cp + c.dp * s.dp + c.pp * s.pp
+        [(c.tp, s.tp), (c.cp, s.cp), (c.dp, s.dp), (c.pp, s.pp)]
+            .iter()
+            .fold(0u64, |a, &(x, st)| a.saturating_add(x.saturating_mul(st)))
     }
 
     /// Ordinal of the group of `kind` through a rank with coordinates `c`, in
@@ -503,8 +507,8 @@ impl RankGrid {
         let mut ordinal = 0;
         let mut radix = 1;
         for (digit, size) in digits {
-            ordinal += digit * radix;
-            radix *= size.max(1);
+            ordinal = digit.saturating_mul(radix).saturating_add(ordinal);
+            radix = radix.saturating_mul(size.max(1));
         }
         ordinal
     }
@@ -618,7 +622,7 @@ pub struct TopologyMap {
     pub drawn_nodes: u32,
     /// Why fewer nodes are drawn than exist, or why ranks do not fit.
     pub note: Option<String>,
-    /// Every drawn GPU, node-major.
+    /// Every drawn GPU, node-major (at most [`MAX_DRAWN_SLOTS`] per node).
     pub gpus: Vec<GpuCell>,
     /// Per group kind with traffic or more than one member, in [`GroupKind::ALL`] order.
     pub traffic: Vec<GroupTraffic>,
@@ -689,12 +693,18 @@ pub fn topology_map(
     let comms = crate::comms::step_comms(&step.comm_inputs, layout, &placement, &step.comm);
 
     let drawn_nodes = nodes.min(MAX_DRAWN_NODES);
+    let drawn_slots = gpn.min(MAX_DRAWN_SLOTS);
     let mut notes = Vec::new();
     if drawn_nodes < nodes {
         notes.push(format!(
             "showing the first {drawn_nodes} of {nodes} nodes ({} of {} GPUs)",
             u64::from(drawn_nodes) * u64::from(gpn),
             u64::from(nodes) * u64::from(gpn)
+        ));
+    }
+    if drawn_slots < gpn {
+        notes.push(format!(
+            "showing the first {drawn_slots} of {gpn} GPUs of each node"
         ));
     }
     let cluster_gpus = u64::from(nodes) * u64::from(gpn);
@@ -709,9 +719,10 @@ pub fn topology_map(
     }
 
     let drawn_gpus = u64::from(drawn_nodes) * u64::from(gpn);
-    let mut gpus = Vec::with_capacity(usize::try_from(drawn_gpus).unwrap_or(0));
+    let cells = u64::from(drawn_nodes) * u64::from(drawn_slots);
+    let mut gpus = Vec::with_capacity(usize::try_from(cells).unwrap_or(0));
     for node in 0..drawn_nodes {
-        for slot in 0..gpn {
+        for slot in 0..drawn_slots {
             let r = u64::from(node) * u64::from(gpn) + u64::from(slot);
             let used = r < world;
             let coords = used.then(|| grid.coords(r));
@@ -757,7 +768,8 @@ pub fn topology_map(
         let mut edges = Vec::new();
         let mut intra_nodes = Vec::new();
         let limit = world.min(drawn_gpus);
-        for r in 0..limit {
+        let drawn = |r: u64| r % u64::from(gpn) < u64::from(drawn_slots);
+        for r in (0..limit).filter(|&r| drawn(r)) {
             if let Some(n) = grid.next_in_group(kind, r) {
                 let (a, b) = (node_of(r), node_of(n));
                 if a == b {

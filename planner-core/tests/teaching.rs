@@ -418,3 +418,35 @@ fn ddp_current_timeline_uses_the_layouts_two_level_group() {
         1e-9
     ));
 }
+
+#[test]
+fn oversized_inputs_are_refused_by_field() {
+    let mut m = model_preset("mixtral-8x7b").expect("mixtral");
+    if let Some(moe) = m.moe.as_mut() {
+        moe.routed_experts = 1 << 30;
+    }
+    assert_eq!(
+        ep_routing(&m, 1, 1.0, 16, 0, 2.0).map_err(|e| e.field),
+        Err("model.moe.routed_experts".to_string())
+    );
+    assert_eq!(
+        cp_attention(64, 1 << 20, 1.0).map_err(|e| e.field),
+        Err("cp".to_string())
+    );
+    assert_eq!(
+        cp_attention(4, 7, 1.0).map_err(|e| e.field),
+        Err("seq_len".to_string())
+    );
+    assert_eq!(
+        ep_routing(
+            &model_preset("mixtral-8x7b").expect("m"),
+            2,
+            f64::NAN,
+            16,
+            0,
+            2.0
+        )
+        .map_err(|e| e.field),
+        Err("capacity_factor".to_string())
+    );
+}

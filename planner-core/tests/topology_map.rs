@@ -162,3 +162,23 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn wide_nodes_are_truncated_without_panicking() {
+    let mut sc = default_scenario();
+    sc.cluster.gpus_per_node = 100_000;
+    sc.cluster.nodes = 1_000_000;
+    sc.layout = Layout {
+        dp: 1_000_000,
+        tp: 100_000,
+        ..Layout::default()
+    };
+    let model = sc.model_spec().expect("model");
+    let map = topology_map(&sc, &model, &CostOptions::default());
+    assert_eq!(map.gpus.len(), 64 * 64);
+    assert!(map
+        .note
+        .as_deref()
+        .unwrap_or("")
+        .contains("first 64 of 100000 GPUs"));
+}
