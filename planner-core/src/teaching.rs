@@ -800,7 +800,9 @@ pub struct MlpSplit {
     /// Sequence parallel (Korthikanti et al. 2022 §4.2.2): all-gather of X before A and
     /// reduce-scatter of Z after B, the same bytes as the all-reduce.
     pub sequence_parallel_forward: Vec<SplitCollective>,
-    /// Sequence parallel backward: reduce-scatter of dX and all-gather of dZ.
+    /// Sequence parallel backward, in time order: all-gather of dZ (the reduce-scatter's
+    /// conjugate), then reduce-scatter of dX (the all-gather's conjugate). Megatron also
+    /// re-gathers X for the weight gradient, overlapped with compute; not counted here.
     pub sequence_parallel_backward: Vec<SplitCollective>,
 }
 
@@ -855,7 +857,7 @@ pub fn megatron_mlp_split(
         forward: vec![c(Collective::AllReduce)],
         backward: vec![c(Collective::AllReduce)],
         sequence_parallel_forward: vec![c(Collective::AllGather), c(Collective::ReduceScatter)],
-        sequence_parallel_backward: vec![c(Collective::ReduceScatter), c(Collective::AllGather)],
+        sequence_parallel_backward: vec![c(Collective::AllGather), c(Collective::ReduceScatter)],
     })
 }
 
