@@ -583,6 +583,9 @@ pub struct GpuCell {
 }
 
 /// Where one group kind runs and the traffic to draw for it.
+///
+/// Gradient and ZeRO traffic runs over `dp_cp` (the same ranks as `dp` when
+/// cp = 1), so the `dp` entry itself carries no bytes; draw DP/FSDP traffic from `dp_cp`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct GroupTraffic {
     /// Which group.
