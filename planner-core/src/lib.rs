@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 pub mod activations;
+pub mod breakdown;
 pub mod calibration;
 pub mod collectives;
 pub mod comms;
@@ -30,5 +31,6 @@ pub mod presets;
 pub mod report;
 pub mod scenario;
 pub mod serving;
+pub mod teaching;
 pub mod topology;
 pub mod validate;
