@@ -29,6 +29,27 @@ pub enum Command {
         #[arg(long)]
         table: bool,
     },
+    /// Print the launch line and config files that run the scenario's layout in a framework:
+    /// torchrun, Accelerate FSDP2, DeepSpeed, Megatron-LM, torchtitan (training) and vLLM,
+    /// SGLang (its serving settings). What a tool cannot express is printed as notes.
+    Export {
+        /// Scenario JSON file (`-` reads stdin). Omit when using `--link`.
+        #[arg(required_unless_present = "link", conflicts_with = "link")]
+        scenario: Option<PathBuf>,
+        /// A share link (query, `?query` or full URL) instead of a file.
+        #[arg(long)]
+        link: Option<String>,
+        /// Which export: torchrun, accelerate, deepspeed, megatron, torchtitan, vllm, sglang or all.
+        #[arg(long, default_value = "all")]
+        format: String,
+        /// Print the exports (text, notes, file name) as JSON instead.
+        #[arg(long, conflicts_with = "out_dir")]
+        json: bool,
+        /// Write each export to DIR/<file name> (launch.sh, fsdp2.yaml, ds_config.json, ...)
+        /// and their notes to DIR/NOTES.md; prints what was written.
+        #[arg(long, value_name = "DIR")]
+        out_dir: Option<PathBuf>,
+    },
     /// Print the share-link query of a scenario JSON file.
     Link {
         /// Scenario JSON (e.g. examples/article-70b-mesh.json); `-` reads stdin.

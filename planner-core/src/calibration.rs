@@ -124,6 +124,11 @@ impl CalibrationSummary {
             if !lat_ok {
                 return Err(format!("links[{i}].latency_s: must be finite and ≥ 0"));
             }
+            if !(l.max_relative_error.is_finite() && l.max_relative_error >= 0.0) {
+                return Err(format!(
+                    "links[{i}].max_relative_error: must be finite and ≥ 0"
+                ));
+            }
         }
         if let Some(g) = &self.gemm {
             let e = g.efficiency;
@@ -132,6 +137,9 @@ impl CalibrationSummary {
             }
             if !(e.half_dim.is_finite() && e.half_dim >= 0.0) {
                 return Err("gemm.efficiency.half_dim: must be finite and ≥ 0".to_string());
+            }
+            if !(g.max_relative_error.is_finite() && g.max_relative_error >= 0.0) {
+                return Err("gemm.max_relative_error: must be finite and ≥ 0".to_string());
             }
             if !(g.peak_flops_per_s.is_finite() && g.peak_flops_per_s > 0.0) {
                 return Err("gemm.peak_flops_per_s: must be finite and > 0".to_string());
@@ -158,8 +166,8 @@ impl CalibrationSummary {
 impl CalibrationSummary {
     /// A short text form for a share link's `cal=` parameter: `;`-separated
     /// `op.i:α:busbw` / `op.e:α:busbw` entries (intra/inter node, seconds and
-    /// bytes/s) and `gemm:max:half_dim:peak`. Floats use Rust's shortest
-    /// round-trip form; fit statistics (points, errors) are not carried.
+    /// bytes/s, then the fit's points and largest relative error) and
+    /// `gemm:max:half_dim:peak:points:error`. Floats use Rust's shortest round-trip form.
     pub fn to_compact(&self) -> String {
         let mut parts: Vec<String> = self
             .links
@@ -169,13 +177,24 @@ impl CalibrationSummary {
                     LinkDomain::IntraNode => "i",
                     LinkDomain::InterNode => "e",
                 };
-                format!("{}.{d}:{}:{}", l.op.id(), l.latency_s, l.busbw_bytes_per_s)
+                format!(
+                    "{}.{d}:{}:{}:{}:{}",
+                    l.op.id(),
+                    l.latency_s,
+                    l.busbw_bytes_per_s,
+                    l.points,
+                    l.max_relative_error
+                )
             })
             .collect();
         if let Some(g) = &self.gemm {
             parts.push(format!(
-                "gemm:{}:{}:{}",
-                g.efficiency.max_fraction, g.efficiency.half_dim, g.peak_flops_per_s
+                "gemm:{}:{}:{}:{}:{}",
+                g.efficiency.max_fraction,
+                g.efficiency.half_dim,
+                g.peak_flops_per_s,
+                g.points,
+                g.max_relative_error
             ));
         }
         parts.join(";")
@@ -200,11 +219,24 @@ impl CalibrationSummary {
                     .filter(|v| v.is_finite())
                     .ok_or_else(|| format!("cal[{i}] `{entry}`: field {k} is not a finite number"))
             };
-            if fields.len() != 3 && fields.len() != 4 {
+            if !(3..=6).contains(&fields.len()) {
                 return Err(format!(
-                    "cal[{i}] `{entry}`: expected name:a:b or gemm:a:b:c"
+                    "cal[{i}] `{entry}`: expected op.link:latency:busbw[:points:error] or gemm:max:half_dim:peak[:points:error]"
                 ));
             }
+            // Optional fit statistics after the fitted numbers (absent in older links).
+            let stats = |at: usize| -> Result<(u32, f64), String> {
+                if fields.len() == at {
+                    return Ok((0, 0.0));
+                }
+                if fields.len() != at + 2 {
+                    return Err(format!("cal[{i}] `{entry}`: wrong number of fields"));
+                }
+                let points = fields[at]
+                    .parse::<u32>()
+                    .map_err(|_| format!("cal[{i}] `{entry}`: points is not a whole number"))?;
+                Ok((points, num(at + 1)?))
+            };
             if fields[0] == "gemm" {
                 out.gemm = Some(GemmFit {
                     efficiency: GemmEfficiency {
@@ -212,8 +244,8 @@ impl CalibrationSummary {
                         half_dim: num(2)?,
                     },
                     peak_flops_per_s: num(3)?,
-                    points: 0,
-                    max_relative_error: 0.0,
+                    points: stats(4)?.0,
+                    max_relative_error: stats(4)?.1,
                 });
                 continue;
             }
@@ -227,18 +259,14 @@ impl CalibrationSummary {
                 "e" => LinkDomain::InterNode,
                 other => return Err(format!("cal[{i}] `{entry}`: link `{other}` is not i or e")),
             };
-            if fields.len() != 3 {
-                return Err(format!(
-                    "cal[{i}] `{entry}`: expected op.link:latency:busbw"
-                ));
-            }
+            let (points, max_relative_error) = stats(3)?;
             out.links.push(FittedLink {
                 op,
                 domain,
                 latency_s: num(1)?,
                 busbw_bytes_per_s: num(2)?,
-                points: 0,
-                max_relative_error: 0.0,
+                points,
+                max_relative_error,
             });
         }
         out.check()?;

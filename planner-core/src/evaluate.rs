@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::cost::{CostOptions, StepCost, StepModel};
 use crate::explain::Term;
 use crate::memory::{model_state, training_memory, ModelStateBar, TrainingMemory};
 use crate::model::{ModelSpec, ParamBreakdown};
@@ -87,6 +88,9 @@ pub struct Evaluation {
     pub pipeline: PipelineView,
     /// KV cache and serving; an error message when the serving inputs are invalid.
     pub serving: Result<ServingView, String>,
+    /// Step time, throughput, MFU and the communication breakdown of the current layout,
+    /// with measured numbers when a calibration is present and enabled.
+    pub step: StepCost,
 }
 
 /// Why a scenario could not be evaluated: each error names its parameter.
@@ -133,6 +137,7 @@ pub fn evaluate(scenario: &Scenario) -> Result<Evaluation, EvaluateError> {
     let training = training_memory(scenario, &model);
     let pipeline = pipeline_view(scenario);
     let serving = serving_view(&model, scenario);
+    let step = step_cost(&model, scenario);
 
     Ok(Evaluation {
         model,
@@ -142,7 +147,17 @@ pub fn evaluate(scenario: &Scenario) -> Result<Evaluation, EvaluateError> {
         training,
         pipeline,
         serving,
+        step,
     })
+}
+
+/// The time model for the current layout, calibrated when the user switched measured numbers on.
+fn step_cost(model: &ModelSpec, scenario: &Scenario) -> StepCost {
+    let mut step_model = StepModel::new(model, scenario, CostOptions::default());
+    if let Some(measured) = scenario.calibration.as_ref().filter(|m| m.enabled) {
+        step_model = step_model.with_calibration(&measured.summary);
+    }
+    step_model.evaluate(&scenario.layout)
 }
 
 /// Micro-batches per step: `ceil(global_batch / (dp × micro_batch))`, as the memory model counts them.

@@ -163,9 +163,14 @@ pub struct Layout {
 }
 
 impl Layout {
-    /// GPUs the layout occupies: `dp × tp × pp × cp`.
+    /// GPUs the layout occupies: `dp × tp × pp × cp` (saturating: unvalidated degrees near
+    /// `u32::MAX` would overflow `u64`, and validation compares this against the cluster).
     pub fn world_size(&self) -> u64 {
-        u64::from(self.dp) * u64::from(self.tp) * u64::from(self.pp) * u64::from(self.cp)
+        [self.tp, self.pp, self.cp]
+            .into_iter()
+            .fold(u64::from(self.dp), |acc, d| {
+                acc.saturating_mul(u64::from(d))
+            })
     }
 }
 

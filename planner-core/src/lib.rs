@@ -8,12 +8,14 @@
 #![warn(missing_docs)]
 
 pub mod activations;
+pub mod breakdown;
 pub mod calibration;
 pub mod collectives;
 pub mod comms;
 pub mod cost;
 pub mod evaluate;
 pub mod explain;
+pub mod export;
 pub mod hardware;
 pub mod hf_config;
 pub mod kv_cache;
@@ -29,5 +31,6 @@ pub mod presets;
 pub mod report;
 pub mod scenario;
 pub mod serving;
+pub mod teaching;
 pub mod topology;
 pub mod validate;

@@ -9,12 +9,13 @@
 use std::fmt::Display;
 use std::str::FromStr;
 
+use crate::calibration::CalibrationSummary;
 use crate::hardware::{gpu_preset, gpu_presets, Cluster, GpuSpec, LinkSpec};
 use crate::layout::{Recompute, Schedule, ZeroStage};
 use crate::model::{FfnKind, MlaSpec, ModelSpec, MoeSpec, NormKind};
 use crate::precision::{ComputeDtype, Precision, PrecisionRecipe};
 use crate::presets::{default_scenario, model_preset, model_presets};
-use crate::scenario::{ModelChoice, Scenario, ServeDtype, SCENARIO_VERSION};
+use crate::scenario::{Measured, ModelChoice, Scenario, ServeDtype, SCENARIO_VERSION};
 use crate::validate::FieldError;
 
 /// `model=` value for custom shapes.
@@ -559,6 +560,10 @@ pub fn encode(s: &Scenario) -> String {
     );
 
     w.diff(&scenario_fields(), s, &d);
+    if let Some(measured) = &s.calibration {
+        w.push("cal", &measured.summary.to_compact());
+        w.push("cal_on", &bit(measured.enabled));
+    }
     w.0
 }
 
@@ -676,6 +681,7 @@ pub fn parameter_names() -> Vec<&'static str> {
     names.extend(["gpn", "gpus"]);
     names.extend(link_fields().iter().map(|f| f.key));
     names.extend(scenario_fields().iter().map(|f| f.key));
+    names.extend(["cal", "cal_on"]);
     names
 }
 
@@ -835,6 +841,7 @@ fn decode_pass(p: &mut Params, errors: &mut Vec<FieldError>) -> Scenario {
     s.cluster = cluster;
 
     p.apply(&scenario_fields(), &mut s, errors);
+    s.calibration = decode_calibration(p, errors);
 
     for (k, _, used) in &p.pairs {
         if !used {
@@ -842,6 +849,35 @@ fn decode_pass(p: &mut Params, errors: &mut Vec<FieldError>) -> Scenario {
         }
     }
     s
+}
+
+/// Reads `cal` (a calibration summary's compact form) and `cal_on`.
+fn decode_calibration(p: &mut Params, errors: &mut Vec<FieldError>) -> Option<Measured> {
+    let cal = p.take("cal");
+    let on = p.take("cal_on");
+    let Some(text) = cal else {
+        if on.is_some() {
+            errors.push(FieldError::new("cal_on", "only used with cal"));
+        }
+        return None;
+    };
+    let summary = match CalibrationSummary::from_compact(&text).and_then(|c| c.check().map(|()| c))
+    {
+        Ok(c) => c,
+        Err(e) => {
+            errors.push(FieldError::new("cal", e));
+            return None;
+        }
+    };
+    let enabled = match on.as_deref().map(flag) {
+        None => true,
+        Some(Ok(b)) => b,
+        Some(Err(e)) => {
+            errors.push(FieldError::new("cal_on", e));
+            true
+        }
+    };
+    Some(Measured { summary, enabled })
 }
 
 /// Reads `v`; `Err` when the link is from another schema version.

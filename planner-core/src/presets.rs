@@ -278,6 +278,7 @@ pub fn default_scenario() -> Scenario {
         activations: ActivationOptions::default(),
         overheads: Overheads::default(),
         serving: Serving::default(),
+        calibration: None,
     }
 }
 

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::calibration::CalibrationSummary;
 use crate::hardware::Cluster;
 use crate::layout::Layout;
 use crate::model::ModelSpec;
@@ -165,6 +166,16 @@ impl Default for Serving {
     }
 }
 
+/// Numbers measured on the user's own cluster (a calibration), and whether the
+/// predictions use them in place of the datasheet presets.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Measured {
+    /// The fitted numbers (links, GEMM efficiency), not the raw report.
+    pub summary: CalibrationSummary,
+    /// "Use measured numbers": when false the summary is kept but presets are used.
+    pub enabled: bool,
+}
+
 /// A whole scenario: model, precision, cluster, batch, layout and options.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Scenario {
@@ -186,4 +197,7 @@ pub struct Scenario {
     pub overheads: Overheads,
     /// The serving question.
     pub serving: Serving,
+    /// Calibration from a benchmark report, if one was imported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<Measured>,
 }

@@ -219,6 +219,7 @@ fn gemm_fit_recovers_a_saturating_curve_and_marks_predictions_measured() {
         activations: ActivationOptions::default(),
         overheads: Overheads::default(),
         serving: Serving::default(),
+        calibration: None,
     };
     let assumed = StepModel::new(&model, &sc, CostOptions::default()).evaluate(&sc.layout);
     let measured = StepModel::new(&model, &sc, CostOptions::default())
@@ -396,7 +397,7 @@ mod compact {
         assert_eq!(ok.links.len(), 1);
         assert_eq!(
             ok.to_compact(),
-            "all_reduce.e:0.00001:46000000000;gemm:0.8:200:989000000000000"
+            "all_reduce.e:0.00001:46000000000:0:0;gemm:0.8:200:989000000000000:0:0"
         );
     }
 }

@@ -23,6 +23,7 @@ fn scenario(model: &str, nodes: u32, seq_len: u32, global_batch: u32, layout: La
         activations: ActivationOptions::default(),
         overheads: Overheads::default(),
         serving: Serving::default(),
+        calibration: None,
     }
 }
 

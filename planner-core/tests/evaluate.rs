@@ -80,3 +80,51 @@ fn evaluation_serialises_to_json() {
         serde_json::from_str(&json).expect("parses back");
     assert_eq!(back.params, eval.params);
 }
+
+#[test]
+fn enabled_calibration_changes_the_step_time_and_is_reported_as_measured() {
+    use planner_core::calibration::{CalibrationSummary, FittedLink, CALIBRATION_VERSION};
+    use planner_core::collectives::{Collective, LinkDomain};
+    use planner_core::scenario::Measured;
+
+    let base = article_mesh_scenario();
+    let plain = evaluate(&base).expect("valid").step;
+    // A network ten times slower than the preset for every collective the layout uses.
+    let links = Collective::ALL
+        .iter()
+        .map(|&op| FittedLink {
+            op,
+            domain: LinkDomain::InterNode,
+            latency_s: 50e-6,
+            busbw_bytes_per_s: 5e9,
+            points: 8,
+            max_relative_error: 0.02,
+        })
+        .collect();
+    let summary = CalibrationSummary {
+        version: CALIBRATION_VERSION,
+        links,
+        gemm: None,
+    };
+    let mut calibrated = base.clone();
+    calibrated.calibration = Some(Measured {
+        summary: summary.clone(),
+        enabled: true,
+    });
+    let slow = evaluate(&calibrated).expect("valid").step;
+    assert!(
+        slow.seconds.total > plain.seconds.total,
+        "{} vs {}",
+        slow.seconds.total,
+        plain.seconds.total
+    );
+    assert!(slow.inputs.iter().any(|i| i.measured), "{:?}", slow.inputs);
+
+    // Switched off: the summary is kept, the presets are used.
+    calibrated.calibration = Some(Measured {
+        summary,
+        enabled: false,
+    });
+    let off = evaluate(&calibrated).expect("valid").step;
+    assert_eq!(off.seconds.total, plain.seconds.total);
+}

@@ -1,5 +1,8 @@
 //! Share links: golden strings, round trips, and a decoder that never panics.
 
+use planner_core::calibration::{CalibrationSummary, FittedLink, GemmFit, CALIBRATION_VERSION};
+use planner_core::collectives::{Collective, LinkDomain};
+use planner_core::cost::GemmEfficiency;
 use planner_core::hardware::{gpu_presets, Cluster, GpuSpec, LinkSpec};
 use planner_core::layout::{Layout, Recompute, Schedule, ZeroStage};
 use planner_core::link::{decode, decode_lenient, encode};
@@ -9,7 +12,7 @@ use planner_core::presets::{
     article_70b_scenario, article_mesh_scenario, default_scenario, model_presets,
 };
 use planner_core::scenario::{
-    ActivationOptions, ModelChoice, Overheads, Scenario, ServeDtype, Serving, Training,
+    ActivationOptions, Measured, ModelChoice, Overheads, Scenario, ServeDtype, Serving, Training,
     SCENARIO_VERSION,
 };
 use proptest::prelude::*;
@@ -379,6 +382,60 @@ fn arb_rest() -> impl Strategy<Value = (Training, ActivationOptions, Overheads, 
         )
 }
 
+fn arb_calibration() -> impl Strategy<Value = Option<Measured>> {
+    let link = (
+        0usize..Collective::ALL.len(),
+        any::<bool>(),
+        0.0f64..1e-3,
+        1e6f64..1e12,
+        0u32..100,
+        0.0f64..2.0,
+    )
+        .prop_map(|(op, intra, latency_s, busbw, points, err)| FittedLink {
+            op: Collective::ALL[op],
+            domain: if intra {
+                LinkDomain::IntraNode
+            } else {
+                LinkDomain::InterNode
+            },
+            latency_s,
+            busbw_bytes_per_s: busbw,
+            points,
+            max_relative_error: err,
+        });
+    let gemm = (
+        0.01f64..1.0,
+        0.0f64..4096.0,
+        1e12f64..1e16,
+        0u32..100,
+        0.0f64..1.0,
+    )
+        .prop_map(|(max_fraction, half_dim, peak, points, err)| GemmFit {
+            efficiency: GemmEfficiency {
+                max_fraction,
+                half_dim,
+            },
+            peak_flops_per_s: peak,
+            points,
+            max_relative_error: err,
+        });
+    prop::option::of(
+        (
+            prop::collection::vec(link, 0..4),
+            prop::option::of(gemm),
+            any::<bool>(),
+        )
+            .prop_map(|(links, gemm, enabled)| Measured {
+                summary: CalibrationSummary {
+                    version: CALIBRATION_VERSION,
+                    links,
+                    gemm,
+                },
+                enabled,
+            }),
+    )
+}
+
 fn arb_scenario() -> impl Strategy<Value = Scenario> {
     (
         arb_model(),
@@ -386,9 +443,17 @@ fn arb_scenario() -> impl Strategy<Value = Scenario> {
         arb_cluster(),
         arb_layout(),
         arb_rest(),
+        arb_calibration(),
     )
         .prop_map(
-            |(model, precision, cluster, layout, (training, activations, overheads, serving))| {
+            |(
+                model,
+                precision,
+                cluster,
+                layout,
+                (training, activations, overheads, serving),
+                calibration,
+            )| {
                 Scenario {
                     version: SCENARIO_VERSION,
                     model,
@@ -399,6 +464,7 @@ fn arb_scenario() -> impl Strategy<Value = Scenario> {
                     activations,
                     overheads,
                     serving,
+                    calibration,
                 }
             },
         )

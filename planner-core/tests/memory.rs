@@ -54,6 +54,7 @@ fn scenario(layout: Layout) -> Scenario {
         activations: ActivationOptions::default(),
         overheads: Overheads::default(),
         serving: Serving::default(),
+        calibration: None,
     }
 }
 

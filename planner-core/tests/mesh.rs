@@ -32,6 +32,7 @@ fn scenario(nodes: u32, seq_len: u32, global_batch: u32) -> Scenario {
         activations: ActivationOptions::default(),
         overheads: Overheads::default(),
         serving: Serving::default(),
+        calibration: None,
     }
 }
 

@@ -326,4 +326,18 @@ proptest! {
         prop_assert!(t >= 327_680.0 / 8.0);
         prop_assert!(t <= 327_680.0);
     }
+
+    #[test]
+    fn kv_grows_linearly_with_tokens(
+        a in 0u32..1_000_000, b in 0u32..1_000_000, preset in 0usize..4, dtype in 0usize..4,
+    ) {
+        let id = ["llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "deepseek-v3"][preset];
+        let m = model_preset(id).unwrap();
+        let per_token = kv_bytes_per_token(&m, ServeDtype::ALL[dtype]);
+        let kv = |n| kv_bytes_per_sequence(&per_token, n).bytes;
+        // Linear: kv(a + b) = kv(a) + kv(b), kv(0) = 0, and kv(n) = n × per-token bytes.
+        prop_assert_eq!(kv(0), 0.0);
+        prop_assert_eq!(kv(a + b), kv(a) + kv(b));
+        prop_assert_eq!(kv(a), f64::from(a) * per_token.bytes);
+    }
 }

@@ -2,6 +2,7 @@
 
 mod calibrate;
 mod eval;
+mod export;
 mod link;
 mod search;
 
@@ -16,6 +17,19 @@ pub fn run(command: Command) -> Result<String, CliError> {
             link,
             table,
         } => eval::run(scenario.as_deref(), link.as_deref(), table),
+        Command::Export {
+            scenario,
+            link,
+            format,
+            json,
+            out_dir,
+        } => export::run(&export::Args {
+            path: scenario.as_deref(),
+            query: link.as_deref(),
+            format: &format,
+            json,
+            out_dir: out_dir.as_deref(),
+        }),
         Command::Link { scenario } => link::encode(&scenario),
         Command::DecodeLink { query, lenient } => link::decode(&query, lenient),
         Command::Search {

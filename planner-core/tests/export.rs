@@ -1,0 +1,349 @@
+//! Framework exports: golden files for the article's scenarios and a MoE example,
+//! consistency checks a reader could get wrong, and no-panic properties.
+//!
+//! `UPDATE_GOLDEN=1 cargo test -p planner-core --test export` rewrites the golden files.
+
+use std::path::PathBuf;
+
+use planner_core::export::{export, exports, Export, ExportFormat};
+use planner_core::layout::{Layout, Recompute, Schedule, ZeroStage};
+use planner_core::presets::{article_70b_scenario, article_mesh_scenario, default_scenario};
+use planner_core::scenario::{ModelChoice, Scenario, ServeDtype};
+use proptest::prelude::*;
+
+/// Mixtral 8x7B on 4 nodes × 8 H100: TP 2, PP 2, DP 8 with EP 8 over the DP ranks,
+/// ZeRO-1, interleaved 1F1B with 2 virtual stages, full recompute; served FP8 on TP 4.
+fn mixtral_ep_scenario() -> Scenario {
+    let mut s = default_scenario();
+    s.model = ModelChoice::Preset("mixtral-8x7b".to_string());
+    s.cluster.nodes = 4;
+    s.training.seq_len = 4096;
+    s.training.global_batch = 256;
+    s.layout = Layout {
+        dp: 8,
+        tp: 2,
+        pp: 2,
+        cp: 1,
+        ep: 8,
+        virtual_stages: 2,
+        micro_batch: 1,
+        schedule: Schedule::Interleaved,
+        zero: ZeroStage::Zero1,
+        recompute: Recompute::Full,
+        sequence_parallel: true,
+    };
+    s.serving.tp = 4;
+    s.serving.weight_dtype = ServeDtype::Fp8;
+    s.serving.kv_dtype = ServeDtype::Fp8;
+    s.serving.context_len = 32_768;
+    s.serving.target_concurrency = 64;
+    s
+}
+
+fn golden_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden/export")
+}
+
+/// Text then notes, the way a reader sees an export.
+fn render(e: &Export) -> String {
+    let mut out = e.text.clone();
+    out.push_str("\n---- notes ----\n");
+    for n in &e.notes {
+        out.push_str("- ");
+        out.push_str(n);
+        out.push('\n');
+    }
+    out
+}
+
+fn check_golden(case: &str, s: &Scenario) {
+    let model = s.model_spec().expect("test scenarios use known presets");
+    let dir = golden_dir().join(case);
+    let update = std::env::var_os("UPDATE_GOLDEN").is_some();
+    if update {
+        std::fs::create_dir_all(&dir).expect("create golden dir");
+    }
+    for e in exports(s, &model) {
+        let path = dir.join(e.file_name);
+        let got = render(&e);
+        if update {
+            std::fs::write(&path, &got).expect("write golden");
+        } else {
+            let want = std::fs::read_to_string(&path).unwrap_or_else(|err| {
+                panic!("{}: {err} (run with UPDATE_GOLDEN=1)", path.display())
+            });
+            assert_eq!(
+                got, want,
+                "{case}/{} differs from its golden file",
+                e.file_name
+            );
+        }
+    }
+}
+
+#[test]
+fn golden_article_mesh() {
+    check_golden("article-mesh", &article_mesh_scenario());
+}
+
+#[test]
+fn golden_article_70b_ddp() {
+    check_golden("article-70b-ddp", &article_70b_scenario());
+}
+
+#[test]
+fn golden_article_70b_zero3() {
+    let mut s = article_70b_scenario();
+    s.layout.zero = ZeroStage::Zero3;
+    check_golden("article-70b-zero3", &s);
+}
+
+#[test]
+fn golden_mixtral_ep() {
+    check_golden("mixtral-8x7b-ep", &mixtral_ep_scenario());
+}
+
+fn one(f: ExportFormat, s: &Scenario) -> Export {
+    let model = s.model_spec().expect("known preset");
+    export(f, s, &model)
+}
+
+fn has_line(e: &Export, line: &str) -> bool {
+    e.text.lines().any(|l| l.trim() == line)
+}
+
+#[test]
+fn every_format_once_in_order() {
+    let s = article_mesh_scenario();
+    let model = s.model_spec().expect("known preset");
+    let ids: Vec<&str> = exports(&s, &model).iter().map(|e| e.id).collect();
+    assert_eq!(
+        ids,
+        [
+            "torchrun",
+            "accelerate",
+            "deepspeed",
+            "megatron",
+            "torchtitan",
+            "vllm",
+            "sglang"
+        ]
+    );
+    for f in ExportFormat::ALL {
+        assert_eq!(ExportFormat::from_id(f.id()), Some(f));
+    }
+}
+
+#[test]
+fn article_mesh_megatron_degrees() {
+    let e = one(ExportFormat::Megatron, &article_mesh_scenario());
+    for line in [
+        "--tensor-model-parallel-size 8",
+        "--pipeline-model-parallel-size 4",
+        "--context-parallel-size 4",
+        "--sequence-parallel",
+        "--use-distributed-optimizer",
+        "--recompute-granularity selective",
+        "--micro-batch-size 1",
+        "--global-batch-size 64",
+        "--seq-length 32768",
+        "--num-layers 80",
+        "--group-query-attention",
+        "--num-query-groups 8",
+        "--tokenizer-model meta-llama/Llama-3.1-70B",
+    ] {
+        assert!(has_line(&e, line), "missing {line}:\n{}", e.text);
+    }
+    // A dense model gets no expert flags.
+    assert!(!e.text.contains("--expert-model-parallel-size"));
+}
+
+#[test]
+fn deepspeed_batch_is_consistent() {
+    // Article 70B: 512 sequences, micro-batch 1, DP 64 → 8 accumulation steps.
+    let e = one(ExportFormat::Deepspeed, &article_70b_scenario());
+    let v: serde_json::Value = serde_json::from_str(&e.text).expect("valid JSON");
+    assert_eq!(v["train_batch_size"], 512);
+    assert_eq!(v["train_micro_batch_size_per_gpu"], 1);
+    assert_eq!(v["gradient_accumulation_steps"], 8);
+    assert_eq!(v["zero_optimization"]["stage"], 0);
+    assert_eq!(v["bf16"]["enabled"], true);
+}
+
+#[test]
+fn torchtitan_microbatches_match_the_plan() {
+    // Article mesh: 64 sequences over DP 4 = 16 per rank, micro-batch 1 → m = 16.
+    let e = one(ExportFormat::Torchtitan, &article_mesh_scenario());
+    assert!(has_line(&e, "local_batch_size = 16"), "{}", e.text);
+    assert!(has_line(&e, "pipeline_parallel_microbatch_size = 1"));
+    assert!(has_line(&e, "pipeline_parallel_schedule = \"1F1B\""));
+    assert!(has_line(&e, "context_parallel_degree = 4"));
+}
+
+#[test]
+fn torchtitan_zero_stage_maps_to_dp_degrees() {
+    let mut s = article_70b_scenario();
+    let e = one(ExportFormat::Torchtitan, &s);
+    assert!(has_line(&e, "data_parallel_replicate_degree = 64"));
+    assert!(has_line(&e, "data_parallel_shard_degree = 1"));
+    s.layout.zero = ZeroStage::Zero3;
+    let e = one(ExportFormat::Torchtitan, &s);
+    assert!(has_line(&e, "data_parallel_replicate_degree = 1"));
+    assert!(has_line(&e, "data_parallel_shard_degree = 64"));
+    assert!(has_line(&e, "fsdp_reshard_after_forward = \"always\""));
+}
+
+#[test]
+fn megatron_has_no_zero3_flag_but_says_so() {
+    let mut s = article_70b_scenario();
+    s.layout.zero = ZeroStage::Zero3;
+    let e = one(ExportFormat::Megatron, &s);
+    assert!(!e.text.contains("--use-distributed-optimizer"));
+    assert!(e
+        .notes
+        .iter()
+        .any(|n| n.contains("ZeRO-3 is not a Megatron-LM option")));
+}
+
+#[test]
+fn fsdp2_for_article_mesh_notes_missing_tp_pp() {
+    let e = one(ExportFormat::Accelerate, &article_mesh_scenario());
+    assert!(has_line(&e, "fsdp_version: 2"));
+    assert!(has_line(
+        &e,
+        "fsdp_transformer_layer_cls_to_wrap: LlamaDecoderLayer"
+    ));
+    assert!(e.notes.iter().any(|n| n.contains("TP 8, PP 4, CP 4")));
+}
+
+#[test]
+fn mixtral_expert_flags() {
+    let s = mixtral_ep_scenario();
+    let m = one(ExportFormat::Megatron, &s);
+    for line in [
+        "--expert-model-parallel-size 8",
+        "--expert-tensor-parallel-size 1",
+        "--num-experts 8",
+        "--moe-router-topk 2",
+        "--moe-ffn-hidden-size 14336",
+        // 32 layers / (PP 2 × 2 virtual stages) = 8.
+        "--num-layers-per-virtual-pipeline-stage 8",
+        "--recompute-granularity full",
+    ] {
+        assert!(has_line(&m, line), "missing {line}:\n{}", m.text);
+    }
+    let v = one(ExportFormat::Vllm, &s);
+    assert!(has_line(&v, "--kv-cache-dtype fp8 \\"), "{}", v.text);
+    assert!(has_line(&v, "--quantization fp8"), "{}", v.text);
+    let g = one(ExportFormat::Sglang, &s);
+    assert!(has_line(&g, "--kv-cache-dtype fp8_e4m3 \\"), "{}", g.text);
+}
+
+fn arb_scenario() -> impl Strategy<Value = Scenario> {
+    let presets = [
+        "llama-3.1-8b",
+        "llama-3.1-70b",
+        "mixtral-8x7b",
+        "deepseek-v3",
+        "qwen2.5-72b",
+        "gpt3-175b",
+    ];
+    (
+        (
+            0usize..presets.len(),
+            1u32..=64,
+            1u32..=16,
+            1u32..=8,
+            1u32..=8,
+        ),
+        (1u32..=4, 1u32..=8, 1u32..=4, 1u32..=4, 0u8..=3),
+        (0usize..4, 0usize..3, 1u32..=4096, 0usize..4, 0usize..4),
+    )
+        .prop_map(
+            move |((p, nodes, dp, tp, pp), (cp, ep, vpp, mbs, zero), (sch, rec, gbs, w, kv))| {
+                let mut s = default_scenario();
+                s.model = ModelChoice::Preset(presets[p].to_string());
+                s.cluster.nodes = nodes;
+                s.training.global_batch = gbs;
+                s.layout = Layout {
+                    dp,
+                    tp,
+                    pp,
+                    cp,
+                    ep,
+                    virtual_stages: vpp,
+                    micro_batch: mbs,
+                    schedule: Schedule::ALL[sch],
+                    zero: ZeroStage::ALL[usize::from(zero)],
+                    recompute: Recompute::ALL[rec],
+                    sequence_parallel: tp > 1,
+                };
+                s.serving.weight_dtype = ServeDtype::ALL[w];
+                s.serving.kv_dtype = ServeDtype::ALL[kv];
+                s
+            },
+        )
+}
+
+proptest! {
+    #[test]
+    fn exports_never_panic_and_deepspeed_is_json(s in arb_scenario()) {
+        let model = s.model_spec().expect("preset");
+        let all = exports(&s, &model);
+        prop_assert_eq!(all.len(), ExportFormat::ALL.len());
+        let ds = &all[2];
+        let v: serde_json::Value = serde_json::from_str(&ds.text).expect("DeepSpeed export is JSON");
+        // When DeepSpeed gets a batch, global = micro × accumulation × DP holds exactly.
+        if let Some(g) = v.get("train_batch_size").and_then(|g| g.as_u64()) {
+            let micro = v["train_micro_batch_size_per_gpu"].as_u64().unwrap_or(0);
+            let acc = v["gradient_accumulation_steps"].as_u64().unwrap_or(0);
+            prop_assert_eq!(g, micro * acc * u64::from(s.layout.dp));
+        }
+    }
+}
+
+proptest! {
+    /// Exports are also built for unvalidated scenarios (the app shows them while the
+    /// user types): zeros and huge values must give text and notes, never a panic.
+    #[test]
+    fn exports_survive_unvalidated_layouts(
+        dp in prop_oneof![Just(0u32), Just(u32::MAX), 1u32..=64],
+        tp in prop_oneof![Just(0u32), Just(u32::MAX), 1u32..=8],
+        pp in prop_oneof![Just(0u32), Just(u32::MAX), 1u32..=8],
+        vpp in prop_oneof![Just(0u32), Just(u32::MAX), 1u32..=4],
+        mbs in prop_oneof![Just(0u32), Just(u32::MAX), 1u32..=4],
+        gbs in prop_oneof![Just(0u32), Just(u32::MAX), 1u32..=512],
+        gpn in prop_oneof![Just(0u32), 1u32..=8],
+        serve_tp in prop_oneof![Just(0u32), Just(u32::MAX), 1u32..=8],
+    ) {
+        let mut s = mixtral_ep_scenario();
+        s.layout.dp = dp;
+        s.layout.tp = tp;
+        s.layout.pp = pp;
+        s.layout.cp = dp;
+        s.layout.ep = tp;
+        s.layout.virtual_stages = vpp;
+        s.layout.micro_batch = mbs;
+        s.training.global_batch = gbs;
+        s.cluster.gpus_per_node = gpn;
+        s.serving.tp = serve_tp;
+        s.serving.pp = serve_tp;
+        let model = s.model_spec().expect("preset");
+        prop_assert_eq!(exports(&s, &model).len(), ExportFormat::ALL.len());
+    }
+}
+
+#[test]
+fn torchtitan_refuses_ep_not_a_multiple_of_tp() {
+    // With expert-TP 1, torchtitan's EP group is cut from dp_shard × CP × TP: EP 2 with TP 4 cannot be.
+    let mut s = mixtral_ep_scenario();
+    s.layout.tp = 4;
+    s.layout.dp = 4;
+    s.layout.ep = 2;
+    let e = one(ExportFormat::Torchtitan, &s);
+    assert!(
+        e.notes.iter().any(|n| n.contains("torchtitan will refuse")),
+        "{:?}",
+        e.notes
+    );
+}

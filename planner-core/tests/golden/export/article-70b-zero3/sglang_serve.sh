@@ -1,0 +1,12 @@
+python -m sglang.launch_server \
+  --model-path meta-llama/Llama-3.1-70B \
+  --tp-size 8 \
+  --pp-size 1 \
+  --context-length 32768 \
+  --mem-fraction-static 0.9 \
+  --max-running-requests 16 \
+  --dtype bfloat16
+
+---- notes ----
+- Custom model '70B model (article)' has the shapes of preset 'llama-3.1-70b'; its Hugging Face repo and layer class are used. Change them if your checkpoint differs.
+- SGLang's --mem-fraction-static covers weights and KV cache only; activations and CUDA graphs use the rest, so the same number leaves less headroom than in vLLM.
