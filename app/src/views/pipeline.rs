@@ -26,6 +26,8 @@ struct PipelineData {
     grid_note: String,
     /// Stages of the drawn grid and curve (4 when the layout has none).
     curve_p: u32,
+    /// Micro-batches of the drawn grid.
+    grid_m: u32,
     bubble: Bubble,
     /// Both definitions as explained terms (formula with numbers).
     terms: [Term; 2],
@@ -112,6 +114,7 @@ fn compute(s: &planner_core::scenario::Scenario) -> PipelineData {
         grid,
         grid_note,
         curve_p,
+        grid_m: gm,
         bubble: pipeline::bubble(schedule, p, m, v),
         terms: pipeline::bubble_terms(schedule, p, m, v),
         curve,
@@ -123,8 +126,42 @@ fn compute(s: &planner_core::scenario::Scenario) -> PipelineData {
 pub fn PipelineView() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let data = Memo::new(move |_| ctx.scenario.with(compute));
+    // The article's figure: the forward pass alone, GPipe-style.
+    let forward_only = RwSignal::new(false);
     // The grid redraws only when the drawn timeline changes, not on every m.
-    let grid = Memo::new(move |_| data.with(|d| d.grid.clone()));
+    let grid = Memo::new(move |_| {
+        if forward_only.get() {
+            data.with(|d| {
+                let (p, m) = if d.p == 1 {
+                    (4, 4)
+                } else {
+                    (d.curve_p, d.grid_m)
+                };
+                pipeline::forward_only_timeline(p, m).map_err(|e| e.to_string())
+            })
+        } else {
+            data.with(|d| d.grid.clone())
+        }
+    });
+    let grid_note = move || {
+        if !forward_only.get() {
+            return data.with(|d| d.grid_note.clone());
+        }
+        grid.with(|g| match g {
+            Ok(t) => {
+                let slots = t.makespan_ticks();
+                let cells = u64::from(t.stages) * slots;
+                format!(
+                    "Forward pass only (the article's figure): {} stages × {} micro-batches over {slots} time steps; {} of {cells} slots idle = {}, the (p−1)/(m+p−1) of a balanced GPipe forward pass.",
+                    t.stages,
+                    t.micro_batches,
+                    t.idle_ticks(),
+                    format::percent(t.idle_fraction()),
+                )
+            }
+            Err(e) => e.clone(),
+        })
+    };
 
     let draw_grid = Callback::new(move |(canvas, css_width): DrawInput| {
         let theme = ctx.theme.get();
@@ -191,10 +228,21 @@ pub fn PipelineView() -> impl IntoView {
                 "Pipeline parallelism puts consecutive layers on different GPUs and streams micro-batches through them; only activations cross stage boundaries (point-to-point). A stage waits while the first micro-batch fills the pipe and while the last one drains: that idle time is the bubble. More micro-batches shrink it; the interleaved schedule gives each GPU several smaller chunks, dividing it by v; zero-bubble splits the backward pass into input- and weight-gradient halves and fills the gaps with the weight halves."
             </p>
             <figure>
-                <figcaption data-testid="grid-note">{move || data.with(|d| d.grid_note.clone())}</figcaption>
-                {move || data.with(|d| d.grid.as_ref().err().map(|e| view! { <p class="issue error">{e.clone()}</p> }))}
+                <figcaption>
+                    <span data-testid="grid-note">{grid_note}</span>
+                    <label class="inline" title="Draw only the forward pass, as the article's figure does">
+                        <input
+                            type="checkbox"
+                            data-testid="forward-only"
+                            prop:checked=move || forward_only.get()
+                            on:change=move |ev| forward_only.set(event_target_checked(&ev))
+                        />
+                        " forward pass only"
+                    </label>
+                </figcaption>
+                {move || grid.with(|g| g.as_ref().err().map(|e| view! { <p class="issue error">{e.clone()}</p> }))}
                 <ChartCanvas
-                    label=Signal::derive(move || data.with(|d| format!("{} schedule grid: {}", d.schedule.label(), d.grid_note)))
+                    label=Signal::derive(grid_note)
                     testid="chart-schedule"
                     draw=draw_grid
                 />
@@ -216,6 +264,21 @@ pub fn PipelineView() -> impl IntoView {
                     <dt>"Overhead vs ideal time"</dt>
                     <dd data-testid="bubble-overhead">{move || data.with(|d| format::percent(d.bubble.overhead_vs_ideal))}</dd>
                     <dd class="hint">"extra time over a bubble-free step: " {move || data.with(|d| d.terms[1].worked.clone())}</dd>
+                </div>
+                <div tabindex="0" title="The article's bars: idle share of a balanced GPipe forward pass, (p−1)/(m+p−1)">
+                    <dt>{move || data.with(|d| format!("Forward idle share at p = {}", d.curve_p))}</dt>
+                    <dd data-testid="forward-idle-shares">
+                        {move || {
+                            data.with(|d| {
+                                [4u32, 16, 32]
+                                    .iter()
+                                    .map(|&m| format!("m = {m}: {}", format::percent(pipeline::bubble(Schedule::Gpipe, d.curve_p, m, 1).idle_fraction)))
+                                    .collect::<Vec<_>>()
+                                    .join(" · ")
+                            })
+                        }}
+                    </dd>
+                    <dd class="hint">"more micro-batches, smaller bubble (and smaller kernels)"</dd>
                 </div>
                 <div>
                     <dt>"This layout"</dt>

@@ -381,6 +381,24 @@ fn screenshots_of_each_view() {
             &screenshot_path("serving-default"),
         )
         .unwrap();
+    // The article's pipeline figure: forward pass of 4 stages × 4 micro-batches,
+    // 12 of 28 slots idle; and its bars, 43% / 16% / 9% for m = 4 / 16 / 32.
+    session.click("[data-testid=forward-only]").unwrap();
+    let note = session
+        .wait_text("[data-testid=grid-note]", SETTLE, |t| {
+            t.contains("Forward pass only")
+        })
+        .unwrap();
+    assert!(note.contains("12 of 28 slots idle"), "{note}");
+    let shares = session.text("[data-testid=forward-idle-shares]").unwrap();
+    assert_eq!(shares, "m = 4: 42.9% · m = 16: 15.8% · m = 32: 8.6%");
+    session
+        .element_screenshot(
+            "[data-testid=pipeline-view]",
+            &screenshot_path("pipeline-forward-article"),
+        )
+        .unwrap();
+    session.click("[data-testid=forward-only]").unwrap();
     session.click("[data-testid=example-article-mesh]").unwrap();
     for schedule in ["gpipe", "1f1b", "interleaved", "zb"] {
         session
