@@ -202,6 +202,12 @@ fn article_70b_on_64_gpus_reads_the_articles_numbers() {
         tip.contains("GB") && tip.contains('='),
         "tooltip shows bytes and a worked formula: {tip:?}"
     );
+    session
+        .execute(
+            "document.querySelector('[data-testid=chart-zero]').dispatchEvent(new MouseEvent('mouseleave'));",
+            vec![],
+        )
+        .unwrap();
     // Every term with its formula, keyboard-reachable, in the breakdown table.
     session
         .click("[data-testid=memory-view] details summary")
@@ -219,6 +225,16 @@ fn article_70b_on_64_gpus_reads_the_articles_numbers() {
             &screenshot_path("memory-article-70b"),
         )
         .expect("screenshot");
+    // The article's chart exactly: model state alone, ZeRO-3 the only bar under 80 GB.
+    session.click("[data-testid=include-other]").unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    session
+        .element_screenshot(
+            "[data-testid=memory-view]",
+            &screenshot_path("memory-article-70b-state-only"),
+        )
+        .expect("screenshot");
+    session.click("[data-testid=include-other]").unwrap();
     session
         .screenshot(&screenshot_path("page-article-70b"))
         .expect("screenshot");
