@@ -4,7 +4,7 @@ use planner_core::hardware::{gpu_preset, Cluster};
 use planner_core::kv_cache::{
     kv_bytes_per_sequence, kv_bytes_per_token, kv_bytes_per_token_per_gpu, kv_heads_per_gpu,
 };
-use planner_core::model::{FfnKind, MlaSpec, ModelSpec, MoeSpec, NormKind};
+use planner_core::model::ModelSpec;
 use planner_core::presets::model_preset;
 use planner_core::scenario::{ServeDtype, Serving};
 use planner_core::serving::{
@@ -12,75 +12,24 @@ use planner_core::serving::{
 };
 use proptest::prelude::*;
 
-fn llama(layers: u32, hidden: u32, heads: u32, kv_heads: u32, ffn: u32) -> ModelSpec {
-    ModelSpec {
-        name: "llama".to_string(),
-        layers,
-        hidden,
-        heads,
-        kv_heads,
-        head_dim: hidden / heads,
-        ffn,
-        ffn_kind: FfnKind::SwiGlu,
-        vocab: 128_256,
-        tied_embeddings: false,
-        norm: NormKind::RmsNorm,
-        dropout: false,
-        qkv_bias: false,
-        linear_bias: false,
-        learned_positions: 0,
-        moe: None,
-        mla: None,
-        nominal_params: None,
-    }
+fn preset(id: &str) -> ModelSpec {
+    model_preset(id).expect("preset exists")
 }
 
 fn llama_8b() -> ModelSpec {
-    llama(32, 4096, 32, 8, 14336)
+    preset("llama-3.1-8b")
 }
 
 fn llama_70b() -> ModelSpec {
-    model_preset("llama-3.1-70b").expect("preset exists")
+    preset("llama-3.1-70b")
 }
 
 fn llama_405b() -> ModelSpec {
-    llama(126, 16384, 128, 8, 53248)
+    preset("llama-3.1-405b")
 }
 
-/// DeepSeek-V3 config.json: 61 layers, 3 dense, MLA kv_lora 512 / rope 64.
 fn deepseek_v3() -> ModelSpec {
-    ModelSpec {
-        name: "DeepSeek-V3".to_string(),
-        layers: 61,
-        hidden: 7168,
-        heads: 128,
-        kv_heads: 128,
-        head_dim: 128,
-        ffn: 18432,
-        ffn_kind: FfnKind::SwiGlu,
-        vocab: 129_280,
-        tied_embeddings: false,
-        norm: NormKind::RmsNorm,
-        dropout: false,
-        qkv_bias: false,
-        linear_bias: false,
-        learned_positions: 0,
-        moe: Some(MoeSpec {
-            routed_experts: 256,
-            experts_per_token: 8,
-            shared_experts: 1,
-            expert_ffn: 2048,
-            dense_layers: 3,
-        }),
-        mla: Some(MlaSpec {
-            q_lora_rank: 1536,
-            kv_lora_rank: 512,
-            qk_rope_head_dim: 64,
-            qk_nope_head_dim: 128,
-            v_head_dim: 128,
-        }),
-        nominal_params: None,
-    }
+    preset("deepseek-v3")
 }
 
 fn h100(nodes: u32) -> Cluster {
