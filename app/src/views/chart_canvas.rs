@@ -68,8 +68,26 @@ pub fn ChartCanvas(
         let found = boxes.with_value(|b| hit(b, x, y).map(|h| h.tip.clone()));
         hover.set(found.map(|tip| (x, y, tip)));
     };
+    // PNG export: the canvas as a data URL, handed to the link just before the browser follows it.
+    let on_download = move |ev: web_sys::MouseEvent| {
+        let url = canvas_ref.get().and_then(|c| c.to_data_url().ok());
+        let link = ev.current_target().and_then(|t| t.dyn_into::<web_sys::Element>().ok());
+        if let (Some(url), Some(link)) = (url, link) {
+            let _ = link.set_attribute("href", &url);
+        }
+    };
     view! {
         <div class="chart" node_ref=box_ref>
+            <a
+                class="chart-download"
+                href="#"
+                download=format!("meshplan-{testid}.png")
+                data-testid=format!("download-{testid}")
+                title="Download this chart as PNG"
+                on:click=on_download
+            >
+                "PNG"
+            </a>
             <canvas
                 node_ref=canvas_ref
                 role="img"
