@@ -229,7 +229,12 @@ fn CollectiveCard(data: Data, index: usize) -> impl IntoView {
                 .unwrap_or_default()
         })
     });
-    let testid: &'static str = ["chart-teach-all_reduce", "chart-teach-reduce_scatter", "chart-teach-all_gather", "chart-teach-alltoall"][index % 4];
+    let testid: &'static str = [
+        "chart-teach-all_reduce",
+        "chart-teach-reduce_scatter",
+        "chart-teach-all_gather",
+        "chart-teach-alltoall",
+    ][index % 4];
     view! {
         <figure class="learn-card" data-testid=move || format!("coll-{}", id())>
             <figcaption>
@@ -308,7 +313,15 @@ fn StrategiesTab(data: Data) -> impl IntoView {
         let theme = ctx.theme.get();
         data.with(|d| {
             d.as_ref()
-                .map(|d| warn_err(draw::draw_sketches(&canvas, w, &d.figs.sketches, &d.used, &theme)))
+                .map(|d| {
+                    warn_err(draw::draw_sketches(
+                        &canvas,
+                        w,
+                        &d.figs.sketches,
+                        &d.used,
+                        &theme,
+                    ))
+                })
                 .unwrap_or_default()
         })
     });

@@ -2,15 +2,15 @@
 //! `planner_core::teaching`; lengths are CSS pixels, scaled by the device
 //! pixel ratio when drawn (as in `charts.rs`).
 
-use plotters::coord::Shift;
-use plotters::prelude::*;
-use plotters::style::text_anchor::{HPos, Pos, VPos};
-use plotters_canvas::CanvasBackend;
 use planner_core::collectives::{Collective, LinkDomain};
 use planner_core::teaching::{
     ChunkCell, CollectiveDemo, CpAttention, CpGrid, DdpOverlapDemo, DdpTimeline, EpRouting,
     FsdpLane, FsdpLanes, MlpSplit, StrategySketch, WeightSplit,
 };
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
+use plotters_canvas::CanvasBackend;
 use web_sys::HtmlCanvasElement;
 
 use crate::charts::{prepare, HitBox, Theme, Tip, PALETTE};
@@ -279,7 +279,11 @@ pub fn draw_collective(
                         let single = cellv.from.len() == 1;
                         let (fill, fg, text) = if single {
                             let f = cellv.from[0] as usize;
-                            (pal(f), on(f), format!("{}{}", letter(cellv.from[0]), cellv.chunk))
+                            (
+                                pal(f),
+                                on(f),
+                                format!("{}{}", letter(cellv.from[0]), cellv.chunk),
+                            )
                         } else {
                             (sum_fill, sum_text, format!("Σ{}", cellv.chunk))
                         };
@@ -413,7 +417,14 @@ pub fn draw_sketches(
         let gy = py + 28.0;
         for (g, gpu) in sk.gpus.iter().enumerate() {
             let gx = px + 10.0 + (gpu_w + gap) * g as f64;
-            pen.outline(gx, gy, gx + gpu_w, gy + 4.0 * layer_h + 48.0, theme.muted, 1.0)?;
+            pen.outline(
+                gx,
+                gy,
+                gx + gpu_w,
+                gy + 4.0 * layer_h + 48.0,
+                theme.muted,
+                1.0,
+            )?;
             pen.text(
                 &format!("GPU {g}"),
                 gx + gpu_w / 2.0,
@@ -483,9 +494,17 @@ pub fn draw_sketches(
             if let Some(e) = gpu.expert {
                 lines.push(format!("expert {e}"));
             } else if gpu.weights == WeightSplit::Slice {
-                lines.push(format!("slice {}/{}", gpu.weight_share.part + 1, gpu.weight_share.of));
+                lines.push(format!(
+                    "slice {}/{}",
+                    gpu.weight_share.part + 1,
+                    gpu.weight_share.of
+                ));
             } else if gpu.weights == WeightSplit::Shard {
-                lines.push(format!("shard {}/{}", gpu.weight_share.part + 1, gpu.weight_share.of));
+                lines.push(format!(
+                    "shard {}/{}",
+                    gpu.weight_share.part + 1,
+                    gpu.weight_share.of
+                ));
             }
             for (k, l) in lines.iter().enumerate() {
                 pen.text(
@@ -652,7 +671,14 @@ fn draw_ddp_timeline(
         let c = pal(i);
         let (bx0, bx1) = (xs(b.backward_start_s), xs(b.backward_end_s));
         pen.fill(bx0, yb + 2.0, bx1.max(bx0 + 1.0), yb + lane - 2.0, c)?;
-        pen.outline(bx0, yb + 2.0, bx1.max(bx0 + 1.0), yb + lane - 2.0, th.bg, 1.0)?;
+        pen.outline(
+            bx0,
+            yb + 2.0,
+            bx1.max(bx0 + 1.0),
+            yb + lane - 2.0,
+            th.bg,
+            1.0,
+        )?;
         let label = format!("L{}–{}", b.layers[1], b.layers[0]);
         if bx1 - bx0 > 44.0 {
             pen.text(
@@ -687,7 +713,14 @@ fn draw_ddp_timeline(
         let (ax0, ax1) = (xs(b.all_reduce_start_s), xs(b.all_reduce_end_s));
         if b.buckets > 0.0 {
             pen.fill(ax0, ya + 2.0, ax1.max(ax0 + 1.0), ya + lane - 2.0, c)?;
-            pen.outline(ax0, ya + 2.0, ax1.max(ax0 + 1.0), ya + lane - 2.0, th.bg, 1.0)?;
+            pen.outline(
+                ax0,
+                ya + 2.0,
+                ax1.max(ax0 + 1.0),
+                ya + lane - 2.0,
+                th.bg,
+                1.0,
+            )?;
             if ax1 - ax0 > 44.0 {
                 pen.text(
                     &label,
@@ -933,11 +966,7 @@ pub fn mlp_height(tp: u32) -> f64 {
 }
 
 fn dims(rows: u64, cols: u64) -> String {
-    format!(
-        "{}×{}",
-        format::thousands(rows),
-        format::thousands(cols)
-    )
+    format!("{}×{}", format::thousands(rows), format::thousands(cols))
 }
 
 /// X · A_i = Y_i (column-parallel), Y_i · B_i = Z_i (row-parallel), Σ Z_i by one all-reduce.
@@ -1244,7 +1273,11 @@ fn draw_cp_grid(
         if b.diagonal {
             pen.fill(x + inset, y + inset, x + c - inset, y + c - inset, th.idle)?;
             pen.poly(
-                &[(x + inset, y + inset), (x + inset, y + c - inset), (x + c - inset, y + c - inset)],
+                &[
+                    (x + inset, y + inset),
+                    (x + inset, y + c - inset),
+                    (x + c - inset, y + c - inset),
+                ],
                 color,
             )?;
         } else {
@@ -1348,7 +1381,15 @@ pub fn draw_ep(
     let tok_x = |i: u32| left + tok_w * f64::from(i);
     let ty = 26.0;
     let mut boxes = Vec::new();
-    pen.text("tokens", left - 6.0, ty + 8.0, 10.5, theme.muted, HPos::Right, VPos::Center)?;
+    pen.text(
+        "tokens",
+        left - 6.0,
+        ty + 8.0,
+        10.5,
+        theme.muted,
+        HPos::Right,
+        VPos::Center,
+    )?;
     for rt in &ep.routes {
         let x = tok_x(rt.token);
         let c = rt.rank as usize;
@@ -1428,7 +1469,15 @@ pub fn draw_ep(
             }
         }
     }
-    pen.text("experts", left - 6.0, ey - 8.0, 10.5, theme.muted, HPos::Right, VPos::Center)?;
+    pen.text(
+        "experts",
+        left - 6.0,
+        ey - 8.0,
+        10.5,
+        theme.muted,
+        HPos::Right,
+        VPos::Center,
+    )?;
     pen.text(
         "slots",
         left - 6.0,
@@ -1503,7 +1552,15 @@ pub fn draw_ep(
         } else {
             pen.outline(x, ly - 5.0, x + 10.0, ly + 5.0, color, 1.0)?;
         }
-        pen.text(label, x + 14.0, ly, 10.0, theme.fg, HPos::Left, VPos::Center)?;
+        pen.text(
+            label,
+            x + 14.0,
+            ly,
+            10.0,
+            theme.fg,
+            HPos::Left,
+            VPos::Center,
+        )?;
         x += 30.0 + 6.0 * label.len() as f64;
     }
     pen.present()?;
