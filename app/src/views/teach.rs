@@ -90,8 +90,8 @@ fn purpose_label(p: Purpose) -> &'static str {
     match p {
         Purpose::GradAllReduce => "gradients (DDP)",
         Purpose::ExpertGradAllReduce => "expert gradients",
-        Purpose::GradReduceScatter => "gradients to owners (ZeRO)",
-        Purpose::ParamAllGather => "updated weights (ZeRO-1/2)",
+        Purpose::GradReduceScatter => "gradient shards (ZeRO)",
+        Purpose::ParamAllGather => "new weights (ZeRO-1/2)",
         Purpose::ParamAllGatherForward => "weights before forward (ZeRO-3)",
         Purpose::ParamAllGatherBackward => "weights before backward (ZeRO-3)",
         Purpose::TpForward => "TP, forward",
@@ -112,6 +112,15 @@ fn group_label(g: GroupKind) -> &'static str {
         GroupKind::Pp => "PP",
         GroupKind::DpCp => "DP×CP",
         GroupKind::ExpertDp => "expert DP",
+    }
+}
+
+fn domain_short(d: Domain) -> &'static str {
+    match d {
+        Domain::Local => "local",
+        Domain::IntraNode => "in node",
+        Domain::InterNode => "network",
+        Domain::Hierarchical => "two-level",
     }
 }
 
@@ -279,7 +288,7 @@ fn uses_table(d: &CollectiveDemo) -> AnyView {
                     data-sent-bytes=u.bytes_sent_per_rank_per_call.to_string()
                 >
                     <td>{purpose_label(u.purpose)}</td>
-                    <td>{format!("{} of {}, {}", group_label(u.group), u.ranks, domain_label(u.domain))}</td>
+                    <td title=domain_label(u.domain)>{format!("{} {} · {}", group_label(u.group), u.ranks, domain_short(u.domain))}</td>
                     <td class="num">{format::bytes(u.message_bytes)}</td>
                     <td class="num" data-testid=format!("coll-{id}-sent-{i}")>{format::bytes(u.bytes_sent_per_rank_per_call)}</td>
                     <td class="num">{format::sig3(u.calls_per_step)}</td>
@@ -392,8 +401,8 @@ fn DdpTab(data: Data) -> impl IntoView {
                         <dd class="hint">{f(|d| format!("all-reduce alone {}", seconds(d.fast.all_reduce_total_s)))}</dd></div>
                     <div><dt>"Wait, slow link"</dt><dd data-testid="ddp-wait-slow">{f(|d| seconds(d.slow.exposed_wait_s))}</dd>
                         <dd class="hint">{f(|d| format!("all-reduce alone {}", seconds(d.slow.all_reduce_total_s)))}</dd></div>
-                    <div><dt>"This layout's group"</dt><dd data-testid="ddp-wait-current">{f(|d| seconds(d.current.exposed_wait_s))}</dd>
-                        <dd class="hint">{f(|d| format!("waits; runs {}", domain_label(d.current_domain)))}</dd></div>
+                    <div><dt>"Wait, this layout"</dt><dd data-testid="ddp-wait-current">{f(|d| seconds(d.current.exposed_wait_s))}</dd>
+                        <dd class="hint">{f(|d| format!("its gradient group runs {}", domain_label(d.current_domain)))}</dd></div>
                 </dl>
                 <p class="hint">{f(|d| d.assumption.clone())}</p>
             </div>
@@ -498,7 +507,7 @@ fn CpTab(data: Data) -> impl IntoView {
     view! {
         <div class="learn-row">
             <div class="learn-text">
-                <p>"Context parallelism cuts each sequence into chunks, one query block per rank. With causal attention a query only looks at earlier keys, so the grid of (query, key) blocks is a triangle: blocks above the diagonal are skipped. Cut contiguously, the rank with the last chunk does most of the work; Megatron's zig-zag gives each rank one early and one late chunk, which evens it out. Keys and values travel around a ring: at each step every rank passes the block it holds to its neighbour (numbers in the blocks: the ring step at which those keys arrive)."</p>
+                <p>"Context parallelism cuts each sequence into chunks, one query block per rank. With causal attention a query only looks at earlier keys, so the grid of blocks (rows: query chunks, columns: key chunks) is a triangle: blocks above the diagonal are skipped. Cut contiguously, the rank with the last chunk does most of the work; Megatron's zig-zag gives each rank one early and one late chunk, which evens it out. Keys and values travel around a ring: at each step every rank passes the block it holds to its neighbour (numbers in the blocks: the ring step at which those keys arrive)."</p>
                 {move || match cp() {
                     Some(Err(e)) => Some(view! { <p class="issue error">{format!("{}: {}", e.field, e.message)}</p> }),
                     _ => None,

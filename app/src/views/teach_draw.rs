@@ -206,6 +206,8 @@ fn tip(title: String, value: String, lines: Vec<String>) -> Tip {
 pub fn seconds(s: f64) -> String {
     if !s.is_finite() {
         "—".into()
+    } else if s == 0.0 {
+        "0".into()
     } else if s >= 1.0 {
         format!("{} s", format::sig3(s))
     } else if s >= 1e-3 {
@@ -982,8 +984,8 @@ pub fn draw_mlp(
     };
     let drawn = m.tp.clamp(1, MLP_DRAWN_RANKS);
     // Columns: X, A_i, Y_i, B_i, Z_i, (all-reduce), Z.
-    let s = (pen.width / 760.0).min(1.0);
-    let widths = [78.0, 58.0, 58.0, 82.0, 82.0];
+    let s = (pen.width / 900.0).min(1.0);
+    let widths = [96.0, 84.0, 84.0, 96.0, 96.0];
     let op_gap = 30.0 * s;
     let mut xs = Vec::new();
     let mut x = 60.0 * s;
@@ -1530,15 +1532,16 @@ pub fn draw_ep(
         });
     }
     let cap_y = ey + slot_h * f64::from(ep.capacity);
-    pen.dashed((left, cap_y), (right, cap_y), theme.fg, 1.0)?;
+    let cap_end = ex_x(ep.experts) + 70.0;
+    pen.dashed((left, cap_y), (cap_end, cap_y), theme.fg, 1.0)?;
     pen.text(
         &format!("capacity {}", ep.capacity),
-        right,
-        cap_y + 3.0,
+        cap_end,
+        cap_y - 3.0,
         10.0,
         theme.fg,
         HPos::Right,
-        VPos::Top,
+        VPos::Bottom,
     )?;
     let ly = height - 14.0;
     let mut x = left;
@@ -1578,6 +1581,7 @@ mod tests {
         assert_eq!(tick_step(0.037, 4.0), 0.01);
         assert_eq!(seconds(0.0123), "12.3 ms");
         assert_eq!(seconds(2.5e-5), "25.0 µs");
+        assert_eq!(seconds(0.0), "0");
         assert_eq!(letter(0), 'A');
     }
 }
