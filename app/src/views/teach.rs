@@ -216,7 +216,7 @@ fn warn_err(r: Result<Vec<crate::charts::HitBox>, String>) -> Vec<crate::charts:
 fn CollectivesTab(data: Data) -> impl IntoView {
     view! {
         <p class="explain">
-            "The four collectives on four ranks. Each rank's tensor is cut into four chunks; a letter is a rank's own data (A = rank 0), Σ a sum over ranks. Below each, what this layout uses it for: the message (one call's buffer, as nccl-tests counts it) and the bytes each rank sends, message × the bus-bandwidth factor."
+            "The four collectives on four ranks. Each rank's tensor is cut into four chunks; a letter is a rank's own data (A = rank 0), Σ a sum over ranks. Below each, what this layout uses it for: the message (one call's buffer, as nccl-tests counts it) and the bytes each rank sends per call and per step: message × the bus-bandwidth factor of the group's n ranks."
         </p>
         <div class="learn-grid">
             {(0..4usize).map(|i| view! { <CollectiveCard data=data index=i /> }).collect_view()}
@@ -252,7 +252,7 @@ fn CollectiveCard(data: Data, index: usize) -> impl IntoView {
                 <span data-testid=move || format!("coll-{}-factor", id())>
                     {move || demo.with(|d| d.as_ref().map(|d| format!("{} = {}", factor_formula(d.op), format::sig3(d.busbw_factor))).unwrap_or_default())}
                 </span>
-                " × its tensor (n = 4)"
+                " × its tensor"
             </figcaption>
             <ChartCanvas
                 label=Signal::derive(move || format!("{} on four ranks, before and after", op().map(op_label).unwrap_or_default()))
@@ -260,7 +260,7 @@ fn CollectiveCard(data: Data, index: usize) -> impl IntoView {
                 draw=draw_it
             />
             <p class="learn-note">{move || op().map(collective_text).unwrap_or_default()}</p>
-            {move || demo.with(|d| d.as_ref().map(|d| uses_table(d)))}
+            {move || demo.with(|d| d.as_ref().map(uses_table))}
         </figure>
     }
 }
@@ -288,7 +288,7 @@ fn uses_table(d: &CollectiveDemo) -> AnyView {
                     data-sent-bytes=u.bytes_sent_per_rank_per_call.to_string()
                 >
                     <td>{purpose_label(u.purpose)}</td>
-                    <td title=domain_label(u.domain)>{format!("{} {} · {}", group_label(u.group), u.ranks, domain_short(u.domain))}</td>
+                    <td class="nowrap" title=domain_label(u.domain)>{format!("{} {} · {}", group_label(u.group), u.ranks, domain_short(u.domain))}</td>
                     <td class="num">{format::bytes(u.message_bytes)}</td>
                     <td class="num" data-testid=format!("coll-{id}-sent-{i}")>{format::bytes(u.bytes_sent_per_rank_per_call)}</td>
                     <td class="num">{format::sig3(u.calls_per_step)}</td>
@@ -304,9 +304,9 @@ fn uses_table(d: &CollectiveDemo) -> AnyView {
                     <th>"used for"</th>
                     <th>"group"</th>
                     <th class="num">"message"</th>
-                    <th class="num">"sent / rank / call"</th>
+                    <th class="num" title="bytes each rank sends per call">"sent / call"</th>
                     <th class="num">"calls / step"</th>
-                    <th class="num">"sent / rank / step"</th>
+                    <th class="num" title="bytes each rank sends per step">"sent / step"</th>
                 </tr>
             </thead>
             <tbody>{rows}</tbody>
