@@ -1379,7 +1379,7 @@ pub fn draw_ep(
     let left = 70.0;
     let right = pen.width - 12.0;
     let t = f64::from(ep.tokens.max(1));
-    let tok_w = ((right - left) / t).min(26.0);
+    let tok_w = ((right - left) / t).min(40.0);
     let tok_x = |i: u32| left + tok_w * f64::from(i);
     let ty = 26.0;
     let mut boxes = Vec::new();
@@ -1448,7 +1448,7 @@ pub fn draw_ep(
         }
     }
     let e = f64::from(ep.experts.max(1));
-    let ex_w = ((right - left) / e).min(60.0);
+    let ex_w = ((right - left) / e).min(100.0);
     let ex_x = |i: u32| left + ex_w * f64::from(i);
     let ey = 110.0;
     let slots = ep
