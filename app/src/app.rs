@@ -13,7 +13,7 @@ use planner_core::validate::layout_rule_violations;
 use crate::charts::Theme;
 use crate::inputs::{power_of_two_steps, Issue, Issues, NumberField, Select, StepSlider, Toggle};
 use crate::share;
-use crate::views::{MemoryView, PipelineView, ServingView};
+use crate::views::{LearnView, MemoryView, PipelineView, ServingView};
 
 /// What the views read: the scenario and its resolved model.
 #[derive(Clone, Copy)]
@@ -133,6 +133,7 @@ pub fn App() -> impl IntoView {
                 <MemoryView />
                 <PipelineView />
                 <ServingView />
+                <LearnView />
             </div>
         </main>
         <footer class="foot">

@@ -1262,6 +1262,9 @@ pub fn ep_routing(
 
 /// Tokens the routing figure draws by default (the article's sixteen).
 pub const DEFAULT_ROUTED_TOKENS: u32 = 16;
+/// Seed of the routing figure: with the article's 4 experts, 16 tokens and
+/// capacity 5 it overloads one expert (2 tokens dropped), as the article's figure shows.
+pub const DEFAULT_ROUTING_SEED: u64 = 7;
 /// Capacity factor of the routing figure (the article's capacity of 5 for 16 tokens on 4 experts).
 pub const DEFAULT_CAPACITY_FACTOR: f64 = 1.25;
 
@@ -1310,6 +1313,13 @@ pub fn teaching_figures(
         fsdp: fsdp_lanes(scenario, model, options),
         mlp: megatron_mlp_split(model, tp, tokens, act),
         cp: cp_attention_for(scenario, model),
-        ep: ep_routing(model, ep, DEFAULT_CAPACITY_FACTOR, routed_tokens, 0, act),
+        ep: ep_routing(
+            model,
+            ep,
+            DEFAULT_CAPACITY_FACTOR,
+            routed_tokens,
+            DEFAULT_ROUTING_SEED,
+            act,
+        ),
     }
 }

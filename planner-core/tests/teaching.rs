@@ -450,3 +450,19 @@ fn oversized_inputs_are_refused_by_field() {
         Err("capacity_factor".to_string())
     );
 }
+
+#[test]
+fn the_illustrative_routing_overflows_an_expert_as_the_article_draws() {
+    use planner_core::teaching::teaching_figures;
+    let sc = default_scenario();
+    let model = sc.model_spec().expect("model");
+    let ep = teaching_figures(&sc, &model, &CostOptions::default())
+        .ep
+        .expect("ep");
+    assert!(ep.illustrative);
+    // 16 tokens on 4 experts, capacity ceil(1.25 × 16 / 4) = 5: loads 5, 3, 1, 7.
+    assert_eq!(ep.capacity, 5);
+    let loads: Vec<u32> = ep.loads.iter().map(|l| l.routed).collect();
+    assert_eq!(loads, [5, 3, 1, 7]);
+    assert_eq!((ep.dropped, ep.padded), (2, 6));
+}

@@ -28,6 +28,14 @@ pub fn ChartCanvas(
     let boxes = StoredValue::new(Vec::<HitBox>::new());
     let hover = RwSignal::new(None::<(f64, f64, Tip)>);
     let width = RwSignal::new(0.0_f64);
+    // Charts in tabs are removed and re-created: disconnect their observer then.
+    type Observing = (web_sys::ResizeObserver, Closure<dyn Fn(js_sys::Array)>);
+    let held = StoredValue::new_local(None::<Observing>);
+    on_cleanup(move || {
+        if let Some((observer, _)) = held.try_update_value(Option::take).flatten() {
+            observer.disconnect();
+        }
+    });
     // The container's width from a ResizeObserver: delivered after layout,
     // so drawing never forces a synchronous reflow.
     Effect::new(move |observing: Option<bool>| {
@@ -40,8 +48,11 @@ pub fn ChartCanvas(
         let callback = Closure::<dyn Fn(js_sys::Array)>::new(move |entries: js_sys::Array| {
             if let Ok(entry) = entries.get(0).dyn_into::<web_sys::ResizeObserverEntry>() {
                 let w = entry.content_rect().width();
-                if (w - width.get_untracked()).abs() > 0.5 {
-                    width.set(w);
+                if width
+                    .try_get_untracked()
+                    .is_some_and(|old| (w - old).abs() > 0.5)
+                {
+                    width.try_set(w);
                 }
             }
         });
@@ -49,9 +60,8 @@ pub fn ChartCanvas(
             return false;
         };
         observer.observe(&div);
-        // Charts live as long as the page: the observer and its callback too.
-        callback.forget();
-        std::mem::forget(observer);
+        // The observer and its callback live as long as the chart.
+        held.set_value(Some((observer, callback)));
         true
     });
     Effect::new(move |_| {
@@ -68,8 +78,28 @@ pub fn ChartCanvas(
         let found = boxes.with_value(|b| hit(b, x, y).map(|h| h.tip.clone()));
         hover.set(found.map(|tip| (x, y, tip)));
     };
+    // PNG export: the canvas as a data URL, handed to the link just before the browser follows it.
+    let on_download = move |ev: web_sys::MouseEvent| {
+        let url = canvas_ref.get().and_then(|c| c.to_data_url().ok());
+        let link = ev
+            .current_target()
+            .and_then(|t| t.dyn_into::<web_sys::Element>().ok());
+        if let (Some(url), Some(link)) = (url, link) {
+            let _ = link.set_attribute("href", &url);
+        }
+    };
     view! {
         <div class="chart" node_ref=box_ref>
+            <a
+                class="chart-download"
+                href="#"
+                download=format!("meshplan-{testid}.png")
+                data-testid=format!("download-{testid}")
+                title="Download this chart as PNG"
+                on:click=on_download
+            >
+                "PNG"
+            </a>
             <canvas
                 node_ref=canvas_ref
                 role="img"

@@ -5,7 +5,10 @@ pub mod chart_canvas;
 mod memory;
 mod pipeline;
 mod serving;
+mod teach;
+mod teach_draw;
 
 pub use memory::MemoryView;
 pub use pipeline::PipelineView;
 pub use serving::ServingView;
+pub use teach::LearnView;
