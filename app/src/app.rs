@@ -14,6 +14,7 @@ use crate::charts::Theme;
 use crate::inputs::{power_of_two_steps, Issue, Issues, NumberField, Select, StepSlider, Toggle};
 use crate::share;
 use crate::views::{MemoryView, PipelineView, ServingView};
+use crate::views::{CalibrationBadge, ExportsView, MeasuredView, ModelImport};
 
 /// What the views read: the scenario and its resolved model.
 #[derive(Clone, Copy)]
@@ -97,6 +98,7 @@ pub fn App() -> impl IntoView {
                     "Memory, pipeline and serving arithmetic for training and serving LLMs on many GPUs. Every number comes with its formula: hover or focus it."
                 </p>
             </div>
+            <CalibrationBadge />
             <share::ShareBar scenario=scenario />
         </header>
         {move || {
@@ -133,6 +135,9 @@ pub fn App() -> impl IntoView {
                 <MemoryView />
                 <PipelineView />
                 <ServingView />
+                <ModelImport />
+                <MeasuredView />
+                <ExportsView />
             </div>
         </main>
         <footer class="foot">

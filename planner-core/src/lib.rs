@@ -34,3 +34,4 @@ pub mod serving;
 pub mod teaching;
 pub mod topology;
 pub mod validate;
+pub mod layer_step;

@@ -9,3 +9,12 @@ mod serving;
 pub use memory::MemoryView;
 pub use pipeline::PipelineView;
 pub use serving::ServingView;
+mod bandwidth_chart;
+mod exports;
+mod files;
+mod measured;
+mod model_import;
+
+pub use exports::ExportsView;
+pub use measured::{CalibrationBadge, MeasuredView};
+pub use model_import::ModelImport;
