@@ -13,8 +13,8 @@ use planner_core::validate::layout_rule_violations;
 use crate::charts::Theme;
 use crate::inputs::{power_of_two_steps, Issue, Issues, NumberField, Select, StepSlider, Toggle};
 use crate::share;
-use crate::views::{MemoryView, PipelineView, ServingView};
 use crate::views::{CalibrationBadge, ExportsView, MeasuredView, ModelImport};
+use crate::views::{MemoryView, PipelineView, ServingView};
 
 /// What the views read: the scenario and its resolved model.
 #[derive(Clone, Copy)]

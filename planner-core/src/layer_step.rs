@@ -84,8 +84,7 @@ pub fn predict(
                 + gemm_s(t, h, f / tp, gemm, peak_flops_per_s);
             let group =
                 GroupPlacement::from_factors(GroupKind::Tp, &[(1, u64::from(step.tp.max(1)))], rpn);
-            let comm_s =
-                comm.time_s(Collective::AllReduce, t * h * bytes_per_elem, &group);
+            let comm_s = comm.time_s(Collective::AllReduce, t * h * bytes_per_elem, &group);
             (compute, comm_s)
         }
         LayerStepKind::FsdpUnit => {
@@ -152,7 +151,14 @@ pub fn check_all(
             };
             LayerStepCheck {
                 label: format!("{kind} ({})", s.label),
-                predicted: predict(s, gate_up_matrices, comm, gemm, peak_flops_per_s, ranks_per_node),
+                predicted: predict(
+                    s,
+                    gate_up_matrices,
+                    comm,
+                    gemm,
+                    peak_flops_per_s,
+                    ranks_per_node,
+                ),
                 measured: measured(s),
             }
         })
@@ -191,7 +197,11 @@ mod tests {
             panic!("h100-sxm preset")
         };
         let mut comm = CommModel::assumed(&Cluster::of(gpu, 1));
-        for op in [Collective::AllReduce, Collective::AllGather, Collective::ReduceScatter] {
+        for op in [
+            Collective::AllReduce,
+            Collective::AllGather,
+            Collective::ReduceScatter,
+        ] {
             comm.set_measured(
                 op,
                 LinkDomain::IntraNode,
@@ -226,7 +236,14 @@ mod tests {
     #[test]
     fn fsdp_unit_closed_form() {
         let (comm, gemm) = ideal();
-        let p = predict(&step(LayerStepKind::FsdpUnit, 1, 2), 1, &comm, &gemm, 1e15, 8);
+        let p = predict(
+            &step(LayerStepKind::FsdpUnit, 1, 2),
+            1,
+            &comm,
+            &gemm,
+            1e15,
+            8,
+        );
         // Two units, each 3 × forward FLOPs 2·t·(h·f + f·h).
         let flops = 2.0 * 3.0 * 2.0 * 4096.0 * (2.0 * 4096.0 * 14336.0);
         assert!((p.compute_s - flops / 1e15).abs() < 1e-12);

@@ -98,7 +98,10 @@ pub fn draw_busbw(
     for s in series {
         let color = PALETTE[s.color % PALETTE.len()];
         chart
-            .draw_series(LineSeries::new(gb(&s.fitted), color.stroke_width((2.0 * r) as u32)))
+            .draw_series(LineSeries::new(
+                gb(&s.fitted),
+                color.stroke_width((2.0 * r) as u32),
+            ))
             .map_err(err)?;
         chart
             .draw_series(DashedLineSeries::new(

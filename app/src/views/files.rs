@@ -13,10 +13,7 @@ pub fn first_file(files: Option<web_sys::FileList>) -> Option<web_sys::File> {
 
 /// The file of an `<input type=file>` change event.
 pub fn file_of_input_event(ev: &web_sys::Event) -> Option<web_sys::File> {
-    let input = ev
-        .target()?
-        .dyn_into::<web_sys::HtmlInputElement>()
-        .ok()?;
+    let input = ev.target()?.dyn_into::<web_sys::HtmlInputElement>().ok()?;
     first_file(input.files())
 }
 

@@ -74,7 +74,13 @@ fn read_measurements(name: &str, text: &str) -> Result<Read, String> {
                     .iter()
                     .map(|n| format!("{}: {} ({})", n.section, n.subject, n.message))
                     .collect();
-                notes.insert(0, format!("Written by “{}”; environment: {}.", report.tool, report.environment.topology));
+                notes.insert(
+                    0,
+                    format!(
+                        "Written by “{}”; environment: {}.",
+                        report.tool, report.environment.topology
+                    ),
+                );
                 if !report.complete {
                     notes.push("The run stopped early: the report holds what was measured.".into());
                 }
@@ -90,7 +96,9 @@ fn read_measurements(name: &str, text: &str) -> Result<Read, String> {
             }
             Err(report_error) => match nccl_tests::parse_json(text) {
                 Ok(run) => nccl(run),
-                Err(_) => Err(format!("{name}: not a usable gpu-bench report — {report_error}")),
+                Err(_) => Err(format!(
+                    "{name}: not a usable gpu-bench report — {report_error}"
+                )),
             },
         }
     } else {
@@ -120,18 +128,22 @@ fn nccl(run: nccl_tests::NcclRun) -> Result<Read, String> {
 /// Parses and fits one file against the scenario's GPU (or the report's, when it names a preset).
 fn import(name: &str, text: &str, scenario: &Scenario) -> Result<Imported, String> {
     let read = read_measurements(name, text)?;
-    let (gpu, gpu_note) = match read.device.as_deref().map(|d| (d, gpu_preset_for_device(d))) {
+    let (gpu, gpu_note) = match read
+        .device
+        .as_deref()
+        .map(|d| (d, gpu_preset_for_device(d)))
+    {
         Some((_, Some(g))) => {
-            let note = format!("the report's GPU, {}", g.name);
+            let note = format!("the report's device “{}”", g.name);
             (g, note)
         }
         Some((d, None)) => (
             scenario.cluster.gpu.clone(),
-            format!("“{d}” is not a preset, so the scenario's {}", scenario.cluster.gpu.name),
+            format!("the report's device “{d}” is not a preset, so the scenario's GPU stands in"),
         ),
         None => (
             scenario.cluster.gpu.clone(),
-            format!("the scenario's {}", scenario.cluster.gpu.name),
+            "nccl-tests output names no device, so the scenario's GPU stands in".to_string(),
         ),
     };
     let assumed = CommModel::assumed(&Cluster::of(gpu.clone(), 1));
@@ -141,13 +153,17 @@ fn import(name: &str, text: &str, scenario: &Scenario) -> Result<Imported, Strin
             "{name}: nothing to fit — no error-free collectives or BF16 GEMMs in it"
         ));
     }
-    summary.check().map_err(|e| format!("{name}: the fit is not usable — {e}"))?;
+    summary
+        .check()
+        .map_err(|e| format!("{name}: the fit is not usable — {e}"))?;
     let mut fitted = assumed.clone();
     summary.apply_to(&mut fitted);
-    let (gemm_curve, peak) = summary.gemm.as_ref().map_or(
-        (GemmEfficiency::default(), gpu.bf16_flops_per_s),
-        |g| (g.efficiency, g.peak_flops_per_s),
-    );
+    let (gemm_curve, peak) = summary
+        .gemm
+        .as_ref()
+        .map_or((GemmEfficiency::default(), gpu.bf16_flops_per_s), |g| {
+            (g.efficiency, g.peak_flops_per_s)
+        });
     let layer_steps = read
         .layer_steps
         .iter()
@@ -179,7 +195,11 @@ fn import(name: &str, text: &str, scenario: &Scenario) -> Result<Imported, Strin
 }
 
 /// One chart series per (collective, ranks, ranks per node), curves at 48 sizes around the measured ones.
-fn busbw_series(rows: &[CommComparison], fitted: &CommModel, assumed: &CommModel) -> Vec<BusbwSeries> {
+fn busbw_series(
+    rows: &[CommComparison],
+    fitted: &CommModel,
+    assumed: &CommModel,
+) -> Vec<BusbwSeries> {
     let mut keys: Vec<(planner_core::collectives::Collective, u64, u64)> = Vec::new();
     for r in rows {
         let k = (r.sample.op, r.sample.ranks, r.sample.ranks_per_node);
@@ -192,9 +212,14 @@ fn busbw_series(rows: &[CommComparison], fitted: &CommModel, assumed: &CommModel
         .map(|(i, (op, ranks, rpn))| {
             let mine: Vec<&CommComparison> = rows
                 .iter()
-                .filter(|r| (r.sample.op, r.sample.ranks, r.sample.ranks_per_node) == (op, ranks, rpn))
+                .filter(|r| {
+                    (r.sample.op, r.sample.ranks, r.sample.ranks_per_node) == (op, ranks, rpn)
+                })
                 .collect();
-            let lo = mine.iter().map(|r| r.sample.bytes).fold(f64::INFINITY, f64::min);
+            let lo = mine
+                .iter()
+                .map(|r| r.sample.bytes)
+                .fold(f64::INFINITY, f64::min);
             let hi = mine.iter().map(|r| r.sample.bytes).fold(0.0, f64::max);
             let sizes = sizes_around(lo, hi, 48);
             let curve = |m: &CommModel| {
@@ -315,7 +340,11 @@ pub fn MeasuredView() -> impl IntoView {
             match result {
                 Ok(data) => {
                     let links = data.summary.links.len();
-                    let gemm = if data.summary.gemm.is_some() { "a GEMM curve" } else { "no GEMM curve" };
+                    let gemm = if data.summary.gemm.is_some() {
+                        "a GEMM curve"
+                    } else {
+                        "no GEMM curve"
+                    };
                     message.set(Some((
                         format!("{}: {} read; fitted {links} link figure(s) and {gemm}. Measured numbers are on.", data.file_name, data.kind),
                         false,
@@ -539,7 +568,7 @@ fn FitTables(summary: CalibrationSummary, assumed: CommModel) -> impl IntoView {
                 <tbody>{rows}</tbody>
             </table>
         </div>
-        <p data-testid="cal-gemm">{gemm}</p>
+        <p class="cal-gemm" data-testid="cal-gemm">{gemm}</p>
     }
 }
 
@@ -626,7 +655,7 @@ fn ImportTables(data: Imported) -> impl IntoView {
     view! {
         <h3>{format!("From {} ({})", data.file_name, data.kind)}</h3>
         <ul class="hint bench-notes" data-testid="bench-notes">
-            <li>{format!("GEMM rates are relative to {} (BF16 peak {} TFLOP/s).", data.gpu_note, format::sig3(peak_tflops))}</li>
+            <li>{format!("GEMM rates are relative to the {} BF16 peak, {} TFLOP/s ({}).", data.gpu.name, format::sig3(peak_tflops), data.gpu_note)}</li>
             {data.notes.iter().map(|n| view! { <li>{n.clone()}</li> }).collect_view()}
         </ul>
         {has_comm.then(|| view! {

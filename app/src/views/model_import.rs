@@ -21,15 +21,17 @@ pub fn ModelImport() -> impl IntoView {
     // (message, is_error)
     let message = RwSignal::new(None::<(String, bool)>);
 
-    let apply = move |source: String, json: String| {
-        match import_hf_config(&json) {
-            Ok(spec) => {
-                let moe = if spec.moe.is_some() {
-                    format!(", {}B active per token", format::sig3(spec.active_params() / 1e9))
-                } else {
-                    String::new()
-                };
-                message.set(Some((
+    let apply = move |source: String, json: String| match import_hf_config(&json) {
+        Ok(spec) => {
+            let moe = if spec.moe.is_some() {
+                format!(
+                    ", {}B active per token",
+                    format::sig3(spec.active_params() / 1e9)
+                )
+            } else {
+                String::new()
+            };
+            message.set(Some((
                     format!(
                         "{source}: applied “{}” as a custom model — {} layers, hidden {}, Ψ = {}B{moe}.",
                         spec.name,
@@ -39,10 +41,12 @@ pub fn ModelImport() -> impl IntoView {
                     ),
                     false,
                 )));
-                ctx.scenario.update(|s| s.model = ModelChoice::Custom(spec));
-            }
-            Err(e) => message.set(Some((format!("{source}: {e}. The model was not changed."), true))),
+            ctx.scenario.update(|s| s.model = ModelChoice::Custom(spec));
         }
+        Err(e) => message.set(Some((
+            format!("{source}: {e}. The model was not changed."),
+            true,
+        ))),
     };
     let take_file = move |file: Option<web_sys::File>| {
         let Some(file) = file else { return };

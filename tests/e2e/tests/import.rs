@@ -112,12 +112,17 @@ fn data_seconds(session: &Session) -> f64 {
 }
 
 fn query_of(url: &str) -> String {
-    url.split_once('?').map(|(_, q)| q.to_string()).unwrap_or_default()
+    url.split_once('?')
+        .map(|(_, q)| q.to_string())
+        .unwrap_or_default()
 }
 
 fn has(session: &Session, css: &str) -> bool {
     session
-        .execute("return document.querySelector(arguments[0]) !== null;", vec![json!(css)])
+        .execute(
+            "return document.querySelector(arguments[0]) !== null;",
+            vec![json!(css)],
+        )
         .ok()
         .and_then(|v| v.as_bool())
         .unwrap_or(false)
@@ -153,7 +158,9 @@ fn wait_message(session: &Session, error: bool) -> String {
             .ok()
             .flatten();
         if got.as_deref() == Some(want) {
-            return session.text("[data-testid=bench-message]").expect("message");
+            return session
+                .text("[data-testid=bench-message]")
+                .expect("message");
         }
         assert!(
             std::time::Instant::now() < deadline,
@@ -204,7 +211,10 @@ fn benchmark_import_calibrates_and_bad_files_change_nothing() {
         (&not_json, "neither a gpu-bench report"),
         (&wrong_version, "schema_version: 2 is not supported"),
         (&nan, "not a usable gpu-bench report"),
-        (&huge, "larger than the 33,554,432-byte limit; the file was not read"),
+        (
+            &huge,
+            "larger than the 33,554,432-byte limit; the file was not read",
+        ),
     ];
     for (path, needle) in cases {
         upload_bench(&session, path);
@@ -212,7 +222,12 @@ fn benchmark_import_calibrates_and_bad_files_change_nothing() {
         println!("{}: {msg}", path.display());
         assert!(msg.contains(needle), "{}: {msg}", path.display());
         assert!(msg.contains("Nothing was changed"), "{msg}");
-        assert_eq!(snapshot(&session), before, "{} changed the state", path.display());
+        assert_eq!(
+            snapshot(&session),
+            before,
+            "{} changed the state",
+            path.display()
+        );
         assert!(!has(&session, "[data-testid=cal-badge]"));
     }
 
@@ -221,7 +236,9 @@ fn benchmark_import_calibrates_and_bad_files_change_nothing() {
     let msg = wait_message(&session, false);
     println!("fixture: {msg}");
     session
-        .wait_text("[data-testid=cal-badge]", SETTLE, |t| t.contains("Measured numbers on"))
+        .wait_text("[data-testid=cal-badge]", SETTLE, |t| {
+            t.contains("Measured numbers on")
+        })
         .expect("badge");
     let summary = expected_summary(&s);
     let mut calibrated = s.clone();
@@ -237,20 +254,66 @@ fn benchmark_import_calibrates_and_bad_files_change_nothing() {
         want
     );
     assert!(close(got, want), "page {got} vs planner-core {want}");
-    assert!(!close(got, step_seconds(&s)), "calibration did not change the step time");
-    assert!(session.text("[data-testid=bench-layer-steps]").expect("layer steps").contains("TP MLP"));
-    assert!(session.text("[data-testid=bench-collectives]").expect("collectives").contains("all_reduce"));
-    assert!(session.text("[data-testid=bench-gemms]").expect("gemms").contains("4096 × 4096 × 4096"));
+    assert!(
+        !close(got, step_seconds(&s)),
+        "calibration did not change the step time"
+    );
+    assert!(session
+        .text("[data-testid=bench-layer-steps]")
+        .expect("layer steps")
+        .contains("TP MLP"));
+    assert!(session
+        .text("[data-testid=bench-collectives]")
+        .expect("collectives")
+        .contains("all_reduce"));
+    assert!(session
+        .text("[data-testid=bench-gemms]")
+        .expect("gemms")
+        .contains("4096 × 4096 × 4096"));
     std::thread::sleep(Duration::from_millis(400));
     let url = session.current_url().expect("url");
     assert!(url.contains("cal="), "{url}");
     let (decoded, errors) = link::decode_lenient(&query_of(&url));
     assert!(errors.is_empty(), "{errors:?}");
-    assert_eq!(decoded.calibration, calibrated.calibration, "the link carries the fit");
+    assert_eq!(
+        decoded.calibration, calibrated.calibration,
+        "the link carries the fit"
+    );
     assert_no_console_errors(&session, "after the imports");
     session
-        .element_screenshot("[data-testid=measured-view]", &screenshot_path("import-measured"))
+        .element_screenshot(
+            "[data-testid=measured-view]",
+            &screenshot_path("import-measured"),
+        )
         .expect("screenshot");
+    session
+        .execute(
+            "document.querySelector('[data-testid=bench-gemms]').scrollIntoView({block: 'center'});",
+            vec![],
+        )
+        .expect("scroll");
+    session
+        .screenshot(&screenshot_path("import-measured-tables"))
+        .expect("screenshot");
+    session
+        .cdp(
+            "Emulation.setEmulatedMedia",
+            json!({ "features": [{ "name": "prefers-color-scheme", "value": "dark" }] }),
+        )
+        .expect("dark");
+    std::thread::sleep(Duration::from_millis(300));
+    session
+        .element_screenshot(
+            "[data-testid=measured-view]",
+            &screenshot_path("import-measured-dark"),
+        )
+        .expect("screenshot");
+    session
+        .cdp(
+            "Emulation.setEmulatedMedia",
+            json!({ "features": [{ "name": "prefers-color-scheme", "value": "light" }] }),
+        )
+        .expect("light");
     session
         .execute("window.scrollTo(0, 0);", vec![])
         .expect("scroll");
@@ -268,13 +331,17 @@ fn benchmark_import_calibrates_and_bad_files_change_nothing() {
     // The link opens the calibrated state in a fresh browser.
     let fresh = page.open(&query_of(&url)).expect("open the link");
     fresh
-        .wait_text("[data-testid=cal-badge]", SETTLE, |t| t.contains("Measured numbers on"))
+        .wait_text("[data-testid=cal-badge]", SETTLE, |t| {
+            t.contains("Measured numbers on")
+        })
         .expect("badge from the link");
     assert!(close(data_seconds(&fresh), want));
     drop(fresh);
 
     // Switching measured numbers off: no badge, datasheet step time, cal_on=0 in the link.
-    session.click("[data-testid=cal-enabled]").expect("switch off");
+    session
+        .click("[data-testid=cal-enabled]")
+        .expect("switch off");
     let deadline = std::time::Instant::now() + SETTLE;
     while has(&session, "[data-testid=cal-badge]") {
         assert!(std::time::Instant::now() < deadline, "badge stayed");
@@ -319,26 +386,54 @@ fn exports_match_the_golden_files_of_the_article_mesh() {
                 vec![json!(e.id)],
             )
             .expect("read the export");
-        assert_eq!(got["text"].as_str(), Some(want_text), "{} text", e.file_name);
+        assert_eq!(
+            got["text"].as_str(),
+            Some(want_text),
+            "{} text",
+            e.file_name
+        );
         let notes: Vec<String> = got["notes"]
             .as_array()
-            .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
             .unwrap_or_default();
         assert_eq!(notes, want_notes, "{} notes", e.file_name);
         assert_eq!(got["download"].as_str(), Some(e.file_name));
-        assert_eq!(got["href_text"].as_str(), Some(want_text), "{} download", e.file_name);
-        println!("{}: text and {} note(s) match the golden file", e.file_name, notes.len());
+        assert_eq!(
+            got["href_text"].as_str(),
+            Some(want_text),
+            "{} download",
+            e.file_name
+        );
+        println!(
+            "{}: text and {} note(s) match the golden file",
+            e.file_name,
+            notes.len()
+        );
     }
     // Copy: the clipboard or the select-and-copy fallback answers in words.
-    session.click("[data-testid=export-copy-deepspeed]").expect("copy");
+    session
+        .click("[data-testid=export-copy-deepspeed]")
+        .expect("copy");
     let status = session
-        .wait_text("[data-testid=export-status-deepspeed]", SETTLE, |t| !t.is_empty())
+        .wait_text("[data-testid=export-status-deepspeed]", SETTLE, |t| {
+            !t.is_empty()
+        })
         .expect("copy status");
     println!("copy: {status}");
-    assert!(status.starts_with("Copied") || status.contains("copy it"), "{status}");
+    assert!(
+        status.starts_with("Copied") || status.contains("copy it"),
+        "{status}"
+    );
     assert_no_console_errors(&session, "on the exports");
     session
-        .element_screenshot("[data-testid=exports-view]", &screenshot_path("import-exports"))
+        .element_screenshot(
+            "[data-testid=exports-view]",
+            &screenshot_path("import-exports"),
+        )
         .expect("screenshot");
 }
 
@@ -352,10 +447,14 @@ fn hf_config_import_applies_a_custom_model_or_names_the_problem() {
     // Pasted text.
     let json = std::fs::read_to_string(hf.join("qwen3-8b.json")).expect("fixture");
     let spec = import_hf_config(&json).expect("fixture imports");
-    session.set_value("[data-testid=hf-config-text]", &json).expect("paste");
+    session
+        .set_value("[data-testid=hf-config-text]", &json)
+        .expect("paste");
     session.click("[data-testid=hf-apply]").expect("apply");
     let msg = session
-        .wait_text("[data-testid=hf-message]", SETTLE, |t| t.contains("applied"))
+        .wait_text("[data-testid=hf-message]", SETTLE, |t| {
+            t.contains("applied")
+        })
         .expect("applied");
     println!("{msg}");
     let mut s = presets::default_scenario();
@@ -371,22 +470,34 @@ fn hf_config_import_applies_a_custom_model_or_names_the_problem() {
         if got.is_some_and(|g| close(g, want)) {
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "ZeRO-3 bytes {got:?} vs {want}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "ZeRO-3 bytes {got:?} vs {want}"
+        );
         std::thread::sleep(Duration::from_millis(50));
     }
     let selected = session
-        .execute("return document.querySelector('[data-testid=input-model]').value;", vec![])
+        .execute(
+            "return document.querySelector('[data-testid=input-model]').value;",
+            vec![],
+        )
         .expect("model select");
     assert_eq!(selected.as_str(), Some("custom"));
     assert_eq!(
         session
-            .execute("return document.querySelector('[data-testid=input-layers]').value;", vec![])
+            .execute(
+                "return document.querySelector('[data-testid=input-layers]').value;",
+                vec![]
+            )
             .expect("layers")
             .as_str(),
         Some(spec.layers.to_string().as_str())
     );
     session
-        .element_screenshot("[data-testid=model-import]", &screenshot_path("import-model"))
+        .element_screenshot(
+            "[data-testid=model-import]",
+            &screenshot_path("import-model"),
+        )
         .expect("screenshot");
 
     // A config the importer refuses: named, and the model stays.
@@ -400,7 +511,9 @@ fn hf_config_import_applies_a_custom_model_or_names_the_problem() {
         .expect("paste");
     session.click("[data-testid=hf-apply]").expect("apply");
     let msg = session
-        .wait_text("[data-testid=hf-message]", SETTLE, |t| t.contains("not changed"))
+        .wait_text("[data-testid=hf-message]", SETTLE, |t| {
+            t.contains("not changed")
+        })
         .expect("refused");
     println!("{msg}");
     assert!(msg.contains("GPT2LMHeadModel"), "{msg}");
@@ -409,12 +522,15 @@ fn hf_config_import_applies_a_custom_model_or_names_the_problem() {
 
     // A picked file.
     let path = hf.join("mixtral-8x7b.json");
-    let spec = import_hf_config(&std::fs::read_to_string(&path).expect("fixture")).expect("imports");
+    let spec =
+        import_hf_config(&std::fs::read_to_string(&path).expect("fixture")).expect("imports");
     session
         .send_keys("[data-testid=hf-file]", &absolute(&path))
         .expect("pick");
     let msg = session
-        .wait_text("[data-testid=hf-message]", SETTLE, |t| t.contains("applied"))
+        .wait_text("[data-testid=hf-message]", SETTLE, |t| {
+            t.contains("applied")
+        })
         .expect("applied from file");
     println!("{msg}");
     assert!(msg.contains(&spec.name), "{msg}");
