@@ -18,7 +18,7 @@ use planner_core::layer_step::{check_all, gate_up_matrices_for, LayerStepCheck};
 use planner_core::precision::ComputeDtype;
 use planner_core::report::{parse_report, LayerStepResult, MAX_REPORT_TEXT_BYTES};
 use planner_core::scenario::{Measured, Scenario};
-use planner_core::{evaluate, nccl_tests};
+use planner_core::nccl_tests;
 
 use crate::app::Ctx;
 use crate::format;
@@ -271,25 +271,36 @@ fn signed_percent(f: f64) -> String {
 struct StepTimes {
     assumed_s: Option<f64>,
     measured_s: Option<f64>,
-    /// `Evaluation.step` (calibrated when the switch is on), or why it cannot be computed.
+    /// Step time as `Evaluation.step` has it (calibrated when the switch is on), or why it cannot be computed.
     current: Result<f64, String>,
 }
 
 fn step_times(s: &Scenario) -> StepTimes {
-    let assumed_s = evaluate_scenario(s, CostOptions::default(), None)
-        .ok()
-        .map(|c| c.seconds.total);
-    let measured_s = s.calibration.as_ref().and_then(|m| {
-        evaluate_scenario(s, CostOptions::default(), Some(&m.summary))
-            .ok()
+    let run = |cal: Option<&CalibrationSummary>| {
+        evaluate_scenario(s, CostOptions::default(), cal)
             .map(|c| c.seconds.total)
-    });
-    let current = evaluate::evaluate(s)
-        .map(|e| e.step.seconds.total)
-        .map_err(|e| e.to_string());
+            .map_err(|e| e.to_string())
+    };
+    let assumed = run(None);
+    let measured = s.calibration.as_ref().map(|m| run(Some(&m.summary)));
+    // The same arithmetic as `evaluate::evaluate(s).step` (checked end to end), without
+    // recomputing memory and serving on every input.
+    let enabled = s.calibration.as_ref().is_some_and(|m| m.enabled);
+    let current = match (&measured, enabled) {
+        (Some(m), true) => m.clone(),
+        _ => assumed.clone(),
+    };
+    let current = match s.validate() {
+        Ok(()) => current,
+        Err(errors) => Err(errors
+            .iter()
+            .map(|e| format!("{}: {}", e.field, e.message))
+            .collect::<Vec<_>>()
+            .join("; ")),
+    };
     StepTimes {
-        assumed_s,
-        measured_s,
+        assumed_s: assumed.ok(),
+        measured_s: measured.and_then(Result::ok),
         current,
     }
 }
