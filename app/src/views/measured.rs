@@ -15,10 +15,10 @@ use planner_core::collectives::CommModel;
 use planner_core::cost::{evaluate_scenario, CostOptions, GemmEfficiency};
 use planner_core::hardware::{gpu_preset_for_device, Cluster, GpuSpec};
 use planner_core::layer_step::{check_all, gate_up_matrices_for, LayerStepCheck};
+use planner_core::nccl_tests;
 use planner_core::precision::ComputeDtype;
 use planner_core::report::{parse_report, LayerStepResult, MAX_REPORT_TEXT_BYTES};
 use planner_core::scenario::{Measured, Scenario};
-use planner_core::nccl_tests;
 
 use crate::app::Ctx;
 use crate::format;
@@ -661,6 +661,9 @@ fn ImportTables(data: Imported) -> impl IntoView {
         })
         .collect_view();
     let has_comm = !data.comm.is_empty();
+    let n_comm = data.comm.len();
+    // Long nccl-tests tables start folded; the chart above shows them.
+    let open_samples = n_comm <= 8;
     let has_gemm = !data.gemm.is_empty();
     let has_steps = !data.layer_steps.is_empty();
     view! {
@@ -682,6 +685,8 @@ fn ImportTables(data: Imported) -> impl IntoView {
                     <li>"dots: measured; solid: fit; dashed: preset assumption"</li>
                 </ul>
             </figure>
+            <details class="samples" open=open_samples>
+                <summary>{format!("{n_comm} measurement(s), with the fit and the preset at each size")}</summary>
             <div class="table-scroll">
                 <table class="data" data-testid="bench-collectives">
                     <thead>
@@ -698,6 +703,7 @@ fn ImportTables(data: Imported) -> impl IntoView {
                     <tbody>{comm_rows}</tbody>
                 </table>
             </div>
+            </details>
         })}
         {has_gemm.then(|| view! {
             <h4>"GEMM rate against peak"</h4>

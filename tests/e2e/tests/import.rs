@@ -9,7 +9,9 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use e2e::{dist_dir, screenshot_path, workspace_root, Driver, Result, Session, StaticServer};
-use planner_core::calibration::{calibrate, samples_from_report, CalibrationSummary};
+use planner_core::calibration::{
+    calibrate, samples_from_nccl, samples_from_report, CalibrationSummary,
+};
 use planner_core::collectives::CommModel;
 use planner_core::evaluate::evaluate;
 use planner_core::export::exports;
@@ -17,6 +19,7 @@ use planner_core::hardware::Cluster;
 use planner_core::hf_config::import_hf_config;
 use planner_core::link;
 use planner_core::memory;
+use planner_core::nccl_tests;
 use planner_core::precision::ComputeDtype;
 use planner_core::presets;
 use planner_core::report::parse_report;
@@ -351,6 +354,57 @@ fn benchmark_import_calibrates_and_bad_files_change_nothing() {
     std::thread::sleep(Duration::from_millis(400));
     assert!(session.current_url().expect("url").contains("cal_on=0"));
     assert_no_console_errors(&session, "after switching off");
+
+    // nccl-tests output (synthetic, generated from α = 3 µs and 360 GB/s on 8 ranks) replaces the fit.
+    let nccl_path = workspace_root().join("tests/e2e/fixtures/synthetic-nccl-all-reduce-8gpu.txt");
+    let text = std::fs::read_to_string(&nccl_path).expect("nccl fixture");
+    let run = nccl_tests::parse(&text).expect("fixture parses");
+    let samples = samples_from_nccl(&run, None, None, None).expect("samples");
+    let gpu = s.cluster.gpu.clone();
+    let nccl_summary = calibrate(
+        &samples,
+        &[],
+        &CommModel::assumed(&Cluster::of(gpu.clone(), 1)),
+        gpu.bf16_flops_per_s,
+    );
+    let fitted = nccl_summary.links[0];
+    println!(
+        "nccl-tests fixture fit: α {:.2} µs, busbw {:.1} GB/s",
+        fitted.latency_s * 1e6,
+        fitted.busbw_bytes_per_s / 1e9
+    );
+    assert!((fitted.busbw_bytes_per_s / 360e9 - 1.0).abs() < 0.01);
+    upload_bench(&session, &nccl_path);
+    let msg = wait_message(&session, false);
+    println!("nccl fixture: {msg}");
+    assert!(msg.contains("nccl-tests output"), "{msg}");
+    session
+        .wait_text("[data-testid=cal-badge]", SETTLE, |t| {
+            t.contains("Measured numbers on")
+        })
+        .expect("badge");
+    let links = session.text("[data-testid=cal-links]").expect("links");
+    assert!(
+        links.contains("all_reduce") && links.contains("intra node"),
+        "{links}"
+    );
+    assert!(has(&session, "[data-testid=chart-busbw]"));
+    let mut nccl_scenario = s.clone();
+    nccl_scenario.calibration = Some(Measured {
+        summary: nccl_summary,
+        enabled: true,
+    });
+    assert!(close(data_seconds(&session), step_seconds(&nccl_scenario)));
+    std::thread::sleep(Duration::from_millis(400));
+    let (decoded, _) = link::decode_lenient(&query_of(&session.current_url().expect("url")));
+    assert_eq!(decoded.calibration, nccl_scenario.calibration);
+    session
+        .element_screenshot(
+            "[data-testid=measured-view]",
+            &screenshot_path("import-measured-nccl"),
+        )
+        .expect("screenshot");
+    assert_no_console_errors(&session, "after the nccl-tests import");
     let _ = std::fs::remove_dir_all(&dir);
 }
 
