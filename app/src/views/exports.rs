@@ -4,7 +4,7 @@
 //! `planner_core::export::exports`, shown unchanged.
 
 use leptos::prelude::*;
-use planner_core::export::{exports, Export};
+use planner_core::export::{exports, Export, ExportFormat};
 
 use crate::app::Ctx;
 use crate::views::files::{copy_text, data_url};
@@ -18,15 +18,23 @@ fn mime(language: &str) -> &'static str {
     }
 }
 
-/// One export: label, file name, text, notes, copy and download.
+/// One export: label, file name, text, notes, copy and download. The card is
+/// built once per format; an input updates its text in place, and only when
+/// the export itself changed.
 #[component]
-fn ExportCard(export: Export) -> impl IntoView {
-    let id = export.id;
+fn ExportCard(export: Memo<Option<Export>>) -> impl IntoView {
+    let Some(first) = export.get_untracked() else {
+        return ().into_any();
+    };
+    let (id, label, file_name, language) = (first.id, first.label, first.file_name, first.language);
+    let text = move || export.with(|e| e.as_ref().map(|e| e.text.clone()).unwrap_or_default());
+    let notes = Memo::new(move |_| {
+        export.with(|e| e.as_ref().map(|e| e.notes.clone()).unwrap_or_default())
+    });
     let pre_ref = NodeRef::<leptos::html::Pre>::new();
     let status = RwSignal::new(String::new());
-    let text = export.text.clone();
     let copy = move |_| {
-        let text = text.clone();
+        let text = text();
         let el = pre_ref
             .get_untracked()
             .map(|p| -> web_sys::Element { p.into() });
@@ -34,20 +42,18 @@ fn ExportCard(export: Export) -> impl IntoView {
             status.set(copy_text(&text, el).await);
         });
     };
-    let href = data_url(&export.text, mime(export.language));
-    let notes = export.notes.clone();
     view! {
         <article class="export" data-testid=format!("export-{id}")>
             <header class="export-head">
-                <h3>{export.label}</h3>
-                <code class="file-name">{export.file_name}</code>
+                <h3>{label}</h3>
+                <code class="file-name">{file_name}</code>
                 <div class="export-actions">
                     <button data-testid=format!("export-copy-{id}") on:click=copy>"Copy"</button>
                     <a
                         class="button"
                         data-testid=format!("export-download-{id}")
-                        download=export.file_name
-                        href=href
+                        download=file_name
+                        href=move || data_url(&text(), mime(language))
                     >
                         "Download"
                     </a>
@@ -58,22 +64,26 @@ fn ExportCard(export: Export) -> impl IntoView {
             </header>
             <pre
                 node_ref=pre_ref
-                class=format!("export-text lang-{}", export.language)
+                class=format!("export-text lang-{language}")
                 data-testid=format!("export-text-{id}")
                 tabindex="0"
             >
-                {export.text}
+                {text}
             </pre>
-            {(!notes.is_empty())
-                .then(|| {
-                    view! {
-                        <ul class="export-notes" data-testid=format!("export-notes-{id}")>
-                            {notes.into_iter().map(|n| view! { <li>{n}</li> }).collect_view()}
-                        </ul>
-                    }
-                })}
+            {move || {
+                let notes = notes.get();
+                (!notes.is_empty())
+                    .then(|| {
+                        view! {
+                            <ul class="export-notes" data-testid=format!("export-notes-{id}")>
+                                {notes.into_iter().map(|n| view! { <li>{n}</li> }).collect_view()}
+                            </ul>
+                        }
+                    })
+            }}
         </article>
     }
+    .into_any()
 }
 
 /// The exports section.
@@ -86,23 +96,32 @@ pub fn ExportsView() -> impl IntoView {
             Err(e) => Err(e.clone()),
         })
     });
+    let error = Memo::new(move |_| all.with(|a| a.as_ref().err().cloned()));
+    let cards = ExportFormat::ALL
+        .into_iter()
+        .map(|format| {
+            let one = Memo::new(move |_| {
+                all.with(|a| {
+                    a.as_ref()
+                        .ok()
+                        .and_then(|list| list.iter().find(|e| e.id == format.id()).cloned())
+                })
+            });
+            view! {
+                <Show when=move || one.with(Option::is_some)>
+                    <ExportCard export=one />
+                </Show>
+            }
+        })
+        .collect_view();
     view! {
         <section class="view exports" aria-labelledby="exports-title" data-testid="exports-view">
             <h2 id="exports-title">"Run it: exports of this layout"</h2>
             <p class="explain">
                 "The layout above written for each tool, with only options that tool has. What a tool cannot express of the plan, and what you fill in yourself (addresses, data, learning rate), is listed under it. vLLM and SGLang take the serving view's replica shape."
             </p>
-            {move || {
-                match all.get() {
-                    Ok(list) => {
-                        list.into_iter()
-                            .map(|e| view! { <ExportCard export=e /> })
-                            .collect_view()
-                            .into_any()
-                    }
-                    Err(e) => view! { <p class="issue error">{e}</p> }.into_any(),
-                }
-            }}
+            {move || error.get().map(|e| view! { <p class="issue error">{e}</p> })}
+            {cards}
         </section>
     }
 }

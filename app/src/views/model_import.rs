@@ -5,6 +5,7 @@
 use leptos::prelude::*;
 use planner_core::hf_config::{import_hf_config, SUPPORTED_ARCHITECTURES};
 use planner_core::scenario::ModelChoice;
+use planner_core::validate::MAX_NAME_CHARS;
 
 use crate::app::Ctx;
 use crate::format;
@@ -21,8 +22,19 @@ pub fn ModelImport() -> impl IntoView {
     // (message, is_error)
     let message = RwSignal::new(None::<(String, bool)>);
 
-    let apply = move |source: String, json: String| match import_hf_config(&json) {
-        Ok(spec) => {
+    // `file`: the text came from a picked or dropped file, whose name names the
+    // model when the config does not (`_name_or_path`).
+    let apply = move |source: String, file: bool, json: String| match import_hf_config(&json) {
+        Ok(mut spec) => {
+            let stem_ok = !source
+                .strip_suffix(".json")
+                .unwrap_or(&source)
+                .trim()
+                .is_empty();
+            if file && stem_ok && spec.name.starts_with("Imported ") {
+                let stem = source.strip_suffix(".json").unwrap_or(&source);
+                spec.name = stem.chars().take(MAX_NAME_CHARS).collect();
+            }
             let moe = if spec.moe.is_some() {
                 format!(
                     ", {}B active per token",
@@ -55,7 +67,7 @@ pub fn ModelImport() -> impl IntoView {
             match read_text(&file, MAX_CONFIG_BYTES).await {
                 Ok(json) => {
                     text.set(json.clone());
-                    apply(name, json);
+                    apply(name, true, json);
                 }
                 Err(e) => message.set(Some((format!("{e}. The model was not changed."), true))),
             }
@@ -89,7 +101,7 @@ pub fn ModelImport() -> impl IntoView {
             <div class="import-row">
                 <button
                     data-testid="hf-apply"
-                    on:click=move |_| apply("Pasted config".into(), text.get_untracked())
+                    on:click=move |_| apply("Pasted config".into(), false, text.get_untracked())
                 >
                     "Use this config"
                 </button>
