@@ -489,6 +489,15 @@ fn exports_match_the_golden_files_of_the_article_mesh() {
             &screenshot_path("import-exports"),
         )
         .expect("screenshot");
+    // Laptop width: actions wrap, long lines scroll inside their box.
+    session.set_window_size(1024, 768).expect("resize");
+    std::thread::sleep(Duration::from_millis(300));
+    session
+        .element_screenshot(
+            "[data-testid=exports-view]",
+            &screenshot_path("import-exports-laptop"),
+        )
+        .expect("screenshot");
 }
 
 #[test]
@@ -589,6 +598,26 @@ fn hf_config_import_applies_a_custom_model_or_names_the_problem() {
     println!("{msg}");
     // A config without `_name_or_path` is named after its file.
     assert!(msg.contains("applied “mixtral-8x7b”"), "{msg}");
+    assert!(msg.contains(&format!("{} layers", spec.layers)), "{msg}");
+    // A dropped file (a drop event carrying a File, as dragging one from the desktop does).
+    let path = hf.join("llama-3.1-8b.json");
+    let dropped = std::fs::read_to_string(&path).expect("fixture");
+    let spec = import_hf_config(&dropped).expect("imports");
+    session
+        .execute(
+            "const dt = new DataTransfer();
+             dt.items.add(new File([arguments[0]], 'llama-3.1-8b.json', {type: 'application/json'}));
+             const el = document.querySelector('[data-testid=hf-config-text]');
+             el.dispatchEvent(new DragEvent('drop', {dataTransfer: dt, bubbles: true, cancelable: true}));",
+            vec![json!(dropped)],
+        )
+        .expect("drop");
+    let msg = session
+        .wait_text("[data-testid=hf-message]", SETTLE, |t| {
+            t.contains("llama-3.1-8b")
+        })
+        .expect("applied from a drop");
+    println!("{msg}");
     assert!(msg.contains(&format!("{} layers", spec.layers)), "{msg}");
     assert_no_console_errors(&session, "after the model imports");
 }
