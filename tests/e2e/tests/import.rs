@@ -405,6 +405,30 @@ fn benchmark_import_calibrates_and_bad_files_change_nothing() {
         )
         .expect("screenshot");
     assert_no_console_errors(&session, "after the nccl-tests import");
+
+    // Remove, then drop the report on the drop zone (a drop event carrying a File).
+    session.click("[data-testid=cal-clear]").expect("remove");
+    std::thread::sleep(Duration::from_millis(400));
+    assert!(!has(&session, "[data-testid=cal-badge]"));
+    assert!(!session.current_url().expect("url").contains("cal="));
+    assert!(close(data_seconds(&session), step_seconds(&s)));
+    session
+        .execute(
+            "const dt = new DataTransfer();
+             dt.items.add(new File([arguments[0]], 'dropped-report.json', {type: 'application/json'}));
+             document.querySelector('.dropzone').dispatchEvent(
+                 new DragEvent('drop', {dataTransfer: dt, bubbles: true, cancelable: true}));",
+            vec![json!(fixture)],
+        )
+        .expect("drop");
+    let msg = wait_message(&session, false);
+    assert!(msg.starts_with("dropped-report.json"), "{msg}");
+    session
+        .wait_text("[data-testid=cal-badge]", SETTLE, |t| {
+            t.contains("Measured numbers on")
+        })
+        .expect("badge after the drop");
+    assert!(close(data_seconds(&session), want));
     let _ = std::fs::remove_dir_all(&dir);
 }
 
