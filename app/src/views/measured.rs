@@ -407,7 +407,7 @@ pub fn MeasuredView() -> impl IntoView {
             >
                 <span class="dropzone-text">
                     "Drop a report or nccl-tests output, or pick a file "
-                    <span class="hint">{format!("(up to {} MB)", MAX_FILE_BYTES / 1_000_000)}</span>
+                    <span class="hint">{format!("(up to {} MiB)", MAX_FILE_BYTES / (1024 * 1024))}</span>
                 </span>
                 <input
                     type="file"
