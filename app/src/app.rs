@@ -13,6 +13,7 @@ use planner_core::validate::layout_rule_violations;
 use crate::charts::Theme;
 use crate::inputs::{power_of_two_steps, Issue, Issues, NumberField, Select, StepSlider, Toggle};
 use crate::share;
+use crate::views::{CalibrationBadge, ExportsView, MeasuredView, ModelImport};
 use crate::views::{LearnView, MemoryView, PipelineView, ServingView};
 
 /// What the views read: the scenario and its resolved model.
@@ -97,6 +98,7 @@ pub fn App() -> impl IntoView {
                     "Memory, pipeline and serving arithmetic for training and serving LLMs on many GPUs. Every number comes with its formula: hover or focus it."
                 </p>
             </div>
+            <CalibrationBadge />
             <share::ShareBar scenario=scenario />
         </header>
         {move || {
@@ -134,6 +136,9 @@ pub fn App() -> impl IntoView {
                 <PipelineView />
                 <ServingView />
                 <LearnView />
+                <ModelImport />
+                <MeasuredView />
+                <ExportsView />
             </div>
         </main>
         <footer class="foot">

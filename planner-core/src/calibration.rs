@@ -552,6 +552,120 @@ pub fn fit_gemm(samples: &[GemmSample], peak_flops_per_s: f64) -> Option<GemmFit
     })
 }
 
+/// One measured collective next to what the fitted and the assumed links predict for it.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CommComparison {
+    /// The measurement.
+    pub sample: CommSample,
+    /// Measured bus bandwidth: `bytes · busbw_factor / time` (nccl-tests convention), bytes/s.
+    pub measured_busbw_bytes_per_s: f64,
+    /// Bus bandwidth the calibrated model predicts at this size, bytes/s.
+    pub fitted_busbw_bytes_per_s: f64,
+    /// Bus bandwidth the preset (datasheet) model predicts at this size, bytes/s.
+    pub assumed_busbw_bytes_per_s: f64,
+}
+
+/// Bus bandwidth that a time implies for one sample (0 when it cannot be formed).
+fn busbw_of(s: &CommSample, time_s: f64) -> f64 {
+    let factor = s.op.busbw_factor(s.ranks);
+    if time_s > 0.0 && time_s.is_finite() {
+        // nccl-tests doc/PERFORMANCE.md: busbw = algbw · factor, algbw = size / time.
+        s.bytes * factor / time_s
+    } else {
+        0.0
+    }
+}
+
+/// Bus bandwidth `model` predicts for one `op` of `bytes` on `ranks` ranks,
+/// `ranks_per_node` to a node (nccl-tests convention), bytes/s.
+pub fn predicted_busbw_bytes_per_s(
+    model: &CommModel,
+    op: Collective,
+    ranks: u64,
+    ranks_per_node: u64,
+    bytes: f64,
+) -> f64 {
+    let s = CommSample {
+        op,
+        ranks,
+        ranks_per_node,
+        bytes,
+        time_s: 0.0,
+    };
+    busbw_of(&s, model.time_s(op, bytes, &sample_group(&s)))
+}
+
+/// Each sample against the calibrated model (`assumed` with `summary` applied) and the assumed one.
+pub fn compare_comm(
+    samples: &[CommSample],
+    summary: &CalibrationSummary,
+    assumed: &CommModel,
+) -> Vec<CommComparison> {
+    let mut fitted = assumed.clone();
+    summary.apply_to(&mut fitted);
+    samples
+        .iter()
+        .map(|s| {
+            let predict = |m: &CommModel| {
+                predicted_busbw_bytes_per_s(m, s.op, s.ranks, s.ranks_per_node, s.bytes)
+            };
+            CommComparison {
+                sample: *s,
+                measured_busbw_bytes_per_s: busbw_of(s, s.time_s),
+                fitted_busbw_bytes_per_s: predict(&fitted),
+                assumed_busbw_bytes_per_s: predict(assumed),
+            }
+        })
+        .collect()
+}
+
+/// The placed group a sample ran on.
+fn sample_group(s: &CommSample) -> crate::topology::GroupPlacement {
+    crate::topology::GroupPlacement::from_factors(
+        crate::topology::GroupKind::Dp,
+        &[(1, s.ranks.max(1))],
+        s.ranks_per_node.max(1),
+    )
+}
+
+/// One measured GEMM next to the fitted curve and the peak.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GemmComparison {
+    /// The measurement.
+    pub sample: GemmSample,
+    /// Measured rate over the peak.
+    pub measured_fraction: f64,
+    /// The fitted curve at this GEMM's smallest dimension (`None` without a fit).
+    pub fitted_fraction: Option<f64>,
+    /// The assumed (default) curve at this GEMM's smallest dimension.
+    pub assumed_fraction: f64,
+}
+
+/// Each GEMM sample against `peak_flops_per_s`, the fit and the default curve.
+pub fn compare_gemm(
+    samples: &[GemmSample],
+    fit: Option<&GemmFit>,
+    peak_flops_per_s: f64,
+) -> Vec<GemmComparison> {
+    let assumed = GemmEfficiency::default();
+    samples
+        .iter()
+        .map(|s| {
+            let d = s.m.min(s.n).min(s.k) as f64;
+            GemmComparison {
+                sample: *s,
+                measured_fraction: if peak_flops_per_s > 0.0 {
+                    s.flops_per_s / peak_flops_per_s
+                } else {
+                    0.0
+                },
+                fitted_fraction: fit.map(|f| f.efficiency.at(d)),
+                assumed_fraction: assumed.at(d),
+            }
+        })
+        .collect()
+}
+
 /// Fits links and GEMMs into one summary.
 pub fn calibrate(
     comm_samples: &[CommSample],
@@ -563,5 +677,62 @@ pub fn calibrate(
         version: CALIBRATION_VERSION,
         links: fit_links(comm_samples, assumed),
         gemm: fit_gemm(gemm_samples, peak_flops_per_s),
+    }
+}
+
+#[cfg(test)]
+mod comparison_tests {
+    use super::*;
+    use crate::hardware::{gpu_preset, Cluster};
+
+    fn assumed() -> CommModel {
+        let Some(gpu) = gpu_preset("h100-sxm") else {
+            panic!("h100-sxm preset")
+        };
+        CommModel::assumed(&Cluster::of(gpu, 1))
+    }
+
+    #[test]
+    fn measured_busbw_follows_nccl_tests_and_the_fit_reproduces_it() {
+        // 64 MiB all-reduce on 2 ranks in 400 µs: busbw = algbw · 2(n−1)/n = 167.77 GB/s.
+        let s = CommSample {
+            op: Collective::AllReduce,
+            ranks: 2,
+            ranks_per_node: 2,
+            bytes: 67_108_864.0,
+            time_s: 400e-6,
+        };
+        let big = CommSample {
+            bytes: 4.0 * s.bytes,
+            time_s: 4.0 * s.time_s,
+            ..s
+        };
+        let a = assumed();
+        let summary = calibrate(&[s, big], &[], &a, 989e12);
+        let rows = compare_comm(&[s, big], &summary, &a);
+        assert!((rows[0].measured_busbw_bytes_per_s - 167.772_16e9).abs() < 1e3);
+        // A latency-free linear sample set is fitted exactly.
+        for r in &rows {
+            let rel = (r.fitted_busbw_bytes_per_s - r.measured_busbw_bytes_per_s).abs()
+                / r.measured_busbw_bytes_per_s;
+            assert!(rel < 1e-6, "{r:?}");
+        }
+        // The preset assumes the H100 NVLink figure (450 GB/s one way) minus latency.
+        assert!(rows[1].assumed_busbw_bytes_per_s > 400e9);
+    }
+
+    #[test]
+    fn gemm_fraction_of_peak() {
+        let g = GemmSample {
+            m: 4096,
+            n: 4096,
+            k: 4096,
+            flops_per_s: 549.755_813_888e12,
+        };
+        let rows = compare_gemm(&[g], None, 989e12);
+        assert!((rows[0].measured_fraction - 549.755_813_888 / 989.0).abs() < 1e-12);
+        assert_eq!(rows[0].fitted_fraction, None);
+        let d = GemmEfficiency::default();
+        assert!((rows[0].assumed_fraction - d.at(4096.0)).abs() < 1e-15);
     }
 }

@@ -151,3 +151,36 @@ pub fn gpu_presets() -> Vec<GpuSpec> {
 pub fn gpu_preset(id: &str) -> Option<GpuSpec> {
     gpu_presets().into_iter().find(|g| g.id == id)
 }
+
+/// The preset whose id the driver's device name names ("NVIDIA H100 80GB HBM3" →
+/// `h100-sxm`, "NVIDIA A100-SXM4-40GB" → `a100-40gb`); `None` for other devices.
+pub fn gpu_preset_for_device(name: &str) -> Option<GpuSpec> {
+    let n = name.to_ascii_lowercase();
+    let key = ["b200", "h200", "h100", "mi300x", "a100"]
+        .into_iter()
+        .find(|k| n.contains(k))?;
+    if key == "a100" {
+        let id = if n.contains("40") {
+            "a100-40gb"
+        } else {
+            "a100-80gb"
+        };
+        return gpu_preset(id);
+    }
+    gpu_presets().into_iter().find(|g| g.id.starts_with(key))
+}
+
+#[cfg(test)]
+mod device_name_tests {
+    use super::gpu_preset_for_device;
+
+    #[test]
+    fn driver_names_map_to_presets() {
+        let id = |n: &str| gpu_preset_for_device(n).map(|g| g.id);
+        assert_eq!(id("NVIDIA H100 80GB HBM3").as_deref(), Some("h100-sxm"));
+        assert_eq!(id("NVIDIA H200").as_deref(), Some("h200"));
+        assert_eq!(id("NVIDIA A100-SXM4-40GB").as_deref(), Some("a100-40gb"));
+        assert_eq!(id("NVIDIA A100-SXM4-80GB").as_deref(), Some("a100-80gb"));
+        assert_eq!(id("Example GPU"), None);
+    }
+}

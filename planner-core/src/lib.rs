@@ -19,6 +19,7 @@ pub mod export;
 pub mod hardware;
 pub mod hf_config;
 pub mod kv_cache;
+pub mod layer_step;
 pub mod layout;
 pub mod link;
 pub mod memory;

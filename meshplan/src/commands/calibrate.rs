@@ -7,7 +7,7 @@ use planner_core::calibration::{
     calibrate, samples_from_nccl, samples_from_report, CalibrationSummary, CommSample, GemmSample,
 };
 use planner_core::collectives::{Collective, CommModel};
-use planner_core::hardware::{gpu_preset, gpu_presets, Cluster, GpuSpec};
+use planner_core::hardware::{gpu_preset, gpu_preset_for_device, Cluster, GpuSpec};
 use planner_core::nccl_tests;
 use planner_core::precision::ComputeDtype;
 use planner_core::report::parse_report;
@@ -23,23 +23,6 @@ pub struct Args<'a> {
     pub ranks_per_node: Option<u64>,
     pub table: bool,
     pub compact: bool,
-}
-
-/// The preset whose name the driver's device name best matches ("NVIDIA H100 80GB HBM3" → h100-sxm).
-fn preset_for_device(name: &str) -> Option<GpuSpec> {
-    let n = name.to_ascii_lowercase();
-    let key = ["b200", "h200", "h100", "mi300x", "a100"]
-        .into_iter()
-        .find(|k| n.contains(k))?;
-    if key == "a100" {
-        let id = if n.contains("40") {
-            "a100-40gb"
-        } else {
-            "a100-80gb"
-        };
-        return gpu_preset(id);
-    }
-    gpu_presets().into_iter().find(|g| g.id.starts_with(key))
 }
 
 /// Fits every input into one summary.
@@ -89,7 +72,7 @@ pub fn run(args: &Args) -> Result<String, CliError> {
             .ok_or_else(|| CliError::BadInput(format!("--gpu: unknown GPU preset `{id}`")))?,
         None => device
             .as_deref()
-            .and_then(preset_for_device)
+            .and_then(gpu_preset_for_device)
             .or_else(|| gpu_preset("h100-sxm"))
             .ok_or_else(|| CliError::BadInput("no GPU preset".to_string()))?,
     };

@@ -1,0 +1,144 @@
+//! Model import: paste or drop a Hugging Face `config.json`; planner-core's
+//! importer (`hf_config::import_hf_config`) turns it into custom shapes or
+//! names the field it cannot use. A rejected config changes nothing.
+
+use leptos::prelude::*;
+use planner_core::hf_config::{import_hf_config, SUPPORTED_ARCHITECTURES};
+use planner_core::scenario::ModelChoice;
+use planner_core::validate::MAX_NAME_CHARS;
+
+use crate::app::Ctx;
+use crate::format;
+use crate::views::files::{file_of_drop, file_of_input_event, read_text};
+
+/// Largest config read (real ones are a few KB).
+const MAX_CONFIG_BYTES: usize = 1_000_000;
+
+/// The model-import panel.
+#[component]
+pub fn ModelImport() -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    let text = RwSignal::new(String::new());
+    // (message, is_error)
+    let message = RwSignal::new(None::<(String, bool)>);
+
+    // `file`: the text came from a picked or dropped file, whose name names the
+    // model when the config does not (`_name_or_path`).
+    let apply = move |source: String, file: bool, json: String| match import_hf_config(&json) {
+        Ok(mut spec) => {
+            let stem_ok = !source
+                .strip_suffix(".json")
+                .unwrap_or(&source)
+                .trim()
+                .is_empty();
+            if file && stem_ok && spec.name.starts_with("Imported ") {
+                let stem = source.strip_suffix(".json").unwrap_or(&source);
+                spec.name = stem.chars().take(MAX_NAME_CHARS).collect();
+            }
+            let moe = if spec.moe.is_some() {
+                format!(
+                    ", {}B active per token",
+                    format::sig3(spec.active_params() / 1e9)
+                )
+            } else {
+                String::new()
+            };
+            message.set(Some((
+                    format!(
+                        "{source}: applied “{}” as a custom model — {} layers, hidden {}, Ψ = {}B{moe}.",
+                        spec.name,
+                        spec.layers,
+                        spec.hidden,
+                        format::sig3(spec.params() / 1e9)
+                    ),
+                    false,
+                )));
+            ctx.scenario.update(|s| s.model = ModelChoice::Custom(spec));
+        }
+        Err(e) => message.set(Some((
+            format!("{source}: {e}. The model was not changed."),
+            true,
+        ))),
+    };
+    let take_file = move |file: Option<web_sys::File>| {
+        let Some(file) = file else { return };
+        leptos::task::spawn_local(async move {
+            let name = file.name();
+            match read_text(&file, MAX_CONFIG_BYTES).await {
+                Ok(json) => {
+                    text.set(json.clone());
+                    apply(name, true, json);
+                }
+                Err(e) => message.set(Some((format!("{e}. The model was not changed."), true))),
+            }
+        });
+    };
+
+    view! {
+        <section class="view model-import" aria-labelledby="model-import-title" data-testid="model-import">
+            <h2 id="model-import-title">"Your own model: import a config.json"</h2>
+            <p class="explain">
+                {format!(
+                    "Paste or drop a Hugging Face config.json; its shapes become a custom model for every view. Supported architectures: {}. A setting the planner cannot model is named, and nothing changes.",
+                    SUPPORTED_ARCHITECTURES.join(", ")
+                )}
+            </p>
+            <textarea
+                class="config-text"
+                rows="7"
+                spellcheck="false"
+                placeholder="{ \"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 4096, … }"
+                aria-label="config.json text"
+                data-testid="hf-config-text"
+                prop:value=move || text.get()
+                on:input=move |ev| text.set(event_target_value(&ev))
+                on:dragover=move |ev: web_sys::DragEvent| ev.prevent_default()
+                on:drop=move |ev: web_sys::DragEvent| {
+                    ev.prevent_default();
+                    take_file(file_of_drop(&ev));
+                }
+            ></textarea>
+            <div class="import-row">
+                <button
+                    data-testid="hf-apply"
+                    on:click=move |_| apply("Pasted config".into(), false, text.get_untracked())
+                >
+                    "Use this config"
+                </button>
+                <label class="file-pick">
+                    "or pick a file: "
+                    <input
+                        type="file"
+                        accept=".json,application/json"
+                        data-testid="hf-file"
+                        on:change=move |ev| {
+                            take_file(file_of_input_event(&ev));
+                            if let Some(input) = ev
+                                .target()
+                                .and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlInputElement>(t).ok())
+                            {
+                                input.set_value("");
+                            }
+                        }
+                    />
+                </label>
+            </div>
+            {move || {
+                message
+                    .get()
+                    .map(|(m, error)| {
+                        view! {
+                            <p
+                                class=if error { "issue error" } else { "ok" }
+                                role=if error { "alert" } else { "status" }
+                                data-testid="hf-message"
+                                data-error=if error { "true" } else { "false" }
+                            >
+                                {m}
+                            </p>
+                        }
+                    })
+            }}
+        </section>
+    }
+}

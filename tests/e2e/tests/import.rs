@@ -1,0 +1,647 @@
+//! End-to-end tests of the exports panel, the model import and the benchmark
+//! import with calibration, on the release build in headless Chromium.
+//!
+//! `MESHPLAN_DIST=$PWD/dist CHROMEDRIVER=/usr/bin/chromedriver cargo test -p e2e --test import -- --ignored --test-threads=1 --nocapture`.
+//! Files are handed to the page's `<input type=file>` elements by path, as a user picking them would.
+//! The report used is planner-core's synthetic fixture (not a measurement).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use e2e::{dist_dir, screenshot_path, workspace_root, Driver, Result, Session, StaticServer};
+use planner_core::calibration::{
+    calibrate, samples_from_nccl, samples_from_report, CalibrationSummary,
+};
+use planner_core::collectives::CommModel;
+use planner_core::evaluate::evaluate;
+use planner_core::export::exports;
+use planner_core::hardware::Cluster;
+use planner_core::hf_config::import_hf_config;
+use planner_core::link;
+use planner_core::memory;
+use planner_core::nccl_tests;
+use planner_core::precision::ComputeDtype;
+use planner_core::presets;
+use planner_core::report::parse_report;
+use planner_core::scenario::{Measured, ModelChoice, Scenario};
+use serde_json::json;
+
+const LOAD: Duration = Duration::from_secs(30);
+const SETTLE: Duration = Duration::from_secs(5);
+
+struct Page {
+    server: StaticServer,
+    driver: Driver,
+}
+
+impl Page {
+    fn start() -> Result<Self> {
+        let dist = dist_dir();
+        if !dist.join("index.html").exists() {
+            return Err(format!(
+                "{} has no index.html: run `trunk build --release --offline` first",
+                dist.display()
+            ));
+        }
+        Ok(Page {
+            server: StaticServer::start(&dist)?,
+            driver: Driver::start()?,
+        })
+    }
+
+    fn open(&self, query: &str) -> Result<Session> {
+        let session = self.driver.session()?;
+        session.set_window_size(1440, 1100)?;
+        let url = if query.is_empty() {
+            self.server.url()
+        } else {
+            format!("{}?{query}", self.server.url())
+        };
+        session.goto(&url)?;
+        session.wait_text("[data-testid=state-total-3]", LOAD, |t| t.ends_with("B"))?;
+        Ok(session)
+    }
+}
+
+fn assert_no_console_errors(session: &Session, when: &str) {
+    let logs = session.console_logs().expect("read the browser console");
+    let errors: Vec<_> = logs.iter().filter(|l| l.level == "SEVERE").collect();
+    assert!(errors.is_empty(), "console errors {when}: {errors:#?}");
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
+}
+
+fn report_fixture() -> PathBuf {
+    workspace_root().join("planner-core/tests/fixtures/report/synthetic-2gpu.json")
+}
+
+fn absolute(p: &Path) -> String {
+    std::fs::canonicalize(p)
+        .unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+        .display()
+        .to_string()
+}
+
+/// A scratch folder for generated bad files.
+fn scratch() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("meshplan-e2e-import-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("scratch dir");
+    dir
+}
+
+/// What the page should compute from the fixture: the app fits against the
+/// scenario's GPU when the report's device is not a preset ("Example GPU").
+fn expected_summary(s: &Scenario) -> CalibrationSummary {
+    let text = std::fs::read_to_string(report_fixture()).expect("fixture");
+    let report = parse_report(&text).expect("fixture parses");
+    let (comm, gemm) = samples_from_report(&report, ComputeDtype::Bf16);
+    let gpu = s.cluster.gpu.clone();
+    let assumed = CommModel::assumed(&Cluster::of(gpu.clone(), 1));
+    calibrate(&comm, &gemm, &assumed, gpu.bf16_flops_per_s)
+}
+
+fn step_seconds(s: &Scenario) -> f64 {
+    evaluate(s).expect("scenario evaluates").step.seconds.total
+}
+
+fn data_seconds(session: &Session) -> f64 {
+    session
+        .attr("[data-testid=step-time]", "data-seconds")
+        .expect("read data-seconds")
+        .and_then(|v| v.parse().ok())
+        .expect("step-time has numeric data-seconds")
+}
+
+fn query_of(url: &str) -> String {
+    url.split_once('?')
+        .map(|(_, q)| q.to_string())
+        .unwrap_or_default()
+}
+
+fn has(session: &Session, css: &str) -> bool {
+    session
+        .execute(
+            "return document.querySelector(arguments[0]) !== null;",
+            vec![json!(css)],
+        )
+        .ok()
+        .and_then(|v| v.as_bool())
+        .unwrap_or(false)
+}
+
+/// The figures a bad file must leave alone.
+fn snapshot(session: &Session) -> (String, String, String, String) {
+    // Let the coalesced URL update land first.
+    std::thread::sleep(Duration::from_millis(400));
+    (
+        session.current_url().expect("url"),
+        session.text("[data-testid=state-total-3]").expect("state"),
+        session.text("[data-testid=bubble-idle]").expect("bubble"),
+        session
+            .attr("[data-testid=step-time]", "data-seconds")
+            .expect("step")
+            .unwrap_or_default(),
+    )
+}
+
+fn upload_bench(session: &Session, path: &Path) {
+    session
+        .send_keys("[data-testid=bench-file]", &absolute(path))
+        .expect("send the file path to the input");
+}
+
+fn wait_message(session: &Session, error: bool) -> String {
+    let want = if error { "true" } else { "false" };
+    let deadline = std::time::Instant::now() + SETTLE;
+    loop {
+        let got = session
+            .attr("[data-testid=bench-message]", "data-error")
+            .ok()
+            .flatten();
+        if got.as_deref() == Some(want) {
+            return session
+                .text("[data-testid=bench-message]")
+                .expect("message");
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "bench-message never became error={error}; last {:?}",
+            session.text("[data-testid=bench-message]")
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+#[ignore = "needs dist/ and chromedriver (cargo xtask test)"]
+fn benchmark_import_calibrates_and_bad_files_change_nothing() {
+    let page = Page::start().expect("start server and chromedriver");
+    let s = presets::default_scenario();
+    let session = page.open("").expect("open");
+    let dir = scratch();
+    let fixture = std::fs::read_to_string(report_fixture()).expect("fixture");
+
+    let before = snapshot(&session);
+    assert!(close(
+        before.3.parse::<f64>().expect("seconds"),
+        step_seconds(&s)
+    ));
+    assert!(!has(&session, "[data-testid=cal-badge]"));
+
+    // Bad files: not JSON, a future schema version, NaN values, 200 MB (sparse: nothing is written).
+    let not_json = dir.join("not-a-report.txt");
+    std::fs::write(&not_json, "hello, this is not a benchmark\n").expect("write");
+    let wrong_version = dir.join("wrong-version.json");
+    std::fs::write(
+        &wrong_version,
+        fixture.replacen("\"schema_version\": 1", "\"schema_version\": 2", 1),
+    )
+    .expect("write");
+    let nan = dir.join("nan-values.json");
+    std::fs::write(
+        &nan,
+        fixture.replacen("\"time_us\": 400.0", "\"time_us\": NaN", 1),
+    )
+    .expect("write");
+    assert_ne!(std::fs::read_to_string(&nan).expect("read"), fixture);
+    let huge = dir.join("huge.json");
+    let f = std::fs::File::create(&huge).expect("create");
+    f.set_len(200_000_000).expect("sparse 200 MB");
+    drop(f);
+    let cases: [(&Path, &str); 4] = [
+        (&not_json, "neither a gpu-bench report"),
+        (&wrong_version, "schema_version: 2 is not supported"),
+        (&nan, "not a usable gpu-bench report"),
+        (
+            &huge,
+            "larger than the 33,554,432-byte limit; the file was not read",
+        ),
+    ];
+    for (path, needle) in cases {
+        upload_bench(&session, path);
+        let msg = wait_message(&session, true);
+        println!("{}: {msg}", path.display());
+        assert!(msg.contains(needle), "{}: {msg}", path.display());
+        assert!(msg.contains("Nothing was changed"), "{msg}");
+        assert_eq!(
+            snapshot(&session),
+            before,
+            "{} changed the state",
+            path.display()
+        );
+        assert!(!has(&session, "[data-testid=cal-badge]"));
+    }
+
+    // The synthetic report: badge, changed step time equal to planner-core's, link carries the fit.
+    upload_bench(&session, &report_fixture());
+    let msg = wait_message(&session, false);
+    println!("fixture: {msg}");
+    session
+        .wait_text("[data-testid=cal-badge]", SETTLE, |t| {
+            t.contains("Measured numbers on")
+        })
+        .expect("badge");
+    let summary = expected_summary(&s);
+    let mut calibrated = s.clone();
+    calibrated.calibration = Some(Measured {
+        summary: summary.clone(),
+        enabled: true,
+    });
+    let want = step_seconds(&calibrated);
+    let got = data_seconds(&session);
+    println!(
+        "step time: datasheet {:.4} s, measured numbers {:.4} s (page {got:.4} s)",
+        step_seconds(&s),
+        want
+    );
+    assert!(close(got, want), "page {got} vs planner-core {want}");
+    assert!(
+        !close(got, step_seconds(&s)),
+        "calibration did not change the step time"
+    );
+    assert!(session
+        .text("[data-testid=bench-layer-steps]")
+        .expect("layer steps")
+        .contains("TP MLP"));
+    assert!(session
+        .text("[data-testid=bench-collectives]")
+        .expect("collectives")
+        .contains("all_reduce"));
+    assert!(session
+        .text("[data-testid=bench-gemms]")
+        .expect("gemms")
+        .contains("4096 × 4096 × 4096"));
+    std::thread::sleep(Duration::from_millis(400));
+    let url = session.current_url().expect("url");
+    assert!(url.contains("cal="), "{url}");
+    let (decoded, errors) = link::decode_lenient(&query_of(&url));
+    assert!(errors.is_empty(), "{errors:?}");
+    assert_eq!(
+        decoded.calibration, calibrated.calibration,
+        "the link carries the fit"
+    );
+    assert_no_console_errors(&session, "after the imports");
+    session
+        .element_screenshot(
+            "[data-testid=measured-view]",
+            &screenshot_path("import-measured"),
+        )
+        .expect("screenshot");
+    session
+        .execute(
+            "document.querySelector('[data-testid=bench-gemms]').scrollIntoView({block: 'center'});",
+            vec![],
+        )
+        .expect("scroll");
+    session
+        .screenshot(&screenshot_path("import-measured-tables"))
+        .expect("screenshot");
+    session
+        .cdp(
+            "Emulation.setEmulatedMedia",
+            json!({ "features": [{ "name": "prefers-color-scheme", "value": "dark" }] }),
+        )
+        .expect("dark");
+    std::thread::sleep(Duration::from_millis(300));
+    session
+        .element_screenshot(
+            "[data-testid=measured-view]",
+            &screenshot_path("import-measured-dark"),
+        )
+        .expect("screenshot");
+    session
+        .cdp(
+            "Emulation.setEmulatedMedia",
+            json!({ "features": [{ "name": "prefers-color-scheme", "value": "light" }] }),
+        )
+        .expect("light");
+    session
+        .execute("window.scrollTo(0, 0);", vec![])
+        .expect("scroll");
+    session
+        .screenshot(&screenshot_path("import-page-calibrated"))
+        .expect("screenshot");
+
+    // A bad file now leaves the calibration in place.
+    let calibrated_state = snapshot(&session);
+    upload_bench(&session, &nan);
+    wait_message(&session, true);
+    assert_eq!(snapshot(&session), calibrated_state);
+    assert!(has(&session, "[data-testid=cal-badge]"));
+
+    // The link opens the calibrated state in a fresh browser.
+    let fresh = page.open(&query_of(&url)).expect("open the link");
+    fresh
+        .wait_text("[data-testid=cal-badge]", SETTLE, |t| {
+            t.contains("Measured numbers on")
+        })
+        .expect("badge from the link");
+    assert!(close(data_seconds(&fresh), want));
+    drop(fresh);
+
+    // Switching measured numbers off: no badge, datasheet step time, cal_on=0 in the link.
+    session
+        .click("[data-testid=cal-enabled]")
+        .expect("switch off");
+    let deadline = std::time::Instant::now() + SETTLE;
+    while has(&session, "[data-testid=cal-badge]") {
+        assert!(std::time::Instant::now() < deadline, "badge stayed");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(close(data_seconds(&session), step_seconds(&s)));
+    std::thread::sleep(Duration::from_millis(400));
+    assert!(session.current_url().expect("url").contains("cal_on=0"));
+    assert_no_console_errors(&session, "after switching off");
+
+    // nccl-tests output (synthetic, generated from α = 3 µs and 360 GB/s on 8 ranks) replaces the fit.
+    let nccl_path = workspace_root().join("tests/e2e/fixtures/synthetic-nccl-all-reduce-8gpu.txt");
+    let text = std::fs::read_to_string(&nccl_path).expect("nccl fixture");
+    let run = nccl_tests::parse(&text).expect("fixture parses");
+    let samples = samples_from_nccl(&run, None, None, None).expect("samples");
+    let gpu = s.cluster.gpu.clone();
+    let nccl_summary = calibrate(
+        &samples,
+        &[],
+        &CommModel::assumed(&Cluster::of(gpu.clone(), 1)),
+        gpu.bf16_flops_per_s,
+    );
+    let fitted = nccl_summary.links[0];
+    println!(
+        "nccl-tests fixture fit: α {:.2} µs, busbw {:.1} GB/s",
+        fitted.latency_s * 1e6,
+        fitted.busbw_bytes_per_s / 1e9
+    );
+    assert!((fitted.busbw_bytes_per_s / 360e9 - 1.0).abs() < 0.01);
+    upload_bench(&session, &nccl_path);
+    let msg = wait_message(&session, false);
+    println!("nccl fixture: {msg}");
+    assert!(msg.contains("nccl-tests output"), "{msg}");
+    session
+        .wait_text("[data-testid=cal-badge]", SETTLE, |t| {
+            t.contains("Measured numbers on")
+        })
+        .expect("badge");
+    let links = session.text("[data-testid=cal-links]").expect("links");
+    assert!(
+        links.contains("all_reduce") && links.contains("intra node"),
+        "{links}"
+    );
+    assert!(has(&session, "[data-testid=chart-busbw]"));
+    let mut nccl_scenario = s.clone();
+    nccl_scenario.calibration = Some(Measured {
+        summary: nccl_summary,
+        enabled: true,
+    });
+    assert!(close(data_seconds(&session), step_seconds(&nccl_scenario)));
+    std::thread::sleep(Duration::from_millis(400));
+    let (decoded, _) = link::decode_lenient(&query_of(&session.current_url().expect("url")));
+    assert_eq!(decoded.calibration, nccl_scenario.calibration);
+    session
+        .element_screenshot(
+            "[data-testid=measured-view]",
+            &screenshot_path("import-measured-nccl"),
+        )
+        .expect("screenshot");
+    assert_no_console_errors(&session, "after the nccl-tests import");
+
+    // Remove, then drop the report on the drop zone (a drop event carrying a File).
+    session.click("[data-testid=cal-clear]").expect("remove");
+    std::thread::sleep(Duration::from_millis(400));
+    assert!(!has(&session, "[data-testid=cal-badge]"));
+    assert!(!session.current_url().expect("url").contains("cal="));
+    assert!(close(data_seconds(&session), step_seconds(&s)));
+    session
+        .execute(
+            "const dt = new DataTransfer();
+             dt.items.add(new File([arguments[0]], 'dropped-report.json', {type: 'application/json'}));
+             document.querySelector('.dropzone').dispatchEvent(
+                 new DragEvent('drop', {dataTransfer: dt, bubbles: true, cancelable: true}));",
+            vec![json!(fixture)],
+        )
+        .expect("drop");
+    let msg = wait_message(&session, false);
+    assert!(msg.starts_with("dropped-report.json"), "{msg}");
+    session
+        .wait_text("[data-testid=cal-badge]", SETTLE, |t| {
+            t.contains("Measured numbers on")
+        })
+        .expect("badge after the drop");
+    assert!(close(data_seconds(&session), want));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+#[ignore = "needs dist/ and chromedriver (cargo xtask test)"]
+fn exports_match_the_golden_files_of_the_article_mesh() {
+    let page = Page::start().expect("start server and chromedriver");
+    let s = presets::article_mesh_scenario();
+    let session = page.open(&link::encode(&s)).expect("open");
+    let model = s.model_spec().expect("preset");
+    let golden = workspace_root().join("planner-core/tests/golden/export/article-mesh");
+    let all = exports(&s, &model);
+    assert_eq!(all.len(), 7);
+    for e in &all {
+        let file = std::fs::read_to_string(golden.join(e.file_name))
+            .unwrap_or_else(|err| panic!("{}: {err}", e.file_name));
+        let (want_text, want_notes) = file
+            .split_once("\n---- notes ----\n")
+            .unwrap_or_else(|| panic!("{}: no notes separator", e.file_name));
+        let want_notes: Vec<String> = want_notes
+            .lines()
+            .map(|l| l.strip_prefix("- ").unwrap_or(l).to_string())
+            .collect();
+        let got = session
+            .execute(
+                "const id = arguments[0];
+                 const pre = document.querySelector(`[data-testid=export-text-${id}]`);
+                 const notes = [...document.querySelectorAll(`[data-testid=export-notes-${id}] li`)].map(li => li.textContent);
+                 const a = document.querySelector(`[data-testid=export-download-${id}]`);
+                 const href = a.getAttribute('href');
+                 return { text: pre.textContent, notes, download: a.getAttribute('download'),
+                          href_text: decodeURIComponent(href.slice(href.indexOf(',') + 1)) };",
+                vec![json!(e.id)],
+            )
+            .expect("read the export");
+        assert_eq!(
+            got["text"].as_str(),
+            Some(want_text),
+            "{} text",
+            e.file_name
+        );
+        let notes: Vec<String> = got["notes"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default();
+        assert_eq!(notes, want_notes, "{} notes", e.file_name);
+        assert_eq!(got["download"].as_str(), Some(e.file_name));
+        assert_eq!(
+            got["href_text"].as_str(),
+            Some(want_text),
+            "{} download",
+            e.file_name
+        );
+        println!(
+            "{}: text and {} note(s) match the golden file",
+            e.file_name,
+            notes.len()
+        );
+    }
+    // Copy: the clipboard or the select-and-copy fallback answers in words.
+    session
+        .click("[data-testid=export-copy-deepspeed]")
+        .expect("copy");
+    let status = session
+        .wait_text("[data-testid=export-status-deepspeed]", SETTLE, |t| {
+            !t.is_empty()
+        })
+        .expect("copy status");
+    println!("copy: {status}");
+    assert!(
+        status.starts_with("Copied") || status.contains("copy it"),
+        "{status}"
+    );
+    assert_no_console_errors(&session, "on the exports");
+    session
+        .element_screenshot(
+            "[data-testid=exports-view]",
+            &screenshot_path("import-exports"),
+        )
+        .expect("screenshot");
+    // Laptop width: actions wrap, long lines scroll inside their box.
+    session.set_window_size(1024, 768).expect("resize");
+    std::thread::sleep(Duration::from_millis(300));
+    session
+        .element_screenshot(
+            "[data-testid=exports-view]",
+            &screenshot_path("import-exports-laptop"),
+        )
+        .expect("screenshot");
+}
+
+#[test]
+#[ignore = "needs dist/ and chromedriver (cargo xtask test)"]
+fn hf_config_import_applies_a_custom_model_or_names_the_problem() {
+    let page = Page::start().expect("start server and chromedriver");
+    let session = page.open("").expect("open");
+    let hf = workspace_root().join("planner-core/tests/fixtures/hf");
+
+    // Pasted text.
+    let json = std::fs::read_to_string(hf.join("qwen3-8b.json")).expect("fixture");
+    let spec = import_hf_config(&json).expect("fixture imports");
+    session
+        .set_value("[data-testid=hf-config-text]", &json)
+        .expect("paste");
+    session.click("[data-testid=hf-apply]").expect("apply");
+    let msg = session
+        .wait_text("[data-testid=hf-message]", SETTLE, |t| {
+            t.contains("applied")
+        })
+        .expect("applied");
+    println!("{msg}");
+    let mut s = presets::default_scenario();
+    s.model = ModelChoice::Custom(spec.clone());
+    let want = memory::model_state(&spec, &s.precision, &s.layout)[3].total_bytes;
+    let deadline = std::time::Instant::now() + SETTLE;
+    loop {
+        let got: Option<f64> = session
+            .attr("[data-testid=state-total-3]", "data-bytes")
+            .ok()
+            .flatten()
+            .and_then(|v| v.parse().ok());
+        if got.is_some_and(|g| close(g, want)) {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "ZeRO-3 bytes {got:?} vs {want}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let selected = session
+        .execute(
+            "return document.querySelector('[data-testid=input-model]').value;",
+            vec![],
+        )
+        .expect("model select");
+    assert_eq!(selected.as_str(), Some("custom"));
+    assert_eq!(
+        session
+            .execute(
+                "return document.querySelector('[data-testid=input-layers]').value;",
+                vec![]
+            )
+            .expect("layers")
+            .as_str(),
+        Some(spec.layers.to_string().as_str())
+    );
+    session
+        .element_screenshot(
+            "[data-testid=model-import]",
+            &screenshot_path("import-model"),
+        )
+        .expect("screenshot");
+
+    // A config the importer refuses: named, and the model stays.
+    std::thread::sleep(Duration::from_millis(400));
+    let url = session.current_url().expect("url");
+    session
+        .set_value(
+            "[data-testid=hf-config-text]",
+            r#"{"architectures": ["GPT2LMHeadModel"], "n_embd": 768}"#,
+        )
+        .expect("paste");
+    session.click("[data-testid=hf-apply]").expect("apply");
+    let msg = session
+        .wait_text("[data-testid=hf-message]", SETTLE, |t| {
+            t.contains("not changed")
+        })
+        .expect("refused");
+    println!("{msg}");
+    assert!(msg.contains("GPT2LMHeadModel"), "{msg}");
+    std::thread::sleep(Duration::from_millis(400));
+    assert_eq!(session.current_url().expect("url"), url);
+
+    // A picked file.
+    let path = hf.join("mixtral-8x7b.json");
+    let spec =
+        import_hf_config(&std::fs::read_to_string(&path).expect("fixture")).expect("imports");
+    session
+        .send_keys("[data-testid=hf-file]", &absolute(&path))
+        .expect("pick");
+    let msg = session
+        .wait_text("[data-testid=hf-message]", SETTLE, |t| {
+            t.contains("applied")
+        })
+        .expect("applied from file");
+    println!("{msg}");
+    // A config without `_name_or_path` is named after its file.
+    assert!(msg.contains("applied “mixtral-8x7b”"), "{msg}");
+    assert!(msg.contains(&format!("{} layers", spec.layers)), "{msg}");
+    // A dropped file (a drop event carrying a File, as dragging one from the desktop does).
+    let path = hf.join("llama-3.1-8b.json");
+    let dropped = std::fs::read_to_string(&path).expect("fixture");
+    let spec = import_hf_config(&dropped).expect("imports");
+    session
+        .execute(
+            "const dt = new DataTransfer();
+             dt.items.add(new File([arguments[0]], 'llama-3.1-8b.json', {type: 'application/json'}));
+             const el = document.querySelector('[data-testid=hf-config-text]');
+             el.dispatchEvent(new DragEvent('drop', {dataTransfer: dt, bubbles: true, cancelable: true}));",
+            vec![json!(dropped)],
+        )
+        .expect("drop");
+    let msg = session
+        .wait_text("[data-testid=hf-message]", SETTLE, |t| {
+            t.contains("llama-3.1-8b")
+        })
+        .expect("applied from a drop");
+    println!("{msg}");
+    assert!(msg.contains(&format!("{} layers", spec.layers)), "{msg}");
+    assert_no_console_errors(&session, "after the model imports");
+}
