@@ -237,6 +237,16 @@ impl Feasible {
     pub fn layout(&self) -> Layout {
         layout_of(self.dims, self.knobs)
     }
+
+    /// Training throughput per GPU: tokens of one step over its time and the GPUs it uses.
+    pub fn tokens_per_s_per_gpu(&self, training: &crate::scenario::Training) -> f64 {
+        let tokens = f64::from(training.global_batch) * f64::from(training.seq_len);
+        let gpus = f64::from(self.dims.dp)
+            * f64::from(self.dims.tp)
+            * f64::from(self.dims.pp)
+            * f64::from(self.dims.cp);
+        tokens / (self.step_s * gpus)
+    }
 }
 
 /// A block of rejected candidates sharing a mesh (and the knobs that are set).
@@ -374,26 +384,29 @@ struct Partial {
     feasible_count: u64,
 }
 
-/// The (TP, PP) pairs of a world size, in the order the one-shot search visits them;
-/// each pair is one block of meshes (every CP and EP under it).
-pub fn mesh_blocks(world: u64) -> Vec<(u32, u32)> {
+/// The (TP, PP, CP) triples of a world size (DP is the rest), in the order the
+/// one-shot search visits them; each is one block of candidates (every EP and knob under it).
+pub fn mesh_blocks(world: u64) -> Vec<(u32, u32, u32)> {
     let mut out = Vec::new();
     for &tp in &divisors(world) {
-        for &pp in &divisors(world / u64::from(tp)) {
-            out.push((tp, pp));
+        let rest_tp = world / u64::from(tp);
+        for &pp in &divisors(rest_tp) {
+            for &cp in &divisors(rest_tp / u64::from(pp)) {
+                out.push((tp, pp, cp));
+            }
         }
     }
     out
 }
 
-/// Searches the meshes of `blocks` ((TP, PP) pairs) and adds them to `acc`.
+/// Searches the meshes of `blocks` ((TP, PP, CP) triples) and adds them to `acc`.
 fn search_blocks<F: Fn(&Layout) -> f64>(
     model: &ModelSpec,
     scenario: &Scenario,
     space: &SearchSpace,
     step_model: &StepModel,
     peak_memory_bytes: &F,
-    blocks: &[(u32, u32)],
+    blocks: &[(u32, u32, u32)],
     acc: &mut Partial,
 ) {
     let cluster = &scenario.cluster;
@@ -455,16 +468,16 @@ fn search_blocks<F: Fn(&Layout) -> f64>(
         vec![1]
     };
 
-    for &(tp, pp) in blocks {
+    for &(tp, pp, cp) in blocks {
         {
-            let Some(rest_pp) = world
+            let Some(dp64) = world
                 .checked_div(u64::from(tp))
                 .and_then(|r| r.checked_div(u64::from(pp)))
+                .and_then(|r| r.checked_div(u64::from(cp)))
             else {
                 continue;
             };
-            for &cp in &divisors(rest_pp) {
-                let dp64 = rest_pp / u64::from(cp);
+            {
                 let Ok(dp) = u32::try_from(dp64) else {
                     continue;
                 };
@@ -741,7 +754,7 @@ pub struct SlicedSearch {
     scenario: Scenario,
     space: SearchSpace,
     step_model: StepModel,
-    blocks: Vec<(u32, u32)>,
+    blocks: Vec<(u32, u32, u32)>,
     next: usize,
     acc: Partial,
 }
@@ -767,7 +780,7 @@ impl SlicedSearch {
         }
     }
 
-    /// Searches up to `max_blocks` more (TP, PP) blocks; `true` once every block is done.
+    /// Searches up to `max_blocks` more (TP, PP, CP) blocks; `true` once every block is done.
     pub fn step(&mut self, max_blocks: usize) -> bool {
         let end = self
             .next

@@ -285,7 +285,7 @@ fn sliced_search_equals_one_shot() {
         },
     ] {
         let one = search(&model, &sc, &space, &sm);
-        for per_step in [1, 3, 1000] {
+        for per_step in [1, 7, 1000] {
             let mut s = SlicedSearch::new(model.clone(), sc.clone(), space.clone(), sm.clone());
             let mut steps = 0;
             while !s.step(per_step) {
@@ -297,6 +297,19 @@ fn sliced_search_equals_one_shot() {
             assert_eq!(s.finish(), one, "per_step {per_step}");
         }
     }
-    // 512 = 2^9: (TP, PP) pairs with tp·pp | 512 = C(11, 2) = 55.
-    assert_eq!(mesh_blocks(512).len(), 55);
+    // 512 = 2^9: (TP, PP, CP, DP) exponents summing to 9: C(12, 3) = 220.
+    assert_eq!(mesh_blocks(512).len(), 220);
+}
+
+/// Tokens per second per GPU: the article's 70B mesh moves 64 × 32,768 tokens per step
+/// over 512 GPUs.
+#[test]
+fn tokens_per_gpu_follow_step_time() {
+    let sc = article_mesh_scenario();
+    let model = sc.model_spec().expect("model");
+    let sm = StepModel::new(&model, &sc, CostOptions::default());
+    let r = search(&model, &sc, &SearchSpace::default(), &sm);
+    let f = r.feasible[0];
+    let want = 64.0 * 32_768.0 / 512.0 / f.step_s;
+    assert!((f.tokens_per_s_per_gpu(&sc.training) - want).abs() < 1e-9 * want);
 }
