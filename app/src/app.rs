@@ -14,6 +14,7 @@ use crate::charts::Theme;
 use crate::inputs::{power_of_two_steps, Issue, Issues, NumberField, Select, StepSlider, Toggle};
 use crate::share;
 use crate::views::{MemoryView, PipelineView, ServingView};
+use crate::views::{MeshView, StepBreakdownView, TopologyView};
 
 /// What the views read: the scenario and its resolved model.
 #[derive(Clone, Copy)]
@@ -133,6 +134,9 @@ pub fn App() -> impl IntoView {
                 <MemoryView />
                 <PipelineView />
                 <ServingView />
+                <MeshView />
+                <StepBreakdownView />
+                <TopologyView />
             </div>
         </main>
         <footer class="foot">

@@ -92,6 +92,35 @@ impl RejectReason {
         }
     }
 
+    /// The broken rule in words, for a person.
+    pub fn message(self) -> &'static str {
+        match self {
+            RejectReason::HeadsNotDivisibleByTp => "query heads not divisible by TP",
+            RejectReason::KvHeadsNotDivisibleByTp => {
+                "KV heads neither divisible by TP nor dividing it"
+            }
+            RejectReason::FfnNotDivisibleByTp => "FFN width not divisible by TP",
+            RejectReason::ExpertFfnNotDivisibleByTp => "expert FFN width not divisible by TP",
+            RejectReason::TpExceedsNode => "TP larger than a node",
+            RejectReason::LayersNotDivisibleByPp => "layers not divisible by PP × virtual stages",
+            RejectReason::SeqNotDivisibleBy2Cp => "sequence not divisible by 2 × CP",
+            RejectReason::ExpertsNotDivisibleByEp => "experts not divisible by EP",
+            RejectReason::EpNotDividingDpCp => "EP does not divide DP × CP",
+            RejectReason::BatchNotDivisibleByDpMicroBatch => {
+                "global batch not divisible by DP × micro-batch"
+            }
+            RejectReason::MicroBatchesNotDivisibleByPp => {
+                "interleaved: micro-batches not divisible by PP"
+            }
+            RejectReason::MemoryOverCapacity => "peak memory over capacity",
+        }
+    }
+
+    /// The reason of a machine key ([`RejectReason::key`]).
+    pub fn from_key(key: &str) -> Option<Self> {
+        RejectReason::ALL.iter().copied().find(|r| r.key() == key)
+    }
+
     fn bit(self) -> u32 {
         1 << (self as u32)
     }

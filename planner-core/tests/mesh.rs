@@ -313,3 +313,14 @@ fn tokens_per_gpu_follow_step_time() {
     let want = 64.0 * 32_768.0 / 512.0 / f.step_s;
     assert!((f.tokens_per_s_per_gpu(&sc.training) - want).abs() < 1e-9 * want);
 }
+
+/// Every reason reads as words and round-trips through its key.
+#[test]
+fn reasons_have_messages_and_keys() {
+    for r in RejectReason::ALL {
+        assert_eq!(RejectReason::from_key(r.key()), Some(r));
+        assert!(!r.message().is_empty() && !r.message().contains('_'));
+    }
+    assert_eq!(RejectReason::from_key("nope"), None);
+    assert_eq!(RejectReason::TpExceedsNode.message(), "TP larger than a node");
+}
