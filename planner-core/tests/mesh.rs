@@ -322,5 +322,8 @@ fn reasons_have_messages_and_keys() {
         assert!(!r.message().is_empty() && !r.message().contains('_'));
     }
     assert_eq!(RejectReason::from_key("nope"), None);
-    assert_eq!(RejectReason::TpExceedsNode.message(), "TP larger than a node");
+    assert_eq!(
+        RejectReason::TpExceedsNode.message(),
+        "TP larger than a node"
+    );
 }

@@ -191,7 +191,11 @@ struct Filter {
 impl Filter {
     fn keeps(&self, d: &planner_core::mesh::MeshDims) -> bool {
         let ok = |want: Option<u32>, got: u32| want.is_none_or(|w| w == got);
-        ok(self.dp, d.dp) && ok(self.tp, d.tp) && ok(self.pp, d.pp) && ok(self.cp, d.cp) && ok(self.ep, d.ep)
+        ok(self.dp, d.dp)
+            && ok(self.tp, d.tp)
+            && ok(self.pp, d.pp)
+            && ok(self.cp, d.cp)
+            && ok(self.ep, d.ep)
     }
 }
 
@@ -211,7 +215,7 @@ fn apply(ctx: Ctx, f: Feasible) {
 #[component]
 pub fn MeshView() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
-    let key = Memo::new(move |_| ctx.scenario.with(search_key));
+    let key = Memo::new(move |_| timed("mesh_key", || ctx.scenario.with(search_key)));
     let state = SearchState {
         generation: StoredValue::new(0),
         running: StoredValue::new(None),
@@ -602,4 +606,30 @@ fn RejectedTable(state: SearchState, filter: RwSignal<Filter>) -> impl IntoView 
             </div>
         </div>
     }
+}
+
+/// Runs `f` and adds its wall time to `window.__meshplanMs[name]` (milliseconds),
+/// so end-to-end tests can see what each new view costs per input.
+pub fn timed<T>(name: &str, f: impl FnOnce() -> T) -> T {
+    let t0 = now_ms();
+    let out = f();
+    let dt = now_ms() - t0;
+    if let Some(w) = web_sys::window() {
+        let key = wasm_bindgen::JsValue::from_str("__meshplanMs");
+        let table = js_sys::Reflect::get(&w, &key)
+            .ok()
+            .filter(|v| v.is_object())
+            .unwrap_or_else(|| {
+                let o: wasm_bindgen::JsValue = js_sys::Object::new().into();
+                let _ = js_sys::Reflect::set(&w, &key, &o);
+                o
+            });
+        let name = wasm_bindgen::JsValue::from_str(name);
+        let prev = js_sys::Reflect::get(&table, &name)
+            .ok()
+            .and_then(|v| v.as_f64())
+            .unwrap_or(0.0);
+        let _ = js_sys::Reflect::set(&table, &name, &wasm_bindgen::JsValue::from_f64(prev + dt));
+    }
+    out
 }

@@ -3,15 +3,15 @@
 
 pub mod chart_canvas;
 mod memory;
+pub mod mesh;
 mod pipeline;
 mod serving;
-mod mesh;
 mod step_breakdown;
 mod topology;
 
 pub use memory::MemoryView;
+pub use mesh::MeshView;
 pub use pipeline::PipelineView;
 pub use serving::ServingView;
-pub use mesh::MeshView;
 pub use step_breakdown::StepBreakdownView;
 pub use topology::TopologyView;

@@ -10,6 +10,7 @@ use planner_core::topology::Domain;
 
 use crate::app::Ctx;
 use crate::format;
+use crate::views::mesh::timed;
 
 /// Colour class per segment (same family as the memory chart's palette).
 fn segment_class(kind: SegmentKind) -> &'static str {
@@ -52,8 +53,11 @@ pub fn StepBreakdownView() -> impl IntoView {
     let data = Memo::new(move |_| {
         ctx.model.with(|m| {
             m.as_ref().ok().map(|model| {
-                ctx.scenario
-                    .with(|s| step_breakdown(s, model, &CostOptions::default()))
+                ctx.scenario.with(|s| {
+                    timed("breakdown", || {
+                        step_breakdown(s, model, &CostOptions::default())
+                    })
+                })
             })
         })
     });

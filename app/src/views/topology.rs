@@ -11,6 +11,7 @@ use planner_core::topology::{topology_map, GroupKind, GroupTraffic, TopologyMap}
 
 use crate::app::Ctx;
 use crate::format;
+use crate::views::mesh::timed;
 
 const CELL: f64 = 14.0;
 const GAP: f64 = 2.0;
@@ -52,23 +53,14 @@ struct Geometry {
 }
 
 fn geometry(map: &TopologyMap) -> Geometry {
-    let slots = map
-        .gpus
-        .iter()
-        .filter(|g| g.node == 0)
-        .count()
-        .max(1) as u32;
+    let slots = map.gpus.iter().filter(|g| g.node == 0).count().max(1) as u32;
     let per_row = slots.min(CELLS_PER_ROW);
     let rows_per_node = slots.div_ceil(per_row);
     let box_w = f64::from(per_row) * (CELL + GAP) - GAP + 2.0 * PAD;
     // Room for the label on top and the NVLink bar below.
     let box_h = f64::from(rows_per_node) * (CELL + GAP) - GAP + 2.0 * PAD + 22.0;
     let cols = ((FIGURE_W / (box_w + 18.0)).floor() as u32).clamp(1, 16);
-    Geometry {
-        cols,
-        box_w,
-        box_h,
-    }
+    Geometry { cols, box_w, box_h }
 }
 
 fn node_origin(g: &Geometry, node: u32) -> (f64, f64) {
@@ -81,7 +73,9 @@ fn node_origin(g: &Geometry, node: u32) -> (f64, f64) {
 }
 
 fn escape(text: &str) -> String {
-    text.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
 }
 
 /// The figure's viewBox, label and inner SVG.
@@ -157,7 +151,11 @@ fn svg_figure(map: &TopologyMap, kind: GroupKind) -> (String, String, String) {
             let (bx, by) = (bx + g.box_w / 2.0, by + g.box_h - 2.0);
             let mx = (ax + bx) / 2.0;
             let my = ay.max(by) + 14.0 + (bx - ax).abs().min(60.0) * 0.15;
-            let class = if warned { "topo-edge warn" } else { "topo-edge" };
+            let class = if warned {
+                "topo-edge warn"
+            } else {
+                "topo-edge"
+            };
             let _ = write!(
                 out,
                 r#"<path class="{class}" d="M {ax:.1} {ay:.1} Q {mx:.1} {my:.1} {bx:.1} {by:.1}"><title>network traffic between node {a} and node {b}</title></path>"#
@@ -184,8 +182,11 @@ pub fn TopologyView() -> impl IntoView {
     let map = Memo::new(move |_| {
         ctx.model.with(|m| {
             m.as_ref().ok().map(|model| {
-                ctx.scenario
-                    .with(|s| topology_map(s, model, &CostOptions::default()))
+                ctx.scenario.with(|s| {
+                    timed("topology_map", || {
+                        topology_map(s, model, &CostOptions::default())
+                    })
+                })
             })
         })
     });
@@ -193,7 +194,10 @@ pub fn TopologyView() -> impl IntoView {
     // Built as one SVG string: a few hundred cells redraw in one DOM write per input.
     let figure = Memo::new(move |_| {
         let kind = colour_by.get();
-        map.with(|m| m.as_ref().map(|map| svg_figure(map, kind)))
+        map.with(|m| {
+            m.as_ref()
+                .map(|map| timed("topology_svg", || svg_figure(map, kind)))
+        })
     });
     let figure = move || {
         figure.with(|f| match f {

@@ -161,7 +161,10 @@ fn article_mesh_row_applies_to_every_view() {
         .filter_map(|v| v.as_str().map(str::to_string))
         .collect();
     assert!(!meshes.is_empty(), "TP 8 × PP 4 × CP 4 × DP 4 is listed");
-    assert!(meshes.iter().all(|m| m == "dp4 tp8 pp4 cp4 ep1"), "{meshes:?}");
+    assert!(
+        meshes.iter().all(|m| m == "dp4 tp8 pp4 cp4 ep1"),
+        "{meshes:?}"
+    );
     let best = r
         .feasible
         .iter()
@@ -174,7 +177,7 @@ fn article_mesh_row_applies_to_every_view() {
     assert_eq!(first_rank, best.to_string(), "same rank as planner-core");
     scroll_to(&session, "[data-testid=mesh-view]");
     session
-        .screenshot(&screenshot_path("mesh-explorer-article-filtered.png"))
+        .screenshot(&screenshot_path("mesh-explorer-article-filtered"))
         .unwrap();
 
     // Pick a row whose layout differs from the scenario's: the best 8×4×4×4 one.
@@ -215,7 +218,10 @@ fn article_mesh_row_applies_to_every_view() {
     assert_eq!(decoded.layout, want);
     assert_eq!(decoded.layout.micro_batch, chosen.knobs.micro_batch);
     // The row is marked as the current layout.
-    assert_eq!(texts(&session, "tr.selected[data-testid=mesh-row]").len(), 1);
+    assert_eq!(
+        texts(&session, "tr.selected[data-testid=mesh-row]").len(),
+        1
+    );
 
     // Step breakdown: the row's predicted step time.
     let step = session.text("[data-testid=step-total]").unwrap();
@@ -240,7 +246,10 @@ fn article_mesh_row_applies_to_every_view() {
     );
     // Topology: TP groups of 8 inside one node each.
     let cap = session.text("[data-testid=topology-caption]").unwrap();
-    assert!(cap.contains("groups of 8 GPUs (8 per node over 1 node)"), "{cap}");
+    assert!(
+        cap.contains("groups of 8 GPUs (8 per node over 1 node)"),
+        "{cap}"
+    );
     session.click("[data-testid=topo-by-pp]").unwrap();
     let cap = session
         .wait_text("[data-testid=topology-caption]", SETTLE, |t| {
@@ -257,28 +266,35 @@ fn article_mesh_row_applies_to_every_view() {
     ] {
         scroll_to(&session, css);
         session
-            .element_screenshot(css, &screenshot_path(&format!("{name}.png")))
+            .element_screenshot(css, &screenshot_path(name))
             .unwrap();
     }
     // The rejected tab lists blocks with reasons.
     session.click("[data-testid=mesh-filter-clear]").unwrap();
     session.click("[data-testid=mesh-tab-rejected]").unwrap();
+    session
+        .set_value("[data-testid=mesh-filter-tp]", "16")
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
     let rows = texts(&session, "[data-testid=mesh-rejected-row]");
     assert!(!rows.is_empty());
-    assert!(rows.iter().any(|t| t.contains("TP larger than a node")), "{rows:?}");
+    assert!(
+        rows.iter().any(|t| t.contains("TP larger than a node")),
+        "{rows:?}"
+    );
     scroll_to(&session, "[data-testid=mesh-view]");
     session
-        .element_screenshot(
-            "[data-testid=mesh-view]",
-            &screenshot_path("mesh-rejected.png"),
-        )
+        .element_screenshot("[data-testid=mesh-view]", &screenshot_path("mesh-rejected"))
         .unwrap();
     // Sorting by MFU, descending, puts the highest first.
+    session.click("[data-testid=mesh-filter-clear]").unwrap();
     session.click("[data-testid=mesh-tab-feasible]").unwrap();
     session.click("[data-testid=mesh-sort-mfu]").unwrap();
     session.click("[data-testid=mesh-sort-mfu]").unwrap();
     std::thread::sleep(Duration::from_millis(300));
-    let top_mfu = session.text("[data-testid=mesh-row] [data-col=mfu]").unwrap();
+    let top_mfu = session
+        .text("[data-testid=mesh-row] [data-col=mfu]")
+        .unwrap();
     let best_mfu = r.feasible.iter().map(|f| f.mfu).fold(0.0, f64::max);
     assert_eq!(top_mfu, format!("{:.1}%", best_mfu * 100.0));
     assert_no_console_errors(&session, "in the mesh explorer");
@@ -297,14 +313,17 @@ fn tp_across_nodes_is_highlighted() {
     let warn = session
         .wait_text("[data-testid=topology-warning]", SETTLE, |t| !t.is_empty())
         .unwrap();
-    assert!(warn.contains("TP") || warn.to_lowercase().contains("tp"), "{warn}");
+    assert!(
+        warn.contains("TP") || warn.to_lowercase().contains("tp"),
+        "{warn}"
+    );
     let outlined = texts(&session, "rect.topo-gpu.warn").len();
     assert!(outlined > 0, "TP cells outlined");
     scroll_to(&session, "[data-testid=topology-view]");
     session
         .element_screenshot(
             "[data-testid=topology-view]",
-            &screenshot_path("topology-tp-spans-nodes.png"),
+            &screenshot_path("topology-tp-spans-nodes"),
         )
         .unwrap();
     assert_no_console_errors(&session, "with TP across nodes");
@@ -416,7 +435,7 @@ fn search_of_16k_gpus_is_timed_and_the_page_stays_responsive() {
     session
         .element_screenshot(
             "[data-testid=mesh-view]",
-            &screenshot_path("mesh-explorer-405b-16k.png"),
+            &screenshot_path("mesh-explorer-405b-16k"),
         )
         .unwrap();
 
@@ -447,9 +466,15 @@ fn search_of_16k_gpus_is_timed_and_the_page_stays_responsive() {
         }
         step();
     "#;
+    session
+        .execute("window.__meshplanMs = {};", vec![])
+        .unwrap();
     let result = session
         .execute_async(script, vec![json!(240)])
         .expect("measure");
+    let per_view = session
+        .execute("return window.__meshplanMs;", vec![])
+        .unwrap();
     let series = |key: &str| {
         let mut v: Vec<f64> = result[key]
             .as_array()
@@ -470,5 +495,6 @@ fn search_of_16k_gpus_is_timed_and_the_page_stays_responsive() {
         percentile(&frame, 0.5),
         percentile(&frame, 0.95),
     );
+    println!("  of which the new views' computations, total ms over the moves: {per_view}");
     assert_no_console_errors(&session, "during the 16k search and slider moves");
 }
