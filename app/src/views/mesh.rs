@@ -315,13 +315,14 @@ pub fn MeshView() -> impl IntoView {
             Some(Ok(r)) => {
                 let t = state.timing.get().unwrap_or_default();
                 format!(
-                    "{} candidates on {} GPUs: {} feasible, {} rejected. Searched in {:.0} ms over {} frames (longest slice {:.1} ms).",
+                    "{} candidates on {} GPUs: {} feasible, {} rejected. Searched in {:.0} ms over {} frame{} (longest slice {:.1} ms).",
                     format::thousands(r.candidates),
                     format::thousands(r.world),
                     format::thousands(r.feasible_count),
                     format::thousands(r.candidates.saturating_sub(r.feasible_count)),
                     t.wall_ms,
                     t.frames,
+                    if t.frames == 1 { "" } else { "s" },
                     t.longest_slice_ms,
                 )
             }

@@ -103,6 +103,7 @@ pub fn StepBreakdownView() -> impl IntoView {
                     let legend = b
                         .segments
                         .iter()
+                        .filter(|s| s.seconds > 0.0)
                         .map(|s| {
                             view! {
                                 <li data-testid=format!("step-legend-{}", s.term.key.trim_start_matches("time.").replace('.', "-"))>
@@ -123,7 +124,7 @@ pub fn StepBreakdownView() -> impl IntoView {
                             {bar(b)}
                         </div>
                         <ul class="legend step-legend">{legend}</ul>
-                        <div class="chart-pair">
+                        <div class="volume-tables">
                             <div class="table-scroll">
                                 <table data-testid="volume-by-op">
                                     <caption>"Bytes per GPU per step, by collective"</caption>

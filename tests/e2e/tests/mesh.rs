@@ -226,6 +226,34 @@ fn article_mesh_row_applies_to_every_view() {
     // Step breakdown: the row's predicted step time.
     let step = session.text("[data-testid=step-total]").unwrap();
     assert_eq!(step, fmt_s(chosen.step_s), "breakdown total vs the row");
+    // Its segments add up to that step time and its volumes are planner-core's.
+    let segs = session
+        .execute(
+            "return Array.from(document.querySelectorAll('[data-testid^=step-seg-]')).map(e => Number(e.dataset.seconds));",
+            vec![],
+        )
+        .unwrap();
+    let sum: f64 = segs
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|v| v.as_f64())
+        .sum();
+    assert!(
+        (sum - chosen.step_s).abs() < 1e-6 * chosen.step_s,
+        "segments {sum} vs {}",
+        chosen.step_s
+    );
+    let native =
+        planner_core::breakdown::step_breakdown(&expected, &model, &CostOptions::default());
+    assert_eq!(
+        session.text("[data-testid=volume-nvlink]").unwrap(),
+        bytes_text(native.intra_node_bytes)
+    );
+    assert_eq!(
+        session.text("[data-testid=volume-network]").unwrap(),
+        bytes_text(native.inter_node_bytes)
+    );
     let evaluated = sm.evaluate(&want).seconds.total;
     assert!((evaluated - chosen.step_s).abs() < 1e-9 * evaluated);
     // Pipeline: p = 4 and the row's m.
@@ -339,6 +367,38 @@ fn thousands(n: u64) -> String {
         out.push(c);
     }
     out
+}
+
+/// The app's byte format (app/src/format.rs): three significant figures, GB up to 100 TB.
+fn bytes_text(b: f64) -> String {
+    let (div, unit) = if b >= 1e14 {
+        (1e12, "TB")
+    } else if b >= 1e9 {
+        (1e9, "GB")
+    } else if b >= 1e6 {
+        (1e6, "MB")
+    } else if b >= 1e3 {
+        (1e3, "KB")
+    } else {
+        return format!("{} B", b.round());
+    };
+    let x = b / div;
+    let digits = if x >= 100.0 {
+        0
+    } else if x >= 10.0 {
+        1
+    } else {
+        2
+    };
+    let t = format!("{x:.digits$}");
+    let (int, frac) = t
+        .split_once('.')
+        .map_or((t.as_str(), None), |(i, f)| (i, Some(f)));
+    let int = thousands(int.parse().unwrap_or(0));
+    match frac {
+        Some(f) => format!("{int}.{f} {unit}"),
+        None => format!("{int} {unit}"),
+    }
 }
 
 fn fmt_s(s: f64) -> String {
