@@ -8,6 +8,7 @@ mod pipeline;
 mod serving;
 mod step_breakdown;
 mod topology;
+mod visibility;
 
 pub use memory::MemoryView;
 pub use mesh::MeshView;

@@ -11,6 +11,7 @@ use planner_core::topology::Domain;
 use crate::app::Ctx;
 use crate::format;
 use crate::views::mesh::timed;
+use crate::views::visibility::{near_screen, scenario_while_visible};
 
 /// Colour class per segment (same family as the memory chart's palette).
 fn segment_class(kind: SegmentKind) -> &'static str {
@@ -50,10 +51,12 @@ fn domain_label(d: Domain) -> &'static str {
 #[component]
 pub fn StepBreakdownView() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
+    let section = NodeRef::<leptos::html::Section>::new();
+    let scenario = scenario_while_visible(ctx.scenario, near_screen(section));
     let data = Memo::new(move |_| {
         ctx.model.with(|m| {
             m.as_ref().ok().map(|model| {
-                ctx.scenario.with(|s| {
+                scenario.with(|s| {
                     timed("breakdown", || {
                         step_breakdown(s, model, &CostOptions::default())
                     })
@@ -92,7 +95,7 @@ pub fn StepBreakdownView() -> impl IntoView {
     };
 
     view! {
-        <section class="view" aria-labelledby="breakdown-title" data-testid="breakdown-view">
+        <section node_ref=section class="view" aria-labelledby="breakdown-title" data-testid="breakdown-view">
             <h2 id="breakdown-title">"Step-time breakdown"</h2>
             <p class="explain">
                 "Where one optimizer step's time goes on every GPU: compute (and recompute), the communication of each group that compute does not hide, the pipeline bubble and the optimizer. Below, the bytes each GPU sends per step, by collective and by link: tensor parallelism should stay on NVLink inside a node; pipeline and data parallelism cross the network."

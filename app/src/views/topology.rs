@@ -12,6 +12,7 @@ use planner_core::topology::{topology_map, GroupKind, GroupTraffic, TopologyMap}
 use crate::app::Ctx;
 use crate::format;
 use crate::views::mesh::timed;
+use crate::views::visibility::{near_screen, scenario_while_visible};
 
 const CELL: f64 = 14.0;
 const GAP: f64 = 2.0;
@@ -178,11 +179,13 @@ fn svg_figure(map: &TopologyMap, kind: GroupKind) -> (String, String, String) {
 #[component]
 pub fn TopologyView() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
+    let section = NodeRef::<leptos::html::Section>::new();
+    let scenario = scenario_while_visible(ctx.scenario, near_screen(section));
     let colour_by = RwSignal::new(GroupKind::Tp);
     let map = Memo::new(move |_| {
         ctx.model.with(|m| {
             m.as_ref().ok().map(|model| {
-                ctx.scenario.with(|s| {
+                scenario.with(|s| {
                     timed("topology_map", || {
                         topology_map(s, model, &CostOptions::default())
                     })
@@ -253,7 +256,7 @@ pub fn TopologyView() -> impl IntoView {
     };
 
     view! {
-        <section class="view" aria-labelledby="topology-title" data-testid="topology-view">
+        <section node_ref=section class="view" aria-labelledby="topology-title" data-testid="topology-view">
             <h2 id="topology-title">"Where the groups run"</h2>
             <p class="explain">
                 "The cluster as nodes of GPUs, ranks placed in Megatron's order (TP fastest, then CP, DP, PP). Each GPU takes the colour of its group of the chosen kind; a bar under a node marks that group's traffic on NVLink inside it, an arc between nodes its traffic over the network. Tensor parallelism talks every layer, so it belongs inside a node: a TP group that spans nodes is outlined in red."

@@ -223,9 +223,13 @@ fn article_mesh_row_applies_to_every_view() {
         1
     );
 
-    // Step breakdown: the row's predicted step time.
-    let step = session.text("[data-testid=step-total]").unwrap();
-    assert_eq!(step, fmt_s(chosen.step_s), "breakdown total vs the row");
+    // Step breakdown (it recomputes once scrolled near the screen): the row's step time.
+    scroll_to(&session, "[data-testid=breakdown-view]");
+    let step = session
+        .wait_text("[data-testid=step-total]", SETTLE, |t| {
+            t == fmt_s(chosen.step_s)
+        })
+        .expect("breakdown total follows the row");
     // Its segments add up to that step time and its volumes are planner-core's.
     let segs = session
         .execute(
@@ -273,7 +277,12 @@ fn article_mesh_row_applies_to_every_view() {
         before_url != session.current_url().unwrap()
     );
     // Topology: TP groups of 8 inside one node each.
-    let cap = session.text("[data-testid=topology-caption]").unwrap();
+    scroll_to(&session, "[data-testid=topology-view]");
+    let cap = session
+        .wait_text("[data-testid=topology-caption]", SETTLE, |t| {
+            t.contains("groups of 8 GPUs")
+        })
+        .unwrap();
     assert!(
         cap.contains("groups of 8 GPUs (8 per node over 1 node)"),
         "{cap}"
