@@ -73,10 +73,26 @@ fn node_origin(g: &Geometry, node: u32) -> (f64, f64) {
     )
 }
 
-fn escape(text: &str) -> String {
-    text.replace('&', "&amp;")
-        .replace('<', "&lt;")
-        .replace('>', "&gt;")
+/// What the hover line says about one drawn GPU.
+fn gpu_text(map: &TopologyMap, i: usize, kind: GroupKind) -> String {
+    let Some(c) = map.gpus.get(i) else {
+        return String::new();
+    };
+    match (&c.rank, &c.coords) {
+        (Some(r), Some(k)) => format!(
+            "rank {r} (node {}, GPU {}): TP {} · CP {} · DP {} · PP {} · EP {}; {} group {}",
+            c.node,
+            c.slot,
+            k.tp,
+            k.cp,
+            k.dp,
+            k.pp,
+            k.ep,
+            kind.id().to_uppercase(),
+            c.groups.get(kind.index()).copied().unwrap_or(0)
+        ),
+        _ => format!("node {}, GPU {}: idle", c.node, c.slot),
+    }
 }
 
 /// The figure's viewBox, label and inner SVG.
@@ -111,27 +127,13 @@ fn svg_figure(map: &TopologyMap, kind: GroupKind) -> (String, String, String) {
         }
         out.push_str("</g>");
     }
-    for c in &map.gpus {
+    // Cells carry their index only: the hover line reads the rest from the map.
+    for (i, c) in map.gpus.iter().enumerate() {
         let (x0, y0) = node_origin(&g, c.node);
         let x = x0 + PAD + f64::from(c.slot % CELLS_PER_ROW) * (CELL + GAP);
         let y = y0 + 16.0 + f64::from(c.slot / CELLS_PER_ROW) * (CELL + GAP);
         let ordinal = c.groups.get(kind.index()).copied();
         let fill = ordinal.map_or_else(|| "var(--idle)".to_string(), group_colour);
-        let title = match (&c.rank, &c.coords) {
-            (Some(r), Some(k)) => format!(
-                "rank {r} (node {}, GPU {}): TP {} · CP {} · DP {} · PP {} · EP {}; {} group {}",
-                c.node,
-                c.slot,
-                k.tp,
-                k.cp,
-                k.dp,
-                k.pp,
-                k.ep,
-                kind.id().to_uppercase(),
-                ordinal.unwrap_or(0)
-            ),
-            _ => format!("node {}, GPU {}: idle", c.node, c.slot),
-        };
         let class = if warned && c.rank.is_some() {
             "topo-gpu warn"
         } else {
@@ -139,9 +141,8 @@ fn svg_figure(map: &TopologyMap, kind: GroupKind) -> (String, String, String) {
         };
         let _ = write!(
             out,
-            r#"<rect class="{class}" x="{x:.1}" y="{y:.1}" width="{CELL}" height="{CELL}" rx="2" style="fill: {fill}" data-group="{}"><title>{}</title></rect>"#,
+            r#"<rect class="{class}" x="{x:.1}" y="{y:.1}" width="{CELL}" height="{CELL}" rx="2" style="fill: {fill}" data-i="{i}" data-group="{}"></rect>"#,
             ordinal.map(|o| o.to_string()).unwrap_or_default(),
-            escape(&title)
         );
     }
     if let Some(t) = traffic {
@@ -194,6 +195,7 @@ pub fn TopologyView() -> impl IntoView {
         })
     });
 
+    let hovered = RwSignal::new(None::<usize>);
     // Built as one SVG string: a few hundred cells redraw in one DOM write per input.
     let figure = Memo::new(move |_| {
         let kind = colour_by.get();
@@ -213,6 +215,15 @@ pub fn TopologyView() -> impl IntoView {
                     role="img"
                     aria-label=label.clone()
                     inner_html=inner.clone()
+                    on:mouseover=move |ev: web_sys::MouseEvent| {
+                        use wasm_bindgen::JsCast;
+                        let i = ev
+                            .target()
+                            .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+                            .and_then(|e| e.get_attribute("data-i"))
+                            .and_then(|v| v.parse::<usize>().ok());
+                        hovered.set(i);
+                    }
                 ></svg>
             }
             .into_any(),
@@ -307,6 +318,15 @@ pub fn TopologyView() -> impl IntoView {
                 }}
             </p>
             <div class="topo-scroll">{figure}</div>
+            <p class="hint topo-hover" data-testid="topology-hover">
+                {move || {
+                    let kind = colour_by.get();
+                    match hovered.get() {
+                        None => "Point at a GPU for its rank and coordinates.".to_string(),
+                        Some(i) => map.with(|m| m.as_ref().map(|map| gpu_text(map, i, kind)).unwrap_or_default()),
+                    }
+                }}
+            </p>
             <ul class="legend">
                 <li><span class="swatch topo-sw-nvlink"></span>"traffic inside a node (NVLink)"</li>
                 <li><span class="swatch topo-sw-net"></span>"traffic between nodes (network)"</li>

@@ -6,7 +6,7 @@ use planner_core::scenario::Scenario;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 
-/// Whether `target` is within 400 px of the viewport (an IntersectionObserver;
+/// Whether `target` is within 100 px of the viewport (an IntersectionObserver;
 /// `true` until it first reports, so a view always draws once).
 pub fn near_screen(target: NodeRef<leptos::html::Section>) -> ReadSignal<bool> {
     let (visible, set_visible) = signal(true);
@@ -28,7 +28,7 @@ pub fn near_screen(target: NodeRef<leptos::html::Section>) -> ReadSignal<bool> {
             }
         });
         let init = web_sys::IntersectionObserverInit::new();
-        init.set_root_margin("400px");
+        init.set_root_margin("100px");
         let Ok(observer) = web_sys::IntersectionObserver::new_with_options(
             callback.as_ref().unchecked_ref(),
             &init,
