@@ -15,6 +15,7 @@ use crate::inputs::{power_of_two_steps, Issue, Issues, NumberField, Select, Step
 use crate::share;
 use crate::views::{CalibrationBadge, ExportsView, MeasuredView, ModelImport};
 use crate::views::{LearnView, MemoryView, PipelineView, ServingView};
+use crate::views::{MeshView, StepBreakdownView, TopologyView};
 
 /// What the views read: the scenario and its resolved model.
 #[derive(Clone, Copy)]
@@ -135,6 +136,9 @@ pub fn App() -> impl IntoView {
                 <MemoryView />
                 <PipelineView />
                 <ServingView />
+                <MeshView />
+                <StepBreakdownView />
+                <TopologyView />
                 <LearnView />
                 <ModelImport />
                 <MeasuredView />

@@ -92,6 +92,35 @@ impl RejectReason {
         }
     }
 
+    /// The broken rule in words, for a person.
+    pub fn message(self) -> &'static str {
+        match self {
+            RejectReason::HeadsNotDivisibleByTp => "query heads not divisible by TP",
+            RejectReason::KvHeadsNotDivisibleByTp => {
+                "KV heads neither divisible by TP nor dividing it"
+            }
+            RejectReason::FfnNotDivisibleByTp => "FFN width not divisible by TP",
+            RejectReason::ExpertFfnNotDivisibleByTp => "expert FFN width not divisible by TP",
+            RejectReason::TpExceedsNode => "TP larger than a node",
+            RejectReason::LayersNotDivisibleByPp => "layers not divisible by PP × virtual stages",
+            RejectReason::SeqNotDivisibleBy2Cp => "sequence not divisible by 2 × CP",
+            RejectReason::ExpertsNotDivisibleByEp => "experts not divisible by EP",
+            RejectReason::EpNotDividingDpCp => "EP does not divide DP × CP",
+            RejectReason::BatchNotDivisibleByDpMicroBatch => {
+                "global batch not divisible by DP × micro-batch"
+            }
+            RejectReason::MicroBatchesNotDivisibleByPp => {
+                "interleaved: micro-batches not divisible by PP"
+            }
+            RejectReason::MemoryOverCapacity => "peak memory over capacity",
+        }
+    }
+
+    /// The reason of a machine key ([`RejectReason::key`]).
+    pub fn from_key(key: &str) -> Option<Self> {
+        RejectReason::ALL.iter().copied().find(|r| r.key() == key)
+    }
+
     fn bit(self) -> u32 {
         1 << (self as u32)
     }
@@ -237,6 +266,16 @@ impl Feasible {
     pub fn layout(&self) -> Layout {
         layout_of(self.dims, self.knobs)
     }
+
+    /// Training throughput per GPU: tokens of one step over its time and the GPUs it uses.
+    pub fn tokens_per_s_per_gpu(&self, training: &crate::scenario::Training) -> f64 {
+        let tokens = f64::from(training.global_batch) * f64::from(training.seq_len);
+        let gpus = f64::from(self.dims.dp)
+            * f64::from(self.dims.tp)
+            * f64::from(self.dims.pp)
+            * f64::from(self.dims.cp);
+        tokens / (self.step_s * gpus)
+    }
 }
 
 /// A block of rejected candidates sharing a mesh (and the knobs that are set).
@@ -350,6 +389,55 @@ pub fn search_with<F: Fn(&Layout) -> f64>(
     step_model: &StepModel,
     peak_memory_bytes: F,
 ) -> SearchResult {
+    let mut acc = Partial::default();
+    let blocks = mesh_blocks(scenario.cluster.world_size());
+    search_blocks(
+        model,
+        scenario,
+        space,
+        step_model,
+        &peak_memory_bytes,
+        &blocks,
+        &mut acc,
+    );
+    finish(scenario, space, step_model, acc)
+}
+
+/// What a search has gathered so far: the sum over the blocks searched.
+#[derive(Clone, Debug, Default)]
+struct Partial {
+    counts: [u64; 12],
+    total: u64,
+    rejected: Vec<Rejected>,
+    feasible: Vec<Feasible>,
+    feasible_count: u64,
+}
+
+/// The (TP, PP, CP) triples of a world size (DP is the rest), in the order the
+/// one-shot search visits them; each is one block of candidates (every EP and knob under it).
+pub fn mesh_blocks(world: u64) -> Vec<(u32, u32, u32)> {
+    let mut out = Vec::new();
+    for &tp in &divisors(world) {
+        let rest_tp = world / u64::from(tp);
+        for &pp in &divisors(rest_tp) {
+            for &cp in &divisors(rest_tp / u64::from(pp)) {
+                out.push((tp, pp, cp));
+            }
+        }
+    }
+    out
+}
+
+/// Searches the meshes of `blocks` ((TP, PP, CP) triples) and adds them to `acc`.
+fn search_blocks<F: Fn(&Layout) -> f64>(
+    model: &ModelSpec,
+    scenario: &Scenario,
+    space: &SearchSpace,
+    step_model: &StepModel,
+    peak_memory_bytes: &F,
+    blocks: &[(u32, u32, u32)],
+    acc: &mut Partial,
+) {
     let cluster = &scenario.cluster;
     let world = cluster.world_size();
     let gpn = cluster.gpus_per_node;
@@ -362,11 +450,13 @@ pub fn search_with<F: Fn(&Layout) -> f64>(
     // 0 divides nothing away: `0 % tp == 0` for dense models.
     let expert_ffn = model.moe.as_ref().map_or(0, |m| m.expert_ffn);
 
-    let mut counts = [0u64; 12];
-    let mut total: u64 = 0;
-    let mut rejected: Vec<Rejected> = Vec::new();
-    let mut feasible: Vec<Feasible> = Vec::new();
-    let mut feasible_count = 0u64;
+    let Partial {
+        counts,
+        total,
+        rejected,
+        feasible,
+        feasible_count,
+    } = acc;
 
     let n_zero = space.zero_stages.len() as u64;
     let n_rc = space.recompute.len() as u64;
@@ -407,12 +497,16 @@ pub fn search_with<F: Fn(&Layout) -> f64>(
         vec![1]
     };
 
-    for &tp in &divisors(world) {
-        let rest_tp = world / u64::from(tp);
-        for &pp in &divisors(rest_tp) {
-            let rest_pp = rest_tp / u64::from(pp);
-            for &cp in &divisors(rest_pp) {
-                let dp64 = rest_pp / u64::from(cp);
+    for &(tp, pp, cp) in blocks {
+        {
+            let Some(dp64) = world
+                .checked_div(u64::from(tp))
+                .and_then(|r| r.checked_div(u64::from(pp)))
+                .and_then(|r| r.checked_div(u64::from(cp)))
+            else {
+                continue;
+            };
+            {
                 let Ok(dp) = u32::try_from(dp64) else {
                     continue;
                 };
@@ -420,7 +514,7 @@ pub fn search_with<F: Fn(&Layout) -> f64>(
                 let knobs_per_mesh = n_zero * n_rc * n_mb * scheds.len() as u64;
                 for &ep in &ep_values {
                     let dims = MeshDims { dp, tp, pp, cp, ep };
-                    total += knobs_per_mesh;
+                    *total += knobs_per_mesh;
                     // Rules of the mesh alone.
                     let mut mesh_reasons = Reasons::default();
                     if !model.heads.is_multiple_of(tp) {
@@ -469,8 +563,8 @@ pub fn search_with<F: Fn(&Layout) -> f64>(
                                 candidates: knobs_per_mesh,
                                 peak_memory_bytes: 0.0,
                             },
-                            &mut counts,
-                            &mut rejected,
+                            counts,
+                            rejected,
                         );
                         continue;
                     }
@@ -499,8 +593,8 @@ pub fn search_with<F: Fn(&Layout) -> f64>(
                                     candidates: n_zero * n_rc * n_mb,
                                     peak_memory_bytes: 0.0,
                                 },
-                                &mut counts,
-                                &mut rejected,
+                                counts,
+                                rejected,
                             );
                             continue;
                         }
@@ -529,8 +623,8 @@ pub fn search_with<F: Fn(&Layout) -> f64>(
                                         candidates: n_zero * n_rc,
                                         peak_memory_bytes: 0.0,
                                     },
-                                    &mut counts,
-                                    &mut rejected,
+                                    counts,
+                                    rejected,
                                 );
                                 continue;
                             }
@@ -560,13 +654,13 @@ pub fn search_with<F: Fn(&Layout) -> f64>(
                                                 candidates: 1,
                                                 peak_memory_bytes: peak,
                                             },
-                                            &mut counts,
-                                            &mut rejected,
+                                            counts,
+                                            rejected,
                                         );
                                         continue;
                                     }
                                     let s = step_model.seconds(&layout, &placement);
-                                    feasible_count += 1;
+                                    *feasible_count += 1;
                                     feasible.push(Feasible {
                                         dims,
                                         knobs,
@@ -585,6 +679,27 @@ pub fn search_with<F: Fn(&Layout) -> f64>(
             }
         }
     }
+}
+
+/// Ranks what the blocks gathered: article hints, best `max_results` first,
+/// counts by reason.
+fn finish(
+    scenario: &Scenario,
+    space: &SearchSpace,
+    step_model: &StepModel,
+    acc: Partial,
+) -> SearchResult {
+    let Partial {
+        counts,
+        total,
+        rejected,
+        mut feasible,
+        feasible_count,
+    } = acc;
+    let cluster = &scenario.cluster;
+    let world = cluster.world_size();
+    let gpn = cluster.gpus_per_node;
+    let usable = cluster.gpu.memory_bytes * scenario.overheads.usable_fraction;
 
     // Fastest first; among equal step times, more headroom first.
     // Ties broken by the layout itself so capped and full rankings agree.
@@ -653,6 +768,96 @@ pub fn search_with<F: Fn(&Layout) -> f64>(
         usable_bytes: usable,
         hints,
         inputs: step_model.input_sources(),
+    }
+}
+
+/// A search run a few blocks at a time, so a page can search 16,384 GPUs
+/// without freezing: call [`SlicedSearch::step`] once per frame until it
+/// returns `true`, then [`SlicedSearch::finish`]. The result equals
+/// [`search`]'s for the same inputs (blocks are visited in the same order and
+/// ranked once at the end).
+#[derive(Clone, Debug)]
+pub struct SlicedSearch {
+    model: ModelSpec,
+    params: crate::model::ParamBreakdown,
+    scenario: Scenario,
+    space: SearchSpace,
+    step_model: StepModel,
+    blocks: Vec<(u32, u32, u32)>,
+    next: usize,
+    acc: Partial,
+}
+
+impl SlicedSearch {
+    /// Prepares a search of `scenario`'s cluster for `model` (nothing is searched yet).
+    pub fn new(
+        model: ModelSpec,
+        scenario: Scenario,
+        space: SearchSpace,
+        step_model: StepModel,
+    ) -> Self {
+        let blocks = mesh_blocks(scenario.cluster.world_size());
+        SlicedSearch {
+            params: model.param_breakdown(),
+            model,
+            scenario,
+            space,
+            step_model,
+            blocks,
+            next: 0,
+            acc: Partial::default(),
+        }
+    }
+
+    /// Searches up to `max_blocks` more (TP, PP, CP) blocks; `true` once every block is done.
+    pub fn step(&mut self, max_blocks: usize) -> bool {
+        let end = self
+            .next
+            .saturating_add(max_blocks.max(1))
+            .min(self.blocks.len());
+        let (model, params, sc) = (&self.model, &self.params, &self.scenario);
+        let peak = |layout: &Layout| {
+            crate::memory::peak_memory_bytes(
+                model,
+                params,
+                &sc.precision,
+                layout,
+                &sc.training,
+                &sc.activations,
+                &sc.overheads,
+            )
+        };
+        search_blocks(
+            model,
+            sc,
+            &self.space,
+            &self.step_model,
+            &peak,
+            &self.blocks[self.next..end],
+            &mut self.acc,
+        );
+        self.next = end;
+        self.is_done()
+    }
+
+    /// Every block searched.
+    pub fn is_done(&self) -> bool {
+        self.next >= self.blocks.len()
+    }
+
+    /// Blocks searched and blocks in all.
+    pub fn progress(&self) -> (usize, usize) {
+        (self.next, self.blocks.len())
+    }
+
+    /// Candidates considered so far.
+    pub fn candidates_so_far(&self) -> u64 {
+        self.acc.total
+    }
+
+    /// Ranks what was searched (everything once [`SlicedSearch::is_done`]).
+    pub fn finish(self) -> SearchResult {
+        finish(&self.scenario, &self.space, &self.step_model, self.acc)
     }
 }
 

@@ -266,3 +266,64 @@ fn hints_follow_the_cluster_size_and_links() {
     assert!(r.inputs.iter().all(|i| !i.measured));
     assert_eq!(r.inputs.len(), 2 + 7 * 2);
 }
+
+/// The sliced search gives exactly the one-shot result, whatever the slice size:
+/// same ranking, same rejected blocks (also when `max_rejected` caps them mid-slice),
+/// same counts and hints.
+#[test]
+fn sliced_search_equals_one_shot() {
+    use planner_core::mesh::{mesh_blocks, SlicedSearch};
+    let sc = article_mesh_scenario();
+    let model = sc.model_spec().expect("model");
+    let sm = StepModel::new(&model, &sc, CostOptions::default());
+    for space in [
+        SearchSpace::default(),
+        SearchSpace {
+            max_results: 7,
+            max_rejected: 13,
+            ..SearchSpace::default()
+        },
+    ] {
+        let one = search(&model, &sc, &space, &sm);
+        for per_step in [1, 7, 1000] {
+            let mut s = SlicedSearch::new(model.clone(), sc.clone(), space.clone(), sm.clone());
+            let mut steps = 0;
+            while !s.step(per_step) {
+                steps += 1;
+                assert!(s.progress().0 < s.progress().1);
+            }
+            assert_eq!(s.progress().0, mesh_blocks(512).len());
+            assert!(steps + 1 >= mesh_blocks(512).len() / per_step);
+            assert_eq!(s.finish(), one, "per_step {per_step}");
+        }
+    }
+    // 512 = 2^9: (TP, PP, CP, DP) exponents summing to 9: C(12, 3) = 220.
+    assert_eq!(mesh_blocks(512).len(), 220);
+}
+
+/// Tokens per second per GPU: the article's 70B mesh moves 64 × 32,768 tokens per step
+/// over 512 GPUs.
+#[test]
+fn tokens_per_gpu_follow_step_time() {
+    let sc = article_mesh_scenario();
+    let model = sc.model_spec().expect("model");
+    let sm = StepModel::new(&model, &sc, CostOptions::default());
+    let r = search(&model, &sc, &SearchSpace::default(), &sm);
+    let f = r.feasible[0];
+    let want = 64.0 * 32_768.0 / 512.0 / f.step_s;
+    assert!((f.tokens_per_s_per_gpu(&sc.training) - want).abs() < 1e-9 * want);
+}
+
+/// Every reason reads as words and round-trips through its key.
+#[test]
+fn reasons_have_messages_and_keys() {
+    for r in RejectReason::ALL {
+        assert_eq!(RejectReason::from_key(r.key()), Some(r));
+        assert!(!r.message().is_empty() && !r.message().contains('_'));
+    }
+    assert_eq!(RejectReason::from_key("nope"), None);
+    assert_eq!(
+        RejectReason::TpExceedsNode.message(),
+        "TP larger than a node"
+    );
+}

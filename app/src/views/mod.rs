@@ -1,23 +1,29 @@
 //! The views; each reads the scenario from context and draws what planner-core
 //! computes for it.
 
-pub mod chart_canvas;
-mod memory;
-mod pipeline;
-mod serving;
-mod teach;
-mod teach_draw;
-
-pub use memory::MemoryView;
-pub use pipeline::PipelineView;
-pub use serving::ServingView;
-pub use teach::LearnView;
 mod bandwidth_chart;
+pub mod chart_canvas;
 mod exports;
 mod files;
 mod measured;
+mod memory;
+pub mod mesh;
 mod model_import;
+mod pipeline;
+mod serving;
+mod step_breakdown;
+mod teach;
+mod teach_draw;
+mod topology;
+mod visibility;
 
 pub use exports::ExportsView;
 pub use measured::{CalibrationBadge, MeasuredView};
+pub use memory::MemoryView;
+pub use mesh::MeshView;
 pub use model_import::ModelImport;
+pub use pipeline::PipelineView;
+pub use serving::ServingView;
+pub use step_breakdown::StepBreakdownView;
+pub use teach::LearnView;
+pub use topology::TopologyView;

@@ -1,0 +1,636 @@
+//! Mesh explorer: planner-core's ranked search over every DP × TP × PP × CP × EP
+//! of the cluster (with ZeRO, micro-batch, schedule and recompute), sortable and
+//! filterable, with the rejected meshes and why. Clicking a row applies its
+//! layout to the whole page.
+//!
+//! The search runs in slices: a few (TP, PP, CP) blocks per animation frame,
+//! within a time budget, so the page stays responsive while it searches
+//! 16,384 GPUs; a progress bar shows how far it got.
+
+use leptos::prelude::*;
+use planner_core::cost::{CostOptions, StepModel};
+use planner_core::layout::Layout;
+use planner_core::mesh::{Feasible, RejectReason, SearchResult, SearchSpace, SlicedSearch};
+use planner_core::scenario::{Scenario, Serving};
+
+use crate::app::Ctx;
+use crate::format;
+
+/// Milliseconds of search per animation frame: leaves room for the page's own work.
+const SLICE_BUDGET_MS: f64 = 6.0;
+/// Feasible candidates kept by the search (the table filters and sorts these).
+const KEPT_RESULTS: usize = 5000;
+/// Rows drawn at once.
+const SHOWN_ROWS: usize = 100;
+
+fn now_ms() -> f64 {
+    web_sys::window()
+        .and_then(|w| w.performance())
+        .map_or(0.0, |p| p.now())
+}
+
+/// What the search depends on: the scenario without its layout and serving inputs.
+fn search_key(s: &Scenario) -> Scenario {
+    let mut k = s.clone();
+    k.layout = Layout::default();
+    k.serving = Serving::default();
+    k
+}
+
+/// How long the last search took in this browser.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+struct Timing {
+    /// From the first slice to the ranked result, wall clock.
+    wall_ms: f64,
+    /// Time spent inside search slices.
+    busy_ms: f64,
+    /// Longest single slice.
+    longest_slice_ms: f64,
+    /// Animation frames used.
+    frames: u32,
+}
+
+#[derive(Clone, Copy)]
+struct SearchState {
+    generation: StoredValue<u64>,
+    running: StoredValue<Option<SlicedSearch>>,
+    result: RwSignal<Option<Result<SearchResult, String>>>,
+    progress: RwSignal<(usize, usize)>,
+    timing: RwSignal<Option<Timing>>,
+    started_ms: StoredValue<f64>,
+    acc: StoredValue<Timing>,
+}
+
+impl SearchState {
+    fn start(self, key: &Scenario) {
+        let generation = self.generation.get_value() + 1;
+        self.generation.set_value(generation);
+        let model = match key.model_spec() {
+            Ok(m) => m,
+            Err(e) => {
+                self.running.set_value(None);
+                self.result.set(Some(Err(e.to_string())));
+                return;
+            }
+        };
+        if let Err(errors) = key.validate() {
+            let first = errors
+                .first()
+                .map(|e| format!("{}: {}", e.field, e.message))
+                .unwrap_or_default();
+            self.running.set_value(None);
+            self.result.set(Some(Err(first)));
+            return;
+        }
+        let mut step_model = StepModel::new(&model, key, CostOptions::default());
+        if let Some(m) = key.calibration.as_ref().filter(|m| m.enabled) {
+            step_model = step_model.with_calibration(&m.summary);
+        }
+        let space = SearchSpace {
+            max_results: KEPT_RESULTS,
+            max_rejected: 20_000,
+            ..SearchSpace::default()
+        };
+        let search = SlicedSearch::new(model, key.clone(), space, step_model);
+        self.progress.set(search.progress());
+        self.running.set_value(Some(search));
+        self.result.set(None);
+        self.started_ms.set_value(now_ms());
+        self.acc.set_value(Timing::default());
+        self.pump(generation);
+    }
+
+    fn pump(self, generation: u64) {
+        request_animation_frame(move || {
+            if self.generation.get_value() != generation {
+                return;
+            }
+            let t0 = now_ms();
+            let mut done = false;
+            let mut progress = (0, 0);
+            self.running.update_value(|r| {
+                if let Some(s) = r {
+                    while !s.step(1) && now_ms() - t0 < SLICE_BUDGET_MS {}
+                    done = s.is_done();
+                    progress = s.progress();
+                }
+            });
+            let slice = now_ms() - t0;
+            self.acc.update_value(|a| {
+                a.busy_ms += slice;
+                a.longest_slice_ms = a.longest_slice_ms.max(slice);
+                a.frames += 1;
+            });
+            self.progress.set(progress);
+            if !done {
+                self.pump(generation);
+                return;
+            }
+            let t1 = now_ms();
+            let result = self.running.try_update_value(|r| r.take()).flatten();
+            if let Some(s) = result {
+                let r = s.finish();
+                let finish_ms = now_ms() - t1;
+                let mut t = self.acc.get_value();
+                t.busy_ms += finish_ms;
+                t.longest_slice_ms = t.longest_slice_ms.max(slice + finish_ms);
+                t.wall_ms = now_ms() - self.started_ms.get_value();
+                self.timing.set(Some(t));
+                self.result.set(Some(Ok(r)));
+            }
+        });
+    }
+}
+
+/// Sortable columns.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Col {
+    Rank,
+    Dp,
+    Tp,
+    Pp,
+    Cp,
+    Ep,
+    Memory,
+    Headroom,
+    Step,
+    Tokens,
+    Mfu,
+    Comm,
+    Bubble,
+}
+
+fn sort_value(c: Col, rank: usize, f: &Feasible, sc: &Scenario) -> f64 {
+    match c {
+        Col::Rank => rank as f64,
+        Col::Dp => f64::from(f.dims.dp),
+        Col::Tp => f64::from(f.dims.tp),
+        Col::Pp => f64::from(f.dims.pp),
+        Col::Cp => f64::from(f.dims.cp),
+        Col::Ep => f64::from(f.dims.ep),
+        Col::Memory => f.peak_memory_bytes,
+        Col::Headroom => f.headroom_bytes,
+        Col::Step => f.step_s,
+        Col::Tokens => f.tokens_per_s_per_gpu(&sc.training),
+        Col::Mfu => f.mfu,
+        Col::Comm => f.exposed_comm_s,
+        Col::Bubble => f.bubble_s,
+    }
+}
+
+/// Degree filters: `None` = any.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+struct Filter {
+    dp: Option<u32>,
+    tp: Option<u32>,
+    pp: Option<u32>,
+    cp: Option<u32>,
+    ep: Option<u32>,
+}
+
+impl Filter {
+    fn keeps(&self, d: &planner_core::mesh::MeshDims) -> bool {
+        let ok = |want: Option<u32>, got: u32| want.is_none_or(|w| w == got);
+        ok(self.dp, d.dp)
+            && ok(self.tp, d.tp)
+            && ok(self.pp, d.pp)
+            && ok(self.cp, d.cp)
+            && ok(self.ep, d.ep)
+    }
+}
+
+fn ms(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{s:.2} s")
+    } else {
+        format!("{:.0} ms", s * 1e3)
+    }
+}
+
+fn apply(ctx: Ctx, f: Feasible) {
+    ctx.scenario.update(|s| s.layout = f.layout());
+}
+
+/// The mesh explorer section.
+#[component]
+pub fn MeshView() -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    let key = Memo::new(move |_| timed("mesh_key", || ctx.scenario.with(search_key)));
+    let state = SearchState {
+        generation: StoredValue::new(0),
+        running: StoredValue::new(None),
+        result: RwSignal::new(None),
+        progress: RwSignal::new((0, 0)),
+        timing: RwSignal::new(None),
+        started_ms: StoredValue::new(0.0),
+        acc: StoredValue::new(Timing::default()),
+    };
+    Effect::new(move |_| key.with(|k| state.start(k)));
+
+    let tab = RwSignal::new("feasible");
+    let sort = RwSignal::new((Col::Rank, false));
+    let filter = RwSignal::new(Filter::default());
+
+    let rows = Memo::new(move |_| {
+        let f = filter.get();
+        let (col, desc) = sort.get();
+        state.result.with(|r| {
+            let Some(Ok(r)) = r else { return Vec::new() };
+            ctx.scenario.with_untracked(|sc| {
+                let mut v: Vec<(usize, Feasible, f64)> = r
+                    .feasible
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, x)| f.keeps(&x.dims))
+                    .map(|(i, x)| (i, *x, sort_value(col, i, x, sc)))
+                    .collect();
+                v.sort_by(|a, b| {
+                    let o = a.2.total_cmp(&b.2).then(a.0.cmp(&b.0));
+                    if desc {
+                        o.reverse()
+                    } else {
+                        o
+                    }
+                });
+                v
+            })
+        })
+    });
+    let current_layout = Memo::new(move |_| ctx.scenario.with(|s| s.layout.clone()));
+
+    let header = move |c: Col, label: &'static str, title: &'static str| {
+        view! {
+            <th
+                scope="col"
+                title=title
+                aria-sort=move || {
+                    let (col, desc) = sort.get();
+                    if col != c { "none" } else if desc { "descending" } else { "ascending" }
+                }
+            >
+                <button
+                    class="sort"
+                    data-testid=format!("mesh-sort-{}", label.to_ascii_lowercase().replace([' ', '/', '.'], "-"))
+                    on:click=move |_| sort.update(|(col, desc)| {
+                        if *col == c { *desc = !*desc } else { *col = c; *desc = false }
+                    })
+                >
+                    {label}
+                    {move || {
+                        let (col, desc) = sort.get();
+                        if col != c { "" } else if desc { " ▼" } else { " ▲" }
+                    }}
+                </button>
+            </th>
+        }
+    };
+
+    let filter_field = move |label: &'static str,
+                             id: &'static str,
+                             get: fn(&Filter) -> Option<u32>,
+                             put: fn(&mut Filter, Option<u32>)| {
+        view! {
+            <label class="mesh-filter">
+                {label}
+                <input
+                    type="number"
+                    min="1"
+                    placeholder="any"
+                    data-testid=format!("mesh-filter-{id}")
+                    prop:value=move || filter.with(|f| get(f).map(|v| v.to_string()).unwrap_or_default())
+                    on:input=move |ev| {
+                        let v = event_target_value(&ev).trim().parse::<u32>().ok().filter(|v| *v > 0);
+                        filter.update(|f| put(f, v));
+                    }
+                />
+            </label>
+        }
+    };
+
+    let status = move || {
+        let (done, all) = state.progress.get();
+        state.result.with(|r| match r {
+            None => format!("Searching… {done} of {all} (TP, PP, CP) blocks"),
+            Some(Err(e)) => format!("No search: {e}"),
+            Some(Ok(r)) => {
+                let t = state.timing.get().unwrap_or_default();
+                format!(
+                    "{} candidates on {} GPUs: {} feasible, {} rejected. Searched in {:.0} ms over {} frame{} (longest slice {:.1} ms).",
+                    format::thousands(r.candidates),
+                    format::thousands(r.world),
+                    format::thousands(r.feasible_count),
+                    format::thousands(r.candidates.saturating_sub(r.feasible_count)),
+                    t.wall_ms,
+                    t.frames,
+                    if t.frames == 1 { "" } else { "s" },
+                    t.longest_slice_ms,
+                )
+            }
+        })
+    };
+
+    view! {
+        <section class="view" aria-labelledby="mesh-title" data-testid="mesh-view">
+            <h2 id="mesh-title">"Mesh explorer"</h2>
+            <p class="explain">
+                "Every way to split the cluster's GPUs into DP × TP × PP × CP (and EP for mixture-of-experts models), crossed with ZeRO stage, micro-batch, pipeline schedule and recompute. Candidates that break a divisibility rule or do not fit in memory are rejected; the rest are ranked by predicted step time. Click a row to apply its layout to every view."
+            </p>
+            <div class="mesh-status" data-testid="mesh-status" data-done=move || state.result.with(|r| r.is_some().to_string())>
+                <progress
+                    max=move || state.progress.get().1.max(1)
+                    value=move || state.progress.get().0
+                    aria-label="Search progress"
+                ></progress>
+                <span>{status}</span>
+            </div>
+            <span
+                hidden
+                data-testid="mesh-timing"
+                data-wall-ms=move || state.timing.get().map(|t| format!("{:.3}", t.wall_ms)).unwrap_or_default()
+                data-busy-ms=move || state.timing.get().map(|t| format!("{:.3}", t.busy_ms)).unwrap_or_default()
+                data-longest-ms=move || state.timing.get().map(|t| format!("{:.3}", t.longest_slice_ms)).unwrap_or_default()
+                data-frames=move || state.timing.get().map(|t| t.frames.to_string()).unwrap_or_default()
+            ></span>
+            <Hints state=state />
+            <div class="mesh-tabs" role="tablist">
+                <button
+                    role="tab"
+                    data-testid="mesh-tab-feasible"
+                    aria-selected=move || (tab.get() == "feasible").to_string()
+                    on:click=move |_| tab.set("feasible")
+                >
+                    "Feasible (ranked)"
+                </button>
+                <button
+                    role="tab"
+                    data-testid="mesh-tab-rejected"
+                    aria-selected=move || (tab.get() == "rejected").to_string()
+                    on:click=move |_| tab.set("rejected")
+                >
+                    "Rejected"
+                </button>
+            </div>
+            <div class="mesh-filters" role="group" aria-label="Filter by degree">
+                {filter_field("DP", "dp", |f| f.dp, |f, v| f.dp = v)}
+                {filter_field("TP", "tp", |f| f.tp, |f, v| f.tp = v)}
+                {filter_field("PP", "pp", |f| f.pp, |f, v| f.pp = v)}
+                {filter_field("CP", "cp", |f| f.cp, |f, v| f.cp = v)}
+                {filter_field("EP", "ep", |f| f.ep, |f, v| f.ep = v)}
+                <button data-testid="mesh-filter-clear" on:click=move |_| filter.set(Filter::default())>"Any mesh"</button>
+            </div>
+            <Show when=move || tab.get() == "feasible" fallback=move || view! { <RejectedTable state=state filter=filter /> }>
+                <p class="hint" data-testid="mesh-shown">
+                    {move || {
+                        let n = rows.with(|r| r.len());
+                        let kept = state.result.with(|r| match r { Some(Ok(r)) => r.feasible.len(), _ => 0 });
+                        format!(
+                            "{} of the {} best candidates match the filter{}; rank = position by step time.",
+                            format::thousands(n as u64),
+                            format::thousands(kept as u64),
+                            if n > SHOWN_ROWS { format!(" (first {SHOWN_ROWS} shown)") } else { String::new() },
+                        )
+                    }}
+                </p>
+                <div class="table-scroll mesh-table">
+                    <table data-testid="mesh-table">
+                        <thead>
+                            <tr>
+                                {header(Col::Rank, "Rank", "Position by predicted step time")}
+                                {header(Col::Dp, "DP", "Data-parallel degree")}
+                                {header(Col::Tp, "TP", "Tensor-parallel degree")}
+                                {header(Col::Pp, "PP", "Pipeline stages")}
+                                {header(Col::Cp, "CP", "Context-parallel degree")}
+                                {header(Col::Ep, "EP", "Expert-parallel degree")}
+                                <th scope="col" title="ZeRO stage">"ZeRO"</th>
+                                <th scope="col" title="Micro-batch (sequences)">"mb"</th>
+                                <th scope="col" title="Pipeline schedule and virtual stages">"Schedule"</th>
+                                <th scope="col" title="Activation recompute">"Recompute"</th>
+                                {header(Col::Memory, "Memory", "Peak memory per GPU")}
+                                {header(Col::Headroom, "Headroom", "Usable memory minus peak")}
+                                {header(Col::Step, "Step", "Predicted step time")}
+                                {header(Col::Tokens, "Tok/s/GPU", "Training tokens per second per GPU")}
+                                {header(Col::Mfu, "MFU", "Model FLOPs utilisation")}
+                                {header(Col::Comm, "Exposed comm", "Communication not hidden behind compute")}
+                                {header(Col::Bubble, "Bubble", "Pipeline bubble time")}
+                            </tr>
+                        </thead>
+                        <tbody>
+                            {move || {
+                                rows.with(|rows| {
+                                    ctx.scenario.with_untracked(|sc| {
+                                        rows.iter()
+                                            .take(SHOWN_ROWS)
+                                            .map(|(rank, f, _)| {
+                                                let f = *f;
+                                                let layout = f.layout();
+                                                let selected = move || current_layout.with(|c| *c == layout);
+                                                let d = f.dims;
+                                                let k = f.knobs;
+                                                let sched = if d.pp == 1 {
+                                                    "—".to_string()
+                                                } else if k.virtual_stages > 1 {
+                                                    format!("{} v={}", k.schedule.label(), k.virtual_stages)
+                                                } else {
+                                                    k.schedule.label().to_string()
+                                                };
+                                                view! {
+                                                    <tr
+                                                        class:selected=selected
+                                                        data-testid="mesh-row"
+                                                        data-mesh=format!("dp{} tp{} pp{} cp{} ep{}", d.dp, d.tp, d.pp, d.cp, d.ep)
+                                                        data-rank=rank.to_string()
+                                                        tabindex="0"
+                                                        title="Apply this layout"
+                                                        on:click=move |_| apply(ctx, f)
+                                                        on:keydown=move |ev| {
+                                                            if ev.key() == "Enter" || ev.key() == " " {
+                                                                apply(ctx, f)
+                                                            }
+                                                        }
+                                                    >
+                                                        <td>{rank + 1}</td>
+                                                        <td>{d.dp}</td>
+                                                        <td>{d.tp}</td>
+                                                        <td>{d.pp}</td>
+                                                        <td>{d.cp}</td>
+                                                        <td>{d.ep}</td>
+                                                        <td>{k.zero.label()}</td>
+                                                        <td>{k.micro_batch}</td>
+                                                        <td>{sched}</td>
+                                                        <td>{k.recompute.id()}</td>
+                                                        <td data-col="memory">{format::bytes(f.peak_memory_bytes)}</td>
+                                                        <td>{format::bytes(f.headroom_bytes)}</td>
+                                                        <td data-col="step">{ms(f.step_s)}</td>
+                                                        <td>{format::thousands(f.tokens_per_s_per_gpu(&sc.training).round() as u64)}</td>
+                                                        <td data-col="mfu">{format::percent(f.mfu)}</td>
+                                                        <td>{ms(f.exposed_comm_s)}</td>
+                                                        <td>{ms(f.bubble_s)}</td>
+                                                    </tr>
+                                                }
+                                            })
+                                            .collect_view()
+                                    })
+                                })
+                            }}
+                        </tbody>
+                    </table>
+                </div>
+            </Show>
+        </section>
+    }
+}
+
+/// The article's starting points for this cluster size, each with the best
+/// candidate that follows it.
+#[component]
+fn Hints(state: SearchState) -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    view! {
+        <aside class="mesh-hints" data-testid="mesh-hints" aria-label="The article's starting points">
+            <strong>"Where the article starts"</strong>
+            <ul>
+                {move || {
+                    state.result.with(|r| {
+                        let Some(Ok(r)) = r else { return Vec::new() };
+                        r.hints
+                            .iter()
+                            .map(|h| {
+                                let best = h.best_rank.and_then(|i| r.feasible.get(i).copied());
+                                view! {
+                                    <li data-hint=h.key.clone()>
+                                        {h.text.clone()}
+                                        {match (h.best_rank, best) {
+                                            (Some(i), Some(f)) => {
+                                                let d = f.dims;
+                                                view! {
+                                                    " — best such candidate: rank "
+                                                    {i + 1}
+                                                    " "
+                                                    <button
+                                                        class="link"
+                                                        on:click=move |_| apply(ctx, f)
+                                                    >
+                                                        {format!("apply DP {} × TP {} × PP {} × CP {} ({})", d.dp, d.tp, d.pp, d.cp, ms(f.step_s))}
+                                                    </button>
+                                                }
+                                                    .into_any()
+                                            }
+                                            (Some(i), None) => view! { {format!(" — best such candidate: rank {} (beyond the kept list)", i + 1)} }.into_any(),
+                                            (None, _) => view! { " — no feasible candidate follows it here" }.into_any(),
+                                        }}
+                                    </li>
+                                }
+                            })
+                            .collect::<Vec<_>>()
+                    })
+                }}
+            </ul>
+        </aside>
+    }
+}
+
+fn reason_text(key: &str) -> String {
+    RejectReason::from_key(key).map_or_else(|| key.to_string(), |r| r.message().to_string())
+}
+
+/// Rejected blocks, with the count of candidates per reason.
+#[component]
+fn RejectedTable(state: SearchState, filter: RwSignal<Filter>) -> impl IntoView {
+    view! {
+        <div data-testid="mesh-rejected">
+            <table class="reasons">
+                <caption>"Rejected candidates by reason (a candidate with two reasons counts twice)"</caption>
+                <tbody>
+                    {move || state.result.with(|r| {
+                        let Some(Ok(r)) = r else { return Vec::new() };
+                        r.rejections
+                            .iter()
+                            .map(|c| view! { <tr><th scope="row">{reason_text(&c.reason)}</th><td>{format::thousands(c.candidates)}</td></tr> })
+                            .collect::<Vec<_>>()
+                    })}
+                </tbody>
+            </table>
+            <div class="table-scroll mesh-table">
+                <table data-testid="mesh-rejected-table">
+                    <thead>
+                        <tr>
+                            <th scope="col">"DP"</th>
+                            <th scope="col">"TP"</th>
+                            <th scope="col">"PP"</th>
+                            <th scope="col">"CP"</th>
+                            <th scope="col">"EP"</th>
+                            <th scope="col">"Knobs"</th>
+                            <th scope="col">"Candidates"</th>
+                            <th scope="col">"Why"</th>
+                        </tr>
+                    </thead>
+                    <tbody>
+                        {move || {
+                            let f = filter.get();
+                            state.result.with(|r| {
+                                let Some(Ok(r)) = r else { return Vec::new() };
+                                r.rejected
+                                    .iter()
+                                    .filter(|x| f.keeps(&x.dims))
+                                    .take(SHOWN_ROWS)
+                                    .map(|x| {
+                                        let d = x.dims;
+                                        let mut knobs = Vec::new();
+                                        if let Some(z) = x.zero { knobs.push(z.label().to_string()); }
+                                        if let Some(rc) = x.recompute { knobs.push(format!("recompute {}", rc.id())); }
+                                        if let Some(s) = x.schedule { knobs.push(s.label().to_string()); }
+                                        if let Some(v) = x.virtual_stages.filter(|v| *v > 1) { knobs.push(format!("v={v}")); }
+                                        if let Some(mb) = x.micro_batch { knobs.push(format!("mb {mb}")); }
+                                        let knobs = if knobs.is_empty() { "every setting".to_string() } else { knobs.join(", ") };
+                                        let mut why: Vec<String> = x.reasons.iter().map(|r| r.message().to_string()).collect();
+                                        if x.peak_memory_bytes > 0.0 {
+                                            why.push(format!("peak {} > {}", format::bytes(x.peak_memory_bytes), format::bytes(r.usable_bytes)));
+                                        }
+                                        view! {
+                                            <tr data-testid="mesh-rejected-row">
+                                                <td>{d.dp}</td>
+                                                <td>{d.tp}</td>
+                                                <td>{d.pp}</td>
+                                                <td>{d.cp}</td>
+                                                <td>{d.ep}</td>
+                                                <td>{knobs}</td>
+                                                <td>{format::thousands(x.candidates)}</td>
+                                                <td>{why.join("; ")}</td>
+                                            </tr>
+                                        }
+                                    })
+                                    .collect::<Vec<_>>()
+                            })
+                        }}
+                    </tbody>
+                </table>
+            </div>
+        </div>
+    }
+}
+
+/// Runs `f` and adds its wall time to `window.__meshplanMs[name]` (milliseconds),
+/// so end-to-end tests can see what each new view costs per input.
+pub fn timed<T>(name: &str, f: impl FnOnce() -> T) -> T {
+    let t0 = now_ms();
+    let out = f();
+    let dt = now_ms() - t0;
+    if let Some(w) = web_sys::window() {
+        let key = wasm_bindgen::JsValue::from_str("__meshplanMs");
+        let table = js_sys::Reflect::get(&w, &key)
+            .ok()
+            .filter(|v| v.is_object())
+            .unwrap_or_else(|| {
+                let o: wasm_bindgen::JsValue = js_sys::Object::new().into();
+                let _ = js_sys::Reflect::set(&w, &key, &o);
+                o
+            });
+        let name = wasm_bindgen::JsValue::from_str(name);
+        let prev = js_sys::Reflect::get(&table, &name)
+            .ok()
+            .and_then(|v| v.as_f64())
+            .unwrap_or(0.0);
+        let _ = js_sys::Reflect::set(&table, &name, &wasm_bindgen::JsValue::from_f64(prev + dt));
+    }
+    out
+}

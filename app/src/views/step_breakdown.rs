@@ -1,0 +1,194 @@
+//! Step-time breakdown: compute, exposed communication per group and the
+//! bubble as one stacked bar, and the step's communication volume per
+//! collective and per link (NVLink vs network), from planner-core's
+//! `breakdown::step_breakdown`.
+
+use leptos::prelude::*;
+use planner_core::breakdown::{step_breakdown, SegmentKind, StepBreakdown};
+use planner_core::cost::CostOptions;
+use planner_core::topology::Domain;
+
+use crate::app::Ctx;
+use crate::format;
+use crate::views::mesh::timed;
+use crate::views::visibility::{near_screen, scenario_while_visible};
+
+/// Colour class per segment (same family as the memory chart's palette).
+fn segment_class(kind: SegmentKind) -> &'static str {
+    match kind {
+        SegmentKind::Compute => "seg-compute",
+        SegmentKind::Recompute => "seg-recompute",
+        SegmentKind::TpComm => "seg-tp",
+        SegmentKind::CpComm => "seg-cp",
+        SegmentKind::EpComm => "seg-ep",
+        SegmentKind::DpComm => "seg-dp",
+        SegmentKind::PpComm => "seg-pp",
+        SegmentKind::Bubble => "seg-bubble",
+        SegmentKind::Optimizer => "seg-opt",
+    }
+}
+
+fn seconds(s: f64) -> String {
+    if !s.is_finite() {
+        "—".into()
+    } else if s >= 1.0 {
+        format!("{s:.2} s")
+    } else {
+        format!("{:.1} ms", s * 1e3)
+    }
+}
+
+fn domain_label(d: Domain) -> &'static str {
+    match d {
+        Domain::Local => "local",
+        Domain::IntraNode => "NVLink (in node)",
+        Domain::InterNode => "network",
+        Domain::Hierarchical => "NVLink + network",
+    }
+}
+
+/// The step-breakdown section.
+#[component]
+pub fn StepBreakdownView() -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    let section = NodeRef::<leptos::html::Section>::new();
+    let scenario = scenario_while_visible(ctx.scenario, near_screen(section));
+    let data = Memo::new(move |_| {
+        ctx.model.with(|m| {
+            m.as_ref().ok().map(|model| {
+                scenario.with(|s| {
+                    timed("breakdown", || {
+                        step_breakdown(s, model, &CostOptions::default())
+                    })
+                })
+            })
+        })
+    });
+
+    let bar = move |b: &StepBreakdown| {
+        let total = b.total_s.max(f64::MIN_POSITIVE);
+        b.segments
+            .iter()
+            .filter(|s| s.seconds > 0.0)
+            .map(|s| {
+                let pct = 100.0 * s.seconds / total;
+                let tip = format!(
+                    "{}: {}\n{}\n{}\n{}",
+                    s.term.label,
+                    seconds(s.seconds),
+                    s.term.formula,
+                    s.term.worked,
+                    s.term.assumption
+                );
+                view! {
+                    <div
+                        class=format!("seg {}", segment_class(s.kind))
+                        style=format!("width: {pct:.3}%")
+                        title=tip
+                        tabindex="0"
+                        data-testid=format!("step-seg-{}", s.term.key.trim_start_matches("time.").replace('.', "-"))
+                        data-seconds=format!("{}", s.seconds)
+                    ></div>
+                }
+            })
+            .collect::<Vec<_>>()
+    };
+
+    view! {
+        <section node_ref=section class="view" aria-labelledby="breakdown-title" data-testid="breakdown-view">
+            <h2 id="breakdown-title">"Step-time breakdown"</h2>
+            <p class="explain">
+                "Where one optimizer step's time goes on every GPU: compute (and recompute), the communication of each group that compute does not hide, the pipeline bubble and the optimizer. Below, the bytes each GPU sends per step, by collective and by link: tensor parallelism should stay on NVLink inside a node; pipeline and data parallelism cross the network."
+            </p>
+            {move || data.with(|d| match d {
+                None => view! { <p class="issue error">"No model: nothing to break down."</p> }.into_any(),
+                Some(b) => {
+                    let legend = b
+                        .segments
+                        .iter()
+                        .filter(|s| s.seconds > 0.0)
+                        .map(|s| {
+                            view! {
+                                <li data-testid=format!("step-legend-{}", s.term.key.trim_start_matches("time.").replace('.', "-"))>
+                                    <span class=format!("swatch {}", segment_class(s.kind))></span>
+                                    {s.term.label.clone()}
+                                    ": "
+                                    <strong>{seconds(s.seconds)}</strong>
+                                </li>
+                            }
+                        })
+                        .collect::<Vec<_>>();
+                    view! {
+                        <p class="derived">
+                            "Step time "
+                            <strong data-testid="step-total">{seconds(b.total_s)}</strong>
+                        </p>
+                        <div class="step-bar" role="img" aria-label=format!("Step time {} as stacked segments", seconds(b.total_s)) data-testid="step-bar">
+                            {bar(b)}
+                        </div>
+                        <ul class="legend step-legend">{legend}</ul>
+                        <div class="volume-tables">
+                            <div class="table-scroll">
+                                <table data-testid="volume-by-op">
+                                    <caption>"Bytes per GPU per step, by collective"</caption>
+                                    <thead>
+                                        <tr>
+                                            <th scope="col">"Collective"</th>
+                                            <th scope="col">"Bus bytes"</th>
+                                            <th scope="col">"NVLink"</th>
+                                            <th scope="col">"Network"</th>
+                                        </tr>
+                                    </thead>
+                                    <tbody>
+                                        {b.volume_by_op.iter().map(|v| view! {
+                                            <tr>
+                                                <th scope="row">{v.op.id()}</th>
+                                                <td>{format::bytes(v.bus_bytes_per_step)}</td>
+                                                <td>{format::bytes(v.intra_node_bytes)}</td>
+                                                <td>{format::bytes(v.inter_node_bytes)}</td>
+                                            </tr>
+                                        }).collect::<Vec<_>>()}
+                                        <tr class="total">
+                                            <th scope="row">"All, per link"</th>
+                                            <td></td>
+                                            <td data-testid="volume-nvlink">{format::bytes(b.intra_node_bytes)}</td>
+                                            <td data-testid="volume-network">{format::bytes(b.inter_node_bytes)}</td>
+                                        </tr>
+                                    </tbody>
+                                </table>
+                            </div>
+                            <div class="table-scroll">
+                                <table data-testid="volume-rows">
+                                    <caption>"Every collective of the step, by group and purpose"</caption>
+                                    <thead>
+                                        <tr>
+                                            <th scope="col">"Group"</th>
+                                            <th scope="col">"Purpose"</th>
+                                            <th scope="col">"Op"</th>
+                                            <th scope="col">"Runs on"</th>
+                                            <th scope="col">"NVLink"</th>
+                                            <th scope="col">"Network"</th>
+                                        </tr>
+                                    </thead>
+                                    <tbody>
+                                        {b.volume.iter().map(|v| view! {
+                                            <tr>
+                                                <th scope="row">{v.group.id().to_uppercase().replace('_', "×")}</th>
+                                                <td>{v.purpose.id().replace('_', " ")}</td>
+                                                <td>{v.op.id()}</td>
+                                                <td>{domain_label(v.domain)}</td>
+                                                <td>{format::bytes(v.intra_node_bytes)}</td>
+                                                <td>{format::bytes(v.inter_node_bytes)}</td>
+                                            </tr>
+                                        }).collect::<Vec<_>>()}
+                                    </tbody>
+                                </table>
+                            </div>
+                        </div>
+                    }
+                        .into_any()
+                }
+            })}
+        </section>
+    }
+}

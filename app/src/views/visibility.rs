@@ -1,0 +1,57 @@
+//! Views far below the fold skip their work until they scroll near the
+//! viewport: a slider move then recomputes only what can be seen.
+
+use leptos::prelude::*;
+use planner_core::scenario::Scenario;
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::JsCast;
+
+/// Whether `target` is within 100 px of the viewport (an IntersectionObserver;
+/// `true` until it first reports, so a view always draws once).
+pub fn near_screen(target: NodeRef<leptos::html::Section>) -> ReadSignal<bool> {
+    let (visible, set_visible) = signal(true);
+    Effect::new(move |observing: Option<bool>| {
+        if observing == Some(true) {
+            return true;
+        }
+        let Some(el) = target.get() else {
+            return false;
+        };
+        let callback = Closure::<dyn Fn(js_sys::Array)>::new(move |entries: js_sys::Array| {
+            // Entries arrive oldest first: the last one is the current state.
+            let last = entries
+                .iter()
+                .filter_map(|e| e.dyn_into::<web_sys::IntersectionObserverEntry>().ok())
+                .next_back();
+            if let Some(e) = last {
+                set_visible.set(e.is_intersecting());
+            }
+        });
+        let init = web_sys::IntersectionObserverInit::new();
+        init.set_root_margin("100px");
+        let Ok(observer) = web_sys::IntersectionObserver::new_with_options(
+            callback.as_ref().unchecked_ref(),
+            &init,
+        ) else {
+            return false;
+        };
+        observer.observe(&el);
+        // Views live as long as the page: the observer and its callback too.
+        callback.forget();
+        std::mem::forget(observer);
+        true
+    });
+    visible
+}
+
+/// The scenario as last seen while the view was near the screen: while it is
+/// off screen this does not even subscribe to the scenario, so nothing downstream runs.
+pub fn scenario_while_visible(
+    scenario: RwSignal<Scenario>,
+    visible: ReadSignal<bool>,
+) -> Memo<Scenario> {
+    Memo::new(move |prev: Option<&Scenario>| match prev {
+        Some(p) if !visible.get() => p.clone(),
+        _ => scenario.get(),
+    })
+}
