@@ -8,6 +8,7 @@ use planner_core::export::{exports, Export, ExportFormat};
 
 use crate::app::Ctx;
 use crate::views::files::{copy_text, data_url};
+use crate::views::visibility::{near_screen, scenario_while_visible};
 
 fn mime(language: &str) -> &'static str {
     match language {
@@ -90,9 +91,12 @@ fn ExportCard(export: Memo<Option<Export>>) -> impl IntoView {
 #[component]
 pub fn ExportsView() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
+    let section = NodeRef::<leptos::html::Section>::new();
+    // Far below the fold: regenerate the files only when scrolled near.
+    let scenario = scenario_while_visible(ctx.scenario, near_screen(section));
     let all = Memo::new(move |_| {
         ctx.model.with(|m| match m {
-            Ok(spec) => Ok(ctx.scenario.with(|s| exports(s, spec))),
+            Ok(spec) => Ok(scenario.with(|s| exports(s, spec))),
             Err(e) => Err(e.clone()),
         })
     });
@@ -115,7 +119,7 @@ pub fn ExportsView() -> impl IntoView {
         })
         .collect_view();
     view! {
-        <section class="view exports" aria-labelledby="exports-title" data-testid="exports-view">
+        <section node_ref=section class="view exports" aria-labelledby="exports-title" data-testid="exports-view">
             <h2 id="exports-title">"Run it: exports of this layout"</h2>
             <p class="explain">
                 "The layout above written for each tool, with only options that tool has. What a tool cannot express of the plan, and what you fill in yourself (addresses, data, learning rate), is listed under it. vLLM and SGLang take the serving view's replica shape."

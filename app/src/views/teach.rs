@@ -7,6 +7,7 @@ use planner_core::collectives::Collective;
 use planner_core::comms::Purpose;
 use planner_core::cost::CostOptions;
 use planner_core::layout::ZeroStage;
+use planner_core::scenario::Scenario;
 use planner_core::teaching::{teaching_figures, CollectiveDemo, TeachingFigures};
 use planner_core::topology::{Domain, GroupKind};
 
@@ -14,6 +15,7 @@ use crate::app::Ctx;
 use crate::format;
 use crate::views::chart_canvas::{ChartCanvas, DrawInput};
 use crate::views::teach_draw::{self as draw, op_label, seconds};
+use crate::views::visibility::{near_screen, scenario_while_visible};
 
 /// The figures for the current scenario, and which sketches the layout uses.
 #[derive(Clone, Debug, PartialEq)]
@@ -22,8 +24,8 @@ struct TeachData {
     used: [bool; 6],
 }
 
-fn compute(ctx: &Ctx) -> Result<TeachData, String> {
-    ctx.scenario.with(|s| {
+fn compute(ctx: &Ctx, scenario: Memo<Scenario>) -> Result<TeachData, String> {
+    scenario.with(|s| {
         ctx.model.with(|m| {
             let model = m.as_ref().map_err(Clone::clone)?;
             let figs = teaching_figures(s, model, &CostOptions::default());
@@ -155,10 +157,13 @@ fn collective_text(op: Collective) -> &'static str {
 #[component]
 pub fn LearnView() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
-    let data = Memo::new(move |_| compute(&ctx));
+    let section = NodeRef::<leptos::html::Section>::new();
+    // Far below the fold: recompute only when scrolled near, so a slider move stays cheap.
+    let scenario = scenario_while_visible(ctx.scenario, near_screen(section));
+    let data = Memo::new(move |_| compute(&ctx, scenario));
     let tab = RwSignal::new(Tab::Collectives);
     view! {
-        <section class="view learn" aria-labelledby="learn-title" data-testid="learn-view">
+        <section node_ref=section class="view learn" aria-labelledby="learn-title" data-testid="learn-view">
             <h2 id="learn-title">"Learn: how each strategy moves data"</h2>
             <p class="explain">
                 "The article's figures, drawn for the settings on the left: every size and time below comes from the same planner-core models as the views above, and changes as you move a control."
