@@ -17,7 +17,7 @@ use crate::app::Ctx;
 use crate::format;
 
 /// Milliseconds of search per animation frame: leaves room for the page's own work.
-const SLICE_BUDGET_MS: f64 = 6.0;
+const SLICE_BUDGET_MS: f64 = 3.0;
 /// Feasible candidates kept by the search (the table filters and sorts these).
 const KEPT_RESULTS: usize = 5000;
 /// Rows drawn at once.
