@@ -389,6 +389,13 @@ fn screenshots_of_every_teaching_figure() {
     moe.layout.ep = 8;
     let session = page.open(&link::encode(&moe));
     session.set_window_size(1440, 2000).unwrap();
+    // The Learn section recomputes only near the screen: bring it there first.
+    session
+        .execute(
+            "document.querySelector('[data-testid=learn-view]').scrollIntoView(); return true;",
+            vec![],
+        )
+        .unwrap();
     let ep = figures(&moe).ep.expect("EP figure");
     session.click("[data-testid=learn-tab-ep]").unwrap();
     session
