@@ -543,6 +543,55 @@ pub fn screenshot_path(name: &str) -> PathBuf {
         .join(format!("{name}.png"))
 }
 
+/// How long a fresh page may take before its views show numbers.
+const PAGE_LOAD: Duration = Duration::from_secs(30);
+
+/// The release build served on a loopback port, and a chromedriver to open it in.
+pub struct Page {
+    server: StaticServer,
+    driver: Driver,
+}
+
+impl Page {
+    /// Serves `dist_dir()` and starts chromedriver.
+    pub fn start() -> Result<Self> {
+        let dist = dist_dir();
+        if !dist.join("index.html").exists() {
+            return Err(format!(
+                "{} has no index.html: run `trunk build --release --offline` first (cargo xtask test does)",
+                dist.display()
+            ));
+        }
+        Ok(Page {
+            server: StaticServer::start(&dist)?,
+            driver: Driver::start()?,
+        })
+    }
+
+    /// A fresh browser (fresh profile) on `query` (without `?`), waited until the views show numbers.
+    pub fn open(&self, query: &str) -> Result<Session> {
+        let session = self.driver.session()?;
+        session.set_window_size(1440, 1100)?;
+        let url = if query.is_empty() {
+            self.server.url()
+        } else {
+            format!("{}?{query}", self.server.url())
+        };
+        session.goto(&url)?;
+        session.wait_text("[data-testid=state-total-3]", PAGE_LOAD, |t| {
+            t.ends_with("B")
+        })?;
+        Ok(session)
+    }
+}
+
+/// Fails on any console error (SEVERE) since the last call.
+pub fn assert_no_console_errors(session: &Session, when: &str) {
+    let logs = session.console_logs().expect("read the browser console");
+    let errors: Vec<_> = logs.iter().filter(|l| l.level == "SEVERE").collect();
+    assert!(errors.is_empty(), "console errors {when}: {errors:#?}");
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

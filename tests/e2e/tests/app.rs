@@ -7,59 +7,16 @@
 
 use std::time::Duration;
 
-use e2e::{dist_dir, screenshot_path, Driver, Result, Session, StaticServer};
+use e2e::{assert_no_console_errors, screenshot_path, Page, Session};
 use planner_core::link;
 use planner_core::memory;
 use planner_core::presets;
 use planner_core::scenario::Scenario;
 use serde_json::json;
 
-const LOAD: Duration = Duration::from_secs(30);
 const SETTLE: Duration = Duration::from_secs(5);
 /// WebDriver's key code for ArrowRight.
 const ARROW_RIGHT: &str = "\u{E014}";
-
-struct Page {
-    server: StaticServer,
-    driver: Driver,
-}
-
-impl Page {
-    fn start() -> Result<Self> {
-        let dist = dist_dir();
-        if !dist.join("index.html").exists() {
-            return Err(format!(
-                "{} has no index.html: run `trunk build --release --offline` first (cargo xtask test does)",
-                dist.display()
-            ));
-        }
-        Ok(Page {
-            server: StaticServer::start(&dist)?,
-            driver: Driver::start()?,
-        })
-    }
-
-    /// A fresh browser (fresh profile) on `query` (without `?`), waited until the views show numbers.
-    fn open(&self, query: &str) -> Result<Session> {
-        let session = self.driver.session()?;
-        session.set_window_size(1440, 1100)?;
-        let url = if query.is_empty() {
-            self.server.url()
-        } else {
-            format!("{}?{query}", self.server.url())
-        };
-        session.goto(&url)?;
-        session.wait_text("[data-testid=state-total-3]", LOAD, |t| t.ends_with("B"))?;
-        Ok(session)
-    }
-}
-
-/// Fails on any console error (SEVERE) since the last call.
-fn assert_no_console_errors(session: &Session, when: &str) {
-    let logs = session.console_logs().expect("read the browser console");
-    let errors: Vec<_> = logs.iter().filter(|l| l.level == "SEVERE").collect();
-    assert!(errors.is_empty(), "console errors {when}: {errors:#?}");
-}
 
 fn bytes_attr(session: &Session, testid: &str) -> f64 {
     let css = format!("[data-testid={testid}]");

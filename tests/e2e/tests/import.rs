@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use e2e::{dist_dir, screenshot_path, workspace_root, Driver, Result, Session, StaticServer};
+use e2e::{assert_no_console_errors, screenshot_path, workspace_root, Page, Session};
 use planner_core::calibration::{
     calibrate, samples_from_nccl, samples_from_report, CalibrationSummary,
 };
@@ -26,48 +26,7 @@ use planner_core::report::parse_report;
 use planner_core::scenario::{Measured, ModelChoice, Scenario};
 use serde_json::json;
 
-const LOAD: Duration = Duration::from_secs(30);
 const SETTLE: Duration = Duration::from_secs(5);
-
-struct Page {
-    server: StaticServer,
-    driver: Driver,
-}
-
-impl Page {
-    fn start() -> Result<Self> {
-        let dist = dist_dir();
-        if !dist.join("index.html").exists() {
-            return Err(format!(
-                "{} has no index.html: run `trunk build --release --offline` first",
-                dist.display()
-            ));
-        }
-        Ok(Page {
-            server: StaticServer::start(&dist)?,
-            driver: Driver::start()?,
-        })
-    }
-
-    fn open(&self, query: &str) -> Result<Session> {
-        let session = self.driver.session()?;
-        session.set_window_size(1440, 1100)?;
-        let url = if query.is_empty() {
-            self.server.url()
-        } else {
-            format!("{}?{query}", self.server.url())
-        };
-        session.goto(&url)?;
-        session.wait_text("[data-testid=state-total-3]", LOAD, |t| t.ends_with("B"))?;
-        Ok(session)
-    }
-}
-
-fn assert_no_console_errors(session: &Session, when: &str) {
-    let logs = session.console_logs().expect("read the browser console");
-    let errors: Vec<_> = logs.iter().filter(|l| l.level == "SEVERE").collect();
-    assert!(errors.is_empty(), "console errors {when}: {errors:#?}");
-}
 
 fn close(a: f64, b: f64) -> bool {
     (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)

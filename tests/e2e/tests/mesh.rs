@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use e2e::{dist_dir, screenshot_path, Driver, Result, Session, StaticServer};
+use e2e::{assert_no_console_errors, screenshot_path, Page, Session};
 use planner_core::cost::{CostOptions, StepModel};
 use planner_core::hardware::{gpu_preset, Cluster};
 use planner_core::link;
@@ -16,50 +16,9 @@ use planner_core::presets;
 use planner_core::scenario::{ModelChoice, Scenario, Training};
 use serde_json::json;
 
-const LOAD: Duration = Duration::from_secs(30);
 const SETTLE: Duration = Duration::from_secs(10);
 /// The 16,384-GPU search may take a while in a debug-free but slow headless browser.
 const SEARCH: Duration = Duration::from_secs(240);
-
-struct Page {
-    server: StaticServer,
-    driver: Driver,
-}
-
-impl Page {
-    fn start() -> Result<Self> {
-        let dist = dist_dir();
-        if !dist.join("index.html").exists() {
-            return Err(format!(
-                "{} has no index.html: run `trunk build --release --offline` first",
-                dist.display()
-            ));
-        }
-        Ok(Page {
-            server: StaticServer::start(&dist)?,
-            driver: Driver::start()?,
-        })
-    }
-
-    fn open(&self, query: &str) -> Result<Session> {
-        let session = self.driver.session()?;
-        session.set_window_size(1440, 1100)?;
-        let url = if query.is_empty() {
-            self.server.url()
-        } else {
-            format!("{}?{query}", self.server.url())
-        };
-        session.goto(&url)?;
-        session.wait_text("[data-testid=state-total-3]", LOAD, |t| t.ends_with("B"))?;
-        Ok(session)
-    }
-}
-
-fn assert_no_console_errors(session: &Session, when: &str) {
-    let logs = session.console_logs().expect("read the browser console");
-    let errors: Vec<_> = logs.iter().filter(|l| l.level == "SEVERE").collect();
-    assert!(errors.is_empty(), "console errors {when}: {errors:#?}");
-}
 
 fn wait_search_done(session: &Session, limit: Duration) {
     let deadline = std::time::Instant::now() + limit;

@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use e2e::{base64_decode, dist_dir, screenshot_path, Driver, Session, StaticServer};
+use e2e::{assert_no_console_errors, base64_decode, screenshot_path, Page, Session};
 use planner_core::collectives::Collective;
 use planner_core::cost::CostOptions;
 use planner_core::link;
@@ -30,41 +30,6 @@ const TABS: [&str; 7] = [
     "ep",
 ];
 
-struct Page {
-    server: StaticServer,
-    driver: Driver,
-}
-
-impl Page {
-    fn start() -> Self {
-        let dist = dist_dir();
-        assert!(
-            dist.join("index.html").exists(),
-            "{} has no index.html: run `trunk build --release --offline` first",
-            dist.display()
-        );
-        Page {
-            server: StaticServer::start(&dist).expect("static server"),
-            driver: Driver::start().expect("chromedriver"),
-        }
-    }
-
-    fn open(&self, query: &str) -> Session {
-        let session = self.driver.session().expect("browser session");
-        session.set_window_size(1440, 1100).unwrap();
-        let url = if query.is_empty() {
-            self.server.url()
-        } else {
-            format!("{}?{query}", self.server.url())
-        };
-        session.goto(&url).unwrap();
-        session
-            .wait_text("[data-testid=state-total-3]", LOAD, |t| t.ends_with("B"))
-            .expect("page shows numbers");
-        session
-    }
-}
-
 fn figures(s: &Scenario) -> TeachingFigures {
     let model = s.model_spec().expect("preset resolves");
     teaching_figures(s, &model, &CostOptions::default())
@@ -80,12 +45,6 @@ fn num_attr(session: &Session, css: &str, name: &str) -> f64 {
         .unwrap_or_else(|e| panic!("{css}: {e}"))
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("{css} has no numeric {name}"))
-}
-
-fn assert_no_console_errors(session: &Session, when: &str) {
-    let logs = session.console_logs().expect("read the browser console");
-    let errors: Vec<_> = logs.iter().filter(|l| l.level == "SEVERE").collect();
-    assert!(errors.is_empty(), "console errors {when}: {errors:#?}");
 }
 
 /// Every collective's use rows on the page equal planner-core's, and each
@@ -166,8 +125,8 @@ fn wait_for_attr(session: &Session, css: &str, name: &str, want: f64) -> f64 {
 #[test]
 #[ignore = "needs dist/ and chromedriver: run via `cargo xtask test`"]
 fn learn_figures_follow_planner_core_and_a_slider() {
-    let page = Page::start();
-    let session = page.open("");
+    let page = Page::start().expect("start server and chromedriver");
+    let session = page.open("").expect("page loads");
     session
         .execute(
             "document.querySelector('[data-testid=learn-view]').scrollIntoView();",
@@ -322,8 +281,8 @@ fn check_downloads(session: &Session, prefix: &str) -> usize {
 #[test]
 #[ignore = "needs dist/ and chromedriver: run via `cargo xtask test`"]
 fn every_chart_downloads_as_a_png() {
-    let page = Page::start();
-    let session = page.open("");
+    let page = Page::start().expect("start server and chromedriver");
+    let session = page.open("").expect("page loads");
     let mut total = check_downloads(&session, "chart-");
     for tab in TABS.iter().skip(1) {
         session
@@ -363,8 +322,8 @@ fn shoot_tabs(session: &Session, prefix: &str) {
 #[test]
 #[ignore = "needs dist/ and chromedriver: run via `cargo xtask test`"]
 fn screenshots_of_every_teaching_figure() {
-    let page = Page::start();
-    let session = page.open("");
+    let page = Page::start().expect("start server and chromedriver");
+    let session = page.open("").expect("page loads");
     session.set_window_size(1440, 2000).unwrap();
     shoot_tabs(&session, "default");
     // The article's 512-GPU mesh: TP 8 × PP 4 × CP 4 × DP 4.
@@ -387,7 +346,7 @@ fn screenshots_of_every_teaching_figure() {
     moe.layout.tp = 1;
     moe.layout.dp = 64;
     moe.layout.ep = 8;
-    let session = page.open(&link::encode(&moe));
+    let session = page.open(&link::encode(&moe)).expect("page loads");
     session.set_window_size(1440, 2000).unwrap();
     // The Learn section recomputes only near the screen: bring it there first.
     session
