@@ -162,12 +162,9 @@ fn step_cost(model: &ModelSpec, scenario: &Scenario) -> StepCost {
 
 /// Micro-batches per step: `ceil(global_batch / (dp × micro_batch))`, as the memory model counts them.
 pub fn micro_batches(scenario: &Scenario) -> u32 {
-    let per_step =
-        u64::from(scenario.layout.dp.max(1)) * u64::from(scenario.layout.micro_batch.max(1));
-    let m = u64::from(scenario.training.global_batch)
-        .div_ceil(per_step)
-        .max(1);
-    u32::try_from(m).unwrap_or(u32::MAX)
+    scenario
+        .layout
+        .micro_batches(scenario.training.global_batch)
 }
 
 fn pipeline_view(scenario: &Scenario) -> PipelineView {

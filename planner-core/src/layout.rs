@@ -163,6 +163,14 @@ pub struct Layout {
 }
 
 impl Layout {
+    /// Micro-batches per optimizer step per pipeline: `ceil(global_batch / (dp × micro_batch))`
+    /// (a batch that does not divide is flagged by `validate`; the last micro-batch is then short).
+    pub fn micro_batches(&self, global_batch: u32) -> u32 {
+        let per_step = u64::from(self.dp.max(1)) * u64::from(self.micro_batch.max(1));
+        let m = u64::from(global_batch).div_ceil(per_step).max(1);
+        u32::try_from(m).unwrap_or(u32::MAX)
+    }
+
     /// GPUs the layout occupies: `dp × tp × pp × cp` (saturating: unvalidated degrees near
     /// `u32::MAX` would overflow `u64`, and validation compares this against the cluster).
     pub fn world_size(&self) -> u64 {

@@ -301,11 +301,7 @@ pub struct MemoryInputs<'a> {
 impl MemoryInputs<'_> {
     /// Micro-batches per optimizer step per pipeline: `ceil(global_batch / (dp·micro_batch))`.
     pub fn microbatches(&self) -> u32 {
-        let per_step = u64::from(self.layout.dp.max(1)) * u64::from(self.layout.micro_batch.max(1));
-        let m = u64::from(self.training.global_batch)
-            .div_ceil(per_step)
-            .max(1);
-        u32::try_from(m).unwrap_or(u32::MAX)
+        self.layout.micro_batches(self.training.global_batch)
     }
 
     /// Communicators with more than one rank this GPU belongs to: DP×CP

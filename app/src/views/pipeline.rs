@@ -58,9 +58,8 @@ fn compute(s: &planner_core::scenario::Scenario) -> PipelineData {
     let l = &s.layout;
     let schedule = l.schedule;
     let p = l.pp.max(1);
-    let per_step = u64::from(l.dp.max(1)) * u64::from(l.micro_batch.max(1));
-    let m =
-        u32::try_from((u64::from(s.training.global_batch) / per_step).max(1)).unwrap_or(u32::MAX);
+    // The same count the memory model and the step time use (planner-core).
+    let m = l.micro_batches(s.training.global_batch);
     let v = if schedule == Schedule::Interleaved {
         l.virtual_stages.max(1)
     } else {
