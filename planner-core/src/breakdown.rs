@@ -113,7 +113,7 @@ pub fn step_breakdown(
     model: &ModelSpec,
     options: &CostOptions,
 ) -> StepBreakdown {
-    let step = StepModel::new(model, scenario, options.clone());
+    let step = StepModel::for_scenario(model, scenario, options.clone());
     let cost = step.evaluate(&scenario.layout);
     let s: &StepSeconds = &cost.seconds;
     let ms = |x: f64| format!("{:.1} ms", x * 1e3);

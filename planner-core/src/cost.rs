@@ -244,6 +244,16 @@ pub struct StepModel {
 }
 
 impl StepModel {
+    /// The time model every view of `scenario` uses: [`StepModel::new`], with the
+    /// scenario's calibration applied when the user switched measured numbers on.
+    pub fn for_scenario(model: &ModelSpec, scenario: &Scenario, options: CostOptions) -> Self {
+        let step = StepModel::new(model, scenario, options);
+        match scenario.calibration.as_ref().filter(|m| m.enabled) {
+            Some(measured) => step.with_calibration(&measured.summary),
+            None => step,
+        }
+    }
+
     /// Builds the layout-independent part from a scenario and its resolved model.
     pub fn new(model: &ModelSpec, scenario: &Scenario, options: CostOptions) -> Self {
         let gpu = &scenario.cluster.gpu;
@@ -683,7 +693,7 @@ pub fn scaling(
             let per = u64::from(base_batch) * u64::from(dp) / u64::from(base_dp);
             sc.training.global_batch = u32::try_from(per).unwrap_or(u32::MAX);
         }
-        let model_t = StepModel::new(model, &sc, options.clone());
+        let model_t = StepModel::for_scenario(model, &sc, options.clone());
         let s = model_t.seconds(&sc.layout, &model_t.placement(&sc.layout));
         let gpus = sc.layout.world_size();
         let tokens_per_s = model_t.tokens_per_step() / s.total;

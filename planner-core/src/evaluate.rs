@@ -153,11 +153,7 @@ pub fn evaluate(scenario: &Scenario) -> Result<Evaluation, EvaluateError> {
 
 /// The time model for the current layout, calibrated when the user switched measured numbers on.
 fn step_cost(model: &ModelSpec, scenario: &Scenario) -> StepCost {
-    let mut step_model = StepModel::new(model, scenario, CostOptions::default());
-    if let Some(measured) = scenario.calibration.as_ref().filter(|m| m.enabled) {
-        step_model = step_model.with_calibration(&measured.summary);
-    }
-    step_model.evaluate(&scenario.layout)
+    StepModel::for_scenario(model, scenario, CostOptions::default()).evaluate(&scenario.layout)
 }
 
 /// Micro-batches per step: `ceil(global_batch / (dp × micro_batch))`, as the memory model counts them.

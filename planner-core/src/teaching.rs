@@ -194,7 +194,7 @@ pub fn collective_figure(
 
 /// Every communication item of the scenario's layout.
 fn layout_comms(scenario: &Scenario, model: &ModelSpec, options: &CostOptions) -> Vec<CommItem> {
-    let step = StepModel::new(model, scenario, options.clone());
+    let step = StepModel::for_scenario(model, scenario, options.clone());
     let placement = step.placement(&scenario.layout);
     step_comms(&step.comm_inputs, &scenario.layout, &placement, &step.comm)
         .iter()
@@ -366,7 +366,7 @@ struct LayerShare {
 
 fn layer_share(scenario: &Scenario, model: &ModelSpec, options: &CostOptions) -> LayerShare {
     let layout = &scenario.layout;
-    let step = StepModel::new(model, scenario, options.clone());
+    let step = StepModel::for_scenario(model, scenario, options.clone());
     let placement = step.placement(layout);
     let s = step.seconds(layout, &placement);
     let inp: &CommInputs = &step.comm_inputs;

@@ -691,7 +691,7 @@ pub fn topology_map(
     let nodes = scenario.cluster.nodes;
     let grid = RankGrid::of(layout, options.rank_order);
     let world = grid.world();
-    let step = crate::cost::StepModel::new(model, scenario, options.clone());
+    let step = crate::cost::StepModel::for_scenario(model, scenario, options.clone());
     let placement = step.placement(layout);
     let comms = crate::comms::step_comms(&step.comm_inputs, layout, &placement, &step.comm);
 

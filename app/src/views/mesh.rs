@@ -15,6 +15,8 @@ use planner_core::scenario::{Scenario, Serving};
 
 use crate::app::Ctx;
 use crate::format;
+use crate::perf::{now_ms, timed};
+use crate::views::visibility::{near_screen, scenario_while_visible};
 
 /// Milliseconds of search per animation frame: leaves room for the page's own work.
 const SLICE_BUDGET_MS: f64 = 3.0;
@@ -22,12 +24,6 @@ const SLICE_BUDGET_MS: f64 = 3.0;
 const KEPT_RESULTS: usize = 5000;
 /// Rows drawn at once.
 const SHOWN_ROWS: usize = 100;
-
-fn now_ms() -> f64 {
-    web_sys::window()
-        .and_then(|w| w.performance())
-        .map_or(0.0, |p| p.now())
-}
 
 /// What the search depends on: the scenario without its layout and serving inputs.
 fn search_key(s: &Scenario) -> Scenario {
@@ -82,10 +78,7 @@ impl SearchState {
             self.result.set(Some(Err(first)));
             return;
         }
-        let mut step_model = StepModel::new(&model, key, CostOptions::default());
-        if let Some(m) = key.calibration.as_ref().filter(|m| m.enabled) {
-            step_model = step_model.with_calibration(&m.summary);
-        }
+        let step_model = StepModel::for_scenario(&model, key, CostOptions::default());
         let space = SearchSpace {
             max_results: KEPT_RESULTS,
             max_rejected: 20_000,
@@ -215,7 +208,10 @@ fn apply(ctx: Ctx, f: Feasible) {
 #[component]
 pub fn MeshView() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
-    let key = Memo::new(move |_| timed("mesh_key", || ctx.scenario.with(search_key)));
+    let section = NodeRef::<leptos::html::Section>::new();
+    // Searches when the explorer is near the screen: a slider moved elsewhere costs it nothing.
+    let scenario = scenario_while_visible(ctx.scenario, near_screen(section));
+    let key = Memo::new(move |_| timed("mesh_key", || scenario.with(search_key)));
     let state = SearchState {
         generation: StoredValue::new(0),
         running: StoredValue::new(None),
@@ -256,7 +252,7 @@ pub fn MeshView() -> impl IntoView {
             })
         })
     });
-    let current_layout = Memo::new(move |_| ctx.scenario.with(|s| s.layout.clone()));
+    let current_layout = Memo::new(move |_| scenario.with(|s| s.layout.clone()));
 
     let header = move |c: Col, label: &'static str, title: &'static str| {
         view! {
@@ -330,7 +326,7 @@ pub fn MeshView() -> impl IntoView {
     };
 
     view! {
-        <section class="view" aria-labelledby="mesh-title" data-testid="mesh-view">
+        <section node_ref=section class="view" aria-labelledby="mesh-title" data-testid="mesh-view">
             <h2 id="mesh-title">"Mesh explorer"</h2>
             <p class="explain">
                 "Every way to split the cluster's GPUs into DP × TP × PP × CP (and EP for mixture-of-experts models), crossed with ZeRO stage, micro-batch, pipeline schedule and recompute. Candidates that break a divisibility rule or do not fit in memory are rejected; the rest are ranked by predicted step time. Click a row to apply its layout to every view."
@@ -607,30 +603,4 @@ fn RejectedTable(state: SearchState, filter: RwSignal<Filter>) -> impl IntoView 
             </div>
         </div>
     }
-}
-
-/// Runs `f` and adds its wall time to `window.__meshplanMs[name]` (milliseconds),
-/// so end-to-end tests can see what each new view costs per input.
-pub fn timed<T>(name: &str, f: impl FnOnce() -> T) -> T {
-    let t0 = now_ms();
-    let out = f();
-    let dt = now_ms() - t0;
-    if let Some(w) = web_sys::window() {
-        let key = wasm_bindgen::JsValue::from_str("__meshplanMs");
-        let table = js_sys::Reflect::get(&w, &key)
-            .ok()
-            .filter(|v| v.is_object())
-            .unwrap_or_else(|| {
-                let o: wasm_bindgen::JsValue = js_sys::Object::new().into();
-                let _ = js_sys::Reflect::set(&w, &key, &o);
-                o
-            });
-        let name = wasm_bindgen::JsValue::from_str(name);
-        let prev = js_sys::Reflect::get(&table, &name)
-            .ok()
-            .and_then(|v| v.as_f64())
-            .unwrap_or(0.0);
-        let _ = js_sys::Reflect::set(&table, &name, &wasm_bindgen::JsValue::from_f64(prev + dt));
-    }
-    out
 }
