@@ -81,7 +81,11 @@ pub fn App() -> impl IntoView {
         handler.forget();
     }
     let model = Memo::new(move |_| scenario.with(|s| s.model_spec().map_err(|e| e.to_string())));
-    let issues = Memo::new(move |_| scenario.with(|s| model.with(|m| collect_issues(s, m))));
+    let issues = Memo::new(move |_| {
+        crate::perf::timed("issues", || {
+            scenario.with(|s| model.with(|m| collect_issues(s, m)))
+        })
+    });
     provide_context(Issues(issues));
     let ctx = Ctx {
         scenario,

@@ -7,6 +7,7 @@ mod app;
 mod charts;
 mod format;
 mod inputs;
+mod perf;
 mod share;
 mod views;
 

@@ -72,7 +72,11 @@ pub fn sync_url(scenario: RwSignal<Scenario>) {
 /// The current link and a button that copies it.
 #[component]
 pub fn ShareBar(scenario: RwSignal<Scenario>) -> impl IntoView {
-    let link_url = Memo::new(move |_| format!("{}?{}", base_url(), scenario.with(link::encode)));
+    let link_url = Memo::new(move |_| {
+        crate::perf::timed("link", || {
+            format!("{}?{}", base_url(), scenario.with(link::encode))
+        })
+    });
     let status = RwSignal::new(String::new());
     let input_ref = NodeRef::<leptos::html::Input>::new();
     let copy = move |_| {

@@ -7,12 +7,14 @@ use wasm_bindgen::JsCast;
 use web_sys::HtmlCanvasElement;
 
 use crate::charts::{hit, HitBox, Tip};
+use crate::views::visibility::near_screen;
 
 /// What a draw callback gets: the canvas and its CSS width.
 pub type DrawInput = (HtmlCanvasElement, f64);
 
 /// A chart canvas. `draw` runs inside an effect: every signal it reads
-/// schedules a redraw when it changes, and so does a change of width.
+/// schedules a redraw when it changes, and so does a change of width; while the
+/// chart is off screen it does not redraw.
 #[component]
 pub fn ChartCanvas(
     /// Accessible description of the chart.
@@ -64,11 +66,17 @@ pub fn ChartCanvas(
         held.set_value(Some((observer, callback)));
         true
     });
+    // Off screen the effect reads nothing of `draw`'s inputs, so a slider move
+    // costs this chart nothing; it draws the current data when it comes near.
+    let visible = near_screen(box_ref);
     Effect::new(move |_| {
+        if !visible.get() {
+            return;
+        }
         let w = width.get();
         if let Some(canvas) = canvas_ref.get() {
             if w >= 10.0 {
-                let drawn = draw.run((canvas, w));
+                let drawn = crate::perf::timed(testid, || draw.run((canvas, w)));
                 boxes.set_value(drawn);
             }
         }

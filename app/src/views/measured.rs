@@ -25,6 +25,7 @@ use crate::format;
 use crate::views::bandwidth_chart::{draw_busbw, sizes_around, BusbwSeries};
 use crate::views::chart_canvas::{ChartCanvas, DrawInput};
 use crate::views::files::{file_of_drop, file_of_input_event, read_text};
+use crate::views::visibility::{near_screen, scenario_while_visible};
 
 /// Largest file read: both parsers' own limit (32 MiB).
 const MAX_FILE_BYTES: usize = if MAX_REPORT_TEXT_BYTES > nccl_tests::MAX_INPUT_BYTES {
@@ -374,7 +375,10 @@ pub fn MeasuredView() -> impl IntoView {
         });
     };
 
-    let times = Memo::new(move |_| s.with(step_times));
+    let section = NodeRef::<leptos::html::Section>::new();
+    let visible_scenario = scenario_while_visible(s, near_screen(section));
+    let times =
+        Memo::new(move |_| crate::perf::timed("measured", || visible_scenario.with(step_times)));
     let calibration = Memo::new(move |_| s.with(|sc| sc.calibration.clone()));
     let assumed_links = Memo::new(move |_| s.with(|sc| CommModel::assumed(&sc.cluster)));
     // Tables of raw measurements only while the scenario holds this file's fit.
@@ -386,7 +390,7 @@ pub fn MeasuredView() -> impl IntoView {
     });
 
     view! {
-        <section class="view measured" aria-labelledby="measured-title" data-testid="measured-view">
+        <section node_ref=section class="view measured" aria-labelledby="measured-title" data-testid="measured-view">
             <h2 id="measured-title">"Measured numbers: benchmark import and calibration"</h2>
             <p class="explain">
                 "Drop a gpu-bench report (JSON) or nccl-tests output here. The file is read in this browser and never leaves it. planner-core fits α–β per collective and link, and the GEMM efficiency curve; with “use measured numbers” on, step time, throughput and every communication figure use the fit. A share link carries only the fitted numbers (cal=), not the file."

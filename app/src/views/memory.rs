@@ -8,6 +8,8 @@ use planner_core::layout::ZeroStage;
 use planner_core::memory::{self, ModelStateBar, TrainingMemory};
 
 use crate::app::Ctx;
+use crate::views::visibility::{near_screen, scenario_while_visible};
+
 use crate::charts::{self, draw_stacked_bars, Bar, Limit, Segment, Tip};
 use crate::format;
 use crate::views::chart_canvas::{ChartCanvas, DrawInput};
@@ -117,24 +119,28 @@ pub fn MemoryView() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let include_other = RwSignal::new(true);
     let terms_open = RwSignal::new(false);
+    let section = NodeRef::<leptos::html::Section>::new();
+    let scenario = scenario_while_visible(ctx.scenario, near_screen(section));
     let data = Memo::new(move |_| {
-        let s = ctx.scenario.get();
-        let model = ctx.model.get()?;
-        let bars = memory::model_state(&model, &s.precision, &s.layout);
-        let per_zero = ZeroStage::ALL
-            .iter()
-            .map(|&z| {
-                let mut variant = s.clone();
-                variant.layout.zero = z;
-                memory::training_memory(&variant, &model)
+        crate::perf::timed("memory", || {
+            let s = scenario.get();
+            let model = ctx.model.get()?;
+            let bars = memory::model_state(&model, &s.precision, &s.layout);
+            let per_zero = ZeroStage::ALL
+                .iter()
+                .map(|&z| {
+                    let mut variant = s.clone();
+                    variant.layout.zero = z;
+                    memory::training_memory(&variant, &model)
+                })
+                .collect();
+            let current = memory::training_memory(&s, &model);
+            Ok::<_, String>(MemoryData {
+                bars,
+                per_zero,
+                current,
+                zero: s.layout.zero,
             })
-            .collect();
-        let current = memory::training_memory(&s, &model);
-        Ok::<_, String>(MemoryData {
-            bars,
-            per_zero,
-            current,
-            zero: s.layout.zero,
         })
     });
 
@@ -234,7 +240,7 @@ pub fn MemoryView() -> impl IntoView {
     };
 
     view! {
-        <section class="view" aria-labelledby="memory-title" data-testid="memory-view">
+        <section node_ref=section class="view" aria-labelledby="memory-title" data-testid="memory-view">
             <h2 id="memory-title">"Memory per GPU"</h2>
             <p class="explain">
                 "Data parallelism copies the whole training state to every GPU. ZeRO stage 1 splits the optimizer state (fp32 master weights and Adam moments) across the data-parallel group, stage 2 also splits the gradients, and stage 3 (FSDP) also splits the weights, gathering each layer just before it runs. Solid parts are held in full by every GPU; light parts with an outline are this GPU's shard. Activations do not shrink with ZeRO: each GPU still runs its own micro-batches. Hover a segment for its formula with your numbers."

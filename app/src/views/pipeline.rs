@@ -7,6 +7,8 @@ use planner_core::layout::Schedule;
 use planner_core::pipeline::{self, Bubble, OpKind, Timeline};
 
 use crate::app::Ctx;
+use crate::views::visibility::{near_screen, scenario_while_visible};
+
 use crate::charts::{draw_lines, draw_schedule, GridOp, Line, OpShade};
 use crate::format;
 use crate::views::chart_canvas::{ChartCanvas, DrawInput};
@@ -124,7 +126,9 @@ fn compute(s: &planner_core::scenario::Scenario) -> PipelineData {
 #[component]
 pub fn PipelineView() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
-    let data = Memo::new(move |_| ctx.scenario.with(compute));
+    let section = NodeRef::<leptos::html::Section>::new();
+    let scenario = scenario_while_visible(ctx.scenario, near_screen(section));
+    let data = Memo::new(move |_| crate::perf::timed("pipeline", || scenario.with(compute)));
     // The article's figure: the forward pass alone, GPipe-style.
     let forward_only = RwSignal::new(false);
     // The grid redraws only when the drawn timeline changes, not on every m.
@@ -221,7 +225,7 @@ pub fn PipelineView() -> impl IntoView {
     });
 
     view! {
-        <section class="view" aria-labelledby="pipeline-title" data-testid="pipeline-view">
+        <section node_ref=section class="view" aria-labelledby="pipeline-title" data-testid="pipeline-view">
             <h2 id="pipeline-title">"Pipeline schedule"</h2>
             <p class="explain">
                 "Pipeline parallelism puts consecutive layers on different GPUs and streams micro-batches through them; only activations cross stage boundaries (point-to-point). A stage waits while the first micro-batch fills the pipe and while the last one drains: that idle time is the bubble. More micro-batches shrink it; the interleaved schedule gives each GPU several smaller chunks, dividing it by v; zero-bubble splits the backward pass into input- and weight-gradient halves and fills the gaps with the weight halves."

@@ -7,6 +7,8 @@ use planner_core::scenario::ServeDtype;
 use planner_core::serving::{self, ConcurrencyCell, Decision, ServingPlan, TABLE_PP, TABLE_TP};
 
 use crate::app::Ctx;
+use crate::views::visibility::{near_screen, scenario_while_visible};
+
 use crate::format;
 use crate::inputs::{power_of_two_steps, DecimalField, NumberField, Select, StepSlider};
 
@@ -62,18 +64,24 @@ pub fn ServingView() -> impl IntoView {
             .collect::<Vec<_>>()
     };
     let node = Signal::derive(move || s.with(|sc| sc.cluster.gpus_per_node));
+    let section = NodeRef::<leptos::html::Section>::new();
+    let scenario = scenario_while_visible(ctx.scenario, near_screen(section));
+    // Serving depends on the model, the serving inputs and the GPU, not on the training layout.
+    let inputs = Memo::new(move |_| scenario.with(|sc| (sc.serving.clone(), sc.cluster.clone())));
     let data = Memo::new(move |_| {
-        let sc = s.get();
-        let model = ctx.model.get()?;
-        let plan =
-            serving::serving_plan(&model, &sc.serving, &sc.cluster).map_err(|e| e.to_string())?;
-        let table = serving::concurrency_table(&model, &sc.serving, &sc.cluster)
-            .map_err(|e| e.to_string())?;
-        Ok::<_, String>(ServingData {
-            plan,
-            table,
-            context_len: sc.serving.context_len,
-            target: sc.serving.target_concurrency,
+        crate::perf::timed("serving", || {
+            let (serving, cluster) = inputs.get();
+            let model = ctx.model.get()?;
+            let plan =
+                serving::serving_plan(&model, &serving, &cluster).map_err(|e| e.to_string())?;
+            let table = serving::concurrency_table(&model, &serving, &cluster)
+                .map_err(|e| e.to_string())?;
+            Ok::<_, String>(ServingData {
+                plan,
+                table,
+                context_len: serving.context_len,
+                target: serving.target_concurrency,
+            })
         })
     });
     let outputs = move || {
@@ -162,7 +170,7 @@ pub fn ServingView() -> impl IntoView {
         })
     };
     view! {
-        <section class="view" aria-labelledby="serving-title" data-testid="serving-view">
+        <section node_ref=section class="view" aria-labelledby="serving-title" data-testid="serving-view">
             <h2 id="serving-title">"Serving"</h2>
             <p class="explain">
                 "At inference there is no optimizer state or gradient: a GPU holds the weights once and a key/value cache that grows with every token of every sequence it serves. If one GPU holds the weights with room for the cache, more independent replicas serve more traffic with no communication. Otherwise tensor parallelism inside a node splits weights and cache heads; pipeline stages across nodes come last, since they add a hop per token."

@@ -10,7 +10,7 @@ use planner_core::topology::Domain;
 
 use crate::app::Ctx;
 use crate::format;
-use crate::views::mesh::timed;
+use crate::perf::timed;
 use crate::views::visibility::{near_screen, scenario_while_visible};
 
 /// Colour class per segment (same family as the memory chart's palette).

@@ -11,7 +11,7 @@ use planner_core::topology::{topology_map, GroupKind, GroupTraffic, TopologyMap}
 
 use crate::app::Ctx;
 use crate::format;
-use crate::views::mesh::timed;
+use crate::perf::timed;
 use crate::views::visibility::{near_screen, scenario_while_visible};
 
 const CELL: f64 = 14.0;

@@ -8,7 +8,11 @@ use wasm_bindgen::JsCast;
 
 /// Whether `target` is within 100 px of the viewport (an IntersectionObserver;
 /// `true` until it first reports, so a view always draws once).
-pub fn near_screen(target: NodeRef<leptos::html::Section>) -> ReadSignal<bool> {
+pub fn near_screen<E>(target: NodeRef<E>) -> ReadSignal<bool>
+where
+    E: leptos::html::ElementType,
+    E::Output: JsCast + Clone + 'static,
+{
     let (visible, set_visible) = signal(true);
     Effect::new(move |observing: Option<bool>| {
         if observing == Some(true) {
@@ -35,7 +39,7 @@ pub fn near_screen(target: NodeRef<leptos::html::Section>) -> ReadSignal<bool> {
         ) else {
             return false;
         };
-        observer.observe(&el);
+        observer.observe(el.unchecked_ref::<web_sys::Element>());
         // Views live as long as the page: the observer and its callback too.
         callback.forget();
         std::mem::forget(observer);

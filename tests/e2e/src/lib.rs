@@ -368,8 +368,23 @@ impl Session {
         Ok(())
     }
 
-    /// `textContent` of the element matching `css`, trimmed.
+    /// Scrolls the element matching `css` into view, as a person would to read it,
+    /// and waits two frames: the page recomputes a view only near the screen, and
+    /// its IntersectionObserver reports after the next frame. Nothing if absent.
+    pub fn reveal(&self, css: &str) -> Result<()> {
+        self.execute_async(
+            "const done = arguments[arguments.length - 1];
+             const e = document.querySelector(arguments[0]);
+             if (e) { e.scrollIntoView({block: 'nearest'}); }
+             requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 0)));",
+            vec![json!(css)],
+        )?;
+        Ok(())
+    }
+
+    /// `textContent` of the element matching `css`, trimmed (revealed first).
     pub fn text(&self, css: &str) -> Result<String> {
+        self.reveal(css)?;
         let v = self.execute(
             "const e = document.querySelector(arguments[0]); return e ? e.textContent : null;",
             vec![json!(css)],
@@ -379,8 +394,9 @@ impl Session {
             .ok_or_else(|| format!("no element for {css}"))
     }
 
-    /// An attribute of the element matching `css`.
+    /// An attribute of the element matching `css` (revealed first).
     pub fn attr(&self, css: &str, name: &str) -> Result<Option<String>> {
+        self.reveal(css)?;
         let v = self.execute(
             "const e = document.querySelector(arguments[0]); if (!e) throw new Error('no element ' + arguments[0]); return e.getAttribute(arguments[1]);",
             vec![json!(css), json!(name)],
@@ -430,8 +446,11 @@ impl Session {
     /// Saves a PNG screenshot of one element (scrolled into view).
     pub fn element_screenshot(&self, css: &str, path: &Path) -> Result<()> {
         let id = self.find(css)?;
-        self.execute(
-            "document.querySelector(arguments[0]).scrollIntoView({block: 'start'});",
+        // Scrolled to the top of the viewport, then two frames for off-screen views to draw.
+        self.execute_async(
+            "const done = arguments[arguments.length - 1];
+             document.querySelector(arguments[0]).scrollIntoView({block: 'start'});
+             requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 0)));",
             vec![json!(css)],
         )?;
         let b64 = self.cmd("GET", &format!("/element/{id}/screenshot"), None)?;
