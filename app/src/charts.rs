@@ -7,10 +7,10 @@
 //! hit boxes (in CSS pixels) of what they drew, so hover tooltips point at the
 //! same planner-core term the segment was drawn from.
 
+use crate::canvas_backend::Canvas2d;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
-use plotters_canvas::CanvasBackend;
 use web_sys::HtmlCanvasElement;
 
 use crate::format;
@@ -141,8 +141,8 @@ pub fn prepare(canvas: &HtmlCanvasElement, css_width: f64, css_height: f64) -> O
     Some((ratio, css_width))
 }
 
-fn area(canvas: &HtmlCanvasElement) -> Result<DrawingArea<CanvasBackend, Shift>, String> {
-    CanvasBackend::with_canvas_object(canvas.clone())
+fn area(canvas: &HtmlCanvasElement) -> Result<DrawingArea<Canvas2d, Shift>, String> {
+    Canvas2d::new(canvas.clone())
         .map(IntoDrawingArea::into_drawing_area)
         .ok_or_else(|| "chart: no 2d context".to_string())
 }

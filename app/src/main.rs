@@ -4,6 +4,7 @@
 //! planner-core, and every input event recomputes every view.
 
 mod app;
+mod canvas_backend;
 mod charts;
 mod format;
 mod inputs;

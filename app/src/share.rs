@@ -3,7 +3,7 @@
 //! and a broken or outdated link falls back to defaults per parameter with a
 //! visible message naming each one.
 
-use std::cell::{Cell, RefCell};
+use std::cell::Cell;
 use std::rc::Rc;
 use std::time::Duration;
 
@@ -45,29 +45,32 @@ fn replace_query(query: &str) {
     }
 }
 
-/// Keeps the URL equal to the scenario. Updates are coalesced to one per
-/// 150 ms: Chromium throttles (and logs about) hundreds of `replaceState`
-/// calls per second while a slider is dragged.
+/// Keeps the URL equal to the scenario, once the inputs have been still for
+/// [`URL_SETTLE`]: `replaceState` costs Chromium a few milliseconds a call, so
+/// while a slider is dragged it would land inside some moves' frames (and
+/// Chromium throttles, and logs about, hundreds of calls per second).
 pub fn sync_url(scenario: RwSignal<Scenario>) {
-    let latest = Rc::new(RefCell::new(String::new()));
-    let pending = Rc::new(Cell::new(false));
+    let generation = Rc::new(Cell::new(0_u64));
     Effect::new(move |_| {
-        let query = scenario.with(link::encode);
-        *latest.borrow_mut() = query;
-        if !pending.get() {
-            pending.set(true);
-            let latest = Rc::clone(&latest);
-            let pending = Rc::clone(&pending);
-            set_timeout(
-                move || {
-                    pending.set(false);
-                    replace_query(&latest.borrow());
-                },
-                Duration::from_millis(150),
-            );
-        }
+        scenario.track();
+        let mine = generation.get().wrapping_add(1);
+        generation.set(mine);
+        let generation = Rc::clone(&generation);
+        set_timeout(
+            move || {
+                if generation.get() == mine {
+                    if let Some(query) = scenario.try_with_untracked(link::encode) {
+                        replace_query(&query);
+                    }
+                }
+            },
+            URL_SETTLE,
+        );
     });
 }
+
+/// How long the inputs stay still before the URL follows them.
+const URL_SETTLE: Duration = Duration::from_millis(200);
 
 /// The current link and a button that copies it.
 #[component]

@@ -2,8 +2,8 @@
 //! α–β curve and the preset's assumption, one colour per collective. The
 //! curves are planner-core's predictions at each drawn size.
 
+use crate::canvas_backend::Canvas2d;
 use plotters::prelude::*;
-use plotters_canvas::CanvasBackend;
 use web_sys::HtmlCanvasElement;
 
 use crate::charts::{prepare, HitBox, Theme, Tip, PALETTE};
@@ -49,7 +49,7 @@ pub fn draw_busbw(
     let Some((r, _)) = prepare(canvas, css_width, HEIGHT) else {
         return Ok(Vec::new());
     };
-    let root = CanvasBackend::with_canvas_object(canvas.clone())
+    let root = Canvas2d::new(canvas.clone())
         .map(IntoDrawingArea::into_drawing_area)
         .ok_or_else(|| "chart: no 2d context".to_string())?;
     root.fill(&theme.bg).map_err(err)?;

@@ -411,7 +411,7 @@ pub fn MeshView() -> impl IntoView {
                             </tr>
                         </thead>
                         <tbody>
-                            {move || {
+                            {move || timed("mesh_rows", || {
                                 rows.with(|rows| {
                                     ctx.scenario.with_untracked(|sc| {
                                         rows.iter()
@@ -467,7 +467,7 @@ pub fn MeshView() -> impl IntoView {
                                             .collect_view()
                                     })
                                 })
-                            }}
+                            })}
                         </tbody>
                     </table>
                 </div>

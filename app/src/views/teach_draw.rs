@@ -2,6 +2,7 @@
 //! `planner_core::teaching`; lengths are CSS pixels, scaled by the device
 //! pixel ratio when drawn (as in `charts.rs`).
 
+use crate::canvas_backend::Canvas2d;
 use planner_core::collectives::{Collective, LinkDomain};
 use planner_core::teaching::{
     ChunkCell, CollectiveDemo, CpAttention, CpGrid, DdpOverlapDemo, DdpTimeline, EpRouting,
@@ -10,13 +11,12 @@ use planner_core::teaching::{
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
-use plotters_canvas::CanvasBackend;
 use web_sys::HtmlCanvasElement;
 
 use crate::charts::{prepare, HitBox, Theme, Tip, PALETTE};
 use crate::format;
 
-type Area = DrawingArea<CanvasBackend, Shift>;
+type Area = DrawingArea<Canvas2d, Shift>;
 
 fn err<E: std::fmt::Debug>(e: E) -> String {
     format!("teaching figure: {e:?}")
@@ -40,7 +40,7 @@ impl Pen {
         let Some((r, width)) = prepare(canvas, css_width, css_height) else {
             return Ok(None);
         };
-        let root = CanvasBackend::with_canvas_object(canvas.clone())
+        let root = Canvas2d::new(canvas.clone())
             .map(IntoDrawingArea::into_drawing_area)
             .ok_or_else(|| "teaching figure: no 2d context".to_string())?;
         root.fill(&theme.bg).map_err(err)?;

@@ -486,19 +486,43 @@ fn search_of_16k_gpus_is_timed_and_the_page_stays_responsive() {
     // Input → repaint over 240 DP slider moves, as app.rs measures it, with the
     // 16,384-GPU ranking on the page: first scrolled to the mesh explorer (its
     // table, the breakdown and topology near the screen), then at the top of the page.
-    slider_latency(&session, "mesh explorer in view");
+    slider_latency(&session, "mesh explorer in view", DP_SLIDER);
+    // A search input: every move restarts the 16,384-GPU search, which then runs
+    // in slices in the following frames.
+    slider_latency(&session, "mesh explorer in view", BATCH_FIELD);
     session.execute("window.scrollTo(0, 0);", vec![]).unwrap();
     std::thread::sleep(Duration::from_millis(300));
-    slider_latency(&session, "top of the page");
+    slider_latency(&session, "top of the page", DP_SLIDER);
     assert_no_console_errors(&session, "during the 16k search and slider moves");
 }
 
-/// Input → all views recomputed, and input → frame painted, over 240 DP slider
-/// moves (the script of app.rs's responsiveness test); printed.
-fn slider_latency(session: &Session, where_: &str) {
+/// A control the latency test moves: its selector, a JS expression of `el` for
+/// its next value, and what to call it.
+struct Control {
+    css: &'static str,
+    next_value: &'static str,
+    name: &'static str,
+}
+
+const DP_SLIDER: Control = Control {
+    css: "[data-testid=input-dp]",
+    next_value: "String((Number(el.value) + 1) % (Number(el.max) + 1))",
+    name: "DP slider moves",
+};
+
+const BATCH_FIELD: Control = Control {
+    css: "[data-testid=input-gbs]",
+    next_value: "el.value === '2048' ? '1024' : '2048'",
+    name: "global-batch edits (each restarts the search)",
+};
+
+/// Input → all views recomputed, and input → frame painted, over 240 moves of
+/// `control` (the script of app.rs's responsiveness test); printed.
+fn slider_latency(session: &Session, where_: &str, control: Control) {
     let script = r#"
         const done = arguments[arguments.length - 1];
-        const el = document.querySelector('[data-testid=input-dp]');
+        const el = document.querySelector(arguments[1]);
+        const nextValue = new Function('el', 'return ' + arguments[2]);
         const moves = arguments[0];
         const work = [], frame = [];
         const afterWork = new MessageChannel();
@@ -513,10 +537,10 @@ fn slider_latency(session: &Session, where_: &str) {
             if (++i < moves) { setTimeout(step, Math.random() * 17); } else { done({work, frame}); }
         };
         function step() {
-            const max = Number(el.max);
-            el.value = String((Number(el.value) + 1) % (max + 1));
+            el.value = nextValue(el);
             t0 = performance.now();
             el.dispatchEvent(new Event('input', {bubbles: true}));
+            el.dispatchEvent(new Event('change', {bubbles: true}));
             afterWork.port2.postMessage(0);
         }
         step();
@@ -525,7 +549,10 @@ fn slider_latency(session: &Session, where_: &str) {
         .execute("window.__meshplanMs = {};", vec![])
         .unwrap();
     let result = session
-        .execute_async(script, vec![json!(240)])
+        .execute_async(
+            script,
+            vec![json!(240), json!(control.css), json!(control.next_value)],
+        )
         .expect("measure");
     let per_view = session
         .execute("return window.__meshplanMs;", vec![])
@@ -542,8 +569,9 @@ fn slider_latency(session: &Session, where_: &str) {
     let frame = series("frame");
     assert!(work.len() >= 200, "measured {} moves", work.len());
     println!(
-        "RESPONSIVENESS with the 16,384-GPU search on the page ({where_}), {} DP slider moves:\n  input → all views recomputed and redrawn: median {:.2} ms, p95 {:.2} ms, max {:.2} ms\n  input → frame painted (rAF + task):    median {:.2} ms, p95 {:.2} ms",
+        "RESPONSIVENESS with the 16,384-GPU search on the page ({where_}), {} {}:\n  input → all views recomputed and redrawn: median {:.2} ms, p95 {:.2} ms, max {:.2} ms\n  input → frame painted (rAF + task):    median {:.2} ms, p95 {:.2} ms",
         work.len(),
+        control.name,
         percentile(&work, 0.5),
         percentile(&work, 0.95),
         work.last().copied().unwrap_or(f64::NAN),

@@ -1,0 +1,353 @@
+//! A plotters drawing backend on an HTML canvas that sets the context's fill,
+//! stroke, font and text anchor only when they change.
+//!
+//! plotters-canvas sets all of them (each a formatted string handed to the
+//! browser, which parses it) for every rectangle and every label: the pipeline
+//! grid of a 16-stage layout has ~500 cells with a label each, and those
+//! redundant sets were a third of a slider move's canvas time. Drawing is
+//! otherwise the same as plotters-canvas 0.3.1 (MIT), including its half-pixel
+//! shift of horizontal and vertical lines.
+
+use plotters_backend::text_anchor::{HPos, VPos};
+use plotters_backend::{
+    BackendColor, BackendCoord, BackendStyle, BackendTextStyle, DrawingBackend, DrawingErrorKind,
+    FontTransform,
+};
+use wasm_bindgen::{JsCast, JsValue};
+use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
+
+/// A drawing error from the canvas context.
+#[derive(Debug)]
+pub struct CanvasError(String);
+
+impl std::fmt::Display for CanvasError {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "canvas error: {}", self.0)
+    }
+}
+
+impl std::error::Error for CanvasError {}
+
+fn error_cast(e: JsValue) -> DrawingErrorKind<CanvasError> {
+    DrawingErrorKind::DrawingError(CanvasError(
+        e.as_string().unwrap_or_else(|| format!("{e:?}")),
+    ))
+}
+
+/// A colour as the cache compares it (alpha by its bits: equal means identical).
+type ColorKey = (u8, u8, u8, u64);
+
+fn key(c: BackendColor) -> ColorKey {
+    (c.rgb.0, c.rgb.1, c.rgb.2, c.alpha.to_bits())
+}
+
+fn css(c: BackendColor) -> String {
+    let (r, g, b) = c.rgb;
+    format!("rgba({r},{g},{b},{})", c.alpha)
+}
+
+/// What was last set on the context; `None` = unknown (set it next time).
+#[derive(Clone, Default)]
+struct ContextState {
+    fill: Option<ColorKey>,
+    stroke: Option<(ColorKey, u32)>,
+    font: String,
+    align: &'static str,
+    baseline: &'static str,
+}
+
+/// The canvas backend with a state cache.
+pub struct Canvas2d {
+    canvas: HtmlCanvasElement,
+    context: CanvasRenderingContext2d,
+    state: ContextState,
+}
+
+impl Canvas2d {
+    /// The backend for `canvas`, or `None` when it has no 2D context.
+    pub fn new(canvas: HtmlCanvasElement) -> Option<Self> {
+        let context: CanvasRenderingContext2d = canvas.get_context("2d").ok()??.dyn_into().ok()?;
+        Some(Canvas2d {
+            canvas,
+            context,
+            state: ContextState::default(),
+        })
+    }
+
+    fn fill_style(&mut self, c: BackendColor) {
+        let k = key(c);
+        if self.state.fill != Some(k) {
+            self.context.set_fill_style_str(&css(c));
+            self.state.fill = Some(k);
+        }
+    }
+
+    fn line_style(&mut self, style: &impl BackendStyle) {
+        let k = (key(style.color()), style.stroke_width());
+        if self.state.stroke != Some(k) {
+            self.context.set_stroke_style_str(&css(style.color()));
+            self.context.set_line_width(f64::from(style.stroke_width()));
+            self.state.stroke = Some(k);
+        }
+    }
+
+    fn text_anchor(&mut self, h: HPos, v: VPos) {
+        let align = match h {
+            HPos::Left => "start",
+            HPos::Right => "end",
+            HPos::Center => "center",
+        };
+        if self.state.align != align {
+            self.context.set_text_align(align);
+            self.state.align = align;
+        }
+        let baseline = match v {
+            VPos::Top => "top",
+            VPos::Center => "middle",
+            VPos::Bottom => "bottom",
+        };
+        if self.state.baseline != baseline {
+            self.context.set_text_baseline(baseline);
+            self.state.baseline = baseline;
+        }
+    }
+
+    fn font(&mut self, style: &impl BackendTextStyle) {
+        let font = format!(
+            "{} {}px {}",
+            style.style().as_str(),
+            style.size(),
+            style.family().as_str()
+        );
+        if self.state.font != font {
+            self.context.set_font(&font);
+            self.state.font = font;
+        }
+    }
+}
+
+/// Shifts horizontal and vertical lines half a pixel left/up so a 1-px line is
+/// not blurred over two (as plotters-canvas does).
+fn crisp(from: BackendCoord, to: BackendCoord) -> ((f64, f64), (f64, f64)) {
+    let mut a = (f64::from(from.0), f64::from(from.1));
+    let mut b = (f64::from(to.0), f64::from(to.1));
+    if from.0 == to.0 {
+        a.0 -= 0.5;
+        b.0 -= 0.5;
+    }
+    if from.1 == to.1 {
+        a.1 -= 0.5;
+        b.1 -= 0.5;
+    }
+    (a, b)
+}
+
+impl DrawingBackend for Canvas2d {
+    type ErrorType = CanvasError;
+
+    fn get_size(&self) -> (u32, u32) {
+        (self.canvas.width(), self.canvas.height())
+    }
+
+    fn ensure_prepared(&mut self) -> Result<(), DrawingErrorKind<CanvasError>> {
+        Ok(())
+    }
+
+    fn present(&mut self) -> Result<(), DrawingErrorKind<CanvasError>> {
+        Ok(())
+    }
+
+    fn draw_pixel(
+        &mut self,
+        point: BackendCoord,
+        color: BackendColor,
+    ) -> Result<(), DrawingErrorKind<CanvasError>> {
+        if color.alpha == 0.0 {
+            return Ok(());
+        }
+        self.fill_style(color);
+        self.context
+            .fill_rect(f64::from(point.0), f64::from(point.1), 1.0, 1.0);
+        Ok(())
+    }
+
+    fn draw_line<S: BackendStyle>(
+        &mut self,
+        from: BackendCoord,
+        to: BackendCoord,
+        style: &S,
+    ) -> Result<(), DrawingErrorKind<CanvasError>> {
+        if style.color().alpha == 0.0 {
+            return Ok(());
+        }
+        let (a, b) = crisp(from, to);
+        self.line_style(style);
+        self.context.begin_path();
+        self.context.move_to(a.0, a.1);
+        self.context.line_to(b.0, b.1);
+        self.context.stroke();
+        Ok(())
+    }
+
+    fn draw_rect<S: BackendStyle>(
+        &mut self,
+        upper_left: BackendCoord,
+        bottom_right: BackendCoord,
+        style: &S,
+        fill: bool,
+    ) -> Result<(), DrawingErrorKind<CanvasError>> {
+        if style.color().alpha == 0.0 {
+            return Ok(());
+        }
+        let (x, y) = (f64::from(upper_left.0), f64::from(upper_left.1));
+        let w = f64::from(bottom_right.0 - upper_left.0);
+        let h = f64::from(bottom_right.1 - upper_left.1);
+        if fill {
+            self.fill_style(style.color());
+            self.context.fill_rect(x, y, w, h);
+        } else {
+            self.line_style(style);
+            self.context.stroke_rect(x, y, w, h);
+        }
+        Ok(())
+    }
+
+    fn draw_path<S: BackendStyle, I: IntoIterator<Item = BackendCoord>>(
+        &mut self,
+        path: I,
+        style: &S,
+    ) -> Result<(), DrawingErrorKind<CanvasError>> {
+        if style.color().alpha == 0.0 {
+            return Ok(());
+        }
+        let mut path = path.into_iter();
+        self.context.begin_path();
+        if let Some(start) = path.next() {
+            self.line_style(style);
+            self.context.move_to(f64::from(start.0), f64::from(start.1));
+            for next in path {
+                self.context.line_to(f64::from(next.0), f64::from(next.1));
+            }
+        }
+        self.context.stroke();
+        Ok(())
+    }
+
+    fn fill_polygon<S: BackendStyle, I: IntoIterator<Item = BackendCoord>>(
+        &mut self,
+        path: I,
+        style: &S,
+    ) -> Result<(), DrawingErrorKind<CanvasError>> {
+        if style.color().alpha == 0.0 {
+            return Ok(());
+        }
+        let mut path = path.into_iter();
+        self.context.begin_path();
+        if let Some(start) = path.next() {
+            self.fill_style(style.color());
+            self.context.move_to(f64::from(start.0), f64::from(start.1));
+            for next in path {
+                self.context.line_to(f64::from(next.0), f64::from(next.1));
+            }
+            self.context.close_path();
+        }
+        self.context.fill();
+        Ok(())
+    }
+
+    fn draw_circle<S: BackendStyle>(
+        &mut self,
+        center: BackendCoord,
+        radius: u32,
+        style: &S,
+        fill: bool,
+    ) -> Result<(), DrawingErrorKind<CanvasError>> {
+        if style.color().alpha == 0.0 {
+            return Ok(());
+        }
+        if fill {
+            self.fill_style(style.color());
+        } else {
+            self.line_style(style);
+        }
+        self.context.begin_path();
+        self.context
+            .arc(
+                f64::from(center.0),
+                f64::from(center.1),
+                f64::from(radius),
+                0.0,
+                std::f64::consts::TAU,
+            )
+            .map_err(error_cast)?;
+        if fill {
+            self.context.fill();
+        } else {
+            self.context.stroke();
+        }
+        Ok(())
+    }
+
+    fn draw_text<S: BackendTextStyle>(
+        &mut self,
+        text: &str,
+        style: &S,
+        pos: BackendCoord,
+    ) -> Result<(), DrawingErrorKind<CanvasError>> {
+        let color = style.color();
+        if color.alpha == 0.0 {
+            return Ok(());
+        }
+        let degrees = match style.transform() {
+            FontTransform::None => 0.0,
+            FontTransform::Rotate90 => 90.0,
+            FontTransform::Rotate180 => 180.0,
+            FontTransform::Rotate270 => 270.0,
+        };
+        let (mut x, mut y) = (f64::from(pos.0), f64::from(pos.1));
+        let rotated = degrees != 0.0;
+        // save/restore puts back what was set before: so does the cache.
+        let saved = rotated.then(|| self.state.clone());
+        if rotated {
+            self.context.save();
+            self.context.translate(x, y).map_err(error_cast)?;
+            self.context
+                .rotate(f64::to_radians(degrees))
+                .map_err(error_cast)?;
+            (x, y) = (0.0, 0.0);
+        }
+        let anchor = style.anchor();
+        self.text_anchor(anchor.h_pos, anchor.v_pos);
+        self.fill_style(color);
+        self.font(style);
+        let drawn = self.context.fill_text(text, x, y).map_err(error_cast);
+        if let Some(state) = saved {
+            self.context.restore();
+            self.state = state;
+        }
+        drawn
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_axis_aligned_lines_move_half_a_pixel() {
+        assert_eq!(crisp((3, 0), (3, 10)), ((2.5, 0.0), (2.5, 10.0)));
+        assert_eq!(crisp((0, 4), (9, 4)), ((0.0, 3.5), (9.0, 3.5)));
+        assert_eq!(crisp((0, 0), (5, 7)), ((0.0, 0.0), (5.0, 7.0)));
+    }
+
+    #[test]
+    fn colours_are_css_rgba_and_alpha_is_part_of_the_key() {
+        let c = BackendColor {
+            alpha: 0.5,
+            rgb: (1, 2, 3),
+        };
+        assert_eq!(css(c), "rgba(1,2,3,0.5)");
+        let opaque = BackendColor { alpha: 1.0, ..c };
+        assert_ne!(key(c), key(opaque));
+    }
+}
