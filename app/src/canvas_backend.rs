@@ -126,6 +126,23 @@ impl Canvas2d {
     }
 }
 
+impl Canvas2d {
+    /// Starts a new path through `points` (closed when `close`).
+    fn trace(&mut self, points: impl IntoIterator<Item = BackendCoord>, close: bool) {
+        self.context.begin_path();
+        let mut points = points.into_iter();
+        if let Some(start) = points.next() {
+            self.context.move_to(f64::from(start.0), f64::from(start.1));
+            for next in points {
+                self.context.line_to(f64::from(next.0), f64::from(next.1));
+            }
+            if close {
+                self.context.close_path();
+            }
+        }
+    }
+}
+
 /// Shifts horizontal and vertical lines half a pixel left/up so a 1-px line is
 /// not blurred over two (as plotters-canvas does).
 fn crisp(from: BackendCoord, to: BackendCoord) -> ((f64, f64), (f64, f64)) {
@@ -220,15 +237,8 @@ impl DrawingBackend for Canvas2d {
         if style.color().alpha == 0.0 {
             return Ok(());
         }
-        let mut path = path.into_iter();
-        self.context.begin_path();
-        if let Some(start) = path.next() {
-            self.line_style(style);
-            self.context.move_to(f64::from(start.0), f64::from(start.1));
-            for next in path {
-                self.context.line_to(f64::from(next.0), f64::from(next.1));
-            }
-        }
+        self.line_style(style);
+        self.trace(path, false);
         self.context.stroke();
         Ok(())
     }
@@ -241,16 +251,8 @@ impl DrawingBackend for Canvas2d {
         if style.color().alpha == 0.0 {
             return Ok(());
         }
-        let mut path = path.into_iter();
-        self.context.begin_path();
-        if let Some(start) = path.next() {
-            self.fill_style(style.color());
-            self.context.move_to(f64::from(start.0), f64::from(start.1));
-            for next in path {
-                self.context.line_to(f64::from(next.0), f64::from(next.1));
-            }
-            self.context.close_path();
-        }
+        self.fill_style(style.color());
+        self.trace(path, true);
         self.context.fill();
         Ok(())
     }
