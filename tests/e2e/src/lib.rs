@@ -611,6 +611,105 @@ pub fn assert_no_console_errors(session: &Session, when: &str) {
     assert!(errors.is_empty(), "console errors {when}: {errors:#?}");
 }
 
+/// The value at fraction `p` (0..=1) of an ascending series (nearest rank).
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = (p * (sorted.len() - 1) as f64).round() as usize;
+    sorted[rank.min(sorted.len() - 1)]
+}
+
+/// A control a latency measurement moves: its selector, a JS expression of `el`
+/// for its next value, and what to call the moves.
+pub struct Control {
+    pub css: &'static str,
+    pub next_value: &'static str,
+    pub name: &'static str,
+}
+
+/// The DP slider, one step up per move (wrapping).
+pub const DP_SLIDER: Control = Control {
+    css: "[data-testid=input-dp]",
+    next_value: "String((Number(el.value) + 1) % (Number(el.max) + 1))",
+    name: "DP slider moves",
+};
+
+/// Milliseconds per move, each series ascending.
+pub struct Latency {
+    /// Input event → every view recomputed and redrawn: Leptos runs effects as
+    /// microtasks, so a message posted right after the dispatch arrives once they are done.
+    pub work_ms: Vec<f64>,
+    /// Input event → the frame showing it painted: the next animation frame, then a
+    /// message posted from it (includes waiting for the vsync, up to 16.7 ms).
+    pub frame_ms: Vec<f64>,
+}
+
+impl Latency {
+    /// "median, p95, max" lines for both series.
+    pub fn summary(&self) -> String {
+        let line = |v: &[f64]| {
+            format!(
+                "median {:.2} ms, p95 {:.2} ms, max {:.2} ms",
+                percentile(v, 0.5),
+                percentile(v, 0.95),
+                v.last().copied().unwrap_or(f64::NAN)
+            )
+        };
+        format!(
+            "  input → all views recomputed and redrawn: {}\n  input → frame painted (rAF + task):    {}",
+            line(&self.work_ms),
+            line(&self.frame_ms)
+        )
+    }
+}
+
+/// Moves `control` `moves` times, each at a random phase of the frame (so the
+/// painted time is not aligned to vsync), and times each move.
+pub fn measure_latency(session: &Session, control: &Control, moves: u32) -> Result<Latency> {
+    let script = r#"
+        const done = arguments[arguments.length - 1];
+        const el = document.querySelector(arguments[1]);
+        const nextValue = new Function('el', 'return ' + arguments[2]);
+        const moves = arguments[0];
+        const work = [], frame = [];
+        const afterWork = new MessageChannel();
+        const afterPaint = new MessageChannel();
+        let i = 0, t0 = 0;
+        afterWork.port1.onmessage = () => {
+            work.push(performance.now() - t0);
+            requestAnimationFrame(() => afterPaint.port2.postMessage(0));
+        };
+        afterPaint.port1.onmessage = () => {
+            frame.push(performance.now() - t0);
+            if (++i < moves) { setTimeout(step, Math.random() * 17); } else { done({work, frame}); }
+        };
+        function step() {
+            el.value = nextValue(el);
+            t0 = performance.now();
+            el.dispatchEvent(new Event('input', {bubbles: true}));
+            afterWork.port2.postMessage(0);
+        }
+        step();
+    "#;
+    let result = session.execute_async(
+        script,
+        vec![json!(moves), json!(control.css), json!(control.next_value)],
+    )?;
+    let series = |key: &str| {
+        let mut v: Vec<f64> = result[key]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_f64).collect())
+            .unwrap_or_default();
+        v.sort_by(f64::total_cmp);
+        v
+    };
+    Ok(Latency {
+        work_ms: series("work"),
+        frame_ms: series("frame"),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

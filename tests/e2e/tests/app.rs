@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use e2e::{assert_no_console_errors, screenshot_path, Page, Session};
+use e2e::{assert_no_console_errors, measure_latency, screenshot_path, Page, Session, DP_SLIDER};
 use planner_core::link;
 use planner_core::memory;
 use planner_core::presets;
@@ -489,74 +489,22 @@ fn console_error_check_is_not_vacuous() {
     );
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = (p * (sorted.len() - 1) as f64).round() as usize;
-    sorted[rank.min(sorted.len() - 1)]
-}
-
 #[test]
 #[ignore = "needs dist/ and chromedriver: run via `cargo xtask test`"]
 fn responsiveness_of_a_slider_move_is_measured() {
     let page = Page::start().expect("start server and chromedriver");
     let session = page.open("").expect("page loads");
     session.set_script_timeout(300_000).unwrap();
-    // Each move: set the DP slider and dispatch `input`, then record
-    // (a) when all reactive work has run (every view recomputed, every canvas
-    //     redrawn): Leptos runs effects as microtasks, so a message posted
-    //     right after the dispatch is delivered once they are all done;
-    // (b) when the frame showing it has been painted: the next animation frame,
-    //     then a message posted from it, which runs after that frame's paint.
-    // Moves start at a random phase of the frame so (b) is not aligned to vsync.
-    let script = r#"
-        const done = arguments[arguments.length - 1];
-        const el = document.querySelector('[data-testid=input-dp]');
-        const moves = arguments[0];
-        const work = [], frame = [];
-        const afterWork = new MessageChannel();
-        const afterPaint = new MessageChannel();
-        let i = 0, t0 = 0;
-        afterWork.port1.onmessage = () => {
-            work.push(performance.now() - t0);
-            requestAnimationFrame(() => afterPaint.port2.postMessage(0));
-        };
-        afterPaint.port1.onmessage = () => {
-            frame.push(performance.now() - t0);
-            if (++i < moves) { setTimeout(step, Math.random() * 17); } else { done({work, frame}); }
-        };
-        function step() {
-            const max = Number(el.max);
-            el.value = String((Number(el.value) + 1) % (max + 1));
-            t0 = performance.now();
-            el.dispatchEvent(new Event('input', {bubbles: true}));
-            afterWork.port2.postMessage(0);
-        }
-        step();
-    "#;
-    let result = session
-        .execute_async(script, vec![json!(240)])
-        .expect("measure");
-    let series = |key: &str| {
-        let mut v: Vec<f64> = result[key]
-            .as_array()
-            .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
-            .unwrap_or_default();
-        v.sort_by(f64::total_cmp);
-        v
-    };
-    let work = series("work");
-    let frame = series("frame");
-    assert!(work.len() >= 200, "measured {} moves", work.len());
+    let latency = measure_latency(&session, &DP_SLIDER, 240).expect("measure");
+    assert!(
+        latency.work_ms.len() >= 200,
+        "measured {} moves",
+        latency.work_ms.len()
+    );
     println!(
-        "RESPONSIVENESS over {} DP slider moves (headless Chromium, performance.now()):\n  input → all views recomputed and redrawn: median {:.2} ms, p95 {:.2} ms, max {:.2} ms\n  input → frame painted (rAF + task):    median {:.2} ms, p95 {:.2} ms (includes waiting for the next vsync, up to 16.7 ms)",
-        work.len(),
-        percentile(&work, 0.5),
-        percentile(&work, 0.95),
-        work.last().copied().unwrap_or(f64::NAN),
-        percentile(&frame, 0.5),
-        percentile(&frame, 0.95),
+        "RESPONSIVENESS over {} DP slider moves (headless Chromium, performance.now()):\n{}",
+        latency.work_ms.len(),
+        latency.summary()
     );
     assert_no_console_errors(&session, "during the slider moves");
 }

@@ -7,7 +7,10 @@
 
 use std::time::Duration;
 
-use e2e::{assert_no_console_errors, screenshot_path, Page, Session};
+use e2e::{
+    assert_no_console_errors, measure_latency, percentile, screenshot_path, Control, Page, Session,
+    DP_SLIDER,
+};
 use planner_core::cost::{CostOptions, StepModel};
 use planner_core::hardware::{gpu_preset, Cluster};
 use planner_core::link;
@@ -393,14 +396,6 @@ fn fmt_s(s: f64) -> String {
     }
 }
 
-fn percentile(sorted: &[f64], p: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let rank = (p * (sorted.len() - 1) as f64).round() as usize;
-    sorted[rank.min(sorted.len() - 1)]
-}
-
 /// Llama 3.1 405B on 2048 nodes × 8 H100, global batch 2048 × 8K: how long the
 /// 16,384-GPU search takes in wasm, and the page's input-to-repaint latency over
 /// 240 DP slider moves with it on the page (measured as the first release did;
@@ -486,29 +481,15 @@ fn search_of_16k_gpus_is_timed_and_the_page_stays_responsive() {
     // Input → repaint over 240 DP slider moves, as app.rs measures it, with the
     // 16,384-GPU ranking on the page: first scrolled to the mesh explorer (its
     // table, the breakdown and topology near the screen), then at the top of the page.
-    slider_latency(&session, "mesh explorer in view", DP_SLIDER);
+    slider_latency(&session, "mesh explorer in view", &DP_SLIDER);
     // A search input: every move restarts the 16,384-GPU search, which then runs
     // in slices in the following frames.
-    slider_latency(&session, "mesh explorer in view", BATCH_FIELD);
+    slider_latency(&session, "mesh explorer in view", &BATCH_FIELD);
     session.execute("window.scrollTo(0, 0);", vec![]).unwrap();
     std::thread::sleep(Duration::from_millis(300));
-    slider_latency(&session, "top of the page", DP_SLIDER);
+    slider_latency(&session, "top of the page", &DP_SLIDER);
     assert_no_console_errors(&session, "during the 16k search and slider moves");
 }
-
-/// A control the latency test moves: its selector, a JS expression of `el` for
-/// its next value, and what to call it.
-struct Control {
-    css: &'static str,
-    next_value: &'static str,
-    name: &'static str,
-}
-
-const DP_SLIDER: Control = Control {
-    css: "[data-testid=input-dp]",
-    next_value: "String((Number(el.value) + 1) % (Number(el.max) + 1))",
-    name: "DP slider moves",
-};
 
 const BATCH_FIELD: Control = Control {
     css: "[data-testid=input-gbs]",
@@ -517,66 +498,25 @@ const BATCH_FIELD: Control = Control {
 };
 
 /// Input → all views recomputed, and input → frame painted, over 240 moves of
-/// `control` (the script of app.rs's responsiveness test); printed.
-fn slider_latency(session: &Session, where_: &str, control: Control) {
-    let script = r#"
-        const done = arguments[arguments.length - 1];
-        const el = document.querySelector(arguments[1]);
-        const nextValue = new Function('el', 'return ' + arguments[2]);
-        const moves = arguments[0];
-        const work = [], frame = [];
-        const afterWork = new MessageChannel();
-        const afterPaint = new MessageChannel();
-        let i = 0, t0 = 0;
-        afterWork.port1.onmessage = () => {
-            work.push(performance.now() - t0);
-            requestAnimationFrame(() => afterPaint.port2.postMessage(0));
-        };
-        afterPaint.port1.onmessage = () => {
-            frame.push(performance.now() - t0);
-            if (++i < moves) { setTimeout(step, Math.random() * 17); } else { done({work, frame}); }
-        };
-        function step() {
-            el.value = nextValue(el);
-            t0 = performance.now();
-            el.dispatchEvent(new Event('input', {bubbles: true}));
-            el.dispatchEvent(new Event('change', {bubbles: true}));
-            afterWork.port2.postMessage(0);
-        }
-        step();
-    "#;
+/// `control`, with the time each view's work took over the moves; printed.
+fn slider_latency(session: &Session, where_: &str, control: &Control) {
     session
         .execute("window.__meshplanMs = {};", vec![])
         .unwrap();
-    let result = session
-        .execute_async(
-            script,
-            vec![json!(240), json!(control.css), json!(control.next_value)],
-        )
-        .expect("measure");
+    let latency = measure_latency(session, control, 240).expect("measure");
     let per_view = session
         .execute("return window.__meshplanMs;", vec![])
         .unwrap();
-    let series = |key: &str| {
-        let mut v: Vec<f64> = result[key]
-            .as_array()
-            .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
-            .unwrap_or_default();
-        v.sort_by(f64::total_cmp);
-        v
-    };
-    let work = series("work");
-    let frame = series("frame");
-    assert!(work.len() >= 200, "measured {} moves", work.len());
-    println!(
-        "RESPONSIVENESS with the 16,384-GPU search on the page ({where_}), {} {}:\n  input → all views recomputed and redrawn: median {:.2} ms, p95 {:.2} ms, max {:.2} ms\n  input → frame painted (rAF + task):    median {:.2} ms, p95 {:.2} ms",
-        work.len(),
-        control.name,
-        percentile(&work, 0.5),
-        percentile(&work, 0.95),
-        work.last().copied().unwrap_or(f64::NAN),
-        percentile(&frame, 0.5),
-        percentile(&frame, 0.95),
+    assert!(
+        latency.work_ms.len() >= 200,
+        "measured {} moves",
+        latency.work_ms.len()
     );
-    println!("  of which the new views' computations, total ms over the moves: {per_view}");
+    println!(
+        "RESPONSIVENESS with the 16,384-GPU search on the page ({where_}), {} {}:\n{}",
+        latency.work_ms.len(),
+        control.name,
+        latency.summary()
+    );
+    println!("  of which each view's work, total ms over the moves: {per_view}");
 }
