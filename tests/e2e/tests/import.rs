@@ -241,6 +241,26 @@ fn benchmark_import_calibrates_and_bad_files_change_nothing() {
         decoded.calibration, calibrated.calibration,
         "the link carries the fit"
     );
+    // The step-time breakdown uses the same measured numbers: its segments add up
+    // to the calibrated step time.
+    session
+        .reveal("[data-testid=breakdown-view]")
+        .expect("scroll");
+    let segments_s = session
+        .execute(
+            "return [...document.querySelectorAll('[data-testid=breakdown-view] [data-seconds]')].map(e => Number(e.dataset.seconds));",
+            vec![],
+        )
+        .expect("segments");
+    let breakdown_total: f64 = segments_s
+        .as_array()
+        .map(|a| a.iter().filter_map(serde_json::Value::as_f64).sum())
+        .unwrap_or(f64::NAN);
+    println!("breakdown with measured numbers: {breakdown_total:.4} s");
+    assert!(
+        close(breakdown_total, want),
+        "breakdown {breakdown_total} vs calibrated step {want}"
+    );
     assert_no_console_errors(&session, "after the imports");
     session
         .element_screenshot(
