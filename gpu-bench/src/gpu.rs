@@ -629,17 +629,18 @@ pub enum Combine {
     Min,
 }
 
-/// Reduces one f32 per local GPU over every rank of `comms`
-/// and returns the result (the same on every rank).
+/// Reduces one f64 per local GPU over every rank of `comms`
+/// and returns the result (the same on every rank). f64, so counts (wrong
+/// elements, bytes) stay exact up to 2^53.
 pub fn reduce_scalar(
     gpus: &[Gpu],
     comms: &[Comm],
-    values: &[f32],
+    values: &[f64],
     combine: Combine,
-) -> Result<f32, GpuError> {
+) -> Result<f64, GpuError> {
     let bufs: Vec<DeviceBuffer> = gpus
         .iter()
-        .map(|g| DeviceBuffer::alloc(g, 4))
+        .map(|g| DeviceBuffer::alloc(g, 8))
         .collect::<Result<_, _>>()?;
     for (b, v) in bufs.iter().zip(values) {
         b.upload(0, &v.to_le_bytes())?;
@@ -657,7 +658,7 @@ pub fn reduce_scalar(
                 bufs[i].ptr() as *const _,
                 bufs[i].ptr() as *mut _,
                 1,
-                ns::ncclDataType_t::ncclFloat32,
+                ns::ncclDataType_t::ncclFloat64,
                 op,
                 comms[i].raw,
                 gpus[i].stream.cu_stream() as ns::cudaStream_t,
@@ -668,9 +669,9 @@ pub fn reduce_scalar(
     for g in gpus {
         g.stream.synchronize()?;
     }
-    let mut out = [0u8; 4];
+    let mut out = [0u8; 8];
     bufs[0].download(0, &mut out)?;
-    Ok(f32::from_le_bytes(out))
+    Ok(f64::from_le_bytes(out))
 }
 
 #[cfg(test)]

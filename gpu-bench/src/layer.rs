@@ -76,7 +76,7 @@ where
     for t in &timers {
         slowest = slowest.max(t.elapsed_us()?);
     }
-    Ok(f64::from(run.combine(world, &[slowest as f32], Combine::Max)?) / f64::from(iters))
+    Ok(run.combine(world, slowest, Combine::Max)? / f64::from(iters))
 }
 
 /// Every rank's setup result: an error anywhere (out of memory on one GPU)
@@ -107,7 +107,7 @@ fn peak_used(run: &Run, world: &[Comm]) -> Result<u64, GpuError> {
     for g in &run.gpus {
         local = local.max(g.used_bytes()?);
     }
-    Ok(run.combine(world, &[local as f32], Combine::Max)? as u64)
+    Ok(run.combine(world, local as f64, Combine::Max)? as u64)
 }
 
 fn all_reduce_args(ptr: u64, count: u64) -> CollArgs {

@@ -93,16 +93,19 @@ impl Run {
         });
     }
 
-    /// Combines one value per local GPU over all ranks.
-    pub fn combine(&self, world: &[Comm], values: &[f32], how: Combine) -> Result<f32, GpuError> {
-        let mut all = values.to_vec();
-        all.resize(self.gpus.len(), values.first().copied().unwrap_or(0.0));
-        reduce_scalar(&self.gpus, world, &all, how)
+    /// Combines this process's `value` with every other process's over all ranks.
+    pub fn combine(&self, world: &[Comm], value: f64, how: Combine) -> Result<f64, GpuError> {
+        reduce_scalar(
+            &self.gpus,
+            world,
+            &per_gpu_values(value, self.gpus.len(), how),
+            how,
+        )
     }
 
     /// True when `ok` holds on every rank.
     pub fn agree(&self, world: &[Comm], ok: bool) -> Result<bool, GpuError> {
-        Ok(self.combine(world, &[if ok { 1.0 } else { 0.0 }], Combine::Min)? > 0.5)
+        Ok(self.combine(world, if ok { 1.0 } else { 0.0 }, Combine::Min)? > 0.5)
     }
 
     /// True when any rank was interrupted; then every rank stops at the same
@@ -123,6 +126,20 @@ impl Run {
             Stop::Done
         })
     }
+}
+
+/// One value per local GPU for [`reduce_scalar`] so that the reduction over
+/// all GPUs of all processes counts this process's `value` once: the first
+/// GPU carries it, the others the identity of `how` (0 for a sum; the value
+/// itself for max and min). Padding a sum with copies would count it once per GPU.
+pub fn per_gpu_values(value: f64, gpus: usize, how: Combine) -> Vec<f64> {
+    let pad = match how {
+        Combine::Sum => 0.0,
+        Combine::Max | Combine::Min => value,
+    };
+    let mut all = vec![pad; gpus.max(1)];
+    all[0] = value;
+    all
 }
 
 /// What to run and how hard.
@@ -476,6 +493,19 @@ pub fn parse_dtypes(text: &str, flag: &str, allow_fp8: bool) -> Result<Vec<Dtype
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_process_value_counts_once_whatever_its_gpu_count() {
+        // 3 wrong elements found by a process driving 8 GPUs: the sum over its GPUs is 3, not 24.
+        let v = per_gpu_values(3.0, 8, Combine::Sum);
+        assert_eq!(v.len(), 8);
+        assert_eq!(v.iter().sum::<f64>(), 3.0);
+        let v = per_gpu_values(250.0, 4, Combine::Max);
+        assert_eq!(v.iter().cloned().fold(f64::MIN, f64::max), 250.0);
+        let v = per_gpu_values(0.0, 4, Combine::Min);
+        assert_eq!(v.iter().cloned().fold(f64::MAX, f64::min), 0.0);
+        assert_eq!(per_gpu_values(1.0, 0, Combine::Sum), vec![1.0]);
+    }
 
     #[test]
     fn op_and_dtype_lists_parse_with_named_errors() {
