@@ -265,6 +265,19 @@ impl DeviceBuffer {
         } else {
             block
         };
+        self.fill_tiled(gpu, &block)
+    }
+
+    /// Fills the buffer with standard-normal `dtype` values (a 1 Mi-element
+    /// random block, tiled): the data GEMMs are timed on, like `torch.randn`.
+    pub fn fill_random(&self, gpu: &Gpu, dtype: Dtype, seed: u64) -> Result<(), GpuError> {
+        let elems = (1u64 << 20).min(self.bytes / dtype.bytes()).max(1);
+        let block = crate::data::random_normal_bytes(dtype, seed, elems);
+        self.fill_tiled(gpu, &block)
+    }
+
+    /// Uploads `block` at the start and doubles it on the device until the buffer is full.
+    fn fill_tiled(&self, gpu: &Gpu, block: &[u8]) -> Result<(), GpuError> {
         let first = (block.len() as u64).min(self.bytes);
         self.upload(0, &block[..first as usize])?;
         let mut filled = first;
