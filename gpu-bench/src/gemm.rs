@@ -398,6 +398,32 @@ pub fn bench_gemm(
     })
 }
 
+/// The GEMM [`spin_up`] repeats (gpu_check.py spins PyTorch up with the same one).
+pub const SPIN_UP_SIZE: u64 = 4096;
+
+/// Runs untimed `SPIN_UP_SIZE`³ GEMMs of `dtype` for at least `millis` ms of
+/// wall time, so the first timed GEMM does not start at idle clocks (a few
+/// warm-up iterations of a small shape take well under a millisecond).
+pub fn spin_up(gpu: &Gpu, blas: &Blas, dtype: Dtype, millis: u64) -> Result<(), GpuError> {
+    gpu.ctx.bind_to_thread()?;
+    let shape = square_shapes(&[SPIN_UP_SIZE]).remove(0);
+    let plan = GemmPlan::new(blas, &shape, dtype, false)?;
+    let (wb, xb, db) = operand_bytes(&shape, dtype);
+    let w = DeviceBuffer::alloc(gpu, wb)?;
+    let x = DeviceBuffer::alloc(gpu, xb)?;
+    let d = DeviceBuffer::alloc(gpu, db)?;
+    w.fill_random(gpu, dtype, SEED_W)?;
+    x.fill_random(gpu, dtype, SEED_X)?;
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_millis(millis) {
+        for _ in 0..8 {
+            plan.run(blas, w.ptr(), x.ptr(), d.ptr(), &gpu.stream)?;
+        }
+        gpu.stream.synchronize()?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -337,6 +337,7 @@ fn run(sections: [bool; 4], o: &Opts) -> Result<i32, String> {
         is_root,
         progress: None,
         report: BenchReport::new(&tool, created, environment),
+        failures: 0,
     };
     suite::install_ctrl_c()?;
 

@@ -5,10 +5,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use planner_core::model::ModelSpec;
-use planner_core::report::{BenchReport, CollectiveOp, Dtype, Note, NoteLevel};
+use planner_core::report::{BenchReport, CollectiveOp, Dtype, LayerStepResult, Note, NoteLevel};
 
 use crate::collectives::{sweep, CollectiveConfig, Team};
-use crate::gemm::{bench_gemm, layer_shapes, square_shapes, supported, Blas};
+use crate::gemm::{bench_gemm, layer_shapes, spin_up, square_shapes, supported, Blas};
 use crate::gpu::{reduce_scalar, Combine, Comm, Gpu, GpuError};
 use crate::groups::{group_ranks_per_node, GroupKind, MeshLayout};
 use crate::layer::{fsdp_unit, tp_mlp};
@@ -59,6 +59,9 @@ pub struct Run {
     pub progress: Option<ProgressBar>,
     /// The report being filled.
     pub report: BenchReport,
+    /// Measurements that failed and were noted while their section went on
+    /// (a GEMM shape cuBLASLt rejected, one layer step): the report is then partial.
+    pub failures: u32,
 }
 
 impl Run {
@@ -352,6 +355,9 @@ pub fn run_suite(run: &mut Run, world: &[Comm], groups: &[Group], cfg: &SuiteCon
                 .find(|g| g.kind == GroupKind::Dp)
                 .map(|g| &g.comms[..])
                 .unwrap_or(world);
+            // Each step on its own: one that fails (out of memory, say) is noted
+            // and the other still runs. Setup failures are agreed on by every
+            // rank, so all ranks take the same branch here.
             run.tick();
             let r = tp_mlp(
                 run,
@@ -363,9 +369,8 @@ pub fn run_suite(run: &mut Run, world: &[Comm], groups: &[Group], cfg: &SuiteCon
                 cfg.tp_chunks,
                 cfg.warmup,
                 cfg.iters,
-            )?;
-            run.say(&layer_row(&r));
-            run.report.layer_steps.push(r);
+            );
+            layer_outcome(run, "tp_mlp", r);
             if run.should_stop(world)? {
                 return Ok(Stop::Interrupted);
             }
@@ -379,16 +384,32 @@ pub fn run_suite(run: &mut Run, world: &[Comm], groups: &[Group], cfg: &SuiteCon
                 cfg.tokens,
                 cfg.warmup,
                 cfg.iters,
-            )?;
-            run.say(&layer_row(&r));
-            run.report.layer_steps.push(r);
+            );
+            layer_outcome(run, "fsdp_unit", r);
             run.section_end(world)
         });
     }
     if let Some(p) = &run.progress {
         p.finish_and_clear();
     }
-    stop == Stop::Done && !failed && !interrupted()
+    stop == Stop::Done && !failed && run.failures == 0 && !interrupted()
+}
+
+/// Records one layer step, or notes why it is missing.
+fn layer_outcome(run: &mut Run, subject: &str, r: Result<LayerStepResult, GpuError>) {
+    match r {
+        Ok(r) => {
+            run.say(&layer_row(&r));
+            run.report.layer_steps.push(r);
+        }
+        Err(GpuError::OutOfMemory { .. }) => {
+            run.note(NoteLevel::Skipped, "layer_steps", subject, "out of memory")
+        }
+        Err(e) => {
+            run.failures += 1;
+            run.note(NoteLevel::Warning, "layer_steps", subject, &e.to_string());
+        }
+    }
 }
 
 fn gemm_section(run: &mut Run, world: &[Comm], cfg: &SuiteConfig) -> Result<Stop, GpuError> {
@@ -403,47 +424,68 @@ fn gemm_section(run: &mut Run, world: &[Comm], cfg: &SuiteConfig) -> Result<Stop
     outcome.map(|()| stop)
 }
 
+/// How long [`gemms_on_root`] spins the GPU up before the first timed GEMM.
+pub const GEMM_SPIN_UP_MS: u64 = 300;
+
 fn gemms_on_root(run: &mut Run, cfg: &SuiteConfig) -> Result<(), GpuError> {
-    {
-        let gpu_cc = run.gpus[0].compute_capability();
-        let mut shapes = square_shapes(&cfg.square_sizes);
-        match layer_shapes(&cfg.model_id, &cfg.model, cfg.gemm_tp, cfg.tokens) {
-            Ok(s) => shapes.extend(s),
-            Err(msg) => run.note(NoteLevel::Skipped, "gemms", "layer shapes", &msg),
+    let gpu_cc = run.gpus[0].compute_capability();
+    let mut shapes = square_shapes(&cfg.square_sizes);
+    match layer_shapes(&cfg.model_id, &cfg.model, cfg.gemm_tp, cfg.tokens) {
+        Ok(s) => shapes.extend(s),
+        Err(msg) => run.note(NoteLevel::Skipped, "gemms", "layer shapes", &msg),
+    }
+    let blas = Blas::new(&run.gpus[0])?;
+    run.say(&gemm_header());
+    // The collectives leave the GPU at low clocks (their checks run on the
+    // host): bring it up first, as gpu_check.py does for PyTorch.
+    let spin = if supported(Dtype::Bf16, gpu_cc).is_ok() {
+        Dtype::Bf16
+    } else {
+        Dtype::Fp16
+    };
+    if let Err(e) = spin_up(&run.gpus[0], &blas, spin, GEMM_SPIN_UP_MS) {
+        run.note(
+            NoteLevel::Warning,
+            "gemms",
+            "spin-up",
+            &format!("could not run the untimed spin-up GEMMs ({e}); the first GEMMs may start at low clocks"),
+        );
+    }
+    'dtypes: for &dtype in &cfg.gemm_dtypes {
+        if let Err(msg) = supported(dtype, gpu_cc) {
+            run.note(NoteLevel::Skipped, "gemms", dtype.nccl_name(), &msg);
+            continue;
         }
-        let blas = Blas::new(&run.gpus[0])?;
-        run.say(&gemm_header());
-        'dtypes: for &dtype in &cfg.gemm_dtypes {
-            if let Err(msg) = supported(dtype, gpu_cc) {
-                run.note(NoteLevel::Skipped, "gemms", dtype.nccl_name(), &msg);
-                continue;
+        for shape in &shapes {
+            if interrupted() {
+                break 'dtypes;
             }
-            for shape in &shapes {
-                if interrupted() {
-                    break 'dtypes;
+            run.tick();
+            let subject = format!(
+                "{} {}×{}×{} {}",
+                dtype.nccl_name(),
+                shape.m,
+                shape.n,
+                shape.k,
+                shape.label
+            );
+            match bench_gemm(&run.gpus[0], &blas, shape, dtype, cfg.warmup, cfg.iters) {
+                Ok(r) => {
+                    run.say(&gemm_row(&r));
+                    run.report.gemms.push(r);
                 }
-                run.tick();
-                let subject = format!(
-                    "{} {}×{}×{} {}",
-                    dtype.nccl_name(),
-                    shape.m,
-                    shape.n,
-                    shape.k,
-                    shape.label
-                );
-                match bench_gemm(&run.gpus[0], &blas, shape, dtype, cfg.warmup, cfg.iters) {
-                    Ok(r) => {
-                        run.say(&gemm_row(&r));
-                        run.report.gemms.push(r);
-                    }
-                    Err(GpuError::OutOfMemory { .. }) => {
-                        run.note(NoteLevel::Skipped, "gemms", &subject, "out of memory")
-                    }
-                    Err(GpuError::Unsupported(m)) => {
-                        run.note(NoteLevel::Skipped, "gemms", &subject, &m)
-                    }
-                    Err(e) => return Err(e),
+                Err(GpuError::OutOfMemory { .. }) => {
+                    run.note(NoteLevel::Skipped, "gemms", &subject, "out of memory")
                 }
+                Err(GpuError::Unsupported(m)) => {
+                    run.note(NoteLevel::Skipped, "gemms", &subject, &m)
+                }
+                // One shape cuBLASLt rejects need not cost the others: note it, go on.
+                Err(e @ GpuError::Blas(_)) => {
+                    run.failures += 1;
+                    run.note(NoteLevel::Warning, "gemms", &subject, &e.to_string());
+                }
+                Err(e) => return Err(e),
             }
         }
     }
