@@ -218,7 +218,14 @@ fn run(sections: [bool; 4], o: &Opts) -> Result<i32, String> {
     libs::check(&needed)?;
 
     let env = launch::from_env(&launch::process_env(), o.master_addr.as_deref(), o.port)?;
-    let visible = Gpu::count().map_err(|e| format!("cannot query GPUs: {e}"))?;
+    let visible = Gpu::count().map_err(|e| {
+        let hint = if e.to_string().contains("STUB_LIBRARY") {
+            " (the libcuda.so loaded is the CUDA toolkit's link-time stub: take its `stubs` folder off LD_LIBRARY_PATH)"
+        } else {
+            ""
+        };
+        format!("cannot query GPUs: {e}{hint}")
+    })?;
     if visible == 0 {
         return Err(
             "the CUDA driver sees no GPU (check nvidia-smi and CUDA_VISIBLE_DEVICES)".into(),
@@ -371,6 +378,17 @@ fn run(sections: [bool; 4], o: &Opts) -> Result<i32, String> {
         ));
     }
     let complete = suite::run_suite(&mut run, &world, &groups, &cfg);
+    // Which copies of the libraries were loaded (pip wheel or system), read
+    // after the sections ran (cuBLASLt loads at its first call).
+    let loaded = libs::loaded();
+    if !loaded.is_empty() {
+        run.note(
+            planner_core::report::NoteLevel::Info,
+            "environment",
+            "libraries",
+            &loaded.join(", "),
+        );
+    }
     run.report.complete = complete;
     drop(groups);
     drop(world);
