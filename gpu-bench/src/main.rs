@@ -210,8 +210,14 @@ fn config(sections: [bool; 4], o: &Opts, world: u32) -> Result<SuiteConfig, Stri
 }
 
 fn run(sections: [bool; 4], o: &Opts) -> Result<i32, String> {
-    // Libraries first: cudarc panics on a missing one.
-    let mut needed = vec![Lib::Driver, Lib::Nccl];
+    // Libraries first: cudarc panics on a missing one. NCCL is needed by the
+    // collectives and layer steps, and (checked below, once the GPU count is
+    // known) wherever several GPUs or processes must agree; a lone `gemm` or
+    // `membw` run on one GPU goes without it.
+    let mut needed = vec![Lib::Driver];
+    if sections[0] || sections[3] {
+        needed.push(Lib::Nccl);
+    }
     if sections[1] || sections[3] {
         needed.push(Lib::CublasLt);
     }
@@ -265,6 +271,15 @@ fn run(sections: [bool; 4], o: &Opts) -> Result<i32, String> {
         )
     };
     let cfg = config(sections, o, world_size)?;
+    let use_nccl = suite::needs_nccl(
+        sections[0],
+        sections[3],
+        env.launcher == Launcher::Single,
+        gpus.len(),
+    );
+    if use_nccl {
+        libs::check(&[Lib::Nccl])?;
+    }
 
     // Share the NCCL id and learn every rank's host and GPU.
     let timeout = Duration::from_secs(o.join_timeout.max(1));
@@ -274,7 +289,11 @@ fn run(sections: [bool; 4], o: &Opts) -> Result<i32, String> {
             .zip(&global_ranks)
             .map(|(g, r)| peer_of(g, *r, &host))
             .collect();
-        let comms = Comm::init_all(&gpus).map_err(|e| format!("NCCL init: {e}"))?;
+        let comms = if use_nccl {
+            Comm::init_all(&gpus).map_err(|e| format!("NCCL init: {e}"))?
+        } else {
+            Vec::new()
+        };
         (peers, comms)
     } else {
         let me = peer_of(&gpus[0], env.rank, &host);
@@ -320,7 +339,11 @@ fn run(sections: [bool; 4], o: &Opts) -> Result<i32, String> {
         gpu_count: world_size,
         driver_version: gpu::driver_version(),
         cuda_version: Gpu::cuda_version(),
-        nccl_version: gpu::nccl_version(),
+        nccl_version: if use_nccl || Lib::Nccl.present() {
+            gpu::nccl_version()
+        } else {
+            String::new()
+        },
         hosts: hosts.clone(),
         ranks: world_size,
         ranks_per_node,

@@ -97,13 +97,14 @@ impl Run {
     }
 
     /// Combines this process's `value` with every other process's over all ranks.
+    /// Without communicators (one process, one GPU, no NCCL: see [`needs_nccl`])
+    /// there is nothing to combine with.
     pub fn combine(&self, world: &[Comm], value: f64, how: Combine) -> Result<f64, GpuError> {
-        reduce_scalar(
-            &self.gpus,
-            world,
-            &per_gpu_values(value, self.gpus.len(), how),
-            how,
-        )
+        let values = per_gpu_values(value, self.gpus.len(), how);
+        if world.is_empty() {
+            return Ok(combine_on_host(&values, how));
+        }
+        reduce_scalar(&self.gpus, world, &values, how)
     }
 
     /// True when `ok` holds on every rank.
@@ -143,6 +144,30 @@ pub fn per_gpu_values(value: f64, gpus: usize, how: Combine) -> Vec<f64> {
     let mut all = vec![pad; gpus.max(1)];
     all[0] = value;
     all
+}
+
+fn combine_on_host(values: &[f64], how: Combine) -> f64 {
+    let first = values.first().copied().unwrap_or(0.0);
+    values[1.min(values.len())..]
+        .iter()
+        .fold(first, |acc, &v| match how {
+            Combine::Sum => acc + v,
+            Combine::Max => acc.max(v),
+            Combine::Min => acc.min(v),
+        })
+}
+
+/// Whether the run needs NCCL communicators: for the collectives and layer
+/// steps, and wherever several GPUs (or processes) must agree on when to stop.
+/// One process on one GPU running GEMMs or the copy needs none, so those
+/// still run where NCCL is missing or fails to initialise.
+pub fn needs_nccl(
+    collectives: bool,
+    layers: bool,
+    single_process: bool,
+    local_gpus: usize,
+) -> bool {
+    collectives || layers || !single_process || local_gpus > 1
 }
 
 /// What to run and how hard.
@@ -547,6 +572,23 @@ mod tests {
         let v = per_gpu_values(0.0, 4, Combine::Min);
         assert_eq!(v.iter().cloned().fold(f64::MAX, f64::min), 0.0);
         assert_eq!(per_gpu_values(1.0, 0, Combine::Sum), vec![1.0]);
+    }
+
+    #[test]
+    fn nccl_only_where_ranks_must_talk() {
+        // `gpu-bench gemm` / `membw` on one GPU: no NCCL.
+        assert!(!needs_nccl(false, false, true, 1));
+        assert!(needs_nccl(true, false, true, 1), "collectives");
+        assert!(needs_nccl(false, true, true, 1), "layer steps");
+        assert!(
+            needs_nccl(false, false, true, 2),
+            "two local GPUs agree through NCCL"
+        );
+        assert!(needs_nccl(false, false, false, 1), "under a launcher");
+        assert_eq!(combine_on_host(&[3.0, 0.0], Combine::Sum), 3.0);
+        assert_eq!(combine_on_host(&[3.0, 5.0], Combine::Max), 5.0);
+        assert_eq!(combine_on_host(&[3.0, 5.0], Combine::Min), 3.0);
+        assert_eq!(combine_on_host(&[], Combine::Sum), 0.0);
     }
 
     #[test]
