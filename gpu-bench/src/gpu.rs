@@ -272,7 +272,7 @@ impl DeviceBuffer {
     /// random block, tiled): the data GEMMs are timed on, like `torch.randn`.
     pub fn fill_random(&self, gpu: &Gpu, dtype: Dtype, seed: u64) -> Result<(), GpuError> {
         let elems = (1u64 << 20).min(self.bytes / dtype.bytes()).max(1);
-        let block = crate::data::random_normal_bytes(dtype, seed, elems);
+        let block = random_block(dtype, seed, elems);
         self.fill_tiled(gpu, &block)
     }
 
@@ -298,6 +298,28 @@ impl DeviceBuffer {
         gpu.stream.synchronize()?;
         Ok(())
     }
+}
+
+/// Random blocks by (type, seed, length).
+type BlockCache = std::collections::HashMap<(Dtype, u64, u64), std::rc::Rc<Vec<u8>>>;
+
+thread_local! {
+    static RANDOM_BLOCKS: std::cell::RefCell<BlockCache> = Default::default();
+}
+
+/// [`crate::data::random_normal_bytes`], generated once per (type, seed, length):
+/// the GEMM section fills two operands per shape, and generating 1 Mi normal
+/// values each time would leave the GPU idle (and its clocks dropping) between shapes.
+fn random_block(dtype: Dtype, seed: u64, elems: u64) -> std::rc::Rc<Vec<u8>> {
+    RANDOM_BLOCKS.with(|cache| {
+        cache
+            .borrow_mut()
+            .entry((dtype, seed, elems))
+            .or_insert_with(|| {
+                std::rc::Rc::new(crate::data::random_normal_bytes(dtype, seed, elems))
+            })
+            .clone()
+    })
 }
 
 impl Drop for DeviceBuffer {
