@@ -15,8 +15,8 @@
 #       If `all` leaves no report, `gpu-bench gemm` runs alone (gpu-bench-gemm.log,
 #       report-gemm.json) so the PyTorch comparison still happens.
 #
-# Worst case about 6 minutes (limits below; override with the GPU_CHECK_* variables),
-# typically 1-2: a device lease needs timeout_s >= 420 for `run`.
+# Worst case under 6 minutes (the limits below add up to ~350 s; override them with
+# the GPU_CHECK_* variables), typically 1-2: give a device lease timeout_s >= 420 for `run`.
 # Exit status of `run`: gpu-bench's (0 complete, 3 partial, 1 failure, 124 killed at its limit),
 # or 5 when gpu-bench completed but a comparison is outside the tolerance (±3%).
 set -uo pipefail
@@ -28,11 +28,11 @@ mode="${1:-build}"
 WARMUP="${GPU_CHECK_WARMUP:-5}"
 ITERS="${GPU_CHECK_ITERS:-20}"
 T_ENV="${GPU_CHECK_ENV_TIMEOUT:-15}"          # each probe in env.txt
-T_LIBS="${GPU_CHECK_LIBS_TIMEOUT:-30}"        # finding pip's NCCL/cuBLASLt
-T_BENCH="${GPU_CHECK_BENCH_TIMEOUT:-150}"     # gpu-bench all --quick: SIGTERM (partial report) ...
+T_LIBS="${GPU_CHECK_LIBS_TIMEOUT:-20}"        # finding pip's NCCL/cuBLASLt
+T_BENCH="${GPU_CHECK_BENCH_TIMEOUT:-120}"     # gpu-bench all --quick (~30 s expected): SIGTERM (partial report) ...
 T_GRACE="${GPU_CHECK_GRACE:-20}"              # ... then SIGKILL this much later
-T_FALLBACK="${GPU_CHECK_FALLBACK_TIMEOUT:-45}" # gpu-bench gemm, only when `all` left no report
-T_COMPARE="${GPU_CHECK_COMPARE_TIMEOUT:-100}" # PyTorch side (stops starting new shapes 10 s earlier)
+T_FALLBACK="${GPU_CHECK_FALLBACK_TIMEOUT:-40}" # gpu-bench gemm, only when `all` left no report
+T_COMPARE="${GPU_CHECK_COMPARE_TIMEOUT:-90}"  # PyTorch side, ~20 s expected (no new shape in its last 10 s)
 
 build() {
   local root target bundle glibc
