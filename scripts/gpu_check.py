@@ -8,9 +8,10 @@ Needs: an NVIDIA GPU and driver, Python 3 with PyTorch (CUDA build). No Rust.
       limit, then compare (the manual path; gpu-check.sh `run` does the same
       step by step, each under its own limit)
   python3 gpu_check.py libs --link-dir DIR
-      find NCCL and cuBLASLt in PyTorch's pip wheels, link them in DIR under
-      the names gpu-bench loads (pip ships libnccl.so.2 only), and print the
-      LD_LIBRARY_PATH to run gpu-bench with
+      find NCCL and cuBLASLt in PyTorch's pip wheels (the ones PyTorch itself
+      uses; NCCL from the loader cache if no wheel has it), link them in DIR
+      under the names gpu-bench loads (both ship libnccl.so.2 only), and print
+      the LD_LIBRARY_PATH to run gpu-bench with
   python3 gpu_check.py compare --report report.json [--warmup W] [--iters I] [--json OUT]
       time the report's GEMM shapes and device copy with PyTorch, the same way
       gpu-bench does, and print gpu-bench's figure over PyTorch's for each
@@ -85,6 +86,26 @@ def find_wheel_libs(roots):
     return found
 
 
+def parse_ldconfig(text, soname):
+    """Path of `soname` (e.g. libnccl.so.2) in `ldconfig -p` output, x86-64 entries first."""
+    hits = []
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith(soname + " ") and "=>" in line:
+            hits.append((0 if "x86-64" in line else 1, line.split("=>", 1)[1].strip()))
+    return min(hits)[1] if hits else None
+
+
+def find_system_nccl():
+    """The system's libnccl.so.2 (e.g. the libnccl2 package), which gpu-bench
+    cannot load under that name either."""
+    try:
+        text = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return parse_ldconfig(text, "libnccl.so.2")
+
+
 def link_libs(found, link_dir):
     """Links each found library in link_dir under the unversioned name gpu-bench
     (cudarc) tries first. Only these links go on LD_LIBRARY_PATH, not the wheel
@@ -109,12 +130,16 @@ def prepare_env(link_dir=None):
     """The environment to run gpu-bench in, and a description of what was linked."""
     link_dir = link_dir or tempfile.mkdtemp(prefix="gpu-bench-libs-")
     found = find_wheel_libs(search_roots())
+    if "nccl" not in found:
+        system = find_system_nccl()
+        if system:
+            found["nccl"] = system
     link_libs(found, link_dir)
     for key in ("nccl", "cublasLt"):
         if key in found:
             log(f"# {key}: {found[key]} (linked in {link_dir})")
         else:
-            log(f"# {key}: no pip wheel found; gpu-bench will look for the system's")
+            log(f"# {key}: not found in pip wheels; gpu-bench will look for the system's")
     env = dict(os.environ)
     env["LD_LIBRARY_PATH"] = library_path(link_dir, env.get("LD_LIBRARY_PATH"))
     return env
@@ -331,6 +356,12 @@ def selftest():
         assert library_path(link_dir, "/a::/b") == f"{link_dir}:/a:/b"
         assert library_path(link_dir, None) == link_dir
         assert find_wheel_libs([os.path.join(tmp, "nothing")]) == {}
+    ldconfig = ("\t2 libs found in cache `/etc/ld.so.cache'\n"
+                "\tlibnccl.so.2 (libc6) => /usr/lib/i386-linux-gnu/libnccl.so.2\n"
+                "\tlibnccl.so.2 (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libnccl.so.2\n"
+                "\tlibnccl-net.so (libc6,x86-64) => /usr/lib/x86_64-linux-gnu/libnccl-net.so\n")
+    assert parse_ldconfig(ldconfig, "libnccl.so.2") == "/usr/lib/x86_64-linux-gnu/libnccl.so.2"
+    assert parse_ldconfig(ldconfig, "libcublasLt.so.13") is None
     cmd = bench_command("./gpu-bench", "out/report.json", False, None, 5, 20)
     assert cmd == ["./gpu-bench", "all", "--quick", "-o", "out/report.json", "--warmup", "5", "--iters", "20"], cmd
     assert bench_command("b", "r.json", True, 2, 1, 2)[1:3] == ["all", "-o"]
