@@ -41,6 +41,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+STARTED = time.monotonic()  # --deadline counts from here, `import torch` included
 
 # gpu-bench's exit statuses (gpu-bench/src/lib.rs).
 EXIT_SUCCESS, EXIT_FAILURE, EXIT_USAGE, EXIT_PARTIAL = 0, 1, 2, 3
@@ -59,7 +60,10 @@ def log(msg):
 def search_roots():
     """Folders that may hold pip's nvidia-* wheels: torch's own site-packages first."""
     roots = []
-    spec = importlib.util.find_spec("torch")
+    try:
+        spec = importlib.util.find_spec("torch")
+    except (ImportError, ValueError):  # ValueError: a torch module without a spec is loaded
+        spec = None
     if spec is not None and spec.origin:
         roots.append(os.path.dirname(os.path.dirname(spec.origin)))
     roots += list(site.getsitepackages()) + [site.getusersitepackages()] + sys.path
@@ -234,6 +238,13 @@ def gemm_fn(torch, m, n, k, dtype):
     return lambda: torch.mm(x, wt)
 
 
+def copy_fn(torch, n):
+    """A device-to-device copy of n bytes (gpu-bench: cuMemcpyDtoDAsync of n bytes)."""
+    src = torch.ones(n, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    return lambda: dst.copy_(src)
+
+
 def spin_up(torch, millis=SPIN_UP_MS):
     fn = gemm_fn(torch, SPIN_UP_SIZE, SPIN_UP_SIZE, SPIN_UP_SIZE, "bf16")
     t0 = time.monotonic()
@@ -243,14 +254,13 @@ def spin_up(torch, millis=SPIN_UP_MS):
         torch.cuda.synchronize()
 
 
-def compare(report, warmup, iters, tolerance, deadline_s):
+def compare(report, warmup, iters, tolerance, deadline_s, started):
     """Times the report's GEMMs and copies with PyTorch; returns the rows."""
     import torch
     if not torch.cuda.is_available():
         raise SystemExit("PyTorch sees no CUDA GPU (check nvidia-smi and CUDA_VISIBLE_DEVICES)")
     torch.backends.cuda.matmul.allow_tf32 = False  # gpu-bench's FP32 GEMMs use no TF32
     torch.cuda.set_device(0)
-    t0 = time.monotonic()
     log(f"# PyTorch {torch.__version__}, CUDA {torch.version.cuda}, {torch.cuda.get_device_name(0)}; "
         f"warm-up {warmup}, timed {iters}, tolerance ±{tolerance:.0%}")
     rows = []
@@ -259,7 +269,7 @@ def compare(report, warmup, iters, tolerance, deadline_s):
         spin_up(torch)
     for g in report.get("gemms", []):
         what = f"gemm {g['dtype']} {g['m']}x{g['n']}x{g['k']} {g['label']}"
-        if time.monotonic() - t0 > deadline_s:
+        if time.monotonic() - started > deadline_s:
             rows.append(ratio_row(what, "TFLOP/s", g["tflops"], None, tolerance, "not timed: deadline"))
             print(format_row(rows[-1]), flush=True)
             continue
@@ -275,13 +285,11 @@ def compare(report, warmup, iters, tolerance, deadline_s):
         torch.cuda.empty_cache()
     for mb in report.get("memory_bandwidth", []):
         # mb["bytes"] counts the read and the write: the buffers are half of it.
-        n = mb["bytes"] // 2
-        src = torch.ones(n, dtype=torch.uint8, device="cuda")
-        dst = torch.empty_like(src)
-        us = time_cuda(torch, lambda: dst.copy_(src), warmup, iters)
+        fn = copy_fn(torch, mb["bytes"] // 2)
+        us = time_cuda(torch, fn, warmup, iters)
         rows.append(ratio_row(mb["label"], "GB/s", mb["gb_per_s"], mb["bytes"] / (us * 1e-6) / 1e9, tolerance))
         print(format_row(rows[-1]), flush=True)
-        del src, dst
+        fn = None
     return rows
 
 
@@ -321,10 +329,10 @@ def write_json(path, obj):
             f.write("\n")
 
 
-def do_compare(report_path, warmup, iters, tolerance, deadline_s, json_path):
+def do_compare(report_path, warmup, iters, tolerance, deadline_s, json_path, started=None):
     with open(report_path) as f:
         report = json.load(f)
-    rows = compare(report, warmup, iters, tolerance, deadline_s)
+    rows = compare(report, warmup, iters, tolerance, deadline_s, STARTED if started is None else started)
     lines, outside = summarize(report, rows, tolerance)
     print("\n".join(lines), flush=True)
     write_json(json_path, {"report": os.path.abspath(report_path), "complete": report.get("complete"),
@@ -408,6 +416,34 @@ def selftest():
         assert ("copy_", 1024) in fake.calls, fake.calls
         assert fake.calls.count(("mm", (64, 16), (16, 32))) == 3 * (2 + 3), "warm-up + timed, per dtype"
         assert fake.backends.cuda.matmul.allow_tf32 is False
+    # The `all` path against a stand-in gpu-bench: once finishing, once stopped
+    # at its time limit with SIGTERM (it then writes a partial report, status 3).
+    with tempfile.TemporaryDirectory() as tmp:
+        fake_bench = os.path.join(tmp, "gpu-bench")
+        with open(fake_bench, "w") as f:
+            f.write(_FAKE_BENCH.replace("REPORT", json.dumps(json.dumps(report))))
+        os.chmod(fake_bench, 0o755)
+        saved = sys.modules.get("torch")
+        sys.modules["torch"] = _FakeTorch()
+        try:
+            out = os.path.join(tmp, "done")
+            rc = main(["all", "--bench", fake_bench, "--out", out, "--warmup", "1", "--iters", "1"])
+            assert rc in (0, EXIT_OUTSIDE_TOLERANCE), rc
+            assert os.path.exists(os.path.join(out, "compare.json"))
+            out = os.path.join(tmp, "slow")
+            os.environ["FAKE_BENCH_SLEEP"] = "30"
+            t = time.monotonic()
+            rc = main(["all", "--bench", fake_bench, "--out", out, "--bench-timeout", "1"])
+            assert rc == EXIT_PARTIAL, rc
+            assert time.monotonic() - t < 20, "SIGTERM stopped it"
+            with open(os.path.join(out, "report.json")) as f:
+                assert json.load(f)["complete"] is False
+        finally:
+            os.environ.pop("FAKE_BENCH_SLEEP", None)
+            if saved is None:
+                del sys.modules["torch"]
+            else:
+                sys.modules["torch"] = saved
     args = parse_args(["compare", "--report", "r.json"])
     assert (args.command, args.warmup, args.iters, args.tolerance) == ("compare", 5, 20, 0.03)
     assert parse_args([]).command == "all"
@@ -415,6 +451,22 @@ def selftest():
     assert parse_args(["libs", "--link-dir", "/tmp/x"]).link_dir == "/tmp/x"
     print("gpu_check.py selftest: ok")
     return 0
+
+
+_FAKE_BENCH = """#!/usr/bin/env python3
+import json, os, signal, sys, time
+args = sys.argv[1:]
+out = args[args.index("-o") + 1]
+assert args[0] == "all" and "--warmup" in args and "--iters" in args, args
+report = json.loads(REPORT)
+def stop(*_):
+    report["complete"] = False
+    json.dump(report, open(out, "w"))
+    sys.exit(3)
+signal.signal(signal.SIGTERM, stop)
+time.sleep(float(os.environ.get("FAKE_BENCH_SLEEP", "0")))
+json.dump(report, open(out, "w"))
+"""
 
 
 class _FakeTorch:
@@ -509,7 +561,8 @@ def parse_args(argv):
         p.add_argument("--iters", type=int, default=20, help="timed calls per measurement, both sides (default 20)")
         p.add_argument("--tolerance", type=float, default=0.03, help="accepted |ratio - 1| (default 0.03)")
         p.add_argument("--deadline", type=float, default=90.0,
-                       help="seconds after which no further PyTorch measurement starts (default 90)")
+                       help="seconds after this script started past which no further PyTorch "
+                            "measurement starts (default 90)")
 
     a = sub.add_parser("all", help="run gpu-bench, then compare (default)")
     a.add_argument("--full", action="store_true", help="full suite instead of --quick")
@@ -548,7 +601,7 @@ def main(argv):
     if rc not in (EXIT_SUCCESS, EXIT_PARTIAL) or not os.path.exists(report_path):
         return rc or EXIT_FAILURE
     crc = do_compare(report_path, args.warmup, args.iters, args.tolerance, args.deadline,
-                     os.path.join(args.out, "compare.json"))
+                     os.path.join(args.out, "compare.json"), started=time.monotonic())
     log(f"# report: {os.path.abspath(report_path)}")
     return rc or crc
 
