@@ -265,7 +265,7 @@ fn measure(
             )?;
         }
     }
-    let wrong = run.combine(world, &[wrong_local as f32], Combine::Sum)? as u64;
+    let wrong = run.combine(world, wrong_local as f64, Combine::Sum)? as u64;
 
     for _ in 0..cfg.warmup {
         launch(run)?;
@@ -288,8 +288,11 @@ fn measure(
     for t in &timers {
         local_max = local_max.max(t.elapsed_us()?);
     }
-    // The slowest rank sets the collective's time (nccl-tests reduces its timings with max).
-    let total_us = f64::from(run.combine(world, &[local_max as f32], Combine::Max)?);
+    // The slowest rank sets the collective's time. Within one process this is
+    // what nccl-tests measures (one host timer over all of a thread's GPUs);
+    // across processes nccl-tests averages by default (`-a 1`) and takes the
+    // maximum with `-a 3`: ranks finish a collective together, so these agree closely.
+    let total_us = run.combine(world, local_max, Combine::Max)?;
     let time_us = total_us / f64::from(iters);
     Ok(Some(CollectiveResult {
         op,

@@ -86,15 +86,90 @@ pub fn f16_to_f32(h: u16) -> f32 {
     f32::from_bits(bits)
 }
 
+/// f32 → FP8 E4M3 bits (the OCP "e4m3fn" format cuBLASLt's `CUDA_R_8F_E4M3`
+/// and PyTorch's `float8_e4m3fn` use: bias 7, no infinities, largest finite
+/// ±448, NaN 0x7f), round to nearest even, saturating at ±448.
+pub fn f32_to_e4m3(x: f32) -> u8 {
+    if x.is_nan() {
+        return 0x7f;
+    }
+    let sign = if x.is_sign_negative() { 0x80 } else { 0 };
+    let a = x.abs().min(448.0);
+    // Below the smallest normal (2^-6) the step is 2^-9: subnormal codes 0..=7
+    // (a result of 8 is the smallest normal, whose code is also 8).
+    if a < 2f32.powi(-6) {
+        return sign | (a * 512.0).round_ties_even() as u8;
+    }
+    let e = ((a.to_bits() >> 23) & 0xff) as i32 - 127;
+    let frac = a / 2f32.powi(e);
+    let m = ((frac - 1.0) * 8.0).round_ties_even() as i32;
+    let (e, m) = if m == 8 { (e + 1, 0) } else { (e, m) };
+    sign | (((e + 7) as u8) << 3) | m as u8
+}
+
+/// FP8 E4M3 bits → f32 (exact; 0x7f and 0xff are NaN).
+pub fn e4m3_to_f32(b: u8) -> f32 {
+    let sign = if b & 0x80 != 0 { -1.0 } else { 1.0 };
+    let e = i32::from((b >> 3) & 0xf);
+    let m = f32::from(b & 0x7);
+    if e == 0xf && m == 7.0 {
+        return f32::NAN;
+    }
+    if e == 0 {
+        sign * m * 2f32.powi(-9)
+    } else {
+        sign * (1.0 + m / 8.0) * 2f32.powi(e - 7)
+    }
+}
+
 /// Appends `x` in `dtype`'s little-endian encoding.
 pub fn push_value(out: &mut Vec<u8>, dtype: Dtype, x: f32) {
     match dtype {
         Dtype::Fp32 => out.extend_from_slice(&x.to_le_bytes()),
         Dtype::Fp16 => out.extend_from_slice(&f32_to_f16(x).to_le_bytes()),
         Dtype::Bf16 => out.extend_from_slice(&f32_to_bf16(x).to_le_bytes()),
-        // FP8 is only used for GEMM inputs; 1.0 in E4M3 is 0x38.
-        Dtype::Fp8E4m3 => out.push(0x38),
+        Dtype::Fp8E4m3 => out.push(f32_to_e4m3(x)),
     }
+}
+
+/// SplitMix64: a small, fast, well-mixed generator (Steele et al. 2014), enough for test data.
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in (0, 1].
+    fn unit(&mut self) -> f64 {
+        ((self.next() >> 11) + 1) as f64 / (1u64 << 53) as f64
+    }
+}
+
+/// `len` standard-normal values (Box–Muller) in `dtype`, the same for the same `seed`.
+///
+/// GEMM operands get these rather than the small integers of the collective
+/// pattern: tensor cores draw less power on constant or low-entropy data and
+/// clock higher, so a GEMM on such data runs faster than on real weights and
+/// activations (or on `torch.randn`, which gpu_check.py compares against).
+pub fn random_normal_bytes(dtype: Dtype, seed: u64, len: u64) -> Vec<u8> {
+    let mut rng = SplitMix64(seed);
+    let mut out = Vec::with_capacity((len * dtype.bytes()) as usize);
+    let mut i = 0;
+    while i < len {
+        let r = (-2.0 * rng.unit().ln()).sqrt();
+        let t = std::f64::consts::TAU * rng.unit();
+        push_value(&mut out, dtype, (r * t.cos()) as f32);
+        if i + 1 < len {
+            push_value(&mut out, dtype, (r * t.sin()) as f32);
+        }
+        i += 2;
+    }
+    out
 }
 
 /// Reads element `i` of `bytes` in `dtype`.
@@ -106,7 +181,7 @@ pub fn read_value(bytes: &[u8], dtype: Dtype, i: usize) -> f32 {
         }
         Dtype::Fp16 => f16_to_f32(u16::from_le_bytes([bytes[2 * i], bytes[2 * i + 1]])),
         Dtype::Bf16 => bf16_to_f32(u16::from_le_bytes([bytes[2 * i], bytes[2 * i + 1]])),
-        Dtype::Fp8E4m3 => f32::from(bytes[i]),
+        Dtype::Fp8E4m3 => e4m3_to_f32(bytes[i]),
     }
 }
 
@@ -241,6 +316,59 @@ mod tests {
         assert_eq!(f32_to_f16(2f32.powi(-24)), 0x0001);
         // 2049 is halfway between 2048 and 2050 in f16: ties to even (2048).
         assert_eq!(f16_to_f32(f32_to_f16(2049.0)), 2048.0);
+    }
+
+    #[test]
+    fn e4m3_round_trips_every_finite_code_and_rounds_to_nearest_even() {
+        for b in 0..=255u8 {
+            if b & 0x7f == 0x7f {
+                assert!(e4m3_to_f32(b).is_nan());
+                continue;
+            }
+            let x = e4m3_to_f32(b);
+            let back = f32_to_e4m3(x);
+            // -0 keeps its sign bit; every other code comes back unchanged.
+            assert_eq!(back, b, "code {b:#04x} = {x}");
+        }
+        assert_eq!(f32_to_e4m3(1.0), 0x38);
+        assert_eq!(f32_to_e4m3(-1.0), 0xb8);
+        assert_eq!(f32_to_e4m3(448.0), 0x7e);
+        assert_eq!(f32_to_e4m3(1e6), 0x7e, "saturates, never NaN");
+        assert_eq!(f32_to_e4m3(-1e6), 0xfe);
+        assert_eq!(f32_to_e4m3(2f32.powi(-9)), 0x01);
+        // Ties go to the even code: 0.5 ulp above 0 → 0, 1.5 ulp → 2.
+        assert_eq!(f32_to_e4m3(2f32.powi(-10)), 0x00);
+        assert_eq!(f32_to_e4m3(3.0 * 2f32.powi(-10)), 0x02);
+        // 1.0625 is halfway between 1.0 (0x38) and 1.125 (0x39): even is 0x38.
+        assert_eq!(f32_to_e4m3(1.0625), 0x38);
+        assert_eq!(f32_to_e4m3(1.1875), 0x3a);
+        assert_eq!(f32_to_e4m3(f32::NAN), 0x7f);
+    }
+
+    #[test]
+    fn random_operands_are_normal_and_reproducible() {
+        let n = 100_000u64;
+        let a = random_normal_bytes(Dtype::Fp32, 7, n);
+        assert_eq!(a, random_normal_bytes(Dtype::Fp32, 7, n));
+        assert_ne!(a, random_normal_bytes(Dtype::Fp32, 8, n));
+        assert_eq!(a.len() as u64, 4 * n);
+        let v: Vec<f64> = (0..n as usize)
+            .map(|i| f64::from(read_value(&a, Dtype::Fp32, i)))
+            .collect();
+        let mean = v.iter().sum::<f64>() / n as f64;
+        let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / n as f64;
+        assert!(mean.abs() < 0.02, "mean {mean}");
+        assert!((var - 1.0).abs() < 0.03, "variance {var}");
+        // Odd lengths and the narrow formats: right size, many distinct values, no NaN.
+        let h = random_normal_bytes(Dtype::Bf16, 1, 1001);
+        assert_eq!(h.len(), 2002);
+        let f8 = random_normal_bytes(Dtype::Fp8E4m3, 1, 4096);
+        assert_eq!(f8.len(), 4096);
+        assert!(f8.iter().all(|b| b & 0x7f != 0x7f));
+        let mut distinct = f8.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert!(distinct.len() > 60, "{} distinct fp8 codes", distinct.len());
     }
 
     #[test]

@@ -265,6 +265,19 @@ impl DeviceBuffer {
         } else {
             block
         };
+        self.fill_tiled(gpu, &block)
+    }
+
+    /// Fills the buffer with standard-normal `dtype` values (a 1 Mi-element
+    /// random block, tiled): the data GEMMs are timed on, like `torch.randn`.
+    pub fn fill_random(&self, gpu: &Gpu, dtype: Dtype, seed: u64) -> Result<(), GpuError> {
+        let elems = (1u64 << 20).min(self.bytes / dtype.bytes()).max(1);
+        let block = random_block(dtype, seed, elems);
+        self.fill_tiled(gpu, &block)
+    }
+
+    /// Uploads `block` at the start and doubles it on the device until the buffer is full.
+    fn fill_tiled(&self, gpu: &Gpu, block: &[u8]) -> Result<(), GpuError> {
         let first = (block.len() as u64).min(self.bytes);
         self.upload(0, &block[..first as usize])?;
         let mut filled = first;
@@ -285,6 +298,28 @@ impl DeviceBuffer {
         gpu.stream.synchronize()?;
         Ok(())
     }
+}
+
+/// Random blocks by (type, seed, length).
+type BlockCache = std::collections::HashMap<(Dtype, u64, u64), std::rc::Rc<Vec<u8>>>;
+
+thread_local! {
+    static RANDOM_BLOCKS: std::cell::RefCell<BlockCache> = Default::default();
+}
+
+/// [`crate::data::random_normal_bytes`], generated once per (type, seed, length):
+/// the GEMM section fills two operands per shape, and generating 1 Mi normal
+/// values each time would leave the GPU idle (and its clocks dropping) between shapes.
+fn random_block(dtype: Dtype, seed: u64, elems: u64) -> std::rc::Rc<Vec<u8>> {
+    RANDOM_BLOCKS.with(|cache| {
+        cache
+            .borrow_mut()
+            .entry((dtype, seed, elems))
+            .or_insert_with(|| {
+                std::rc::Rc::new(crate::data::random_normal_bytes(dtype, seed, elems))
+            })
+            .clone()
+    })
 }
 
 impl Drop for DeviceBuffer {
@@ -629,17 +664,18 @@ pub enum Combine {
     Min,
 }
 
-/// Reduces one f32 per local GPU over every rank of `comms`
-/// and returns the result (the same on every rank).
+/// Reduces one f64 per local GPU over every rank of `comms`
+/// and returns the result (the same on every rank). f64, so counts (wrong
+/// elements, bytes) stay exact up to 2^53.
 pub fn reduce_scalar(
     gpus: &[Gpu],
     comms: &[Comm],
-    values: &[f32],
+    values: &[f64],
     combine: Combine,
-) -> Result<f32, GpuError> {
+) -> Result<f64, GpuError> {
     let bufs: Vec<DeviceBuffer> = gpus
         .iter()
-        .map(|g| DeviceBuffer::alloc(g, 4))
+        .map(|g| DeviceBuffer::alloc(g, 8))
         .collect::<Result<_, _>>()?;
     for (b, v) in bufs.iter().zip(values) {
         b.upload(0, &v.to_le_bytes())?;
@@ -657,7 +693,7 @@ pub fn reduce_scalar(
                 bufs[i].ptr() as *const _,
                 bufs[i].ptr() as *mut _,
                 1,
-                ns::ncclDataType_t::ncclFloat32,
+                ns::ncclDataType_t::ncclFloat64,
                 op,
                 comms[i].raw,
                 gpus[i].stream.cu_stream() as ns::cudaStream_t,
@@ -668,9 +704,9 @@ pub fn reduce_scalar(
     for g in gpus {
         g.stream.synchronize()?;
     }
-    let mut out = [0u8; 4];
+    let mut out = [0u8; 8];
     bufs[0].download(0, &mut out)?;
-    Ok(f32::from_le_bytes(out))
+    Ok(f64::from_le_bytes(out))
 }
 
 #[cfg(test)]

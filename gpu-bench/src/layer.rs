@@ -76,7 +76,7 @@ where
     for t in &timers {
         slowest = slowest.max(t.elapsed_us()?);
     }
-    Ok(f64::from(run.combine(world, &[slowest as f32], Combine::Max)?) / f64::from(iters))
+    Ok(run.combine(world, slowest, Combine::Max)? / f64::from(iters))
 }
 
 /// Every rank's setup result: an error anywhere (out of memory on one GPU)
@@ -107,7 +107,7 @@ fn peak_used(run: &Run, world: &[Comm]) -> Result<u64, GpuError> {
     for g in &run.gpus {
         local = local.max(g.used_bytes()?);
     }
-    Ok(run.combine(world, &[local as f32], Combine::Max)? as u64)
+    Ok(run.combine(world, local as f64, Combine::Max)? as u64)
 }
 
 fn all_reduce_args(ptr: u64, count: u64) -> CollArgs {
@@ -189,9 +189,10 @@ pub fn tp_mlp(
                 up,
                 down,
             };
-            item.x.fill_pattern(g, dtype, 0)?;
-            item.w_up.fill_pattern(g, dtype, 1)?;
-            item.w_down.fill_pattern(g, dtype, 2)?;
+            // Random operands, as the GEMM section times (tensor cores clock higher on low-entropy data).
+            item.x.fill_random(g, dtype, 1)?;
+            item.w_up.fill_random(g, dtype, 2)?;
+            item.w_down.fill_random(g, dtype, 3)?;
             per.push(item);
         }
         Ok(per)
@@ -363,11 +364,12 @@ pub fn fsdp_unit(
                     d_act: DeviceBuffer::alloc(g, tokens * f_in * e)?,
                     dx: DeviceBuffer::alloc(g, tokens * h * e)?,
                 };
-                unit.param_shard.fill_pattern(g, dtype, u as u32)?;
+                let seed = 16 * u as u64;
+                unit.param_shard.fill_random(g, dtype, seed + 1)?;
                 // Compute-alone runs before any all-gather: give it real numbers to multiply.
-                unit.params.fill_pattern(g, dtype, u as u32)?;
-                unit.x.fill_pattern(g, dtype, 1)?;
-                unit.dy.fill_pattern(g, dtype, 2)?;
+                unit.params.fill_random(g, dtype, seed + 2)?;
+                unit.x.fill_random(g, dtype, seed + 3)?;
+                unit.dy.fill_random(g, dtype, seed + 4)?;
                 units.push(unit);
             }
             per.push(FsdpGpu {

@@ -54,7 +54,7 @@ impl Lib {
             Lib::Nccl => {
                 let mut msg = format!(
                     "the NCCL library libnccl.so was not found (tried: {tried}). Install NCCL \
-                     (`pip install nvidia-nccl-cu12`, or the libnccl2 package from NVIDIA's repository). \
+                     (`pip install nvidia-nccl-cu13` or `-cu12`, or the libnccl2 package from NVIDIA's repository). \
                      pip's wheel ships only libnccl.so.2, which gpu-bench does not look for: make the unversioned link \
                      `ln -s <dir>/libnccl.so.2 <dir>/libnccl.so` and add <dir> to LD_LIBRARY_PATH. With pip, <dir> is \
                      `python -c \"import nvidia.nccl, os; print(os.path.join(list(nvidia.nccl.__path__)[0], 'lib'))\"`."
@@ -71,8 +71,9 @@ impl Lib {
             }
             Lib::CublasLt => format!(
                 "the cuBLASLt library libcublasLt.so was not found (tried: {tried}). Install the CUDA toolkit's \
-                 libraries (`pip install nvidia-cublas-cu12`, or the cuda-libraries package) and add the directory \
-                 holding libcublasLt.so.12 (pip: the nvidia/cublas/lib folder) to LD_LIBRARY_PATH."
+                 libraries (`pip install nvidia-cublas` for CUDA 13, `nvidia-cublas-cu12` for 12, or the \
+                 cuda-libraries package) and add the directory holding libcublasLt.so.13 or .12 (pip: \
+                 nvidia/cu13/lib or nvidia/cublas/lib) to LD_LIBRARY_PATH. scripts/gpu_check.py does this for PyTorch's wheels."
             ),
         }
     }
@@ -95,6 +96,33 @@ pub fn find_in_library_path(file: &str) -> Option<PathBuf> {
         dirs.push(PathBuf::from(d));
     }
     dirs.into_iter().map(|d| d.join(file)).find(|p| p.exists())
+}
+
+/// Paths of the CUDA driver, NCCL and cuBLASLt libraries mapped into this
+/// process, read from `/proc/self/maps` text: which copies were actually
+/// loaded (a pip wheel's or the system's), for the report's notes.
+pub fn loaded_from_maps(maps: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for line in maps.lines() {
+        let Some(path) = line.split_whitespace().nth(5) else {
+            continue;
+        };
+        let file = path.rsplit('/').next().unwrap_or(path);
+        let ours = ["libcuda.so", "libnccl.so", "libcublasLt.so"]
+            .iter()
+            .any(|stem| file.starts_with(stem));
+        if ours && !out.iter().any(|p| p == path) {
+            out.push(path.to_string());
+        }
+    }
+    out
+}
+
+/// [`loaded_from_maps`] for this process (empty where `/proc` cannot be read).
+pub fn loaded() -> Vec<String> {
+    std::fs::read_to_string("/proc/self/maps")
+        .map(|t| loaded_from_maps(&t))
+        .unwrap_or_default()
 }
 
 /// Checks that every library in `needed` can be loaded; the error names each missing one.
@@ -122,6 +150,27 @@ mod tests {
         assert!(nccl.contains("libnccl.so.2") && nccl.contains("ln -s"));
         assert!(Lib::CublasLt.missing_message().contains("libcublasLt"));
         assert!(Lib::Nccl.candidates().iter().any(|c| c == "libnccl.so"));
+    }
+
+    #[test]
+    fn loaded_libraries_are_read_from_proc_maps() {
+        let maps = "\
+7f00-7f01 r--p 00000000 08:01 1 /usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04
+7f01-7f02 r-xp 00001000 08:01 1 /usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04
+7f02-7f03 r-xp 00000000 08:01 2 /opt/venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2
+7f03-7f04 r-xp 00000000 08:01 3 /opt/venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcublasLt.so.13
+7f04-7f05 r-xp 00000000 08:01 4 /usr/lib/x86_64-linux-gnu/libc.so.6
+7f05-7f06 rw-p 00000000 00:00 0
+7f06-7f07 rw-p 00000000 00:00 0 [heap]
+";
+        assert_eq!(
+            loaded_from_maps(maps),
+            vec![
+                "/usr/lib/x86_64-linux-gnu/libcuda.so.580.159.04",
+                "/opt/venv/lib/python3.12/site-packages/nvidia/nccl/lib/libnccl.so.2",
+                "/opt/venv/lib/python3.12/site-packages/nvidia/cu13/lib/libcublasLt.so.13",
+            ]
+        );
     }
 
     #[test]

@@ -210,15 +210,28 @@ fn config(sections: [bool; 4], o: &Opts, world: u32) -> Result<SuiteConfig, Stri
 }
 
 fn run(sections: [bool; 4], o: &Opts) -> Result<i32, String> {
-    // Libraries first: cudarc panics on a missing one.
-    let mut needed = vec![Lib::Driver, Lib::Nccl];
+    // Libraries first: cudarc panics on a missing one. NCCL is needed by the
+    // collectives and layer steps, and (checked below, once the GPU count is
+    // known) wherever several GPUs or processes must agree; a lone `gemm` or
+    // `membw` run on one GPU goes without it.
+    let mut needed = vec![Lib::Driver];
+    if sections[0] || sections[3] {
+        needed.push(Lib::Nccl);
+    }
     if sections[1] || sections[3] {
         needed.push(Lib::CublasLt);
     }
     libs::check(&needed)?;
 
     let env = launch::from_env(&launch::process_env(), o.master_addr.as_deref(), o.port)?;
-    let visible = Gpu::count().map_err(|e| format!("cannot query GPUs: {e}"))?;
+    let visible = Gpu::count().map_err(|e| {
+        let hint = if e.to_string().contains("STUB_LIBRARY") {
+            " (the libcuda.so loaded is the CUDA toolkit's link-time stub: take its `stubs` folder off LD_LIBRARY_PATH)"
+        } else {
+            ""
+        };
+        format!("cannot query GPUs: {e}{hint}")
+    })?;
     if visible == 0 {
         return Err(
             "the CUDA driver sees no GPU (check nvidia-smi and CUDA_VISIBLE_DEVICES)".into(),
@@ -258,6 +271,15 @@ fn run(sections: [bool; 4], o: &Opts) -> Result<i32, String> {
         )
     };
     let cfg = config(sections, o, world_size)?;
+    let use_nccl = suite::needs_nccl(
+        sections[0],
+        sections[3],
+        env.launcher == Launcher::Single,
+        gpus.len(),
+    );
+    if use_nccl {
+        libs::check(&[Lib::Nccl])?;
+    }
 
     // Share the NCCL id and learn every rank's host and GPU.
     let timeout = Duration::from_secs(o.join_timeout.max(1));
@@ -267,7 +289,11 @@ fn run(sections: [bool; 4], o: &Opts) -> Result<i32, String> {
             .zip(&global_ranks)
             .map(|(g, r)| peer_of(g, *r, &host))
             .collect();
-        let comms = Comm::init_all(&gpus).map_err(|e| format!("NCCL init: {e}"))?;
+        let comms = if use_nccl {
+            Comm::init_all(&gpus).map_err(|e| format!("NCCL init: {e}"))?
+        } else {
+            Vec::new()
+        };
         (peers, comms)
     } else {
         let me = peer_of(&gpus[0], env.rank, &host);
@@ -313,7 +339,11 @@ fn run(sections: [bool; 4], o: &Opts) -> Result<i32, String> {
         gpu_count: world_size,
         driver_version: gpu::driver_version(),
         cuda_version: Gpu::cuda_version(),
-        nccl_version: gpu::nccl_version(),
+        nccl_version: if use_nccl || Lib::Nccl.present() {
+            gpu::nccl_version()
+        } else {
+            String::new()
+        },
         hosts: hosts.clone(),
         ranks: world_size,
         ranks_per_node,
@@ -337,6 +367,7 @@ fn run(sections: [bool; 4], o: &Opts) -> Result<i32, String> {
         is_root,
         progress: None,
         report: BenchReport::new(&tool, created, environment),
+        failures: 0,
     };
     suite::install_ctrl_c()?;
 
@@ -370,6 +401,17 @@ fn run(sections: [bool; 4], o: &Opts) -> Result<i32, String> {
         ));
     }
     let complete = suite::run_suite(&mut run, &world, &groups, &cfg);
+    // Which copies of the libraries were loaded (pip wheel or system), read
+    // after the sections ran (cuBLASLt loads at its first call).
+    let loaded = libs::loaded();
+    if !loaded.is_empty() {
+        run.note(
+            planner_core::report::NoteLevel::Info,
+            "environment",
+            "libraries",
+            &loaded.join(", "),
+        );
+    }
     run.report.complete = complete;
     drop(groups);
     drop(world);

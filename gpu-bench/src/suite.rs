@@ -5,10 +5,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use indicatif::{ProgressBar, ProgressStyle};
 use planner_core::model::ModelSpec;
-use planner_core::report::{BenchReport, CollectiveOp, Dtype, Note, NoteLevel};
+use planner_core::report::{BenchReport, CollectiveOp, Dtype, LayerStepResult, Note, NoteLevel};
 
 use crate::collectives::{sweep, CollectiveConfig, Team};
-use crate::gemm::{bench_gemm, layer_shapes, square_shapes, supported, Blas};
+use crate::gemm::{bench_gemm, layer_shapes, spin_up, square_shapes, supported, Blas};
 use crate::gpu::{reduce_scalar, Combine, Comm, Gpu, GpuError};
 use crate::groups::{group_ranks_per_node, GroupKind, MeshLayout};
 use crate::layer::{fsdp_unit, tp_mlp};
@@ -59,6 +59,9 @@ pub struct Run {
     pub progress: Option<ProgressBar>,
     /// The report being filled.
     pub report: BenchReport,
+    /// Measurements that failed and were noted while their section went on
+    /// (a GEMM shape cuBLASLt rejected, one layer step): the report is then partial.
+    pub failures: u32,
 }
 
 impl Run {
@@ -93,16 +96,20 @@ impl Run {
         });
     }
 
-    /// Combines one value per local GPU over all ranks.
-    pub fn combine(&self, world: &[Comm], values: &[f32], how: Combine) -> Result<f32, GpuError> {
-        let mut all = values.to_vec();
-        all.resize(self.gpus.len(), values.first().copied().unwrap_or(0.0));
-        reduce_scalar(&self.gpus, world, &all, how)
+    /// Combines this process's `value` with every other process's over all ranks.
+    /// Without communicators (one process, one GPU, no NCCL: see [`needs_nccl`])
+    /// there is nothing to combine with.
+    pub fn combine(&self, world: &[Comm], value: f64, how: Combine) -> Result<f64, GpuError> {
+        let values = per_gpu_values(value, self.gpus.len(), how);
+        if world.is_empty() {
+            return Ok(combine_on_host(&values, how));
+        }
+        reduce_scalar(&self.gpus, world, &values, how)
     }
 
     /// True when `ok` holds on every rank.
     pub fn agree(&self, world: &[Comm], ok: bool) -> Result<bool, GpuError> {
-        Ok(self.combine(world, &[if ok { 1.0 } else { 0.0 }], Combine::Min)? > 0.5)
+        Ok(self.combine(world, if ok { 1.0 } else { 0.0 }, Combine::Min)? > 0.5)
     }
 
     /// True when any rank was interrupted; then every rank stops at the same
@@ -123,6 +130,44 @@ impl Run {
             Stop::Done
         })
     }
+}
+
+/// One value per local GPU for [`reduce_scalar`] so that the reduction over
+/// all GPUs of all processes counts this process's `value` once: the first
+/// GPU carries it, the others the identity of `how` (0 for a sum; the value
+/// itself for max and min). Padding a sum with copies would count it once per GPU.
+pub fn per_gpu_values(value: f64, gpus: usize, how: Combine) -> Vec<f64> {
+    let pad = match how {
+        Combine::Sum => 0.0,
+        Combine::Max | Combine::Min => value,
+    };
+    let mut all = vec![pad; gpus.max(1)];
+    all[0] = value;
+    all
+}
+
+fn combine_on_host(values: &[f64], how: Combine) -> f64 {
+    let first = values.first().copied().unwrap_or(0.0);
+    values[1.min(values.len())..]
+        .iter()
+        .fold(first, |acc, &v| match how {
+            Combine::Sum => acc + v,
+            Combine::Max => acc.max(v),
+            Combine::Min => acc.min(v),
+        })
+}
+
+/// Whether the run needs NCCL communicators: for the collectives and layer
+/// steps, and wherever several GPUs (or processes) must agree on when to stop.
+/// One process on one GPU running GEMMs or the copy needs none, so those
+/// still run where NCCL is missing or fails to initialise.
+pub fn needs_nccl(
+    collectives: bool,
+    layers: bool,
+    single_process: bool,
+    local_gpus: usize,
+) -> bool {
+    collectives || layers || !single_process || local_gpus > 1
 }
 
 /// What to run and how hard.
@@ -335,6 +380,9 @@ pub fn run_suite(run: &mut Run, world: &[Comm], groups: &[Group], cfg: &SuiteCon
                 .find(|g| g.kind == GroupKind::Dp)
                 .map(|g| &g.comms[..])
                 .unwrap_or(world);
+            // Each step on its own: one that fails (out of memory, say) is noted
+            // and the other still runs. Setup failures are agreed on by every
+            // rank, so all ranks take the same branch here.
             run.tick();
             let r = tp_mlp(
                 run,
@@ -346,9 +394,8 @@ pub fn run_suite(run: &mut Run, world: &[Comm], groups: &[Group], cfg: &SuiteCon
                 cfg.tp_chunks,
                 cfg.warmup,
                 cfg.iters,
-            )?;
-            run.say(&layer_row(&r));
-            run.report.layer_steps.push(r);
+            );
+            layer_outcome(run, "tp_mlp", r);
             if run.should_stop(world)? {
                 return Ok(Stop::Interrupted);
             }
@@ -362,16 +409,32 @@ pub fn run_suite(run: &mut Run, world: &[Comm], groups: &[Group], cfg: &SuiteCon
                 cfg.tokens,
                 cfg.warmup,
                 cfg.iters,
-            )?;
-            run.say(&layer_row(&r));
-            run.report.layer_steps.push(r);
+            );
+            layer_outcome(run, "fsdp_unit", r);
             run.section_end(world)
         });
     }
     if let Some(p) = &run.progress {
         p.finish_and_clear();
     }
-    stop == Stop::Done && !failed && !interrupted()
+    stop == Stop::Done && !failed && run.failures == 0 && !interrupted()
+}
+
+/// Records one layer step, or notes why it is missing.
+fn layer_outcome(run: &mut Run, subject: &str, r: Result<LayerStepResult, GpuError>) {
+    match r {
+        Ok(r) => {
+            run.say(&layer_row(&r));
+            run.report.layer_steps.push(r);
+        }
+        Err(GpuError::OutOfMemory { .. }) => {
+            run.note(NoteLevel::Skipped, "layer_steps", subject, "out of memory")
+        }
+        Err(e) => {
+            run.failures += 1;
+            run.note(NoteLevel::Warning, "layer_steps", subject, &e.to_string());
+        }
+    }
 }
 
 fn gemm_section(run: &mut Run, world: &[Comm], cfg: &SuiteConfig) -> Result<Stop, GpuError> {
@@ -386,47 +449,68 @@ fn gemm_section(run: &mut Run, world: &[Comm], cfg: &SuiteConfig) -> Result<Stop
     outcome.map(|()| stop)
 }
 
+/// How long [`gemms_on_root`] spins the GPU up before the first timed GEMM.
+pub const GEMM_SPIN_UP_MS: u64 = 300;
+
 fn gemms_on_root(run: &mut Run, cfg: &SuiteConfig) -> Result<(), GpuError> {
-    {
-        let gpu_cc = run.gpus[0].compute_capability();
-        let mut shapes = square_shapes(&cfg.square_sizes);
-        match layer_shapes(&cfg.model_id, &cfg.model, cfg.gemm_tp, cfg.tokens) {
-            Ok(s) => shapes.extend(s),
-            Err(msg) => run.note(NoteLevel::Skipped, "gemms", "layer shapes", &msg),
+    let gpu_cc = run.gpus[0].compute_capability();
+    let mut shapes = square_shapes(&cfg.square_sizes);
+    match layer_shapes(&cfg.model_id, &cfg.model, cfg.gemm_tp, cfg.tokens) {
+        Ok(s) => shapes.extend(s),
+        Err(msg) => run.note(NoteLevel::Skipped, "gemms", "layer shapes", &msg),
+    }
+    let blas = Blas::new(&run.gpus[0])?;
+    run.say(&gemm_header());
+    // The collectives leave the GPU at low clocks (their checks run on the
+    // host): bring it up first, as gpu_check.py does for PyTorch.
+    let spin = if supported(Dtype::Bf16, gpu_cc).is_ok() {
+        Dtype::Bf16
+    } else {
+        Dtype::Fp16
+    };
+    if let Err(e) = spin_up(&run.gpus[0], &blas, spin, GEMM_SPIN_UP_MS) {
+        run.note(
+            NoteLevel::Warning,
+            "gemms",
+            "spin-up",
+            &format!("could not run the untimed spin-up GEMMs ({e}); the first GEMMs may start at low clocks"),
+        );
+    }
+    'dtypes: for &dtype in &cfg.gemm_dtypes {
+        if let Err(msg) = supported(dtype, gpu_cc) {
+            run.note(NoteLevel::Skipped, "gemms", dtype.nccl_name(), &msg);
+            continue;
         }
-        let blas = Blas::new(&run.gpus[0])?;
-        run.say(&gemm_header());
-        'dtypes: for &dtype in &cfg.gemm_dtypes {
-            if let Err(msg) = supported(dtype, gpu_cc) {
-                run.note(NoteLevel::Skipped, "gemms", dtype.nccl_name(), &msg);
-                continue;
+        for shape in &shapes {
+            if interrupted() {
+                break 'dtypes;
             }
-            for shape in &shapes {
-                if interrupted() {
-                    break 'dtypes;
+            run.tick();
+            let subject = format!(
+                "{} {}×{}×{} {}",
+                dtype.nccl_name(),
+                shape.m,
+                shape.n,
+                shape.k,
+                shape.label
+            );
+            match bench_gemm(&run.gpus[0], &blas, shape, dtype, cfg.warmup, cfg.iters) {
+                Ok(r) => {
+                    run.say(&gemm_row(&r));
+                    run.report.gemms.push(r);
                 }
-                run.tick();
-                let subject = format!(
-                    "{} {}×{}×{} {}",
-                    dtype.nccl_name(),
-                    shape.m,
-                    shape.n,
-                    shape.k,
-                    shape.label
-                );
-                match bench_gemm(&run.gpus[0], &blas, shape, dtype, cfg.warmup, cfg.iters) {
-                    Ok(r) => {
-                        run.say(&gemm_row(&r));
-                        run.report.gemms.push(r);
-                    }
-                    Err(GpuError::OutOfMemory { .. }) => {
-                        run.note(NoteLevel::Skipped, "gemms", &subject, "out of memory")
-                    }
-                    Err(GpuError::Unsupported(m)) => {
-                        run.note(NoteLevel::Skipped, "gemms", &subject, &m)
-                    }
-                    Err(e) => return Err(e),
+                Err(GpuError::OutOfMemory { .. }) => {
+                    run.note(NoteLevel::Skipped, "gemms", &subject, "out of memory")
                 }
+                Err(GpuError::Unsupported(m)) => {
+                    run.note(NoteLevel::Skipped, "gemms", &subject, &m)
+                }
+                // One shape cuBLASLt rejects need not cost the others: note it, go on.
+                Err(e @ GpuError::Blas(_)) => {
+                    run.failures += 1;
+                    run.note(NoteLevel::Warning, "gemms", &subject, &e.to_string());
+                }
+                Err(e) => return Err(e),
             }
         }
     }
@@ -476,6 +560,36 @@ pub fn parse_dtypes(text: &str, flag: &str, allow_fp8: bool) -> Result<Vec<Dtype
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_process_value_counts_once_whatever_its_gpu_count() {
+        // 3 wrong elements found by a process driving 8 GPUs: the sum over its GPUs is 3, not 24.
+        let v = per_gpu_values(3.0, 8, Combine::Sum);
+        assert_eq!(v.len(), 8);
+        assert_eq!(v.iter().sum::<f64>(), 3.0);
+        let v = per_gpu_values(250.0, 4, Combine::Max);
+        assert_eq!(v.iter().cloned().fold(f64::MIN, f64::max), 250.0);
+        let v = per_gpu_values(0.0, 4, Combine::Min);
+        assert_eq!(v.iter().cloned().fold(f64::MAX, f64::min), 0.0);
+        assert_eq!(per_gpu_values(1.0, 0, Combine::Sum), vec![1.0]);
+    }
+
+    #[test]
+    fn nccl_only_where_ranks_must_talk() {
+        // `gpu-bench gemm` / `membw` on one GPU: no NCCL.
+        assert!(!needs_nccl(false, false, true, 1));
+        assert!(needs_nccl(true, false, true, 1), "collectives");
+        assert!(needs_nccl(false, true, true, 1), "layer steps");
+        assert!(
+            needs_nccl(false, false, true, 2),
+            "two local GPUs agree through NCCL"
+        );
+        assert!(needs_nccl(false, false, false, 1), "under a launcher");
+        assert_eq!(combine_on_host(&[3.0, 0.0], Combine::Sum), 3.0);
+        assert_eq!(combine_on_host(&[3.0, 5.0], Combine::Max), 5.0);
+        assert_eq!(combine_on_host(&[3.0, 5.0], Combine::Min), 3.0);
+        assert_eq!(combine_on_host(&[], Combine::Sum), 0.0);
+    }
 
     #[test]
     fn op_and_dtype_lists_parse_with_named_errors() {
