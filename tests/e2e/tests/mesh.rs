@@ -103,6 +103,25 @@ fn article_mesh_row_applies_to_every_view() {
         r.feasible_count
     );
 
+    // The ranking shows its first 30 rows; "Show 50 more" adds the next 50, in rank order.
+    let ranks = |session: &Session| -> Vec<String> {
+        session.reveal("[data-testid=mesh-table]").expect("scroll");
+        session
+            .execute(
+                "return Array.from(document.querySelectorAll('[data-testid=mesh-row]')).map(e => e.dataset.rank);",
+                vec![],
+            )
+            .expect("ranks")
+            .as_array()
+            .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
+            .unwrap_or_default()
+    };
+    let first: Vec<String> = (0..30).map(|i| i.to_string()).collect();
+    assert_eq!(ranks(&session), first);
+    session.click("[data-testid=mesh-more]").expect("show more");
+    let more: Vec<String> = (0..80).map(|i| i.to_string()).collect();
+    assert_eq!(ranks(&session), more);
+
     // Filter the table to the article's mesh.
     for (f, v) in [("tp", "8"), ("pp", "4"), ("cp", "4"), ("dp", "4")] {
         session
