@@ -51,7 +51,8 @@ fn css(c: BackendColor) -> String {
 struct ContextState {
     fill: Option<ColorKey>,
     stroke: Option<(ColorKey, u32)>,
-    font: String,
+    /// (style, size bits, family) of the last font set: compared before formatting.
+    font: Option<(String, u64, String)>,
     align: &'static str,
     baseline: &'static str,
 }
@@ -113,15 +114,18 @@ impl Canvas2d {
     }
 
     fn font(&mut self, style: &impl BackendTextStyle) {
-        let font = format!(
-            "{} {}px {}",
-            style.style().as_str(),
-            style.size(),
-            style.family().as_str()
-        );
-        if self.state.font != font {
-            self.context.set_font(&font);
-            self.state.font = font;
+        let (kind, size, family) = (style.style(), style.size(), style.family());
+        let same = self.state.font.as_ref().is_some_and(|(k, s, f)| {
+            k == kind.as_str() && *s == size.to_bits() && f == family.as_str()
+        });
+        if !same {
+            self.context
+                .set_font(&format!("{} {}px {}", kind.as_str(), size, family.as_str()));
+            self.state.font = Some((
+                kind.as_str().to_string(),
+                size.to_bits(),
+                family.as_str().to_string(),
+            ));
         }
     }
 }
