@@ -356,4 +356,46 @@ mod tests {
         let opaque = BackendColor { alpha: 1.0, ..c };
         assert_ne!(key(c), key(opaque));
     }
+
+    /// In the browser: the cache follows the context through a rotated label,
+    /// whose save/restore puts the context's font and fill back.
+    #[cfg(target_arch = "wasm32")]
+    #[wasm_bindgen_test::wasm_bindgen_test]
+    fn cache_matches_the_context_after_rotated_text() {
+        use plotters::prelude::*;
+        use plotters::style::text_anchor::{HPos, Pos, VPos};
+
+        let canvas: HtmlCanvasElement = web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.create_element("canvas").ok())
+            .and_then(|e| e.dyn_into().ok())
+            .expect("a canvas");
+        canvas.set_width(200);
+        canvas.set_height(100);
+        let context: CanvasRenderingContext2d = canvas
+            .get_context("2d")
+            .ok()
+            .flatten()
+            .and_then(|c| c.dyn_into().ok())
+            .expect("2d context");
+        let root = Canvas2d::new(canvas).expect("backend").into_drawing_area();
+        let small = ("sans-serif", 11.0).into_font().color(&RED);
+        let big = ("serif", 20.0).into_font().color(&BLUE);
+        let rotated = big
+            .clone()
+            .transform(FontTransform::Rotate90)
+            .pos(Pos::new(HPos::Center, VPos::Center));
+        root.draw(&Text::new("a", (10, 10), small)).unwrap();
+        let small_font = context.font();
+        root.draw(&Text::new("b", (50, 50), rotated)).unwrap();
+        // save/restore put the small font back on the context...
+        assert_eq!(context.font(), small_font);
+        // ...so the same big font, unrotated, must be set again, not skipped.
+        root.draw(&Text::new("c", (90, 10), big)).unwrap();
+        let big_font = context.font();
+        assert!(small_font.contains("11px"), "{small_font}");
+        assert!(big_font.contains("20px"), "{big_font}");
+        assert_eq!(context.fill_style().as_string().as_deref(), Some("#0000ff"));
+        assert_eq!(context.text_baseline(), "top");
+    }
 }
