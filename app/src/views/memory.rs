@@ -126,7 +126,7 @@ pub fn MemoryView() -> impl IntoView {
             let s = scenario.get();
             let model = ctx.model.get()?;
             let bars = memory::model_state(&model, &s.precision, &s.layout);
-            let per_zero = ZeroStage::ALL
+            let per_zero: Vec<TrainingMemory> = ZeroStage::ALL
                 .iter()
                 .map(|&z| {
                     let mut variant = s.clone();
@@ -134,7 +134,11 @@ pub fn MemoryView() -> impl IntoView {
                     memory::training_memory(&variant, &model)
                 })
                 .collect();
-            let current = memory::training_memory(&s, &model);
+            // The layout's own stage is one of the four.
+            let current = match ZeroStage::ALL.iter().position(|&z| z == s.layout.zero) {
+                Some(i) => per_zero[i].clone(),
+                None => memory::training_memory(&s, &model),
+            };
             Ok::<_, String>(MemoryData {
                 bars,
                 per_zero,

@@ -1,14 +1,36 @@
 //! Views far below the fold skip their work until they scroll near the
-//! viewport: a slider move then recomputes only what can be seen.
+//! viewport: a slider move then recomputes only what can be seen. Printing
+//! shows every view, so while the page prints every view counts as near.
 
 use leptos::prelude::*;
 use planner_core::scenario::Scenario;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 
+/// True between the window's `beforeprint` and `afterprint` events. Reference
+/// counted, not owned by the first view that asks (a chart in a tab comes and goes).
+fn printing() -> ArcRwSignal<bool> {
+    thread_local! {
+        static PRINTING: ArcRwSignal<bool> = {
+            let printing = ArcRwSignal::new(false);
+            if let Some(w) = web_sys::window() {
+                for (event, value) in [("beforeprint", true), ("afterprint", false)] {
+                    let target = printing.clone();
+                    let handler = Closure::<dyn Fn()>::new(move || target.set(value));
+                    let _ = w.add_event_listener_with_callback(event, handler.as_ref().unchecked_ref());
+                    // The listeners live as long as the page.
+                    handler.forget();
+                }
+            }
+            printing
+        };
+    }
+    PRINTING.with(ArcRwSignal::clone)
+}
+
 /// Whether `target` is within 100 px of the viewport (an IntersectionObserver;
-/// `true` until it first reports, so a view always draws once).
-pub fn near_screen<E>(target: NodeRef<E>) -> ReadSignal<bool>
+/// `true` until it first reports, so a view always draws once), or the page is printing.
+pub fn near_screen<E>(target: NodeRef<E>) -> Signal<bool>
 where
     E: leptos::html::ElementType,
     E::Output: JsCast + Clone + 'static,
@@ -45,14 +67,15 @@ where
         std::mem::forget(observer);
         true
     });
-    visible
+    let printing = printing();
+    Signal::derive(move || visible.get() || printing.get())
 }
 
 /// The scenario as last seen while the view was near the screen: while it is
 /// off screen this does not even subscribe to the scenario, so nothing downstream runs.
 pub fn scenario_while_visible(
     scenario: RwSignal<Scenario>,
-    visible: ReadSignal<bool>,
+    visible: Signal<bool>,
 ) -> Memo<Scenario> {
     Memo::new(move |prev: Option<&Scenario>| match prev {
         Some(p) if !visible.get() => p.clone(),

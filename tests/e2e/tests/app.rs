@@ -17,6 +17,7 @@ use serde_json::json;
 const SETTLE: Duration = Duration::from_secs(5);
 /// WebDriver's key code for ArrowRight.
 const ARROW_RIGHT: &str = "\u{E014}";
+const ARROW_LEFT: &str = "\u{E012}";
 
 fn bytes_attr(session: &Session, testid: &str) -> f64 {
     let css = format!("[data-testid={testid}]");
@@ -99,6 +100,97 @@ fn dp_slider_moves_zero3_to_the_planner_core_value() {
         std::thread::sleep(Duration::from_millis(50));
     }
     assert_no_console_errors(&session, "after moving DP");
+}
+
+/// The step time in the "Measured numbers" view, far below the fold, read
+/// where it stands (not scrolled to).
+fn step_seconds_unrevealed(session: &Session) -> f64 {
+    session
+        .execute(
+            "return Number(document.querySelector('[data-testid=step-time]').dataset.seconds);",
+            vec![],
+        )
+        .ok()
+        .and_then(|v| v.as_f64())
+        .unwrap_or(f64::NAN)
+}
+
+/// A view far below the fold does not recompute while a slider moves at the top;
+/// it catches up when it comes near the screen, and when the page prints.
+#[test]
+#[ignore = "needs dist/ and chromedriver: run via `cargo xtask test`"]
+fn far_views_catch_up_when_scrolled_to_or_printed() {
+    use planner_core::cost::{evaluate_scenario, CostOptions};
+    let step = |s: &Scenario| {
+        evaluate_scenario(s, CostOptions::default(), None)
+            .expect("valid")
+            .seconds
+            .total
+    };
+    let page = Page::start().expect("start server and chromedriver");
+    let session = page.open("").expect("page loads");
+    let start = presets::default_scenario();
+    let loaded = step_seconds_unrevealed(&session);
+    assert!(close(loaded, step(&start)), "{loaded} vs {}", step(&start));
+
+    session
+        .send_keys("[data-testid=input-dp]", ARROW_LEFT)
+        .expect("move the DP slider");
+    let mut moved = start.clone();
+    moved.layout.dp = start.layout.dp / 2;
+    session
+        .wait_text("[data-testid=value-dp]", SETTLE, |t| {
+            t == moved.layout.dp.to_string()
+        })
+        .expect("DP changes");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        close(step_seconds_unrevealed(&session), loaded),
+        "off screen, the view kept its last figure"
+    );
+
+    // Printing shows every view: each catches up before the page is laid out for print.
+    session
+        .execute_async(
+            "const done = arguments[arguments.length - 1];
+             window.dispatchEvent(new Event('beforeprint'));
+             requestAnimationFrame(() => setTimeout(done, 0));",
+            vec![],
+        )
+        .expect("beforeprint");
+    let printed = step_seconds_unrevealed(&session);
+    session
+        .execute("window.dispatchEvent(new Event('afterprint'));", vec![])
+        .expect("afterprint");
+    println!(
+        "step time far below the fold: {loaded:.4} s on load, {printed:.4} s when printing at DP {} (planner-core {:.4} s)",
+        moved.layout.dp,
+        step(&moved)
+    );
+    assert!(
+        close(printed, step(&moved)),
+        "{printed} vs {}",
+        step(&moved)
+    );
+    assert!(!close(printed, loaded), "the DP move changes the step time");
+
+    // Another move, then scrolled to: the view catches up as it comes near.
+    session
+        .send_keys("[data-testid=input-dp]", ARROW_LEFT)
+        .expect("move the DP slider again");
+    moved.layout.dp /= 2;
+    session
+        .wait_text("[data-testid=value-dp]", SETTLE, |t| {
+            t == moved.layout.dp.to_string()
+        })
+        .expect("DP changes");
+    let shown: f64 = session
+        .attr("[data-testid=step-time]", "data-seconds")
+        .expect("scroll to the step time")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(f64::NAN);
+    assert!(close(shown, step(&moved)), "{shown} vs {}", step(&moved));
+    assert_no_console_errors(&session, "after printing");
 }
 
 #[test]
