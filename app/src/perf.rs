@@ -8,28 +8,38 @@ pub fn now_ms() -> f64 {
         .map_or(0.0, |p| p.now())
 }
 
-/// Runs `f` and adds its wall time to `window.__meshplanMs[name]` (milliseconds),
-/// so end-to-end tests can see what each view costs per input.
+/// Runs `f` and adds its wall time to `window.__meshplanMs[name]` (milliseconds)
+/// and one to `window.__meshplanRuns[name]`, so end-to-end tests can see what
+/// each view costs per input and how often it ran.
 pub fn timed<T>(name: &str, f: impl FnOnce() -> T) -> T {
     let t0 = now_ms();
     let out = f();
     let dt = now_ms() - t0;
-    if let Some(w) = web_sys::window() {
-        let key = wasm_bindgen::JsValue::from_str("__meshplanMs");
-        let table = js_sys::Reflect::get(&w, &key)
-            .ok()
-            .filter(|v| v.is_object())
-            .unwrap_or_else(|| {
-                let o: wasm_bindgen::JsValue = js_sys::Object::new().into();
-                let _ = js_sys::Reflect::set(&w, &key, &o);
-                o
-            });
-        let name = wasm_bindgen::JsValue::from_str(name);
-        let prev = js_sys::Reflect::get(&table, &name)
-            .ok()
-            .and_then(|v| v.as_f64())
-            .unwrap_or(0.0);
-        let _ = js_sys::Reflect::set(&table, &name, &wasm_bindgen::JsValue::from_f64(prev + dt));
-    }
+    add("__meshplanMs", name, dt);
+    add("__meshplanRuns", name, 1.0);
     out
+}
+
+/// `window[table][name] += amount`, creating the table on first use.
+fn add(table: &str, name: &str, amount: f64) {
+    let Some(w) = web_sys::window() else { return };
+    let key = wasm_bindgen::JsValue::from_str(table);
+    let table = js_sys::Reflect::get(&w, &key)
+        .ok()
+        .filter(|v| v.is_object())
+        .unwrap_or_else(|| {
+            let o: wasm_bindgen::JsValue = js_sys::Object::new().into();
+            let _ = js_sys::Reflect::set(&w, &key, &o);
+            o
+        });
+    let name = wasm_bindgen::JsValue::from_str(name);
+    let prev = js_sys::Reflect::get(&table, &name)
+        .ok()
+        .and_then(|v| v.as_f64())
+        .unwrap_or(0.0);
+    let _ = js_sys::Reflect::set(
+        &table,
+        &name,
+        &wasm_bindgen::JsValue::from_f64(prev + amount),
+    );
 }

@@ -520,11 +520,17 @@ const BATCH_FIELD: Control = Control {
 /// `control`, with the time each view's work took over the moves; printed.
 fn slider_latency(session: &Session, where_: &str, control: &Control) {
     session
-        .execute("window.__meshplanMs = {};", vec![])
+        .execute(
+            "window.__meshplanMs = {}; window.__meshplanRuns = {};",
+            vec![],
+        )
         .unwrap();
     let latency = measure_latency(session, control, 240).expect("measure");
     let per_view = session
         .execute("return window.__meshplanMs;", vec![])
+        .unwrap();
+    let runs = session
+        .execute("return window.__meshplanRuns;", vec![])
         .unwrap();
     assert!(
         latency.work_ms.len() >= 200,
@@ -538,4 +544,5 @@ fn slider_latency(session: &Session, where_: &str, control: &Control) {
         latency.summary()
     );
     println!("  of which each view's work, total ms over the moves: {per_view}");
+    println!("  times each ran: {runs}");
 }
