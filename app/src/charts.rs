@@ -429,7 +429,6 @@ pub fn draw_schedule(
         t += every;
     }
 
-    let mut boxes = Vec::with_capacity(ops.len());
     for s in 0..stages {
         let y = top + row_css * f64::from(s);
         root.draw(&Rectangle::new(
@@ -447,38 +446,56 @@ pub fn draw_schedule(
         ))
         .map_err(err)?;
     }
-    let dark_label = ("sans-serif", 10.0 * r).into_font().color(&BLACK);
-    let light_label = ("sans-serif", 10.0 * r).into_font().color(&WHITE);
-    for op in ops {
+    // Three passes (fills, outlines, then labels by colour) so the context's
+    // fill colour changes once per cell rather than twice.
+    let cell = |op: &GridOp| {
         let x0 = left + op.start * slot;
         let x1 = left + (op.start + op.duration) * slot;
         let y0 = top + row_css * f64::from(op.stage) + 2.0;
-        let y1 = y0 + row_css - 4.0;
+        (x0, x1, y0, y0 + row_css - 4.0)
+    };
+    for op in ops {
+        let (x0, x1, y0, y1) = cell(op);
         let color = op_color(op.micro_batch, op.shade, theme);
         root.draw(&Rectangle::new(
             [(px(x0), px(y0)), (px(x1), px(y1))],
             color.filled(),
         ))
         .map_err(err)?;
+    }
+    let outline = theme.bg.stroke_width(r.max(1.0) as u32);
+    for op in ops {
+        let (x0, x1, y0, y1) = cell(op);
         if x1 - x0 >= 4.0 {
             root.draw(&Rectangle::new(
                 [(px(x0), px(y0)), (px(x1), px(y1))],
-                theme.bg.stroke_width(r.max(1.0) as u32),
+                outline,
             ))
             .map_err(err)?;
         }
-        if x1 - x0 >= 16.0 && row_css >= 20.0 {
-            root.draw(&Text::new(
-                format!("{}", op.micro_batch + 1),
-                (px((x0 + x1) / 2.0), px((y0 + y1) / 2.0)),
-                match op.shade {
-                    OpShade::Backward | OpShade::BackwardInput => light_label.clone(),
-                    OpShade::Forward | OpShade::BackwardWeight => dark_label.clone(),
+    }
+    if row_css >= 20.0 {
+        let on_light = |shade: OpShade| matches!(shade, OpShade::Forward | OpShade::BackwardWeight);
+        let dark_label = ("sans-serif", 10.0 * r).into_font().color(&BLACK);
+        let light_label = ("sans-serif", 10.0 * r).into_font().color(&WHITE);
+        for (light_cell, label) in [(true, dark_label), (false, light_label)] {
+            let style = label.pos(Pos::new(HPos::Center, VPos::Center));
+            for op in ops.iter().filter(|op| on_light(op.shade) == light_cell) {
+                let (x0, x1, y0, y1) = cell(op);
+                if x1 - x0 >= 16.0 {
+                    root.draw(&Text::new(
+                        format!("{}", op.micro_batch + 1),
+                        (px((x0 + x1) / 2.0), px((y0 + y1) / 2.0)),
+                        style.clone(),
+                    ))
+                    .map_err(err)?;
                 }
-                .pos(Pos::new(HPos::Center, VPos::Center)),
-            ))
-            .map_err(err)?;
+            }
         }
+    }
+    let mut boxes = Vec::with_capacity(ops.len());
+    for op in ops {
+        let (x0, x1, y0, y1) = cell(op);
         let chunk = if op.chunk > 0 {
             format!(", chunk {}", op.chunk + 1)
         } else {
