@@ -102,6 +102,66 @@ fn step_boundary(run: &Run) -> Result<(), GpuError> {
     Ok(())
 }
 
+/// Mean time of each [`Mode`] in µs (in [`MODES`] order), and the peak device memory after the runs.
+struct ModeTimes {
+    us: [f64; 4],
+    peak_memory_bytes: u64,
+}
+
+/// Times `step` in every mode, then reads the peak memory.
+fn measure_modes<F>(
+    run: &Run,
+    world: &[Comm],
+    warmup: u32,
+    iters: u32,
+    step: F,
+) -> Result<ModeTimes, GpuError>
+where
+    F: Fn(Mode) -> Result<(), GpuError>,
+{
+    let mut us = [0f64; 4];
+    for (slot, mode) in MODES.into_iter().enumerate() {
+        us[slot] = time_it(run, world, warmup, iters, || step(mode))?;
+    }
+    Ok(ModeTimes {
+        us,
+        peak_memory_bytes: peak_used(run, world)?,
+    })
+}
+
+/// What a layer step ran on.
+struct Shape {
+    hidden: u64,
+    ffn: u64,
+    tokens: u64,
+    dtype: Dtype,
+    tp: u32,
+    dp: u32,
+}
+
+impl Shape {
+    fn result(self, kind: LayerStepKind, label: String, times: ModeTimes) -> LayerStepResult {
+        let [compute_us, comm_us, sequential_us, overlapped_us] = times.us;
+        LayerStepResult {
+            kind,
+            label,
+            hidden: self.hidden,
+            ffn: self.ffn,
+            tokens: self.tokens,
+            dtype: self.dtype,
+            tp: self.tp,
+            dp: self.dp,
+            compute_us,
+            comm_us,
+            sequential_us,
+            overlapped_us,
+            // Exposed communication: what overlapping leaves on top of compute alone.
+            exposed_comm_us: (overlapped_us - compute_us).max(0.0),
+            peak_memory_bytes: times.peak_memory_bytes,
+        }
+    }
+}
+
 fn peak_used(run: &Run, world: &[Comm]) -> Result<u64, GpuError> {
     let mut local = 0u64;
     for g in &run.gpus {
@@ -256,28 +316,22 @@ pub fn tp_mlp(
         }
         Ok(())
     };
-    let mut t = [0f64; 4];
-    for (slot, mode) in MODES.into_iter().enumerate() {
-        t[slot] = time_it(run, world, warmup, iters, || step(mode))?;
-    }
-    let peak = peak_used(run, world)?;
-    Ok(LayerStepResult {
-        kind: LayerStepKind::TpMlp,
-        label: format!(
-            "{model_id} mlp, {chunks} chunk(s), activation fused in cuBLASLt (GELU epilogue)"
-        ),
+    let shape = Shape {
         hidden: h,
         ffn: f,
         tokens,
         dtype,
         tp,
         dp: 1,
-        compute_us: t[0],
-        comm_us: t[1],
-        sequential_us: t[2],
-        overlapped_us: t[3],
-        exposed_comm_us: (t[3] - t[0]).max(0.0),
-        peak_memory_bytes: peak,
+    };
+    measure_modes(run, world, warmup, iters, step).map(|times| {
+        shape.result(
+            LayerStepKind::TpMlp,
+            format!(
+                "{model_id} mlp, {chunks} chunk(s), activation fused in cuBLASLt (GELU epilogue)"
+            ),
+            times,
+        )
     })
 }
 
@@ -542,25 +596,19 @@ pub fn fsdp_unit(
         }
         Ok(())
     };
-    let mut t = [0f64; 4];
-    for (slot, mode) in MODES.into_iter().enumerate() {
-        t[slot] = time_it(run, world, warmup, iters, || step(mode))?;
-    }
-    let peak = peak_used(run, world)?;
-    Ok(LayerStepResult {
-        kind: LayerStepKind::FsdpUnit,
-        label: format!("{model_id} mlp, {UNITS} units, fwd+bwd"),
+    let shape = Shape {
         hidden: h,
         ffn: f,
         tokens,
         dtype,
         tp: 1,
         dp,
-        compute_us: t[0],
-        comm_us: t[1],
-        sequential_us: t[2],
-        overlapped_us: t[3],
-        exposed_comm_us: (t[3] - t[0]).max(0.0),
-        peak_memory_bytes: peak,
+    };
+    measure_modes(run, world, warmup, iters, step).map(|times| {
+        shape.result(
+            LayerStepKind::FsdpUnit,
+            format!("{model_id} mlp, {UNITS} units, fwd+bwd"),
+            times,
+        )
     })
 }
