@@ -19,12 +19,17 @@ use crate::views::chart_canvas::{ChartCanvas, DrawInput};
 struct MemoryData {
     /// DDP, ZeRO-1, ZeRO-2, ZeRO-3 model state for this layout.
     bars: Vec<ModelStateBar>,
-    /// The scenario's training memory with each ZeRO stage in turn.
-    per_zero: Vec<TrainingMemory>,
-    /// The scenario as set.
-    current: TrainingMemory,
+    /// The scenario's training memory with each ZeRO stage in turn, in [`ZeroStage::ALL`] order.
+    per_zero: [TrainingMemory; 4],
     /// The layout's ZeRO stage.
     zero: ZeroStage,
+}
+
+impl MemoryData {
+    /// The scenario as set: its own stage's entry (`number()` is the index into `ALL`).
+    fn current(&self) -> &TrainingMemory {
+        &self.per_zero[usize::from(self.zero.number())]
+    }
 }
 
 /// Same category, same colour, in every chart.
@@ -126,23 +131,14 @@ pub fn MemoryView() -> impl IntoView {
             let s = scenario.get();
             let model = ctx.model.get()?;
             let bars = memory::model_state(&model, &s.precision, &s.layout);
-            let per_zero: Vec<TrainingMemory> = ZeroStage::ALL
-                .iter()
-                .map(|&z| {
-                    let mut variant = s.clone();
-                    variant.layout.zero = z;
-                    memory::training_memory(&variant, &model)
-                })
-                .collect();
-            // The layout's own stage is one of the four.
-            let current = match ZeroStage::ALL.iter().position(|&z| z == s.layout.zero) {
-                Some(i) => per_zero[i].clone(),
-                None => memory::training_memory(&s, &model),
-            };
+            let per_zero = ZeroStage::ALL.map(|z| {
+                let mut variant = s.clone();
+                variant.layout.zero = z;
+                memory::training_memory(&variant, &model)
+            });
             Ok::<_, String>(MemoryData {
                 bars,
                 per_zero,
-                current,
                 zero: s.layout.zero,
             })
         })
@@ -197,7 +193,7 @@ pub fn MemoryView() -> impl IntoView {
         data.with(|d| {
             let Ok(d) = d else { return Vec::new() };
             let bars: Vec<Bar> = d
-                .current
+                .current()
                 .stages
                 .iter()
                 .enumerate()
@@ -205,7 +201,7 @@ pub fn MemoryView() -> impl IntoView {
                     label: st.position.label().trim_end_matches(" stage").to_string(),
                     caption: format::bytes(st.total_bytes),
                     segments: st.terms.iter().map(|t| segment(t, is_sharded(t))).collect(),
-                    selected: i == d.current.peak_stage && d.current.stages.len() > 1,
+                    selected: i == d.current().peak_stage && d.current().stages.len() > 1,
                 })
                 .collect();
             draw_stacked_bars(
@@ -213,7 +209,7 @@ pub fn MemoryView() -> impl IntoView {
                 css_width,
                 300.0,
                 &bars,
-                &limits(&d.current),
+                &limits(d.current()),
                 "GB per GPU",
                 &theme,
             )
@@ -228,7 +224,7 @@ pub fn MemoryView() -> impl IntoView {
         data.with(|d| {
             let Ok(d) = d else { return Vec::new() };
             let mut seen: Vec<(usize, String)> = Vec::new();
-            for t in peak_terms(&d.current) {
+            for t in peak_terms(d.current()) {
                 let c = term_color(&t.key);
                 let name = if is_model_state(t) {
                     t.label.split(" (").next().unwrap_or(&t.label).to_string()
@@ -293,7 +289,7 @@ pub fn MemoryView() -> impl IntoView {
                                 Ok(d) => {
                                     format!(
                                         "Per pipeline stage, this layout (layers: {})",
-                                        d.current
+                                        d.current()
                                             .stages
                                             .iter()
                                             .map(|s| s.layers.to_string())
@@ -309,7 +305,7 @@ pub fn MemoryView() -> impl IntoView {
                         label=Signal::derive(move || {
                             data.with(|d| match d {
                                 Ok(d) => {
-                                    d.current
+                                    d.current()
                                         .stages
                                         .iter()
                                         .map(|s| format!("{} {}", s.position.label(), format::bytes(s.total_bytes)))
@@ -424,7 +420,7 @@ pub fn MemoryView() -> impl IntoView {
                             }
                             data.with(|d| {
                                 let Ok(d) = d else { return Vec::new() };
-                                peak_terms(&d.current)
+                                peak_terms(d.current())
                                     .iter()
                                     .map(|t| {
                                         view! {
