@@ -66,9 +66,11 @@ pub enum Command {
     /// Rank every DP × TP × PP × CP × EP mesh of the scenario's cluster (with ZeRO stage,
     /// micro-batch, schedule and recompute) by predicted step time; list rejections by reason.
     Search {
-        /// Scenario JSON (its layout is ignored; its model, cluster and batch are used); `-` reads stdin.
+        /// Scenario JSON (its layout is ignored; its model, cluster, batch and, when switched on,
+        /// its calibration are used, as `eval` uses them); `-` reads stdin.
         scenario: PathBuf,
-        /// Calibration summary JSON (from `meshplan calibrate`) to use instead of assumed links and GEMM rates.
+        /// Calibration summary JSON (from `meshplan calibrate`) to use instead of assumed links and
+        /// GEMM rates; its fits take precedence over the scenario's own calibration.
         #[arg(long)]
         calibration: Option<PathBuf>,
         /// Feasible candidates to print.

@@ -76,6 +76,58 @@ fn calibrate_then_search_with_it() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// Fastest step time (s) of `search --top 1` over a scenario file, with extra args.
+fn best_step_s(scenario: &std::path::Path, extra: &[&str]) -> f64 {
+    let p = scenario.to_string_lossy().into_owned();
+    let mut args = vec!["search", p.as_str(), "--top", "1"];
+    args.extend_from_slice(extra);
+    let r: SearchResult = serde_json::from_str(&ok(&meshplan(&args))).expect("json");
+    r.feasible[0].step_s
+}
+
+#[test]
+fn search_uses_the_scenarios_own_calibration_when_switched_on() {
+    let text = ok(&meshplan(&[
+        "calibrate",
+        "planner-core/tests/fixtures/report/synthetic-2gpu.json",
+    ]));
+    let summary: serde_json::Value = serde_json::from_str(&text).expect("summary");
+    let dir = std::env::temp_dir().join(format!("meshplan-own-cal-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("dir");
+    let cal_path = dir.join("cal.json");
+    std::fs::write(&cal_path, &text).expect("write");
+    let base: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../examples/article-70b-mesh.json"
+        ))
+        .expect("example"),
+    )
+    .expect("json");
+    let with_cal = |enabled: bool| {
+        let mut s = base.clone();
+        s["calibration"] = serde_json::json!({ "summary": summary, "enabled": enabled });
+        let path = dir.join(format!("scenario-{enabled}.json"));
+        std::fs::write(&path, s.to_string()).expect("write");
+        path
+    };
+    let plain = best_step_s(&with_cal(false), &[]);
+    let own = best_step_s(&with_cal(true), &[]);
+    let file = best_step_s(
+        &with_cal(false),
+        &["--calibration", &cal_path.to_string_lossy()],
+    );
+    println!(
+        "best step: presets {plain} s, scenario's calibration {own} s, --calibration {file} s"
+    );
+    assert_eq!(
+        own, file,
+        "switched on in the scenario = the same fit passed as a file"
+    );
+    assert_ne!(own, plain, "the calibration changes the ranking's times");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 #[test]
 fn calibrate_compact_prints_the_link_form() {
     let out = meshplan(&[

@@ -716,8 +716,10 @@ pub fn scaling(
     out
 }
 
-/// Evaluates a scenario's own layout: resolves its model, applies a calibration
-/// when given, and returns the explained step cost.
+/// Evaluates a scenario's own layout: resolves its model, applies `calibration`
+/// when given, and returns the explained step cost. The scenario's own calibration
+/// is not consulted (the page compares datasheet and measured this way);
+/// [`StepModel::for_scenario`] is the model that honours it.
 pub fn evaluate_scenario(
     scenario: &Scenario,
     options: CostOptions,

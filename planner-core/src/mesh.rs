@@ -927,7 +927,8 @@ pub fn article_hints(
 }
 
 /// Searches a scenario's cluster for its model and batch (its layout is ignored),
-/// with a calibration when given.
+/// with `calibration` when given; like [`crate::cost::evaluate_scenario`], the
+/// scenario's own calibration is not consulted.
 pub fn search_scenario(
     scenario: &Scenario,
     space: &SearchSpace,

@@ -43,7 +43,8 @@ pub fn run(args: &Args) -> Result<String, CliError> {
         rank_order,
         ..CostOptions::default()
     };
-    let mut step_model = StepModel::new(&model, &scenario, options);
+    // The scenario's own calibration when switched on (as `eval` uses it), then the file's on top.
+    let mut step_model = StepModel::for_scenario(&model, &scenario, options);
     if let Some(path) = args.calibration {
         step_model = step_model.with_calibration(&read_calibration(path)?);
     }
