@@ -19,10 +19,6 @@ pub fn read_scenario(path: &Path) -> Result<Scenario, CliError> {
     } else {
         std::fs::read_to_string(path).map_err(|e| CliError::Io(format!("{shown}: {e}")))?
     };
-    let scenario: Scenario = serde_json::from_str(&text)
-        .map_err(|e| CliError::BadInput(format!("{shown}: not a scenario: {e}")))?;
-    scenario
-        .validate()
-        .map_err(|errors| CliError::fields(&format!("{shown}: invalid scenario:"), &errors))?;
-    Ok(scenario)
+    Scenario::from_json(&text)
+        .map_err(|errors| CliError::fields(&format!("{shown}: invalid scenario:"), &errors))
 }

@@ -64,7 +64,7 @@ fn bad_files_exit_2() {
 
     let out = meshplan(&["link", "planner-core/tests/fixtures/hf/llama-3.1-8b.json"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("not a scenario"));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown field `architectures`"));
 }
 
 #[test]

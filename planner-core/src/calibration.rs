@@ -20,6 +20,7 @@ pub const CALIBRATION_VERSION: u32 = 1;
 
 /// One timed collective.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CommSample {
     /// Operation.
     pub op: Collective,
@@ -51,6 +52,7 @@ impl CommSample {
 
 /// One timed GEMM `m × k · k × n`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct GemmSample {
     /// Rows of the output.
     pub m: u64,
@@ -64,6 +66,7 @@ pub struct GemmSample {
 
 /// Fitted α–β of one operation on one link.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct FittedLink {
     /// Operation.
     pub op: Collective,
@@ -81,6 +84,7 @@ pub struct FittedLink {
 
 /// Fitted GEMM efficiency curve.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct GemmFit {
     /// The curve.
     pub efficiency: GemmEfficiency,
@@ -94,6 +98,7 @@ pub struct GemmFit {
 
 /// Everything a calibration fitted; serde, numbers only.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct CalibrationSummary {
     /// [`CALIBRATION_VERSION`].
     pub version: u32,
@@ -107,43 +112,55 @@ impl CalibrationSummary {
     /// Checks a summary from outside (a file, a share link): version, and every
     /// number finite and in range. The error names the field.
     pub fn check(&self) -> Result<(), String> {
+        use crate::bounds;
         if self.version != CALIBRATION_VERSION {
             return Err(format!(
                 "version: {} is not {CALIBRATION_VERSION}",
                 self.version
             ));
         }
+        let at = |field: String, v: f64, b: bounds::Bounds| {
+            b.check(v).map_err(|m| format!("{field}: {m}"))
+        };
         for (i, l) in self.links.iter().enumerate() {
-            let bw_ok = l.busbw_bytes_per_s.is_finite() && l.busbw_bytes_per_s > 0.0;
-            if !bw_ok {
-                return Err(format!(
-                    "links[{i}].busbw_bytes_per_s: must be finite and > 0"
-                ));
-            }
-            let lat_ok = l.latency_s.is_finite() && l.latency_s >= 0.0;
-            if !lat_ok {
-                return Err(format!("links[{i}].latency_s: must be finite and ≥ 0"));
-            }
-            if !(l.max_relative_error.is_finite() && l.max_relative_error >= 0.0) {
-                return Err(format!(
-                    "links[{i}].max_relative_error: must be finite and ≥ 0"
-                ));
-            }
+            at(
+                format!("links[{i}].busbw_bytes_per_s"),
+                l.busbw_bytes_per_s,
+                bounds::LINK_BYTES_PER_S,
+            )?;
+            at(
+                format!("links[{i}].latency_s"),
+                l.latency_s,
+                bounds::FITTED_LATENCY_S,
+            )?;
+            at(
+                format!("links[{i}].max_relative_error"),
+                l.max_relative_error,
+                bounds::RELATIVE_ERROR,
+            )?;
         }
         if let Some(g) = &self.gemm {
             let e = g.efficiency;
-            if !(e.max_fraction > 0.0 && e.max_fraction <= 1.0) {
-                return Err("gemm.efficiency.max_fraction: must be in (0, 1]".to_string());
-            }
-            if !(e.half_dim.is_finite() && e.half_dim >= 0.0) {
-                return Err("gemm.efficiency.half_dim: must be finite and ≥ 0".to_string());
-            }
-            if !(g.max_relative_error.is_finite() && g.max_relative_error >= 0.0) {
-                return Err("gemm.max_relative_error: must be finite and ≥ 0".to_string());
-            }
-            if !(g.peak_flops_per_s.is_finite() && g.peak_flops_per_s > 0.0) {
-                return Err("gemm.peak_flops_per_s: must be finite and > 0".to_string());
-            }
+            at(
+                "gemm.efficiency.max_fraction".into(),
+                e.max_fraction,
+                bounds::FRACTION,
+            )?;
+            at(
+                "gemm.efficiency.half_dim".into(),
+                e.half_dim,
+                bounds::GEMM_HALF_DIM,
+            )?;
+            at(
+                "gemm.max_relative_error".into(),
+                g.max_relative_error,
+                bounds::RELATIVE_ERROR,
+            )?;
+            at(
+                "gemm.peak_flops_per_s".into(),
+                g.peak_flops_per_s,
+                bounds::FLOPS_PER_S,
+            )?;
         }
         Ok(())
     }

@@ -12,6 +12,7 @@ use std::fmt::Write;
 
 use serde::Serialize;
 
+use crate::free_text::{one_line, shell_word, toml_string};
 use crate::layout::{Recompute, Schedule, ZeroStage};
 use crate::model::{FfnKind, ModelSpec, NormKind};
 use crate::precision::{ComputeDtype, PrecisionRecipe};
@@ -163,6 +164,33 @@ pub fn export(format: ExportFormat, scenario: &Scenario, model: &ModelSpec) -> E
     }
 }
 
+/// Every export's notes as one Markdown file (`NOTES.md`): a section per file, a
+/// list item per note, each note escaped so it stays one item of plain text.
+pub fn notes_markdown(list: &[Export]) -> String {
+    let mut out = String::from("# Notes on the exports\n");
+    for e in list {
+        let _ = writeln!(out, "\n## {} ({})\n", e.file_name, e.label);
+        for n in &e.notes {
+            let _ = writeln!(out, "- {}", crate::free_text::markdown_text(n));
+        }
+    }
+    out
+}
+
+/// An export's notes as comment lines of its own syntax (`//` for JSON listings,
+/// `#` for the rest), each one line so no note can end its comment early.
+pub fn notes_as_comments(e: &Export) -> String {
+    let mark = if e.language == "json" { "//" } else { "#" };
+    let mut out = String::new();
+    if !e.notes.is_empty() {
+        let _ = writeln!(out, "\n{mark} Notes:");
+        for n in &e.notes {
+            let _ = writeln!(out, "{mark} - {}", one_line(n));
+        }
+    }
+    out
+}
+
 /// What the tools call the model: Hugging Face repo, decoder-layer class, torchtitan model.
 struct Identity {
     hf_repo: Option<&'static str>,
@@ -244,14 +272,14 @@ fn identity(scenario: &Scenario, model: &ModelSpec) -> Identity {
                     i.note = Some(format!(
                         "Custom model '{}' has the shapes of preset '{id}'; its Hugging Face repo \
                          and layer class are used. Change them if your checkpoint differs.",
-                        model.name
+                        one_line(&model.name)
                     ));
                     i
                 }
                 None => unknown(format!(
                     "Custom model '{}': fill in <hf-model-id> (checkpoint) and \
                      <DecoderLayerClass> (the transformer block class to wrap).",
-                    model.name
+                    one_line(&model.name)
                 )),
             }
         }
@@ -262,6 +290,8 @@ fn identity(scenario: &Scenario, model: &ModelSpec) -> Identity {
 struct Ctx<'a> {
     s: &'a Scenario,
     m: &'a ModelSpec,
+    /// The model's name as one inert line: it lands in comments and notes of every format.
+    name: String,
     identity: Identity,
     /// GPUs the training layout occupies.
     world: u64,
@@ -302,6 +332,7 @@ impl<'a> Ctx<'a> {
         Ctx {
             s,
             m,
+            name: one_line(&m.name),
             identity: identity(s, m),
             world,
             nodes,
@@ -309,9 +340,11 @@ impl<'a> Ctx<'a> {
         }
     }
 
-    fn hf_repo(&self) -> &'static str {
+    fn hf_repo(&self) -> String {
         // Quoted: the placeholder lands in shell commands, where `<` would redirect.
-        self.identity.hf_repo.unwrap_or("\"<hf-model-id>\"")
+        self.identity
+            .hf_repo
+            .map_or_else(|| "\"<hf-model-id>\"".to_string(), shell_word)
     }
 
     fn layer_class(&self) -> &'static str {
@@ -402,7 +435,7 @@ fn torchrun(c: &Ctx) -> (String, Vec<String>) {
     let _ = writeln!(
         out,
         "# {} on {} GPUs: DP {} × TP {} × PP {} × CP {}{}. Run on every node.",
-        c.m.name,
+        c.name,
         c.world,
         l.dp,
         l.tp,
@@ -670,7 +703,7 @@ fn megatron(c: &Ctx) -> (String, Vec<String>) {
     let _ = writeln!(
         out,
         "# Megatron-LM pretrain_gpt.py arguments for {}; DP = world / (TP × PP × CP) = {}.",
-        m.name, l.dp
+        c.name, l.dp
     );
     let _ = writeln!(out, "MEGATRON_ARGS=(");
     let mut group = |title: &str, args: Vec<String>| {
@@ -695,7 +728,7 @@ fn megatron(c: &Ctx) -> (String, Vec<String>) {
     } else if l.ep > 1 {
         notes.push(format!(
             "EP {} is ignored: {} has no experts.",
-            l.ep, m.name
+            l.ep, c.name
         ));
     }
     if l.pp > 1 && l.schedule == Schedule::Interleaved && l.virtual_stages > 1 {
@@ -958,10 +991,6 @@ fn megatron(c: &Ctx) -> (String, Vec<String>) {
     (out, notes)
 }
 
-fn toml_str(s: &str) -> String {
-    format!("\"{}\"", s.replace('\\', "\\\\").replace('"', "\\\""))
-}
-
 // torchtitan: torchtitan/config/job_config.py (Parallelism, Training, ActivationCheckpoint);
 // schedule names from torch/distributed/pipelining/schedules.py get_schedule_class.
 fn torchtitan(c: &Ctx) -> (String, Vec<String>) {
@@ -969,12 +998,16 @@ fn torchtitan(c: &Ctx) -> (String, Vec<String>) {
     let l = &c.s.layout;
     let m = c.m;
     let mut out = String::new();
-    let _ = writeln!(out, "# torchtitan: {} on {} GPUs", m.name, c.world);
+    let _ = writeln!(out, "# torchtitan: {} on {} GPUs", c.name, c.world);
+    // torchtitan/config/job_config.py Job.description: the run's label in its logs.
+    let _ = writeln!(out, "[job]");
+    let _ = writeln!(out, "description = {}", toml_string(&m.name));
+    let _ = writeln!(out);
     let _ = writeln!(out, "[model]");
     match c.identity.torchtitan {
         Some((name, flavor)) => {
-            let _ = writeln!(out, "name = {}", toml_str(name));
-            let _ = writeln!(out, "flavor = {}", toml_str(flavor));
+            let _ = writeln!(out, "name = {}", toml_string(name));
+            let _ = writeln!(out, "flavor = {}", toml_string(flavor));
         }
         None => {
             let _ = writeln!(out, "name = \"<torchtitan-model-name>\"");
@@ -982,7 +1015,7 @@ fn torchtitan(c: &Ctx) -> (String, Vec<String>) {
             notes.push(format!(
                 "torchtitan ships no model definition for {}: register one (a TrainSpec) and \
                  name it here.",
-                m.name
+                c.name
             ));
         }
     }
@@ -1006,7 +1039,7 @@ fn torchtitan(c: &Ctx) -> (String, Vec<String>) {
     let _ = writeln!(out, "data_parallel_replicate_degree = {replicate}");
     let _ = writeln!(out, "data_parallel_shard_degree = {shard}");
     if let Some(r) = reshard {
-        let _ = writeln!(out, "fsdp_reshard_after_forward = {}", toml_str(r));
+        let _ = writeln!(out, "fsdp_reshard_after_forward = {}", toml_string(r));
     }
     let _ = writeln!(out, "tensor_parallel_degree = {}", l.tp);
     if l.tp > 1 && !l.sequence_parallel {
@@ -1031,7 +1064,7 @@ fn torchtitan(c: &Ctx) -> (String, Vec<String>) {
                 ("InterleavedZeroBubble", l.virtual_stages.max(2))
             }
         };
-        let _ = writeln!(out, "pipeline_parallel_schedule = {}", toml_str(name));
+        let _ = writeln!(out, "pipeline_parallel_schedule = {}", toml_string(name));
         if chunks > 1 {
             let stages = l.pp.saturating_mul(chunks);
             if m.layers.is_multiple_of(stages) {
@@ -1060,7 +1093,7 @@ fn torchtitan(c: &Ctx) -> (String, Vec<String>) {
     } else if l.ep > 1 {
         notes.push(format!(
             "EP {} is ignored: {} has no experts.",
-            l.ep, m.name
+            l.ep, c.name
         ));
     }
     if l.zero == ZeroStage::Ddp && l.cp > 1 {

@@ -12,6 +12,7 @@ pub const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
 
 /// One GPU model.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct GpuSpec {
     /// Stable identifier ("h100-sxm").
     pub id: String,
@@ -36,6 +37,7 @@ pub struct GpuSpec {
 
 /// A link class: bandwidth per GPU per direction and per-message latency.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct LinkSpec {
     /// Bytes per second per GPU per direction.
     pub bytes_per_s: f64,
@@ -45,6 +47,7 @@ pub struct LinkSpec {
 
 /// A cluster: identical nodes of `gpus_per_node` GPUs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Cluster {
     /// The GPU in every slot.
     pub gpu: GpuSpec,

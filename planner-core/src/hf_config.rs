@@ -181,7 +181,10 @@ fn base_spec(c: &Config<'_>, arch: &str) -> Result<ModelSpec, ImportError> {
     if act != "silu" {
         return Err(ImportError::UnsupportedSetting {
             field: "hidden_act".to_string(),
-            message: format!("'{act}': only the SiLU-gated (SwiGLU) FFN of {arch} is modelled"),
+            message: format!(
+                "'{}': only the SiLU-gated (SwiGLU) FFN of {arch} is modelled",
+                crate::free_text::one_line(act)
+            ),
         });
     }
     let name = c
@@ -308,8 +311,21 @@ pub fn import_hf_config(json: &str) -> Result<ModelSpec, ImportError> {
                 qk_nope_head_dim: c.u32("qk_nope_head_dim")?,
                 v_head_dim: c.positive("v_head_dim")?,
             };
-            // Attention scores run over the nope + rope query/key dims.
-            s.head_dim = mla.qk_nope_head_dim + mla.qk_rope_head_dim;
+            // Attention scores run over the nope + rope query/key dims (checked: both are
+            // the file's numbers, and a wrapped sum would be a wrong model, not an error).
+            s.head_dim = mla
+                .qk_nope_head_dim
+                .checked_add(mla.qk_rope_head_dim)
+                .filter(|d| *d <= crate::validate::MAX_WIDTH)
+                .ok_or_else(|| ImportError::UnsupportedSetting {
+                    field: "qk_rope_head_dim".to_string(),
+                    message: format!(
+                        "qk_nope_head_dim + qk_rope_head_dim = {} + {} is over {}",
+                        mla.qk_nope_head_dim,
+                        mla.qk_rope_head_dim,
+                        crate::validate::MAX_WIDTH
+                    ),
+                })?;
             s.mla = Some(mla);
             s.moe = Some(MoeSpec {
                 routed_experts: c.positive("n_routed_experts")?,
@@ -320,7 +336,11 @@ pub fn import_hf_config(json: &str) -> Result<ModelSpec, ImportError> {
             });
             s
         }
-        other => return Err(ImportError::UnsupportedArchitecture(other.to_string())),
+        other => {
+            return Err(ImportError::UnsupportedArchitecture(
+                crate::free_text::one_line(other),
+            ))
+        }
     };
     let keep = spec
         .name
@@ -362,6 +382,7 @@ fn config_field<'a>(arch: &str, planner_field: &'a str) -> &'a str {
         "rope_dim" => "qk_rope_head_dim",
         "nope_dim" => "qk_nope_head_dim",
         "v_dim" => "v_head_dim",
+        "name" => "_name_or_path",
         other => other,
     }
 }

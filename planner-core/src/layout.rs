@@ -137,6 +137,7 @@ impl Recompute {
 /// `dp × cp` ranks of the MoE layers (Megatron Core's folding), so `ep` must
 /// divide `dp × cp` and does not multiply the world size.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Layout {
     /// Data-parallel degree (ZeRO shards over this group).
     pub dp: u32,

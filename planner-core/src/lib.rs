@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 pub mod activations;
+pub mod bounds;
 pub mod breakdown;
 pub mod calibration;
 pub mod collectives;
@@ -16,6 +17,7 @@ pub mod cost;
 pub mod evaluate;
 pub mod explain;
 pub mod export;
+pub mod free_text;
 pub mod hardware;
 pub mod hf_config;
 pub mod kv_cache;

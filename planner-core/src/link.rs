@@ -567,6 +567,12 @@ pub fn encode(s: &Scenario) -> String {
     w.0
 }
 
+/// Longest query a link may be (a calibration summary is well under 4 KB).
+pub const MAX_LINK_BYTES: usize = 64 * 1024;
+/// Most parameters a link may hold: every parameter once, with room to spare for
+/// unknown ones the lenient decoder reports.
+pub const MAX_LINK_PARAMS: usize = 256;
+
 /// The pairs of a query, in order, each used at most once.
 struct Params {
     pairs: Vec<(String, String, bool)>,
@@ -587,7 +593,32 @@ impl Params {
         };
         let s = s.split('#').next().unwrap_or("");
         let mut pairs: Vec<(String, String, bool)> = Vec::new();
-        for piece in s.split('&').filter(|p| !p.is_empty()) {
+        if s.len() > MAX_LINK_BYTES {
+            errors.push(FieldError::new(
+                "v",
+                format!(
+                    "the link is {} bytes long, over {MAX_LINK_BYTES}; nothing was read",
+                    s.len()
+                ),
+            ));
+            return Params {
+                pairs,
+                skip: Vec::new(),
+            };
+        }
+        let mut seen = std::collections::HashSet::new();
+        for (i, piece) in s.split('&').filter(|p| !p.is_empty()).enumerate() {
+            if i == MAX_LINK_PARAMS {
+                // Each later pass of the lenient decoder is linear in the pairs: bound them.
+                errors.push(FieldError::new(
+                    crate::free_text::one_line(piece.split('=').next().unwrap_or(piece))
+                        .as_str(),
+                    format!(
+                        "the link has more than {MAX_LINK_PARAMS} parameters; this one and the rest were not read"
+                    ),
+                ));
+                break;
+            }
             let (k, v) = piece.split_once('=').unwrap_or((piece, ""));
             let key = match unescape(k) {
                 Ok(k) => k,
@@ -603,7 +634,7 @@ impl Params {
                     continue;
                 }
             };
-            if pairs.iter().any(|(k, _, _)| *k == key) {
+            if !seen.insert(key.clone()) {
                 errors.push(FieldError::new(&key, "given more than once"));
                 continue;
             }
@@ -804,6 +835,11 @@ fn decode_pass(p: &mut Params, errors: &mut Vec<FieldError>) -> Scenario {
         }
     }
     p.apply(&gpu_fields(), &mut gpu, errors);
+    if gpu.gpus_per_node == 0 {
+        // Every count below divides by it: refuse it here, before any division.
+        errors.push(FieldError::new("gpu_gpn", "must be at least 1"));
+        gpu.gpus_per_node = d.cluster.gpu.gpus_per_node.max(1);
+    }
 
     let mut gpn = gpu.gpus_per_node;
     if let Some(v) = p.take("gpn") {

@@ -49,6 +49,7 @@ impl NormKind {
 
 /// Mixture-of-experts shape (Mixtral, DeepSeek, Qwen3-MoE).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct MoeSpec {
     /// Routed experts per MoE layer.
     pub routed_experts: u32,
@@ -64,6 +65,7 @@ pub struct MoeSpec {
 
 /// Multi-head latent attention shape (DeepSeek-V2/V3).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct MlaSpec {
     /// Rank of the query down-projection; 0 means queries are projected directly.
     pub q_lora_rank: u32,
@@ -79,6 +81,7 @@ pub struct MlaSpec {
 
 /// Everything the formulas need to know about a decoder-only transformer.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ModelSpec {
     /// Display name, e.g. "Llama 3.1 70B".
     pub name: String,
@@ -123,6 +126,7 @@ pub struct ModelSpec {
 
 /// Parameter counts by component, from the shapes (not scaled by `nominal_params`).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ParamBreakdown {
     /// Token embedding (and learned positions), held by the first pipeline stage.
     pub embedding: u64,

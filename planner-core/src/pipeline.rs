@@ -603,17 +603,23 @@ pub fn bubble(schedule: Schedule, p: u32, m: u32, v: u32) -> Bubble {
 /// micro-batch until its deferred `W`: `min(p, m)` on every stage, the same peak as
 /// 1F1B's first stage (Qi et al. 2023 §3.1).
 pub fn in_flight_micro_batches(schedule: Schedule, p: u32, m: u32, v: u32, stage: u32) -> f64 {
-    let (p, m, v) = (p.max(1), m.max(1), v.max(1));
-    let stage = stage.min(p - 1);
-    match schedule {
-        Schedule::Gpipe => f64::from(m),
-        Schedule::OneFOneB => f64::from((p - stage).min(m)),
+    // In u64: p, m and v come from the user, and m·v or (v−1)·p can pass 2^32.
+    let (p, m, v) = (
+        u64::from(p.max(1)),
+        u64::from(m.max(1)),
+        u64::from(v.max(1)),
+    );
+    let stage = u64::from(stage).min(p - 1);
+    let count = match schedule {
+        Schedule::Gpipe => m as f64,
+        Schedule::OneFOneB => (p - stage).min(m) as f64,
         Schedule::Interleaved => {
             let chunks = (2 * (p - stage - 1) + (v - 1) * p + 1).min(m * v);
-            f64::from(chunks) / f64::from(v)
+            chunks as f64 / v as f64
         }
-        Schedule::ZeroBubble => f64::from(p.min(m)),
-    }
+        Schedule::ZeroBubble => p.min(m) as f64,
+    };
+    count
 }
 
 /// The two bubble measures as labelled [`Term`]s (value in `bytes` is a fraction).

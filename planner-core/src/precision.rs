@@ -72,6 +72,7 @@ pub enum ComputeDtype {
 
 /// Bytes per parameter for each model-state category, and bytes per activation value.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Precision {
     /// Recipe these bytes came from (bytes may have been edited since).
     pub recipe: PrecisionRecipe,

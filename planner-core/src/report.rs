@@ -523,6 +523,20 @@ impl Checker {
     }
 
     fn text(&self, field: &str, value: &str) -> Result<(), ReportError> {
+        if let Some((i, c)) = value
+            .chars()
+            .enumerate()
+            .find(|(_, c)| crate::free_text::is_forbidden_char(*c))
+        {
+            return Err(invalid(
+                self.at(field),
+                format!(
+                    "holds the non-printable character U+{:04X} at position {}",
+                    u32::from(c),
+                    i + 1
+                ),
+            ));
+        }
         let chars = value.chars().count();
         if chars > MAX_TEXT_CHARS {
             return Err(invalid(
@@ -590,6 +604,14 @@ impl Checker {
 
     fn rate(&self, field: &str, value: f64) -> Result<(), ReportError> {
         self.finite_non_negative(field, value, MAX_RATE)
+    }
+
+    /// A measured GEMM rate in TFLOP/s: what the calibration fits its peak from, so
+    /// it must lie where a device's rate can ([`crate::bounds::FLOPS_PER_S`]).
+    fn tflops(&self, field: &str, value: f64) -> Result<(), ReportError> {
+        crate::bounds::FLOPS_PER_S
+            .check(value * 1e12)
+            .map_err(|m| invalid(self.at(field), format!("{value} TFLOP/s: {m}")))
     }
 }
 
@@ -704,7 +726,7 @@ fn validate(r: &BenchReport) -> Result<(), ReportError> {
         k.dim("k", g.k)?;
         k.text("label", &g.label)?;
         k.time("time_us", g.time_us)?;
-        k.rate("tflops", g.tflops)?;
+        k.tflops("tflops", g.tflops)?;
     }
 
     list_len("memory_bandwidth", r.memory_bandwidth.len())?;

@@ -24,6 +24,7 @@ pub enum ModelChoice {
 
 /// Batch and sequence of a training step.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Training {
     /// Tokens per sequence.
     pub seq_len: u32,
@@ -33,6 +34,7 @@ pub struct Training {
 
 /// Switches of the activation accounting (where public estimators disagree).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct ActivationOptions {
     /// Flash attention: no `s × s` score/softmax/dropout tensors are saved.
     pub flash_attention: bool,
@@ -54,6 +56,7 @@ impl Default for ActivationOptions {
 
 /// Memory terms beyond model state and activations; each is shown as its own bar segment.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Overheads {
     /// CUDA context and kernels resident per process, bytes.
     pub cuda_context_bytes: f64,
@@ -132,6 +135,7 @@ impl ServeDtype {
 
 /// The serving question: one replica's shape and the traffic it must hold.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Serving {
     /// Weight dtype.
     pub weight_dtype: ServeDtype,
@@ -169,6 +173,7 @@ impl Default for Serving {
 /// Numbers measured on the user's own cluster (a calibration), and whether the
 /// predictions use them in place of the datasheet presets.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Measured {
     /// The fitted numbers (links, GEMM efficiency), not the raw report.
     pub summary: CalibrationSummary,
@@ -178,6 +183,7 @@ pub struct Measured {
 
 /// A whole scenario: model, precision, cluster, batch, layout and options.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Scenario {
     /// Schema version ([`SCENARIO_VERSION`]).
     pub version: u32,
@@ -200,4 +206,39 @@ pub struct Scenario {
     /// Calibration from a benchmark report, if one was imported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calibration: Option<Measured>,
+}
+
+/// Largest scenario file read, bytes (a scenario with a calibration is a few KB).
+pub const MAX_SCENARIO_JSON_BYTES: usize = 1 << 20;
+
+impl Scenario {
+    /// Reads a scenario file's JSON and validates it: a type error names its JSON path
+    /// (`layout.tp`, `cluster.gpu.memory_bytes`), an unknown field is refused by name,
+    /// and every value then passes [`Scenario::validate`] (which names link parameters).
+    pub fn from_json(json: &str) -> Result<Scenario, Vec<crate::validate::FieldError>> {
+        use crate::validate::FieldError;
+        if json.len() > MAX_SCENARIO_JSON_BYTES {
+            return Err(vec![FieldError::new(
+                "scenario",
+                format!(
+                    "the file is {} bytes, over {MAX_SCENARIO_JSON_BYTES}",
+                    json.len()
+                ),
+            )]);
+        }
+        let mut de = serde_json::Deserializer::from_str(json);
+        let scenario: Scenario = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+            let path = e.path().to_string();
+            let field = if path.is_empty() || path == "." {
+                "scenario".to_string()
+            } else {
+                path
+            };
+            vec![FieldError::new(&field, e.inner().to_string())]
+        })?;
+        de.end()
+            .map_err(|e| vec![FieldError::new("scenario", e.to_string())])?;
+        scenario.validate()?;
+        Ok(scenario)
+    }
 }

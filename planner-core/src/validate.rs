@@ -7,6 +7,7 @@
 
 use std::fmt;
 
+use crate::bounds::{self, Bounds};
 use crate::hardware::GpuSpec;
 use crate::layout::Schedule;
 use crate::model::ModelSpec;
@@ -27,7 +28,7 @@ pub const MAX_EXPERTS: u32 = 1 << 16;
 /// Most parameters a model may have (keeps every `u64` count far from overflow).
 pub const MAX_PARAMS: f64 = 1e16;
 /// Longest display name or id.
-pub const MAX_NAME_CHARS: usize = 200;
+pub const MAX_NAME_CHARS: usize = crate::free_text::MAX_TEXT_CHARS;
 
 /// One invalid value, named by its link parameter.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -40,11 +41,31 @@ pub struct FieldError {
 
 impl FieldError {
     /// An error on `field`.
+    /// Both are made one printable line: a message may quote the bad value, and it
+    /// is shown in a terminal and on the page.
     pub fn new(field: &str, message: impl Into<String>) -> Self {
         FieldError {
-            field: field.to_string(),
-            message: message.into(),
+            field: crate::free_text::one_line(field),
+            message: printable_message(message.into()),
         }
+    }
+}
+
+/// `message` with its non-printable characters replaced (not cut: messages may be long).
+fn printable_message(message: String) -> String {
+    if message.chars().any(crate::free_text::is_forbidden_char) {
+        message
+            .chars()
+            .map(|c| {
+                if crate::free_text::is_forbidden_char(c) {
+                    '\u{FFFD}'
+                } else {
+                    c
+                }
+            })
+            .collect()
+    } else {
+        message
     }
 }
 
@@ -70,15 +91,9 @@ impl Errors {
         }
     }
 
-    fn bytes(&mut self, field: &str, value: f64) {
-        if !value.is_finite() || value < 0.0 {
-            self.push(field, format!("{value} must be a finite number ≥ 0"));
-        }
-    }
-
-    fn positive(&mut self, field: &str, value: f64) {
-        if !value.is_finite() || value <= 0.0 {
-            self.push(field, format!("{value} must be a finite number > 0"));
+    fn within(&mut self, field: &str, value: f64, bounds: Bounds) {
+        if let Err(m) = bounds.check(value) {
+            self.push(field, m);
         }
     }
 
@@ -94,9 +109,10 @@ impl Errors {
         }
     }
 
+    /// Free text: printable characters only, at most [`MAX_NAME_CHARS`].
     fn name(&mut self, field: &str, value: &str) {
-        if value.chars().count() > MAX_NAME_CHARS {
-            self.push(field, format!("longer than {MAX_NAME_CHARS} characters"));
+        if let Some(problem) = crate::free_text::text_problem(value) {
+            self.push(field, problem);
         }
     }
 }
@@ -193,12 +209,23 @@ fn check_gpu(e: &mut Errors, g: &GpuSpec) {
         e.push("gpu", "GPU id is empty");
     }
     e.name("gpu_name", &g.name);
-    e.positive("gpu_mem", g.memory_bytes);
-    e.positive("gpu_hbm", g.hbm_bytes_per_s);
-    e.positive("gpu_bf16", g.bf16_flops_per_s);
-    e.bytes("gpu_fp8", g.fp8_flops_per_s);
-    e.positive("gpu_nvlink", g.intra_node_bytes_per_s);
-    e.positive("gpu_net", g.inter_node_bytes_per_s);
+    e.within("gpu_mem", g.memory_bytes, bounds::DEVICE_MEMORY_BYTES);
+    e.within("gpu_hbm", g.hbm_bytes_per_s, bounds::HBM_BYTES_PER_S);
+    e.within("gpu_bf16", g.bf16_flops_per_s, bounds::FLOPS_PER_S);
+    // 0 means "no FP8 units".
+    if g.fp8_flops_per_s != 0.0 {
+        e.within("gpu_fp8", g.fp8_flops_per_s, bounds::FLOPS_PER_S);
+    }
+    e.within(
+        "gpu_nvlink",
+        g.intra_node_bytes_per_s,
+        bounds::LINK_BYTES_PER_S,
+    );
+    e.within(
+        "gpu_net",
+        g.inter_node_bytes_per_s,
+        bounds::LINK_BYTES_PER_S,
+    );
     e.range_u32("gpu_gpn", g.gpus_per_node, 1, 1024);
 }
 
@@ -219,18 +246,21 @@ impl Scenario {
         match &self.model {
             ModelChoice::Preset(id) => {
                 if crate::presets::model_preset(id).is_none() {
-                    e.push("model", format!("unknown model preset '{id}'"));
+                    e.push(
+                        "model",
+                        format!("unknown model preset '{}'", crate::free_text::one_line(id)),
+                    );
                 }
             }
             ModelChoice::Custom(spec) => check_model(&mut e, spec),
         }
 
         let p = &self.precision;
-        e.bytes("weight_bytes", p.weight_bytes);
-        e.bytes("grad_bytes", p.grad_bytes);
-        e.bytes("master_bytes", p.master_bytes);
-        e.bytes("optim_bytes", p.optimizer_bytes);
-        e.positive("act_bytes", p.activation_bytes);
+        e.within("weight_bytes", p.weight_bytes, bounds::WEIGHT_BYTES);
+        e.within("grad_bytes", p.grad_bytes, bounds::STATE_BYTES);
+        e.within("master_bytes", p.master_bytes, bounds::STATE_BYTES);
+        e.within("optim_bytes", p.optimizer_bytes, bounds::STATE_BYTES);
+        e.within("act_bytes", p.activation_bytes, bounds::ACTIVATION_BYTES);
 
         let c = &self.cluster;
         check_gpu(&mut e, &c.gpu);
@@ -239,10 +269,14 @@ impl Scenario {
         if c.nodes == 0 || world > MAX_GPUS {
             e.push("gpus", format!("{world} GPUs is outside 1..={MAX_GPUS}"));
         }
-        e.positive("nvlink_bw", c.intra_node.bytes_per_s);
-        e.bytes("nvlink_lat", c.intra_node.latency_s);
-        e.positive("net_bw", c.inter_node.bytes_per_s);
-        e.bytes("net_lat", c.inter_node.latency_s);
+        e.within(
+            "nvlink_bw",
+            c.intra_node.bytes_per_s,
+            bounds::LINK_BYTES_PER_S,
+        );
+        e.within("nvlink_lat", c.intra_node.latency_s, bounds::LINK_LATENCY_S);
+        e.within("net_bw", c.inter_node.bytes_per_s, bounds::LINK_BYTES_PER_S);
+        e.within("net_lat", c.inter_node.latency_s, bounds::LINK_LATENCY_S);
 
         let t = &self.training;
         e.range_u32("seq", t.seq_len, 1, MAX_SEQ_LEN);
@@ -276,9 +310,13 @@ impl Scenario {
         }
 
         let o = &self.overheads;
-        e.bytes("cuda_ctx", o.cuda_context_bytes);
-        e.bytes("nccl_buf", o.nccl_buffer_bytes_per_group);
-        e.bytes("bucket", o.gradient_bucket_bytes);
+        e.within("cuda_ctx", o.cuda_context_bytes, bounds::BUFFER_BYTES);
+        e.within(
+            "nccl_buf",
+            o.nccl_buffer_bytes_per_group,
+            bounds::BUFFER_BYTES,
+        );
+        e.within("bucket", o.gradient_bucket_bytes, bounds::BUFFER_BYTES);
         e.range_u32("z3_units", o.zero3_units_in_flight, 1, MAX_LAYERS);
         e.fraction_from_zero("frag", o.allocator_fraction);
         e.fraction("usable", o.usable_fraction);
@@ -289,7 +327,14 @@ impl Scenario {
         e.range_u32("serve_tp", s.tp, 1, max_degree);
         e.range_u32("serve_pp", s.pp, 1, max_degree);
         e.fraction("serve_util", s.memory_utilization);
-        e.bytes("serve_ws", s.workspace_bytes);
+        e.within("serve_ws", s.workspace_bytes, bounds::BUFFER_BYTES);
+
+        if let Some(measured) = &self.calibration {
+            // A calibration inside a file is as foreign as one in a link: the same check.
+            if let Err(m) = measured.summary.check() {
+                e.push("cal", m);
+            }
+        }
 
         if e.0.is_empty() {
             Ok(())

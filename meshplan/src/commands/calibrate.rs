@@ -83,6 +83,10 @@ pub fn run(args: &Args) -> Result<String, CliError> {
             "nothing to fit: no error-free collectives or BF16 GEMMs in the inputs".to_string(),
         ));
     }
+    // Never write a summary that `search --calibration` and `cal=` would refuse.
+    summary
+        .check()
+        .map_err(|e| CliError::BadInput(format!("the fit is not usable: {e}")))?;
     if args.compact {
         Ok(summary.to_compact())
     } else if args.table {

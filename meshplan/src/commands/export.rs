@@ -78,13 +78,7 @@ pub fn run(args: &Args) -> Result<String, CliError> {
             continue;
         }
         // Several files in one listing: notes follow each as comments in its syntax.
-        let mark = if e.language == "json" { "//" } else { "#" };
-        if !e.notes.is_empty() {
-            let _ = writeln!(out, "\n{mark} Notes:");
-            for n in &e.notes {
-                let _ = writeln!(out, "{mark} - {n}");
-            }
-        }
+        out.push_str(&planner_core::export::notes_as_comments(e));
         out.push('\n');
     }
     Ok(out.trim_end().to_string())
@@ -94,19 +88,15 @@ pub fn run(args: &Args) -> Result<String, CliError> {
 fn write_files(dir: &Path, list: &[Export]) -> Result<String, CliError> {
     let io = |p: &Path, e: std::io::Error| CliError::Io(format!("{}: {e}", p.display()));
     std::fs::create_dir_all(dir).map_err(|e| io(dir, e))?;
-    let mut notes = String::from("# Notes on the exports\n");
     let mut out = String::new();
     for e in list {
         let path = dir.join(e.file_name);
         std::fs::write(&path, &e.text).map_err(|err| io(&path, err))?;
         let _ = writeln!(out, "wrote {} ({})", path.display(), e.label);
-        let _ = writeln!(notes, "\n## {} ({})\n", e.file_name, e.label);
-        for n in &e.notes {
-            let _ = writeln!(notes, "- {n}");
-        }
     }
     let path = dir.join("NOTES.md");
-    std::fs::write(&path, notes).map_err(|err| io(&path, err))?;
+    std::fs::write(&path, planner_core::export::notes_markdown(list))
+        .map_err(|err| io(&path, err))?;
     let _ = writeln!(out, "wrote {}", path.display());
     Ok(out.trim_end().to_string())
 }

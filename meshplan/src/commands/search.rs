@@ -25,8 +25,14 @@ pub struct Args<'a> {
 pub fn read_calibration(path: &Path) -> Result<CalibrationSummary, CliError> {
     let shown = path.display();
     let text = std::fs::read_to_string(path).map_err(|e| CliError::Io(format!("{shown}: {e}")))?;
-    let cal: CalibrationSummary = serde_json::from_str(&text)
-        .map_err(|e| CliError::BadInput(format!("{shown}: not a calibration summary: {e}")))?;
+    let mut de = serde_json::Deserializer::from_str(&text);
+    let cal: CalibrationSummary = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        CliError::BadInput(format!(
+            "{shown}: not a calibration summary: {}: {}",
+            e.path(),
+            e.inner()
+        ))
+    })?;
     cal.check()
         .map_err(|e| CliError::BadInput(format!("{shown}: {e}")))?;
     Ok(cal)
