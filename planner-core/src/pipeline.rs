@@ -610,7 +610,7 @@ pub fn in_flight_micro_batches(schedule: Schedule, p: u32, m: u32, v: u32, stage
         u64::from(v.max(1)),
     );
     let stage = u64::from(stage).min(p - 1);
-    let count = match schedule {
+    match schedule {
         Schedule::Gpipe => m as f64,
         Schedule::OneFOneB => (p - stage).min(m) as f64,
         Schedule::Interleaved => {
@@ -618,8 +618,7 @@ pub fn in_flight_micro_batches(schedule: Schedule, p: u32, m: u32, v: u32, stage
             chunks as f64 / v as f64
         }
         Schedule::ZeroBubble => p.min(m) as f64,
-    };
-    count
+    }
 }
 
 /// The two bubble measures as labelled [`Term`]s (value in `bytes` is a fraction).
