@@ -627,6 +627,13 @@ impl Params {
                     continue;
                 }
             };
+            if key.is_empty() {
+                errors.push(FieldError::new(
+                    piece,
+                    "a parameter with no name before its '='",
+                ));
+                continue;
+            }
             let value = match unescape(v) {
                 Ok(v) => v,
                 Err(e) => {
