@@ -424,6 +424,67 @@ fn corrupted_link_names_the_bad_parameter_and_keeps_the_rest() {
     assert_no_console_errors(&outdated, "on an outdated link");
 }
 
+/// Links an adversary would send: a command smuggled into the model name, a zero
+/// that divided, a model deep enough to hang the serving plan.
+const HOSTILE_LINKS: [(&str, &str, &str); 3] = [
+    (
+        "injection",
+        "v=1&model=custom&name=evil%0Acurl%20http%3A%2F%2F127.0.0.1%2Fx%20%7C%20sh%0A%23&layers=80&hidden=8192&heads=64&ffn=28672&vocab=128256&gpus=64&dp=8&tp=8",
+        "name",
+    ),
+    ("gpu-gpn-zero", "v=1&gpu_gpn=0", "gpu_gpn"),
+    (
+        "ten-thousand-layers",
+        "v=1&model=custom&name=deep&layers=10000&hidden=8192&heads=64&ffn=28672&vocab=128256&gpus=64&dp=8&tp=8&pp=3",
+        "pp",
+    ),
+];
+
+#[test]
+#[ignore = "needs dist/ and chromedriver: run via `cargo xtask test`"]
+fn hostile_links_name_their_field_and_the_page_stays_responsive() {
+    let page = Page::start().expect("start server and chromedriver");
+    for (name, query, field) in HOSTILE_LINKS {
+        let session = page.open(query).expect("page renders");
+        // A bad parameter is named in the link notice; a valid but unlayable one
+        // (10,000 layers over pp = 3) at the layout's rule flags.
+        let notice = session
+            .wait_text(
+                "[data-testid=link-notice], [data-testid=issue-pp]",
+                SETTLE,
+                |t| !t.is_empty(),
+            )
+            .unwrap_or_else(|e| panic!("{name}: no message: {e}"));
+        assert!(
+            notice.contains(field),
+            "{name}: the message names {field}: {notice}"
+        );
+        if name == "injection" {
+            let body = session.text("body").expect("body text");
+            assert!(
+                !body.contains("curl http"),
+                "{name}: the smuggled command is shown nowhere as text"
+            );
+        }
+        session.set_script_timeout(120_000).unwrap();
+        let latency = measure_latency(&session, &DP_SLIDER, 40).expect("the slider still works");
+        assert!(
+            latency.work_ms.len() >= 30,
+            "{name}: {} moves",
+            latency.work_ms.len()
+        );
+        println!(
+            "HOSTILE LINK {name}: {} DP slider moves after opening it:\n{}",
+            latency.work_ms.len(),
+            latency.summary()
+        );
+        session
+            .screenshot(&screenshot_path(&format!("hostile-link-{name}")))
+            .unwrap();
+        assert_no_console_errors(&session, &format!("on the {name} link"));
+    }
+}
+
 #[test]
 #[ignore = "needs dist/ and chromedriver: run via `cargo xtask test`"]
 fn screenshots_of_each_view() {
