@@ -37,6 +37,15 @@ use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::Value;
 
+thread_local! {
+    /// Inputs of the running target that were accepted and evaluated (each test has its thread).
+    static EVALUATED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+fn evaluated() {
+    EVALUATED.with(|c| c.set(c.get() + 1));
+}
+
 fn cases() -> u32 {
     std::env::var("MESHPLAN_FUZZ_CASES")
         .ok()
@@ -64,14 +73,16 @@ where
         source_file: Some(file!()),
         ..Config::default()
     });
+    EVALUATED.with(|c| c.set(0));
     let started = Instant::now();
     let result = runner.run(&strategy, |input| {
         check(input);
         Ok(())
     });
     eprintln!(
-        "fuzz {name}: {n} inputs in {:.2} s",
-        started.elapsed().as_secs_f64()
+        "fuzz {name}: {n} inputs in {:.2} s, {} accepted and evaluated",
+        started.elapsed().as_secs_f64(),
+        EVALUATED.with(|c| c.get())
     );
     if let Err(e) = result {
         panic!("fuzz {name}: {e}");
@@ -119,6 +130,7 @@ fn assert_finite<T: serde::Serialize>(what: &str, value: &T) {
 /// An accepted scenario: evaluates, to finite numbers, and exports without panic;
 /// its link decodes back to it.
 fn accepted(s: &Scenario) {
+    evaluated();
     let e = evaluate(s).unwrap_or_else(|e| panic!("validated but not evaluable: {e}"));
     assert_finite("evaluation", &e);
     let list = exports(s, &e.model);
@@ -379,8 +391,94 @@ fn fuzz_link_lenient() {
         // Lenient decoding may keep a consistency problem (reported); rules aside,
         // what it returns validates and evaluates.
         if s.validate().is_ok() {
+            evaluated();
             let e = evaluate(&s).expect("evaluates");
             assert_finite("evaluation", &e);
+        }
+    });
+}
+
+/// Link parameters at the ends of their valid ranges: the worst inputs validation lets
+/// through, which must still evaluate to finite numbers.
+fn extreme_pairs() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("gpus", "1000000"),
+        ("gpus", "1"),
+        ("gpus", "8"),
+        ("seq", "10485760"),
+        ("seq", "1"),
+        ("gbs", "4294967295"),
+        ("gbs", "1"),
+        ("dp", "1"),
+        ("tp", "1"),
+        ("pp", "80"),
+        ("pp", "2"),
+        ("cp", "1024"),
+        ("mbs", "1"),
+        ("mbs", "4096"),
+        ("sched", "interleaved"),
+        ("sched", "zb"),
+        ("sched", "gpipe"),
+        ("vpp", "40"),
+        ("zero", "3"),
+        ("zero", "0"),
+        ("recompute", "full"),
+        ("recompute", "selective"),
+        ("weight_bytes", "16"),
+        ("weight_bytes", "0.5"),
+        ("master_bytes", "0"),
+        ("optim_bytes", "16"),
+        ("act_bytes", "8"),
+        ("gpu_mem", "100000000"),
+        ("gpu_mem", "100000000000000"),
+        ("gpu_hbm", "1000000000"),
+        ("gpu_bf16", "1000000000"),
+        ("gpu_bf16", "1000000000000000000"),
+        ("nvlink_bw", "1000000"),
+        ("net_bw", "100000000000000"),
+        ("nvlink_lat", "1"),
+        ("net_lat", "0.000000001"),
+        ("cuda_ctx", "100000000000000"),
+        ("bucket", "0"),
+        ("frag", "0.999"),
+        ("usable", "0.000001"),
+        ("serve_ctx", "10485760"),
+        ("serve_conc", "1000000"),
+        ("serve_tp", "1"),
+        ("serve_pp", "1000"),
+        ("serve_util", "1"),
+        ("serve_ws", "100000000000000"),
+        ("gpn", "1"),
+        ("gpn", "1024"),
+    ]
+}
+
+#[test]
+fn fuzz_valid_extremes() {
+    let seeds = seed_links();
+    let strategy = (
+        proptest::sample::select(seeds),
+        proptest::sample::subsequence(extreme_pairs(), 0..8),
+    )
+        .prop_map(|(link, pairs)| {
+            let mut q = link;
+            let mut used: Vec<&str> = Vec::new();
+            for (k, v) in pairs {
+                if used.contains(&k) || q.split('&').any(|p| p.split('=').next() == Some(k)) {
+                    continue;
+                }
+                used.push(k);
+                q.push_str(&format!("&{k}={v}"));
+            }
+            q
+        });
+    fuzz("valid extremes", strategy, |q| {
+        let (s, _) = decode_lenient(&q);
+        if s.validate().is_ok() {
+            evaluated();
+            let e = evaluate(&s).expect("evaluates");
+            assert_finite("evaluation", &e);
+            let _ = exports(&s, &e.model);
         }
     });
 }
@@ -410,7 +508,7 @@ fn fuzz_scenario_file() {
 #[test]
 fn fuzz_search() {
     // Valid scenarios only (the search runs on what validation let through), on
-    // clusters up to 1,024 GPUs, a tenth of the cases: a debug build searches slowly.
+    // clusters up to 1,024 GPUs, a twentieth of the cases: a debug build searches slowly.
     let seeds: Vec<Value> = seed_scenarios()
         .iter()
         .map(|s| serde_json::to_value(s).expect("serialises"))
@@ -425,7 +523,8 @@ fn fuzz_search() {
         max_rejected: 100,
         ..SearchSpace::default()
     };
-    fuzz_n("search", cases().div_ceil(10), strategy, |s| {
+    fuzz_n("search", cases().div_ceil(20), strategy, |s| {
+        evaluated();
         let r = search_scenario(&s, &space, Default::default(), None).expect("model resolves");
         assert_finite("search", &r);
         assert!(r.feasible.len() <= space.max_results);
@@ -446,6 +545,7 @@ fn fuzz_report_calibrate() {
         let Ok(report) = parse_report(&text) else {
             return;
         };
+        evaluated();
         let (comm, gemm) = samples_from_report(&report, ComputeDtype::Bf16);
         match calibrate(&comm, &gemm, &assumed, gpu.bf16_flops_per_s).check() {
             Ok(()) => {}
@@ -534,6 +634,7 @@ fn nccl_contract(
     let Ok(samples) = samples_from_nccl(&run, None, None, None) else {
         return;
     };
+    evaluated();
     let Some(gpu) = gpu_preset("h100-sxm") else {
         panic!("preset")
     };
@@ -594,6 +695,7 @@ fn fuzz_hf_config() {
             ..s.layout
         };
         if s.validate().is_ok() {
+            evaluated();
             let e = evaluate(&s).expect("evaluates");
             assert_finite("evaluation", &e);
         }
