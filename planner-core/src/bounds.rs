@@ -56,9 +56,24 @@ impl Bounds {
         }
         let open = if self.min_inclusive { '[' } else { '(' };
         Err(format!(
-            "{v} is outside {open}{:e}, {:e}] {}",
-            self.min, self.max, self.unit
-        ))
+            "{} is outside {open}{}, {}] {}",
+            short(v),
+            short(self.min),
+            short(self.max),
+            self.unit
+        )
+        .trim_end()
+        .to_string())
+    }
+}
+
+/// A number as a person reads it: plain near 1, scientific when very large or small.
+fn short(v: f64) -> String {
+    let a = v.abs();
+    if v == 0.0 || !v.is_finite() || (1e-3..1e6).contains(&a) {
+        format!("{v}")
+    } else {
+        format!("{v:e}")
     }
 }
 
@@ -115,6 +130,8 @@ mod tests {
         assert!(!FLOPS_PER_S.contains(5e-324));
         assert!(!FLOPS_PER_S.contains(f64::INFINITY));
         let m = LINK_LATENCY_S.check(-2.0).expect_err("negative latency");
-        assert_eq!(m, "-2 is outside (0e0, 1e0] s");
+        assert_eq!(m, "-2 is outside (0, 1] s");
+        let m = FLOPS_PER_S.check(5e-324).expect_err("denormal rate");
+        assert_eq!(m, "5e-324 is outside [1e9, 1e18] FLOP/s");
     }
 }
