@@ -12,7 +12,7 @@ use crate::model::{ModelSpec, ParamBreakdown};
 use crate::pipeline::{bubble, bubble_terms, timeline, Bubble, Timeline};
 use crate::scenario::Scenario;
 use crate::serving::{
-    concurrency_table, recommend, serving_plan, ConcurrencyCell, Recommendation, ServingPlan,
+    concurrency_table, serving_plan, ConcurrencyCell, Recommendation, ServingPlan,
 };
 use crate::validate::{layout_rule_violations, FieldError, RuleViolation};
 
@@ -169,7 +169,7 @@ fn pipeline_view(scenario: &Scenario) -> PipelineView {
     let m = micro_batches(scenario);
     let schedule = layout.schedule;
 
-    let ops = u64::from(p) * u64::from(m) * u64::from(v);
+    let ops = (u64::from(p) * u64::from(m)).saturating_mul(u64::from(v));
     let (timeline, timeline_note) = if ops > MAX_DRAWN_OPS {
         (
             None,
@@ -205,7 +205,8 @@ fn pipeline_view(scenario: &Scenario) -> PipelineView {
 fn serving_view(model: &ModelSpec, scenario: &Scenario) -> Result<ServingView, String> {
     let (serving, cluster) = (&scenario.serving, &scenario.cluster);
     let plan = serving_plan(model, serving, cluster).map_err(|e| e.to_string())?;
-    let recommendation = recommend(model, serving, cluster).map_err(|e| e.to_string())?;
+    // `serving_plan` already ran `recommend` on the same inputs.
+    let recommendation = plan.recommendation.clone();
     let table = concurrency_table(model, serving, cluster).map_err(|e| e.to_string())?;
     Ok(ServingView {
         plan,

@@ -85,6 +85,17 @@ pub fn kv_bytes_per_token(model: &ModelSpec, dtype: ServeDtype) -> Term {
     }
 }
 
+/// The bytes of [`kv_bytes_per_token_per_gpu`] without the explanation (no text, no heap).
+pub fn kv_bytes_per_token_per_gpu_value(
+    model: &ModelSpec,
+    dtype: ServeDtype,
+    tp: u32,
+    layers_on_gpu: u32,
+) -> f64 {
+    let values = values_per_token_per_layer_per_gpu(model, tp.max(1));
+    values * f64::from(layers_on_gpu) * dtype.bytes()
+}
+
 /// Bytes one token costs on one GPU holding `layers_on_gpu` layers at TP degree `tp`.
 pub fn kv_bytes_per_token_per_gpu(
     model: &ModelSpec,
@@ -93,8 +104,7 @@ pub fn kv_bytes_per_token_per_gpu(
     layers_on_gpu: u32,
 ) -> Term {
     let tp = tp.max(1);
-    let values = values_per_token_per_layer_per_gpu(model, tp);
-    let bytes = values * f64::from(layers_on_gpu) * dtype.bytes();
+    let bytes = kv_bytes_per_token_per_gpu_value(model, dtype, tp, layers_on_gpu);
     let (formula, worked, assumption) = match &model.mla {
         Some(mla) => (
             "stage_layers × (kv_lora_rank + qk_rope_head_dim) × bytes".to_string(),

@@ -16,6 +16,13 @@
 //! `candidates = feasible + Σ rejected.candidates` (until `max_rejected` caps the list).
 //! Sequence parallelism is on whenever TP > 1 (same traffic, less memory);
 //! GPipe is left out by default (1F1B has its bubble with less memory).
+//!
+//! Bounded work: a candidate that passes the rules costs a memory and a time
+//! evaluation; at most [`SearchSpace::max_evaluated`] are made. A space with more
+//! (a million GPUs whose count has hundreds of divisors, a model every degree
+//! divides) stops before the mesh that would pass the cap, and the result says so
+//! in [`SearchResult::stopped`]. The rule checks of a mesh cost O(1) whatever the
+//! number of candidates they reject.
 
 use serde::{Deserialize, Serialize};
 
@@ -219,6 +226,21 @@ pub struct SearchSpace {
     pub max_results: usize,
     /// Rejected blocks returned (counts by reason are always complete).
     pub max_rejected: usize,
+    /// Most candidates whose memory and step time are computed: the search stops
+    /// before the mesh that would pass this and says so in [`SearchResult::stopped`].
+    #[serde(default = "default_max_evaluated")]
+    pub max_evaluated: u64,
+}
+
+/// Default of [`SearchSpace::max_evaluated`]: under a second natively (a few hundred
+/// nanoseconds per candidate; 0.7 s for the worst space found, 997,920 GPUs), and well
+/// above what real clusters need (Llama 3.1 405B on 16,384 GPUs evaluates about 7,500
+/// candidates, a 256-layer MoE on 65,536 GPUs about 490,000). It also bounds the
+/// memory of the feasible list the ranking needs (about 90 bytes per candidate).
+pub const DEFAULT_MAX_EVALUATED: u64 = 1_000_000;
+
+fn default_max_evaluated() -> u64 {
+    DEFAULT_MAX_EVALUATED
 }
 
 impl Default for SearchSpace {
@@ -236,6 +258,7 @@ impl Default for SearchSpace {
             max_ep: 256,
             max_results: 200,
             max_rejected: 100_000,
+            max_evaluated: DEFAULT_MAX_EVALUATED,
         }
     }
 }
@@ -342,6 +365,48 @@ pub struct SearchResult {
     pub hints: Vec<Hint>,
     /// Inputs of the time model and whether each was measured or assumed.
     pub inputs: Vec<crate::cost::InputSource>,
+    /// Set when the search stopped at [`SearchSpace::max_evaluated`] before the end
+    /// of the space; the counts and the ranking then cover only what was searched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<SearchStopped>,
+}
+
+/// Where a search stopped early, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SearchStopped {
+    /// Candidates considered before stopping (ranked or rejected).
+    pub candidates: u64,
+    /// Of those, candidates whose memory and step time were computed.
+    pub evaluated: u64,
+    /// The cap that stopped it ([`SearchSpace::max_evaluated`]).
+    pub max_evaluated: u64,
+    /// (TP, PP, CP) blocks finished before stopping, of `blocks`.
+    pub blocks_searched: usize,
+    /// (TP, PP, CP) blocks of the whole space.
+    pub blocks: usize,
+    /// The same, in words.
+    pub message: String,
+}
+
+impl SearchStopped {
+    fn new(
+        candidates: u64,
+        evaluated: u64,
+        max_evaluated: u64,
+        searched: usize,
+        blocks: usize,
+    ) -> Self {
+        SearchStopped {
+            candidates,
+            evaluated,
+            max_evaluated,
+            blocks_searched: searched,
+            blocks,
+            message: format!(
+                "search stopped at {candidates} candidates: evaluating the next mesh would pass the cap of {max_evaluated} evaluated candidates ({evaluated} so far); {searched} of {blocks} (TP, PP, CP) blocks searched, in order of TP, then PP, then CP, so the ranking covers only those. Narrow the search (fewer GPUs, or a GPU count with fewer divisors) to see the rest"
+            ),
+        }
+    }
 }
 
 fn divisors(n: u64) -> Vec<u32> {
@@ -391,7 +456,7 @@ pub fn search_with<F: Fn(&Layout) -> f64>(
 ) -> SearchResult {
     let mut acc = Partial::default();
     let blocks = mesh_blocks(scenario.cluster.world_size());
-    search_blocks(
+    let searched = search_blocks(
         model,
         scenario,
         space,
@@ -400,7 +465,7 @@ pub fn search_with<F: Fn(&Layout) -> f64>(
         &blocks,
         &mut acc,
     );
-    finish(scenario, space, step_model, acc)
+    finish(scenario, space, step_model, acc, (searched, blocks.len()))
 }
 
 /// What a search has gathered so far: the sum over the blocks searched.
@@ -411,6 +476,10 @@ struct Partial {
     rejected: Vec<Rejected>,
     feasible: Vec<Feasible>,
     feasible_count: u64,
+    /// Candidates whose memory (and, when they fit, step time) were computed.
+    evaluated: u64,
+    /// The search hit `max_evaluated` and stopped.
+    stopped: bool,
 }
 
 /// The (TP, PP, CP) triples of a world size (DP is the rest), in the order the
@@ -428,7 +497,9 @@ pub fn mesh_blocks(world: u64) -> Vec<(u32, u32, u32)> {
     out
 }
 
-/// Searches the meshes of `blocks` ((TP, PP, CP) triples) and adds them to `acc`.
+/// Searches the meshes of `blocks` ((TP, PP, CP) triples) and adds them to `acc`;
+/// stops (setting `acc.stopped`) before a mesh whose candidates could take the
+/// evaluations past `space.max_evaluated`. Returns the blocks finished.
 fn search_blocks<F: Fn(&Layout) -> f64>(
     model: &ModelSpec,
     scenario: &Scenario,
@@ -437,7 +508,7 @@ fn search_blocks<F: Fn(&Layout) -> f64>(
     peak_memory_bytes: &F,
     blocks: &[(u32, u32, u32)],
     acc: &mut Partial,
-) {
+) -> usize {
     let cluster = &scenario.cluster;
     let world = cluster.world_size();
     let gpn = cluster.gpus_per_node;
@@ -450,12 +521,17 @@ fn search_blocks<F: Fn(&Layout) -> f64>(
     // 0 divides nothing away: `0 % tp == 0` for dense models.
     let expert_ffn = model.moe.as_ref().map_or(0, |m| m.expert_ffn);
 
+    if acc.stopped {
+        return 0;
+    }
     let Partial {
         counts,
         total,
         rejected,
         feasible,
         feasible_count,
+        evaluated,
+        stopped,
     } = acc;
 
     let n_zero = space.zero_stages.len() as u64;
@@ -497,7 +573,7 @@ fn search_blocks<F: Fn(&Layout) -> f64>(
         vec![1]
     };
 
-    for &(tp, pp, cp) in blocks {
+    for (done, &(tp, pp, cp)) in blocks.iter().enumerate() {
         {
             let Some(dp64) = world
                 .checked_div(u64::from(tp))
@@ -514,7 +590,6 @@ fn search_blocks<F: Fn(&Layout) -> f64>(
                 let knobs_per_mesh = n_zero * n_rc * n_mb * scheds.len() as u64;
                 for &ep in &ep_values {
                     let dims = MeshDims { dp, tp, pp, cp, ep };
-                    *total += knobs_per_mesh;
                     // Rules of the mesh alone.
                     let mut mesh_reasons = Reasons::default();
                     if !model.heads.is_multiple_of(tp) {
@@ -550,6 +625,14 @@ fn search_blocks<F: Fn(&Layout) -> f64>(
                     if batch % dp64 != 0 {
                         mesh_reasons.add(RejectReason::BatchNotDivisibleByDpMicroBatch);
                     }
+                    // Bounded work: stop before a mesh that could pass the evaluation cap.
+                    if mesh_reasons.is_empty()
+                        && evaluated.saturating_add(knobs_per_mesh) > space.max_evaluated
+                    {
+                        *stopped = true;
+                        return done;
+                    }
+                    *total += knobs_per_mesh;
                     if !mesh_reasons.is_empty() {
                         reject(
                             Rejected {
@@ -638,6 +721,7 @@ fn search_blocks<F: Fn(&Layout) -> f64>(
                                         micro_batch: mb,
                                     };
                                     let layout = layout_of(dims, knobs);
+                                    *evaluated += 1;
                                     let peak = peak_memory_bytes(&layout);
                                     if peak.is_nan() || peak > usable {
                                         let mut r = Reasons::default();
@@ -679,15 +763,18 @@ fn search_blocks<F: Fn(&Layout) -> f64>(
             }
         }
     }
+    blocks.len()
 }
 
 /// Ranks what the blocks gathered: article hints, best `max_results` first,
-/// counts by reason.
+/// counts by reason. `(searched, blocks)`: blocks finished and blocks in all, for
+/// the note of a search stopped at its cap.
 fn finish(
     scenario: &Scenario,
     space: &SearchSpace,
     step_model: &StepModel,
     acc: Partial,
+    (searched, blocks): (usize, usize),
 ) -> SearchResult {
     let Partial {
         counts,
@@ -695,7 +782,11 @@ fn finish(
         rejected,
         mut feasible,
         feasible_count,
+        evaluated,
+        stopped,
     } = acc;
+    let stopped = stopped
+        .then(|| SearchStopped::new(total, evaluated, space.max_evaluated, searched, blocks));
     let cluster = &scenario.cluster;
     let world = cluster.world_size();
     let gpn = cluster.gpus_per_node;
@@ -768,6 +859,7 @@ fn finish(
         usable_bytes: usable,
         hints,
         inputs: step_model.input_sources(),
+        stopped,
     }
 }
 
@@ -809,8 +901,12 @@ impl SlicedSearch {
         }
     }
 
-    /// Searches up to `max_blocks` more (TP, PP, CP) blocks; `true` once every block is done.
+    /// Searches up to `max_blocks` more (TP, PP, CP) blocks; `true` once every block
+    /// is done or the search stopped at [`SearchSpace::max_evaluated`] (as [`search`] stops).
     pub fn step(&mut self, max_blocks: usize) -> bool {
+        if self.is_done() {
+            return true;
+        }
         let end = self
             .next
             .saturating_add(max_blocks.max(1))
@@ -827,7 +923,7 @@ impl SlicedSearch {
                 &sc.overheads,
             )
         };
-        search_blocks(
+        let searched = search_blocks(
             model,
             sc,
             &self.space,
@@ -836,16 +932,21 @@ impl SlicedSearch {
             &self.blocks[self.next..end],
             &mut self.acc,
         );
-        self.next = end;
+        self.next += searched;
         self.is_done()
     }
 
-    /// Every block searched.
+    /// Every block searched, or the search stopped at its cap ([`SlicedSearch::stopped`]).
     pub fn is_done(&self) -> bool {
-        self.next >= self.blocks.len()
+        self.acc.stopped || self.next >= self.blocks.len()
     }
 
-    /// Blocks searched and blocks in all.
+    /// Whether the search stopped at [`SearchSpace::max_evaluated`] before the last block.
+    pub fn stopped(&self) -> bool {
+        self.acc.stopped
+    }
+
+    /// Blocks searched and blocks in all (fewer searched once it [`SlicedSearch::stopped`]).
     pub fn progress(&self) -> (usize, usize) {
         (self.next, self.blocks.len())
     }
@@ -857,7 +958,14 @@ impl SlicedSearch {
 
     /// Ranks what was searched (everything once [`SlicedSearch::is_done`]).
     pub fn finish(self) -> SearchResult {
-        finish(&self.scenario, &self.space, &self.step_model, self.acc)
+        let blocks = (self.next, self.blocks.len());
+        finish(
+            &self.scenario,
+            &self.space,
+            &self.step_model,
+            self.acc,
+            blocks,
+        )
     }
 }
 

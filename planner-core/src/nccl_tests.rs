@@ -5,6 +5,8 @@
 //! out-of-place and again for in-place. Input is untrusted: every error names
 //! the line or field, and sizes are bounded.
 
+use std::collections::HashSet;
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -137,7 +139,8 @@ pub fn parse_text(text: &str) -> Result<NcclRun, NcclParseError> {
         hosts: None,
         rows: Vec::new(),
     };
-    let mut hosts: Vec<String> = Vec::new();
+    // Distinct host names, borrowed from the text: a set, so many hosts stay linear.
+    let mut hosts: HashSet<&str> = HashSet::new();
     let mut ranks = 0u64;
     let mut ngpus_line: Option<u64> = None;
     for (i, line) in text.lines().enumerate() {
@@ -155,9 +158,7 @@ pub fn parse_text(text: &str) -> Result<NcclRun, NcclParseError> {
                 let words: Vec<&str> = rest.split_whitespace().collect();
                 if let Some(pos) = words.iter().position(|w| *w == "on") {
                     if let Some(h) = words.get(pos + 1) {
-                        if !hosts.iter().any(|x| x == h) {
-                            hosts.push((*h).to_string());
-                        }
+                        hosts.insert(h);
                     }
                 }
                 ranks += 1;

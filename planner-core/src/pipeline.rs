@@ -327,29 +327,58 @@ impl Finished {
 
 /// The operations `op` on `stage` waits for: `(kind, stage, chunk)` of the same micro-batch.
 /// Forwards flow stage 0 → p−1 through chunk 0, then wrap to stage 0 of chunk 1 (interleaved);
-/// backwards flow the other way, and start after the last forward.
-fn dependencies(op: Planned, stage: u32, stages: u32, chunks: u32) -> Vec<(OpKind, u32, u32)> {
+/// backwards flow the other way, and start after the last forward. At most two, returned
+/// without allocating (the simulation asks once per attempt to place an op).
+fn dependencies(op: Planned, stage: u32, stages: u32, chunks: u32) -> Deps {
+    let mut deps = Deps::default();
     match op.kind {
         OpKind::Forward => {
             if stage > 0 {
-                vec![(OpKind::Forward, stage - 1, op.chunk)]
+                deps.push((OpKind::Forward, stage - 1, op.chunk));
             } else if op.chunk > 0 {
-                vec![(OpKind::Forward, stages - 1, op.chunk - 1)]
-            } else {
-                Vec::new()
+                deps.push((OpKind::Forward, stages - 1, op.chunk - 1));
             }
         }
         OpKind::Backward | OpKind::BackwardInput => {
-            let mut deps = vec![(OpKind::Forward, stage, op.chunk)];
+            deps.push((OpKind::Forward, stage, op.chunk));
             // The gradient arrives from the next stage, or from stage 0 of the next chunk.
             if stage + 1 < stages {
                 deps.push((op.kind, stage + 1, op.chunk));
             } else if op.chunk + 1 < chunks {
                 deps.push((op.kind, 0, op.chunk + 1));
             }
-            deps
         }
-        OpKind::BackwardWeight => vec![(OpKind::BackwardInput, stage, op.chunk)],
+        OpKind::BackwardWeight => deps.push((OpKind::BackwardInput, stage, op.chunk)),
+    }
+    deps
+}
+
+/// Up to two dependencies of an op, inline.
+#[derive(Clone, Copy)]
+struct Deps {
+    items: [(OpKind, u32, u32); 2],
+    len: usize,
+}
+
+impl Default for Deps {
+    fn default() -> Self {
+        Deps {
+            items: [(OpKind::Forward, 0, 0); 2],
+            len: 0,
+        }
+    }
+}
+
+impl Deps {
+    fn push(&mut self, dep: (OpKind, u32, u32)) {
+        if let Some(slot) = self.items.get_mut(self.len) {
+            *slot = dep;
+            self.len += 1;
+        }
+    }
+
+    fn as_slice(&self) -> &[(OpKind, u32, u32)] {
+        &self.items[..self.len]
     }
 }
 
@@ -381,7 +410,7 @@ fn simulate(
                 let deps = dependencies(op, stage, stages, virtual_stages);
                 let mut ready_at = free_at[si];
                 let mut ready = true;
-                for (kind, s, c) in deps {
+                for &(kind, s, c) in deps.as_slice() {
                     match finished.get(kind, s, c, op.micro_batch) {
                         Some(t) => ready_at = ready_at.max(t),
                         None => {
@@ -566,8 +595,10 @@ pub struct Bubble {
 /// Closed-form bubble of `schedule` with `p` stages, `m` micro-batches and `v` chunks.
 ///
 /// With `b` = bubble time and `t` = ideal time per stage, `overhead = b/t` and
-/// `idle = b/(t+b)`. Zero bubble uses the paper's `m ≥ p` form; for `m < p` it
-/// is taken from the simulation. Inputs of 0 are treated as 1.
+/// `idle = b/(t+b)`. Zero bubble uses the paper's `m ≥ p` form; for `m < p` the
+/// simulation's makespan `2m + 2p − 1` in closed form (equal to [`timeline`]'s
+/// bubble wherever a timeline can be drawn, and O(1) for any `p`, `m`). Inputs of 0
+/// are treated as 1.
 pub fn bubble(schedule: Schedule, p: u32, m: u32, v: u32) -> Bubble {
     let (p, m, v) = (p.max(1), m.max(1), v.max(1));
     let pf = f64::from(p);
@@ -581,9 +612,7 @@ pub fn bubble(schedule: Schedule, p: u32, m: u32, v: u32) -> Bubble {
         // Qi et al. 2023 §3.1: ZB-H1 bubble (p−1)(T_F+T_B−T_W) with T_F = T_B = T_W = 1.
         Schedule::ZeroBubble => {
             if m < p {
-                if let Ok(t) = timeline(Schedule::ZeroBubble, p, m, 1) {
-                    return t.bubble();
-                }
+                return zero_bubble_few_micro_batches(p, m);
             }
             (pf - 1.0, 3.0 * mf)
         }
@@ -591,6 +620,23 @@ pub fn bubble(schedule: Schedule, p: u32, m: u32, v: u32) -> Bubble {
     Bubble {
         idle_fraction: bubble_slots / (ideal_slots + bubble_slots),
         overhead_vs_ideal: bubble_slots / ideal_slots,
+    }
+}
+
+/// ZB-H1 with fewer micro-batches than stages (`m < p`), where the paper's form does
+/// not hold: the simulated makespan is `2m + 2p − 1` slots (`3m + p − 1` plus `p − m`
+/// slots the short warm-up cannot fill; checked against [`timeline`] in the tests), and
+/// every stage is busy `3m` slots. Computed as [`Timeline::bubble`] computes it from the
+/// simulation, in integers, so both give the same floats; a closed form because the
+/// mesh search asks for it once per candidate and a simulation costs `O(p·m)`.
+fn zero_bubble_few_micro_batches(p: u32, m: u32) -> Bubble {
+    let (p, m) = (u64::from(p), u64::from(m));
+    let makespan = 2 * m + 2 * p - 1;
+    let busy = 3 * m;
+    let grid = p * makespan;
+    Bubble {
+        idle_fraction: (grid - p * busy) as f64 / grid as f64,
+        overhead_vs_ideal: (makespan - busy) as f64 / busy as f64,
     }
 }
 
@@ -640,12 +686,19 @@ pub fn bubble_terms(schedule: Schedule, p: u32, m: u32, v: u32) -> [Term; 2] {
             format!("({p}−1)/({v}·{m})"),
             "v chunks per rank each 1/v of the stage (Narayanan et al. 2021 §2.2.2)",
         ),
+        Schedule::ZeroBubble if m < p => (
+            "(2p−1−m)/(2m+2p−1)".to_string(),
+            format!("(2·{p}−1−{m})/(2·{m}+2·{p}−1)"),
+            "(2p−1−m)/(3m)".to_string(),
+            format!("(2·{p}−1−{m})/(3·{m})"),
+            "ZB-H1 with T_F = T_B = T_W and m < p: the simulated makespan is 2m+2p−1 slots (Qi et al. 2023 §3.1 give the m ≥ p form)",
+        ),
         Schedule::ZeroBubble => (
             "(p−1)/(3m+p−1)".to_string(),
             format!("({p}−1)/(3·{m}+{p}−1)"),
             "(p−1)/(3m)".to_string(),
             format!("({p}−1)/(3·{m})"),
-            "ZB-H1 with T_F = T_B = T_W, m ≥ p (Qi et al. 2023 §3.1); simulated when m < p",
+            "ZB-H1 with T_F = T_B = T_W, m ≥ p (Qi et al. 2023 §3.1)",
         ),
     };
     [

@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::explain::Term;
 use crate::hardware::Cluster;
 use crate::kv_cache::{self, fmt_bytes};
-use crate::model::ModelSpec;
+use crate::model::{ModelSpec, ParamBreakdown};
 use crate::scenario::Serving;
 
 /// Tensor-parallel degrees in the concurrency table.
@@ -118,8 +118,13 @@ pub struct ServingPlan {
     pub max_concurrent_sequences: Term,
     /// Stage that limits concurrency.
     pub limiting_stage: u32,
-    /// Every stage.
+    /// Every stage, ascending; with more than [`MAX_LISTED_STAGES`] stages only those
+    /// every other stage repeats (same layer count, dense/MoE mix and ends), which include
+    /// the limiting and the heaviest stage (see `stages_note`).
     pub stages: Vec<StagePlan>,
+    /// Set when `stages` lists only the distinct stages, saying so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stages_note: Option<String>,
     /// `max_concurrent_sequences ≥ target_concurrency`.
     pub fits_target: bool,
     /// Replicas of this shape the cluster holds.
@@ -215,13 +220,13 @@ fn validate(model: &ModelSpec, serving: &Serving, cluster: &Cluster) -> Result<(
 /// Parameters one GPU of `stage` holds at TP `tp` (nominal scale applied).
 fn stage_params(
     model: &ModelSpec,
+    b: &ParamBreakdown,
     tp: u32,
     pp: u32,
     stage: u32,
     first_layer: u32,
     layers: u32,
 ) -> f64 {
-    let b = model.param_breakdown();
     let tp = f64::from(tp.max(1));
     let dense_layers = b.dense_layers as u32;
     let range_end = first_layer + layers;
@@ -256,6 +261,199 @@ fn stage_params(
     total * model.param_scale()
 }
 
+/// The numbers of one stage, without text: what [`evaluate`] explains and what the
+/// recommendation compares.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct StageNumbers {
+    /// Parameters on one GPU of the stage.
+    params: f64,
+    /// Their bytes.
+    weight_bytes: f64,
+    /// `usable − weights − workspace`.
+    budget_bytes: f64,
+    /// Sequences of `context_len` tokens the stage holds.
+    max_sequences: u64,
+}
+
+/// One stage's numbers (no text, no heap): the single source of [`evaluate`]'s values.
+#[allow(clippy::too_many_arguments)]
+fn stage_numbers(
+    model: &ModelSpec,
+    breakdown: &ParamBreakdown,
+    serving: &Serving,
+    usable_bytes: f64,
+    tp: u32,
+    pp: u32,
+    stage: u32,
+    first_layer: u32,
+    layers: u32,
+) -> StageNumbers {
+    let params = stage_params(model, breakdown, tp, pp, stage, first_layer, layers);
+    let weight_bytes = params * serving.weight_dtype.bytes();
+    let kv_per_sequence =
+        kv_cache::kv_bytes_per_token_per_gpu_value(model, serving.kv_dtype, tp, layers)
+            * f64::from(serving.context_len);
+    let budget_bytes = usable_bytes - weight_bytes - serving.workspace_bytes;
+    let max_sequences = if budget_bytes > 0.0 && kv_per_sequence > 0.0 {
+        (budget_bytes / kv_per_sequence).floor() as u64
+    } else {
+        0
+    };
+    StageNumbers {
+        params,
+        weight_bytes,
+        budget_bytes,
+        max_sequences,
+    }
+}
+
+/// Layers and first layer of `stage` under [`stage_layers`]`(layers, pp)`, in O(1):
+/// every stage holds `q = layers / pp`, and the `r = layers % pp` stages just before
+/// the last (indices `pp − 1 − r ..= pp − 2`) one more.
+fn stage_extent(layers: u32, pp: u32, stage: u32) -> (u32, u32) {
+    let pp = pp.max(1);
+    if pp == 1 {
+        return (0, layers);
+    }
+    let (q, r) = (layers / pp, layers % pp);
+    let plus_from = pp - 1 - r;
+    let extra = u32::from(stage >= plus_from && stage + 1 < pp);
+    let first = stage * q + stage.saturating_sub(plus_from).min(r);
+    (first, q + extra)
+}
+
+/// The stage holding decoder layer `layer` under [`stage_layers`]`(layers, pp)`.
+fn stage_of_layer(layers: u32, pp: u32, layer: u32) -> u32 {
+    let pp = pp.max(1);
+    if pp == 1 {
+        return 0;
+    }
+    let (q, r) = (layers / pp, layers % pp);
+    let plus_from = pp - 1 - r;
+    let short_end = plus_from * q;
+    let stage = if layer < short_end {
+        layer / q.max(1)
+    } else {
+        plus_from + (layer - short_end) / (q + 1)
+    };
+    stage.min(pp - 1)
+}
+
+/// Stages of a replica worth evaluating, ascending and distinct: every stage when
+/// `pp ≤` [`MAX_LISTED_STAGES`], else the stages that every other stage repeats.
+///
+/// A stage's numbers depend only on whether it is the first or the last, on its layer
+/// count (`q` or `q + 1`, see [`stage_extent`]) and on how many of its layers are dense
+/// (dense layers come first). The middle stages therefore form runs of identical stages,
+/// broken where the layer count steps up and at the dense/MoE boundary; the first and
+/// the last stage of every run are picked, so the least (first) and the greatest (last)
+/// of any per-stage number over the picks equal those over all stages.
+fn listed_stages(layers: u32, dense_layers: u32, pp: u32) -> ([u32; 16], usize) {
+    let pp = pp.clamp(1, layers.max(1));
+    let mut picks = [0u32; 16];
+    if pp as usize <= MAX_LISTED_STAGES {
+        for (slot, stage) in picks.iter_mut().zip(0..pp) {
+            *slot = stage;
+        }
+        return (picks, pp as usize);
+    }
+    let last = pp - 1;
+    let plus_from = last - layers % pp;
+    let dense = dense_layers.min(layers);
+    let mut n = 0;
+    let mut pick = |stage: u32| {
+        picks[n] = stage.min(last);
+        n += 1;
+    };
+    pick(0);
+    pick(1);
+    pick(plus_from.saturating_sub(1));
+    pick(plus_from);
+    pick(last - 1);
+    pick(last);
+    for layer in [dense.saturating_sub(1), dense] {
+        let s = stage_of_layer(layers, pp, layer.min(layers - 1));
+        pick(s.saturating_sub(1));
+        pick(s);
+        pick(s + 1);
+    }
+    let picks_used = &mut picks[..n];
+    picks_used.sort_unstable();
+    let mut distinct = 0;
+    for i in 0..n {
+        if i == 0 || picks[i] != picks[distinct - 1] {
+            picks[distinct] = picks[i];
+            distinct += 1;
+        }
+    }
+    (picks, distinct)
+}
+
+/// Stages listed one by one in a [`ServingPlan`]; beyond, only the stages every other
+/// stage repeats (see [`ServingPlan::stages_note`]).
+pub const MAX_LISTED_STAGES: usize = 16;
+
+fn dense_layer_count(breakdown: &ParamBreakdown) -> u32 {
+    u32::try_from(breakdown.dense_layers).unwrap_or(u32::MAX)
+}
+
+/// Sequences one replica of TP `tp` × PP `pp` holds: the least over its stages, as
+/// [`evaluate`] finds it, with at most 12 stages evaluated whatever `pp`
+/// ([`listed_stages`]) and no text.
+fn replica_sequences(
+    model: &ModelSpec,
+    breakdown: &ParamBreakdown,
+    serving: &Serving,
+    usable_bytes: f64,
+    tp: u32,
+    pp: u32,
+) -> u64 {
+    let pp = pp.clamp(1, model.layers.max(1));
+    let (stages, n) = listed_stages(model.layers, dense_layer_count(breakdown), pp);
+    stages[..n]
+        .iter()
+        .map(|&stage| {
+            let (first, layers) = stage_extent(model.layers, pp, stage);
+            stage_numbers(
+                model,
+                breakdown,
+                serving,
+                usable_bytes,
+                tp,
+                pp,
+                stage,
+                first,
+                layers,
+            )
+            .max_sequences
+        })
+        .min()
+        .unwrap_or(0)
+}
+
+/// An upper bound on [`replica_sequences`] that needs no parameter counts: the stage
+/// with the most layers (`⌈layers / pp⌉`) holds at most what the KV pool would hold
+/// with no weights at all. Used to skip pipeline degrees that cannot reach a target.
+fn replica_sequences_bound(
+    model: &ModelSpec,
+    serving: &Serving,
+    usable_bytes: f64,
+    tp: u32,
+    pp: u32,
+) -> u64 {
+    let most_layers = model.layers.div_ceil(pp.max(1));
+    let kv_per_sequence =
+        kv_cache::kv_bytes_per_token_per_gpu_value(model, serving.kv_dtype, tp, most_layers)
+            * f64::from(serving.context_len);
+    // `usable − weights − workspace` with weights ≥ 0 is at most `usable − workspace`.
+    let budget_bytes = usable_bytes - serving.workspace_bytes;
+    if budget_bytes > 0.0 && kv_per_sequence > 0.0 {
+        (budget_bytes / kv_per_sequence).floor() as u64
+    } else {
+        0
+    }
+}
+
 /// Evaluates one replica shape; `serving.tp`/`pp` are ignored in favour of the arguments.
 fn evaluate(
     model: &ModelSpec,
@@ -279,13 +477,28 @@ fn evaluate(
         assumption: "vLLM gpu_memory_utilization: the engine's share of device memory".to_string(),
     };
     let dtype_bytes = serving.weight_dtype.bytes();
-    let mut first_layer = 0;
-    let mut stages = Vec::new();
-    for (i, layers) in stage_layers(model.layers, pp).into_iter().enumerate() {
-        let stage = i as u32;
-        let params = stage_params(model, tp, pp, stage, first_layer, layers);
-        first_layer += layers;
-        let weight_bytes = params * dtype_bytes;
+    let breakdown = model.param_breakdown();
+    let (listed, n) = listed_stages(model.layers, dense_layer_count(&breakdown), pp);
+    let mut stages = Vec::with_capacity(n);
+    for &stage in &listed[..n] {
+        let (first_layer, layers) = stage_extent(model.layers, pp, stage);
+        let numbers = stage_numbers(
+            model,
+            &breakdown,
+            serving,
+            usable_bytes,
+            tp,
+            pp,
+            stage,
+            first_layer,
+            layers,
+        );
+        let StageNumbers {
+            params,
+            weight_bytes,
+            budget_bytes,
+            max_sequences,
+        } = numbers;
         let holds = match (stage == 0, stage + 1 == pp) {
             (true, true) => "embedding and output",
             (true, false) => "embedding",
@@ -311,7 +524,6 @@ fn evaluate(
         let kv_per_token =
             kv_cache::kv_bytes_per_token_per_gpu(model, serving.kv_dtype, tp, layers);
         let kv_per_sequence = kv_cache::kv_bytes_per_sequence(&kv_per_token, serving.context_len);
-        let budget_bytes = usable_bytes - weight_bytes - serving.workspace_bytes;
         let kv_budget = Term {
             key: "serving.kv_budget".to_string(),
             label: "KV pool per GPU".to_string(),
@@ -326,11 +538,6 @@ fn evaluate(
             ),
             assumption: "activation workspace reserved as configured; the rest is the KV pool"
                 .to_string(),
-        };
-        let max_sequences = if budget_bytes > 0.0 && kv_per_sequence.bytes > 0.0 {
-            (budget_bytes / kv_per_sequence.bytes).floor() as u64
-        } else {
-            0
         };
         stages.push(StagePlan {
             stage,
@@ -382,8 +589,15 @@ pub fn tp_valid_for_model(model: &ModelSpec, tp: u32) -> bool {
 }
 
 fn sequences(model: &ModelSpec, serving: &Serving, cluster: &Cluster, tp: u32, pp: u32) -> u64 {
-    let (_, stages, limiting) = evaluate(model, serving, cluster, tp, pp);
-    stages.get(limiting).map(|s| s.max_sequences).unwrap_or(0)
+    let usable_bytes = serving.memory_utilization * cluster.gpu.memory_bytes;
+    replica_sequences(
+        model,
+        &model.param_breakdown(),
+        serving,
+        usable_bytes,
+        tp,
+        pp,
+    )
 }
 
 /// The article's decision: replicas if one GPU fits weights and the target KV;
@@ -453,8 +667,15 @@ pub fn recommend(
     }
     let node_tp = tps.last().copied().unwrap_or(1);
     let node_n = sequences(model, serving, cluster, node_tp, 1);
+    // Bounded work: O(1) per pipeline degree (see `replica_sequences`), and degrees whose
+    // KV alone cannot reach the target are skipped without counting parameters.
+    let usable_bytes = serving.memory_utilization * cluster.gpu.memory_bytes;
+    let breakdown = model.param_breakdown();
     for pp in 2..=model.layers {
-        let n = sequences(model, serving, cluster, node_tp, pp);
+        if replica_sequences_bound(model, serving, usable_bytes, node_tp, pp) < target {
+            continue;
+        }
+        let n = replica_sequences(model, &breakdown, serving, usable_bytes, node_tp, pp);
         if n >= target {
             let gpus = u64::from(node_tp) * u64::from(pp);
             let replicas = world / gpus;
@@ -529,6 +750,12 @@ pub fn serving_plan(
         max_concurrent_sequences,
         limiting_stage: worst.stage,
         replicas_on_cluster: cluster.world_size() / (u64::from(tp) * u64::from(pp)),
+        stages_note: (pp as usize > MAX_LISTED_STAGES).then(|| {
+            format!(
+                "{} of {pp} stages listed: every other stage has the same layer count, dense/MoE mix and ends as one of them",
+                stages.len()
+            )
+        }),
         stages,
         recommendation: recommend(model, serving, cluster)?,
     })
@@ -599,4 +826,111 @@ pub fn concurrency_table(
         }
     }
     Ok(cells)
+}
+
+#[cfg(test)]
+mod bounded_tests {
+    use super::*;
+    use crate::hardware::gpu_preset;
+    use crate::model::MoeSpec;
+
+    #[test]
+    fn stage_extent_and_stage_of_layer_follow_stage_layers() {
+        for layers in 1..=60u32 {
+            for pp in 1..=layers {
+                let parts = stage_layers(layers, pp);
+                let mut first = 0;
+                for (i, &n) in parts.iter().enumerate() {
+                    let stage = i as u32;
+                    assert_eq!(stage_extent(layers, pp, stage), (first, n), "{layers}/{pp}");
+                    for layer in first..first + n {
+                        assert_eq!(stage_of_layer(layers, pp, layer), stage, "{layers}/{pp}");
+                    }
+                    first += n;
+                }
+            }
+        }
+    }
+
+    /// Every stage's numbers the plain way: [`stage_layers`], first layers accumulated.
+    fn every_stage(
+        model: &ModelSpec,
+        serving: &Serving,
+        usable: f64,
+        tp: u32,
+        pp: u32,
+    ) -> Vec<(u32, StageNumbers)> {
+        let b = model.param_breakdown();
+        let mut first = 0;
+        let mut out = Vec::new();
+        for (i, layers) in stage_layers(model.layers, pp).into_iter().enumerate() {
+            let stage = i as u32;
+            let n = stage_numbers(model, &b, serving, usable, tp, pp, stage, first, layers);
+            out.push((stage, n));
+            first += layers;
+        }
+        out
+    }
+
+    /// The bounded count and the listed stages agree with every stage evaluated: same
+    /// least count, same limiting (first least) and heaviest (last greatest) stage.
+    #[test]
+    fn listed_stages_give_what_every_stage_gives() {
+        let cluster = Cluster::of(gpu_preset("h100-sxm").expect("preset"), 4);
+        for dense_layers in [0u32, 1, 5, 13, 37, 60, 61] {
+            let mut model = crate::presets::model_preset("mixtral-8x7b").expect("preset");
+            model.layers = 61;
+            model.tied_embeddings = dense_layers % 2 == 1;
+            model.moe = Some(MoeSpec {
+                dense_layers,
+                ..model.moe.expect("moe")
+            });
+            let b = model.param_breakdown();
+            for context_len in [512u32, 32_768] {
+                let serving = Serving {
+                    context_len,
+                    ..Serving::default()
+                };
+                let usable = serving.memory_utilization * cluster.gpu.memory_bytes;
+                for tp in [1u32, 8] {
+                    for pp in 1..=model.layers {
+                        let all = every_stage(&model, &serving, usable, tp, pp);
+                        let least = all
+                            .iter()
+                            .min_by_key(|(_, n)| n.max_sequences)
+                            .expect("stage");
+                        let heaviest = all
+                            .iter()
+                            .max_by(|x, y| x.1.weight_bytes.total_cmp(&y.1.weight_bytes))
+                            .expect("stage");
+                        let at = format!("dense {dense_layers} ctx {context_len} tp {tp} pp {pp}");
+                        let fast = replica_sequences(&model, &b, &serving, usable, tp, pp);
+                        assert_eq!(fast, least.1.max_sequences, "{at}");
+                        let bound = replica_sequences_bound(&model, &serving, usable, tp, pp);
+                        assert!(bound >= fast, "bound {bound} < {fast} at {at}");
+
+                        let (_, stages, limiting) = evaluate(&model, &serving, &cluster, tp, pp);
+                        assert_eq!(stages[limiting].stage, least.0, "{at}");
+                        assert_eq!(stages[limiting].max_sequences, least.1.max_sequences);
+                        let heavy = stages
+                            .iter()
+                            .max_by(|x, y| x.weights.bytes.total_cmp(&y.weights.bytes))
+                            .expect("stage");
+                        assert_eq!(heavy.stage, heaviest.0, "{at}");
+                        assert_eq!(heavy.weights.bytes, heaviest.1.weight_bytes, "{at}");
+                        for st in &stages {
+                            let (_, n) = all[st.stage as usize];
+                            assert_eq!(st.max_sequences, n.max_sequences, "{at}");
+                            assert_eq!(st.kv_budget.bytes, n.budget_bytes, "{at}");
+                        }
+                        if pp as usize <= MAX_LISTED_STAGES {
+                            assert_eq!(stages.len(), pp as usize);
+                        } else {
+                            assert!(stages.len() <= 12, "{at}: {}", stages.len());
+                        }
+                    }
+                }
+            }
+        }
+    }
 }

@@ -345,6 +345,14 @@ pub fn MeshView() -> impl IntoView {
                 ></progress>
                 <span>{status}</span>
             </div>
+            {move || {
+                state.result.with(|r| match r {
+                    Some(Ok(SearchResult { stopped: Some(stop), .. })) => Some(view! {
+                        <p class="issue warning" data-testid="mesh-stopped" role="status">{stop.message.clone()}</p>
+                    }),
+                    _ => None,
+                })
+            }}
             <span
                 hidden
                 data-testid="mesh-timing"

@@ -63,6 +63,10 @@ pub fn run(args: &Args) -> Result<String, CliError> {
     if args.table {
         Ok(table(&model.name, &scenario, &result))
     } else {
+        // The JSON carries it in `stopped`; say it on stderr too, where a person reads it.
+        if let Some(stop) = &result.stopped {
+            eprintln!("note: {}", stop.message);
+        }
         serde_json::to_string_pretty(&result)
             .map_err(|e| CliError::BadInput(format!("result cannot be written as JSON: {e}")))
     }
@@ -88,6 +92,9 @@ fn table(model: &str, sc: &planner_core::scenario::Scenario, r: &SearchResult) -
         "{} candidates: {} feasible, {} rejected\n",
         r.candidates, r.feasible_count, rejected
     );
+    if let Some(stop) = &r.stopped {
+        let _ = writeln!(out, "Note: {}\n", stop.message);
+    }
     let _ = writeln!(
         out,
         "{:>4}  {:>3} {:>3} {:>3} {:>5} {:>3}  {:<6} {:<9} {:<11} {:>2} {:>3}  {:>8} {:>6} {:>8} {:>8} {:>7} {:>9}",
