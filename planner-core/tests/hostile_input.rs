@@ -173,6 +173,37 @@ proptest! {
     }
 
     #[test]
+    fn every_free_text_field_round_trips_when_printable_and_is_refused_otherwise(
+        text in "\\PC{1,30}|[\\x00-\\x7f\\u{85}\\u{2028}\\u{202e}]{1,20}",
+        which in 0usize..3,
+    ) {
+        let mut s = default_scenario();
+        let Ok(mut m) = s.model_spec() else { panic!("preset") };
+        let field = match which {
+            0 => { m.name = text.clone(); s.model = ModelChoice::Custom(m); "name" }
+            1 => { s.cluster.gpu.name = text.clone(); s.cluster.gpu.id = "my-gpu".into(); "gpu_name" }
+            _ => { s.cluster.gpu.id = text.clone(); "gpu" }
+        };
+        let printable = !text.chars().any(planner_core::free_text::is_forbidden_char)
+            && !(field == "gpu" && text.is_empty());
+        match s.validate() {
+            Ok(()) => {
+                prop_assert!(printable, "{field} {text:?} accepted");
+                // Accepted text survives a share link and a scenario file unchanged.
+                let linked = decode(&planner_core::link::encode(&s));
+                prop_assert_eq!(linked.as_ref(), Ok(&s));
+                let json = serde_json::to_string(&s).expect("serialises");
+                let filed = Scenario::from_json(&json);
+                prop_assert_eq!(filed.as_ref(), Ok(&s));
+            }
+            Err(errors) => {
+                prop_assert!(!printable || field == "gpu", "{field} {text:?}: {errors:?}");
+                prop_assert!(errors.iter().any(|e| e.field == field), "{errors:?}");
+            }
+        }
+    }
+
+    #[test]
     fn a_name_is_accepted_exactly_when_it_is_printable_text(name in "[\\x00-\\x7f\\u{85}\\u{2028}]{0,20}") {
         let mut s = default_scenario();
         let Ok(mut m) = s.model_spec() else { panic!("preset") };
