@@ -86,6 +86,22 @@ pub enum Command {
         #[arg(long)]
         table: bool,
     },
+    /// Check the step-time model against published training runs: per row the prediction,
+    /// the measurement and their relative error; summaries per quantity and per source; the
+    /// rank of each published mesh in the mesh search. Exits 0 whatever the accuracy.
+    Validate {
+        /// Dataset JSON (default: validation/public-runs.json, built into the binary).
+        dataset: Option<PathBuf>,
+        /// Print the full result as JSON.
+        #[arg(long, conflicts_with = "table")]
+        json: bool,
+        /// Print the per-row table (breakdown, defaults, rule violations) before the summaries.
+        #[arg(long)]
+        table: bool,
+        /// Skip the mesh search (the comparison alone).
+        #[arg(long)]
+        no_search: bool,
+    },
     /// Fit link bandwidth/latency and GEMM efficiency from gpu-bench reports and
     /// nccl-tests outputs (text table or `-J` JSON); prints the calibration summary.
     Calibrate {

@@ -37,3 +37,4 @@ pub mod serving;
 pub mod teaching;
 pub mod topology;
 pub mod validate;
+pub mod validation;

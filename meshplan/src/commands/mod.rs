@@ -5,6 +5,7 @@ mod eval;
 mod export;
 mod link;
 mod search;
+mod validate;
 
 use crate::cli::Command;
 use crate::error::CliError;
@@ -46,6 +47,17 @@ pub fn run(command: Command) -> Result<String, CliError> {
             rejected,
             rank_order: &rank_order,
             table,
+        }),
+        Command::Validate {
+            dataset,
+            json,
+            table,
+            no_search,
+        } => validate::run(&validate::Args {
+            dataset: dataset.as_deref(),
+            json,
+            table,
+            search: !no_search,
         }),
         Command::Calibrate {
             inputs,

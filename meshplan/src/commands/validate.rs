@@ -1,0 +1,228 @@
+//! `validate`: the step-time model against published training runs.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use planner_core::validation::{
+    run_validation, GroupSummary, RowResult, ValidationOptions, ValidationReport,
+};
+
+use crate::error::CliError;
+
+/// The dataset in the repository, built into the binary so the command runs from any directory.
+pub const DEFAULT_DATASET: &str = include_str!("../../../validation/public-runs.json");
+
+/// Arguments of `validate`.
+pub struct Args<'a> {
+    pub dataset: Option<&'a Path>,
+    pub json: bool,
+    pub table: bool,
+    pub search: bool,
+}
+
+/// Runs the validation and formats its result.
+pub fn run(args: &Args) -> Result<String, CliError> {
+    let (text, shown) = match args.dataset {
+        Some(path) => {
+            let shown = path.display().to_string();
+            let text =
+                std::fs::read_to_string(path).map_err(|e| CliError::Io(format!("{shown}: {e}")))?;
+            (text, shown)
+        }
+        None => (
+            DEFAULT_DATASET.to_string(),
+            "validation/public-runs.json (built in)".to_string(),
+        ),
+    };
+    let report = run_validation(
+        &text,
+        ValidationOptions {
+            search: args.search,
+        },
+    )
+    .map_err(|e| CliError::BadInput(format!("{shown}: invalid dataset: {e}")))?;
+    if args.json {
+        return serde_json::to_string_pretty(&report)
+            .map_err(|e| CliError::BadInput(format!("result cannot be written as JSON: {e}")));
+    }
+    let mut out = String::new();
+    if args.table {
+        rows_table(&mut out, &report);
+    }
+    summary_tables(&mut out, &report);
+    Ok(out.trim_end().to_string())
+}
+
+fn pct(x: Option<f64>) -> String {
+    x.map_or("—".to_string(), |v| format!("{:.1}%", v * 100.0))
+}
+
+fn value(x: f64) -> String {
+    let a = x.abs();
+    if a >= 1000.0 {
+        format!("{x:.0}")
+    } else if a >= 10.0 {
+        format!("{x:.1}")
+    } else if a >= 1.0 {
+        format!("{x:.2}")
+    } else {
+        format!("{x:.3}")
+    }
+}
+
+fn rows_table(out: &mut String, r: &ValidationReport) {
+    let _ = writeln!(
+        out,
+        "Per row (seconds per step; comm = exposed communication by group)"
+    );
+    let _ = writeln!(
+        out,
+        "{:<44} {:<23} {:>9} {:>9} {:>8}  {:>8} {:>8} {:>7} {:>7}  {:<26} {:>6}",
+        "id",
+        "quantity",
+        "measured",
+        "predicted",
+        "error",
+        "step_s",
+        "compute",
+        "bubble",
+        "optim",
+        "comm",
+        "rank"
+    );
+    for row in &r.rows {
+        match &row.comparison {
+            Some(c) => {
+                let b = &c.breakdown;
+                let comm: Vec<String> = b
+                    .exposed_comm_s
+                    .iter()
+                    .map(|(k, v)| format!("{k} {}", value(*v)))
+                    .collect();
+                let _ = writeln!(
+                    out,
+                    "{:<44} {:<23} {:>9} {:>9} {:>7.1}%  {:>8} {:>8} {:>7} {:>7}  {:<26} {:>6}",
+                    row.id,
+                    row.quantity.id(),
+                    value(row.measured),
+                    value(c.predicted),
+                    c.relative_error * 100.0,
+                    value(b.step_s),
+                    value(b.compute_s),
+                    value(b.bubble_s),
+                    value(b.optimizer_s),
+                    if comm.is_empty() {
+                        "—".to_string()
+                    } else {
+                        comm.join(", ")
+                    },
+                    rank(row)
+                );
+            }
+            None => {
+                let _ = writeln!(
+                    out,
+                    "{:<44} {:<23} {:>9} {:>9} {:>8}  not representable",
+                    row.id,
+                    row.quantity.id(),
+                    value(row.measured),
+                    "—",
+                    "—"
+                );
+            }
+        }
+    }
+    let _ = writeln!(out, "\nNot representable:");
+    for row in r.rows.iter().filter(|x| x.not_representable.is_some()) {
+        let _ = writeln!(
+            out,
+            "  {}: {}",
+            row.id,
+            row.not_representable.as_deref().unwrap_or("")
+        );
+    }
+    let _ = writeln!(out, "\nDefaults taken for what the source leaves unsaid, and layout rules the published layout breaks:");
+    for row in r.rows.iter().filter(|x| x.comparison.is_some()) {
+        let mut parts = row.defaults.clone();
+        if let Some(c) = &row.comparison {
+            parts.extend(c.rule_violations.iter().map(|v| format!("rule {v}")));
+        }
+        if !parts.is_empty() {
+            let _ = writeln!(out, "  {}: {}", row.id, parts.join("; "));
+        }
+    }
+    let _ = writeln!(out, "\nConventions:");
+    for c in &r.conventions {
+        let _ = writeln!(out, "  - {c}");
+    }
+    let _ = writeln!(out);
+}
+
+fn rank(row: &RowResult) -> String {
+    match &row.search {
+        None => "—".to_string(),
+        Some(s) => match s.rank {
+            Some(n) => format!("#{n}"),
+            None => "rej".to_string(),
+        },
+    }
+}
+
+fn group_table(out: &mut String, title: &str, groups: &[GroupSummary]) {
+    let _ = writeln!(
+        out,
+        "{:<28} {:>4} {:>4} {:>4} {:>8} {:>8} {:>8} {:>7} {:>7}",
+        title, "rows", "n/r", "cmp", "median", "p90", "max", "≤10%", "≤25%"
+    );
+    for g in groups {
+        let s = &g.stats;
+        let _ = writeln!(
+            out,
+            "{:<28} {:>4} {:>4} {:>4} {:>8} {:>8} {:>8} {:>7} {:>7}",
+            g.group,
+            s.rows,
+            s.not_representable,
+            s.compared,
+            pct(s.median),
+            pct(s.p90),
+            pct(s.max),
+            pct(s.within_10),
+            pct(s.within_25)
+        );
+    }
+}
+
+fn summary_tables(out: &mut String, r: &ValidationReport) {
+    let _ = writeln!(
+        out,
+        "meshplan validate: {} published rows; |error| = |predicted / measured − 1|; n/r = not representable, cmp = compared",
+        r.dataset_rows
+    );
+    let _ = writeln!(out);
+    group_table(out, "quantity", &r.by_quantity);
+    let _ = writeln!(out);
+    group_table(out, "source", &r.by_source);
+    let _ = writeln!(out);
+    let _ = writeln!(out, "Not representable:");
+    if let Some(all) = r.by_quantity.last() {
+        for t in &all.not_representable {
+            let _ = writeln!(out, "  {} rows: {}", t.rows.len(), t.reason);
+        }
+    }
+    if let Some(s) = &r.search {
+        let _ = writeln!(out);
+        let _ = writeln!(
+            out,
+            "Mesh search ({} rows, {} distinct searches): published mesh feasible in {} rows, in the top 10 in {} ({}); median rank {}",
+            s.rows,
+            s.searches,
+            s.ranked,
+            s.top_10,
+            pct(s.top_10_share),
+            s.median_rank.map_or("—".to_string(), |m| format!("{m:.0}"))
+        );
+        for t in &s.rejected {
+            let _ = writeln!(out, "  rejected ({}): {} rows", t.reason, t.rows.len());
+        }
+    }
+}

@@ -1,0 +1,99 @@
+//! `meshplan validate`: outputs and exit codes. The full search runs in release
+//! (`cargo run --release -p meshplan -- validate`); these tests search one small row only.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+fn meshplan(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_meshplan"))
+        .args(args)
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .output()
+        .expect("run meshplan")
+}
+
+fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn temp_file(name: &str, text: &str) -> PathBuf {
+    let path = std::env::temp_dir().join(format!(
+        "meshplan-validate-{}-{name}.json",
+        std::process::id()
+    ));
+    std::fs::write(&path, text).expect("write temp file");
+    path
+}
+
+const DATASET: &str = include_str!("../../validation/public-runs.json");
+
+#[test]
+fn the_summary_of_the_built_in_dataset_prints() {
+    let text = ok(&meshplan(&["validate", "--no-search"]));
+    assert!(text.contains("125 published rows"), "{text}");
+    assert!(text.contains("tokens/s + iteration time"), "{text}");
+    assert!(text.contains("Narayanan21 T1"), "{text}");
+    assert!(text.contains("no GPU preset for the H100 96 GB"), "{text}");
+}
+
+#[test]
+fn json_holds_every_row() {
+    let text = ok(&meshplan(&[
+        "validate",
+        "validation/public-runs.json",
+        "--json",
+        "--no-search",
+    ]));
+    let v: serde_json::Value = serde_json::from_str(&text).expect("json");
+    let rows = v["rows"].as_array().expect("rows");
+    assert_eq!(rows.len(), 125);
+    assert!(rows
+        .iter()
+        .all(|r| r["comparison"].is_object() != r["not_representable"].is_string()));
+    assert!(v["by_source"].as_array().is_some_and(|s| s.len() == 14));
+}
+
+#[test]
+fn a_small_dataset_is_searched_and_tabled() {
+    let mut rows: serde_json::Value = serde_json::from_str(DATASET).expect("json");
+    let one: Vec<serde_json::Value> = rows
+        .as_array_mut()
+        .expect("array")
+        .drain(..)
+        .filter(|r| r["id"] == "korthikanti22-t5-22b-full")
+        .collect();
+    let path = temp_file("one", &serde_json::Value::Array(one).to_string());
+    let text = ok(&meshplan(&[
+        "validate",
+        path.to_str().expect("utf-8 path"),
+        "--table",
+    ]));
+    let _ = std::fs::remove_file(&path);
+    assert!(text.contains("korthikanti22-t5-22b-full"), "{text}");
+    assert!(text.contains("iteration_time_s"), "{text}");
+    assert!(
+        text.contains("Mesh search (1 rows, 1 distinct searches)"),
+        "{text}"
+    );
+    assert!(text.contains(" #"), "a rank is printed: {text}");
+}
+
+#[test]
+fn bad_input_exits_2_naming_the_field() {
+    let mut rows: serde_json::Value = serde_json::from_str(DATASET).expect("json");
+    rows[3]["gpus"] = serde_json::json!("many");
+    let path = temp_file("bad", &rows.to_string());
+    let out = meshplan(&["validate", path.to_str().expect("utf-8 path")]);
+    let _ = std::fs::remove_file(&path);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("[3].gpus"), "{err}");
+
+    let out = meshplan(&["validate", "no/such/dataset.json"]);
+    assert_eq!(out.status.code(), Some(2));
+}
