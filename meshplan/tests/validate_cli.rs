@@ -38,7 +38,8 @@ fn the_summary_of_the_built_in_dataset_prints() {
     assert!(text.contains("125 published rows"), "{text}");
     assert!(text.contains("tokens/s + iteration time"), "{text}");
     assert!(text.contains("Narayanan21 T1"), "{text}");
-    assert!(text.contains("no GPU preset for the H100 96 GB"), "{text}");
+    assert!(text.contains("torchtitan T2"), "{text}");
+    assert!(text.contains("no per-layer time"), "{text}");
 }
 
 #[test]

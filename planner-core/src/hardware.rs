@@ -132,6 +132,22 @@ pub fn gpu_presets() -> Vec<GpuSpec> {
     a100_80.inter_node_bytes_per_s = 25.0 * GB;
     let mut mi300x = gpu("mi300x", "MI300X", 192.0, 5.3, 1307.0, 2615.0, 896.0);
     mi300x.gpus_per_node = 8;
+    // AMD Instinct MI325X datasheet: 256 GB HBM3E at 6 TB/s, MI300X's compute (CDNA 3,
+    // 1307 TFLOPS dense BF16, 2615 FP8) and Infinity Fabric links (896 GB/s per GPU).
+    let mi325x = gpu("mi325x", "MI325X", 256.0, 6.0, 1307.0, 2615.0, 896.0);
+    // NVIDIA GB200 NVL72 datasheet, per GPU (rack totals / 72): 186 GB HBM3e at 8 TB/s,
+    // 2.5 PFLOPS dense BF16, 5 PFLOPS dense FP8, NVLink 5 at 1.8 TB/s; all 72 GPUs share
+    // one NVLink domain, so the rack is the "node" for TP and EP.
+    let mut gb200 = gpu(
+        "gb200-nvl72",
+        "GB200 NVL72 (186 GB)",
+        186.0,
+        8.0,
+        2500.0,
+        5000.0,
+        1800.0,
+    );
+    gb200.gpus_per_node = 72;
     vec![
         a100_40,
         a100_80,
@@ -144,9 +160,26 @@ pub fn gpu_presets() -> Vec<GpuSpec> {
             1979.0,
             900.0,
         ),
+        // torchtitan docs/performance.md (Grand Teton): "96GB HBM2e with 2.4 TB/sec peak
+        // memory bandwidth", 400 Gb/s RDMA per GPU, the default 500 W power limit. Same
+        // GH100 die and tensor peaks as the SXM5 datasheet; the power cap lowers sustained
+        // clocks, which the model does not price (it shows up as lower GEMM efficiency).
+        gpu(
+            "h100-96gb",
+            "H100 96 GB HBM2e (500 W)",
+            96.0,
+            2.4,
+            989.0,
+            1979.0,
+            900.0,
+        ),
+        // NVIDIA H800 SXM5 datasheet: H100's tensor peaks and HBM3, NVLink cut to 400 GB/s.
+        gpu("h800", "H800 SXM 80 GB", 80.0, 3.35, 989.0, 1979.0, 400.0),
         gpu("h200", "H200 SXM 141 GB", 141.0, 4.8, 989.0, 1979.0, 900.0),
         gpu("b200", "B200 180 GB", 180.0, 8.0, 2250.0, 4500.0, 1800.0),
+        gb200,
         mi300x,
+        mi325x,
     ]
 }
 
@@ -159,7 +192,13 @@ pub fn gpu_preset(id: &str) -> Option<GpuSpec> {
 /// `h100-sxm`, "NVIDIA A100-SXM4-40GB" → `a100-40gb`); `None` for other devices.
 pub fn gpu_preset_for_device(name: &str) -> Option<GpuSpec> {
     let n = name.to_ascii_lowercase();
-    let key = ["b200", "h200", "h100", "mi300x", "a100"]
+    if n.contains("h100") && n.contains("96") {
+        return gpu_preset("h100-96gb");
+    }
+    if n.contains("gb200") {
+        return gpu_preset("gb200-nvl72");
+    }
+    let key = ["b200", "h200", "h800", "h100", "mi325x", "mi300x", "a100"]
         .into_iter()
         .find(|k| n.contains(k))?;
     if key == "a100" {
@@ -182,6 +221,11 @@ mod device_name_tests {
         let id = |n: &str| gpu_preset_for_device(n).map(|g| g.id);
         assert_eq!(id("NVIDIA H100 80GB HBM3").as_deref(), Some("h100-sxm"));
         assert_eq!(id("NVIDIA H200").as_deref(), Some("h200"));
+        assert_eq!(id("NVIDIA H100 96GB HBM2e").as_deref(), Some("h100-96gb"));
+        assert_eq!(id("NVIDIA H800").as_deref(), Some("h800"));
+        assert_eq!(id("NVIDIA GB200").as_deref(), Some("gb200-nvl72"));
+        assert_eq!(id("NVIDIA B200").as_deref(), Some("b200"));
+        assert_eq!(id("AMD Instinct MI325X").as_deref(), Some("mi325x"));
         assert_eq!(id("NVIDIA A100-SXM4-40GB").as_deref(), Some("a100-40gb"));
         assert_eq!(id("NVIDIA A100-SXM4-80GB").as_deref(), Some("a100-80gb"));
         assert_eq!(id("Example GPU"), None);

@@ -731,9 +731,7 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
     let gpu_id = match run.gpu_type.as_str() {
         "A100-80GB" => "a100-80gb",
         "H100-80GB" => "h100-sxm",
-        "H100-96GB" => {
-            return Err("no GPU preset for the H100 96 GB HBM2e at 500 W (torchtitan's Grand Teton runs): the h100-sxm preset is the 80 GB HBM3, 700 W part, and adding a preset is a model change".to_string())
-        }
+        "H100-96GB" => "h100-96gb",
         other => return Err(format!("no GPU preset for gpu_type '{other}'")),
     };
     let Some(gpu) = gpu_preset(gpu_id) else {
