@@ -296,3 +296,22 @@ fn accuracy_does_not_regress_from_todays_measurement() {
         );
     }
 }
+
+#[test]
+fn one_row_at_a_time_gives_the_rows_of_the_whole_run() {
+    use planner_core::validation::{nearness, validate_run, PUBLIC_RUNS_JSON};
+    let runs = parse_runs(PUBLIC_RUNS_JSON).expect("built-in dataset parses");
+    let whole = validate_runs(&runs, ValidationOptions { search: false });
+    for (run, row) in runs.iter().zip(&whole.rows) {
+        assert_eq!(&validate_run(run).0, row, "{}", run.id);
+    }
+    // Nearness: 0 for the run's own shape, growing with each difference.
+    let r = &runs[0];
+    let gpu = "a100-80gb";
+    let same = nearness(r, r.params_b, u64::from(r.gpus), gpu, r.tp, r.pp);
+    assert_eq!(same, 0.0, "{}", r.id);
+    let ten_times = nearness(r, r.params_b * 10.0, u64::from(r.gpus), gpu, r.tp, r.pp);
+    assert!((ten_times - 1.0).abs() < 1e-12);
+    let other_gpu = nearness(r, r.params_b, u64::from(r.gpus), "h100-sxm", r.tp, r.pp);
+    assert_eq!(other_gpu, 1.0);
+}
