@@ -5,8 +5,8 @@ use planner_core::cost::CostOptions;
 use planner_core::hardware::gpu_preset;
 use planner_core::scenario::Overheads;
 use planner_core::validation::{
-    error_stats, map_run, parse_runs, quantile, run_validation, validate_runs, Quantity,
-    ValidationOptions, ValidationReport, ALL_GROUP, TIME_GROUP,
+    error_stats, map_run, parse_runs, quantile, run_validation, validate_runs, ValidationOptions,
+    ValidationReport, ALL_GROUP,
 };
 
 const DATASET: &str = include_str!("../../validation/public-runs.json");
