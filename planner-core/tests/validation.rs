@@ -261,9 +261,10 @@ fn a_small_rows_published_mesh_is_ranked_by_the_search() {
 #[test]
 fn accuracy_does_not_regress_from_todays_measurement() {
     // Measured on 2026-12-01 with `meshplan validate`: median |error| of the
-    // tokens/s + iteration-time rows, and of the TFLOP/s rows.
-    const TODAY_TIME_MEDIAN: f64 = 0.182;
-    const TODAY_TFLOPS_MEDIAN: f64 = 0.331;
+    // tokens/s + iteration-time rows, and of the TFLOP/s rows (after FP8 per op:
+    // attention and the LM head at the BF16 peak, FP8 casts counted; was 0.182 / 0.331).
+    const TODAY_TIME_MEDIAN: f64 = 0.114;
+    const TODAY_TFLOPS_MEDIAN: f64 = 0.148;
     const SLACK: f64 = 0.02;
     let r = report();
     let median = |group: &str| {
