@@ -685,7 +685,11 @@ pub fn serving_time_for(
             "KV read per GPU per step (B)",
             slowest.kv_bytes,
             "b · KV per token per GPU · (P + (O − 1)/2)",
-            format!("{m} × … × {mean_ctx} = {:.4e} B", slowest.kv_bytes),
+            format!(
+                "{m} × {:.4e} B × {mean_ctx} = {:.4e} B",
+                slowest.kv_bytes / (mf * mean_ctx),
+                slowest.kv_bytes
+            ),
             &format!(
                 "{} KV cache; the mean context over a request's output; cached prefixes are read like any KV",
                 serving.kv_dtype.id()
@@ -807,7 +811,7 @@ pub fn serving_time_for(
     );
     let service = prefill_s;
     let rho = rate * service;
-    if !(rho < 1.0) {
+    if rho.is_nan() || rho >= 1.0 {
         return Err(err(
             rate_field,
             format!(

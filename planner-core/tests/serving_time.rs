@@ -327,7 +327,7 @@ proptest! {
         ep in any::<bool>(),
         weight in prop::sample::select(ServeDtype::ALL.to_vec()),
         kv in prop::sample::select(ServeDtype::ALL.to_vec()),
-        rate in prop::option::of(1e-3f64..1e4),
+        rate in prop::option::of(1e-3f64..10.0),
     ) {
         let mut s = scenario(model, 4, tp, pp);
         s.serving.weight_dtype = weight;
