@@ -379,6 +379,7 @@ impl Ctx<'_> {
         };
         let gemm_eff = self.step.options.gemm.at(gemm_dim);
         let attn_eff = self.step.options.attention_efficiency.clamp(1e-3, 1.0);
+        // Roofline (Williams et al. 2009): time = max(bytes / bandwidth, FLOPs / attainable rate).
         let memory_s = (weight_bytes + kv_bytes) / self.step.hbm_bytes_per_s.max(1.0);
         let compute_s = gemm_flops / self.rate(gemm_eff) + attn_flops / self.rate(attn_eff);
         // Megatron TP (Shoeybi et al. 2019 §3): two all-reduces of the b·h activations per layer.
@@ -791,6 +792,8 @@ pub fn serving_time_for(
         ),
         "continuous batching (Yu et al. 2022, Orca): every running request advances one token per step; with PP, pp micro-batches in flight and the slowest stage paces them",
     );
+    // Continuous batching (Orca, Yu et al. 2022): c tokens per step; Little's law (Little 1961):
+    // λ = c / (time in system) = c / (O · TPOT).
     let throughput_s = cf / tpot_s;
     let sustained_rate = cf / (o * tpot_s);
     let (rate, rate_field) = match load.arrival_rate_per_s {
@@ -809,6 +812,7 @@ pub fn serving_time_for(
         format!("{rate:.4} requests/s"),
         "Little's law (Little 1961): c requests in the system, each O·TPOT long",
     );
+    // Utilisation of a single server (Kleinrock 1975, Vol. I §2): ρ = λ · S.
     let service = prefill_s;
     let rho = rate * service;
     if rho.is_nan() || rho >= 1.0 {
