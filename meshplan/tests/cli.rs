@@ -1,17 +1,10 @@
 //! The `meshplan` binary: outputs and exit codes.
 
-use std::process::{Command, Output};
+mod common;
+use common::meshplan;
 
 use planner_core::presets::article_mesh_scenario;
 use planner_core::scenario::Scenario;
-
-fn meshplan(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_meshplan"))
-        .args(args)
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .output()
-        .expect("run meshplan")
-}
 
 const MESH_LINK: &str = "v=1&model=llama-3.1-70b&gpus=512&seq=32768&gbs=64&pp=4&cp=4&dp=4";
 

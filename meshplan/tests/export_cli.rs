@@ -1,15 +1,8 @@
 //! `meshplan export`: one format prints exactly its golden text (notes on stderr),
 //! the link form gives the same output as the file, and bad formats exit 2.
 
-use std::process::{Command, Output};
-
-fn meshplan(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_meshplan"))
-        .args(args)
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .output()
-        .expect("run meshplan")
-}
+mod common;
+use common::meshplan;
 
 fn golden_text(file: &str) -> String {
     let path = format!(

@@ -1,26 +1,10 @@
 //! `meshplan search` and `meshplan calibrate`: outputs and exit codes.
 
-use std::process::{Command, Output};
+mod common;
+use common::{meshplan, ok};
 
 use planner_core::calibration::CalibrationSummary;
 use planner_core::mesh::SearchResult;
-
-fn meshplan(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_meshplan"))
-        .args(args)
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .output()
-        .expect("run meshplan")
-}
-
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 #[test]
 fn search_prints_ranked_json() {

@@ -1,14 +1,7 @@
 //! `meshplan serve`: serving time of the article example, and refused input.
 
-use std::process::{Command, Output};
-
-fn meshplan(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_meshplan"))
-        .args(args)
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .output()
-        .expect("run meshplan")
-}
+mod common;
+use common::meshplan;
 
 const EXAMPLE: &str = "examples/article-70b-mesh.json";
 

@@ -1,25 +1,10 @@
 //! `meshplan validate`: outputs and exit codes. The full search runs in release
 //! (`cargo run --release -p meshplan -- validate`); these tests search one small row only.
 
+mod common;
+use common::{meshplan, ok};
+
 use std::path::PathBuf;
-use std::process::{Command, Output};
-
-fn meshplan(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_meshplan"))
-        .args(args)
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
-        .output()
-        .expect("run meshplan")
-}
-
-fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
 
 fn temp_file(name: &str, text: &str) -> PathBuf {
     let path = std::env::temp_dir().join(format!(

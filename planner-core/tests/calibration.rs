@@ -135,19 +135,7 @@ fn two_level_samples_fit_the_network_after_the_node_stages() {
 
 #[test]
 fn json_output_parses_like_the_table() {
-    let json = r#"{"version":2,"start_time":"2025-01-01 10:00:00","args":["./build/all_gather_perf","-b","1M","-e","1G","-J","out.json"],
-      "env":[],"nccl_version":22703,
-      "config":{"nthreads":1,"ngpus":1,"minimum_bytes":1048576,"maximum_bytes":1073741824,"step_factor":2,
-        "devices":[{"rank":0,"group":0,"pid":1,"hostname":"a","device":0,"device_hex":"0000:18:00","device_info":"NVIDIA H100"},
-                   {"rank":1,"group":0,"pid":2,"hostname":"b","device":0,"device_hex":"0000:18:00","device_info":"NVIDIA H100"}]},
-      "results":[
-        {"size":1048576,"count":524288,"type":"bfloat16","redop":"none","root":"    -1",
-         "out_of_place":{"time":30.5,"alg_bw":34.38,"bus_bw":17.19,"nwrong":0},
-         "in_place":{"time":29.9,"alg_bw":35.07,"bus_bw":17.53,"nwrong":0},"actual_iterations":20,"experiment_name":""},
-        {"size":1073741824,"count":536870912,"type":"bfloat16","redop":"none","root":"    -1",
-         "out_of_place":{"time":11500.0,"alg_bw":93.37,"bus_bw":46.68,"nwrong":0},
-         "in_place":null,"actual_iterations":20,"experiment_name":""}],
-      "out_of_bounds":{"count":0,"okay":"true"},"average_bus_bandwidth":{"bandwidth":30.0,"okay":"unchecked"},"errors":[]}"#;
+    let json = include_str!("fixtures/nccl/all_gather_perf.json");
     let run = parse_json(json).expect("json");
     assert_eq!(run.op, Some(Collective::AllGather));
     assert_eq!((run.ranks, run.hosts), (Some(2), Some(2)));

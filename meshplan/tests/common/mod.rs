@@ -1,0 +1,26 @@
+//! The one helper every `meshplan` CLI test uses: run the built binary from the
+//! repository root (so `examples/…` paths resolve) and read what it printed.
+
+// Each test binary compiles this module and uses part of it.
+#![allow(dead_code)]
+
+use std::process::{Command, Output};
+
+/// Runs `meshplan ARGS…` from the repository root.
+pub fn meshplan(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_meshplan"))
+        .args(args)
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/.."))
+        .output()
+        .expect("run meshplan")
+}
+
+/// Its stdout, after asserting it exited 0 (stderr shown otherwise).
+pub fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
