@@ -258,6 +258,13 @@ impl CommModel {
                 let k = g.per_node;
                 let m = g.nodes;
                 let kf = k as f64;
+                // NCCL runs all-gather and reduce-scatter as one ring over all n = k·m ranks
+                // (no tree for them): NCCL src/graph/tuning.cc prices its latency as
+                // (nSteps − nInterSteps)·intraLat + nInterSteps·interLat with nSteps = n − 1,
+                // nInterSteps = m − 1; the two levels above pay (k − 1) + (m − 1) steps, so the
+                // ring's other (m − 1)(k − 1) intra-node steps are added, in seconds.
+                let ring_extra_steps_s = (m.saturating_sub(1) * k.saturating_sub(1)) as f64
+                    * self.link(op, LinkDomain::IntraNode).latency_s;
                 match op {
                     Collective::AllReduce => {
                         intra(Collective::ReduceScatter, bytes, k)
@@ -267,10 +274,12 @@ impl CommModel {
                     Collective::ReduceScatter => {
                         intra(Collective::ReduceScatter, bytes, k)
                             + inter(Collective::ReduceScatter, bytes / kf, m)
+                            + ring_extra_steps_s
                     }
                     Collective::AllGather => {
                         inter(Collective::AllGather, bytes / kf, m)
                             + intra(Collective::AllGather, bytes, k)
+                            + ring_extra_steps_s
                     }
                     Collective::AllToAll => {
                         // Of the (n−1)/n that leaves a rank, (k−1)/n stays in the node.

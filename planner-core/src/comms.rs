@@ -159,8 +159,12 @@ pub enum Overlap {
     EachBackward,
     /// Parameter gather during the first micro-batch's forward (Megatron `overlap_param_gather`).
     FirstForward,
-    /// ZeRO-3 prefetch of the next unit during each micro-batch's forward.
+    /// ZeRO-3 forward all-gather, per unit of each micro-batch: the next unit's gather
+    /// hides behind this unit's forward (prefetch depth one); the first cannot hide.
     EachForward,
+    /// ZeRO-3 backward all-gather and reduce-scatter, per unit of each micro-batch: both
+    /// share the rank's link and hide behind one unit's backward (with its recompute).
+    EachUnitBackward,
     /// Ring attention: the next K/V block arrives while this one is computed.
     Attention,
     /// On the critical path (TP, EP, PP).
@@ -342,7 +346,14 @@ pub fn step_comms(
         }
         ZeroStage::Zero3 => {
             // Rajbhandari et al. 2020 §7.2.2: all-gather forward + all-gather backward
-            // + reduce-scatter = 1.5× DDP, here per micro-batch, one unit per layer.
+            // + reduce-scatter = 3Ψ, 1.5× DDP, paid for every forward and backward, i.e. per
+            // micro-batch; Zhao et al. 2023 (PyTorch FSDP) §3.3/§4: one transformer layer per
+            // unit, gathered before its forward and again before its backward; gradients are
+            // reduce-scattered per micro-batch unless sync is deferred (`no_sync` /
+            // `set_requires_gradient_sync`, pytorch/pytorch#126166), which holds unsharded
+            // gradients; DeepSpeed's gradient-partitioning stages communicate at every
+            // micro-batch, not only at accumulation boundaries (deepspeedai/DeepSpeed#338).
+            // Latency is paid per unit (one call per layer).
             let units = layers_per_stage.max(1.0);
             let w = dense_per_rank * inp.weight_bytes;
             add(
@@ -361,7 +372,7 @@ pub fn step_comms(
                 w,
                 m,
                 units,
-                Overlap::EachBackward,
+                Overlap::EachUnitBackward,
             );
             add(
                 GroupKind::DpCp,
@@ -370,7 +381,7 @@ pub fn step_comms(
                 grads,
                 m,
                 units,
-                Overlap::EachBackward,
+                Overlap::EachUnitBackward,
             );
         }
     }

@@ -264,6 +264,23 @@ impl Fp8Casts {
     }
 }
 
+/// Exposed seconds of a per-unit gather (or gather + reduce-scatter) of one micro-batch:
+/// `c_u + (U − 1)·max(0, c_u − t_u)`, with `c_u = comm_s/U`, `t_u = compute_s/U`, `U = units`.
+///
+/// PyTorch FSDP notes ("FSDP Prefetch Nuances") and Zhao et al. 2023 §3.3: unit k+1's
+/// all-gather overlaps unit k's compute (one unit prefetched), and the first all-gather
+/// cannot overlap anything; so the first unit's transfer is exposed whole and each later
+/// unit exposes what its transfer exceeds one unit's compute. Exact for equal units: the
+/// step is `max(U·c_u + t_u, c_u + U·t_u)`, the link or the compute stream being busy. In
+/// backward `c_u` is a gather plus a reduce-scatter: the first unit's gather (fill) and the
+/// last unit's reduce-scatter (drain, after the last backward) are the exposed `c_u`.
+pub fn unit_exposed_s(comm_s: f64, compute_s: f64, units: f64) -> f64 {
+    let u = units.max(1.0);
+    let c_u = comm_s / u;
+    let t_u = compute_s / u;
+    c_u + (u - 1.0) * (c_u - t_u).max(0.0)
+}
+
 /// Seconds of one step by component; no strings, so the search can make millions.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct StepSeconds {
@@ -473,10 +490,19 @@ impl StepModel {
         let mut exposed = [0.0f64; 7];
         let mut per_mb_critical = 0.0;
         let mut after_pipeline = 0.0;
+        // ZeRO-3 backward: the unit's all-gather and reduce-scatter cross the same link, so
+        // their times add before they are set against one unit's backward (after the loop).
+        let (mut unit_bwd_s, mut unit_bwd_units, mut unit_bwd_group) = (0.0, 1.0, 0);
         // Sum items by overlap class and group first (an item class may appear twice).
         for item in comms.iter() {
             let s = item.seconds_per_step;
             let g = item.group.index();
+            if item.overlap == Overlap::EachUnitBackward {
+                unit_bwd_s += s;
+                unit_bwd_units = item.chunks_per_call;
+                unit_bwd_group = g;
+                continue;
+            }
             let e = match item.overlap {
                 Overlap::None => {
                     let hidden = match item.group {
@@ -496,12 +522,11 @@ impl StepModel {
                     e
                 }
                 Overlap::EachForward => {
-                    // The first unit of each micro-batch is gathered before compute starts.
-                    let first = s / (m * item.chunks_per_call);
-                    let e = (s / m - t_f).max(first) * m;
+                    let e = m * unit_exposed_s(s / m, t_f, item.chunks_per_call);
                     per_mb_critical += e / m;
                     e
                 }
+                Overlap::EachUnitBackward => 0.0,
                 Overlap::EachBackward => {
                     let last = s / (m * item.chunks_per_call);
                     let e = (s / m - t_b).max(last) * m;
@@ -528,6 +553,13 @@ impl StepModel {
                 _ => per_mb_critical += interference / m,
             }
             exposed[g] += e + interference;
+        }
+        if unit_bwd_s > 0.0 {
+            let e = m * unit_exposed_s(unit_bwd_s / m, t_b + t_rc, unit_bwd_units);
+            let interference =
+                (unit_bwd_s - e).max(0.0) * self.options.overlap_slowdown.clamp(0.0, 1.0);
+            per_mb_critical += (e + interference) / m;
+            exposed[unit_bwd_group] += e + interference;
         }
         let t_mb = t_f + t_b + t_rc + per_mb_critical;
         let ideal = m * t_mb;
@@ -710,6 +742,40 @@ impl StepModel {
                     assumption: "α–β with nccl-tests bus-bandwidth factors; two-level when a group spans nodes".into(),
                 });
             }
+        }
+        // ZeRO-3 per-unit overlap (unit_exposed_s: PyTorch FSDP notes, Zhao et al. 2023 §3.3), seconds.
+        let per_unit = |o: Overlap| -> (f64, f64) {
+            comms
+                .iter()
+                .filter(|i| i.overlap == o)
+                .fold((0.0, 1.0), |(t, _), i| {
+                    (t + i.seconds_per_step, i.chunks_per_call)
+                })
+        };
+        let (fwd_s, units) = per_unit(Overlap::EachForward);
+        let (bwd_s, bwd_units) = per_unit(Overlap::EachUnitBackward);
+        if fwd_s + bwd_s > 0.0 {
+            let m = s.micro_batches.max(1.0);
+            let t_f = (s.compute - s.recompute) / (3.0 * m);
+            let t_bwd = 2.0 * t_f + s.recompute / m;
+            let e_f = m * unit_exposed_s(fwd_s / m, t_f, units);
+            let e_b = m * unit_exposed_s(bwd_s / m, t_bwd, bwd_units);
+            terms.push(Term {
+                key: "time.comm.zero3_units".into(),
+                label: "ZeRO-3 gathers and reduce-scatters not hidden (seconds)".into(),
+                bytes: e_f + e_b,
+                formula: "m · Σ_{fwd, bwd} [c_u + (U−1)·max(0, c_u − t_u)], c_u = comm per unit (bwd: all-gather + reduce-scatter), t_u = compute per unit".into(),
+                worked: format!(
+                    "m = {m}, U = {units}: forward c_u {} vs t_u {} → {}; backward c_u {} vs t_u {} → {}",
+                    ms(fwd_s / (m * units)),
+                    ms(t_f / units),
+                    ms(e_f),
+                    ms(bwd_s / (m * bwd_units)),
+                    ms(t_bwd / bwd_units),
+                    ms(e_b)
+                ),
+                assumption: "One layer per unit, one unit prefetched, the first gather and the last reduce-scatter of each micro-batch exposed; gradients reduce-scattered every micro-batch (no deferred sync); before the overlap slowdown".into(),
+            });
         }
         terms.push(Term {
             key: "rate.mfu".into(),

@@ -294,3 +294,60 @@ fn tp_across_nodes_costs_more_than_tp_on_nvlink() {
     );
     assert!(across.seconds.total > nvlink.seconds.total);
 }
+
+#[test]
+fn a_unit_exposes_what_its_transfer_exceeds_one_units_compute() {
+    use planner_core::cost::unit_exposed_s;
+    // Compute-bound: only the first unit's gather shows.
+    assert!((unit_exposed_s(1.0, 4.0, 10.0) - 0.1).abs() < 1e-12);
+    // Link-bound: the step is U·c_u + t_u, so exposed = U·c_u + t_u − U·t_u.
+    let (c, t, u) = (4.0, 1.0, 10.0);
+    let want = c + t / u - t;
+    assert!((unit_exposed_s(c, t, u) - want).abs() < 1e-12);
+    // Per unit, not per step: a transfer equal to the compute still exposes one unit.
+    assert!((unit_exposed_s(2.0, 2.0, 8.0) - 0.25).abs() < 1e-12);
+}
+
+#[test]
+fn zero3_backward_gather_and_reduce_scatter_share_the_link() {
+    // On a slow network each of the backward all-gather and reduce-scatter alone would fit
+    // behind the backward, both together do not: the exposed time is their sum's excess.
+    let m = model_preset("llama-3.1-70b").expect("m");
+    let layout = Layout {
+        dp: 64,
+        zero: ZeroStage::Zero3,
+        micro_batch: 1,
+        ..Layout::default()
+    };
+    let mut sc = scenario("llama-3.1-70b", 8, 4096, 64, layout);
+    sc.cluster.inter_node.bytes_per_s = 14.0e9;
+    let sm = StepModel::new(&m, &sc, CostOptions::default());
+    let c = sm.evaluate(&sc.layout);
+    let s = c.seconds;
+    let t_f = (s.compute - s.recompute) / 3.0;
+    let secs = |p: planner_core::comms::Purpose| {
+        c.comms
+            .iter()
+            .find(|i| i.purpose == p)
+            .map(|i| i.seconds_per_step)
+            .expect("item")
+    };
+    let ag = secs(planner_core::comms::Purpose::ParamAllGatherBackward);
+    let rs = secs(planner_core::comms::Purpose::GradReduceScatter);
+    assert!(
+        ag < 2.0 * t_f && rs < 2.0 * t_f && ag + rs > 2.0 * t_f,
+        "{ag} {rs} {t_f}"
+    );
+    let term = c
+        .terms
+        .iter()
+        .find(|t| t.key == "time.comm.zero3_units")
+        .expect("zero3 term");
+    assert!(
+        term.bytes > ag + rs - 2.0 * t_f,
+        "{} {}",
+        term.bytes,
+        ag + rs - 2.0 * t_f
+    );
+    assert!(s.exposed_comm_total() >= term.bytes);
+}
