@@ -1412,70 +1412,115 @@ pub struct ValidationOptions {
     pub search: bool,
 }
 
+/// One row mapped, evaluated and compared (no search), with the mapped scenario
+/// when the row is representable. The page runs this a few rows per frame.
+pub fn validate_run(run: &PublishedRun) -> (RowResult, Option<MappedRun>) {
+    let mut row = RowResult {
+        id: run.id.clone(),
+        source: run.source.clone(),
+        quantity: run.quantity,
+        measured: run.value,
+        model_name: run.model_name.clone(),
+        model_source: None,
+        params_b_published: run.params_b,
+        params_b_model: None,
+        layout: layout_words(run),
+        defaults: Vec::new(),
+        notes: Vec::new(),
+        comparison: None,
+        not_representable: None,
+        search: None,
+    };
+    match map_run(run) {
+        Err(reason) => {
+            row.not_representable = Some(reason);
+            (row, None)
+        }
+        Ok(mapped) => {
+            row.model_source = Some(mapped.model_source.clone());
+            row.defaults = mapped.defaults.clone();
+            row.notes = mapped.notes.clone();
+            match compare(run, &mapped) {
+                Ok((c, params_b)) => {
+                    row.comparison = Some(c);
+                    row.params_b_model = Some(params_b);
+                    if run.params_b > 0.0 && (params_b / run.params_b - 1.0).abs() > 0.05 {
+                        row.notes.push(format!(
+                            "the mapped model has {params_b:.2}B parameters, the source publishes {}B",
+                            run.params_b
+                        ));
+                    }
+                }
+                Err(reason) => row.not_representable = Some(reason),
+            }
+            (row, Some(mapped))
+        }
+    }
+}
+
 /// Validates every row of `runs`.
 pub fn validate_runs(runs: &[PublishedRun], options: ValidationOptions) -> ValidationReport {
     let mut rows = Vec::with_capacity(runs.len());
     let mut searches: HashMap<String, Result<SearchRank, String>> = HashMap::new();
     for run in runs {
-        let mut row = RowResult {
-            id: run.id.clone(),
-            source: run.source.clone(),
-            quantity: run.quantity,
-            measured: run.value,
-            model_name: run.model_name.clone(),
-            model_source: None,
-            params_b_published: run.params_b,
-            params_b_model: None,
-            layout: layout_words(run),
-            defaults: Vec::new(),
-            notes: Vec::new(),
-            comparison: None,
-            not_representable: None,
-            search: None,
-        };
-        match map_run(run) {
-            Err(reason) => row.not_representable = Some(reason),
-            Ok(mapped) => {
-                row.model_source = Some(mapped.model_source.clone());
-                row.defaults = mapped.defaults.clone();
-                row.notes = mapped.notes.clone();
-                match compare(run, &mapped) {
-                    Ok((c, params_b)) => {
-                        row.comparison = Some(c);
-                        row.params_b_model = Some(params_b);
-                        if run.params_b > 0.0 && (params_b / run.params_b - 1.0).abs() > 0.05 {
-                            row.notes.push(format!(
-                                "the mapped model has {params_b:.2}B parameters, the source publishes {}B",
-                                run.params_b
-                            ));
-                        }
-                    }
-                    Err(reason) => row.not_representable = Some(reason),
-                }
-                if options.search && row.comparison.is_some() {
-                    let key = serde_json::to_string(&(
-                        &mapped.scenario.model,
-                        &mapped.scenario.precision,
-                        &mapped.scenario.cluster,
-                        &mapped.scenario.training,
-                        &mapped.scenario.activations,
-                        [run.dp, run.tp, run.pp, run.cp, run.ep],
-                    ))
-                    .unwrap_or_else(|_| run.id.clone());
-                    let found = searches
-                        .entry(key)
-                        .or_insert_with(|| search_rank(run, &mapped.scenario));
-                    match found {
-                        Ok(rank) => row.search = Some(rank.clone()),
-                        Err(e) => row.notes.push(format!("search failed: {e}")),
-                    }
-                }
+        let (mut row, mapped) = validate_run(run);
+        if let Some(mapped) = mapped.filter(|_| options.search && row.comparison.is_some()) {
+            let key = serde_json::to_string(&(
+                &mapped.scenario.model,
+                &mapped.scenario.precision,
+                &mapped.scenario.cluster,
+                &mapped.scenario.training,
+                &mapped.scenario.activations,
+                [run.dp, run.tp, run.pp, run.cp, run.ep],
+            ))
+            .unwrap_or_else(|_| run.id.clone());
+            let found = searches
+                .entry(key)
+                .or_insert_with(|| search_rank(run, &mapped.scenario));
+            match found {
+                Ok(rank) => row.search = Some(rank.clone()),
+                Err(e) => row.notes.push(format!("search failed: {e}")),
             }
         }
         rows.push(row);
     }
     summarize(runs.len(), rows, options.search.then_some(searches.len()))
 }
+
+/// How far a published run lies from a scenario, for "the rows nearest yours": the
+/// model size and cluster size as orders of magnitude (|log10| of their ratios), plus
+/// one for another GPU and a half each for another TP or PP degree. A ranking aid,
+/// not a physical quantity: rows at distance 0 are the same shape of run.
+pub fn nearness(
+    run: &PublishedRun,
+    params_b: f64,
+    gpus: u64,
+    gpu_id: &str,
+    tp: u32,
+    pp: u32,
+) -> f64 {
+    let ratio = |a: f64, b: f64| (a.max(1e-9) / b.max(1e-9)).log10().abs();
+    let run_gpu = match run.gpu_type.as_str() {
+        "A100-80GB" => "a100-80gb",
+        "H100-80GB" => "h100-sxm",
+        "H100-96GB" => "h100-96gb",
+        _ => "",
+    };
+    let mut d = ratio(run.params_b, params_b) + ratio(f64::from(run.gpus), gpus as f64);
+    if run_gpu != gpu_id {
+        d += 1.0;
+    }
+    if run.tp != tp {
+        d += 0.5;
+    }
+    if run.pp != pp {
+        d += 0.5;
+    }
+    d
+}
+
+/// The published dataset built into meshplan (`validation/public-runs.json`).
+pub const PUBLIC_RUNS_JSON: &str = include_str!("../../validation/public-runs.json");
 
 /// Builds the summaries of already evaluated rows (`searches`: distinct searches run, if any).
 pub fn summarize(

@@ -10,7 +10,7 @@ use planner_core::validation::{
 use crate::error::CliError;
 
 /// The dataset in the repository, built into the binary so the command runs from any directory.
-pub const DEFAULT_DATASET: &str = include_str!("../../../validation/public-runs.json");
+pub const DEFAULT_DATASET: &str = planner_core::validation::PUBLIC_RUNS_JSON;
 
 /// Arguments of `validate`.
 pub struct Args<'a> {
