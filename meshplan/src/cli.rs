@@ -50,6 +50,8 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         out_dir: Option<PathBuf>,
     },
+    /// Serving time of the scenario's replica (serving.tp × serving.pp): TTFT, TPOT, throughput.
+    Serve(crate::commands::serve::Args),
     /// Print the share-link query of a scenario JSON file.
     Link {
         /// Scenario JSON (e.g. examples/article-70b-mesh.json); `-` reads stdin.

@@ -149,7 +149,7 @@ pub fn step_breakdown(
                 "Compute",
                 s.compute - s.recompute,
                 "m · (t_forward + t_backward), t_backward = 2·t_forward",
-                "Matmuls at peak × GEMM efficiency, attention at peak × attention efficiency, element-wise ops at HBM speed",
+                "Matmuls at the compute dtype's peak × GEMM efficiency (FP8: linear layers only, LM head BF16), attention at the BF16 peak × attention efficiency, element-wise ops and FP8 casts at HBM speed",
             ),
         ),
         (

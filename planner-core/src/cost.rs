@@ -60,8 +60,8 @@ pub struct CostOptions {
     pub tp_overlap_fraction: f64,
     /// Fraction of EP all-to-all hidden (DualPipe-style overlap); 0 by default.
     pub ep_overlap_fraction: f64,
-    /// Fraction of peak the attention kernels reach (FlashAttention-2, Dao 2023:
-    /// 50–73% of peak forward on A100, backward lower).
+    /// Fraction of the BF16 peak the attention kernels reach (FlashAttention-2, Dao 2023:
+    /// 50–73% of peak forward on A100, backward lower); BF16 under the FP8 recipe too.
     pub attention_efficiency: f64,
     /// HBM bytes that memory-bound ops (norms, activations, residuals, RoPE) move per
     /// token per layer per hidden unit, forward + backward: 3 × Korthikanti's 34
@@ -102,6 +102,9 @@ pub struct FlopsPerToken {
     pub dense_forward: f64,
     /// Forward attention scores and weighted values: `2·L·s·a·(d_qk + d_v)` (×½ if causal).
     pub attention_forward: f64,
+    /// Of `dense_forward`, the output layer (LM head): `2·V·h`.
+    #[serde(default)]
+    pub output_forward: f64,
 }
 
 impl FlopsPerToken {
@@ -153,17 +156,118 @@ pub fn flops_per_token(model: &ModelSpec, seq_len: u32, causal: bool) -> FlopsPe
         * f64::from(model.heads)
         * (d_qk + d_v)
         * causal_factor;
+    // The output layer multiplies every token by the V × h matrix (tied or not).
+    let output_forward = 2.0 * f64::from(model.vocab) * f64::from(model.hidden) * scale;
     FlopsPerToken {
         matmul_params,
         dense_forward: 2.0 * matmul_params,
         attention_forward,
+        output_forward: output_forward.min(2.0 * matmul_params),
+    }
+}
+
+/// HBM bytes of one FP8 cast per element: one read of the BF16 tensor (2 B) and one
+/// write of its FP8 copy (1 B). Delayed scaling takes the scale from the amax history,
+/// so the amax of the tensor is recorded in the same pass: one read per quantization
+/// (Transformer Engine docs, features/low_precision_training/fp8_delayed_scaling: "reduces tensor
+/// reads per quantization from two to one"; Micikevicius et al. 2022, "FP8 Formats for Deep
+/// Learning", per-tensor scaling of GEMM inputs).
+pub const FP8_CAST_BYTES_PER_ELEMENT: f64 = 2.0 + 1.0;
+
+/// What the FP8 recipe adds to a step besides the faster GEMMs: the casts of the
+/// linear layers' GEMM inputs to FP8, for the whole model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fp8Casts {
+    /// Activation elements per token the forward FP8 GEMMs read: `Σ K` over every
+    /// linear layer's `K × N` weight (the input `X` of each fprop GEMM).
+    pub forward_elements_per_token: f64,
+    /// Gradient elements per token the backward FP8 GEMMs read: `Σ N` (the `dY`
+    /// of each dgrad GEMM; wgrad reuses the FP8 copies of `X` and `dY`).
+    pub backward_elements_per_token: f64,
+    /// FP8 linear-layer weights outside the routed experts (split over tp·pp).
+    pub dense_weights: f64,
+    /// Routed-expert weights (split over ep·pp, expert-TP 1).
+    pub expert_weights: f64,
+}
+
+impl Fp8Casts {
+    /// The FP8 GEMMs of `model` under Transformer Engine's recipe: QKV (or the MLA
+    /// projections), attention output, and the FFN/expert projections of every layer;
+    /// not the LM head or the embedding, and not attention's own matmuls.
+    pub fn of(model: &ModelSpec) -> Self {
+        let h = f64::from(model.hidden);
+        let a = f64::from(model.heads);
+        // (K, N) of every linear GEMM of one attention block.
+        let attention: Vec<(f64, f64)> = match &model.mla {
+            Some(mla) => {
+                let q_head = f64::from(mla.qk_nope_head_dim + mla.qk_rope_head_dim);
+                let q_lora = f64::from(mla.q_lora_rank);
+                let kv_lora = f64::from(mla.kv_lora_rank);
+                let mut g = if mla.q_lora_rank == 0 {
+                    vec![(h, a * q_head)]
+                } else {
+                    vec![(h, q_lora), (q_lora, a * q_head)]
+                };
+                // DeepSeek-V2 §2.1.2: W^DKV + W^KR, then W^UK and W^UV, then W^O.
+                g.push((h, kv_lora + f64::from(mla.qk_rope_head_dim)));
+                g.push((
+                    kv_lora,
+                    a * f64::from(mla.qk_nope_head_dim + mla.v_head_dim),
+                ));
+                g.push((a * f64::from(mla.v_head_dim), h));
+                g
+            }
+            None => {
+                let d = f64::from(model.head_dim);
+                let kv = f64::from(model.kv_heads);
+                vec![(h, (a + 2.0 * kv) * d), (a * d, h)]
+            }
+        };
+        // FFN of width f: fc1 h → (matrices − 1)·f (gate and up fused), fc2 f → h.
+        let gated = (model.ffn_kind.matrices() - 1) as f64;
+        let ffn = |f: f64| [(h, gated * f), (f, h)];
+        let sum = |gemms: &[(f64, f64)]| {
+            gemms
+                .iter()
+                .fold((0.0, 0.0), |(k, n), &(gk, gn)| (k + gk, n + gn))
+        };
+        let (attn_k, attn_n) = sum(&attention);
+        let (dense_k, dense_n) = sum(&ffn(f64::from(model.ffn)));
+        let pb = model.param_breakdown();
+        let (dense_layers, moe_layers) = (pb.dense_layers as f64, pb.moe_layers as f64);
+        let (moe_k, moe_n) = match &model.moe {
+            Some(moe) => {
+                // Each token runs its top-k routed experts and the shared ones.
+                let visits = f64::from(moe.experts_per_token + moe.shared_experts);
+                let (k, n) = sum(&ffn(f64::from(moe.expert_ffn)));
+                (visits * k, visits * n)
+            }
+            None => (0.0, 0.0),
+        };
+        let layers = dense_layers + moe_layers;
+        let scale = model.param_scale();
+        let experts = pb.routed_experts_total() as f64;
+        // The router stays outside Transformer Engine (Megatron's TopKRouter): not FP8.
+        let linear = (pb.layers_total()
+            - pb.norms_per_layer * (pb.dense_layers + pb.moe_layers)
+            - pb.router_per_layer * pb.moe_layers) as f64;
+        Fp8Casts {
+            forward_elements_per_token: layers * attn_k
+                + dense_layers * dense_k
+                + moe_layers * moe_k,
+            backward_elements_per_token: layers * attn_n
+                + dense_layers * dense_n
+                + moe_layers * moe_n,
+            dense_weights: (linear - experts).max(0.0) * scale,
+            expert_weights: experts * scale,
+        }
     }
 }
 
 /// Seconds of one step by component; no strings, so the search can make millions.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct StepSeconds {
-    /// Forward + backward matmul time over all micro-batches (one stage).
+    /// Forward + backward compute time over all micro-batches (one stage), FP8 casts included.
     pub compute: f64,
     /// Of which recomputation.
     pub recompute: f64,
@@ -173,6 +277,9 @@ pub struct StepSeconds {
     pub bubble: f64,
     /// Optimizer step (HBM-bound).
     pub optimizer: f64,
+    /// Of `compute`, the FP8 cast passes (activations per micro-batch, weights once per step).
+    #[serde(default)]
+    pub fp8_casts: f64,
     /// Step time.
     pub total: f64,
     /// Micro-batches per step.
@@ -227,8 +334,12 @@ pub struct StepModel {
     pub comm: CommModel,
     /// FLOPs per token.
     pub flops: FlopsPerToken,
-    /// Peak dense rate of the compute dtype, FLOP/s.
+    /// Peak dense rate of the compute dtype, FLOP/s (the linear-layer GEMMs; MFU's denominator).
     pub peak_flops_per_s: f64,
+    /// Peak BF16 rate, FLOP/s: attention, and the GEMMs FP8 does not cover (LM head).
+    pub bf16_flops_per_s: f64,
+    /// The FP8 casts, when the linear layers run in FP8; `None` for BF16.
+    pub fp8: Option<Fp8Casts>,
     /// HBM bandwidth, bytes/s.
     pub hbm_bytes_per_s: f64,
     /// GPUs per node.
@@ -257,9 +368,11 @@ impl StepModel {
     /// Builds the layout-independent part from a scenario and its resolved model.
     pub fn new(model: &ModelSpec, scenario: &Scenario, options: CostOptions) -> Self {
         let gpu = &scenario.cluster.gpu;
-        let peak = match scenario.precision.compute {
-            ComputeDtype::Fp8 if gpu.fp8_flops_per_s > 0.0 => gpu.fp8_flops_per_s,
-            _ => gpu.bf16_flops_per_s,
+        let fp8 = scenario.precision.compute == ComputeDtype::Fp8 && gpu.fp8_flops_per_s > 0.0;
+        let peak = if fp8 {
+            gpu.fp8_flops_per_s
+        } else {
+            gpu.bf16_flops_per_s
         };
         StepModel {
             comm_inputs: CommInputs::new(
@@ -275,6 +388,8 @@ impl StepModel {
                 options.causal_attention_flops,
             ),
             peak_flops_per_s: peak,
+            bf16_flops_per_s: gpu.bf16_flops_per_s,
+            fp8: fp8.then(|| Fp8Casts::of(model)),
             hbm_bytes_per_s: gpu.hbm_bytes_per_s,
             gpus_per_node: scenario.cluster.gpus_per_node,
             options,
@@ -311,8 +426,13 @@ impl StepModel {
         let pp = f64::from(layout.pp.max(1));
         let shards = f64::from(layout.tp.max(1)) * f64::from(layout.cp.max(1)) * pp;
         let peak = self.peak_flops_per_s.max(1.0);
-        let gemm_rate = peak * self.gemm_efficiency(layout);
-        let attn_rate = peak * self.options.attention_efficiency.clamp(1e-3, 1.0);
+        let bf16 = self.bf16_flops_per_s.max(1.0);
+        let hbm = self.hbm_bytes_per_s.max(1.0);
+        let eff = self.gemm_efficiency(layout);
+        let gemm_rate = peak * eff;
+        // FlashAttention-2/3 run QKᵀ and P·V in BF16: TE's DotProductAttention stays BF16 under FP8
+        // unless fp8_dpa is set (DelayedScaling, transformer_engine/common/recipe: default False).
+        let attn_rate = bf16 * self.options.attention_efficiency.clamp(1e-3, 1.0);
         let tokens_mb = b * inp.seq_len;
         // One stage's share of one micro-batch: the model's work split over tp·cp·pp GPUs.
         let per_gpu = tokens_mb / shards;
@@ -322,10 +442,26 @@ impl StepModel {
             * self.hidden
             * self.options.elementwise_bytes_per_hidden
             / 3.0
-            / self.hbm_bytes_per_s.max(1.0);
-        let dense_f = per_gpu * self.flops.dense_forward / gemm_rate;
-        let t_f = dense_f + attn_f + elem_f;
-        let t_b = 2.0 * t_f;
+            / hbm;
+        let (dense_f, cast_f, cast_b) = match &self.fp8 {
+            None => (per_gpu * self.flops.dense_forward / gemm_rate, 0.0, 0.0),
+            Some(c) => {
+                // Megatron-Core's output layer is its own ColumnParallelLinear, not a TE module:
+                // the LM head runs BF16 (megatron/core/models/gpt/gpt_model.py).
+                let lm = self.flops.output_forward;
+                let dense = (self.flops.dense_forward - lm) / gemm_rate + lm / (bf16 * eff);
+                // Per FP8 GEMM input, one BF16 read + one FP8 write (FP8_CAST_BYTES_PER_ELEMENT).
+                let cast = |elements: f64| per_gpu * elements * FP8_CAST_BYTES_PER_ELEMENT / hbm;
+                (
+                    per_gpu * dense,
+                    cast(c.forward_elements_per_token),
+                    cast(c.backward_elements_per_token),
+                )
+            }
+        };
+        let t_f = dense_f + attn_f + elem_f + cast_f;
+        // Backward: dgrad + wgrad = 2 × the forward's FLOPs and memory-bound traffic, plus dY's casts.
+        let t_b = 2.0 * (dense_f + attn_f + elem_f) + cast_b;
         let t_rc = match layout.recompute {
             Recompute::None => 0.0,
             // Korthikanti et al. 2022 §5: selective recomputes the attention core only.
@@ -414,14 +550,30 @@ impl StepModel {
         let params_local = self.params / (shards / f64::from(layout.cp.max(1))) / sharded_over;
         let optimizer =
             params_local * self.options.optimizer_bytes_per_param / self.hbm_bytes_per_s.max(1.0);
+        // TE casts each weight to FP8 on the first micro-batch of a step and reuses the copy (TE user
+        // guide, examples/advanced_optimizations "FP8 weight caching"; Megatron passes is_first_microbatch).
+        let weight_cast = match &self.fp8 {
+            None => 0.0,
+            Some(c) => {
+                let stage = pp * f64::from(layout.tp.max(1));
+                let experts = pp * f64::from(layout.ep.max(1));
+                (c.dense_weights / stage + c.expert_weights / experts) * FP8_CAST_BYTES_PER_ELEMENT
+                    / hbm
+            }
+        };
+        let recast = match layout.recompute {
+            Recompute::Full => cast_f,
+            _ => 0.0,
+        };
 
-        let total = ideal + bubble + pp_exposed + after_pipeline + optimizer;
+        let total = ideal + bubble + pp_exposed + after_pipeline + optimizer + weight_cast;
         StepSeconds {
-            compute: m * (t_f + t_b + t_rc),
+            compute: m * (t_f + t_b + t_rc) + weight_cast,
             recompute: m * t_rc,
             exposed_comm: exposed,
             bubble,
             optimizer,
+            fp8_casts: m * (cast_f + cast_b + recast) + weight_cast,
             total,
             micro_batches: m,
         }
@@ -481,14 +633,15 @@ impl StepModel {
                 key: "time.compute".into(),
                 label: "Compute".into(),
                 bytes: s.compute,
-                formula: "m · b·s/(tp·cp·pp) · 3 · (2N/(peak·eff_gemm) + F_attn/(peak·eff_attn) + bytes_elem/HBM) + recompute".into(),
+                formula: "m · b·s/(tp·cp·pp) · 3 · ((2N − F_head)/(peak·eff_gemm) + F_head/(peak_bf16·eff_gemm) + F_attn/(peak_bf16·eff_attn) + bytes_elem/HBM) + FP8 casts + recompute (peak = peak_bf16 unless FP8)".into(),
                 worked: format!(
-                    "{} micro-batches × {} tokens over {} GPUs per replica, {:.0} TFLOP/s × GEMM {:.2} / attention {:.2} = {} (of which recompute {})",
+                    "{} micro-batches × {} tokens over {} GPUs per replica, GEMMs {:.0} TFLOP/s × {:.2}, attention and LM head at BF16 {:.0} TFLOP/s (attention × {:.2}) = {} (of which recompute {})",
                     s.micro_batches,
                     f64::from(layout.micro_batch) * self.comm_inputs.seq_len,
                     u64::from(layout.tp) * u64::from(layout.cp) * u64::from(layout.pp),
                     self.peak_flops_per_s / 1e12,
                     eff,
+                    self.bf16_flops_per_s / 1e12,
                     self.options.attention_efficiency,
                     ms(s.compute),
                     ms(s.recompute)
@@ -519,6 +672,27 @@ impl StepModel {
                 ),
             },
         ];
+        if let Some(c) = &self.fp8 {
+            // Transformer Engine docs, "FP8 Delayed Scaling": one read per quantization, the
+            // amax recorded in the same pass; weights cast once per step ("FP8 weight caching").
+            terms.push(Term {
+                key: "time.fp8_casts".into(),
+                label: "FP8 casts (of compute)".into(),
+                bytes: s.fp8_casts,
+                formula: "m · b·s/(tp·cp·pp) · (ΣK fwd + ΣN bwd [+ ΣK recomputed]) · 3 B / HBM + (W_dense/(tp·pp) + W_experts/(ep·pp)) · 3 B / HBM".into(),
+                worked: format!(
+                    "{:.3e} forward + {:.3e} backward elements per token, {:.3e} + {:.3e} weights, {} B each at {:.2} TB/s = {}",
+                    c.forward_elements_per_token,
+                    c.backward_elements_per_token,
+                    c.dense_weights,
+                    c.expert_weights,
+                    FP8_CAST_BYTES_PER_ELEMENT,
+                    self.hbm_bytes_per_s / 1e12,
+                    ms(s.fp8_casts)
+                ),
+                assumption: "Delayed scaling: each FP8 GEMM input (X forward, dY backward, each weight once per step) is read in BF16 and written in FP8; FP8 transposes for wgrad and casts fused into norms are not counted separately; split over tp like the other memory-bound work".into(),
+            });
+        }
         for kind in GroupKind::ALL {
             let e = s.exposed_comm[kind.index()];
             let raw: f64 = comms

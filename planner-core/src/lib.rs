@@ -34,6 +34,7 @@ pub mod presets;
 pub mod report;
 pub mod scenario;
 pub mod serving;
+pub mod serving_time;
 pub mod teaching;
 pub mod topology;
 pub mod validate;

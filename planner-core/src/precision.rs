@@ -66,7 +66,9 @@ impl PrecisionRecipe {
 pub enum ComputeDtype {
     /// BF16/FP16 tensor cores.
     Bf16,
-    /// FP8 tensor cores.
+    /// FP8 tensor cores for the linear-layer GEMMs (fprop, dgrad, wgrad), as Transformer
+    /// Engine runs them (`DelayedScaling`: `override_linear_precision` all False, `fp8_dpa`
+    /// False); attention, the LM head and element-wise work stay BF16 (cost.rs).
     Fp8,
 }
 

@@ -3,7 +3,7 @@
 use planner_core::cost::{flops_per_token, scaling, CostOptions, ScalingKind, StepModel};
 use planner_core::hardware::{gpu_preset, Cluster};
 use planner_core::layout::{Layout, Recompute, Schedule, ZeroStage};
-use planner_core::precision::Precision;
+use planner_core::precision::{Precision, PrecisionRecipe};
 use planner_core::presets::model_preset;
 use planner_core::scenario::{
     ActivationOptions, ModelChoice, Overheads, Scenario, Serving, Training, SCENARIO_VERSION,
@@ -68,6 +68,50 @@ fn single_gpu_step_is_compute_over_rate() {
     assert_eq!(c.seconds.bubble, 0.0);
     assert!((c.seconds.total - want - c.seconds.optimizer).abs() < 1e-9);
     assert!(c.mfu < eff && c.mfu > 0.5 * eff);
+}
+
+#[test]
+fn fp8_runs_the_linear_gemms_at_fp8_and_attention_and_lm_head_at_bf16() {
+    // One H100, Llama 3.1 8B, FP8 recipe: linear-layer GEMMs at the FP8 peak, the LM head
+    // and attention at the BF16 peak, plus the FP8 casts (3 B per GEMM-input element).
+    let m = model_preset("llama-3.1-8b").expect("m");
+    let mut sc = scenario("llama-3.1-8b", 1, 4096, 1, Layout::default());
+    sc.precision = Precision::from_recipe(PrecisionRecipe::Fp8Bf16Master);
+    let sm = StepModel::new(&m, &sc, CostOptions::default());
+    let c = sm.evaluate(&sc.layout);
+    let eff = sm.gemm_efficiency(&sc.layout);
+    let (l, h, a, kv, d, f, v) = (32.0, 4096.0, 32.0, 8.0, 128.0, 14336.0, 128_256.0);
+    let (fp8, bf16, hbm) = (1979e12, 989e12, 3.35e12);
+    let head = 2.0 * v * h;
+    // Σ K (forward X) and Σ N (backward dY) over QKV, output projection, fc1 (gate+up), fc2.
+    let fwd_elements = l * (h + a * d + h + f);
+    let bwd_elements = l * ((a + 2.0 * kv) * d + h + 2.0 * f + h);
+    let weights = l * (h * (a + 2.0 * kv) * d + a * d * h + 3.0 * h * f);
+    let casts = 4096.0 * (fwd_elements + bwd_elements) * 3.0 / hbm + weights * 3.0 / hbm;
+    let want = 4096.0
+        * (3.0 * (sm.flops.dense_forward - head) / (fp8 * eff)
+            + 3.0 * head / (bf16 * eff)
+            + 3.0 * sm.flops.attention_forward / (bf16 * 0.5)
+            + l * h * 102.0 / hbm)
+        + casts;
+    assert!(
+        (c.seconds.compute / want - 1.0).abs() < 1e-12,
+        "{} vs {want}",
+        c.seconds.compute
+    );
+    assert!((c.seconds.fp8_casts / casts - 1.0).abs() < 1e-12);
+    let term = c
+        .terms
+        .iter()
+        .find(|t| t.key == "time.fp8_casts")
+        .expect("cast term");
+    assert_eq!(term.bytes, c.seconds.fp8_casts);
+    // MFU stays over the FP8 datasheet peak; the BF16 recipe has no cast term.
+    let bf16_sc = scenario("llama-3.1-8b", 1, 4096, 1, Layout::default());
+    let b = StepModel::new(&m, &bf16_sc, CostOptions::default()).evaluate(&bf16_sc.layout);
+    assert_eq!(b.seconds.fp8_casts, 0.0);
+    assert!(!b.terms.iter().any(|t| t.key == "time.fp8_casts"));
+    assert!(c.seconds.compute < b.seconds.compute);
 }
 
 #[test]

@@ -5,8 +5,8 @@ use planner_core::cost::CostOptions;
 use planner_core::hardware::gpu_preset;
 use planner_core::scenario::Overheads;
 use planner_core::validation::{
-    error_stats, map_run, parse_runs, quantile, run_validation, validate_runs, Quantity,
-    ValidationOptions, ValidationReport, ALL_GROUP, TIME_GROUP,
+    error_stats, map_run, parse_runs, quantile, run_validation, validate_runs, ValidationOptions,
+    ValidationReport, ALL_GROUP,
 };
 
 const DATASET: &str = include_str!("../../validation/public-runs.json");
@@ -268,13 +268,13 @@ fn accuracy_does_not_regress_from_todays_measurement() {
         ("Megatron README 2024", 0.135),
         ("Korthikanti22 T3/T5", 0.091),
         ("Korthikanti22 §6.3", 0.119),
-        ("NeMo 24.07", 0.341),
-        ("NeMo 24.07 SFT", 0.216),
-        ("MBridge 25.09", 0.296),
-        ("Megatron examples/llama", 0.250),
-        ("NeMo long-seq", 0.649),
+        ("NeMo 24.07", 0.207),
+        ("NeMo 24.07 SFT", 0.103),
+        ("MBridge 25.09", 0.131),
+        ("Megatron examples/llama", 0.073),
+        ("NeMo long-seq", 0.093),
         ("torchtitan T1", 0.362),
-        ("torchtitan T2", 0.763),
+        ("torchtitan T2", 0.440),
         ("torchtitan T3", 0.483),
         ("Korthikanti22 T4", f64::NAN),
     ];
@@ -295,4 +295,23 @@ fn accuracy_does_not_regress_from_todays_measurement() {
             "{source}: median |error| {median:.3} is worse than today's {today}"
         );
     }
+}
+
+#[test]
+fn one_row_at_a_time_gives_the_rows_of_the_whole_run() {
+    use planner_core::validation::{nearness, validate_run, PUBLIC_RUNS_JSON};
+    let runs = parse_runs(PUBLIC_RUNS_JSON).expect("built-in dataset parses");
+    let whole = validate_runs(&runs, ValidationOptions { search: false });
+    for (run, row) in runs.iter().zip(&whole.rows) {
+        assert_eq!(&validate_run(run).0, row, "{}", run.id);
+    }
+    // Nearness: 0 for the run's own shape, growing with each difference.
+    let r = &runs[0];
+    let gpu = "a100-80gb";
+    let same = nearness(r, r.params_b, u64::from(r.gpus), gpu, r.tp, r.pp);
+    assert_eq!(same, 0.0, "{}", r.id);
+    let ten_times = nearness(r, r.params_b * 10.0, u64::from(r.gpus), gpu, r.tp, r.pp);
+    assert!((ten_times - 1.0).abs() < 1e-12);
+    let other_gpu = nearness(r, r.params_b, u64::from(r.gpus), "h100-sxm", r.tp, r.pp);
+    assert_eq!(other_gpu, 1.0);
 }

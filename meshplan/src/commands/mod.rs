@@ -5,6 +5,7 @@ mod eval;
 mod export;
 mod link;
 mod search;
+pub mod serve;
 mod validate;
 
 use crate::cli::Command;
@@ -31,6 +32,7 @@ pub fn run(command: Command) -> Result<String, CliError> {
             json,
             out_dir: out_dir.as_deref(),
         }),
+        Command::Serve(args) => serve::run(&args),
         Command::Link { scenario } => link::encode(&scenario),
         Command::DecodeLink { query, lenient } => link::decode(&query, lenient),
         Command::Search {

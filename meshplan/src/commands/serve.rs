@@ -1,0 +1,139 @@
+//! `serve`: serving time of a scenario's replica (TTFT, TPOT, throughput), JSON or a table.
+
+use std::fmt::Write;
+use std::path::PathBuf;
+
+use planner_core::explain::Term;
+use planner_core::serving_time::{serving_time, ServingLoad, ServingTime};
+
+use crate::error::CliError;
+use crate::input::read_scenario;
+
+/// Arguments of `meshplan serve`.
+#[derive(Debug, clap::Args)]
+pub struct Args {
+    /// Scenario JSON (its `serving` block gives the replica shape and dtypes); `-` reads stdin.
+    pub scenario: PathBuf,
+    /// Prompt tokens per request.
+    #[arg(long, default_value_t = ServingLoad::default().prompt_tokens)]
+    pub prompt: u32,
+    /// Output tokens per request.
+    #[arg(long, default_value_t = ServingLoad::default().output_tokens)]
+    pub output: u32,
+    /// Requests decoding at once per replica (default: serving.target_concurrency).
+    #[arg(long)]
+    pub concurrency: Option<u32>,
+    /// Share of prompt tokens served from the prefix cache, 0..=1.
+    #[arg(long, default_value_t = 0.0)]
+    pub prefix_hit: f64,
+    /// Prefill chunk size, tokens.
+    #[arg(long, default_value_t = ServingLoad::default().prefill_chunk_tokens)]
+    pub chunk: u32,
+    /// Split routed experts whole over the TP ranks (all-to-all per MoE layer).
+    #[arg(long)]
+    pub expert_parallel: bool,
+    /// Open-loop arrival rate, requests/s (default: what the concurrency sustains).
+    #[arg(long)]
+    pub arrival_rate: Option<f64>,
+    /// Print a readable table instead of JSON.
+    #[arg(long)]
+    pub table: bool,
+}
+
+/// Evaluates the load on the scenario's replica and renders it.
+pub fn run(args: &Args) -> Result<String, CliError> {
+    let scenario = read_scenario(&args.scenario)?;
+    let load = ServingLoad {
+        prompt_tokens: args.prompt,
+        output_tokens: args.output,
+        concurrency: args
+            .concurrency
+            .unwrap_or(scenario.serving.target_concurrency),
+        prefix_hit_rate: args.prefix_hit,
+        prefill_chunk_tokens: args.chunk,
+        expert_parallel: args.expert_parallel,
+        arrival_rate_per_s: args.arrival_rate,
+    };
+    let t = serving_time(&scenario, &load)
+        .map_err(|e| CliError::BadInput(format!("invalid serving load: {e}")))?;
+    if args.table {
+        Ok(render_table(&t))
+    } else {
+        serde_json::to_string_pretty(&t)
+            .map_err(|e| CliError::BadInput(format!("result cannot be written as JSON: {e}")))
+    }
+}
+
+fn value(t: &Term) -> String {
+    let v = t.bytes;
+    if t.label.ends_with("(s)") {
+        if v < 1e-3 {
+            format!("{:.1} µs", v * 1e6)
+        } else if v < 1.0 {
+            format!("{:.3} ms", v * 1e3)
+        } else {
+            format!("{v:.3} s")
+        }
+    } else if t.label.ends_with("(B)") {
+        format!("{:.3} GB", v / 1e9)
+    } else if t.label.ends_with("(FLOP)") {
+        format!("{:.3e}", v)
+    } else if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.4}")
+    }
+}
+
+fn render_table(t: &ServingTime) -> String {
+    let l = &t.load;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "Replica TP {} × PP {} ({} GPUs) | prompt {} (prefix hit {}), output {}, concurrency {}, chunk {}{}",
+        t.tp,
+        t.pp,
+        t.gpus_per_replica,
+        l.prompt_tokens,
+        l.prefix_hit_rate,
+        l.output_tokens,
+        l.concurrency,
+        l.prefill_chunk_tokens,
+        if l.expert_parallel { ", EP" } else { "" }
+    );
+    let _ = writeln!(
+        out,
+        "  TTFT {} (p90 {}, p99 {}) | TPOT {} | {} tok/s per replica, {} per GPU",
+        value(&t.ttft),
+        value(&t.ttft_p90),
+        value(&t.ttft_p99),
+        value(&t.tpot),
+        value(&t.throughput_per_replica),
+        value(&t.throughput_per_gpu)
+    );
+    let _ = writeln!(
+        out,
+        "  decode step {}-bound (micro-batch {}), prefill {}-bound ({} new tokens, {} chunk(s)); KV {}",
+        t.decode.bound.id(),
+        t.decode.micro_batch,
+        t.prefill.bound.id(),
+        t.prefill.new_tokens,
+        t.prefill.chunks,
+        if t.fits_kv {
+            "fits"
+        } else {
+            "does NOT fit: the load needs more KV than the pool holds"
+        }
+    );
+    let _ = writeln!(out, "Breakdown:");
+    for term in t.terms() {
+        let _ = writeln!(
+            out,
+            "  {:<44} {:>14}   {}",
+            term.label,
+            value(term),
+            term.worked
+        );
+    }
+    out.trim_end().to_string()
+}

@@ -1,0 +1,355 @@
+//! Serving time model: decode roofline, prefill FLOPs, continuous batching, queueing.
+
+use planner_core::cost::flops_per_token;
+use planner_core::hardware::{gpu_preset, Cluster};
+use planner_core::kv_cache;
+use planner_core::presets::{article_mesh_scenario, model_preset};
+use planner_core::scenario::{ModelChoice, Scenario, ServeDtype};
+use planner_core::serving::serving_plan;
+use planner_core::serving_time::{
+    expected_distinct_experts, serving_time, Bound, ServingLoad, ServingTime,
+};
+use proptest::prelude::*;
+
+/// `model` on `nodes` H100 nodes, one replica of TP `tp` × PP `pp`.
+fn scenario(model: &str, nodes: u32, tp: u32, pp: u32) -> Scenario {
+    let mut s = article_mesh_scenario();
+    s.model = ModelChoice::Preset(model.to_string());
+    s.cluster = Cluster::of(gpu_preset("h100-sxm").expect("preset"), nodes);
+    s.serving.tp = tp;
+    s.serving.pp = pp;
+    s
+}
+
+fn load(prompt: u32, output: u32, concurrency: u32) -> ServingLoad {
+    ServingLoad {
+        prompt_tokens: prompt,
+        output_tokens: output,
+        concurrency,
+        ..ServingLoad::default()
+    }
+}
+
+fn all_finite(t: &ServingTime) -> bool {
+    t.terms().iter().all(|x| x.bytes.is_finite())
+}
+
+#[test]
+fn memory_bound_decode_step_is_bytes_over_bandwidth() {
+    // Llama 3.1 8B, BF16 weights and KV, one H100, batch 1.
+    let s = scenario("llama-3.1-8b", 1, 1, 1);
+    let l = load(1024, 256, 1);
+    let t = serving_time(&s, &l).expect("valid");
+    let model = model_preset("llama-3.1-8b").expect("preset");
+    let plan = serving_plan(&model, &s.serving, &s.cluster).expect("plan");
+    let weights = plan.weights_per_gpu.bytes;
+    let kv_per_token =
+        kv_cache::kv_bytes_per_token_per_gpu_value(&model, ServeDtype::Bf16, 1, model.layers);
+    // Mean cached tokens over the output: P + (O − 1)/2.
+    let kv = kv_per_token * (1024.0 + 255.0 / 2.0);
+    let expected = (weights + kv) / 3.35e12;
+    assert_eq!(t.decode.bound, Bound::Memory);
+    assert_eq!(t.decode.weight_bytes.bytes, weights);
+    assert!((t.decode.kv_bytes.bytes - kv).abs() <= 1e-6 * kv);
+    assert!((t.decode.memory_time.bytes - expected).abs() <= 1e-12 * expected);
+    // One GPU: no communication, so the step is the memory time exactly.
+    assert_eq!(t.decode.comm_time.bytes, 0.0);
+    assert_eq!(t.decode.time.bytes, t.decode.memory_time.bytes);
+    // ~16 GB of weights at 3.35 TB/s: about 5 ms.
+    assert!(expected > 4e-3 && expected < 6e-3, "{expected}");
+}
+
+#[test]
+fn prefill_flops_equal_the_closed_form() {
+    let model = model_preset("llama-3.1-8b").expect("preset");
+    let s = scenario("llama-3.1-8b", 1, 1, 1);
+    for (prompt, chunk, hit) in [(4096u32, 512u32, 0.0), (3000, 1024, 0.5), (7, 2048, 0.0)] {
+        let l = ServingLoad {
+            prompt_tokens: prompt,
+            prefill_chunk_tokens: chunk,
+            prefix_hit_rate: hit,
+            ..load(prompt, 16, 1)
+        };
+        let t = serving_time(&s, &l).expect("valid");
+        let p = f64::from(prompt);
+        let cached = (p * hit).floor();
+        let new = p - cached;
+        assert_eq!(t.prefill.new_tokens as f64, new);
+        assert_eq!(t.prefill.chunks, (new as u64).div_ceil(u64::from(chunk)));
+        // 2·N_active per token, N without the input embedding lookup.
+        let b = model.param_breakdown();
+        let n_matmul = (b.active() - b.embedding) as f64;
+        let gemm = 2.0 * n_matmul * new;
+        assert!((t.prefill.gemm_flops.bytes - gemm).abs() <= 1e-9 * gemm);
+        // Causal attention, MHA-equivalent form 2·2·s²·h·L/2 with h = a·d_head (Llama: 32 × 128).
+        let h = f64::from(model.heads) * f64::from(model.head_dim);
+        let attn = 2.0 * 2.0 * (p * p - cached * cached) * h * f64::from(model.layers) / 2.0;
+        assert!(
+            (t.prefill.attention_flops.bytes - attn).abs() <= 1e-9 * attn,
+            "{} vs {attn}",
+            t.prefill.attention_flops.bytes
+        );
+        // The same as cost.rs's per-token count.
+        let f = flops_per_token(&model, 1, false);
+        assert!((f.dense_forward * new - gemm).abs() <= 1e-9 * gemm);
+        assert!(t.prefill.time.bytes >= t.prefill.compute_time.bytes);
+    }
+}
+
+#[test]
+fn prefix_hits_remove_prompt_tokens_from_prefill() {
+    let s = scenario("llama-3.1-70b", 1, 8, 1);
+    let cold = serving_time(&s, &load(8192, 128, 8)).expect("valid");
+    let warm = serving_time(
+        &s,
+        &ServingLoad {
+            prefix_hit_rate: 0.75,
+            ..load(8192, 128, 8)
+        },
+    )
+    .expect("valid");
+    assert_eq!(warm.prefill.new_tokens, 2048);
+    assert!(warm.prefill.time.bytes < cold.prefill.time.bytes);
+    assert!(warm.ttft.bytes < cold.ttft.bytes);
+    // A full hit still recomputes the last token (vLLM).
+    let full = serving_time(
+        &s,
+        &ServingLoad {
+            prefix_hit_rate: 1.0,
+            ..load(8192, 128, 8)
+        },
+    )
+    .expect("valid");
+    assert_eq!(full.prefill.new_tokens, 1);
+}
+
+#[test]
+fn tpot_rises_monotonically_with_concurrency() {
+    for (model, nodes, tp, pp) in [
+        ("llama-3.1-70b", 1, 8, 1),
+        ("llama-3.1-70b", 2, 8, 2),
+        ("mixtral-8x7b", 1, 2, 1),
+        ("llama-3.1-8b", 1, 1, 1),
+    ] {
+        let s = scenario(model, nodes, tp, pp);
+        let mut last = 0.0;
+        let mut last_thr = 0.0;
+        for c in 1..=96u32 {
+            let t = serving_time(&s, &load(1024, 256, c)).expect("valid");
+            assert!(
+                t.tpot.bytes >= last,
+                "{model} c={c}: {} < {last}",
+                t.tpot.bytes
+            );
+            assert!(all_finite(&t));
+            last = t.tpot.bytes;
+            if c == 1 || c == 96 {
+                assert!(t.throughput_per_replica.bytes > last_thr);
+                last_thr = t.throughput_per_replica.bytes;
+            }
+        }
+    }
+}
+
+#[test]
+fn int4_weights_speed_up_a_memory_bound_step_by_the_byte_ratio() {
+    let bf16 = scenario("llama-3.1-8b", 1, 1, 1);
+    let mut int4 = bf16.clone();
+    int4.serving.weight_dtype = ServeDtype::Int4;
+    let l = load(1024, 256, 1);
+    let a = serving_time(&bf16, &l).expect("valid");
+    let b = serving_time(&int4, &l).expect("valid");
+    assert_eq!(a.decode.bound, Bound::Memory);
+    assert_eq!(b.decode.bound, Bound::Memory);
+    assert_eq!(
+        a.decode.weight_bytes.bytes / b.decode.weight_bytes.bytes,
+        4.0
+    );
+    let ratio = (a.decode.weight_bytes.bytes + a.decode.kv_bytes.bytes)
+        / (b.decode.weight_bytes.bytes + b.decode.kv_bytes.bytes);
+    let speedup = a.decode.time.bytes / b.decode.time.bytes;
+    assert!(
+        (speedup - ratio).abs() < 1e-12 * ratio,
+        "{speedup} vs {ratio}"
+    );
+    // Both weights and KV in INT4: exactly the 2 / 0.5 byte ratio.
+    int4.serving.kv_dtype = ServeDtype::Int4;
+    let c = serving_time(&int4, &l).expect("valid");
+    let speedup = a.decode.time.bytes / c.decode.time.bytes;
+    assert!((speedup - 4.0).abs() < 1e-12, "{speedup}");
+}
+
+#[test]
+fn ttft_grows_with_utilisation_and_is_refused_at_saturation() {
+    let s = scenario("llama-3.1-70b", 1, 8, 1);
+    let base = serving_time(&s, &load(4096, 256, 16)).expect("valid");
+    let service = base.prefill.time.bytes;
+    let mut last = 0.0;
+    for rho in [0.1, 0.3, 0.5, 0.7, 0.9, 0.99, 0.999_999] {
+        let l = ServingLoad {
+            arrival_rate_per_s: Some(rho / service),
+            ..load(4096, 256, 16)
+        };
+        let t = serving_time(&s, &l).expect("ρ < 1 is served");
+        assert!((t.utilisation.bytes - rho).abs() < 1e-9);
+        assert!(t.ttft.bytes > last, "ρ {rho}");
+        assert!(t.ttft_p99.bytes >= t.ttft_p90.bytes);
+        assert!(t.ttft_p90.bytes >= service);
+        assert!(all_finite(&t));
+        last = t.ttft.bytes;
+    }
+    // Near saturation the wait is huge but finite.
+    assert!(last > 1e4 * service);
+    for rho in [1.0, 1.5, 1e6] {
+        let l = ServingLoad {
+            arrival_rate_per_s: Some(rho / service),
+            ..load(4096, 256, 16)
+        };
+        let e = serving_time(&s, &l).expect_err("ρ ≥ 1 is refused");
+        assert_eq!(e.field, "load.arrival_rate_per_s");
+        assert!(e.reason.contains("ρ"), "{}", e.reason);
+    }
+    // Closed-loop TTFT grows with concurrency (utilisation grows with it).
+    let mut last = 0.0;
+    for c in [1u32, 4, 16, 64] {
+        let t = serving_time(&s, &load(4096, 256, c)).expect("valid");
+        assert!(t.utilisation.bytes > last);
+        last = t.utilisation.bytes;
+    }
+}
+
+#[test]
+fn distinct_experts_match_a_brute_force() {
+    // Every top-k subset equally likely for each token, tokens independent.
+    for (e, k) in [(4u32, 1u32), (4, 2), (6, 2), (5, 3), (8, 2)] {
+        let subsets: Vec<u32> = (0u32..(1 << e)).filter(|m| m.count_ones() == k).collect();
+        for b in 1..=3u32 {
+            let n = subsets.len();
+            let combos = n.pow(b);
+            let mut total = 0u64;
+            for idx in 0..combos {
+                let mut i = idx;
+                let mut union = 0u32;
+                for _ in 0..b {
+                    union |= subsets[i % n];
+                    i /= n;
+                }
+                total += u64::from(union.count_ones());
+            }
+            let brute = total as f64 / combos as f64;
+            let formula = expected_distinct_experts(e, k, f64::from(b));
+            assert!(
+                (brute - formula).abs() < 1e-12,
+                "E={e} k={k} b={b}: {brute} vs {formula}"
+            );
+        }
+    }
+    // Mixtral at batch 1 reads 2 of 8 experts; a large batch reads nearly all.
+    let s = scenario("mixtral-8x7b", 1, 2, 1);
+    let one = serving_time(&s, &load(512, 64, 1)).expect("valid");
+    let many = serving_time(&s, &load(512, 64, 256)).expect("valid");
+    let d = one.decode.distinct_experts.as_ref().expect("moe");
+    assert!((d.bytes - 2.0).abs() < 1e-12);
+    assert!(one.decode.weight_bytes.bytes < 0.5 * many.decode.weight_bytes.bytes);
+}
+
+#[test]
+fn bad_load_names_the_field() {
+    let s = scenario("llama-3.1-8b", 1, 1, 1);
+    let cases: [(ServingLoad, &str); 7] = [
+        (load(0, 10, 1), "load.prompt_tokens"),
+        (load(10, 0, 1), "load.output_tokens"),
+        (load(10, 10, 0), "load.concurrency"),
+        (load(40_000, 10, 1), "load.prompt_tokens"),
+        (
+            ServingLoad {
+                prefix_hit_rate: f64::NAN,
+                ..load(10, 10, 1)
+            },
+            "load.prefix_hit_rate",
+        ),
+        (
+            ServingLoad {
+                prefill_chunk_tokens: 0,
+                ..load(10, 10, 1)
+            },
+            "load.prefill_chunk_tokens",
+        ),
+        (
+            ServingLoad {
+                arrival_rate_per_s: Some(f64::INFINITY),
+                ..load(10, 10, 1)
+            },
+            "load.arrival_rate_per_s",
+        ),
+    ];
+    for (l, field) in cases {
+        let e = serving_time(&s, &l).expect_err("refused");
+        assert_eq!(e.field, field);
+    }
+}
+
+#[test]
+fn tensor_parallel_decode_pays_latency_bound_all_reduces() {
+    let s = scenario("llama-3.1-70b", 1, 8, 1);
+    let t = serving_time(&s, &load(1024, 256, 1)).expect("valid");
+    // 80 layers × 2 all-reduces × 2(n−1) ring steps × 3 µs ≈ 6.7 ms of α alone.
+    let alpha = 80.0 * 2.0 * 14.0 * 3e-6;
+    assert!(t.decode.comm_time.bytes >= alpha);
+    assert!(t.decode.comm_time.bytes < 1.1 * alpha);
+    // EP for MoE swaps the FFN all-reduce for two all-to-alls.
+    let m = scenario("mixtral-8x7b", 1, 8, 1);
+    let tp = serving_time(&m, &load(1024, 256, 8)).expect("valid");
+    let ep = serving_time(
+        &m,
+        &ServingLoad {
+            expert_parallel: true,
+            ..load(1024, 256, 8)
+        },
+    )
+    .expect("valid");
+    assert!(ep.decode.comm_time.bytes != tp.decode.comm_time.bytes);
+    assert!(all_finite(&ep));
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(96))]
+    #[test]
+    fn every_output_is_finite_for_valid_inputs(
+        model in prop::sample::select(vec!["llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "deepseek-v3", "qwen2.5-72b"]),
+        tp in prop::sample::select(vec![1u32, 2, 4, 8]),
+        pp in 1u32..=4,
+        prompt in 1u32..=16_000,
+        output in 1u32..=16_000,
+        concurrency in 1u32..=4096,
+        hit in 0.0f64..=1.0,
+        chunk in 1u32..=16_384,
+        ep in any::<bool>(),
+        weight in prop::sample::select(ServeDtype::ALL.to_vec()),
+        kv in prop::sample::select(ServeDtype::ALL.to_vec()),
+        rate in prop::option::of(1e-3f64..10.0),
+    ) {
+        let mut s = scenario(model, 4, tp, pp);
+        s.serving.weight_dtype = weight;
+        s.serving.kv_dtype = kv;
+        let l = ServingLoad {
+            prompt_tokens: prompt,
+            output_tokens: output,
+            concurrency,
+            prefix_hit_rate: hit,
+            prefill_chunk_tokens: chunk,
+            expert_parallel: ep,
+            arrival_rate_per_s: rate,
+        };
+        match serving_time(&s, &l) {
+            Ok(t) => {
+                for x in t.terms() {
+                    prop_assert!(x.bytes.is_finite() && x.bytes >= 0.0, "{}: {}", x.key, x.bytes);
+                }
+                prop_assert!(t.tpot.bytes > 0.0);
+                prop_assert!(t.ttft.bytes >= t.prefill.time.bytes);
+            }
+            Err(e) => prop_assert!(!e.field.is_empty() && !e.reason.is_empty()),
+        }
+    }
+}
