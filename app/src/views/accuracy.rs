@@ -2,87 +2,105 @@
 //! training runs (`planner_core::validation`, the same code as `meshplan validate`),
 //! its summary, and the published rows nearest the current scenario.
 //!
-//! Nothing runs until the section is opened; then the rows are evaluated a few per
-//! animation frame within a time budget, off the slider path, so the page stays
-//! responsive; the total and the longest slice are shown (and kept as data
-//! attributes for the end-to-end test).
+//! The evaluation runs in a Web Worker (`app-worker/`, built by trunk as a classic
+//! worker next to the page) that is not fetched until the section is opened, so the
+//! page's first-load wasm carries neither the dataset nor its evaluation. The page
+//! creates the worker on open, posts one message once the worker says it is ready,
+//! and parses the reply ([`PageReply`], JSON text); it never blocks on the work.
+//! The nearest rows are ranked here from the reply's fields by planner-core's
+//! [`nearest_rows`], so they follow the scenario without asking the worker again.
 
 use leptos::prelude::*;
-use planner_core::validation::{
-    nearness, parse_runs, summarize, validate_run, PublishedRun, RowResult, ValidationReport,
-    PUBLIC_RUNS_JSON,
-};
+use planner_core::validation::{nearest_rows, PageGroup, PageReply, PageRow, PageSummary};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{ErrorEvent, MessageEvent, Worker};
 
 use crate::app::Ctx;
 use crate::format;
 use crate::perf::now_ms;
 
-/// Milliseconds of validation per animation frame.
-const SLICE_BUDGET_MS: f64 = 4.0;
+/// The worker's loader (trunk's `data-loader-shim`: `importScripts` of the
+/// no-modules glue, then its wasm), relative to the page.
+const WORKER_URL: &str = "./app-worker_loader.js";
 /// Published rows shown as "nearest to your scenario".
 const NEAREST_ROWS: usize = 5;
 
-/// Evaluation state: rows done so far, then the summary.
+/// Where the section stands.
 #[derive(Clone, Default)]
-struct Progress {
-    runs: Vec<PublishedRun>,
-    rows: Vec<RowResult>,
-    report: Option<ValidationReport>,
-    error: Option<String>,
-    busy_ms: f64,
-    longest_slice_ms: f64,
-    wall_ms: f64,
-    frames: u32,
+enum Progress {
+    /// Not opened yet.
+    #[default]
+    Idle,
+    /// The worker is loading or evaluating.
+    Running,
+    /// The worker's summary, and the page's wall time from open to reply.
+    Done(PageSummary, f64),
+    /// Why there is no summary.
+    Failed(String),
 }
 
-fn pump(state: RwSignal<Progress>, started: f64) {
-    request_animation_frame(move || {
-        let t0 = now_ms();
-        let mut done = false;
-        state.update(|p| {
-            while p.rows.len() < p.runs.len() && now_ms() - t0 < SLICE_BUDGET_MS {
-                let (row, _) = validate_run(&p.runs[p.rows.len()]);
-                p.rows.push(row);
-            }
-            let slice = now_ms() - t0;
-            p.busy_ms += slice;
-            p.longest_slice_ms = p.longest_slice_ms.max(slice);
-            p.frames += 1;
-            if p.rows.len() == p.runs.len() {
-                let t1 = now_ms();
-                p.report = Some(summarize(p.runs.len(), p.rows.clone(), None));
-                let finish = now_ms() - t1;
-                p.busy_ms += finish;
-                p.longest_slice_ms = p.longest_slice_ms.max(slice + finish);
-                p.wall_ms = now_ms() - started;
-                done = true;
-            }
-        });
-        if !done {
-            pump(state, started);
-        }
-    });
-}
-
+/// Starts the worker once; its reply lands in `state`.
 fn start(state: RwSignal<Progress>) {
-    if !state.with_untracked(|p| p.runs.is_empty() && p.error.is_none()) {
+    if !state.with_untracked(|p| matches!(p, Progress::Idle)) {
         return;
     }
-    match parse_runs(PUBLIC_RUNS_JSON) {
-        Ok(runs) => {
-            state.update(|p| p.runs = runs);
-            pump(state, now_ms());
+    let worker = match Worker::new(WORKER_URL) {
+        Ok(w) => w,
+        Err(e) => {
+            state.set(Progress::Failed(format!(
+                "the validation worker did not start: {e:?}"
+            )));
+            return;
         }
-        Err(e) => state.update(|p| p.error = Some(format!("{}: {}", e.field, e.message))),
-    }
+    };
+    state.set(Progress::Running);
+    let started = now_ms();
+    let handle = worker.clone();
+    let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
+        let text = ev.data().as_string().unwrap_or_default();
+        match serde_json::from_str::<PageReply>(&text) {
+            Ok(PageReply::Ready) => {
+                if let Err(e) = handle.post_message(&JsValue::from_str("validate")) {
+                    state.set(Progress::Failed(format!(
+                        "posting to the validation worker failed: {e:?}"
+                    )));
+                }
+            }
+            Ok(PageReply::Summary(s)) => {
+                state.set(Progress::Done(s, now_ms() - started));
+                handle.terminate();
+            }
+            Ok(PageReply::Failed(e)) => {
+                state.set(Progress::Failed(e));
+                handle.terminate();
+            }
+            Err(e) => {
+                state.set(Progress::Failed(format!(
+                    "the validation worker's reply did not parse: {e}"
+                )));
+                handle.terminate();
+            }
+        }
+    });
+    let onerror = Closure::<dyn FnMut(ErrorEvent)>::new(move |ev: ErrorEvent| {
+        state.set(Progress::Failed(format!(
+            "the validation worker failed: {}",
+            ev.message()
+        )));
+    });
+    worker.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
+    worker.set_onerror(Some(onerror.as_ref().unchecked_ref()));
+    // One pair per page: the section starts its worker once.
+    onmessage.forget();
+    onerror.forget();
 }
 
 fn stat(v: Option<f64>) -> String {
     v.map_or_else(|| "—".to_string(), format::percent)
 }
 
-fn summary_table(report: &ValidationReport) -> impl IntoView {
-    let groups = report.by_quantity.clone();
+fn summary_table(groups: Vec<PageGroup>) -> impl IntoView {
     view! {
         <table class="accuracy-summary" data-testid="accuracy-summary">
             <thead>
@@ -101,19 +119,18 @@ fn summary_table(report: &ValidationReport) -> impl IntoView {
                 {groups
                     .into_iter()
                     .map(|g| {
-                        let s = g.stats;
                         view! {
                             <tr data-group=g.group.clone()>
                                 <td>{g.group.clone()}</td>
-                                <td>{s.rows}</td>
-                                <td data-testid="accuracy-compared">{s.compared}</td>
-                                <td data-median=s.median.unwrap_or(f64::NAN).to_string()>
-                                    {stat(s.median)}
+                                <td>{g.rows}</td>
+                                <td data-testid="accuracy-compared">{g.compared}</td>
+                                <td data-median=g.median.unwrap_or(f64::NAN).to_string()>
+                                    {stat(g.median)}
                                 </td>
-                                <td>{stat(s.p90)}</td>
-                                <td>{stat(s.max)}</td>
-                                <td>{stat(s.within_10)}</td>
-                                <td>{stat(s.within_25)}</td>
+                                <td>{stat(g.p90)}</td>
+                                <td>{stat(g.max)}</td>
+                                <td>{stat(g.within_10)}</td>
+                                <td>{stat(g.within_25)}</td>
                             </tr>
                         }
                     })
@@ -123,41 +140,28 @@ fn summary_table(report: &ValidationReport) -> impl IntoView {
     }
 }
 
-/// The rows nearest the current scenario, by [`nearness`].
-fn nearest(p: &Progress, ctx: &Ctx) -> Vec<(PublishedRun, RowResult)> {
+/// The rows nearest the current scenario.
+fn nearest(rows: &[PageRow], ctx: &Ctx) -> Vec<PageRow> {
     let Some(model) = ctx.model.with(|m| m.as_ref().ok().cloned()) else {
         return Vec::new();
     };
     ctx.scenario.with(|s| {
-        let params_b = model.params() / 1e9;
-        let mut scored: Vec<(f64, usize)> = p
-            .runs
-            .iter()
-            .zip(&p.rows)
-            .enumerate()
-            .filter(|(_, (_, r))| r.comparison.is_some())
-            .map(|(i, (run, _))| {
-                let d = nearness(
-                    run,
-                    params_b,
-                    s.cluster.world_size(),
-                    &s.cluster.gpu.id,
-                    s.layout.tp,
-                    s.layout.pp,
-                );
-                (d, i)
-            })
-            .collect();
-        scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
-        scored
-            .into_iter()
-            .take(NEAREST_ROWS)
-            .map(|(_, i)| (p.runs[i].clone(), p.rows[i].clone()))
-            .collect()
+        nearest_rows(
+            rows,
+            model.params() / 1e9,
+            s.cluster.world_size(),
+            &s.cluster.gpu.id,
+            s.layout.tp,
+            s.layout.pp,
+            NEAREST_ROWS,
+        )
+        .into_iter()
+        .cloned()
+        .collect()
     })
 }
 
-fn nearest_table(rows: Vec<(PublishedRun, RowResult)>) -> impl IntoView {
+fn nearest_table(rows: Vec<PageRow>) -> impl IntoView {
     view! {
         <table class="accuracy-nearest" data-testid="accuracy-nearest">
             <thead>
@@ -173,20 +177,17 @@ fn nearest_table(rows: Vec<(PublishedRun, RowResult)>) -> impl IntoView {
             <tbody>
                 {rows
                     .into_iter()
-                    .map(|(run, row)| {
-                        let c = row.comparison.clone();
-                        let predicted = c.as_ref().map_or(f64::NAN, |c| c.predicted);
-                        let error = c.as_ref().map_or(f64::NAN, |c| c.relative_error);
+                    .map(|row| {
                         view! {
                             <tr data-id=row.id.clone()>
-                                <td title=run.notes.clone()>
-                                    {format!("{} — {}", run.model_name, run.source)}
+                                <td title=row.notes.clone()>
+                                    {format!("{} — {}", row.model_name, row.source)}
                                 </td>
                                 <td>{row.layout.clone()}</td>
-                                <td>{row.quantity.id()}</td>
+                                <td>{row.quantity.clone()}</td>
                                 <td>{format::sig3(row.measured)}</td>
-                                <td>{format::sig3(predicted)}</td>
-                                <td>{format!("{:+.1}%", error * 100.0)}</td>
+                                <td>{format::sig3(row.predicted)}</td>
+                                <td>{format!("{:+.1}%", row.relative_error * 100.0)}</td>
                             </tr>
                         }
                     })
@@ -202,48 +203,44 @@ pub fn AccuracyView() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let state = RwSignal::new(Progress::default());
     let body = move || {
-        state.with(|p| {
-            if let Some(e) = &p.error {
-                return view! { <p class="issue error">{e.clone()}</p> }.into_any();
+        state.with(|p| match p {
+            Progress::Idle => ().into_any(),
+            Progress::Running => view! {
+                <p data-testid="accuracy-progress">
+                    "Evaluating the published runs in a background worker…"
+                </p>
             }
-            let Some(report) = &p.report else {
-                return view! {
-                    <p data-testid="accuracy-progress">
-                        {format!("Evaluating published runs: {} of {}…", p.rows.len(), p.runs.len())}
-                    </p>
+            .into_any(),
+            Progress::Failed(e) => view! { <p class="issue error">{e.clone()}</p> }.into_any(),
+            Progress::Done(summary, wall_ms) => {
+                let near = nearest(&summary.rows, &ctx);
+                view! {
+                    <div
+                        data-testid="accuracy-done"
+                        data-worker-ms=summary.worker_ms.to_string()
+                        data-wall-ms=wall_ms.to_string()
+                        data-compared-rows=summary.rows.len().to_string()
+                    >
+                        <p class="hint">
+                            {format!(
+                                "{} published training runs (Narayanan et al. 2021, Korthikanti et al. 2022, Megatron-LM, NeMo, Megatron-Bridge, torchtitan), each mapped to a scenario and evaluated by the same planner-core code as `meshplan validate`, in a background worker: {:.0} ms of evaluation, {:.0} ms from opening this section with the worker's download; |error| = |predicted / measured − 1|. The targets are a median under 10% and p90 under 25%: where the numbers miss, trust the ranking less than the figures.",
+                                summary.dataset_rows,
+                                summary.worker_ms,
+                                wall_ms
+                            )}
+                        </p>
+                        {summary_table(summary.groups.clone())}
+                        <h3>"Published runs nearest your scenario"</h3>
+                        {nearest_table(near)}
+                    </div>
                 }
-                .into_any();
-            };
-            let near = nearest(p, &ctx);
-            view! {
-                <div
-                    data-testid="accuracy-done"
-                    data-wall-ms=p.wall_ms.to_string()
-                    data-busy-ms=p.busy_ms.to_string()
-                    data-longest-slice-ms=p.longest_slice_ms.to_string()
-                    data-frames=p.frames.to_string()
-                >
-                    <p class="hint">
-                        {format!(
-                            "{} published training runs (Narayanan et al. 2021, Korthikanti et al. 2022, Megatron-LM, NeMo, Megatron-Bridge, torchtitan), each mapped to a scenario and evaluated here by the same planner-core code as `meshplan validate`; |error| = |predicted / measured − 1|. Evaluated in {:.0} ms over {} frames (longest slice {:.1} ms). The targets are a median under 10% and p90 under 25%: where the numbers miss, trust the ranking less than the figures.",
-                            report.dataset_rows,
-                            p.busy_ms,
-                            p.frames,
-                            p.longest_slice_ms
-                        )}
-                    </p>
-                    {summary_table(report)}
-                    <h3>"Published runs nearest your scenario"</h3>
-                    {nearest_table(near)}
-                </div>
+                .into_any()
             }
-            .into_any()
         })
     };
     view! {
         <section class="view accuracy-view" data-testid="accuracy-view">
             <details on:toggle=move |ev| {
-                use wasm_bindgen::JsCast;
                 let open = ev
                     .target()
                     .and_then(|t| t.dyn_into::<web_sys::HtmlDetailsElement>().ok())
