@@ -59,7 +59,7 @@ fn start(state: RwSignal<Progress>) {
     let handle = worker.clone();
     let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
         let text = ev.data().as_string().unwrap_or_default();
-        match serde_json::from_str::<PageReply>(&text) {
+        match PageReply::from_json(&text) {
             Ok(PageReply::Ready) => {
                 if let Err(e) = handle.post_message(&JsValue::from_str("validate")) {
                     state.set(Progress::Failed(format!(
