@@ -13,7 +13,7 @@ use planner_core::validate::layout_rule_violations;
 use crate::charts::Theme;
 use crate::inputs::{power_of_two_steps, Issue, Issues, NumberField, Select, StepSlider, Toggle};
 use crate::share;
-use crate::views::{CalibrationBadge, ExportsView, MeasuredView, ModelImport};
+use crate::views::{AccuracyView, CalibrationBadge, ExportsView, MeasuredView, ModelImport};
 use crate::views::{LearnView, MemoryView, PipelineView, ServingView};
 use crate::views::{MeshView, StepBreakdownView, TopologyView};
 
@@ -142,6 +142,7 @@ pub fn App() -> impl IntoView {
                 <ServingView />
                 <MeshView />
                 <StepBreakdownView />
+                <AccuracyView />
                 <TopologyView />
                 <LearnView />
                 <ModelImport />

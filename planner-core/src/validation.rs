@@ -1499,8 +1499,49 @@ pub fn nearness(
     tp: u32,
     pp: u32,
 ) -> f64 {
+    shape_nearness(&RunShape::of(run), params_b, gpus, gpu_id, tp, pp)
+}
+
+/// The fields of a published run that [`nearness`] reads, so a run known only by
+/// them (a [`PageRow`] the validation worker sent) is ranked by the same formula.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RunShape<'a> {
+    /// Published parameter count, billions.
+    pub params_b: f64,
+    /// GPUs of the run.
+    pub gpus: u32,
+    /// The dataset's GPU name (`A100-80GB`, `H100-80GB`…).
+    pub gpu_type: &'a str,
+    /// Tensor-parallel degree.
+    pub tp: u32,
+    /// Pipeline-parallel degree.
+    pub pp: u32,
+}
+
+impl<'a> RunShape<'a> {
+    /// The shape of a published run.
+    pub fn of(run: &'a PublishedRun) -> Self {
+        Self {
+            params_b: run.params_b,
+            gpus: run.gpus,
+            gpu_type: &run.gpu_type,
+            tp: run.tp,
+            pp: run.pp,
+        }
+    }
+}
+
+/// [`nearness`] of a run given by its [`RunShape`].
+pub fn shape_nearness(
+    run: &RunShape<'_>,
+    params_b: f64,
+    gpus: u64,
+    gpu_id: &str,
+    tp: u32,
+    pp: u32,
+) -> f64 {
     let ratio = |a: f64, b: f64| (a.max(1e-9) / b.max(1e-9)).log10().abs();
-    let run_gpu = match run.gpu_type.as_str() {
+    let run_gpu = match run.gpu_type {
         "A100-80GB" => "a100-80gb",
         "H100-80GB" => "h100-sxm",
         "H100-96GB" => "h100-96gb",
@@ -1618,4 +1659,269 @@ pub fn run_validation(
 ) -> Result<ValidationReport, FieldError> {
     let runs = parse_runs(json)?;
     Ok(validate_runs(&runs, options))
+}
+
+/// One summary row of the page's accuracy section ([`PageSummary`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PageGroup {
+    /// Group name (a quantity id, [`TIME_GROUP`] or [`ALL_GROUP`]).
+    pub group: String,
+    /// Rows in the group.
+    pub rows: usize,
+    /// Rows compared.
+    pub compared: usize,
+    /// Median |error|.
+    pub median: Option<f64>,
+    /// 90th percentile |error|.
+    pub p90: Option<f64>,
+    /// Largest |error|.
+    pub max: Option<f64>,
+    /// Share of compared rows with |error| ≤ 10%.
+    pub within_10: Option<f64>,
+    /// Share of compared rows with |error| ≤ 25%.
+    pub within_25: Option<f64>,
+}
+
+/// One compared row of the page's accuracy section ([`PageSummary`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PageRow {
+    /// Row id.
+    pub id: String,
+    /// Model name as published.
+    pub model_name: String,
+    /// Source of the row.
+    pub source: String,
+    /// The published layout, in words.
+    pub layout: String,
+    /// The quantity's id ([`Quantity::id`]).
+    pub quantity: String,
+    /// The published value.
+    pub measured: f64,
+    /// meshplan's prediction.
+    pub predicted: f64,
+    /// predicted / measured − 1.
+    pub relative_error: f64,
+    /// Published parameter count, billions.
+    pub params_b: f64,
+    /// GPUs of the run.
+    pub gpus: u32,
+    /// The dataset's GPU name.
+    pub gpu_type: String,
+    /// Tensor-parallel degree.
+    pub tp: u32,
+    /// Pipeline-parallel degree.
+    pub pp: u32,
+    /// The dataset's notes on the run.
+    pub notes: String,
+}
+
+impl PageRow {
+    /// The fields [`nearness`] reads.
+    pub fn shape(&self) -> RunShape<'_> {
+        RunShape {
+            params_b: self.params_b,
+            gpus: self.gpus,
+            gpu_type: &self.gpu_type,
+            tp: self.tp,
+            pp: self.pp,
+        }
+    }
+}
+
+/// What the page's validation worker computes: the per-quantity summary, the
+/// compared rows, and the worker's own time. The app only parses it, so the page's
+/// wasm does not link the evaluation of the published runs.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PageSummary {
+    /// Rows in the dataset.
+    pub dataset_rows: usize,
+    /// Summary per quantity, then tokens/s + iteration time, then all rows
+    /// ([`ValidationReport::by_quantity`]).
+    pub groups: Vec<PageGroup>,
+    /// Compared rows, in dataset order.
+    pub rows: Vec<PageRow>,
+    /// Milliseconds the worker spent parsing, evaluating and summarising.
+    pub worker_ms: f64,
+}
+
+/// A message from the page's validation worker to the page (JSON text).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum PageReply {
+    /// The worker's wasm is loaded and listening: the page may post its request.
+    Ready,
+    /// The validation finished.
+    Summary(PageSummary),
+    /// The dataset did not parse.
+    Failed(String),
+}
+
+impl PageReply {
+    /// Reads a reply from its JSON text (what `serde_json::to_string` wrote).
+    ///
+    /// Equal to `serde_json::from_str::<PageReply>` (the tests check it), but read
+    /// through `serde_json::Value`, whose parser the page links anyway (the model
+    /// importer's): the derived visitors would add about 8 KB gzipped to the page.
+    pub fn from_json(text: &str) -> Result<Self, String> {
+        use serde_json::Value;
+        fn field<'v>(v: &'v Value, name: &str) -> Result<&'v Value, String> {
+            v.get(name).ok_or_else(|| format!("no field `{name}`"))
+        }
+        fn string(v: &Value, name: &str) -> Result<String, String> {
+            field(v, name)?
+                .as_str()
+                .map(str::to_string)
+                .ok_or_else(|| format!("`{name}` is not a string"))
+        }
+        fn number(v: &Value, name: &str) -> Result<f64, String> {
+            field(v, name)?
+                .as_f64()
+                .ok_or_else(|| format!("`{name}` is not a number"))
+        }
+        fn count<T: TryFrom<u64>>(v: &Value, name: &str) -> Result<T, String> {
+            field(v, name)?
+                .as_u64()
+                .and_then(|n| T::try_from(n).ok())
+                .ok_or_else(|| format!("`{name}` is not a count"))
+        }
+        fn maybe(v: &Value, name: &str) -> Result<Option<f64>, String> {
+            match field(v, name)? {
+                Value::Null => Ok(None),
+                x => x
+                    .as_f64()
+                    .map(Some)
+                    .ok_or_else(|| format!("`{name}` is not a number or null")),
+            }
+        }
+        fn list<T>(
+            v: &Value,
+            name: &str,
+            item: impl Fn(&Value) -> Result<T, String>,
+        ) -> Result<Vec<T>, String> {
+            field(v, name)?
+                .as_array()
+                .ok_or_else(|| format!("`{name}` is not a list"))?
+                .iter()
+                .map(item)
+                .collect()
+        }
+        let v: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        if v.as_str() == Some("Ready") {
+            return Ok(PageReply::Ready);
+        }
+        if let Some(e) = v.get("Failed") {
+            return e
+                .as_str()
+                .map(|e| PageReply::Failed(e.to_string()))
+                .ok_or_else(|| "`Failed` is not a string".to_string());
+        }
+        let s = field(&v, "Summary")?;
+        Ok(PageReply::Summary(PageSummary {
+            dataset_rows: count(s, "dataset_rows")?,
+            groups: list(s, "groups", |g| {
+                Ok(PageGroup {
+                    group: string(g, "group")?,
+                    rows: count(g, "rows")?,
+                    compared: count(g, "compared")?,
+                    median: maybe(g, "median")?,
+                    p90: maybe(g, "p90")?,
+                    max: maybe(g, "max")?,
+                    within_10: maybe(g, "within_10")?,
+                    within_25: maybe(g, "within_25")?,
+                })
+            })?,
+            rows: list(s, "rows", |r| {
+                Ok(PageRow {
+                    id: string(r, "id")?,
+                    model_name: string(r, "model_name")?,
+                    source: string(r, "source")?,
+                    layout: string(r, "layout")?,
+                    quantity: string(r, "quantity")?,
+                    measured: number(r, "measured")?,
+                    predicted: number(r, "predicted")?,
+                    relative_error: number(r, "relative_error")?,
+                    params_b: number(r, "params_b")?,
+                    gpus: count(r, "gpus")?,
+                    gpu_type: string(r, "gpu_type")?,
+                    tp: count(r, "tp")?,
+                    pp: count(r, "pp")?,
+                    notes: string(r, "notes")?,
+                })
+            })?,
+            worker_ms: number(s, "worker_ms")?,
+        }))
+    }
+}
+
+/// Parses `json`, validates every row (no mesh search) and condenses the report for
+/// the page; `worker_ms` is left at 0 for the caller to fill in.
+pub fn page_summary(json: &str) -> Result<PageSummary, FieldError> {
+    let runs = parse_runs(json)?;
+    let report = validate_runs(&runs, ValidationOptions { search: false });
+    let groups = report
+        .by_quantity
+        .iter()
+        .map(|g| PageGroup {
+            group: g.group.clone(),
+            rows: g.stats.rows,
+            compared: g.stats.compared,
+            median: g.stats.median,
+            p90: g.stats.p90,
+            max: g.stats.max,
+            within_10: g.stats.within_10,
+            within_25: g.stats.within_25,
+        })
+        .collect();
+    let rows = runs
+        .iter()
+        .zip(&report.rows)
+        .filter_map(|(run, row)| {
+            let c = row.comparison.as_ref()?;
+            Some(PageRow {
+                id: row.id.clone(),
+                model_name: run.model_name.clone(),
+                source: run.source.clone(),
+                layout: row.layout.clone(),
+                quantity: row.quantity.id().to_string(),
+                measured: row.measured,
+                predicted: c.predicted,
+                relative_error: c.relative_error,
+                params_b: run.params_b,
+                gpus: run.gpus,
+                gpu_type: run.gpu_type.clone(),
+                tp: run.tp,
+                pp: run.pp,
+                notes: run.notes.clone(),
+            })
+        })
+        .collect();
+    Ok(PageSummary {
+        dataset_rows: report.dataset_rows,
+        groups,
+        rows,
+        worker_ms: 0.0,
+    })
+}
+
+/// The `n` rows nearest a scenario by [`nearness`] (ties in dataset order).
+pub fn nearest_rows<'a>(
+    rows: &'a [PageRow],
+    params_b: f64,
+    gpus: u64,
+    gpu_id: &str,
+    tp: u32,
+    pp: u32,
+    n: usize,
+) -> Vec<&'a PageRow> {
+    let mut scored: Vec<(f64, usize)> = rows
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            (
+                shape_nearness(&r.shape(), params_b, gpus, gpu_id, tp, pp),
+                i,
+            )
+        })
+        .collect();
+    scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    scored.into_iter().take(n).map(|(_, i)| &rows[i]).collect()
 }

@@ -1,6 +1,7 @@
 //! The views; each reads the scenario from context and draws what planner-core
 //! computes for it.
 
+mod accuracy;
 mod bandwidth_chart;
 pub mod chart_canvas;
 mod exports;
@@ -17,6 +18,7 @@ mod teach_draw;
 mod topology;
 mod visibility;
 
+pub use accuracy::AccuracyView;
 pub use exports::ExportsView;
 pub use measured::{CalibrationBadge, MeasuredView};
 pub use memory::MemoryView;

@@ -661,3 +661,117 @@ fn responsiveness_of_a_slider_move_is_measured() {
     );
     assert_no_console_errors(&session, "during the slider moves");
 }
+
+#[test]
+#[ignore = "needs dist/ and chromedriver: run via `cargo xtask test`"]
+fn accuracy_section_shows_the_validation_summary_and_the_nearest_runs() {
+    use planner_core::validation::{nearness, parse_runs, validate_run, PUBLIC_RUNS_JSON};
+    let page = Page::start().expect("start server and chromedriver");
+    let session = page.open("").expect("page loads");
+    // Nothing is evaluated, and the worker is not fetched, before the section is opened.
+    assert!(session
+        .attr("[data-testid=accuracy-done]", "data-worker-ms")
+        .map(|v| v.is_none())
+        .unwrap_or(true));
+    let worker_fetched = r#"return performance.getEntriesByType('resource').some(e => e.name.includes('app-worker'));"#;
+    assert_eq!(
+        session
+            .execute(worker_fetched, vec![])
+            .expect("read resource timings"),
+        serde_json::Value::Bool(false),
+        "the worker is fetched before the section opens"
+    );
+    session
+        .click("[data-testid=accuracy-open]")
+        .expect("open the section");
+    session
+        .wait_text(
+            "[data-testid=accuracy-done]",
+            Duration::from_secs(60),
+            |t| !t.is_empty(),
+        )
+        .expect("the worker's validation arrives");
+    assert_eq!(
+        session
+            .execute(worker_fetched, vec![])
+            .expect("read resource timings"),
+        serde_json::Value::Bool(true),
+        "the section's result came without its worker"
+    );
+
+    // The same numbers as planner-core natively.
+    let native = planner_core::validation::run_validation(
+        PUBLIC_RUNS_JSON,
+        planner_core::validation::ValidationOptions { search: false },
+    )
+    .expect("dataset");
+    let all = native
+        .by_quantity
+        .iter()
+        .find(|g| g.group == planner_core::validation::ALL_GROUP)
+        .expect("all group");
+    let css = format!(
+        "[data-testid=accuracy-summary] tr[data-group='{}'] td[data-median]",
+        planner_core::validation::ALL_GROUP
+    );
+    let page_median: f64 = session
+        .attr(&css, "data-median")
+        .expect("read")
+        .and_then(|v| v.parse().ok())
+        .expect("numeric median");
+    let native_median = all.stats.median.expect("compared rows");
+    assert!(
+        close(page_median, native_median),
+        "page median {page_median}, planner-core {native_median}"
+    );
+
+    // The nearest rows to the default scenario, ranked as planner-core ranks them.
+    let s = presets::default_scenario();
+    let model = s.model_spec().expect("preset");
+    let runs = parse_runs(PUBLIC_RUNS_JSON).expect("dataset");
+    let mut scored: Vec<(f64, usize)> = runs
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| validate_run(r).0.comparison.is_some())
+        .map(|(i, r)| {
+            let d = nearness(
+                r,
+                model.params() / 1e9,
+                s.cluster.world_size(),
+                &s.cluster.gpu.id,
+                s.layout.tp,
+                s.layout.pp,
+            );
+            (d, i)
+        })
+        .collect();
+    scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let first = session
+        .attr("[data-testid=accuracy-nearest] tbody tr", "data-id")
+        .expect("read")
+        .expect("a nearest row");
+    assert_eq!(first, runs[scored[0].1].id);
+
+    let attr = |name: &str| -> f64 {
+        session
+            .attr("[data-testid=accuracy-done]", name)
+            .ok()
+            .flatten()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(f64::NAN)
+    };
+    println!(
+        "ACCURACY SECTION: {} rows validated in the worker in {:.1} ms ({} compared); {:.1} ms wall from opening the section to the summary, worker download and start included",
+        runs.len(),
+        attr("data-worker-ms"),
+        attr("data-compared-rows"),
+        attr("data-wall-ms")
+    );
+    session
+        .element_screenshot(
+            "[data-testid=accuracy-view]",
+            &screenshot_path("accuracy-section"),
+        )
+        .unwrap();
+    assert_no_console_errors(&session, "with the accuracy section open");
+}

@@ -1,0 +1,44 @@
+//! The accuracy section's Web Worker: evaluates the 125 published runs
+//! (`planner_core::validation::page_summary`, the same code as `meshplan validate`)
+//! off the page's thread, so the page's first-load wasm does not carry the
+//! evaluation of the dataset.
+//!
+//! trunk builds it as a classic worker (`data-type="worker"`, wasm-bindgen
+//! `no-modules`, `app-worker_loader.js`). On load it posts [`PageReply::Ready`];
+//! on the page's one message it replies with [`PageReply::Summary`] (or
+//! [`PageReply::Failed`]) as JSON text.
+
+use planner_core::validation::{page_summary, PageReply, PUBLIC_RUNS_JSON};
+use wasm_bindgen::prelude::*;
+use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
+
+fn post(scope: &DedicatedWorkerGlobalScope, reply: &PageReply) {
+    let text = serde_json::to_string(reply)
+        .unwrap_or_else(|e| format!("{{\"Failed\":\"serialising the reply: {e}\"}}"));
+    if let Err(e) = scope.post_message(&JsValue::from_str(&text)) {
+        web_sys::console::error_1(&e);
+    }
+}
+
+fn main() {
+    console_error_panic_hook::set_once();
+    let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
+    let worker_scope = scope.clone();
+    let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |_: MessageEvent| {
+        let clock = worker_scope.performance();
+        let now = || clock.as_ref().map_or(0.0, |p| p.now());
+        let t0 = now();
+        let reply = match page_summary(PUBLIC_RUNS_JSON) {
+            Ok(mut summary) => {
+                summary.worker_ms = now() - t0;
+                PageReply::Summary(summary)
+            }
+            Err(e) => PageReply::Failed(format!("{}: {}", e.field, e.message)),
+        };
+        post(&worker_scope, &reply);
+    });
+    scope.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
+    // The worker lives as long as its handler: the page terminates it after the reply.
+    onmessage.forget();
+    post(&scope, &PageReply::Ready);
+}

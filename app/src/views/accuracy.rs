@@ -1,0 +1,259 @@
+//! "How accurate is this?": planner-core's validation against 125 published
+//! training runs (`planner_core::validation`, the same code as `meshplan validate`),
+//! its summary, and the published rows nearest the current scenario.
+//!
+//! The evaluation runs in a Web Worker (`app-worker/`, built by trunk as a classic
+//! worker next to the page) that is not fetched until the section is opened, so the
+//! page's first-load wasm carries neither the dataset nor its evaluation. The page
+//! creates the worker on open, posts one message once the worker says it is ready,
+//! and parses the reply ([`PageReply`], JSON text); it never blocks on the work.
+//! The nearest rows are ranked here from the reply's fields by planner-core's
+//! [`nearest_rows`], so they follow the scenario without asking the worker again.
+
+use leptos::prelude::*;
+use planner_core::validation::{nearest_rows, PageGroup, PageReply, PageRow, PageSummary};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{ErrorEvent, MessageEvent, Worker};
+
+use crate::app::Ctx;
+use crate::format;
+use crate::perf::now_ms;
+
+/// The worker's loader (trunk's `data-loader-shim`: `importScripts` of the
+/// no-modules glue, then its wasm), relative to the page.
+const WORKER_URL: &str = "./app-worker_loader.js";
+/// Published rows shown as "nearest to your scenario".
+const NEAREST_ROWS: usize = 5;
+
+/// Where the section stands.
+#[derive(Clone, Default)]
+enum Progress {
+    /// Not opened yet.
+    #[default]
+    Idle,
+    /// The worker is loading or evaluating.
+    Running,
+    /// The worker's summary, and the page's wall time from open to reply.
+    Done(PageSummary, f64),
+    /// Why there is no summary.
+    Failed(String),
+}
+
+/// Starts the worker once; its reply lands in `state`.
+fn start(state: RwSignal<Progress>) {
+    if !state.with_untracked(|p| matches!(p, Progress::Idle)) {
+        return;
+    }
+    let worker = match Worker::new(WORKER_URL) {
+        Ok(w) => w,
+        Err(e) => {
+            state.set(Progress::Failed(format!(
+                "the validation worker did not start: {e:?}"
+            )));
+            return;
+        }
+    };
+    state.set(Progress::Running);
+    let started = now_ms();
+    let handle = worker.clone();
+    let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
+        let text = ev.data().as_string().unwrap_or_default();
+        match PageReply::from_json(&text) {
+            Ok(PageReply::Ready) => {
+                if let Err(e) = handle.post_message(&JsValue::from_str("validate")) {
+                    state.set(Progress::Failed(format!(
+                        "posting to the validation worker failed: {e:?}"
+                    )));
+                }
+            }
+            Ok(PageReply::Summary(s)) => {
+                state.set(Progress::Done(s, now_ms() - started));
+                handle.terminate();
+            }
+            Ok(PageReply::Failed(e)) => {
+                state.set(Progress::Failed(e));
+                handle.terminate();
+            }
+            Err(e) => {
+                state.set(Progress::Failed(format!(
+                    "the validation worker's reply did not parse: {e}"
+                )));
+                handle.terminate();
+            }
+        }
+    });
+    let onerror = Closure::<dyn FnMut(ErrorEvent)>::new(move |ev: ErrorEvent| {
+        state.set(Progress::Failed(format!(
+            "the validation worker failed: {}",
+            ev.message()
+        )));
+    });
+    worker.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
+    worker.set_onerror(Some(onerror.as_ref().unchecked_ref()));
+    // One pair per page: the section starts its worker once.
+    onmessage.forget();
+    onerror.forget();
+}
+
+fn stat(v: Option<f64>) -> String {
+    v.map_or_else(|| "—".to_string(), format::percent)
+}
+
+fn summary_table(groups: Vec<PageGroup>) -> impl IntoView {
+    view! {
+        <table class="accuracy-summary" data-testid="accuracy-summary">
+            <thead>
+                <tr>
+                    <th>"quantity"</th>
+                    <th>"rows"</th>
+                    <th>"compared"</th>
+                    <th>"median |error|"</th>
+                    <th>"p90"</th>
+                    <th>"max"</th>
+                    <th>"≤ 10%"</th>
+                    <th>"≤ 25%"</th>
+                </tr>
+            </thead>
+            <tbody>
+                {groups
+                    .into_iter()
+                    .map(|g| {
+                        view! {
+                            <tr data-group=g.group.clone()>
+                                <td>{g.group.clone()}</td>
+                                <td>{g.rows}</td>
+                                <td data-testid="accuracy-compared">{g.compared}</td>
+                                <td data-median=g.median.unwrap_or(f64::NAN).to_string()>
+                                    {stat(g.median)}
+                                </td>
+                                <td>{stat(g.p90)}</td>
+                                <td>{stat(g.max)}</td>
+                                <td>{stat(g.within_10)}</td>
+                                <td>{stat(g.within_25)}</td>
+                            </tr>
+                        }
+                    })
+                    .collect_view()}
+            </tbody>
+        </table>
+    }
+}
+
+/// The rows nearest the current scenario.
+fn nearest(rows: &[PageRow], ctx: &Ctx) -> Vec<PageRow> {
+    let Some(model) = ctx.model.with(|m| m.as_ref().ok().cloned()) else {
+        return Vec::new();
+    };
+    ctx.scenario.with(|s| {
+        nearest_rows(
+            rows,
+            model.params() / 1e9,
+            s.cluster.world_size(),
+            &s.cluster.gpu.id,
+            s.layout.tp,
+            s.layout.pp,
+            NEAREST_ROWS,
+        )
+        .into_iter()
+        .cloned()
+        .collect()
+    })
+}
+
+fn nearest_table(rows: Vec<PageRow>) -> impl IntoView {
+    view! {
+        <table class="accuracy-nearest" data-testid="accuracy-nearest">
+            <thead>
+                <tr>
+                    <th>"published run"</th>
+                    <th>"layout"</th>
+                    <th>"quantity"</th>
+                    <th>"measured"</th>
+                    <th>"meshplan"</th>
+                    <th>"error"</th>
+                </tr>
+            </thead>
+            <tbody>
+                {rows
+                    .into_iter()
+                    .map(|row| {
+                        view! {
+                            <tr data-id=row.id.clone()>
+                                <td title=row.notes.clone()>
+                                    {format!("{} — {}", row.model_name, row.source)}
+                                </td>
+                                <td>{row.layout.clone()}</td>
+                                <td>{row.quantity.clone()}</td>
+                                <td>{format::sig3(row.measured)}</td>
+                                <td>{format::sig3(row.predicted)}</td>
+                                <td>{format!("{:+.1}%", row.relative_error * 100.0)}</td>
+                            </tr>
+                        }
+                    })
+                    .collect_view()}
+            </tbody>
+        </table>
+    }
+}
+
+/// The accuracy section.
+#[component]
+pub fn AccuracyView() -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    let state = RwSignal::new(Progress::default());
+    let body = move || {
+        state.with(|p| match p {
+            Progress::Idle => ().into_any(),
+            Progress::Running => view! {
+                <p data-testid="accuracy-progress">
+                    "Evaluating the published runs in a background worker…"
+                </p>
+            }
+            .into_any(),
+            Progress::Failed(e) => view! { <p class="issue error">{e.clone()}</p> }.into_any(),
+            Progress::Done(summary, wall_ms) => {
+                let near = nearest(&summary.rows, &ctx);
+                view! {
+                    <div
+                        data-testid="accuracy-done"
+                        data-worker-ms=summary.worker_ms.to_string()
+                        data-wall-ms=wall_ms.to_string()
+                        data-compared-rows=summary.rows.len().to_string()
+                    >
+                        <p class="hint">
+                            {format!(
+                                "{} published training runs (Narayanan et al. 2021, Korthikanti et al. 2022, Megatron-LM, NeMo, Megatron-Bridge, torchtitan), each mapped to a scenario and evaluated by the same planner-core code as `meshplan validate`, in a background worker: {:.0} ms of evaluation, {:.0} ms from opening this section with the worker's download; |error| = |predicted / measured − 1|. The targets are a median under 10% and p90 under 25%: where the numbers miss, trust the ranking less than the figures.",
+                                summary.dataset_rows,
+                                summary.worker_ms,
+                                wall_ms
+                            )}
+                        </p>
+                        {summary_table(summary.groups.clone())}
+                        <h3>"Published runs nearest your scenario"</h3>
+                        {nearest_table(near)}
+                    </div>
+                }
+                .into_any()
+            }
+        })
+    };
+    view! {
+        <section class="view accuracy-view" data-testid="accuracy-view">
+            <details on:toggle=move |ev| {
+                let open = ev
+                    .target()
+                    .and_then(|t| t.dyn_into::<web_sys::HtmlDetailsElement>().ok())
+                    .is_some_and(|d| d.open());
+                if open {
+                    start(state);
+                }
+            }>
+                <summary data-testid="accuracy-open">
+                    <h2>"How accurate is this?"</h2>
+                </summary>
+                {body}
+            </details>
+        </section>
+    }
+}

@@ -1,0 +1,92 @@
+//! The accuracy section's worker message (`validation::PageSummary`): the same
+//! figures as `run_validation`, read back by `PageReply::from_json` exactly as serde
+//! reads it, and the nearest rows ranked as `nearness` ranks the published runs.
+
+use planner_core::presets;
+use planner_core::validation::{
+    nearest_rows, nearness, page_summary, parse_runs, run_validation, PageReply, ValidationOptions,
+    PUBLIC_RUNS_JSON,
+};
+
+#[test]
+fn page_summary_carries_run_validations_figures() {
+    let page = page_summary(PUBLIC_RUNS_JSON).expect("dataset");
+    let report =
+        run_validation(PUBLIC_RUNS_JSON, ValidationOptions { search: false }).expect("dataset");
+    assert_eq!(page.dataset_rows, report.dataset_rows);
+    assert_eq!(page.groups.len(), report.by_quantity.len());
+    for (p, g) in page.groups.iter().zip(&report.by_quantity) {
+        assert_eq!(p.group, g.group);
+        assert_eq!((p.rows, p.compared), (g.stats.rows, g.stats.compared));
+        assert_eq!(
+            (p.median, p.p90, p.max),
+            (g.stats.median, g.stats.p90, g.stats.max)
+        );
+        assert_eq!(
+            (p.within_10, p.within_25),
+            (g.stats.within_10, g.stats.within_25)
+        );
+    }
+    let compared: Vec<_> = report
+        .rows
+        .iter()
+        .filter(|r| r.comparison.is_some())
+        .collect();
+    assert_eq!(page.rows.len(), compared.len());
+    for (p, r) in page.rows.iter().zip(compared) {
+        assert_eq!(p.id, r.id);
+        let c = r.comparison.as_ref().unwrap();
+        assert_eq!(
+            (p.predicted, p.relative_error),
+            (c.predicted, c.relative_error)
+        );
+    }
+}
+
+#[test]
+fn from_json_reads_what_serde_writes() {
+    let mut summary = page_summary(PUBLIC_RUNS_JSON).expect("dataset");
+    summary.worker_ms = 12.5;
+    for reply in [
+        PageReply::Ready,
+        PageReply::Failed("runs[3].gpus: not a count".to_string()),
+        PageReply::Summary(summary),
+    ] {
+        let text = serde_json::to_string(&reply).unwrap();
+        assert_eq!(PageReply::from_json(&text), Ok(reply.clone()));
+        assert_eq!(serde_json::from_str::<PageReply>(&text).unwrap(), reply);
+    }
+    assert!(PageReply::from_json("{\"Summary\":{}}").is_err());
+    assert!(PageReply::from_json("not json").is_err());
+}
+
+#[test]
+fn nearest_rows_rank_as_nearness_ranks_the_published_runs() {
+    let page = page_summary(PUBLIC_RUNS_JSON).expect("dataset");
+    let runs = parse_runs(PUBLIC_RUNS_JSON).expect("dataset");
+    let s = presets::default_scenario();
+    let params_b = s.model_spec().expect("preset").params() / 1e9;
+    let (gpus, gpu, tp, pp) = (
+        s.cluster.world_size(),
+        s.cluster.gpu.id.clone(),
+        s.layout.tp,
+        s.layout.pp,
+    );
+    let mut scored: Vec<(f64, usize)> = runs
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| page.rows.iter().any(|p| p.id == r.id))
+        .map(|(i, r)| (nearness(r, params_b, gpus, &gpu, tp, pp), i))
+        .collect();
+    scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let expected: Vec<&str> = scored
+        .iter()
+        .take(5)
+        .map(|(_, i)| runs[*i].id.as_str())
+        .collect();
+    let got: Vec<&str> = nearest_rows(&page.rows, params_b, gpus, &gpu, tp, pp, 5)
+        .into_iter()
+        .map(|r| r.id.as_str())
+        .collect();
+    assert_eq!(got, expected);
+}
