@@ -21,7 +21,7 @@ pub struct ModelPreset {
 
 /// A Llama-family dense model (SwiGLU, RMSNorm, RoPE, GQA, head dim 128, no
 /// biases, no dropout, untied embeddings).
-fn llama(
+pub(crate) fn llama(
     name: &str,
     layers: u32,
     hidden: u32,

@@ -334,37 +334,8 @@ fn check_run(i: usize, r: &PublishedRun) -> Result<(), FieldError> {
 // ---------------------------------------------------------------------------
 // Known public models without a preset: shapes from their published configs.
 
-/// A Llama-style dense spec (SwiGLU, RMSNorm, RoPE, no biases, untied).
-fn llama_like(
-    name: &str,
-    layers: u32,
-    hidden: u32,
-    heads: u32,
-    kv_heads: u32,
-    ffn: u32,
-    vocab: u32,
-) -> ModelSpec {
-    ModelSpec {
-        name: name.to_string(),
-        layers,
-        hidden,
-        heads,
-        kv_heads,
-        head_dim: hidden / heads.max(1),
-        ffn,
-        ffn_kind: FfnKind::SwiGlu,
-        vocab,
-        tied_embeddings: false,
-        norm: NormKind::RmsNorm,
-        dropout: false,
-        qkv_bias: false,
-        linear_bias: false,
-        learned_positions: 0,
-        moe: None,
-        mla: None,
-        nominal_params: None,
-    }
-}
+/// A Llama-style dense spec: the presets' own builder (SwiGLU, RMSNorm, RoPE, no biases, untied).
+use crate::presets::llama as llama_like;
 
 /// A GPT-style spec: GELU MLP, LayerNorm, biases, dropout, tied embeddings,
 /// `positions` learned position rows (Megatron's GPT models).
