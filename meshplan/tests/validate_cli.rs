@@ -88,7 +88,7 @@ fn bad_input_exits_2_naming_the_field() {
 fn the_serving_dataset_is_scored_with_its_summaries() {
     let text = ok(&meshplan(&["validate", "--serving"]));
     assert!(
-        text.contains("40 published rows, 50 measurements"),
+        text.contains("55 published rows, 65 measurements"),
         "{text}"
     );
     for group in [
@@ -109,7 +109,7 @@ fn the_serving_dataset_is_scored_with_its_summaries() {
     assert!(table.contains("kv_dtype not stated: bf16"), "{table}");
     let json = ok(&meshplan(&["validate", "--serving", "--json"]));
     let v: serde_json::Value = serde_json::from_str(&json).expect("json");
-    assert_eq!(v["rows"].as_array().map(Vec::len), Some(40));
+    assert_eq!(v["rows"].as_array().map(Vec::len), Some(55));
 }
 
 #[test]

@@ -127,6 +127,8 @@ pub struct ServingRun {
     pub tpot_kind: Option<TpotKind>,
     /// Output tokens per second.
     pub output_tokens_per_s: Option<f64>,
+    /// Mean end-to-end latency of a request (first byte sent to last token), ms.
+    pub e2e_latency_ms: Option<f64>,
     /// What `output_tokens_per_s` is divided over.
     pub throughput_basis: Option<ThroughputBasis>,
     /// What the source leaves unsaid.
@@ -143,14 +145,17 @@ pub enum ServingQuantity {
     TpotMs,
     /// Output tokens/s (per GPU or per replica as the row says).
     OutputTokensPerS,
+    /// Mean end-to-end request latency, ms.
+    E2eLatencyMs,
 }
 
 impl ServingQuantity {
     /// Every quantity, in report order.
-    pub const ALL: [ServingQuantity; 3] = [
+    pub const ALL: [ServingQuantity; 4] = [
         ServingQuantity::TtftMs,
         ServingQuantity::TpotMs,
         ServingQuantity::OutputTokensPerS,
+        ServingQuantity::E2eLatencyMs,
     ];
 
     /// The dataset's spelling.
@@ -159,6 +164,7 @@ impl ServingQuantity {
             ServingQuantity::TtftMs => "ttft_ms",
             ServingQuantity::TpotMs => "tpot_ms",
             ServingQuantity::OutputTokensPerS => "output_tokens_per_s",
+            ServingQuantity::E2eLatencyMs => "e2e_latency_ms",
         }
     }
 }
@@ -205,6 +211,7 @@ fn check_run(i: usize, r: &ServingRun) -> Result<(), FieldError> {
         ("ttft_ms", r.ttft_ms),
         ("tpot_ms", r.tpot_ms),
         ("output_tokens_per_s", r.output_tokens_per_s),
+        ("e2e_latency_ms", r.e2e_latency_ms),
     ] {
         if let Some(x) = v {
             // 1e9 ms or tokens/s: beyond any serving figure, and keeps errors finite.
@@ -220,7 +227,7 @@ fn check_run(i: usize, r: &ServingRun) -> Result<(), FieldError> {
     if measured == 0 {
         return Err(FieldError::new(
             &field("ttft_ms"),
-            "the row measures nothing: give ttft_ms, tpot_ms or output_tokens_per_s",
+            "the row measures nothing: give ttft_ms, tpot_ms, output_tokens_per_s or e2e_latency_ms",
         ));
     }
     if r.output_tokens_per_s.is_some() != r.throughput_basis.is_some() {
@@ -239,13 +246,15 @@ fn check_run(i: usize, r: &ServingRun) -> Result<(), FieldError> {
 }
 
 /// Dataset model names and the preset or config-table key of each (matched exactly).
-pub const SERVING_MODEL_NAMES: [(&str, &str); 9] = [
+pub const SERVING_MODEL_NAMES: [(&str, &str); 10] = [
     // TensorRT-LLM 0.9 performance.md: "LLaMA 7B" / "LLaMA 70B" are its Llama2-7b / Llama2-70b configs.
     ("LLaMA 7B", "llama-2-7b"),
     ("LLaMA 70B", "llama-2-70b"),
     ("Mixtral 8x7B", "mixtral-8x7b"),
     ("Llama 3.1 8B", "llama-3.1-8b"),
     ("Llama 3.1 70B", "llama-3.1-70b"),
+    // Llama 3 and 3.1 share every shape (their config.json files differ in rope_scaling only).
+    ("Llama 3 70B", "llama-3.1-70b"),
     // meta-llama/Llama-3.3-70B-Instruct config.json has the shapes of Llama 3.1 70B (80 layers,
     // hidden 8192, 64 heads, 8 KV, ffn 28672, vocab 128256).
     ("Llama 3.3 70B", "llama-3.1-70b"),
@@ -262,6 +271,18 @@ pub const DEFAULT_CHUNK_TOKENS: u32 = 8192;
 /// Arrival rate given to rows whose queue is not compared, requests/s: low enough that
 /// the M/D/1 wait is zero to the printed precision.
 pub const NO_QUEUE_RATE_PER_S: f64 = 1e-6;
+
+/// The running-batch cap an engine applies by default, and where it is set.
+pub fn engine_max_seqs(engine: &str) -> Option<(u32, &'static str)> {
+    match engine {
+        // vllm/engine/arg_utils.py EngineArgs: max_num_seqs: int = 256 (the 2024 releases).
+        "vLLM" => Some((
+            256,
+            "vLLM max_num_seqs default 256, vllm/engine/arg_utils.py",
+        )),
+        _ => None,
+    }
+}
 
 /// A row as a scenario and a load, with what was assumed to get there.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -404,11 +425,22 @@ pub fn map_serving_run(run: &ServingRun) -> Result<MappedServing, String> {
                 "the KV pool ({capacity:.0} tokens) holds no sequence of {context_len} tokens"
             ));
         }
-        let c = seqs.min(f64::from(MAX_CONCURRENCY)) as u32;
-        defaults.push(format!(
-            "concurrency not stated (maximum load): {c}, the sequences the KV pool holds, ⌊{capacity:.0} / ({} + {})⌋",
-            run.prompt_tokens, run.output_tokens
-        ));
+        let kv_seqs = seqs.min(f64::from(MAX_CONCURRENCY)) as u32;
+        let c = match engine_max_seqs(&run.engine) {
+            Some((cap, why)) if cap < kv_seqs => {
+                defaults.push(format!(
+                    "concurrency not stated (maximum load): {cap}, the engine's cap ({why}); the KV pool would hold {kv_seqs}"
+                ));
+                cap
+            }
+            _ => {
+                defaults.push(format!(
+                    "concurrency not stated (maximum load): {kv_seqs}, the sequences the KV pool holds, ⌊{capacity:.0} / ({} + {})⌋",
+                    run.prompt_tokens, run.output_tokens
+                ));
+                kv_seqs
+            }
+        };
         load.concurrency = c;
     }
     let mut scenario = scenario;
@@ -499,6 +531,7 @@ fn measured_of(run: &ServingRun) -> Vec<(ServingQuantity, f64)> {
         (ServingQuantity::TtftMs, run.ttft_ms),
         (ServingQuantity::TpotMs, run.tpot_ms),
         (ServingQuantity::OutputTokensPerS, run.output_tokens_per_s),
+        (ServingQuantity::E2eLatencyMs, run.e2e_latency_ms),
     ]
     .into_iter()
     .filter_map(|(q, v)| v.map(|v| (q, v)))
@@ -556,6 +589,11 @@ pub fn validate_serving_run(run: &ServingRun) -> ServingRowResult {
                 Some(ThroughputBasis::PerGpu) => t.throughput_per_gpu.bytes,
                 _ => t.throughput_per_replica.bytes,
             },
+            // vLLM benchmark_serving's decomposition (TPOT = (latency − TTFT) / (output − 1)),
+            // read backwards: latency = TTFT + (O − 1) · TPOT.
+            ServingQuantity::E2eLatencyMs => {
+                (t.ttft.bytes + f64::from(run.output_tokens.saturating_sub(1)) * t.tpot.bytes) * 1e3
+            }
         };
         row.comparisons.push(ServingComparison {
             quantity: q,
@@ -592,9 +630,10 @@ pub fn serving_conventions() -> Vec<String> {
         "|error| = |predicted / measured − 1| per measurement; a row measuring TTFT, TPOT and throughput gives three".to_string(),
         "TTFT: the model's mean TTFT = M/D/1 queueing wait + the request's prefill; closed-loop rows (fixed concurrency) take the arrival rate Little's law gives, c / (O · TPOT); static-batch rows have no queue".to_string(),
         "TPOT: the model's time per output token = decode step at the concurrency + prefill compute amortised per step; compared with vLLM's TPOT and with genai-perf's ITL alike (both are per request (latency − TTFT)/(output − 1))".to_string(),
+        "end-to-end latency: TTFT + (O − 1) · TPOT (vLLM benchmark_latency times a whole batch: its prefill, then O decode steps)".to_string(),
         "throughput: output tokens/s only (never total tokens), c / TPOT; per GPU or per replica (tp × pp GPUs) as the row's throughput_basis says".to_string(),
         "static batching (TensorRT-LLM 0.9 gptSessionBenchmark): prompts in one context step (chunk = prompt), throughput = batch · O / (prefill of the batch + O decode steps), which c / TPOT with the amortised prefill equals".to_string(),
-        "maximum-load rows (no concurrency stated): the concurrency is the number of sequences of prompt + output tokens the KV pool holds".to_string(),
+        "maximum-load rows (no concurrency stated): the concurrency is the number of sequences of prompt + output tokens the KV pool holds, or the engine's default cap when lower (vLLM max_num_seqs 256; none is applied to TensorRT-LLM rows)".to_string(),
         "a load whose KV exceeds the pool is not representable: the engine queues or preempts, and the model has no admission queue".to_string(),
     ]
 }

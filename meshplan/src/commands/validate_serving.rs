@@ -48,7 +48,7 @@ fn cell(row: &ServingRowResult, q: usize) -> String {
 fn rows_table(out: &mut String, r: &ServingValidationReport) {
     let _ = writeln!(
         out,
-        "Per row: predicted/measured error (TTFT and TPOT in ms, output tokens/s); breakdown in ms: prefill, decode step (memory | compute | comm), prefill interference per step, queue wait"
+        "Per row: predicted/measured error (TTFT, TPOT and end-to-end latency in ms, output tokens/s); breakdown in ms: prefill, decode step (memory | compute | comm), prefill interference per step, queue wait"
     );
     let _ = writeln!(
         out,
@@ -72,12 +72,13 @@ fn rows_table(out: &mut String, r: &ServingValidationReport) {
             Some(b) => {
                 let _ = writeln!(
                     out,
-                    "{:<44} {:>5} {:<22} {:<22} {:<24}  {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>8}  {}",
+                    "{:<44} {:>5} {:<22} {:<22} {:<24} {:<24}  {:>8} {:>8} {:>8} {:>8} {:>7} {:>7} {:>8}  {}",
                     row.id,
                     b.concurrency,
                     cell(row, 0),
                     cell(row, 1),
                     cell(row, 2),
+                    cell(row, 3),
                     ms(b.prefill_s),
                     ms(b.decode_step_s),
                     ms(b.decode_memory_s),
