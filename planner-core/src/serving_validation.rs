@@ -214,13 +214,9 @@ fn check_run(i: usize, r: &ServingRun) -> Result<(), FieldError> {
         ("e2e_latency_ms", r.e2e_latency_ms),
     ] {
         if let Some(x) = v {
-            // 1e9 ms or tokens/s: beyond any serving figure, and keeps errors finite.
-            if !(x.is_finite() && x > 0.0 && x <= 1e9) {
-                return Err(FieldError::new(
-                    &field(name),
-                    format!("{x} must be a positive finite number up to 1e9"),
-                ));
-            }
+            crate::bounds::SERVING_MEASUREMENT
+                .check(x)
+                .map_err(|m| FieldError::new(&field(name), m))?;
             measured += 1;
         }
     }
