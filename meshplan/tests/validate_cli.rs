@@ -120,3 +120,24 @@ fn a_bad_serving_dataset_exits_2_naming_the_field() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("invalid dataset"), "{err}");
 }
+
+#[test]
+fn the_readme_carries_the_serving_summary_as_the_command_prints_it() {
+    let readme = include_str!("../../README.md");
+    let start = readme
+        .find("```text\nmeshplan validate --serving:")
+        .expect("README has the serving summary block")
+        + "```text\n".len();
+    let end = start + readme[start..].find("\n```").expect("block ends");
+    let printed = ok(&meshplan(&["validate", "--serving"]));
+    let summary = printed
+        .split("\nMissed by more than 25%")
+        .next()
+        .unwrap_or("")
+        .trim_end();
+    assert_eq!(
+        &readme[start..end],
+        summary,
+        "update README.md's serving summary from `meshplan validate --serving --table`"
+    );
+}
