@@ -141,3 +141,22 @@ fn the_readme_carries_the_serving_summary_as_the_command_prints_it() {
         "update README.md's serving summary from `meshplan validate --serving --table`"
     );
 }
+
+#[test]
+fn the_readme_carries_the_training_summary_as_the_command_prints_it() {
+    let readme = include_str!("../../README.md");
+    let start = readme
+        .find("```text\nmeshplan validate:")
+        .expect("README has the training summary block")
+        + "```text\n".len();
+    let end = start + readme[start..].find("\n```").expect("block ends");
+    let printed = ok(&meshplan(&["validate", "--table"]));
+    let summary = printed
+        .find("meshplan validate:")
+        .map_or("", |i| printed[i..].trim_end());
+    assert_eq!(
+        &readme[start..end],
+        summary,
+        "update README.md's accuracy table from `meshplan validate --table`"
+    );
+}
