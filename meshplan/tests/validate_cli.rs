@@ -121,14 +121,19 @@ fn a_bad_serving_dataset_exits_2_naming_the_field() {
     assert!(err.contains("invalid dataset"), "{err}");
 }
 
-#[test]
-fn the_readme_carries_the_serving_summary_as_the_command_prints_it() {
+/// The README's fenced `text` block that starts with `marker`.
+fn readme_block(marker: &str) -> &'static str {
     let readme = include_str!("../../README.md");
     let start = readme
-        .find("```text\nmeshplan validate --serving:")
-        .expect("README has the serving summary block")
+        .find(&format!("```text\n{marker}"))
+        .unwrap_or_else(|| panic!("README has a block starting {marker:?}"))
         + "```text\n".len();
     let end = start + readme[start..].find("\n```").expect("block ends");
+    &readme[start..end]
+}
+
+#[test]
+fn the_readme_carries_the_serving_summary_as_the_command_prints_it() {
     let printed = ok(&meshplan(&["validate", "--serving"]));
     let summary = printed
         .split("\nMissed by more than 25%")
@@ -136,7 +141,7 @@ fn the_readme_carries_the_serving_summary_as_the_command_prints_it() {
         .unwrap_or("")
         .trim_end();
     assert_eq!(
-        &readme[start..end],
+        readme_block("meshplan validate --serving:"),
         summary,
         "update README.md's serving summary from `meshplan validate --serving --table`"
     );
@@ -144,18 +149,12 @@ fn the_readme_carries_the_serving_summary_as_the_command_prints_it() {
 
 #[test]
 fn the_readme_carries_the_training_summary_as_the_command_prints_it() {
-    let readme = include_str!("../../README.md");
-    let start = readme
-        .find("```text\nmeshplan validate:")
-        .expect("README has the training summary block")
-        + "```text\n".len();
-    let end = start + readme[start..].find("\n```").expect("block ends");
     let printed = ok(&meshplan(&["validate", "--table"]));
     let summary = printed
         .find("meshplan validate:")
         .map_or("", |i| printed[i..].trim_end());
     assert_eq!(
-        &readme[start..end],
+        readme_block("meshplan validate:"),
         summary,
         "update README.md's accuracy table from `meshplan validate --table`"
     );
