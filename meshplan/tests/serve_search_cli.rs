@@ -82,3 +82,27 @@ fn serve_search_refuses_bad_input_naming_the_field() {
     let out = meshplan(&["serve-search", "no-such-file.json"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn serve_search_exports_the_best_deployment_for_each_engine() {
+    for (engine, flag) in [("vllm", "--tensor-parallel-size"), ("sglang", "--tp-size")] {
+        let text = ok(&meshplan(&[
+            "serve-search",
+            EXAMPLE,
+            "--tpot-ms",
+            "50",
+            "--export",
+            engine,
+        ]));
+        assert!(text.contains(flag), "{engine}: {text}");
+        if let Ok(out) = std::process::Command::new("bash")
+            .args(["-n", "-c", &text])
+            .output()
+        {
+            assert!(out.status.success(), "{engine}: bash -n refused\n{text}");
+        }
+    }
+    let out = meshplan(&["serve-search", EXAMPLE, "--export", "megatron"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("export"));
+}

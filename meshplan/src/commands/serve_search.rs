@@ -5,6 +5,7 @@
 use std::fmt::Write;
 use std::path::PathBuf;
 
+use planner_core::export::{deployment_export, ExportFormat};
 use planner_core::serving_search::{
     serve_search, Percentile, ServeSearchResult, ServeSearchSpace, ServeTarget,
 };
@@ -58,6 +59,9 @@ pub struct Args {
     /// Print the full result as JSON.
     #[arg(long)]
     pub json: bool,
+    /// Print the best deployment's launch commands instead: vllm or sglang.
+    #[arg(long, conflicts_with_all = ["json", "table"])]
+    pub export: Option<String>,
 }
 
 fn seconds_of(field: &str, ms: Option<f64>) -> Result<Option<f64>, CliError> {
@@ -112,6 +116,26 @@ pub fn run(args: &Args) -> Result<String, CliError> {
     };
     let r = serve_search(&model, &scenario, &load, &target, &space)
         .map_err(|e| CliError::BadInput(format!("invalid serving search: {e}")))?;
+    if let Some(id) = &args.export {
+        let format = ExportFormat::from_id(id)
+            .filter(|f| matches!(f, ExportFormat::Vllm | ExportFormat::Sglang))
+            .ok_or_else(|| {
+                CliError::BadInput(format!(
+                    "export: must be vllm or sglang, got {:?}",
+                    planner_core::free_text::one_line(id)
+                ))
+            })?;
+        let best = r.ranked.first().ok_or_else(|| {
+            CliError::BadInput("export: no deployment meets the target".to_string())
+        })?;
+        let e = deployment_export(format, &scenario, &model, &best.deployment, args.chunk)
+            .ok_or_else(|| CliError::BadInput("export: not a serving format".to_string()))?;
+        return Ok(
+            format!("{}{}", e.text, planner_core::export::notes_as_comments(&e))
+                .trim_end()
+                .to_string(),
+        );
+    }
     if args.json {
         serde_json::to_string_pretty(&r)
             .map_err(|e| CliError::BadInput(format!("result cannot be written as JSON: {e}")))
