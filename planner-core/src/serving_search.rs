@@ -958,3 +958,58 @@ pub fn mark_pareto(points: &mut [TradeoffPoint]) {
         }
     }
 }
+
+/// One concurrency of the scenario's own replica: what the page's latency curves plot.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConcurrencyPoint {
+    /// Requests decoding at once per replica.
+    pub concurrency: u32,
+    /// TTFT at the target's percentile, s.
+    pub ttft_s: f64,
+    /// Mean TTFT, s.
+    pub ttft_mean_s: f64,
+    /// TPOT, s.
+    pub tpot_s: f64,
+    /// Output tokens/s per GPU.
+    pub throughput_per_gpu: f64,
+    /// Whether the KV pool holds `concurrency × (prompt + output)` tokens.
+    pub fits_kv: bool,
+}
+
+/// TTFT, TPOT and throughput of `scenario`'s replica (`serving.tp × serving.pp`, aggregated)
+/// along the doubling ladder from 1 to `max_concurrency`, with `load.concurrency` added in
+/// order. Points where the prefill queue saturates (ρ ≥ 1) are left out.
+pub fn concurrency_curve(
+    model: &ModelSpec,
+    scenario: &Scenario,
+    load: &ServingLoad,
+    percentile: Percentile,
+    max_concurrency: u32,
+) -> Result<Vec<ConcurrencyPoint>, ServingError> {
+    load.validate(scenario.serving.context_len)?;
+    let shape = ShapeModel::new(model, scenario, scenario.serving.tp, scenario.serving.pp)?;
+    let mut cs = concurrency_ladder(1, max_concurrency);
+    if !cs.contains(&load.concurrency) {
+        cs.push(load.concurrency);
+        cs.sort_unstable();
+    }
+    let mut out = Vec::with_capacity(cs.len());
+    for c in cs {
+        let l = ServingLoad {
+            concurrency: c,
+            ..load.clone()
+        };
+        let n = shape.numbers(model, &l)?;
+        if let Some(e) = eval_aggregated(&n, load.output_tokens, percentile) {
+            out.push(ConcurrencyPoint {
+                concurrency: c,
+                ttft_s: e.ttft_target_s,
+                ttft_mean_s: e.ttft_mean_s,
+                tpot_s: e.tpot_s,
+                throughput_per_gpu: e.throughput_per_gpu,
+                fits_kv: n.kv_capacity_tokens >= kv_needed(load, c),
+            });
+        }
+    }
+    Ok(out)
+}

@@ -378,3 +378,35 @@ fn pareto_front_keeps_undominated_points() {
     let front: Vec<bool> = v.iter().map(|p| p.pareto).collect();
     assert_eq!(front, vec![true, false, true, false]);
 }
+
+#[test]
+fn concurrency_curve_is_serving_time_at_each_concurrency() {
+    let mut s = scenario("llama-3.1-70b", 1);
+    s.serving.tp = 8;
+    s.serving.pp = 1;
+    let model = model_preset("llama-3.1-70b").expect("preset");
+    let curve = planner_core::serving_search::concurrency_curve(
+        &model,
+        &s,
+        &load(1024, 256, 24),
+        Percentile::P90,
+        64,
+    )
+    .expect("valid");
+    // 1, 2, 4, 8, 16, 24 (the load's own), 32, 64.
+    let cs: Vec<u32> = curve.iter().map(|p| p.concurrency).collect();
+    assert_eq!(cs, vec![1, 2, 4, 8, 16, 24, 32, 64]);
+    for p in &curve {
+        let t = serving_time(&s, &load(1024, 256, p.concurrency)).expect("valid");
+        assert!(close(p.tpot_s, t.tpot.bytes, 1e-12));
+        assert!(close(p.ttft_s, t.ttft_p90.bytes, 1e-9));
+        assert!(close(p.ttft_mean_s, t.ttft.bytes, 1e-9));
+        assert!(close(
+            p.throughput_per_gpu,
+            t.throughput_per_gpu.bytes,
+            1e-12
+        ));
+        assert_eq!(p.fits_kv, t.fits_kv);
+    }
+    assert!(curve.windows(2).all(|w| w[0].tpot_s <= w[1].tpot_s));
+}
