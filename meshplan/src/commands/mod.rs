@@ -6,6 +6,7 @@ mod export;
 mod link;
 mod search;
 pub mod serve;
+pub mod serve_search;
 mod validate;
 mod validate_serving;
 
@@ -34,6 +35,7 @@ pub fn run(command: Command) -> Result<String, CliError> {
             out_dir: out_dir.as_deref(),
         }),
         Command::Serve(args) => serve::run(&args),
+        Command::ServeSearch(args) => serve_search::run(&args),
         Command::Link { scenario } => link::encode(&scenario),
         Command::DecodeLink { query, lenient } => link::decode(&query, lenient),
         Command::Search {
