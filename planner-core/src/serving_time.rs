@@ -809,7 +809,7 @@ pub fn serving_time_with(
     let service = prefill_s;
     let queue = match load.arrival_rate_per_s {
         Some(rate) => open_loop_queue(rate, service)?,
-        None => closed_loop_queue(cf, service, (o - 1.0) * tpot_s),
+        None => closed_loop_queue(cf, service, (o - 1.0) * tpot_s, 1.0),
     };
     let (rate, rho, wait_s) = (queue.rate, queue.rho, queue.wait_s);
     // Output tokens per second: every request emits O tokens, requests complete at λ (Little
@@ -947,16 +947,18 @@ pub fn serving_time_with(
     })
 }
 
-/// The prefill queue a request waits in before its first token.
-struct Queue {
+/// The prefill queue a request waits in before its first token: one definition for the
+/// replica's explained numbers, the deployment search and disaggregated pools.
+#[derive(Clone, Copy, Debug)]
+pub struct Queue {
     /// Requests per second entering the replica.
-    rate: f64,
-    /// Prefill-server utilisation λ·S.
-    rho: f64,
+    pub rate: f64,
+    /// Prefill-server utilisation λ·S (per server).
+    pub rho: f64,
     /// Mean wait before the request's prefill starts, s.
-    wait_s: f64,
+    pub wait_s: f64,
     /// Open loop (Poisson arrivals) or closed loop (deterministic cycle).
-    open: bool,
+    pub open: bool,
     formula: &'static str,
     assumption: &'static str,
     tail_formula: &'static str,
@@ -979,7 +981,7 @@ impl Queue {
     }
 
     /// The q-quantile of the wait, s.
-    fn quantile(&self, q: f64, service: f64) -> f64 {
+    pub fn quantile(&self, q: f64, service: f64) -> f64 {
         if !self.open {
             return self.wait_s;
         }
@@ -989,8 +991,9 @@ impl Queue {
     }
 }
 
-/// Poisson arrivals at `rate` into one deterministic prefill server of time `service`.
-fn open_loop_queue(rate: f64, service: f64) -> Result<Queue, ServingError> {
+/// Poisson arrivals at `rate` into one deterministic prefill server of time `service`;
+/// refused (naming `load.arrival_rate_per_s`) when ρ ≥ 1.
+pub fn open_loop_queue(rate: f64, service: f64) -> Result<Queue, ServingError> {
     // Utilisation of a single server (Kleinrock 1975, Vol. I §2): ρ = λ · S.
     let rho = rate * service;
     if rho.is_nan() || rho >= 1.0 {
@@ -1016,19 +1019,21 @@ fn open_loop_queue(rate: f64, service: f64) -> Result<Queue, ServingError> {
     })
 }
 
-/// `clients` requests in a closed loop: each spends `service` in the one prefill server and
-/// `decode_s` decoding (a delay station: the batch serves them all at once), then returns.
-fn closed_loop_queue(clients: f64, service: f64, decode_s: f64) -> Queue {
+/// `clients` requests in a closed loop: each spends `service` in one of `servers` prefill
+/// servers and `decode_s` after it (decoding, a KV transfer: delay stations that serve every
+/// request at once), then returns.
+pub fn closed_loop_queue(clients: f64, service: f64, decode_s: f64, servers: f64) -> Queue {
     // Asymptotic bounds of a closed network (Lazowska et al. 1984, Quantitative System
-    // Performance §5.2): X(N) = min(N / (D + Z), 1 / D_max) with D = D_max = S (prefill, the
-    // only queueing station) and Z = (O − 1)·TPOT; deterministic service reaches the bound.
+    // Performance §5.2): X(N) = min(N / (D + Z), 1 / D_max) with D = S (prefill, the only
+    // queueing station; D_max = S / servers when requests spread over `servers` of them) and
+    // Z = the rest of the cycle; deterministic service reaches the bound.
     let cycle = service + decode_s;
-    let rate = (clients / cycle).min(1.0 / service.max(f64::MIN_POSITIVE));
+    let rate = (clients / cycle).min(servers.max(1.0) / service.max(f64::MIN_POSITIVE));
     // Little's law (Little 1961): N = X · (W + D + Z), so W = N / X − (D + Z).
     let wait_s = (clients / rate - cycle).max(0.0);
     Queue {
         rate,
-        rho: (rate * service).min(1.0),
+        rho: (rate * service / servers.max(1.0)).min(1.0),
         wait_s,
         open: false,
         formula: "c / λ − (S + (O − 1)·TPOT)",
