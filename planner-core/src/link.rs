@@ -427,6 +427,8 @@ fn base_gpu(id: &str, default: &GpuSpec) -> GpuSpec {
     gpu_preset(id).unwrap_or_else(|| GpuSpec {
         id: id.to_string(),
         name: id.to_string(),
+        // Not the template's datasheet: a custom GPU's label follows its `gpu_mem`.
+        datasheet_memory_bytes: 0.0,
         ..default.clone()
     })
 }

@@ -521,8 +521,10 @@ pub struct TrainingMemory {
     pub peak_bytes: f64,
     /// Index into `stages` of the peak.
     pub peak_stage: usize,
-    /// GPU memory.
+    /// GPU memory as the device reports it (what fits compare against).
     pub capacity_bytes: f64,
+    /// The datasheet's decimal figure the chart labels the line with ("80 GB").
+    pub capacity_label_bytes: f64,
     /// `capacity × usable_fraction`.
     pub usable_bytes: f64,
     /// `peak_bytes ≤ usable_bytes`.
@@ -972,6 +974,7 @@ pub fn training_memory(scenario: &Scenario, model: &ModelSpec) -> TrainingMemory
         peak_bytes,
         peak_stage,
         capacity_bytes,
+        capacity_label_bytes: scenario.cluster.gpu.label_memory_bytes(),
         usable_bytes,
         fits: peak_bytes <= usable_bytes,
     }

@@ -175,7 +175,7 @@ fn every_candidate_is_either_ranked_or_rejected() {
     assert_eq!(r.feasible_count, r.feasible.len() as u64);
     assert_eq!(r.candidates, r.feasible_count + rejected);
     for w in r.feasible.windows(2) {
-        assert!(w[0].step_s <= w[1].step_s);
+        assert!(w[0].step_s <= w[1].step_s, "{:?} then {:?}", w[0], w[1]);
     }
     for b in &r.rejected {
         assert!(!b.reasons.is_empty());

@@ -87,7 +87,11 @@ fn segment(t: &Term, light: bool) -> Segment {
 fn limits(m: &TrainingMemory) -> Vec<Limit> {
     let mut out = vec![Limit {
         bytes: m.capacity_bytes,
-        label: format!("GPU memory {}", format::bytes(m.capacity_bytes)),
+        label: format!(
+            "GPU memory {} (device reports {})",
+            format::bytes(m.capacity_label_bytes),
+            format::bytes(m.capacity_bytes)
+        ),
     }];
     if m.usable_bytes < m.capacity_bytes * 0.999 {
         out.push(Limit {
