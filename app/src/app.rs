@@ -2,6 +2,7 @@
 //! reads. The URL always holds the whole scenario (share links).
 
 use leptos::prelude::*;
+use planner_core::framework::Framework;
 use planner_core::hardware::{gpu_presets, Cluster};
 use planner_core::layout::{Recompute, Schedule, ZeroStage};
 use planner_core::model::ModelSpec;
@@ -232,6 +233,10 @@ fn Controls() -> impl IntoView {
         .iter()
         .map(|x| (x.id().to_string(), x.label().to_string()))
         .collect();
+    let framework_options = Framework::ALL
+        .iter()
+        .map(|f| (f.id().to_string(), f.label().to_string()))
+        .collect();
     let zero_options = ZeroStage::ALL
         .iter()
         .map(|z| (z.number().to_string(), z.label().to_string()))
@@ -459,6 +464,18 @@ fn Controls() -> impl IntoView {
                 on_change=Callback::new(move |id: String| {
                     if let Some(z) = id.parse::<u8>().ok().and_then(ZeroStage::from_number) {
                         set(Box::new(move |sc| sc.layout.zero = z));
+                    }
+                })
+            />
+            <Select
+                label="Framework"
+                field="framework"
+                hint="Whose memory semantics the loss and recompute transients follow."
+                options=framework_options
+                value=Signal::derive(move || s.with(|sc| sc.overheads.framework.id().to_string()))
+                on_change=Callback::new(move |id: String| {
+                    if let Some(f) = Framework::from_id(&id) {
+                        set(Box::new(move |sc| sc.overheads.framework = f));
                     }
                 })
             />

@@ -9,6 +9,20 @@ use serde::{Deserialize, Serialize};
 pub const GB: f64 = 1e9;
 /// Binary gibibyte, what `nvidia-smi` and PyTorch report.
 pub const GIB: f64 = 1024.0 * 1024.0 * 1024.0;
+/// Binary mebibyte, the unit of `nvidia-smi`'s memory column.
+pub const MIB: f64 = 1024.0 * 1024.0;
+
+impl GpuSpec {
+    /// The capacity a label shows: the datasheet's decimal figure, or the device's when
+    /// the datasheet's is not stated.
+    pub fn label_memory_bytes(&self) -> f64 {
+        if self.datasheet_memory_bytes > 0.0 {
+            self.datasheet_memory_bytes
+        } else {
+            self.memory_bytes
+        }
+    }
+}
 
 /// One GPU model.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -18,8 +32,13 @@ pub struct GpuSpec {
     pub id: String,
     /// Display name.
     pub name: String,
-    /// Device memory in bytes (decimal, as on the datasheet).
+    /// Device memory in bytes as the device reports it (`nvidia-smi`'s total, `rocm-smi`'s
+    /// VRAM total): what fits are compared against.
     pub memory_bytes: f64,
+    /// Memory as the datasheet sells it, decimal bytes ("80 GB" = 80e9): the label the
+    /// article's chart draws. 0 = not stated (a custom GPU): labels use `memory_bytes`.
+    #[serde(default)]
+    pub datasheet_memory_bytes: f64,
     /// HBM bandwidth, bytes per second.
     pub hbm_bytes_per_s: f64,
     /// Dense BF16 tensor rate, FLOP per second.
@@ -88,7 +107,7 @@ impl Cluster {
 fn gpu(
     id: &str,
     name: &str,
-    memory_gb: f64,
+    (memory_gb, reported_mib): (f64, f64),
     hbm_tb_per_s: f64,
     bf16_tflops: f64,
     fp8_tflops: f64,
@@ -97,7 +116,8 @@ fn gpu(
     GpuSpec {
         id: id.to_string(),
         name: name.to_string(),
-        memory_bytes: memory_gb * GB,
+        memory_bytes: reported_mib * MIB,
+        datasheet_memory_bytes: memory_gb * GB,
         hbm_bytes_per_s: hbm_tb_per_s * 1e12,
         bf16_flops_per_s: bf16_tflops * 1e12,
         fp8_flops_per_s: fp8_tflops * 1e12,
@@ -107,12 +127,17 @@ fn gpu(
     }
 }
 
-/// GPU presets (vendor datasheets, dense rates).
+/// GPU presets (vendor datasheets, dense rates). Capacity is what the device reports
+/// (`nvidia-smi`'s "Memory-Usage" total in MiB, `rocm-smi`'s "VRAM Total Memory"), each
+/// from a public readout cited above it; the datasheet's decimal GB stays the label.
+/// A GPU sold as "80 GB" carries 80 GiB of HBM; the driver keeps a few hundred MiB of
+/// it, so `nvidia-smi` shows 81,559 MiB (79.6 GiB, 85.5e9 bytes) on an H100 SXM.
 pub fn gpu_presets() -> Vec<GpuSpec> {
+    // modal-labs/modal-client PR #2797 (nvidia-smi totals of its fleet): A100 40GB 40960MiB.
     let mut a100_40 = gpu(
         "a100-40gb",
         "A100 SXM 40 GB",
-        40.0,
+        (40.0, 40_960.0),
         1.555,
         312.0,
         0.0,
@@ -120,28 +145,50 @@ pub fn gpu_presets() -> Vec<GpuSpec> {
     );
     // A100 nodes usually carry one 200 Gb/s HDR NIC per GPU.
     a100_40.inter_node_bytes_per_s = 25.0 * GB;
+    // modal-labs/modal-client PR #2797: A100 80GB 81920MiB.
     let mut a100_80 = gpu(
         "a100-80gb",
         "A100 SXM 80 GB",
-        80.0,
+        (80.0, 81_920.0),
         2.039,
         312.0,
         0.0,
         600.0,
     );
     a100_80.inter_node_bytes_per_s = 25.0 * GB;
-    let mut mi300x = gpu("mi300x", "MI300X", 192.0, 5.3, 1307.0, 2615.0, 896.0);
+    // ROCm/legacy-rocm-build issue #4750 (rocm-smi --showmeminfo vram, MI300X in SPX mode):
+    // "VRAM Total Memory (B): 206141652992" = 196,592 MiB.
+    let mut mi300x = gpu(
+        "mi300x",
+        "MI300X",
+        (192.0, 206_141_652_992.0 / MIB),
+        5.3,
+        1307.0,
+        2615.0,
+        896.0,
+    );
     mi300x.gpus_per_node = 8;
     // AMD Instinct MI325X datasheet: 256 GB HBM3E at 6 TB/s, MI300X's compute (CDNA 3,
     // 1307 TFLOPS dense BF16, 2615 FP8) and Infinity Fabric links (896 GB/s per GPU).
-    let mi325x = gpu("mi325x", "MI325X", 256.0, 6.0, 1307.0, 2615.0, 896.0);
+    // Capacity derived, no public readout found: 8 HBM3E stacks of 32 GiB = 262,144 MiB,
+    // less the 16 MiB MI300X's rocm-smi withholds from its 8 × 24 GiB (196,608 − 196,592).
+    let mi325x = gpu(
+        "mi325x",
+        "MI325X",
+        (256.0, 262_128.0),
+        6.0,
+        1307.0,
+        2615.0,
+        896.0,
+    );
     // NVIDIA GB200 NVL72 datasheet, per GPU (rack totals / 72): 186 GB HBM3e at 8 TB/s,
     // 2.5 PFLOPS dense BF16, 5 PFLOPS dense FP8, NVLink 5 at 1.8 TB/s; all 72 GPUs share
-    // one NVLink domain, so the rack is the "node" for TP and EP.
+    // one NVLink domain, so the rack is the "node" for TP and EP. Public nvidia-smi
+    // readouts of "NVIDIA GB200" (1200 W) show 189471MiB.
     let mut gb200 = gpu(
         "gb200-nvl72",
         "GB200 NVL72 (186 GB)",
-        186.0,
+        (186.0, 189_471.0),
         8.0,
         2500.0,
         5000.0,
@@ -151,10 +198,12 @@ pub fn gpu_presets() -> Vec<GpuSpec> {
     vec![
         a100_40,
         a100_80,
+        // NVIDIA/nccl issue #1264 (nvidia-smi, "NVIDIA H100 80GB HBM3", 700 W): 81559MiB;
+        // the same total in modal-labs/modal-client PR #2797.
         gpu(
             "h100-sxm",
             "H100 SXM 80 GB",
-            80.0,
+            (80.0, 81_559.0),
             3.35,
             989.0,
             1979.0,
@@ -164,19 +213,48 @@ pub fn gpu_presets() -> Vec<GpuSpec> {
         // memory bandwidth", 400 Gb/s RDMA per GPU, the default 500 W power limit. Same
         // GH100 die and tensor peaks as the SXM5 datasheet; the power cap lowers sustained
         // clocks, which the model does not price (it shows up as lower GEMM efficiency).
+        // Capacity derived, no public readout found: 6 HBM2e stacks of 16 GiB = 98,304 MiB,
+        // less the 361 MiB the H100 80GB's driver withholds from its 5 × 16 GiB (81,920 − 81,559).
         gpu(
             "h100-96gb",
             "H100 96 GB HBM2e (500 W)",
-            96.0,
+            (96.0, 97_943.0),
             2.4,
             989.0,
             1979.0,
             900.0,
         ),
         // NVIDIA H800 SXM5 datasheet: H100's tensor peaks and HBM3, NVLink cut to 400 GB/s.
-        gpu("h800", "H800 SXM 80 GB", 80.0, 3.35, 989.0, 1979.0, 400.0),
-        gpu("h200", "H200 SXM 141 GB", 141.0, 4.8, 989.0, 1979.0, 900.0),
-        gpu("b200", "B200 180 GB", 180.0, 8.0, 2250.0, 4500.0, 1800.0),
+        // Public nvidia-smi readouts of "NVIDIA H800" (700 W) show 81559MiB, as the H100's.
+        gpu(
+            "h800",
+            "H800 SXM 80 GB",
+            (80.0, 81_559.0),
+            3.35,
+            989.0,
+            1979.0,
+            400.0,
+        ),
+        // Public nvidia-smi readouts of "NVIDIA H200" (700 W) show 143771MiB.
+        gpu(
+            "h200",
+            "H200 SXM 141 GB",
+            (141.0, 143_771.0),
+            4.8,
+            989.0,
+            1979.0,
+            900.0,
+        ),
+        // NVIDIA/TensorRT-LLM issue #10278 (nvidia-smi, "NVIDIA B200", 1000 W): 183359MiB.
+        gpu(
+            "b200",
+            "B200 180 GB",
+            (180.0, 183_359.0),
+            8.0,
+            2250.0,
+            4500.0,
+            1800.0,
+        ),
         gb200,
         mi300x,
         mi325x,

@@ -10,6 +10,7 @@ use std::fmt::Display;
 use std::str::FromStr;
 
 use crate::calibration::CalibrationSummary;
+use crate::framework::Framework;
 use crate::hardware::{gpu_preset, gpu_presets, Cluster, GpuSpec, LinkSpec};
 use crate::layout::{Recompute, Schedule, ZeroStage};
 use crate::model::{FfnKind, MlaSpec, ModelSpec, MoeSpec, NormKind};
@@ -156,7 +157,7 @@ fn precision_fields() -> [Field<Precision>; 6] {
     ]
 }
 
-fn gpu_fields() -> [Field<GpuSpec>; 8] {
+fn gpu_fields() -> [Field<GpuSpec>; 9] {
     [
         Field {
             key: "gpu_name",
@@ -167,6 +168,12 @@ fn gpu_fields() -> [Field<GpuSpec>; 8] {
             },
         },
         field!("gpu_mem", GpuSpec, |g| g.memory_bytes, number),
+        field!(
+            "gpu_mem_datasheet",
+            GpuSpec,
+            |g| g.datasheet_memory_bytes,
+            number
+        ),
         field!("gpu_hbm", GpuSpec, |g| g.hbm_bytes_per_s, number),
         field!("gpu_bf16", GpuSpec, |g| g.bf16_flops_per_s, number),
         field!("gpu_fp8", GpuSpec, |g| g.fp8_flops_per_s, number),
@@ -196,7 +203,7 @@ fn link_fields() -> [Field<(LinkSpec, LinkSpec)>; 4] {
 }
 
 /// Everything after the model, precision and cluster, compared with the default scenario.
-fn scenario_fields() -> [Field<Scenario>; 30] {
+fn scenario_fields() -> [Field<Scenario>; 31] {
     [
         field!("seq", Scenario, |s| s.training.seq_len, number),
         field!("gbs", Scenario, |s| s.training.global_batch, number),
@@ -261,6 +268,14 @@ fn scenario_fields() -> [Field<Scenario>; 30] {
         ),
         field!("frag", Scenario, |s| s.overheads.allocator_fraction, number),
         field!("usable", Scenario, |s| s.overheads.usable_fraction, number),
+        field!(
+            "framework",
+            Scenario,
+            |s| s.overheads.framework,
+            Framework::id,
+            Framework::from_id,
+            "article, megatron-core or torchtitan"
+        ),
         field!(
             "serve_w",
             Scenario,
@@ -427,6 +442,8 @@ fn base_gpu(id: &str, default: &GpuSpec) -> GpuSpec {
     gpu_preset(id).unwrap_or_else(|| GpuSpec {
         id: id.to_string(),
         name: id.to_string(),
+        // Not the template's datasheet: a custom GPU's label follows its `gpu_mem`.
+        datasheet_memory_bytes: 0.0,
         ..default.clone()
     })
 }

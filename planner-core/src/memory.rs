@@ -12,6 +12,7 @@ use crate::activations::{
     ActivationSetup, LayerKind,
 };
 use crate::explain::Term;
+use crate::framework::Framework;
 use crate::layout::{Layout, Recompute, ZeroStage};
 use crate::model::{ModelSpec, ParamBreakdown};
 use crate::precision::Precision;
@@ -345,6 +346,13 @@ pub struct StageNumbers {
     pub zero3_gathered_bytes: f64,
     /// Gradient communication buckets.
     pub gradient_bucket_bytes: f64,
+    /// The loss's logit-sized transients at the start of backward (framework semantics).
+    pub loss_transient_bytes: f64,
+    /// Live tensors at the peak: what `torch.cuda.max_memory_allocated` reports.
+    pub allocated_bytes: f64,
+    /// The caching allocator's blocks at the peak: `torch.cuda.max_memory_reserved`
+    /// (allocated plus fragmentation).
+    pub reserved_bytes: f64,
     /// CUDA context.
     pub cuda_context_bytes: f64,
     /// NCCL communicators with more than one rank.
@@ -353,7 +361,8 @@ pub struct StageNumbers {
     pub nccl_bytes: f64,
     /// Allocator fragmentation on top of the allocated tensors.
     pub allocator_bytes: f64,
-    /// Everything.
+    /// Everything the device holds (`nvidia-smi`): reserved plus CUDA context and NCCL
+    /// buffers, which PyTorch's counters do not see.
     pub total_bytes: f64,
 }
 
@@ -375,13 +384,34 @@ pub fn stage_numbers(inputs: &MemoryInputs, span: &StageSpan) -> StageNumbers {
     let setup = ActivationSetup::new(layout, training, activations, precision);
     let mut layer_acts = 0.0;
     let mut transient: f64 = 0.0;
+    // torchtitan's "selective" is its per-op policy, not Korthikanti's selective recompute.
+    let torchtitan_dense = if overheads.framework == Framework::Torchtitan
+        && layout.recompute == Recompute::Selective
+    {
+        crate::torchtitan_sac::dense_layer_saved_bytes(model, &setup)
+    } else {
+        None
+    };
     if span.dense_layers > 0 {
-        layer_acts += f64::from(span.dense_layers) * layer_bytes(model, LayerKind::Dense, &setup);
-        transient = transient.max(layer_recompute_transient_bytes(
-            model,
-            LayerKind::Dense,
-            &setup,
-        ));
+        let (kept, dropped) = match torchtitan_dense {
+            Some(kept) => {
+                let all = layer_bytes(
+                    model,
+                    LayerKind::Dense,
+                    &ActivationSetup {
+                        recompute: Recompute::None,
+                        ..setup
+                    },
+                );
+                (kept, (all - kept).max(0.0))
+            }
+            None => (
+                layer_bytes(model, LayerKind::Dense, &setup),
+                layer_recompute_transient_bytes(model, LayerKind::Dense, &setup),
+            ),
+        };
+        layer_acts += f64::from(span.dense_layers) * kept;
+        transient = transient.max(dropped);
     }
     if span.moe_layers > 0 {
         layer_acts += f64::from(span.moe_layers) * layer_bytes(model, LayerKind::Moe, &setup);
@@ -420,10 +450,22 @@ pub fn stage_numbers(inputs: &MemoryInputs, span: &StageSpan) -> StageNumbers {
     };
     let nccl_groups = inputs.nccl_groups();
     let nccl_bytes = f64::from(nccl_groups) * overheads.nccl_buffer_bytes_per_group;
-    let allocated =
-        state.total() + activation_bytes + transient + zero3_gathered_bytes + gradient_bucket_bytes;
+    let loss_transient_bytes = crate::loss_memory::loss_transient_bytes(
+        overheads.framework,
+        model.vocab,
+        &setup,
+        span.output,
+    );
+    let allocated = state.total()
+        + activation_bytes
+        + transient
+        + zero3_gathered_bytes
+        + gradient_bucket_bytes
+        + loss_transient_bytes;
     let allocator_bytes = overheads.allocator_fraction * allocated;
-    let total_bytes = allocated + allocator_bytes + overheads.cuda_context_bytes + nccl_bytes;
+    let reserved_bytes = allocated + allocator_bytes;
+    // CUDA context and NCCL buffers are allocated outside PyTorch's caching allocator.
+    let total_bytes = reserved_bytes + overheads.cuda_context_bytes + nccl_bytes;
     StageNumbers {
         span: *span,
         params: rank,
@@ -435,6 +477,9 @@ pub fn stage_numbers(inputs: &MemoryInputs, span: &StageSpan) -> StageNumbers {
         recompute_transient_bytes: transient,
         zero3_gathered_bytes,
         gradient_bucket_bytes,
+        loss_transient_bytes,
+        allocated_bytes: allocated,
+        reserved_bytes,
         cuda_context_bytes: overheads.cuda_context_bytes,
         nccl_groups,
         nccl_bytes,
@@ -508,6 +553,10 @@ pub struct StageMemory {
     pub layers: u32,
     /// Every term, summing to `total_bytes`.
     pub terms: Vec<Term>,
+    /// `torch.cuda.max_memory_allocated` on this stage.
+    pub allocated_bytes: f64,
+    /// `torch.cuda.max_memory_reserved` on this stage.
+    pub reserved_bytes: f64,
     /// Total bytes per GPU.
     pub total_bytes: f64,
 }
@@ -517,12 +566,20 @@ pub struct StageMemory {
 pub struct TrainingMemory {
     /// First, (middle), last stage; a single one when pp = 1.
     pub stages: Vec<StageMemory>,
-    /// The largest stage total.
+    /// The largest stage total (what the device holds, `nvidia-smi`).
     pub peak_bytes: f64,
+    /// The largest stage's `torch.cuda.max_memory_allocated`.
+    pub peak_allocated_bytes: f64,
+    /// The largest stage's `torch.cuda.max_memory_reserved` (what torchtitan logs).
+    pub peak_reserved_bytes: f64,
+    /// Whose memory semantics the transients followed.
+    pub framework: crate::framework::Framework,
     /// Index into `stages` of the peak.
     pub peak_stage: usize,
-    /// GPU memory.
+    /// GPU memory as the device reports it (what fits compare against).
     pub capacity_bytes: f64,
+    /// The datasheet's decimal figure the chart labels the line with ("80 GB").
+    pub capacity_label_bytes: f64,
     /// `capacity × usable_fraction`.
     pub usable_bytes: f64,
     /// `peak_bytes ≤ usable_bytes`.
@@ -897,6 +954,9 @@ fn stage_memory(inputs: &MemoryInputs, n: &StageNumbers) -> StageMemory {
             assumption,
         ));
     }
+    if n.loss_transient_bytes > 0.0 {
+        terms.push(loss_term(inputs, n));
+    }
     terms.push(term(
         "cuda_context",
         "CUDA context",
@@ -928,17 +988,61 @@ fn stage_memory(inputs: &MemoryInputs, n: &StageNumbers) -> StageMemory {
         format!(
             "{} × {}",
             fmt_num(overheads.allocator_fraction),
-            fmt_bytes(n.allocator_bytes / overheads.allocator_fraction.max(f64::MIN_POSITIVE))
+            fmt_bytes(n.allocated_bytes)
         ),
-        "PyTorch caching allocator: reserved exceeds allocated by this fraction (adjustable)"
-            .to_string(),
+        format!(
+            "PyTorch caching allocator (docs: notes/cuda.html, memory management): max_memory_reserved = max_memory_allocated ({}) + cached blocks no request fits; this fraction is an adjustable assumption, not a measurement (the gap depends on allocation order; expandable_segments narrows it); reserved = {}",
+            fmt_bytes(n.allocated_bytes),
+            fmt_bytes(n.reserved_bytes)
+        ),
     ));
     StageMemory {
         position: n.span.position,
         layers: n.span.layers,
         terms,
+        allocated_bytes: n.allocated_bytes,
+        reserved_bytes: n.reserved_bytes,
         total_bytes: n.total_bytes,
     }
+}
+
+/// The loss's logit-sized transients, one term (its parts named in the assumption).
+fn loss_term(inputs: &MemoryInputs, n: &StageNumbers) -> Term {
+    let framework = inputs.overheads.framework;
+    let parts = crate::loss_memory::loss_transients(framework);
+    let per_logit: f64 = parts.iter().map(|t| t.bytes_per_logit).sum();
+    let names: Vec<String> = parts
+        .iter()
+        .map(|t| {
+            format!(
+                "{} ({} B; {})",
+                t.name,
+                fmt_num(t.bytes_per_logit),
+                t.source
+            )
+        })
+        .collect();
+    let layout = inputs.layout;
+    term(
+        "loss.transient",
+        "loss transients (logit-sized)",
+        n.loss_transient_bytes,
+        "(s/cp)·b·V/t × bytes per logit",
+        format!(
+            "{} / {} × {} × {} / {} × {}",
+            inputs.training.seq_len,
+            layout.cp,
+            layout.micro_batch,
+            inputs.model.vocab,
+            layout.tp,
+            fmt_num(per_logit)
+        ),
+        format!(
+            "{}: {}; held at the start of backward beside every saved activation",
+            framework.label(),
+            names.join("; ")
+        ),
+    )
 }
 
 /// Training memory per GPU, stage by stage, every term explained.
@@ -957,8 +1061,12 @@ pub fn training_memory(scenario: &Scenario, model: &ModelSpec) -> TrainingMemory
     let mut stages = Vec::with_capacity(count);
     let mut peak_bytes = f64::NEG_INFINITY;
     let mut peak_stage = 0;
+    let mut peak_allocated_bytes: f64 = 0.0;
+    let mut peak_reserved_bytes: f64 = 0.0;
     for (i, span) in spans.iter().take(count).enumerate() {
         let numbers = stage_numbers(&inputs, span);
+        peak_allocated_bytes = peak_allocated_bytes.max(numbers.allocated_bytes);
+        peak_reserved_bytes = peak_reserved_bytes.max(numbers.reserved_bytes);
         if numbers.total_bytes > peak_bytes {
             peak_bytes = numbers.total_bytes;
             peak_stage = i;
@@ -970,8 +1078,12 @@ pub fn training_memory(scenario: &Scenario, model: &ModelSpec) -> TrainingMemory
     TrainingMemory {
         stages,
         peak_bytes,
+        peak_allocated_bytes,
+        peak_reserved_bytes,
+        framework: scenario.overheads.framework,
         peak_stage,
         capacity_bytes,
+        capacity_label_bytes: scenario.cluster.gpu.label_memory_bytes(),
         usable_bytes,
         fits: peak_bytes <= usable_bytes,
     }

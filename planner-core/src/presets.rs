@@ -237,7 +237,8 @@ fn h100() -> GpuSpec {
         .unwrap_or_else(|| GpuSpec {
             id: DEFAULT_GPU_ID.to_string(),
             name: "H100 SXM 80 GB".to_string(),
-            memory_bytes: 80e9,
+            memory_bytes: 81_559.0 * crate::hardware::MIB,
+            datasheet_memory_bytes: 80e9,
             hbm_bytes_per_s: 3.35e12,
             bf16_flops_per_s: 989e12,
             fp8_flops_per_s: 1979e12,

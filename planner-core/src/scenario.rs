@@ -70,6 +70,9 @@ pub struct Overheads {
     pub allocator_fraction: f64,
     /// Fraction of device memory the plan may use before it is flagged.
     pub usable_fraction: f64,
+    /// Whose memory semantics the transients follow (the loss's logit-sized tensors).
+    #[serde(default)]
+    pub framework: crate::framework::Framework,
 }
 
 impl Default for Overheads {
@@ -81,6 +84,7 @@ impl Default for Overheads {
             zero3_units_in_flight: 2,
             allocator_fraction: 0.05,
             usable_fraction: 0.9,
+            framework: crate::framework::Framework::Article,
         }
     }
 }
@@ -227,7 +231,7 @@ impl Scenario {
             )]);
         }
         let mut de = serde_json::Deserializer::from_str(json);
-        let scenario: Scenario = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let mut scenario: Scenario = serde_path_to_error::deserialize(&mut de).map_err(|e| {
             let path = e.path().to_string();
             let field = if path.is_empty() || path == "." {
                 "scenario".to_string()
@@ -238,6 +242,13 @@ impl Scenario {
         })?;
         de.end()
             .map_err(|e| vec![FieldError::new("scenario", e.to_string())])?;
+        // Files written before the datasheet label existed: a preset GPU takes its label.
+        let gpu = &mut scenario.cluster.gpu;
+        if gpu.datasheet_memory_bytes == 0.0 {
+            if let Some(preset) = crate::hardware::gpu_preset(&gpu.id) {
+                gpu.datasheet_memory_bytes = preset.datasheet_memory_bytes;
+            }
+        }
         scenario.validate()?;
         Ok(scenario)
     }

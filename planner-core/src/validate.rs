@@ -210,6 +210,14 @@ fn check_gpu(e: &mut Errors, g: &GpuSpec) {
     }
     e.name("gpu_name", &g.name);
     e.within("gpu_mem", g.memory_bytes, bounds::DEVICE_MEMORY_BYTES);
+    // 0 means "datasheet figure not stated".
+    if g.datasheet_memory_bytes != 0.0 {
+        e.within(
+            "gpu_mem_datasheet",
+            g.datasheet_memory_bytes,
+            bounds::DEVICE_MEMORY_BYTES,
+        );
+    }
     e.within("gpu_hbm", g.hbm_bytes_per_s, bounds::HBM_BYTES_PER_S);
     e.within("gpu_bf16", g.bf16_flops_per_s, bounds::FLOPS_PER_S);
     // 0 means "no FP8 units".

@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cost::{CostOptions, StepModel};
 use crate::evaluate::evaluate;
+use crate::framework::Framework;
 use crate::hardware::{gpu_preset, Cluster, GIB};
 use crate::layout::{Layout, Recompute, Schedule, ZeroStage};
 use crate::mesh::{search_scenario, Knobs, MeshDims, ReasonCount, RejectReason, SearchSpace};
@@ -950,7 +951,15 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
             flash_attention,
             ..ActivationOptions::default()
         },
-        overheads: Overheads::default(),
+        overheads: Overheads {
+            // torchtitan rows follow torchtitan's loss; the others keep the article's accounting.
+            framework: if fam == Family::Torchtitan {
+                Framework::Torchtitan
+            } else {
+                Framework::Article
+            },
+            ..Overheads::default()
+        },
         serving: Serving {
             tp: serve_tp,
             ..Serving::default()
@@ -1246,7 +1255,7 @@ pub fn conventions() -> Vec<String> {
         "tflops_per_gpu_reported with hardware_incl_recompute: predicted tokens/s per GPU × hardware FLOPs per token (model FLOPs + the recomputed forward: all of it for full recompute, the attention core for selective)",
         "tflops_per_gpu_reported with megatron_examples: counted as model FLOPs too; that formula counts 7–13% more per token, which stays in these rows' error",
         "mfu: model convention → predicted MFU (model FLOPs over the datasheet peak of the compute dtype: BF16, or FP8 for fp8 rows); hardware_incl_recompute → predicted HFU",
-        "peak_memory_gib: predicted peak training memory over the pipeline stages / 2^30",
+        "peak_memory_gib: predicted torch.cuda.max_memory_reserved over the pipeline stages / 2^30 (torchtitan logs max_reserved_gib); torchtitan rows use torchtitan's loss semantics",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -1300,7 +1309,9 @@ fn compare(run: &PublishedRun, mapped: &MappedRun) -> Result<(Comparison, f64), 
         model_flops_per_token: model_fpt,
         hardware_flops_per_token: hardware_fpt,
         peak_tflops: step_model.peak_flops_per_s / 1e12,
-        peak_memory_gib: eval.training.peak_bytes / GIB,
+        // torchtitan train.py logs `max_reserved_gib` (torch.cuda.max_memory_reserved):
+        // the reserved peak, without the CUDA context and NCCL buffers nvidia-smi adds.
+        peak_memory_gib: eval.training.peak_reserved_bytes / GIB,
     };
     let convention = run.flop_convention;
     let (predicted, flop_convention) = match run.quantity {

@@ -366,6 +366,8 @@ fn arb_rest() -> impl Strategy<Value = (Training, ActivationOptions, Overheads, 
                         zero3_units_in_flight: z3,
                         allocator_fraction: frag,
                         usable_fraction: usable,
+                        framework: planner_core::framework::Framework::ALL
+                            [z3 as usize % planner_core::framework::Framework::ALL.len()],
                     },
                     Serving {
                         weight_dtype: w,

@@ -146,9 +146,10 @@ fn recommendation_llama_8b_is_replicas() {
 
 #[test]
 fn recommendation_llama_70b_bf16_is_tp() {
-    // Weights 141 GB. TP 2: 70.6 GB + 2 GB workspace > 72 GB usable, no room.
-    // TP 4: 34.7 GB KV pool / 2.68 GB per 32k sequence = 12 sequences.
-    // TP 8: 52.4 GB / 1.34 GB = 39 sequences.
+    // Usable: 0.9 × 81,559 MiB (what nvidia-smi reports for an H100) = 76.97 GB.
+    // Weights 141 GB. TP 2: 70.6 GB + 2 GB workspace leaves 4.4 GB, under one 32k
+    // sequence's 5.37 GB. TP 4: 39.7 GB KV pool / 2.68 GB per 32k sequence = 14 sequences.
+    // TP 8: 57.3 GB / 1.34 GB = 42 sequences.
     let m = llama_70b();
     let base = Serving::default();
     let cluster = h100(1);
@@ -167,7 +168,7 @@ fn recommendation_llama_70b_bf16_is_tp() {
         "{}",
         r.reason
     );
-    assert_eq!(r.max_concurrent_sequences, 12);
+    assert_eq!(r.max_concurrent_sequences, 14);
     assert_eq!(r.replicas, 2);
     let r = recommend(
         &m,
@@ -184,9 +185,9 @@ fn recommendation_llama_70b_bf16_is_tp() {
         "{}",
         r.reason
     );
-    assert_eq!(r.max_concurrent_sequences, 39);
+    assert_eq!(r.max_concurrent_sequences, 42);
     assert!(
-        r.reason.contains("TP 8 inside a node holds 39"),
+        r.reason.contains("TP 8 inside a node holds 42"),
         "{}",
         r.reason
     );
@@ -212,7 +213,8 @@ fn table_covers_tp_by_pp_and_flags_bad_shapes() {
     let cells = concurrency_table(&m, &Serving::default(), &h100(1)).unwrap();
     assert_eq!(cells.len(), TABLE_TP.len() * TABLE_PP.len());
     let cell = |tp, pp| cells.iter().find(|c| c.tp == tp && c.pp == pp).unwrap();
-    assert_eq!(cell(8, 1).max_concurrent_sequences, 39);
+    // 57.3 GB / 1.34 GB per 32k sequence (see above).
+    assert_eq!(cell(8, 1).max_concurrent_sequences, 42);
     assert_eq!(cell(1, 1).max_concurrent_sequences, 0);
     assert!(!cell(8, 2).valid, "16 GPUs on an 8-GPU cluster");
     assert!(cell(4, 2).valid);

@@ -87,7 +87,11 @@ fn segment(t: &Term, light: bool) -> Segment {
 fn limits(m: &TrainingMemory) -> Vec<Limit> {
     let mut out = vec![Limit {
         bytes: m.capacity_bytes,
-        label: format!("GPU memory {}", format::bytes(m.capacity_bytes)),
+        label: format!(
+            "GPU memory {} (device reports {})",
+            format::bytes(m.capacity_label_bytes),
+            format::bytes(m.capacity_bytes)
+        ),
     }];
     if m.usable_bytes < m.capacity_bytes * 0.999 {
         out.push(Limit {
@@ -320,6 +324,32 @@ pub fn MemoryView() -> impl IntoView {
                     />
                 </figure>
             </div>
+            {move || {
+                data.with(|d| {
+                    d.as_ref().ok().map(|d| {
+                        let m = d.current();
+                        view! {
+                            <p class="explain" data-testid="memory-peaks">
+                                "Peak as PyTorch reports it: allocated "
+                                <strong data-testid="peak-allocated" data-bytes=m.peak_allocated_bytes.to_string()>
+                                    {format::bytes(m.peak_allocated_bytes)}
+                                </strong>
+                                " (max_memory_allocated), reserved "
+                                <strong data-testid="peak-reserved" data-bytes=m.peak_reserved_bytes.to_string()>
+                                    {format::bytes(m.peak_reserved_bytes)}
+                                </strong>
+                                " (max_memory_reserved, what torchtitan logs); the device holds "
+                                <strong data-testid="peak-device" data-bytes=m.peak_bytes.to_string()>
+                                    {format::bytes(m.peak_bytes)}
+                                </strong>
+                                " with the CUDA context and NCCL buffers (nvidia-smi). Loss and recompute transients follow "
+                                <span data-testid="memory-framework">{m.framework.label()}</span>
+                                "."
+                            </p>
+                        }
+                    })
+                })
+            }}
             <ul class="legend">
                 {move || {
                     legend()

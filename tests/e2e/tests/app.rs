@@ -775,3 +775,93 @@ fn accuracy_section_shows_the_validation_summary_and_the_nearest_runs() {
         .unwrap();
     assert_no_console_errors(&session, "with the accuracy section open");
 }
+
+/// Waits until `testid`'s `data-bytes` equals planner-core's `want` (the view recomputes
+/// off the input path), asserts it does, and returns what the page shows.
+fn page_bytes_equal(session: &Session, testid: &str, want: f64) -> f64 {
+    let deadline = std::time::Instant::now() + SETTLE;
+    let mut got = bytes_attr(session, testid);
+    while !close(got, want) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+        got = bytes_attr(session, testid);
+    }
+    assert!(
+        close(got, want),
+        "{testid}: page {got}, planner-core {want}"
+    );
+    got
+}
+
+/// torchtitan's Table 1 run (Llama 3.1 8B, FSDP 8 on H100 96GB, local batch 2, seq 8192,
+/// op-level selective AC) opened from a link: the memory view shows the allocated and
+/// reserved peaks planner-core computes natively, and switching the framework to the
+/// article's accounting moves both to planner-core's values for that.
+#[test]
+#[ignore = "needs dist/ and chromedriver: run via `cargo xtask test`"]
+fn memory_view_shows_allocated_and_reserved_peaks_of_planner_core() {
+    use planner_core::framework::Framework;
+    use planner_core::hardware::{gpu_preset, Cluster};
+    use planner_core::layout::{Recompute, ZeroStage};
+    use planner_core::scenario::ModelChoice;
+
+    let mut s = presets::default_scenario();
+    s.model = ModelChoice::Preset("llama-3.1-8b".into());
+    s.cluster = Cluster::of(gpu_preset("h100-96gb").expect("preset"), 1);
+    s.training.seq_len = 8192;
+    s.training.global_batch = 16;
+    s.layout.dp = 8;
+    s.layout.tp = 1;
+    s.layout.micro_batch = 2;
+    s.layout.zero = ZeroStage::Zero3;
+    s.layout.recompute = Recompute::Selective;
+    s.layout.sequence_parallel = false;
+    s.overheads.framework = Framework::Torchtitan;
+    let native = |sc: &Scenario| {
+        let model = sc.model_spec().expect("preset resolves");
+        memory::training_memory(sc, &model)
+    };
+    let want = native(&s);
+
+    let page = Page::start().expect("start server and chromedriver");
+    let session = page.open(&link::encode(&s)).expect("the link opens");
+    session
+        .reveal("[data-testid=memory-peaks]")
+        .expect("scroll to the peaks");
+    let allocated = page_bytes_equal(&session, "peak-allocated", want.peak_allocated_bytes);
+    let reserved = page_bytes_equal(&session, "peak-reserved", want.peak_reserved_bytes);
+    let device = page_bytes_equal(&session, "peak-device", want.peak_bytes);
+    assert!(allocated < reserved && reserved < device);
+    let label = session.text("[data-testid=memory-framework]").unwrap();
+    assert_eq!(label, Framework::Torchtitan.label());
+    println!(
+        "torchtitan T1 on the page: allocated {allocated:.0} B, reserved {reserved:.0} B ({:.1} GiB; published 82.4 GiB), device {device:.0} B",
+        reserved / (1u64 << 30) as f64
+    );
+    let shot = screenshot_path("memory-peaks-torchtitan");
+    session
+        .element_screenshot("[data-testid=memory-view]", &shot)
+        .expect("screenshot");
+
+    // The article's accounting: no loss transient, Korthikanti's selective recompute.
+    session
+        .set_value("[data-testid=input-framework]", Framework::Article.id())
+        .expect("switch the framework");
+    let mut article = s.clone();
+    article.overheads.framework = Framework::Article;
+    let want_article = native(&article);
+    let allocated_article = page_bytes_equal(
+        &session,
+        "peak-allocated",
+        want_article.peak_allocated_bytes,
+    );
+    let reserved_article =
+        page_bytes_equal(&session, "peak-reserved", want_article.peak_reserved_bytes);
+    assert!(
+        reserved_article > reserved,
+        "Korthikanti's selective keeps more than torchtitan's op policy"
+    );
+    println!(
+        "article accounting: allocated {allocated_article:.0} B, reserved {reserved_article:.0} B"
+    );
+    assert_no_console_errors(&session, "after switching the framework");
+}
