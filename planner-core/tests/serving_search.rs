@@ -207,7 +207,13 @@ fn search_ranks_feasible_deployments_and_agrees_with_serving_time() {
         tpot_s: Some(0.05),
         percentile: Percentile::P99,
     };
-    let r = serve_search(&model, &s, &l, &target, &ServeSearchSpace::default()).expect("valid");
+    // Every deployment kept, so the best aggregated one is listed even when disaggregated
+    // pools fill the top.
+    let space = ServeSearchSpace {
+        top: usize::MAX,
+        ..ServeSearchSpace::default()
+    };
+    let r = serve_search(&model, &s, &l, &target, &space).expect("valid");
     assert_eq!(r.gpus, 64);
     assert_eq!(r.candidates, r.feasible_count + r.rejected_count);
     assert!(!r.ranked.is_empty());
