@@ -35,6 +35,7 @@ pub mod report;
 pub mod scenario;
 pub mod serving;
 pub mod serving_time;
+pub mod stage_split;
 pub mod teaching;
 pub mod topology;
 pub mod validate;

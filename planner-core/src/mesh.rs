@@ -204,6 +204,7 @@ pub fn layout_of(d: MeshDims, k: Knobs) -> Layout {
         zero: k.zero,
         recompute: k.recompute,
         sequence_parallel: d.tp > 1,
+        stage_split: crate::layout::StageSplit::Even,
     }
 }
 

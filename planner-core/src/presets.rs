@@ -274,6 +274,7 @@ pub fn default_scenario() -> Scenario {
             zero: ZeroStage::Zero1,
             recompute: Recompute::Selective,
             sequence_parallel: true,
+            stage_split: crate::layout::StageSplit::Even,
         },
         activations: ActivationOptions::default(),
         overheads: Overheads::default(),
@@ -307,6 +308,7 @@ pub fn article_70b_scenario() -> Scenario {
             zero: ZeroStage::Ddp,
             recompute: Recompute::None,
             sequence_parallel: false,
+            stage_split: crate::layout::StageSplit::Even,
         },
         ..base
     }
@@ -337,6 +339,7 @@ pub fn article_mesh_scenario() -> Scenario {
             zero: ZeroStage::Zero1,
             recompute: Recompute::Selective,
             sequence_parallel: true,
+            stage_split: crate::layout::StageSplit::Even,
         },
         ..base
     }

@@ -876,6 +876,7 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
         zero,
         recompute,
         sequence_parallel,
+        stage_split: crate::layout::StageSplit::Even,
     };
     // The serving view is not compared; its replica must fit the cluster to validate.
     let serve_tp = [8u32, 4, 2, 1]

@@ -314,6 +314,7 @@ fn arb_layout() -> impl Strategy<Value = Layout> {
                 zero,
                 recompute,
                 sequence_parallel: sp,
+                stage_split: planner_core::layout::StageSplit::Even,
             },
         )
 }
