@@ -363,21 +363,23 @@ impl StageSplit {
             };
         }
         let dense = sh.layers.saturating_sub(moe_layers);
-        let mut best: Option<(f64, u32, u32)> = None;
+        // Most work first; among equals, the most MoE layers (each adds its all-to-alls).
+        let mut best: Option<(f64, u32, u32, u32)> = None;
         for r in self.ranks_to_check(sh.pp) {
             let n = self.rank_layers(sh, r);
+            let moe = n - self.rank_dense_layers(sh, r, dense).min(n);
             let last = r + 1 == sh.pp;
             let work = f64::from(n) + if last { head_layers.max(0.0) } else { 0.0 };
-            if best.is_none_or(|(w, _, _)| work > w) {
-                best = Some((work, r, n));
+            if best.is_none_or(|(w, m, _, _)| work > w || (work == w && moe > m)) {
+                best = Some((work, moe, r, n));
             }
         }
-        let (_, rank, n) = best.unwrap_or((0.0, 0, 0));
+        let (_, moe, rank, n) = best.unwrap_or((0.0, 0, 0, 0));
         let mean = f64::from(sh.layers) / p;
         StagePace {
             rank,
             layers: f64::from(n),
-            moe_layers: f64::from(n - self.rank_dense_layers(sh, rank, dense).min(n)),
+            moe_layers: f64::from(moe),
             layer_scale: if mean > 0.0 { f64::from(n) / mean } else { 0.0 },
             output: rank + 1 == sh.pp && sh.pp > 1,
             even: false,
@@ -430,6 +432,104 @@ impl StageSplit {
             .unwrap_or(usize::MAX)
             .min(limit);
         (0..n as u64).map(|k| self.chunk_layers(sh, k)).collect()
+    }
+}
+
+/// A split the mesh search proposes (a `Copy` value, so ranked candidates stay small).
+#[derive(
+    Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum SplitProposal {
+    /// The even split.
+    #[default]
+    Even,
+    /// Megatron's `--decoder-first/last-pipeline-num-layers`.
+    FirstLast {
+        /// Layers of the first rank.
+        first: u32,
+        /// Layers of the last rank.
+        last: u32,
+    },
+    /// Megatron's embedding and loss both counted as layers.
+    AccountEmbeddingLoss,
+}
+
+impl SplitProposal {
+    /// The even split.
+    pub fn is_even(&self) -> bool {
+        *self == SplitProposal::Even
+    }
+
+    /// The layout field it stands for.
+    pub fn stage_split(self) -> StageSplit {
+        match self {
+            SplitProposal::Even => StageSplit::Even,
+            SplitProposal::FirstLast { first, last } => StageSplit::FirstLast {
+                first: Some(first),
+                last: Some(last),
+            },
+            SplitProposal::AccountEmbeddingLoss => StageSplit::AccountEmbeddingLoss {
+                embedding: true,
+                loss: true,
+            },
+        }
+    }
+
+    /// The splits to try for `layers` on `pp × v` chunks: the even one when it divides;
+    /// otherwise the two published ways (those that are valid): the remainder taken off
+    /// the first and last ranks with every middle rank at `⌈layers / (pp·v)⌉` layers per
+    /// chunk (Dubey et al. 2024 §3.3.2: 405B at PP 16 with one layer fewer on the first
+    /// and last stage; Megatron's first/last flags), and the embedding and loss counted
+    /// as layers (Megatron-Bridge's Llama 3.1 405B recipe at PP 8 × VPP 8:
+    /// `account_for_embedding_in_pipeline_split`, `account_for_loss_in_pipeline_split`).
+    /// When both give the same chunks, the first/last form is kept. Every chunk keeps at
+    /// least one decoder layer (the ends are lightened, never emptied: an empty stage
+    /// would be a pipeline rank holding only the embedding or the loss, which no
+    /// published layout of a dense model uses). Empty: no split fits.
+    pub fn proposals(layers: u32, pp: u32, v: u32) -> ([SplitProposal; 2], usize) {
+        let sh = SplitShape::new(layers, pp, v);
+        let mut out = [SplitProposal::Even; 2];
+        if u64::from(layers).is_multiple_of(sh.chunks()) {
+            return (out, 1);
+        }
+        if sh.pp < 2 {
+            return (out, 0);
+        }
+        let mut n = 0;
+        let (l, p, vv) = (u64::from(layers), u64::from(sh.pp), u64::from(sh.v));
+        // Middle ranks at ⌈l / (p·v)⌉ per chunk; the deficit in whole chunks-rounds off the ends.
+        let middle = l.div_ceil(p * vv) * vv;
+        let deficit = (p * middle).saturating_sub(l);
+        if deficit.is_multiple_of(vv) {
+            let d = deficit / vv;
+            let first = middle.checked_sub(vv * d.div_ceil(2));
+            let last = middle.checked_sub(vv * (d / 2));
+            if let (Some(first), Some(last)) = (first, last) {
+                let (Ok(first), Ok(last)) = (u32::try_from(first), u32::try_from(last)) else {
+                    return (out, 0);
+                };
+                let fl = SplitProposal::FirstLast { first, last };
+                if first >= sh.v && last >= sh.v && fl.stage_split().problem(sh).is_none() {
+                    out[n] = fl;
+                    n += 1;
+                }
+            }
+        }
+        let acc = SplitProposal::AccountEmbeddingLoss.stage_split();
+        // The first and last chunks build one layer fewer than the rest: keep one at least.
+        let per_chunk = (l + 2) / (p * vv);
+        if per_chunk >= 2 && acc.problem(sh).is_none() {
+            let same = n == 1 && {
+                let fl = out[0].stage_split();
+                (0..sh.chunks()).all(|k| fl.chunk_layers(sh, k) == acc.chunk_layers(sh, k))
+            };
+            if !same {
+                out[n] = SplitProposal::AccountEmbeddingLoss;
+                n += 1;
+            }
+        }
+        (out, n)
     }
 }
 
@@ -602,6 +702,27 @@ mod tests {
         // A head heavier than a layer moves the pace to the last stage: 7 + 1.5 > 8.
         let pace = s.pace(sh, 0, 1.5);
         assert_eq!((pace.rank, pace.layers, pace.output), (15, 7.0, true));
+    }
+
+    #[test]
+    fn the_search_proposes_what_the_405b_runs_used() {
+        // PP 16: ⌈126/16⌉ = 8 per middle stage, 16·8 − 126 = 2 layers short: 7 on each end.
+        let (p, n) = SplitProposal::proposals(126, 16, 1);
+        // Accounting embedding + loss gives the same chunks (128/16 = 8, ends 7): kept once.
+        assert_eq!(&p[..n], [SplitProposal::FirstLast { first: 7, last: 7 }]);
+        // PP 8 × VPP 8: middles 2 × 8 = 16, deficit 2 = 2 layers … not a whole round of
+        // 8 chunks, so no first/last split; embedding + loss: 128 / 64 = 2 per chunk.
+        let (p, n) = SplitProposal::proposals(126, 8, 8);
+        assert_eq!(&p[..n], [SplitProposal::AccountEmbeddingLoss]);
+        // Even when it divides.
+        assert_eq!(
+            SplitProposal::proposals(128, 8, 8),
+            ([SplitProposal::Even; 2], 1)
+        );
+        // pp 1 never splits unevenly.
+        assert_eq!(SplitProposal::proposals(7, 1, 2).1, 0);
+        // PP 128 for 126 layers would empty the end stages: nothing is proposed.
+        assert_eq!(SplitProposal::proposals(126, 128, 1).1, 0);
     }
 
     #[test]
