@@ -680,6 +680,9 @@ impl StepModel {
     /// How the stages' work is counted, for the compute term: balanced, or the pacing stage.
     fn stage_balance(&self, layout: &Layout) -> String {
         let pace = self.comm_inputs.pace(layout);
+        if pace.even && !layout.stage_split.is_even() {
+            return "Balanced stages (the stage split does not fit this model's layers and pp × v, see the rules)".into();
+        }
         if pace.even {
             return "Balanced stages".into();
         }

@@ -112,9 +112,12 @@ pub fn stage_spans(params: &ParamBreakdown, pp: u32) -> ([StageSpan; 3], usize) 
 /// uneven one the first, second and last ranks (the middle ranks hold equal counts, or
 /// the earliest the most), or every rank of an explicit list, each with its own layers
 /// (`StageSplit::rank_layers`) and dense-FFN layers among them. Allocates only for lists.
+/// A split validation refuses is evaluated as the even one (its rule reports the error).
 pub fn stage_spans_of(params: &ParamBreakdown, layout: &Layout) -> StageSpans {
     let split = &layout.stage_split;
-    if split.is_even() {
+    let total = u32::try_from(params.dense_layers + params.moe_layers).unwrap_or(u32::MAX);
+    let sh = SplitShape::new(total, layout.pp, layout.virtual_stages);
+    if split.is_even() || split.problem(sh).is_some() {
         let (fixed, count) = stage_spans(params, layout.pp);
         return StageSpans {
             fixed,
@@ -123,9 +126,7 @@ pub fn stage_spans_of(params: &ParamBreakdown, layout: &Layout) -> StageSpans {
         };
     }
     let p = layout.pp.max(1);
-    let total = u32::try_from(params.dense_layers + params.moe_layers).unwrap_or(u32::MAX);
     let dense_total = u32::try_from(params.dense_layers).unwrap_or(u32::MAX);
-    let sh = SplitShape::new(total, p, layout.virtual_stages);
     let span = |index: u32| {
         let layers = split.rank_layers(sh, index);
         let dense_layers = split.rank_dense_layers(sh, index, dense_total).min(layers);

@@ -358,6 +358,28 @@ pub struct Rejected {
     pub peak_memory_bytes: f64,
 }
 
+impl Rejected {
+    /// A block over every ZeRO stage and recompute policy of one schedule, `v`, and
+    /// (when set) micro-batch and split: `(reasons, candidates) → Rejected`.
+    fn knob_block(
+        dims: MeshDims,
+        (schedule, v, micro_batch, split): (Schedule, u32, Option<u32>, Option<SplitProposal>),
+    ) -> impl Fn(Reasons, u64) -> Rejected {
+        move |reasons, candidates| Rejected {
+            dims,
+            zero: None,
+            recompute: None,
+            schedule: Some(schedule),
+            virtual_stages: Some(v),
+            micro_batch,
+            split,
+            reasons,
+            candidates,
+            peak_memory_bytes: 0.0,
+        }
+    }
+}
+
 /// Candidates rejected for one reason (a candidate with two reasons counts under both).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReasonCount {
@@ -770,22 +792,8 @@ fn search_blocks<F: Fn(&Layout) -> f64>(
                 let Some(split) = o.split else {
                     let mut r = Reasons::default();
                     r.add(RejectReason::LayersNotDivisibleByPp);
-                    reject(
-                        Rejected {
-                            dims,
-                            zero: None,
-                            recompute: None,
-                            schedule: Some(schedule),
-                            virtual_stages: Some(v),
-                            micro_batch: None,
-                            split: None,
-                            reasons: r,
-                            candidates: n_zero * n_rc * n_mb,
-                            peak_memory_bytes: 0.0,
-                        },
-                        counts,
-                        rejected,
-                    );
+                    let block = Rejected::knob_block(dims, (schedule, v, None, None));
+                    reject(block(r, n_zero * n_rc * n_mb), counts, rejected);
                     continue;
                 };
                 // Memory grows with the micro-batch (activations ∝ b × in-flight micro-batches,
@@ -807,22 +815,9 @@ fn search_blocks<F: Fn(&Layout) -> f64>(
                         r.add(RejectReason::MicroBatchesNotDivisibleByPp);
                     }
                     if !r.is_empty() {
-                        reject(
-                            Rejected {
-                                dims,
-                                zero: None,
-                                recompute: None,
-                                schedule: Some(schedule),
-                                virtual_stages: Some(v),
-                                micro_batch: Some(mb),
-                                split: Some(split),
-                                reasons: r,
-                                candidates: n_zero * n_rc,
-                                peak_memory_bytes: 0.0,
-                            },
-                            counts,
-                            rejected,
-                        );
+                        let block =
+                            Rejected::knob_block(dims, (schedule, v, Some(mb), Some(split)));
+                        reject(block(r, n_zero * n_rc), counts, rejected);
                         continue;
                     }
                     for (zi, &zero) in space.zero_stages.iter().enumerate() {

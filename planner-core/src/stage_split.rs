@@ -349,10 +349,11 @@ impl StageSplit {
     /// The stage that sets the schedule's pace: the rank with the most work per
     /// micro-batch, counting `head_layers` (the LM head and loss in decoder-layer
     /// equivalents) on the last rank. The even split keeps the averaged stage the
-    /// model has always priced (`⌈layers / pp⌉`, head spread over the stages).
+    /// model has always priced (`⌈layers / pp⌉`, head spread over the stages); so does a
+    /// split validation refuses (its rule is reported as an error; the numbers stay finite).
     pub fn pace(&self, sh: SplitShape, moe_layers: u32, head_layers: f64) -> StagePace {
         let p = f64::from(sh.pp);
-        if self.is_even() {
+        if self.is_even() || self.problem(sh).is_some() {
             return StagePace {
                 rank: 0,
                 layers: (f64::from(sh.layers) / p).ceil(),
@@ -432,6 +433,93 @@ impl StageSplit {
             .unwrap_or(usize::MAX)
             .min(limit);
         (0..n as u64).map(|k| self.chunk_layers(sh, k)).collect()
+    }
+}
+
+impl StageSplit {
+    /// The share-link value: `even`, `fl:F:L` (`-` for a rank left to the middle share),
+    /// `ae:E:L` (0/1), `tt:F:L`, or `c:N.N.N…` (chunk order).
+    pub fn to_link(&self) -> String {
+        let opt = |o: &Option<u32>| o.map_or("-".to_string(), |n| n.to_string());
+        match self {
+            StageSplit::Even => "even".into(),
+            StageSplit::FirstLast { first, last } => format!("fl:{}:{}", opt(first), opt(last)),
+            StageSplit::AccountEmbeddingLoss { embedding, loss } => {
+                format!("ae:{}:{}", u8::from(*embedding), u8::from(*loss))
+            }
+            StageSplit::LessLayers { first, last } => format!("tt:{first}:{last}"),
+            StageSplit::Chunks(list) => {
+                let parts: Vec<String> = list.iter().map(u32::to_string).collect();
+                format!("c:{}", parts.join("."))
+            }
+        }
+    }
+
+    /// Parses [`StageSplit::to_link`]; refuses more than [`MAX_SPLIT_CHUNKS`] chunks or a
+    /// count above `MAX_LAYERS` before allocating for them.
+    pub fn from_link(v: &str) -> Result<Self, String> {
+        let max = crate::validate::MAX_LAYERS;
+        let count = |t: &str| -> Result<u32, String> {
+            match t.parse::<u32>() {
+                Ok(n) if n <= max => Ok(n),
+                _ => Err(format!("'{t}' is not a layer count in 0..={max}")),
+            }
+        };
+        let bit = |t: &str| match t {
+            "0" => Ok(false),
+            "1" => Ok(true),
+            _ => Err(format!("'{t}' is not 0 or 1")),
+        };
+        let (kind, rest) = v.split_once(':').unwrap_or((v, ""));
+        let pair = || -> Result<(&str, &str), String> {
+            rest.split_once(':')
+                .filter(|(_, b)| !b.contains(':'))
+                .ok_or_else(|| format!("'{v}' needs two values after its kind"))
+        };
+        match kind {
+            "even" if rest.is_empty() => Ok(StageSplit::Even),
+            "fl" => {
+                let (a, b) = pair()?;
+                let opt = |t: &str| {
+                    if t == "-" {
+                        Ok(None)
+                    } else {
+                        count(t).map(Some)
+                    }
+                };
+                Ok(StageSplit::FirstLast {
+                    first: opt(a)?,
+                    last: opt(b)?,
+                })
+            }
+            "ae" => {
+                let (a, b) = pair()?;
+                Ok(StageSplit::AccountEmbeddingLoss {
+                    embedding: bit(a)?,
+                    loss: bit(b)?,
+                })
+            }
+            "tt" => {
+                let (a, b) = pair()?;
+                Ok(StageSplit::LessLayers {
+                    first: count(a)?,
+                    last: count(b)?,
+                })
+            }
+            "c" => {
+                let n = rest.split('.').count();
+                if rest.is_empty() || n > MAX_SPLIT_CHUNKS {
+                    return Err(format!("{n} chunks is outside 1..={MAX_SPLIT_CHUNKS}"));
+                }
+                rest.split('.')
+                    .map(count)
+                    .collect::<Result<Vec<_>, _>>()
+                    .map(StageSplit::Chunks)
+            }
+            _ => Err(format!(
+                "'{v}' is not even, fl:F:L, ae:E:L, tt:F:L or c:N.N…"
+            )),
+        }
     }
 }
 
@@ -723,6 +811,33 @@ mod tests {
         assert_eq!(SplitProposal::proposals(7, 1, 2).1, 0);
         // PP 128 for 126 layers would empty the end stages: nothing is proposed.
         assert_eq!(SplitProposal::proposals(126, 128, 1).1, 0);
+    }
+
+    #[test]
+    fn link_values_round_trip_and_refuse_junk() {
+        for s in [
+            StageSplit::Even,
+            StageSplit::FirstLast {
+                first: Some(7),
+                last: None,
+            },
+            StageSplit::AccountEmbeddingLoss {
+                embedding: true,
+                loss: false,
+            },
+            StageSplit::LessLayers { first: 1, last: 2 },
+            StageSplit::Chunks(vec![1, 2, 0]),
+        ] {
+            assert_eq!(StageSplit::from_link(&s.to_link()), Ok(s.clone()), "{s:?}");
+        }
+        assert_eq!(StageSplit::Chunks(vec![1, 2, 0]).to_link(), "c:1.2.0");
+        for bad in [
+            "", "fl:7", "fl:7:7:7", "ae:2:1", "c:", "c:1..2", "c:99999", "x:1:1", "even:1",
+        ] {
+            assert!(StageSplit::from_link(bad).is_err(), "{bad}");
+        }
+        let too_many = format!("c:{}", vec!["1"; MAX_SPLIT_CHUNKS + 1].join("."));
+        assert!(StageSplit::from_link(&too_many).is_err());
     }
 
     #[test]
