@@ -10,7 +10,16 @@ use planner_core::link::{decode, encode};
 use planner_core::memory::{stage_spans_of, training_memory, StagePosition};
 use planner_core::presets::article_mesh_scenario;
 use planner_core::scenario::{ModelChoice, Scenario};
-use planner_core::validate::layout_rule_violations;
+use planner_core::validate::{layout_rule_violations, RuleViolation};
+
+/// The rules `s` breaks as errors.
+fn errors(s: &Scenario) -> Vec<RuleViolation> {
+    let model = s.model_spec().expect("preset");
+    layout_rule_violations(&model, s)
+        .into_iter()
+        .filter(|v| v.is_error())
+        .collect()
+}
 
 fn first_last(first: u32, last: u32) -> StageSplit {
     StageSplit::FirstLast {
@@ -33,15 +42,11 @@ fn scenario(split: StageSplit) -> Scenario {
         dp: 16,
         tp: 8,
         pp: 16,
-        cp: 1,
-        ep: 1,
-        virtual_stages: 1,
-        micro_batch: 1,
-        schedule: Schedule::OneFOneB,
         zero: ZeroStage::Zero1,
         recompute: Recompute::Full,
         sequence_parallel: true,
         stage_split: split,
+        ..Layout::default()
     };
     s
 }
@@ -50,11 +55,7 @@ fn scenario(split: StageSplit) -> Scenario {
 fn the_405b_pp16_split_is_valid_and_its_stages_hold_7_8_7_layers() {
     let s = scenario(first_last(7, 7));
     let model = s.model_spec().expect("preset");
-    let rules: Vec<String> = layout_rule_violations(&model, &s)
-        .into_iter()
-        .filter(|v| v.is_error())
-        .map(|v| v.rule)
-        .collect();
+    let rules = errors(&s);
     assert!(rules.is_empty(), "{rules:?}");
     let params = model.param_breakdown();
     let spans = stage_spans_of(&params, &s.layout);
@@ -168,12 +169,7 @@ fn the_8_layer_middle_stage_sets_the_pace() {
 
 #[test]
 fn validation_names_the_split_field() {
-    let s = scenario(first_last(7, 6));
-    let model = s.model_spec().expect("preset");
-    let v: Vec<_> = layout_rule_violations(&model, &s)
-        .into_iter()
-        .filter(|v| v.is_error())
-        .collect();
+    let v = errors(&scenario(first_last(7, 6)));
     assert_eq!(v.len(), 1, "{v:?}");
     assert_eq!(
         (v[0].field.as_str(), v[0].rule.as_str()),
