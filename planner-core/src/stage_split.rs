@@ -621,6 +621,45 @@ impl SplitProposal {
     }
 }
 
+/// The splits a form offers for `layers` on `pp × v` chunks, as (link value, label): the
+/// even split, the search's proposals, Megatron's embedding + loss accounting and
+/// torchtitan's default one-layer-lighter ends when they fit, and `current` when it is
+/// none of those (a list from a link). The labels say which framework option each is.
+pub fn split_choices(layers: u32, pp: u32, v: u32, current: &StageSplit) -> Vec<(String, String)> {
+    let sh = SplitShape::new(layers, pp, v);
+    let mut out: Vec<(String, String)> = vec![("even".into(), "Even".into())];
+    let mut add = |s: StageSplit, what: &str| {
+        let link = s.to_link();
+        if s.problem(sh).is_none() && !out.iter().any(|(l, _)| *l == link) {
+            out.push((link, format!("{} ({what})", s.describe(sh))));
+        }
+    };
+    if sh.pp >= 2 {
+        let (proposals, n) = SplitProposal::proposals(layers, pp, v);
+        for p in &proposals[..n] {
+            if !p.is_even() {
+                add(p.stage_split(), "Megatron");
+            }
+        }
+        add(
+            StageSplit::AccountEmbeddingLoss {
+                embedding: true,
+                loss: true,
+            },
+            "Megatron account-for flags",
+        );
+        add(
+            StageSplit::LessLayers { first: 1, last: 1 },
+            "torchtitan less-layers",
+        );
+    }
+    let link = current.to_link();
+    if !out.iter().any(|(l, _)| *l == link) {
+        out.push((link, format!("{} (from the link)", current.describe(sh))));
+    }
+    out
+}
+
 /// Ranks [`StageSplit::ranks_to_check`] yields, in order, each once.
 #[derive(Clone, Debug)]
 pub struct RankIter {
@@ -838,6 +877,30 @@ mod tests {
         }
         let too_many = format!("c:{}", vec!["1"; MAX_SPLIT_CHUNKS + 1].join("."));
         assert!(StageSplit::from_link(&too_many).is_err());
+    }
+
+    #[test]
+    fn the_form_offers_the_splits_that_fit() {
+        let links = |l, p, v, cur: &StageSplit| -> Vec<String> {
+            split_choices(l, p, v, cur)
+                .into_iter()
+                .map(|(k, _)| k)
+                .collect()
+        };
+        // 126 on PP 16: Llama 3's 7/8/7 (the same chunks as embedding + loss, listed once),
+        // torchtitan's default (128 effective over 16 = 8 each, ends 7): the same chunks
+        // again but another option, so it is offered under its own name.
+        assert_eq!(
+            links(126, 16, 1, &StageSplit::Even),
+            ["even", "fl:7:7", "ae:1:1", "tt:1:1"]
+        );
+        // No pipeline: even only; a split from a link stays selectable.
+        assert_eq!(links(126, 1, 1, &StageSplit::Even), ["even"]);
+        let odd = StageSplit::Chunks(vec![63, 63]);
+        assert_eq!(
+            links(126, 2, 1, &odd).last().map(String::as_str),
+            Some("c:63.63")
+        );
     }
 
     #[test]
