@@ -261,6 +261,19 @@ fn Controls() -> impl IntoView {
         v
     });
     let used = move || s.with(|sc| sc.layout.world_size());
+    // The stage splits that fit this model on pp × v (planner-core lists them); the select is
+    // rebuilt only when that list changes.
+    let split_choices = Memo::new(move |_| {
+        s.with(|sc| {
+            let layers = sc.model_spec().map_or(0, |m| m.layers);
+            planner_core::stage_split::split_choices(
+                layers,
+                sc.layout.pp,
+                sc.layout.virtual_stages,
+                &sc.layout.stage_split,
+            )
+        })
+    });
 
     view! {
         <Examples />
@@ -443,6 +456,22 @@ fn Controls() -> impl IntoView {
                 value=Signal::derive(move || s.with(|sc| sc.layout.virtual_stages))
                 on_change=Callback::new(move |v| set(Box::new(move |sc| sc.layout.virtual_stages = v)))
             />
+            {move || {
+                view! {
+                    <Select
+                        label="Stage split"
+                        field="split"
+                        hint="Decoder layers per pipeline stage: even, or lighter first and last stages (which also hold the embedding and the LM head)."
+                        options=split_choices.get()
+                        value=Signal::derive(move || s.with(|sc| sc.layout.stage_split.to_link()))
+                        on_change=Callback::new(move |id: String| {
+                            if let Ok(x) = planner_core::layout::StageSplit::from_link(&id) {
+                                set(Box::new(move |sc| sc.layout.stage_split = x));
+                            }
+                        })
+                    />
+                }
+            }}
             <Select
                 label="Pipeline schedule"
                 field="sched"

@@ -44,6 +44,10 @@ pub struct CommInputs {
     pub activation_bytes: f64,
     /// Gradient bucket size, bytes (latency is paid once per bucket).
     pub bucket_bytes: f64,
+    /// The LM head in decoder-layer equivalents: its `V × h` matmul parameters over one
+    /// layer's active matmul parameters (both cost 2 FLOPs per parameter per token);
+    /// picks the stage that sets an uneven pipeline's pace.
+    pub head_layers: f64,
 }
 
 impl CommInputs {
@@ -89,7 +93,17 @@ impl CommInputs {
             grad_bytes: precision.grad_bytes,
             activation_bytes: precision.activation_bytes,
             bucket_bytes: overheads.gradient_bucket_bytes,
+            head_layers: head_layers(model, &pb),
         }
+    }
+
+    /// The stage whose layers set the pace of `layout`'s pipeline (the even split:
+    /// `⌈layers / pp⌉`, as always priced).
+    pub fn pace(&self, layout: &Layout) -> crate::stage_split::StagePace {
+        let sh = crate::stage_split::SplitShape::new(self.layers, layout.pp, layout.virtual_stages);
+        layout
+            .stage_split
+            .pace(sh, self.moe_layers, self.head_layers)
     }
 
     /// Micro-batches per step per pipeline: `global_batch / (dp × micro_batch)`.
@@ -248,6 +262,19 @@ impl StepComms {
     }
 }
 
+/// [`CommInputs::head_layers`]: `V·h` over one decoder layer's active parameters
+/// (attention, norms, FFN or shared + top-k routed experts, router), averaged over layers.
+fn head_layers(model: &ModelSpec, pb: &crate::model::ParamBreakdown) -> f64 {
+    let ends = pb.embedding + pb.output + pb.final_norm;
+    let per_layer = pb.active().saturating_sub(ends) as f64 / f64::from(model.layers.max(1));
+    let head = f64::from(model.vocab) * f64::from(model.hidden);
+    if per_layer > 0.0 {
+        head / per_layer
+    } else {
+        0.0
+    }
+}
+
 /// Every communication item of one step for `layout`.
 ///
 /// Per-rank model shares: dense parameters `/(tp·pp)`, routed experts
@@ -266,8 +293,10 @@ pub fn step_comms(
     let v = f64::from(layout.virtual_stages.max(1));
     let b = f64::from(layout.micro_batch.max(1));
     let m = inp.micro_batches(layout);
-    let layers_per_stage = (f64::from(inp.layers) / pp).ceil();
-    let moe_layers_per_stage = (f64::from(inp.moe_layers) / pp).ceil();
+    // Per-layer traffic counts the layers of the stage that sets the pace (stage_split.rs).
+    let pace = inp.pace(layout);
+    let layers_per_stage = pace.layers;
+    let moe_layers_per_stage = pace.moe_layers;
     let full = layout.recompute == Recompute::Full;
 
     let mut add = |group: GroupKind,
@@ -298,8 +327,9 @@ pub fn step_comms(
     };
 
     // Data-parallel gradient and parameter traffic for this rank's shard of the model.
-    let dense_per_rank = inp.dense_params / (tp * pp);
-    let expert_per_rank = inp.expert_params / (ep * pp);
+    // An uneven split: the pacing stage's share, by its decoder layers over the average stage's.
+    let dense_per_rank = inp.dense_params / (tp * pp) * pace.layer_scale;
+    let expert_per_rank = inp.expert_params / (ep * pp) * pace.layer_scale;
     let grads = dense_per_rank * inp.grad_bytes;
     let expert_grads = expert_per_rank * inp.grad_bytes;
     let buckets = |bytes: f64| (bytes / inp.bucket_bytes.max(1.0)).ceil();

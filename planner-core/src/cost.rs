@@ -476,6 +476,31 @@ impl StepModel {
                 )
             }
         };
+        // An uneven split (stage_split.rs): the stage with the most work per micro-batch sets
+        // the pace of every schedule's steady state and of its bubble (Narayanan et al. 2021
+        // §2.2: the bubble is (p − 1) stage times; with unequal stages the slowest one's).
+        // Its decoder layers scale the per-layer work; the LM head is on it only when it is the
+        // last stage, where it runs for the stage's whole share (× pp) rather than 1/pp of it.
+        let pace = inp.pace(layout);
+        let (dense_f, attn_f, elem_f, cast_f, cast_b) = if pace.even {
+            (dense_f, attn_f, elem_f, cast_f, cast_b)
+        } else {
+            let head_rate = if self.fp8.is_some() {
+                bf16 * eff
+            } else {
+                gemm_rate
+            };
+            let head_f = per_gpu * self.flops.output_forward / head_rate;
+            let on_stage = if pace.output { pp * head_f } else { 0.0 };
+            let k = pace.layer_scale;
+            (
+                (dense_f - head_f).max(0.0) * k + on_stage,
+                attn_f * k,
+                elem_f * k,
+                cast_f * k,
+                cast_b * k,
+            )
+        };
         let t_f = dense_f + attn_f + elem_f + cast_f;
         // Backward: dgrad + wgrad = 2 × the forward's FLOPs and memory-bound traffic, plus dY's casts.
         let t_b = 2.0 * (dense_f + attn_f + elem_f) + cast_b;
@@ -579,7 +604,9 @@ impl StepModel {
             ZeroStage::Ddp => 1.0,
             _ => f64::from(layout.dp.max(1)) * f64::from(layout.cp.max(1)),
         };
-        let params_local = self.params / (shards / f64::from(layout.cp.max(1))) / sharded_over;
+        // The optimizer of every stage runs at once: the pacing stage's share (1 when even).
+        let params_local =
+            self.params / (shards / f64::from(layout.cp.max(1))) / sharded_over * pace.layer_scale;
         let optimizer =
             params_local * self.options.optimizer_bytes_per_param / self.hbm_bytes_per_s.max(1.0);
         // TE casts each weight to FP8 on the first micro-batch of a step and reuses the copy (TE user
@@ -589,7 +616,9 @@ impl StepModel {
             Some(c) => {
                 let stage = pp * f64::from(layout.tp.max(1));
                 let experts = pp * f64::from(layout.ep.max(1));
-                (c.dense_weights / stage + c.expert_weights / experts) * FP8_CAST_BYTES_PER_ELEMENT
+                (c.dense_weights / stage + c.expert_weights / experts)
+                    * pace.layer_scale
+                    * FP8_CAST_BYTES_PER_ELEMENT
                     / hbm
             }
         };
@@ -648,6 +677,31 @@ impl StepModel {
         self.tokens_per_step() * self.flops.model() / (gpus * self.peak_flops_per_s * seconds)
     }
 
+    /// How the stages' work is counted, for the compute term: balanced, or the pacing stage.
+    fn stage_balance(&self, layout: &Layout) -> String {
+        let pace = self.comm_inputs.pace(layout);
+        if pace.even && !layout.stage_split.is_even() {
+            return "Balanced stages (the stage split does not fit this model's layers and pp × v, see the rules)".into();
+        }
+        if pace.even {
+            return "Balanced stages".into();
+        }
+        let sh = crate::stage_split::SplitShape::new(
+            self.comm_inputs.layers,
+            layout.pp,
+            layout.virtual_stages,
+        );
+        format!(
+            "Uneven stages ({}): stage {} sets the pace with {} decoder layers{} ({:.3} × the average stage's layers; LM head ≈ {:.2} layers)",
+            layout.stage_split.describe(sh),
+            pace.rank,
+            pace.layers,
+            if pace.output { " and the LM head" } else { "" },
+            pace.layer_scale,
+            self.comm_inputs.head_layers
+        )
+    }
+
     /// Full evaluation with explanations.
     pub fn evaluate(&self, layout: &Layout) -> StepCost {
         let placement = self.placement(layout);
@@ -679,7 +733,8 @@ impl StepModel {
                     ms(s.recompute)
                 ),
                 assumption: format!(
-                    "Balanced stages; backward = 2 × forward; GEMM efficiency {} by the smallest GEMM dimension; memory-bound ops move {} B per token per layer per hidden unit",
+                    "{}; backward = 2 × forward; GEMM efficiency {} by the smallest GEMM dimension; memory-bound ops move {} B per token per layer per hidden unit",
+                    self.stage_balance(layout),
                     if self.gemm_measured { "measured" } else { "assumed" },
                     self.options.elementwise_bytes_per_hidden
                 ),

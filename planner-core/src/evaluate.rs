@@ -58,6 +58,24 @@ pub struct PipelineView {
     pub timeline_note: Option<String>,
     /// Bubble against micro-batch count for the current stages and schedule.
     pub curve: Vec<BubblePoint>,
+    /// The uneven stage split, when the layout has a valid one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage_split: Option<StageSplitView>,
+}
+
+/// An uneven stage split as the pipeline view shows it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StageSplitView {
+    /// The split in words.
+    pub description: String,
+    /// Its share-link value.
+    pub link: String,
+    /// Decoder layers of each pipeline rank (the first 256).
+    pub layers_per_stage: Vec<u32>,
+    /// The rank whose time per micro-batch sets the pace.
+    pub pacing_stage: u32,
+    /// Its decoder layers over the average stage's.
+    pub pacing_layer_scale: f64,
 }
 
 /// The serving view.
@@ -135,7 +153,7 @@ pub fn evaluate(scenario: &Scenario) -> Result<Evaluation, EvaluateError> {
     let rules = layout_rule_violations(&model, scenario);
     let model_state = model_state(&model, &scenario.precision, &scenario.layout);
     let training = training_memory(scenario, &model);
-    let pipeline = pipeline_view(scenario);
+    let pipeline = pipeline_view(&model, scenario);
     let serving = serving_view(&model, scenario);
     let step = step_cost(&model, scenario);
 
@@ -163,7 +181,31 @@ pub fn micro_batches(scenario: &Scenario) -> u32 {
         .micro_batches(scenario.training.global_batch)
 }
 
-fn pipeline_view(scenario: &Scenario) -> PipelineView {
+/// The pipeline view's stage split: `None` for the even split or one validation refuses.
+pub fn stage_split_view(model: &ModelSpec, scenario: &Scenario) -> Option<StageSplitView> {
+    let layout = &scenario.layout;
+    let split = &layout.stage_split;
+    let sh = crate::stage_split::SplitShape::new(model.layers, layout.pp, layout.virtual_stages);
+    if split.is_even() || split.problem(sh).is_some() {
+        return None;
+    }
+    let inputs = crate::comms::CommInputs::new(
+        model,
+        &scenario.precision,
+        &scenario.training,
+        &scenario.overheads,
+    );
+    let pace = inputs.pace(layout);
+    Some(StageSplitView {
+        description: split.describe(sh),
+        link: split.to_link(),
+        layers_per_stage: split.rank_counts(sh, 256),
+        pacing_stage: pace.rank,
+        pacing_layer_scale: pace.layer_scale,
+    })
+}
+
+fn pipeline_view(model: &ModelSpec, scenario: &Scenario) -> PipelineView {
     let layout = &scenario.layout;
     let (p, v) = (layout.pp.max(1), layout.virtual_stages.max(1));
     let m = micro_batches(scenario);
@@ -193,6 +235,7 @@ fn pipeline_view(scenario: &Scenario) -> PipelineView {
         .collect();
 
     PipelineView {
+        stage_split: stage_split_view(model, scenario),
         micro_batches: m,
         bubble: bubble(schedule, p, m, v),
         bubble_terms: bubble_terms(schedule, p, m, v).to_vec(),

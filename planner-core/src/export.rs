@@ -19,6 +19,7 @@ use crate::precision::{ComputeDtype, PrecisionRecipe};
 use crate::presets::model_presets;
 use crate::scenario::{ModelChoice, Scenario, ServeDtype};
 use crate::serving_search::{Deployment, Pools};
+use crate::stage_split::{SplitShape, StageSplit};
 
 /// One copyable export of the current scenario.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -144,6 +145,21 @@ pub fn export(format: ExportFormat, scenario: &Scenario, model: &ModelSpec) -> E
         ExportFormat::Vllm => vllm(&ctx),
         ExportFormat::Sglang => sglang(&ctx),
     };
+    let split = &ctx.s.layout.stage_split;
+    if ctx.s.layout.pp > 1
+        && !split.is_even()
+        && matches!(
+            format,
+            ExportFormat::Torchrun | ExportFormat::Accelerate | ExportFormat::Deepspeed
+        )
+    {
+        let sh = SplitShape::new(ctx.m.layers, ctx.s.layout.pp, ctx.s.layout.virtual_stages);
+        notes.push(format!(
+            "{} cannot express the plan's uneven stage split ({}); it splits the layers its own way, so stage times and memory will differ from the plan.",
+            format.label(),
+            split.describe(sh)
+        ));
+    }
     if matches!(format, ExportFormat::Megatron | ExportFormat::Torchtitan) {
         let tool = if format == ExportFormat::Megatron {
             "Megatron-LM"
@@ -397,8 +413,8 @@ fn layout_errors(c: &Ctx, tool: &str, notes: &mut Vec<String>) {
     for v in crate::validate::layout_rule_violations(c.m, c.s) {
         if v.is_error() && v.rule != "batch_divisible_by_dp_mbs" {
             let hint = if v.rule == "layers_divisible_by_pp" && tool == "Megatron-LM" {
-                " (uneven stages need --decoder-first-pipeline-num-layers / \
-                 --decoder-last-pipeline-num-layers, which the plan does not model)"
+                " (choose an uneven stage split: first/last stage layers, embedding and loss \
+                 counted as layers, or layers per chunk)"
             } else {
                 ""
             };
@@ -695,6 +711,65 @@ fn deepspeed(c: &Ctx) -> (String, Vec<String>) {
 
 // Megatron-LM: megatron/training/arguments.py (_add_network_size_args,
 // _add_distributed_args, _add_training_args, _add_moe_args, _add_mla_args).
+/// Megatron's flags for an uneven split (megatron/training/arguments.py):
+/// `--decoder-first/last-pipeline-num-layers` and `--account-for-embedding/loss-in-pipeline-split`,
+/// with `--num-virtual-stages-per-pipeline-rank` when interleaved (the per-chunk layer count
+/// flag needs equal chunks); any other split as `--pipeline-model-parallel-layout`, one `|`
+/// per chunk in chunk order, `E` before the first chunk's layers and `L` after the last's
+/// (megatron/core/transformer/pipeline_parallel_layer_layout.py `parse_str_to_list`).
+fn megatron_split_flags(c: &Ctx, par: &mut Vec<String>) {
+    let l = &c.s.layout;
+    let v = if l.schedule == Schedule::Interleaved {
+        l.virtual_stages.max(1)
+    } else {
+        1
+    };
+    let interleaved = || (v > 1).then(|| format!("--num-virtual-stages-per-pipeline-rank {v}"));
+    match &l.stage_split {
+        StageSplit::FirstLast { first, last } => {
+            if let Some(f) = first {
+                par.push(format!("--decoder-first-pipeline-num-layers {f}"));
+            }
+            if let Some(n) = last {
+                par.push(format!("--decoder-last-pipeline-num-layers {n}"));
+            }
+            par.extend(interleaved());
+        }
+        StageSplit::AccountEmbeddingLoss { embedding, loss } => {
+            if *embedding {
+                par.push("--account-for-embedding-in-pipeline-split".to_string());
+            }
+            if *loss {
+                par.push("--account-for-loss-in-pipeline-split".to_string());
+            }
+            par.extend(interleaved());
+        }
+        split => {
+            let sh = SplitShape::new(c.m.layers, l.pp, v);
+            let chunks = split.chunk_counts(sh, crate::stage_split::MAX_SPLIT_CHUNKS);
+            let last = chunks.len().saturating_sub(1);
+            let stages: Vec<String> = chunks
+                .iter()
+                .enumerate()
+                .map(|(k, &n)| {
+                    let t = match n {
+                        0 => String::new(),
+                        1 => "t".to_string(),
+                        n => format!("t*{n}"),
+                    };
+                    let e = if k == 0 { "E" } else { "" };
+                    let lo = if k == last { "L" } else { "" };
+                    format!("{e}{t}{lo}")
+                })
+                .collect();
+            par.push(format!(
+                "--pipeline-model-parallel-layout {}",
+                shell_word(&stages.join("|"))
+            ));
+        }
+    }
+}
+
 fn megatron(c: &Ctx) -> (String, Vec<String>) {
     let mut notes = Vec::new();
     let l = &c.s.layout;
@@ -732,7 +807,9 @@ fn megatron(c: &Ctx) -> (String, Vec<String>) {
             l.ep, c.name
         ));
     }
-    if l.pp > 1 && l.schedule == Schedule::Interleaved && l.virtual_stages > 1 {
+    if l.pp > 1 && !l.stage_split.is_even() {
+        megatron_split_flags(c, &mut par);
+    } else if l.pp > 1 && l.schedule == Schedule::Interleaved && l.virtual_stages > 1 {
         let chunks = l.pp.saturating_mul(l.virtual_stages);
         if m.layers.is_multiple_of(chunks) {
             par.push(format!(
@@ -1066,7 +1143,9 @@ fn torchtitan(c: &Ctx) -> (String, Vec<String>) {
             }
         };
         let _ = writeln!(out, "pipeline_parallel_schedule = {}", toml_string(name));
-        if chunks > 1 {
+        if !l.stage_split.is_even() {
+            torchtitan_split(c, chunks, &mut out);
+        } else if chunks > 1 {
             let stages = l.pp.saturating_mul(chunks);
             if m.layers.is_multiple_of(stages) {
                 let _ = writeln!(
@@ -1153,6 +1232,41 @@ fn torchtitan(c: &Ctx) -> (String, Vec<String>) {
 /// torchtitan's EP constraints with expert-TP 1 (job_config.py `expert_parallel_degree`):
 /// the EP group is cut from data_parallel_shard × CP × TP, so EP must be a multiple of
 /// CP × TP and divide that product; DDP (replicate only) has no EP.
+/// torchtitan's options for an uneven split: `pipeline_parallel_first/last_stage_less_layers`
+/// when the plan uses torchtitan's own rule, and in every case the modules of each stage,
+/// `module_fqns_per_model_part` (torchtitan/config/job_config.py; stage `k` of the looped
+/// schedules is chunk `k`, `pp_rank + s · pp_degree`), which states the split exactly.
+fn torchtitan_split(c: &Ctx, chunks: u32, out: &mut String) {
+    let l = &c.s.layout;
+    if let StageSplit::LessLayers { first, last } = &l.stage_split {
+        let _ = writeln!(out, "pipeline_parallel_first_stage_less_layers = {first}");
+        let _ = writeln!(out, "pipeline_parallel_last_stage_less_layers = {last}");
+    }
+    let sh = SplitShape::new(c.m.layers, l.pp, chunks);
+    let counts = l
+        .stage_split
+        .chunk_counts(sh, crate::stage_split::MAX_SPLIT_CHUNKS);
+    let last = counts.len().saturating_sub(1);
+    let mut next = 0u64;
+    let _ = writeln!(out, "module_fqns_per_model_part = [");
+    for (k, &n) in counts.iter().enumerate() {
+        let mut names: Vec<String> = Vec::new();
+        if k == 0 {
+            names.push(toml_string("tok_embeddings"));
+        }
+        for i in next..next + u64::from(n) {
+            names.push(toml_string(&format!("layers.{i}")));
+        }
+        next += u64::from(n);
+        if k == last {
+            names.push(toml_string("norm"));
+            names.push(toml_string("output"));
+        }
+        let _ = writeln!(out, "  [{}],", names.join(", "));
+    }
+    let _ = writeln!(out, "]");
+}
+
 fn torchtitan_ep_notes(c: &Ctx, shard: u32, notes: &mut Vec<String>) {
     let l = &c.s.layout;
     if shard <= 1 && l.dp > 1 {

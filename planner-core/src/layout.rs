@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::stage_split::StageSplit;
+
 /// ZeRO stage (Rajbhandari et al. 2020); stage 0 is replicated DDP, stage 3 is FSDP.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -161,6 +163,11 @@ pub struct Layout {
     pub recompute: Recompute,
     /// Megatron sequence parallelism inside the TP group.
     pub sequence_parallel: bool,
+    /// Decoder layers per pipeline chunk (Megatron's first/last-stage layers or
+    /// embedding/loss accounting, torchtitan's lighter end stages, or a list); absent
+    /// in a file or link = the even split.
+    #[serde(default, skip_serializing_if = "StageSplit::is_even")]
+    pub stage_split: StageSplit,
 }
 
 impl Layout {
@@ -197,6 +204,7 @@ impl Default for Layout {
             zero: ZeroStage::Ddp,
             recompute: Recompute::None,
             sequence_parallel: false,
+            stage_split: StageSplit::Even,
         }
     }
 }

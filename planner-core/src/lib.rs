@@ -40,6 +40,7 @@ pub mod serving_disagg;
 pub mod serving_search;
 pub mod serving_time;
 pub mod serving_validation;
+pub mod stage_split;
 pub mod teaching;
 pub mod topology;
 pub mod torchtitan_sac;

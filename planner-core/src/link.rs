@@ -203,7 +203,7 @@ fn link_fields() -> [Field<(LinkSpec, LinkSpec)>; 4] {
 }
 
 /// Everything after the model, precision and cluster, compared with the default scenario.
-fn scenario_fields() -> [Field<Scenario>; 31] {
+fn scenario_fields() -> [Field<Scenario>; 32] {
     [
         field!("seq", Scenario, |s| s.training.seq_len, number),
         field!("gbs", Scenario, |s| s.training.global_batch, number),
@@ -239,6 +239,14 @@ fn scenario_fields() -> [Field<Scenario>; 31] {
             "none, selective or full"
         ),
         field!("sp", Scenario, |s| s.layout.sequence_parallel, flag),
+        Field {
+            key: "split",
+            get: |s| s.layout.stage_split.to_link(),
+            set: |s, v| {
+                s.layout.stage_split = crate::layout::StageSplit::from_link(v)?;
+                Ok(())
+            },
+        },
         field!("flash", Scenario, |s| s.activations.flash_attention, flag),
         field!("fp32_logits", Scenario, |s| s.activations.fp32_logits, flag),
         field!("logits", Scenario, |s| s.activations.count_logits, flag),

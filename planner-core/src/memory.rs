@@ -17,6 +17,7 @@ use crate::layout::{Layout, Recompute, ZeroStage};
 use crate::model::{ModelSpec, ParamBreakdown};
 use crate::precision::Precision;
 use crate::scenario::{ActivationOptions, Overheads, Scenario, Training};
+use crate::stage_split::SplitShape;
 
 /// Where a pipeline stage sits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -105,6 +106,80 @@ pub fn stage_spans(params: &ParamBreakdown, pp: u32) -> ([StageSpan; 3], usize) 
             ],
             3,
         ),
+    }
+}
+
+/// The stages to evaluate for a layout: [`stage_spans`] for the even split; for an
+/// uneven one the first, second and last ranks (the middle ranks hold equal counts, or
+/// the earliest the most), or every rank of an explicit list, each with its own layers
+/// (`StageSplit::rank_layers`) and dense-FFN layers among them. Allocates only for lists.
+/// A split validation refuses is evaluated as the even one (its rule reports the error).
+pub fn stage_spans_of(params: &ParamBreakdown, layout: &Layout) -> StageSpans {
+    let split = &layout.stage_split;
+    let total = u32::try_from(params.dense_layers + params.moe_layers).unwrap_or(u32::MAX);
+    let sh = SplitShape::new(total, layout.pp, layout.virtual_stages);
+    if split.is_even() || split.problem(sh).is_some() {
+        let (fixed, count) = stage_spans(params, layout.pp);
+        return StageSpans {
+            fixed,
+            count,
+            listed: Vec::new(),
+        };
+    }
+    let p = layout.pp.max(1);
+    let dense_total = u32::try_from(params.dense_layers).unwrap_or(u32::MAX);
+    let span = |index: u32| {
+        let layers = split.rank_layers(sh, index);
+        let dense_layers = split.rank_dense_layers(sh, index, dense_total).min(layers);
+        let position = match (index == 0, index + 1 == p) {
+            (true, true) => StagePosition::Only,
+            (true, false) => StagePosition::First,
+            (false, true) => StagePosition::Last,
+            (false, false) => StagePosition::Middle,
+        };
+        StageSpan {
+            position,
+            index,
+            first_layer: u32::try_from(split.chunk_start(sh, u64::from(index))).unwrap_or(u32::MAX),
+            layers,
+            dense_layers,
+            moe_layers: layers - dense_layers,
+            embedding: index == 0,
+            output: index + 1 == p,
+        }
+    };
+    let mut out = StageSpans {
+        fixed: [span(0); 3],
+        count: 0,
+        listed: Vec::new(),
+    };
+    if matches!(split, crate::layout::StageSplit::Chunks(_)) {
+        out.listed = split.ranks_to_check(p).map(span).collect();
+    } else {
+        for r in split.ranks_to_check(p) {
+            out.fixed[out.count] = span(r);
+            out.count += 1;
+        }
+    }
+    out
+}
+
+/// The stages [`stage_spans_of`] evaluates.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StageSpans {
+    fixed: [StageSpan; 3],
+    count: usize,
+    listed: Vec<StageSpan>,
+}
+
+impl StageSpans {
+    /// The stages, first to last.
+    pub fn as_slice(&self) -> &[StageSpan] {
+        if self.listed.is_empty() {
+            &self.fixed[..self.count.clamp(1, 3)]
+        } else {
+            &self.listed
+        }
     }
 }
 
@@ -491,10 +566,10 @@ pub fn stage_numbers(inputs: &MemoryInputs, span: &StageSpan) -> StageNumbers {
 /// Peak bytes per GPU over the pipeline stages, and the index (into
 /// [`stage_spans`]) of the stage that peaks. Allocation-free.
 pub fn peak_memory(inputs: &MemoryInputs) -> (f64, usize) {
-    let (spans, count) = stage_spans(inputs.params, inputs.layout.pp);
+    let spans = stage_spans_of(inputs.params, inputs.layout);
     let mut peak = f64::NEG_INFINITY;
     let mut at = 0;
-    for (i, span) in spans.iter().take(count).enumerate() {
+    for (i, span) in spans.as_slice().iter().enumerate() {
         let total = stage_numbers(inputs, span).total_bytes;
         if total > peak {
             peak = total;
@@ -789,9 +864,10 @@ pub fn model_state(
     layout: &Layout,
 ) -> Vec<ModelStateBar> {
     let params = model.param_breakdown();
-    let (spans, count) = stage_spans(&params, layout.pp);
+    let spans = stage_spans_of(&params, layout);
+    let spans = spans.as_slice();
     let mut rank = rank_params(model, &params, layout, &spans[0]);
-    for span in spans.iter().take(count).skip(1) {
+    for span in spans.iter().skip(1) {
         let r = rank_params(model, &params, layout, span);
         if r.total() > rank.total() {
             rank = r;
@@ -1057,13 +1133,13 @@ pub fn training_memory(scenario: &Scenario, model: &ModelSpec) -> TrainingMemory
         activations: &scenario.activations,
         overheads: &scenario.overheads,
     };
-    let (spans, count) = stage_spans(&params, scenario.layout.pp);
-    let mut stages = Vec::with_capacity(count);
+    let spans = stage_spans_of(&params, &scenario.layout);
+    let mut stages = Vec::with_capacity(spans.as_slice().len());
     let mut peak_bytes = f64::NEG_INFINITY;
     let mut peak_stage = 0;
     let mut peak_allocated_bytes: f64 = 0.0;
     let mut peak_reserved_bytes: f64 = 0.0;
-    for (i, span) in spans.iter().take(count).enumerate() {
+    for (i, span) in spans.as_slice().iter().enumerate() {
         let numbers = stage_numbers(&inputs, span);
         peak_allocated_bytes = peak_allocated_bytes.max(numbers.allocated_bytes);
         peak_reserved_bytes = peak_reserved_bytes.max(numbers.reserved_bytes);

@@ -14,6 +14,11 @@
 //! stages; with PP = 1 the schedule is moot and counts once). A block rejected
 //! by a mesh or knob rule counts every candidate it covers, so
 //! `candidates = feasible + Σ rejected.candidates` (until `max_rejected` caps the list).
+//! Micro-batches range over every divisor of `global_batch / dp` up to
+//! [`SearchSpace::micro_batch_range`], virtual stages over `2..=`
+//! [`SearchSpace::virtual_stage_range`] with a layer per chunk; where the layers do not
+//! divide `pp × v`, each valid uneven split ([`SplitProposal::proposals`]) is one more
+//! knob value (and none is a rejected block).
 //! Sequence parallelism is on whenever TP > 1 (same traffic, less memory);
 //! GPipe is left out by default (1F1B has its bubble with less memory).
 //!
@@ -30,6 +35,7 @@ use crate::cost::StepModel;
 use crate::layout::{Layout, Recompute, Schedule, ZeroStage};
 use crate::model::ModelSpec;
 use crate::scenario::Scenario;
+use crate::stage_split::SplitProposal;
 use crate::topology::{GroupKind, Placement};
 
 /// Why a candidate was rejected; a bit in [`Reasons`].
@@ -187,6 +193,9 @@ pub struct Knobs {
     pub virtual_stages: u32,
     /// Sequences per micro-batch.
     pub micro_batch: u32,
+    /// Layers per stage: even, or an uneven split when the layers do not divide `pp × v`.
+    #[serde(default, skip_serializing_if = "SplitProposal::is_even")]
+    pub split: SplitProposal,
 }
 
 /// Builds the layout of a mesh and knobs; sequence parallel is on whenever TP > 1
@@ -204,6 +213,7 @@ pub fn layout_of(d: MeshDims, k: Knobs) -> Layout {
         zero: k.zero,
         recompute: k.recompute,
         sequence_parallel: d.tp > 1,
+        stage_split: k.split.stage_split(),
     }
 }
 
@@ -226,6 +236,17 @@ pub struct SearchSpace {
     pub max_results: usize,
     /// Rejected blocks returned (counts by reason are always complete).
     pub max_rejected: usize,
+    /// When set, the micro-batches tried are every `b ≤` this that divides the global batch
+    /// over DP (the valid range) and `micro_batches` is not read; unset in older files.
+    #[serde(default)]
+    pub micro_batch_range: Option<u32>,
+    /// When set, the virtual stages tried are every `v` in `2..=` this with at least one
+    /// layer per chunk on average (`v ≤ layers / pp`), and `virtual_stages` is not read.
+    #[serde(default)]
+    pub virtual_stage_range: Option<u32>,
+    /// Propose uneven stages ([`SplitProposal::proposals`]) when the layers do not divide `pp × v`.
+    #[serde(default)]
+    pub uneven_stages: bool,
     /// Most candidates whose memory and step time are computed: the search stops
     /// before the mesh that would pass this and says so in [`SearchResult::stopped`].
     #[serde(default = "default_max_evaluated")]
@@ -255,6 +276,15 @@ impl Default for SearchSpace {
                 Schedule::ZeroBubble,
             ],
             virtual_stages: vec![2, 3, 4, 6, 8],
+            // Every divisor of the batch per replica up to 8, the largest the old list tried
+            // (published runs at 4K–8K context use 1–4: Megatron-Bridge recipes); memory
+            // rejects the rest.
+            micro_batch_range: Some(8),
+            // Narayanan et al. 2021 §2.2: more chunks shrink the bubble but multiply the
+            // point-to-point traffic by v; published runs use up to 8 (Llama 3 405B at PP 16,
+            // Megatron-Bridge's 405B recipe at PP 8 × VPP 8), the old list's largest value.
+            virtual_stage_range: Some(8),
+            uneven_stages: true,
             max_ep: 256,
             max_results: 200,
             max_rejected: 100_000,
@@ -359,12 +389,38 @@ pub struct Rejected {
     pub virtual_stages: Option<u32>,
     /// Micro-batch, or every value when `None`.
     pub micro_batch: Option<u32>,
+    /// Stage split, or every split the search proposes when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<SplitProposal>,
     /// Why.
     pub reasons: Reasons,
     /// Candidates in the block.
     pub candidates: u64,
-    /// Peak memory when the reason is memory, bytes (0 otherwise).
+    /// Peak memory when the reason is memory, bytes (0 otherwise); for a micro-batch
+    /// above one that already overflowed, that one's peak (a lower bound, not evaluated).
     pub peak_memory_bytes: f64,
+}
+
+impl Rejected {
+    /// A block over every ZeRO stage and recompute policy of one schedule, `v`, and
+    /// (when set) micro-batch and split: `(reasons, candidates) → Rejected`.
+    fn knob_block(
+        dims: MeshDims,
+        (schedule, v, micro_batch, split): (Schedule, u32, Option<u32>, Option<SplitProposal>),
+    ) -> impl Fn(Reasons, u64) -> Rejected {
+        move |reasons, candidates| Rejected {
+            dims,
+            zero: None,
+            recompute: None,
+            schedule: Some(schedule),
+            virtual_stages: Some(v),
+            micro_batch,
+            split,
+            reasons,
+            candidates,
+            peak_memory_bytes: 0.0,
+        }
+    }
 }
 
 /// Candidates rejected for one reason (a candidate with two reasons counts under both).
@@ -465,6 +521,69 @@ fn divisors(n: u64) -> Vec<u32> {
         i += 1;
     }
     out.sort_unstable();
+    out
+}
+
+/// One schedule option of a PP value: schedule, virtual stages, and the split that makes
+/// the layers fit (`None`: none does, so its candidates are rejected).
+#[derive(Clone, Copy, Debug)]
+struct SchedOption {
+    schedule: Schedule,
+    v: u32,
+    split: Option<SplitProposal>,
+}
+
+/// The schedule options the search tries at `pp` for a model of `layers` layers.
+fn sched_options(space: &SearchSpace, layers: u32, pp: u32) -> Vec<SchedOption> {
+    let mut out = Vec::new();
+    let push = |out: &mut Vec<SchedOption>, schedule: Schedule, v: u32| {
+        let (proposals, n) = if space.uneven_stages {
+            SplitProposal::proposals(layers, pp, v)
+        } else {
+            let even = u64::from(layers).is_multiple_of(u64::from(pp) * u64::from(v));
+            ([SplitProposal::Even; 2], usize::from(even))
+        };
+        if n == 0 {
+            out.push(SchedOption {
+                schedule,
+                v,
+                split: None,
+            });
+        }
+        for &split in &proposals[..n] {
+            out.push(SchedOption {
+                schedule,
+                v,
+                split: Some(split),
+            });
+        }
+    };
+    if pp <= 1 {
+        push(&mut out, Schedule::OneFOneB, 1);
+        return out;
+    }
+    for &s in &space.schedules {
+        if s != Schedule::Interleaved {
+            push(&mut out, s, 1);
+            continue;
+        }
+        match space.virtual_stage_range {
+            // At least one layer per chunk on average.
+            Some(max) => {
+                for v in 2..=max.min(layers / pp) {
+                    push(&mut out, s, v);
+                }
+            }
+            None => {
+                for &v in space.virtual_stages.iter().filter(|&&v| v >= 2) {
+                    push(&mut out, s, v);
+                }
+            }
+        }
+    }
+    if out.is_empty() {
+        push(&mut out, Schedule::OneFOneB, 1);
+    }
     out
 }
 
@@ -579,24 +698,7 @@ fn search_blocks<F: Fn(&Layout) -> f64>(
 
     let n_zero = space.zero_stages.len() as u64;
     let n_rc = space.recompute.len() as u64;
-    let n_mb = space.micro_batches.len() as u64;
-    // Schedule options per mesh: (schedule, v) pairs.
-    let sched_pp1: [(Schedule, u32); 1] = [(Schedule::OneFOneB, 1)];
-    let mut sched_pp: Vec<(Schedule, u32)> = Vec::new();
-    for &s in &space.schedules {
-        if s == Schedule::Interleaved {
-            for &v in &space.virtual_stages {
-                if v >= 2 {
-                    sched_pp.push((s, v));
-                }
-            }
-        } else {
-            sched_pp.push((s, 1));
-        }
-    }
-    if sched_pp.is_empty() {
-        sched_pp.push((Schedule::OneFOneB, 1));
-    }
+    let layers = model.layers;
 
     let reject = |block: Rejected, counts: &mut [u64; 12], rejected: &mut Vec<Rejected>| {
         for r in block.reasons.iter() {
@@ -615,192 +717,209 @@ fn search_blocks<F: Fn(&Layout) -> f64>(
     } else {
         vec![1]
     };
+    // (schedule, v, split) options per PP, built once per PP value; `None` = no split fits.
+    let mut per_pp: Vec<(u32, Vec<SchedOption>)> = Vec::new();
+    // Micro-batches of the current mesh (reused: no allocation after the first mesh).
+    let mut mbs: Vec<u32> = Vec::new();
+    // Per (ZeRO, recompute): the micro-batch that overflowed first and its peak bytes.
+    let mut oom: Vec<Option<(u32, f64)>> = Vec::new();
 
     for (done, &(tp, pp, cp)) in blocks.iter().enumerate() {
-        {
-            let Some(dp64) = world
-                .checked_div(u64::from(tp))
-                .and_then(|r| r.checked_div(u64::from(pp)))
-                .and_then(|r| r.checked_div(u64::from(cp)))
-            else {
-                continue;
-            };
+        let Some(dp64) = world
+            .checked_div(u64::from(tp))
+            .and_then(|r| r.checked_div(u64::from(pp)))
+            .and_then(|r| r.checked_div(u64::from(cp)))
+        else {
+            continue;
+        };
+        let Ok(dp) = u32::try_from(dp64) else {
+            continue;
+        };
+        let at = match per_pp.iter().position(|(p, _)| *p == pp) {
+            Some(i) => i,
+            None => {
+                per_pp.push((pp, sched_options(space, layers, pp)));
+                per_pp.len() - 1
+            }
+        };
+        let scheds = &per_pp[at].1;
+        let any_split = scheds.iter().any(|o| o.split.is_some());
+        mbs.clear();
+        match space.micro_batch_range {
+            Some(max) if batch.is_multiple_of(dp64) => {
+                let q = batch / dp64;
+                for b in 1..=u64::from(max.max(1)).min(q) {
+                    if q.is_multiple_of(b) {
+                        mbs.push(b as u32);
+                    }
+                }
+            }
+            // The mesh is rejected for its batch; one micro-batch stands for its candidates.
+            Some(_) => mbs.push(1),
+            None => mbs.extend_from_slice(&space.micro_batches),
+        }
+        let n_mb = mbs.len() as u64;
+        let knobs_per_mesh = n_zero * n_rc * n_mb * scheds.len() as u64;
+        for &ep in &ep_values {
+            let dims = MeshDims { dp, tp, pp, cp, ep };
+            // Rules of the mesh alone.
+            let mut mesh_reasons = Reasons::default();
+            if !model.heads.is_multiple_of(tp) {
+                mesh_reasons.add(RejectReason::HeadsNotDivisibleByTp);
+            }
+            if model.mla.is_none() && !kv_heads.is_multiple_of(tp) && tp % kv_heads.max(1) != 0 {
+                mesh_reasons.add(RejectReason::KvHeadsNotDivisibleByTp);
+            }
+            if !model.ffn.is_multiple_of(tp) && dense_ffn_layers {
+                mesh_reasons.add(RejectReason::FfnNotDivisibleByTp);
+            }
+            if !expert_ffn.is_multiple_of(tp) {
+                mesh_reasons.add(RejectReason::ExpertFfnNotDivisibleByTp);
+            }
+            if tp > gpn {
+                mesh_reasons.add(RejectReason::TpExceedsNode);
+            }
+            if !any_split {
+                mesh_reasons.add(RejectReason::LayersNotDivisibleByPp);
+            }
+            if cp > 1 && !seq.is_multiple_of(2 * cp) {
+                mesh_reasons.add(RejectReason::SeqNotDivisibleBy2Cp);
+            }
+            if experts > 0 && !experts.is_multiple_of(ep) {
+                mesh_reasons.add(RejectReason::ExpertsNotDivisibleByEp);
+            }
+            if !(dp64 * u64::from(cp)).is_multiple_of(u64::from(ep)) {
+                mesh_reasons.add(RejectReason::EpNotDividingDpCp);
+            }
+            if batch % dp64 != 0 {
+                mesh_reasons.add(RejectReason::BatchNotDivisibleByDpMicroBatch);
+            }
+            // Bounded work: stop before a mesh that could pass the evaluation cap.
+            if mesh_reasons.is_empty()
+                && evaluated.saturating_add(knobs_per_mesh) > space.max_evaluated
             {
-                let Ok(dp) = u32::try_from(dp64) else {
+                *stopped = true;
+                return done;
+            }
+            *total += knobs_per_mesh;
+            if !mesh_reasons.is_empty() {
+                reject(
+                    Rejected {
+                        dims,
+                        zero: None,
+                        recompute: None,
+                        schedule: None,
+                        virtual_stages: None,
+                        micro_batch: None,
+                        split: None,
+                        reasons: mesh_reasons,
+                        candidates: knobs_per_mesh,
+                        peak_memory_bytes: 0.0,
+                    },
+                    counts,
+                    rejected,
+                );
+                continue;
+            }
+            let placement = Placement::of_sizes(
+                u64::from(tp),
+                u64::from(cp),
+                dp64,
+                u64::from(pp),
+                u64::from(ep),
+                u64::from(gpn),
+                step_model.options.rank_order,
+            );
+            for o in scheds {
+                let (schedule, v) = (o.schedule, o.v);
+                let Some(split) = o.split else {
+                    let mut r = Reasons::default();
+                    r.add(RejectReason::LayersNotDivisibleByPp);
+                    let block = Rejected::knob_block(dims, (schedule, v, None, None));
+                    reject(block(r, n_zero * n_rc * n_mb), counts, rejected);
                     continue;
                 };
-                let scheds: &[(Schedule, u32)] = if pp > 1 { &sched_pp } else { &sched_pp1 };
-                let knobs_per_mesh = n_zero * n_rc * n_mb * scheds.len() as u64;
-                for &ep in &ep_values {
-                    let dims = MeshDims { dp, tp, pp, cp, ep };
-                    // Rules of the mesh alone.
-                    let mut mesh_reasons = Reasons::default();
-                    if !model.heads.is_multiple_of(tp) {
-                        mesh_reasons.add(RejectReason::HeadsNotDivisibleByTp);
+                // Memory grows with the micro-batch (activations ∝ b × in-flight micro-batches,
+                // min(p, m)·b ≤ the batch per replica; state does not shrink): once a (ZeRO,
+                // recompute) pair overflows at b, every larger b overflows too and is rejected
+                // without evaluating it, with the smaller b's peak as its lower bound.
+                oom.clear();
+                oom.resize(space.zero_stages.len() * space.recompute.len(), None);
+                for &mb in &mbs {
+                    let per = dp64 * u64::from(mb.max(1));
+                    let mut r = Reasons::default();
+                    if batch % per != 0 {
+                        r.add(RejectReason::BatchNotDivisibleByDpMicroBatch);
                     }
-                    if model.mla.is_none()
-                        && !kv_heads.is_multiple_of(tp)
-                        && tp % kv_heads.max(1) != 0
+                    // As the validator counts it: whole micro-batches per pipeline.
+                    if schedule == Schedule::Interleaved
+                        && !(batch / per).is_multiple_of(u64::from(pp))
                     {
-                        mesh_reasons.add(RejectReason::KvHeadsNotDivisibleByTp);
+                        r.add(RejectReason::MicroBatchesNotDivisibleByPp);
                     }
-                    if !model.ffn.is_multiple_of(tp) && dense_ffn_layers {
-                        mesh_reasons.add(RejectReason::FfnNotDivisibleByTp);
-                    }
-                    if !expert_ffn.is_multiple_of(tp) {
-                        mesh_reasons.add(RejectReason::ExpertFfnNotDivisibleByTp);
-                    }
-                    if tp > gpn {
-                        mesh_reasons.add(RejectReason::TpExceedsNode);
-                    }
-                    if !model.layers.is_multiple_of(pp) {
-                        mesh_reasons.add(RejectReason::LayersNotDivisibleByPp);
-                    }
-                    if cp > 1 && !seq.is_multiple_of(2 * cp) {
-                        mesh_reasons.add(RejectReason::SeqNotDivisibleBy2Cp);
-                    }
-                    if experts > 0 && !experts.is_multiple_of(ep) {
-                        mesh_reasons.add(RejectReason::ExpertsNotDivisibleByEp);
-                    }
-                    if !(dp64 * u64::from(cp)).is_multiple_of(u64::from(ep)) {
-                        mesh_reasons.add(RejectReason::EpNotDividingDpCp);
-                    }
-                    if batch % dp64 != 0 {
-                        mesh_reasons.add(RejectReason::BatchNotDivisibleByDpMicroBatch);
-                    }
-                    // Bounded work: stop before a mesh that could pass the evaluation cap.
-                    if mesh_reasons.is_empty()
-                        && evaluated.saturating_add(knobs_per_mesh) > space.max_evaluated
-                    {
-                        *stopped = true;
-                        return done;
-                    }
-                    *total += knobs_per_mesh;
-                    if !mesh_reasons.is_empty() {
-                        reject(
-                            Rejected {
-                                dims,
-                                zero: None,
-                                recompute: None,
-                                schedule: None,
-                                virtual_stages: None,
-                                micro_batch: None,
-                                reasons: mesh_reasons,
-                                candidates: knobs_per_mesh,
-                                peak_memory_bytes: 0.0,
-                            },
-                            counts,
-                            rejected,
-                        );
+                    if !r.is_empty() {
+                        let block =
+                            Rejected::knob_block(dims, (schedule, v, Some(mb), Some(split)));
+                        reject(block(r, n_zero * n_rc), counts, rejected);
                         continue;
                     }
-                    let placement = Placement::of_sizes(
-                        u64::from(tp),
-                        u64::from(cp),
-                        dp64,
-                        u64::from(pp),
-                        u64::from(ep),
-                        u64::from(gpn),
-                        step_model.options.rank_order,
-                    );
-                    for &(schedule, v) in scheds {
-                        if v > 1 && !model.layers.is_multiple_of(pp * v) {
-                            let mut r = Reasons::default();
-                            r.add(RejectReason::LayersNotDivisibleByPp);
-                            reject(
-                                Rejected {
-                                    dims,
-                                    zero: None,
-                                    recompute: None,
-                                    schedule: Some(schedule),
-                                    virtual_stages: Some(v),
-                                    micro_batch: None,
-                                    reasons: r,
-                                    candidates: n_zero * n_rc * n_mb,
-                                    peak_memory_bytes: 0.0,
-                                },
-                                counts,
-                                rejected,
-                            );
-                            continue;
-                        }
-                        for &mb in &space.micro_batches {
-                            let per = dp64 * u64::from(mb.max(1));
-                            let mut r = Reasons::default();
-                            if batch % per != 0 {
-                                r.add(RejectReason::BatchNotDivisibleByDpMicroBatch);
-                            }
-                            // As the validator counts it: whole micro-batches per pipeline.
-                            if schedule == Schedule::Interleaved
-                                && !(batch / per).is_multiple_of(u64::from(pp))
-                            {
-                                r.add(RejectReason::MicroBatchesNotDivisibleByPp);
-                            }
-                            if !r.is_empty() {
+                    for (zi, &zero) in space.zero_stages.iter().enumerate() {
+                        for (ri, &recompute) in space.recompute.iter().enumerate() {
+                            let slot = zi * space.recompute.len() + ri;
+                            let knobs = Knobs {
+                                zero,
+                                recompute,
+                                schedule,
+                                virtual_stages: v,
+                                micro_batch: mb,
+                                split,
+                            };
+                            let known = oom[slot].filter(|&(at, _)| mb > at);
+                            let layout = layout_of(dims, knobs);
+                            let peak = match known {
+                                Some((_, lower_bound)) => lower_bound,
+                                None => {
+                                    *evaluated += 1;
+                                    peak_memory_bytes(&layout)
+                                }
+                            };
+                            if peak.is_nan() || peak > usable {
+                                if oom[slot].is_none() {
+                                    oom[slot] = Some((mb, peak));
+                                }
+                                let mut r = Reasons::default();
+                                r.add(RejectReason::MemoryOverCapacity);
                                 reject(
                                     Rejected {
                                         dims,
-                                        zero: None,
-                                        recompute: None,
+                                        zero: Some(zero),
+                                        recompute: Some(recompute),
                                         schedule: Some(schedule),
                                         virtual_stages: Some(v),
                                         micro_batch: Some(mb),
+                                        split: Some(split),
                                         reasons: r,
-                                        candidates: n_zero * n_rc,
-                                        peak_memory_bytes: 0.0,
+                                        candidates: 1,
+                                        peak_memory_bytes: peak,
                                     },
                                     counts,
                                     rejected,
                                 );
                                 continue;
                             }
-                            for &zero in &space.zero_stages {
-                                for &recompute in &space.recompute {
-                                    let knobs = Knobs {
-                                        zero,
-                                        recompute,
-                                        schedule,
-                                        virtual_stages: v,
-                                        micro_batch: mb,
-                                    };
-                                    let layout = layout_of(dims, knobs);
-                                    *evaluated += 1;
-                                    let peak = peak_memory_bytes(&layout);
-                                    if peak.is_nan() || peak > usable {
-                                        let mut r = Reasons::default();
-                                        r.add(RejectReason::MemoryOverCapacity);
-                                        reject(
-                                            Rejected {
-                                                dims,
-                                                zero: Some(zero),
-                                                recompute: Some(recompute),
-                                                schedule: Some(schedule),
-                                                virtual_stages: Some(v),
-                                                micro_batch: Some(mb),
-                                                reasons: r,
-                                                candidates: 1,
-                                                peak_memory_bytes: peak,
-                                            },
-                                            counts,
-                                            rejected,
-                                        );
-                                        continue;
-                                    }
-                                    let s = step_model.seconds(&layout, &placement);
-                                    *feasible_count += 1;
-                                    feasible.push(Feasible {
-                                        dims,
-                                        knobs,
-                                        step_s: s.total,
-                                        mfu: step_model.mfu(s.total, world as f64),
-                                        exposed_comm_s: s.exposed_comm_total(),
-                                        bubble_s: s.bubble,
-                                        peak_memory_bytes: peak,
-                                        headroom_bytes: usable - peak,
-                                        caveat: PricingCaveat::of(&layout, &placement),
-                                    });
-                                }
-                            }
+                            let s = step_model.seconds(&layout, &placement);
+                            *feasible_count += 1;
+                            feasible.push(Feasible {
+                                dims,
+                                knobs,
+                                step_s: s.total,
+                                mfu: step_model.mfu(s.total, world as f64),
+                                exposed_comm_s: s.exposed_comm_total(),
+                                bubble_s: s.bubble,
+                                peak_memory_bytes: peak,
+                                headroom_bytes: usable - peak,
+                                caveat: PricingCaveat::of(&layout, &placement),
+                            });
                         }
                     }
                 }
@@ -850,6 +969,7 @@ fn finish(
                 k.virtual_stages,
                 k.micro_batch,
             ],
+            k.split,
         )
     };
     let by_rank = |a: &Feasible, b: &Feasible| {

@@ -275,6 +275,7 @@ pub fn default_scenario() -> Scenario {
             zero: ZeroStage::Zero1,
             recompute: Recompute::Selective,
             sequence_parallel: true,
+            stage_split: crate::layout::StageSplit::Even,
         },
         activations: ActivationOptions::default(),
         overheads: Overheads::default(),
@@ -308,6 +309,7 @@ pub fn article_70b_scenario() -> Scenario {
             zero: ZeroStage::Ddp,
             recompute: Recompute::None,
             sequence_parallel: false,
+            stage_split: crate::layout::StageSplit::Even,
         },
         ..base
     }
@@ -338,6 +340,7 @@ pub fn article_mesh_scenario() -> Scenario {
             zero: ZeroStage::Zero1,
             recompute: Recompute::Selective,
             sequence_parallel: true,
+            stage_split: crate::layout::StageSplit::Even,
         },
         ..base
     }

@@ -77,6 +77,41 @@ impl fmt::Display for FieldError {
 
 impl std::error::Error for FieldError {}
 
+/// Range checks of a stage split (the model-dependent ones are the
+/// `stage_split_fits_layers` rule's): counts within `MAX_LAYERS`, a list of at most
+/// [`crate::stage_split::MAX_SPLIT_CHUNKS`] chunks.
+fn check_split_ranges(e: &mut Errors, split: &crate::layout::StageSplit) {
+    use crate::layout::StageSplit;
+    let count = |e: &mut Errors, what: &str, n: u32| {
+        if n > MAX_LAYERS {
+            e.push("split", format!("{what} {n} is outside 0..={MAX_LAYERS}"));
+        }
+    };
+    match split {
+        StageSplit::Even | StageSplit::AccountEmbeddingLoss { .. } => {}
+        StageSplit::FirstLast { first, last } => {
+            count(e, "first stage layers", first.unwrap_or(0));
+            count(e, "last stage layers", last.unwrap_or(0));
+        }
+        StageSplit::LessLayers { first, last } => {
+            count(e, "first stage less layers", *first);
+            count(e, "last stage less layers", *last);
+        }
+        StageSplit::Chunks(list) => {
+            let max = crate::stage_split::MAX_SPLIT_CHUNKS;
+            if list.is_empty() || list.len() > max {
+                e.push(
+                    "split",
+                    format!("{} chunks is outside 1..={max}", list.len()),
+                );
+            }
+            if let Some(&n) = list.iter().find(|&&n| n > MAX_LAYERS) {
+                count(e, "chunk layers", n);
+            }
+        }
+    }
+}
+
 /// Collects errors; allocates only when there is one.
 struct Errors(Vec<FieldError>);
 
@@ -302,6 +337,7 @@ impl Scenario {
             e.range_u32(field, v, 1, max_degree);
         }
         e.range_u32("vpp", l.virtual_stages, 1, MAX_LAYERS);
+        check_split_ranges(&mut e, &l.stage_split);
         e.range_u32("mbs", l.micro_batch, 1, t.global_batch.max(1));
         if l.world_size() > world {
             e.push(
@@ -391,7 +427,9 @@ impl RuleViolation {
 /// - `heads_divisible_by_tp`, `kv_heads_divisible_by_tp` (tp a multiple of the KV
 ///   heads is allowed: the KV heads are then replicated), `ffn_divisible_by_tp`,
 ///   `expert_ffn_divisible_by_tp`;
-/// - `layers_divisible_by_pp` (by pp × virtual stages);
+/// - `layers_divisible_by_pp` (by pp × virtual stages, for the even split);
+/// - `stage_split_fits_layers` (an uneven split's counts sum to the layers and suit
+///   pp × virtual stages, as Megatron / torchtitan check them; [`crate::stage_split`]);
 /// - `seq_divisible_by_2cp` (load-balanced causal CP splits the sequence in 2·cp chunks);
 /// - `experts_divisible_by_ep`, `ep_requires_moe`, `ep_divides_dp_cp`;
 /// - `batch_divisible_by_dp_mbs`;
@@ -484,7 +522,15 @@ pub fn layout_rule_violations(model: &ModelSpec, scenario: &Scenario) -> Vec<Rul
         );
     }
     let chunks = u64::from(pp) * u64::from(vs);
-    if u64::from(model.layers) % chunks != 0 {
+    let sh = crate::stage_split::SplitShape::new(model.layers, pp, vs);
+    if let Some(problem) = l.stage_split.problem(sh) {
+        add(
+            "split",
+            "stage_split_fits_layers",
+            Error,
+            format!("split ({}): {problem}", l.stage_split.describe(sh)),
+        );
+    } else if l.stage_split.is_even() && u64::from(model.layers) % chunks != 0 {
         add(
             "pp",
             "layers_divisible_by_pp",

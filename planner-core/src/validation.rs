@@ -24,6 +24,7 @@ use crate::presets::model_preset;
 use crate::scenario::{
     ActivationOptions, ModelChoice, Overheads, Scenario, Serving, Training, SCENARIO_VERSION,
 };
+use crate::stage_split::StageSplit;
 use crate::topology::GroupKind;
 use crate::validate::FieldError;
 
@@ -615,6 +616,46 @@ fn family(source: &str) -> Family {
     }
 }
 
+/// The stage split a row's source used when its layers do not divide `pp × vp`, from the
+/// source's own recipe; the even split otherwise (or when no source says, which the
+/// `stage_split_fits_layers` / `layers_divisible_by_pp` rules then report).
+fn published_split(
+    run: &PublishedRun,
+    layers: u32,
+    virtual_stages: u32,
+    notes: &mut Vec<String>,
+) -> StageSplit {
+    let chunks = u64::from(run.pp.max(1)) * u64::from(virtual_stages.max(1));
+    if run.pp < 2 || u64::from(layers).is_multiple_of(chunks) {
+        return StageSplit::Even;
+    }
+    let megatron = run.source.starts_with("MBridge") || run.source.starts_with("Megatron examples");
+    match (megatron, layers, run.pp, virtual_stages) {
+        // DeepSeek-V3 at PP 8 × VPP 4: Megatron-Bridge scripts/performance (deepseek_v3
+        // H100 1024-GPU config) `--pipeline-model-parallel-layout "Et|(tt|)*30mL"`: the
+        // embedding + 1 layer, 30 chunks of 2, and the MTP layer + loss on the last chunk.
+        (true, 61, 8, 4) => {
+            let mut list = vec![1];
+            list.extend([2; 30]);
+            list.push(0);
+            notes.push("stage split: Megatron-Bridge's layout \"Et|(tt|)*30mL\" (the MTP layer on the last chunk is not modelled)".to_string());
+            StageSplit::Chunks(list)
+        }
+        // Llama 3.1 405B (126 layers) at PP 8 × VPP 8: Megatron-Bridge recipes/llama/llama3.py
+        // `llama31_405b_pretrain_config` sets account_for_embedding_in_pipeline_split and
+        // account_for_loss_in_pipeline_split (126 + 2 = 128 = 64 chunks × 2); it is also the only
+        // Megatron split short of an explicit layout that puts 126 layers on 8 × 8 chunks.
+        (true, 126, _, _) => {
+            notes.push("stage split: embedding and loss counted as layers (Megatron-Bridge llama31_405b recipe)".to_string());
+            StageSplit::AccountEmbeddingLoss {
+                embedding: true,
+                loss: true,
+            }
+        }
+        _ => StageSplit::Even,
+    }
+}
+
 /// Resolves the model: a known public model (preset or config table, with any
 /// `model_shape` value that differs replacing the config's), else GPT-style shapes.
 fn resolve_model(
@@ -931,6 +972,7 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
         zero,
         recompute,
         sequence_parallel,
+        stage_split: published_split(run, spec.layers, virtual_stages, &mut notes),
     };
     // The serving view is not compared; its replica must fit the cluster to validate.
     let serve_tp = [8u32, 4, 2, 1]
@@ -1355,11 +1397,12 @@ fn compare(run: &PublishedRun, mapped: &MappedRun) -> Result<(Comparison, f64), 
             "the prediction is {predicted}, not a positive number"
         ));
     }
-    // Uneven pipeline stages are priced as balanced ones (the model's documented
-    // assumption) and flagged; any other broken rule means the model cannot place the layout.
+    // Uneven stages whose split the source leaves unsaid are priced as balanced ones and
+    // flagged (rows whose source names its split carry it: `published_split`); any other
+    // broken rule means the model cannot place the layout.
     let mut rule_violations = Vec::new();
     for r in eval.rules.iter().filter(|r| r.is_error()) {
-        if r.rule == "layers_divisible_by_pp" {
+        if r.rule == "layers_divisible_by_pp" || r.rule == "stage_split_fits_layers" {
             rule_violations.push(format!("{}: {}", r.rule, r.message));
         } else if r.rule == "ep_divides_dp_cp" {
             return Err(format!(

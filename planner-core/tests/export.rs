@@ -31,6 +31,7 @@ fn mixtral_ep_scenario() -> Scenario {
         zero: ZeroStage::Zero1,
         recompute: Recompute::Full,
         sequence_parallel: true,
+        stage_split: planner_core::layout::StageSplit::Even,
     };
     s.serving.tp = 4;
     s.serving.weight_dtype = ServeDtype::Fp8;
@@ -277,6 +278,7 @@ fn arb_scenario() -> impl Strategy<Value = Scenario> {
                     zero: ZeroStage::ALL[usize::from(zero)],
                     recompute: Recompute::ALL[rec],
                     sequence_parallel: tp > 1,
+                    stage_split: planner_core::layout::StageSplit::Even,
                 };
                 s.serving.weight_dtype = ServeDtype::ALL[w];
                 s.serving.kv_dtype = ServeDtype::ALL[kv];

@@ -291,6 +291,17 @@ fn seed_links() -> Vec<String> {
     let mut links: Vec<String> = seed_scenarios().iter().map(encode).collect();
     links.push("v=1&tp=8&dp=1&pp=2&sched=interleaved&vpp=2&gbs=2147483648".into());
     links.push("v=1&cal=all_reduce.i:0.000003:300000000000:4:0.01".into());
+    // Uneven stages: Llama 3 405B's PP 16 split, and an explicit list.
+    let mut uneven = article_mesh_scenario();
+    uneven.model = ModelChoice::Preset("llama-3.1-405b".into());
+    uneven.layout.pp = 16;
+    uneven.layout.stage_split = planner_core::layout::StageSplit::FirstLast {
+        first: Some(7),
+        last: Some(7),
+    };
+    links.push(encode(&uneven));
+    uneven.layout.stage_split = planner_core::layout::StageSplit::Chunks(vec![8; 16]);
+    links.push(encode(&uneven));
     links
 }
 
@@ -450,6 +461,11 @@ fn extreme_pairs() -> Vec<(&'static str, &'static str)> {
         ("serve_ws", "100000000000000"),
         ("gpn", "1"),
         ("gpn", "1024"),
+        ("split", "fl:0:10000"),
+        ("split", "fl:-:1"),
+        ("split", "ae:1:1"),
+        ("split", "tt:10000:10000"),
+        ("split", "c:0.0.10000.0"),
     ]
 }
 

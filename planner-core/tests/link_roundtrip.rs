@@ -300,9 +300,10 @@ fn arb_layout() -> impl Strategy<Value = Layout> {
         proptest::sample::select(ZeroStage::ALL.to_vec()),
         proptest::sample::select(Recompute::ALL.to_vec()),
         any::<bool>(),
+        arb_split(),
     )
         .prop_map(
-            |((dp, tp, pp, cp, ep, vs, mbs), schedule, zero, recompute, sp)| Layout {
+            |((dp, tp, pp, cp, ep, vs, mbs), schedule, zero, recompute, sp, split)| Layout {
                 dp,
                 tp,
                 pp,
@@ -314,8 +315,28 @@ fn arb_layout() -> impl Strategy<Value = Layout> {
                 zero,
                 recompute,
                 sequence_parallel: sp,
+                stage_split: split,
             },
         )
+}
+
+/// Every kind of stage split, with counts up to the layer bound and lists up to 40 chunks.
+fn arb_split() -> impl Strategy<Value = planner_core::layout::StageSplit> {
+    use planner_core::layout::StageSplit;
+    let count = 0u32..=planner_core::validate::MAX_LAYERS;
+    prop_oneof![
+        Just(StageSplit::Even),
+        (
+            proptest::option::of(count.clone()),
+            proptest::option::of(count.clone())
+        )
+            .prop_map(|(first, last)| StageSplit::FirstLast { first, last }),
+        (any::<bool>(), any::<bool>())
+            .prop_map(|(embedding, loss)| StageSplit::AccountEmbeddingLoss { embedding, loss }),
+        (count.clone(), count.clone())
+            .prop_map(|(first, last)| StageSplit::LessLayers { first, last }),
+        proptest::collection::vec(count, 1..40).prop_map(StageSplit::Chunks),
+    ]
 }
 
 fn arb_rest() -> impl Strategy<Value = (Training, ActivationOptions, Overheads, Serving)> {

@@ -437,6 +437,7 @@ proptest! {
             zero: ZeroStage::from_number(zero).unwrap_or(ZeroStage::Ddp),
             recompute: Recompute::ALL[r],
             sequence_parallel: sp,
+            stage_split: planner_core::layout::StageSplit::Even,
         };
         let mut s = scenario(layout);
         s.training = Training { seq_len: seq, global_batch: gb };

@@ -14,6 +14,7 @@ use planner_core::presets::model_preset;
 use planner_core::scenario::{
     ActivationOptions, ModelChoice, Overheads, Scenario, Serving, Training, SCENARIO_VERSION,
 };
+use planner_core::stage_split::SplitProposal;
 use planner_core::validate::layout_rule_violations;
 use proptest::prelude::*;
 use std::collections::BTreeSet;
@@ -160,6 +161,12 @@ fn search_and_validator_agree_on_every_rule() {
             schedule: b.schedule.unwrap_or(Schedule::OneFOneB),
             virtual_stages: b.virtual_stages.unwrap_or(1),
             micro_batch: b.micro_batch.unwrap_or(1),
+            // A block over every split stands for the split the search would try first.
+            split: b.split.unwrap_or_else(|| {
+                let v = b.virtual_stages.unwrap_or(1);
+                let (p, n) = SplitProposal::proposals(model.layers, b.dims.pp, v);
+                p[..n].first().copied().unwrap_or_default()
+            }),
         };
         let want: BTreeSet<String> = b.reasons.iter().map(|x| x.key().to_string()).collect();
         assert_eq!(keys(&layout_of(b.dims, knobs)), want, "{b:?}");

@@ -33,6 +33,8 @@ struct PipelineData {
     bubble: Bubble,
     /// Both definitions as explained terms (formula with numbers).
     terms: [Term; 2],
+    /// The uneven stage split, as planner-core states it (`None` when even).
+    split: Option<planner_core::evaluate::StageSplitView>,
     /// (m, bubble) for the line chart.
     curve: Vec<(u32, Bubble)>,
 }
@@ -114,6 +116,10 @@ fn compute(s: &planner_core::scenario::Scenario) -> PipelineData {
         v,
         grid,
         grid_note,
+        split: s
+            .model_spec()
+            .ok()
+            .and_then(|model| planner_core::evaluate::stage_split_view(&model, s)),
         curve_p,
         grid_m: gm,
         bubble: pipeline::bubble(schedule, p, m, v),
@@ -288,6 +294,23 @@ pub fn PipelineView() -> impl IntoView {
                     <dd data-testid="pipeline-pmv">{move || data.with(|d| format!("p = {}, m = {}, v = {}", d.p, d.m, d.v))}</dd>
                     <dd class="hint">"m = global batch ÷ (DP × micro-batch)"</dd>
                 </div>
+                {move || {
+                    data.with(|d| d.split.clone())
+                        .map(|x| {
+                            let layers: Vec<String> = x.layers_per_stage.iter().map(u32::to_string).collect();
+                            view! {
+                                <div>
+                                    <dt>"Stage split"</dt>
+                                    <dd data-testid="pipeline-split">
+                                        {format!("{}; layers per stage {}", x.description, layers.join(" "))}
+                                    </dd>
+                                    <dd class="hint" data-testid="pipeline-split-pace">
+                                        {format!("stage {} sets the pace: {:.3} × the average stage's layers", x.pacing_stage, x.pacing_layer_scale)}
+                                    </dd>
+                                </div>
+                            }
+                        })
+                }}
             </dl>
             <figure>
                 <figcaption>

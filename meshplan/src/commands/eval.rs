@@ -109,6 +109,19 @@ fn render_table(s: &Scenario, e: &Evaluation) -> String {
         p.bubble.idle_fraction * 100.0,
         p.bubble.overhead_vs_ideal * 100.0
     );
+    if !l.stage_split.is_even() {
+        let sh = planner_core::stage_split::SplitShape::new(e.model.layers, l.pp, l.virtual_stages);
+        let ranks = l.stage_split.rank_counts(sh, 64);
+        let words: Vec<String> = ranks.iter().map(u32::to_string).collect();
+        let _ = writeln!(
+            out,
+            "Stage split: {} (link split={}); decoder layers per stage: {}{}",
+            l.stage_split.describe(sh),
+            l.stage_split.to_link(),
+            words.join(" "),
+            if l.pp > 64 { " …" } else { "" }
+        );
+    }
 
     match &e.serving {
         Ok(sv) => {

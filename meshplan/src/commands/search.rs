@@ -97,16 +97,16 @@ fn table(model: &str, sc: &planner_core::scenario::Scenario, r: &SearchResult) -
     }
     let _ = writeln!(
         out,
-        "{:>4}  {:>3} {:>3} {:>3} {:>5} {:>3}  {:<6} {:<9} {:<11} {:>2} {:>3}  {:>8} {:>6} {:>8} {:>8} {:>7} {:>9}  caveat",
+        "{:>4}  {:>3} {:>3} {:>3} {:>5} {:>3}  {:<6} {:<9} {:<11} {:>2} {:>3}  {:>8} {:>6} {:>8} {:>8} {:>7} {:>9}  {:<6}  caveat",
         "rank", "tp", "pp", "cp", "dp", "ep", "zero", "recompute", "schedule", "v", "mb",
-        "step_s", "MFU", "comm_s", "bubble_s", "mem_GB", "spare_GB"
+        "step_s", "MFU", "comm_s", "bubble_s", "mem_GB", "spare_GB", "split"
     );
     for (i, f) in r.feasible.iter().enumerate() {
         let d = f.dims;
         let k = f.knobs;
         let _ = writeln!(
             out,
-            "{:>4}  {:>3} {:>3} {:>3} {:>5} {:>3}  {:<6} {:<9} {:<11} {:>2} {:>3}  {:>8.3} {:>5.1}% {:>8.3} {:>8.3} {:>7.1} {:>9.1}  {}",
+            "{:>4}  {:>3} {:>3} {:>3} {:>5} {:>3}  {:<6} {:<9} {:<11} {:>2} {:>3}  {:>8.3} {:>5.1}% {:>8.3} {:>8.3} {:>7.1} {:>9.1}  {:<6}  {}",
             i + 1,
             d.tp,
             d.pp,
@@ -124,6 +124,8 @@ fn table(model: &str, sc: &planner_core::scenario::Scenario, r: &SearchResult) -
             f.bubble_s,
             f.peak_memory_bytes / 1e9,
             f.headroom_bytes / 1e9,
+            // Link form: even, fl:F:L (first/last stage layers), ae:1:1 (embedding + loss as layers).
+            k.split.stage_split().to_link(),
             f.caveat.map_or("", |c| c.key())
         );
     }
