@@ -186,7 +186,7 @@ pub struct Fp8Casts {
     pub backward_elements_per_token: f64,
     /// FP8 linear-layer weights outside the routed experts (split over tp·pp).
     pub dense_weights: f64,
-    /// Routed-expert weights (split over ep·pp, expert-TP 1).
+    /// Routed-expert weights (split over ep·expert_tp·pp, [`crate::fold`]).
     pub expert_weights: f64,
 }
 
@@ -289,7 +289,7 @@ pub struct StepSeconds {
     /// Of which recomputation.
     pub recompute: f64,
     /// Communication not hidden, by [`GroupKind::index`].
-    pub exposed_comm: [f64; 7],
+    pub exposed_comm: [f64; 8],
     /// Pipeline bubble.
     pub bubble: f64,
     /// Optimizer step (HBM-bound).
@@ -487,7 +487,7 @@ impl StepModel {
         };
         let t_attn = 3.0 * attn_f;
 
-        let mut exposed = [0.0f64; 7];
+        let mut exposed = [0.0f64; 8];
         let mut per_mb_critical = 0.0;
         let mut after_pipeline = 0.0;
         // ZeRO-3 backward: the unit's all-gather and reduce-scatter cross the same link, so
@@ -588,7 +588,8 @@ impl StepModel {
             None => 0.0,
             Some(c) => {
                 let stage = pp * f64::from(layout.tp.max(1));
-                let experts = pp * f64::from(layout.ep.max(1));
+                // MoE parallel folding (Liu et al. 2025 §3): a rank holds routed/(EP·ETP) per stage.
+                let experts = pp * f64::from(layout.ep.max(1)) * f64::from(layout.expert_tp.max(1));
                 (c.dense_weights / stage + c.expert_weights / experts) * FP8_CAST_BYTES_PER_ELEMENT
                     / hbm
             }
@@ -711,7 +712,7 @@ impl StepModel {
                 key: "time.fp8_casts".into(),
                 label: "FP8 casts (of compute)".into(),
                 bytes: s.fp8_casts,
-                formula: "m · b·s/(tp·cp·pp) · (ΣK fwd + ΣN bwd [+ ΣK recomputed]) · 3 B / HBM + (W_dense/(tp·pp) + W_experts/(ep·pp)) · 3 B / HBM".into(),
+                formula: "m · b·s/(tp·cp·pp) · (ΣK fwd + ΣN bwd [+ ΣK recomputed]) · 3 B / HBM + (W_dense/(tp·pp) + W_experts/(ep·etp·pp)) · 3 B / HBM".into(),
                 worked: format!(
                     "{:.3e} forward + {:.3e} backward elements per token, {:.3e} + {:.3e} weights, {} B each at {:.2} TB/s = {}",
                     c.forward_elements_per_token,
