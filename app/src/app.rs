@@ -443,10 +443,18 @@ fn Controls() -> impl IntoView {
             <StepSlider
                 label="Expert parallel (EP)"
                 field="ep"
-                hint="Splits routed experts of MoE layers across the DP × CP ranks; tokens travel by all-to-all."
+                hint="Splits routed experts of MoE layers across the TP × CP × DP ranks (Megatron's MoE parallel folding); tokens travel by all-to-all."
                 steps=degree_steps(|sc| sc.layout.ep)
                 value=Signal::derive(move || s.with(|sc| sc.layout.ep))
                 on_change=Callback::new(move |v| set(Box::new(move |sc| sc.layout.ep = v)))
+            />
+            <StepSlider
+                label="Expert tensor parallel (expert TP)"
+                field="etp"
+                hint="Splits each routed expert's FFN across this many GPUs; 1 keeps experts whole."
+                steps=degree_steps(|sc| sc.layout.expert_tp)
+                value=Signal::derive(move || s.with(|sc| sc.layout.expert_tp))
+                on_change=Callback::new(move |v| set(Box::new(move |sc| sc.layout.expert_tp = v)))
             />
             <StepSlider
                 label="Virtual stages"

@@ -11,7 +11,7 @@
 //! kernel (gate, up and down-input saved: `6·f/h` per `sbh`, eager PyTorch
 //! saves `8·f/h`); full recompute keeps the layer input, which Megatron stores
 //! ÷t under sequence parallelism (the paper's table lists `2sbh`); MoE layers
-//! assume balanced routing and expert-TP = 1.
+//! assume balanced routing; the expert input and output are gathered over expert-TP.
 //!
 //! One numeric visitor (`visit_layer`) feeds both the allocation-free sums the
 //! mesh search calls and the explained [`SavedTensor`] list the app shows.
@@ -39,6 +39,8 @@ pub struct ActivationSetup {
     pub cp: u32,
     /// Megatron sequence parallelism (splits the norm/dropout regions by `t`).
     pub sequence_parallel: bool,
+    /// Expert-tensor-parallel degree of the MoE layers ([`crate::fold`]).
+    pub expert_tp: u32,
     /// Recompute policy.
     pub recompute: Recompute,
     /// Flash attention: no `s × s` tensors, a fp32 log-sum-exp per head and token instead.
@@ -65,6 +67,7 @@ impl ActivationSetup {
             tp: layout.tp.max(1),
             cp: layout.cp.max(1),
             sequence_parallel: layout.sequence_parallel,
+            expert_tp: layout.expert_tp.max(1),
             recompute: layout.recompute,
             flash_attention: options.flash_attention,
             fp32_logits: options.fp32_logits,
@@ -88,6 +91,7 @@ impl ActivationSetup {
             tp: t.max(1),
             cp: 1,
             sequence_parallel,
+            expert_tp: 1,
             recompute,
             flash_attention: false,
             fp32_logits: true,
@@ -389,9 +393,13 @@ pub(crate) fn visit_layer(
         Some(moe) => {
             let top_k = f64::from(moe.experts_per_token);
             let fe = f64::from(moe.expert_ffn);
-            // Each token is dispatched to top-k experts (balanced routing
-            // assumed; expert-TP = 1 so only SP splits the tokens).
-            emit_ffn(K::ExpertInput, top_k * h, S::SequenceParallel);
+            // Each token is dispatched to top-k experts (balanced routing assumed; SP splits
+            // the tokens). Megatron's dispatcher all-gathers the dispatched tokens over the
+            // expert-TP group (token_dispatcher.py, dispatch_postprocess), so a rank's expert
+            // input and output hold expert_tp × its tokens at full h, while the expert's inner
+            // width is split by expert_tp: the intermediate tensors keep their size.
+            let etp = f64::from(setup.expert_tp.max(1));
+            emit_ffn(K::ExpertInput, etp * top_k * h, S::SequenceParallel);
             ffn_tensors(
                 top_k * fe,
                 [K::ExpertGeluInput, K::ExpertGeluOutput],
@@ -400,7 +408,7 @@ pub(crate) fn visit_layer(
                 &mut emit_ffn,
             );
             // Expert outputs are kept for the gradient of the routing weights.
-            emit_ffn(K::ExpertOutput, top_k * h, S::SequenceParallel);
+            emit_ffn(K::ExpertOutput, etp * top_k * h, S::SequenceParallel);
             if moe.shared_experts > 0 {
                 ffn_tensors(
                     f64::from(moe.shared_experts) * fe,
@@ -551,7 +559,7 @@ impl TensorKind {
         let kor = "Korthikanti et al. 2022 §4.1";
         let swiglu =
             "fused SwiGLU (Megatron bias_swiglu_impl); eager PyTorch also saves silu(gate)";
-        let moe = "Megatron MoE, balanced routing, expert-TP = 1";
+        let moe = "Megatron MoE, balanced routing; expert input and output gathered over expert-TP";
         match self {
             K::Norm1Input => (
                 "norm1",

@@ -32,6 +32,9 @@ pub struct CommInputs {
     pub kv_heads: u32,
     /// Routed experts each token visits (top-k).
     pub experts_per_token: f64,
+    /// Shared experts per MoE layer (TP-split like a dense MLP).
+    #[serde(default)]
+    pub shared_experts: f64,
     /// Tokens per sequence.
     pub seq_len: f64,
     /// Sequences per step.
@@ -87,6 +90,10 @@ impl CommInputs {
                 .moe
                 .as_ref()
                 .map_or(0.0, |m| f64::from(m.experts_per_token)),
+            shared_experts: model
+                .moe
+                .as_ref()
+                .map_or(0.0, |m| f64::from(m.shared_experts)),
             seq_len: f64::from(training.seq_len),
             global_batch: f64::from(training.global_batch),
             weight_bytes: precision.weight_bytes,
@@ -278,7 +285,7 @@ fn head_layers(model: &ModelSpec, pb: &crate::model::ParamBreakdown) -> f64 {
 /// Every communication item of one step for `layout`.
 ///
 /// Per-rank model shares: dense parameters `/(tp·pp)`, routed experts
-/// `/(ep·pp)` (expert-TP = 1, as the memory model assumes).
+/// `/(ep·expert_tp·pp)` (MoE parallel folding, [`crate::fold`], as the memory model counts).
 pub fn step_comms(
     inp: &CommInputs,
     layout: &Layout,
@@ -290,6 +297,7 @@ pub fn step_comms(
     let pp = f64::from(layout.pp.max(1));
     let cp = f64::from(layout.cp.max(1));
     let ep = f64::from(layout.ep.max(1));
+    let etp = f64::from(layout.expert_tp.max(1));
     let v = f64::from(layout.virtual_stages.max(1));
     let b = f64::from(layout.micro_batch.max(1));
     let m = inp.micro_batches(layout);
@@ -329,7 +337,8 @@ pub fn step_comms(
     // Data-parallel gradient and parameter traffic for this rank's shard of the model.
     // An uneven split: the pacing stage's share, by its decoder layers over the average stage's.
     let dense_per_rank = inp.dense_params / (tp * pp) * pace.layer_scale;
-    let expert_per_rank = inp.expert_params / (ep * pp) * pace.layer_scale;
+    // Liu et al. 2025 (arXiv 2504.14960) §3: each rank holds routed/(EP·ETP) of the expert weights.
+    let expert_per_rank = inp.expert_params / (ep * etp * pp) * pace.layer_scale;
     let grads = dense_per_rank * inp.grad_bytes;
     let expert_grads = expert_per_rank * inp.grad_bytes;
     let buckets = |bytes: f64| (bytes / inp.bucket_bytes.max(1.0)).ceil();
@@ -430,46 +439,69 @@ pub fn step_comms(
     // Tensor parallel: Shoeybi et al. 2019 §3 — one all-reduce after attention and one
     // after the MLP in forward (g), the same two in backward (f); with sequence parallel
     // (Korthikanti et al. 2022 §4.2.2) each becomes an all-gather + reduce-scatter.
-    if layout.tp > 1 {
-        let act = b * (inp.seq_len / cp) * inp.hidden * inp.activation_bytes;
-        let per_layer_mb = layers_per_stage * m;
-        let mut tp_pair = |purpose: Purpose, per_layer: f64| {
+    // Under MoE parallel folding (Liu et al. 2025 §3) the MoE layers' routed experts run on
+    // the expert-TP group instead: attention keeps its TP pair, dense layers their MLP pair,
+    // MoE layers a TP pair only for shared experts (megatron/core/transformer/moe/
+    // shared_experts.py, a TP-split MLP).
+    let moe_per_stage = moe_layers_per_stage.min(layers_per_stage);
+    let dense_per_stage = layers_per_stage - moe_per_stage;
+    let shared = if inp.shared_experts > 0.0 { 1.0 } else { 0.0 };
+    let act = b * (inp.seq_len / cp) * inp.hidden * inp.activation_bytes;
+    // `per_mb`: collectives of each kind per micro-batch per direction on this stage.
+    let mut tp_pairs = |group: GroupKind, message: f64, per_mb: f64| {
+        let mut pair = |purpose: Purpose| {
+            let calls = per_mb * m;
             if layout.sequence_parallel {
                 add(
-                    GroupKind::Tp,
+                    group,
                     Collective::AllGather,
                     purpose,
-                    act,
-                    2.0 * per_layer * per_layer_mb,
+                    message,
+                    calls,
                     1.0,
                     Overlap::None,
                 );
                 add(
-                    GroupKind::Tp,
+                    group,
                     Collective::ReduceScatter,
                     purpose,
-                    act,
-                    2.0 * per_layer * per_layer_mb,
+                    message,
+                    calls,
                     1.0,
                     Overlap::None,
                 );
             } else {
                 add(
-                    GroupKind::Tp,
+                    group,
                     Collective::AllReduce,
                     purpose,
-                    act,
-                    2.0 * per_layer * per_layer_mb,
+                    message,
+                    calls,
                     1.0,
                     Overlap::None,
                 );
             }
         };
-        tp_pair(Purpose::TpForward, 1.0);
-        tp_pair(Purpose::TpBackward, 1.0);
+        pair(Purpose::TpForward);
+        pair(Purpose::TpBackward);
         if full {
-            tp_pair(Purpose::TpRecompute, 1.0);
+            pair(Purpose::TpRecompute);
         }
+    };
+    if layout.tp > 1 {
+        let per_mb = layers_per_stage + dense_per_stage + shared * moe_per_stage;
+        tp_pairs(GroupKind::Tp, act, per_mb);
+    }
+    // Expert TP: Megatron's all-to-all dispatcher all-gathers the routed tokens over the
+    // expert-TP group after the dispatch and reduce-scatters them before the combine
+    // (megatron/core/transformer/moe/token_dispatcher.py, `MoEAlltoAllTokenDispatcher`
+    // dispatch_postprocess / combine_preprocess): per MoE layer one pair; each of the
+    // expert-TP ranks contributes the top-k copies of its tokens (b·s/cp, split by TP under
+    // sequence parallel), so the gathered message is expert_tp · k · tokens · h values.
+    if layout.expert_tp > 1 && inp.moe_layers > 0 {
+        let split = if layout.sequence_parallel { tp } else { 1.0 };
+        let gathered = etp * inp.experts_per_token * act / split;
+        tp_pairs(GroupKind::ExpertTp, gathered, moe_per_stage);
     }
 
     // Pipeline: Narayanan et al. 2021 §2.2 — each micro-batch crosses every chunk
@@ -509,6 +541,8 @@ pub fn step_comms(
 
     // Expert parallel: GShard/Megatron all-to-all dispatch and combine, forward and backward;
     // each of a rank's tokens (split by TP under sequence parallel) goes to top-k experts.
+    // The EP group is placed as Megatron's expert rank generator numbers it (after expert-TP
+    // in the stage's tp × cp × dp ranks, [`crate::fold`]), so with expert-TP 1 it spans TP ranks.
     if layout.ep > 1 && inp.moe_layers > 0 {
         let split = if layout.sequence_parallel { tp } else { 1.0 };
         let tokens = b * inp.seq_len / cp / split;

@@ -105,6 +105,9 @@ pub struct FlopsPerToken {
     /// Of `dense_forward`, the output layer (LM head): `2·V·h`.
     #[serde(default)]
     pub output_forward: f64,
+    /// Of `dense_forward`, the routed experts' GEMMs: `2 × top-k × expert params × MoE layers`.
+    #[serde(default)]
+    pub routed_expert_forward: f64,
 }
 
 impl FlopsPerToken {
@@ -158,11 +161,17 @@ pub fn flops_per_token(model: &ModelSpec, seq_len: u32, causal: bool) -> FlopsPe
         * causal_factor;
     // The output layer multiplies every token by the V × h matrix (tied or not).
     let output_forward = 2.0 * f64::from(model.vocab) * f64::from(model.hidden) * scale;
+    // Each token runs top-k routed experts per MoE layer: 2 FLOPs per active expert parameter.
+    let routed_expert_forward = model.moe.as_ref().map_or(0.0, |m| {
+        let per_expert = pb.routed_experts_per_layer as f64 / f64::from(m.routed_experts.max(1));
+        2.0 * f64::from(m.experts_per_token) * per_expert * pb.moe_layers as f64 * scale
+    });
     FlopsPerToken {
         matmul_params,
         dense_forward: 2.0 * matmul_params,
         attention_forward,
         output_forward: output_forward.min(2.0 * matmul_params),
+        routed_expert_forward: routed_expert_forward.min(2.0 * matmul_params),
     }
 }
 
@@ -186,7 +195,7 @@ pub struct Fp8Casts {
     pub backward_elements_per_token: f64,
     /// FP8 linear-layer weights outside the routed experts (split over tp·pp).
     pub dense_weights: f64,
-    /// Routed-expert weights (split over ep·pp, expert-TP 1).
+    /// Routed-expert weights (split over ep·expert_tp·pp, [`crate::fold`]).
     pub expert_weights: f64,
 }
 
@@ -289,7 +298,7 @@ pub struct StepSeconds {
     /// Of which recomputation.
     pub recompute: f64,
     /// Communication not hidden, by [`GroupKind::index`].
-    pub exposed_comm: [f64; 7],
+    pub exposed_comm: [f64; 8],
     /// Pipeline bubble.
     pub bubble: f64,
     /// Optimizer step (HBM-bound).
@@ -367,6 +376,8 @@ pub struct StepModel {
     pub gemm_measured: bool,
     /// Hidden size.
     pub hidden: f64,
+    /// Expert FFN width `f_e` and routed experts `E` (0 for dense models).
+    pub expert_shape: (f64, f64),
     /// Total parameters (Ψ), for the optimizer step.
     pub params: f64,
 }
@@ -412,6 +423,9 @@ impl StepModel {
             options,
             gemm_measured: false,
             hidden: f64::from(model.hidden),
+            expert_shape: model.moe.as_ref().map_or((0.0, 0.0), |m| {
+                (f64::from(m.expert_ffn), f64::from(m.routed_experts))
+            }),
             params: model.params(),
         }
     }
@@ -423,6 +437,28 @@ impl StepModel {
             / f64::from(layout.cp.max(1));
         let split = self.hidden / f64::from(layout.tp.max(1));
         self.options.gemm.at(tokens.min(split))
+    }
+
+    /// GEMM efficiency of the routed experts' GEMMs: the smaller of the tokens one expert
+    /// multiplies per micro-batch and its expert-TP-split width `f_e/expert_tp`. Tokens per
+    /// expert: each of the EP group's ranks sends its `b·s/cp` tokens (÷tp under sequence
+    /// parallel) top-k times over `E` experts, and the dispatcher gathers them over expert-TP
+    /// (megatron/core/transformer/moe/token_dispatcher.py), balanced routing assumed.
+    pub fn expert_gemm_efficiency(&self, layout: &Layout) -> f64 {
+        let (fe, experts) = self.expert_shape;
+        let etp = f64::from(layout.expert_tp.max(1));
+        let split = if layout.sequence_parallel {
+            f64::from(layout.tp.max(1))
+        } else {
+            1.0
+        };
+        let tokens_rank = f64::from(layout.micro_batch.max(1)) * self.comm_inputs.seq_len
+            / f64::from(layout.cp.max(1))
+            / split;
+        let tokens_expert =
+            etp * f64::from(layout.ep.max(1)) * tokens_rank * self.comm_inputs.experts_per_token
+                / experts.max(1.0);
+        self.options.gemm.at(tokens_expert.min(fe / etp))
     }
 
     /// Placement of a layout's groups on this cluster.
@@ -460,13 +496,26 @@ impl StepModel {
             * self.options.elementwise_bytes_per_hidden
             / 3.0
             / hbm;
+        // Routed experts at their own GEMM shape (expert_gemm_efficiency); 0 for dense models.
+        let experts_fwd = self.flops.routed_expert_forward;
+        let experts_s = if experts_fwd > 0.0 {
+            experts_fwd / (peak * self.expert_gemm_efficiency(layout))
+        } else {
+            0.0
+        };
         let (dense_f, cast_f, cast_b) = match &self.fp8 {
-            None => (per_gpu * self.flops.dense_forward / gemm_rate, 0.0, 0.0),
+            None => (
+                per_gpu * ((self.flops.dense_forward - experts_fwd) / gemm_rate + experts_s),
+                0.0,
+                0.0,
+            ),
             Some(c) => {
                 // Megatron-Core's output layer is its own ColumnParallelLinear, not a TE module:
                 // the LM head runs BF16 (megatron/core/models/gpt/gpt_model.py).
                 let lm = self.flops.output_forward;
-                let dense = (self.flops.dense_forward - lm) / gemm_rate + lm / (bf16 * eff);
+                let dense = (self.flops.dense_forward - lm - experts_fwd) / gemm_rate
+                    + lm / (bf16 * eff)
+                    + experts_s;
                 // Per FP8 GEMM input, one BF16 read + one FP8 write (FP8_CAST_BYTES_PER_ELEMENT).
                 let cast = |elements: f64| per_gpu * elements * FP8_CAST_BYTES_PER_ELEMENT / hbm;
                 (
@@ -512,7 +561,7 @@ impl StepModel {
         };
         let t_attn = 3.0 * attn_f;
 
-        let mut exposed = [0.0f64; 7];
+        let mut exposed = [0.0f64; 8];
         let mut per_mb_critical = 0.0;
         let mut after_pipeline = 0.0;
         // ZeRO-3 backward: the unit's all-gather and reduce-scatter cross the same link, so
@@ -615,7 +664,8 @@ impl StepModel {
             None => 0.0,
             Some(c) => {
                 let stage = pp * f64::from(layout.tp.max(1));
-                let experts = pp * f64::from(layout.ep.max(1));
+                // MoE parallel folding (Liu et al. 2025 §3): a rank holds routed/(EP·ETP) per stage.
+                let experts = pp * f64::from(layout.ep.max(1)) * f64::from(layout.expert_tp.max(1));
                 (c.dense_weights / stage + c.expert_weights / experts)
                     * pace.layer_scale
                     * FP8_CAST_BYTES_PER_ELEMENT
@@ -719,14 +769,15 @@ impl StepModel {
                 key: "time.compute".into(),
                 label: "Compute".into(),
                 bytes: s.compute,
-                formula: "m · b·s/(tp·cp·pp) · 3 · ((2N − F_head)/(peak·eff_gemm) + F_head/(peak_bf16·eff_gemm) + F_attn/(peak_bf16·eff_attn) + bytes_elem/HBM) + FP8 casts + recompute (peak = peak_bf16 unless FP8)".into(),
+                formula: "m · b·s/(tp·cp·pp) · 3 · ((2N − F_head − F_exp)/(peak·eff_gemm) + F_exp/(peak·eff_expert) + F_head/(peak_bf16·eff_gemm) + F_attn/(peak_bf16·eff_attn) + bytes_elem/HBM) + FP8 casts + recompute (peak = peak_bf16 unless FP8)".into(),
                 worked: format!(
-                    "{} micro-batches × {} tokens over {} GPUs per replica, GEMMs {:.0} TFLOP/s × {:.2}, attention and LM head at BF16 {:.0} TFLOP/s (attention × {:.2}) = {} (of which recompute {})",
+                    "{} micro-batches × {} tokens over {} GPUs per replica, GEMMs {:.0} TFLOP/s × {:.2} (routed experts × {:.2}), attention and LM head at BF16 {:.0} TFLOP/s (attention × {:.2}) = {} (of which recompute {})",
                     s.micro_batches,
                     f64::from(layout.micro_batch) * self.comm_inputs.seq_len,
                     u64::from(layout.tp) * u64::from(layout.cp) * u64::from(layout.pp),
                     self.peak_flops_per_s / 1e12,
                     eff,
+                    self.expert_gemm_efficiency(layout),
                     self.bf16_flops_per_s / 1e12,
                     self.options.attention_efficiency,
                     ms(s.compute),
@@ -766,7 +817,7 @@ impl StepModel {
                 key: "time.fp8_casts".into(),
                 label: "FP8 casts (of compute)".into(),
                 bytes: s.fp8_casts,
-                formula: "m · b·s/(tp·cp·pp) · (ΣK fwd + ΣN bwd [+ ΣK recomputed]) · 3 B / HBM + (W_dense/(tp·pp) + W_experts/(ep·pp)) · 3 B / HBM".into(),
+                formula: "m · b·s/(tp·cp·pp) · (ΣK fwd + ΣN bwd [+ ΣK recomputed]) · 3 B / HBM + (W_dense/(tp·pp) + W_experts/(ep·etp·pp)) · 3 B / HBM".into(),
                 worked: format!(
                     "{:.3e} forward + {:.3e} backward elements per token, {:.3e} + {:.3e} weights, {} B each at {:.2} TB/s = {}",
                     c.forward_elements_per_token,

@@ -458,8 +458,14 @@ fn torchrun(c: &Ctx) -> (String, Vec<String>) {
         l.tp,
         l.pp,
         l.cp,
-        if l.ep > 1 {
+        if l.ep > 1 && l.expert_tp == l.tp {
             format!(" (EP {} inside DP × CP)", l.ep)
+        } else if l.ep > 1 {
+            // MoE parallel folding (crate::fold): ETP × EP regroup the TP × CP × DP ranks.
+            format!(
+                " (EP {} × expert-TP {} folded over TP × CP × DP)",
+                l.ep, l.expert_tp
+            )
         } else {
             String::new()
         }
@@ -799,8 +805,8 @@ fn megatron(c: &Ctx) -> (String, Vec<String>) {
     ];
     if c.is_moe() {
         par.push(format!("--expert-model-parallel-size {}", l.ep));
-        // The planner keeps routed experts whole inside the TP group (expert-TP = 1).
-        par.push("--expert-tensor-parallel-size 1".to_string());
+        // Always written: Megatron would otherwise take the TP size (arguments.py).
+        par.push(format!("--expert-tensor-parallel-size {}", l.expert_tp));
     } else if l.ep > 1 {
         notes.push(format!(
             "EP {} is ignored: {} has no experts.",
@@ -1166,7 +1172,7 @@ fn torchtitan(c: &Ctx) -> (String, Vec<String>) {
     let _ = writeln!(out, "context_parallel_degree = {}", l.cp);
     if c.is_moe() {
         let _ = writeln!(out, "expert_parallel_degree = {}", l.ep);
-        let _ = writeln!(out, "expert_tensor_parallel_degree = 1");
+        let _ = writeln!(out, "expert_tensor_parallel_degree = {}", l.expert_tp);
         if l.ep > 1 {
             torchtitan_ep_notes(c, shard, &mut notes);
         }
@@ -1229,7 +1235,7 @@ fn torchtitan(c: &Ctx) -> (String, Vec<String>) {
     (out, notes)
 }
 
-/// torchtitan's EP constraints with expert-TP 1 (job_config.py `expert_parallel_degree`):
+/// torchtitan's EP constraints (job_config.py `expert_parallel_degree`); with expert-TP 1:
 /// the EP group is cut from data_parallel_shard × CP × TP, so EP must be a multiple of
 /// CP × TP and divide that product; DDP (replicate only) has no EP.
 /// torchtitan's options for an uneven split: `pipeline_parallel_first/last_stage_less_layers`
@@ -1277,6 +1283,26 @@ fn torchtitan_ep_notes(c: &Ctx, shard: u32, notes: &mut Vec<String>) {
         );
         return;
     }
+    if l.expert_tp != 1 {
+        // torchtitan/distributed/parallel_dims.py: `etp == tp or etp == 1`; with etp == tp
+        // EP borrows all of CP and part of data_parallel_shard.
+        let (cp, ep) = (u64::from(l.cp.max(1)), u64::from(l.ep));
+        let pool = u64::from(shard.max(1)).saturating_mul(cp);
+        if l.expert_tp == l.tp && (!ep.is_multiple_of(cp) || !pool.is_multiple_of(ep)) {
+            notes.push(format!(
+                "With expert_tensor_parallel_degree = TP torchtitan needs EP to be a multiple of \
+                 CP = {cp} and to divide data_parallel_shard × CP = {pool}; EP {ep} is not, so \
+                 torchtitan will refuse this layout."
+            ));
+        } else if l.expert_tp != l.tp {
+            notes.push(format!(
+                "torchtitan accepts expert_tensor_parallel_degree 1 or TP ({}); expert-TP {} is \
+                 neither, so torchtitan will refuse this layout.",
+                l.tp, l.expert_tp
+            ));
+        }
+        return;
+    }
     let cp_tp = u64::from(l.cp.max(1)) * u64::from(l.tp.max(1));
     let pool = u64::from(shard.max(1)).saturating_mul(cp_tp);
     let ep = u64::from(l.ep);
@@ -1288,8 +1314,8 @@ fn torchtitan_ep_notes(c: &Ctx, shard: u32, notes: &mut Vec<String>) {
         ));
     } else if l.tp > 1 {
         notes.push(
-            "torchtitan's EP group takes in the TP ranks (expert-TP 1): each GPU holds the same \
-             share of the experts as planned, on other ranks than Megatron's."
+            "torchtitan's EP group takes in the TP ranks (expert-TP 1), as Megatron's does with \
+             expert-TP 1: each GPU holds the same share of the experts as planned."
                 .to_string(),
         );
     }

@@ -135,9 +135,10 @@ impl Recompute {
 
 /// Group sizes and switches of one parallel layout.
 ///
-/// World size is `dp × tp × pp × cp`; expert parallelism subdivides the
-/// `dp × cp` ranks of the MoE layers (Megatron Core's folding), so `ep` must
-/// divide `dp × cp` and does not multiply the world size.
+/// World size is `dp × tp × pp × cp`. The MoE layers fold the same `tp × cp × dp`
+/// ranks of a stage into `expert_tp × ep × expert-dp` (Megatron Core's MoE parallel
+/// folding, [`crate::fold`]), so `expert_tp × ep` must divide `tp × cp × dp` and
+/// neither multiplies the world size.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Layout {
@@ -151,6 +152,14 @@ pub struct Layout {
     pub cp: u32,
     /// Expert-parallel degree (routed experts split).
     pub ep: u32,
+    /// Expert-tensor-parallel degree: each routed expert's FFN is split over this many
+    /// ranks (Megatron `--expert-tensor-parallel-size`). Megatron sets it to the TP size
+    /// when the flag is unset (megatron/training/arguments.py); meshplan's default is 1,
+    /// what its Megatron export has always written (`--expert-tensor-parallel-size 1`)
+    /// and its expert memory and traffic always counted, so files and links without the
+    /// field keep their meaning. Dense models ignore it.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub expert_tp: u32,
     /// Virtual pipeline chunks per rank (interleaved schedule), 1 otherwise.
     pub virtual_stages: u32,
     /// Sequences per micro-batch per data-parallel rank.
@@ -190,6 +199,16 @@ impl Layout {
     }
 }
 
+/// Serde default of [`Layout::expert_tp`].
+fn one() -> u32 {
+    1
+}
+
+/// The default is left out of written files, so files without expert-TP stay as they were.
+fn is_one(v: &u32) -> bool {
+    *v == 1
+}
+
 impl Default for Layout {
     fn default() -> Self {
         Layout {
@@ -198,6 +217,7 @@ impl Default for Layout {
             pp: 1,
             cp: 1,
             ep: 1,
+            expert_tp: 1,
             virtual_stages: 1,
             micro_batch: 1,
             schedule: Schedule::OneFOneB,

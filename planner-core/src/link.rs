@@ -203,7 +203,7 @@ fn link_fields() -> [Field<(LinkSpec, LinkSpec)>; 4] {
 }
 
 /// Everything after the model, precision and cluster, compared with the default scenario.
-fn scenario_fields() -> [Field<Scenario>; 32] {
+fn scenario_fields() -> [Field<Scenario>; 33] {
     [
         field!("seq", Scenario, |s| s.training.seq_len, number),
         field!("gbs", Scenario, |s| s.training.global_batch, number),
@@ -212,6 +212,7 @@ fn scenario_fields() -> [Field<Scenario>; 32] {
         field!("cp", Scenario, |s| s.layout.cp, number),
         field!("dp", Scenario, |s| s.layout.dp, number),
         field!("ep", Scenario, |s| s.layout.ep, number),
+        field!("etp", Scenario, |s| s.layout.expert_tp, number),
         field!("vpp", Scenario, |s| s.layout.virtual_stages, number),
         field!("mbs", Scenario, |s| s.layout.micro_batch, number),
         field!(

@@ -190,7 +190,8 @@ pub struct RankParams {
     /// Dense parameters (attention, norms, dense FFN, shared experts, router,
     /// embedding/output), sharded by ZeRO over `dp·cp`.
     pub dense: f64,
-    /// Routed-expert parameters, sharded by ZeRO over `dp·cp/ep`.
+    /// Routed-expert parameters, sharded by ZeRO over the expert-data-parallel
+    /// group `tp·cp·dp/(expert_tp·ep)`.
     pub expert: f64,
     /// The largest unit FSDP/ZeRO-3 gathers at once (one layer, or the
     /// embedding/output), on this rank after TP/EP.
@@ -208,7 +209,8 @@ impl RankParams {
 ///
 /// Megatron conventions: attention, dense FFN, shared experts, embedding and
 /// output are split by TP (vocab-parallel embedding); norms and the router are
-/// replicated in the TP group; routed experts are split by EP with expert-TP = 1;
+/// replicated in the TP group; routed experts are split by EP and each expert by
+/// expert-TP ([`crate::fold`]);
 /// tied embeddings keep a second copy on the last stage when pp > 1.
 /// `nominal_params` scales every component by `Ψ_nominal / Ψ_computed`.
 pub fn rank_params(
@@ -218,7 +220,9 @@ pub fn rank_params(
     span: &StageSpan,
 ) -> RankParams {
     let t = f64::from(layout.tp.max(1));
-    let ep = f64::from(layout.ep.max(1));
+    // Liu et al. 2025 (arXiv 2504.14960) §3: a rank holds routed/EP experts of each MoE
+    // layer, each split over ETP, so routed parameters per layer ÷ (EP·ETP).
+    let expert_split = f64::from(layout.ep.max(1)) * f64::from(layout.expert_tp.max(1));
     let computed_total = params.total() as f64;
     let psi = model.nominal_params.unwrap_or(computed_total);
     // Ratio first, so a rank holding the whole model gets exactly Ψ_nominal.
@@ -233,7 +237,7 @@ pub fn rank_params(
     let dense_layer = attention + params.dense_ffn_per_layer as f64 / t;
     let moe_dense_part =
         attention + params.shared_experts_per_layer as f64 / t + params.router_per_layer as f64;
-    let experts_per_layer = params.routed_experts_per_layer as f64 / ep;
+    let experts_per_layer = params.routed_experts_per_layer as f64 / expert_split;
     let embedding = params.embedding as f64 / t;
     let output = if params.output > 0 {
         params.output as f64 / t
@@ -268,8 +272,8 @@ pub fn rank_params(
 }
 
 /// Ranks sharing ZeRO state: `dp·cp` for dense parameters (CP ranks hold the
-/// same weights; Megatron shards the optimizer over DP×CP) and `dp·cp/ep` for
-/// routed experts (the expert-data-parallel group).
+/// same weights; Megatron shards the optimizer over DP×CP) and the expert-data-parallel
+/// group `tp·cp·dp/(expert_tp·ep)` for routed experts ([`crate::fold`]).
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ShardGroups {
     /// `N` for dense parameters.
@@ -284,7 +288,8 @@ impl ShardGroups {
         let dense = f64::from(layout.dp.max(1)) * f64::from(layout.cp.max(1));
         ShardGroups {
             dense,
-            expert: (dense / f64::from(layout.ep.max(1))).max(1.0),
+            // Megatron parallel_state.py: expert_data_parallel_size = world / (ETP·EP·PP).
+            expert: crate::fold::expert_dp_ranks(layout),
         }
     }
 }
@@ -797,8 +802,8 @@ fn state_term(category: Category, part: StatePart, ctx: &StateText, sharded: boo
     };
     let split = if layout.tp > 1 || layout.pp > 1 || has_experts {
         format!(
-            "Ψ = parameters on this rank (TP ÷{}, norms/router replicated; PP stage share; routed experts Ψe ÷EP {})",
-            layout.tp, layout.ep
+            "Ψ = parameters on this rank (TP ÷{}, norms/router replicated; PP stage share; routed experts Ψe ÷EP·ETP {}·{})",
+            layout.tp, layout.ep, layout.expert_tp
         )
     } else {
         "Ψ = all parameters".to_string()
@@ -808,7 +813,7 @@ fn state_term(category: Category, part: StatePart, ctx: &StateText, sharded: boo
             "; N = dp·cp = {}{}",
             fmt_num(groups.dense),
             if has_experts {
-                format!(", Ne = dp·cp/ep = {}", fmt_num(groups.expert))
+                format!(", Ne = tp·cp·dp/(ep·etp) = {}", fmt_num(groups.expert))
             } else {
                 String::new()
             }

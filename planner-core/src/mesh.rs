@@ -48,8 +48,8 @@ pub enum RejectReason {
     KvHeadsNotDivisibleByTp,
     /// Dense FFN width not divisible by TP.
     FfnNotDivisibleByTp,
-    /// Expert FFN width not divisible by TP.
-    ExpertFfnNotDivisibleByTp,
+    /// Expert FFN width not divisible by expert-TP.
+    ExpertFfnNotDivisibleByEtp,
     /// TP larger than a node: every layer's collectives would cross the network.
     TpExceedsNode,
     /// Layers not divisible by `pp × virtual_stages`.
@@ -58,8 +58,8 @@ pub enum RejectReason {
     SeqNotDivisibleBy2Cp,
     /// Routed experts not divisible by EP.
     ExpertsNotDivisibleByEp,
-    /// EP does not divide `dp × cp`.
-    EpNotDividingDpCp,
+    /// `expert_tp × ep` does not divide `tp × cp × dp` (MoE parallel folding).
+    FoldNotDividingStage,
     /// Global batch not divisible by `dp × micro_batch`.
     BatchNotDivisibleByDpMicroBatch,
     /// Interleaved schedule needs micro-batches divisible by PP (Megatron).
@@ -74,12 +74,12 @@ impl RejectReason {
         RejectReason::HeadsNotDivisibleByTp,
         RejectReason::KvHeadsNotDivisibleByTp,
         RejectReason::FfnNotDivisibleByTp,
-        RejectReason::ExpertFfnNotDivisibleByTp,
+        RejectReason::ExpertFfnNotDivisibleByEtp,
         RejectReason::TpExceedsNode,
         RejectReason::LayersNotDivisibleByPp,
         RejectReason::SeqNotDivisibleBy2Cp,
         RejectReason::ExpertsNotDivisibleByEp,
-        RejectReason::EpNotDividingDpCp,
+        RejectReason::FoldNotDividingStage,
         RejectReason::BatchNotDivisibleByDpMicroBatch,
         RejectReason::MicroBatchesNotDivisibleByPp,
         RejectReason::MemoryOverCapacity,
@@ -91,12 +91,12 @@ impl RejectReason {
             RejectReason::HeadsNotDivisibleByTp => "heads_divisible_by_tp",
             RejectReason::KvHeadsNotDivisibleByTp => "kv_heads_divisible_by_tp",
             RejectReason::FfnNotDivisibleByTp => "ffn_divisible_by_tp",
-            RejectReason::ExpertFfnNotDivisibleByTp => "expert_ffn_divisible_by_tp",
+            RejectReason::ExpertFfnNotDivisibleByEtp => "expert_ffn_divisible_by_etp",
             RejectReason::TpExceedsNode => "tp_within_node",
             RejectReason::LayersNotDivisibleByPp => "layers_divisible_by_pp",
             RejectReason::SeqNotDivisibleBy2Cp => "seq_divisible_by_2cp",
             RejectReason::ExpertsNotDivisibleByEp => "experts_divisible_by_ep",
-            RejectReason::EpNotDividingDpCp => "ep_divides_dp_cp",
+            RejectReason::FoldNotDividingStage => "etp_ep_divides_tp_cp_dp",
             RejectReason::BatchNotDivisibleByDpMicroBatch => "batch_divisible_by_dp_mbs",
             RejectReason::MicroBatchesNotDivisibleByPp => {
                 "interleaved_micro_batches_divisible_by_pp"
@@ -113,12 +113,14 @@ impl RejectReason {
                 "KV heads neither divisible by TP nor dividing it"
             }
             RejectReason::FfnNotDivisibleByTp => "FFN width not divisible by TP",
-            RejectReason::ExpertFfnNotDivisibleByTp => "expert FFN width not divisible by TP",
+            RejectReason::ExpertFfnNotDivisibleByEtp => {
+                "expert FFN width not divisible by expert-TP"
+            }
             RejectReason::TpExceedsNode => "TP larger than a node",
             RejectReason::LayersNotDivisibleByPp => "layers not divisible by PP × virtual stages",
             RejectReason::SeqNotDivisibleBy2Cp => "sequence not divisible by 2 × CP",
             RejectReason::ExpertsNotDivisibleByEp => "experts not divisible by EP",
-            RejectReason::EpNotDividingDpCp => "EP does not divide DP × CP",
+            RejectReason::FoldNotDividingStage => "expert-TP × EP does not divide TP × CP × DP",
             RejectReason::BatchNotDivisibleByDpMicroBatch => {
                 "global batch not divisible by DP × micro-batch"
             }
@@ -176,8 +178,16 @@ pub struct MeshDims {
     pub pp: u32,
     /// Context parallel.
     pub cp: u32,
-    /// Expert parallel (folded into dp × cp).
+    /// Expert parallel (folded into the stage's tp × cp × dp ranks, [`crate::fold`]).
     pub ep: u32,
+    /// Expert tensor parallel (1 for dense models).
+    #[serde(default = "one")]
+    pub expert_tp: u32,
+}
+
+/// Serde default of [`MeshDims::expert_tp`].
+fn one() -> u32 {
+    1
 }
 
 /// The per-layout switches the search crosses with each mesh.
@@ -207,6 +217,7 @@ pub fn layout_of(d: MeshDims, k: Knobs) -> Layout {
         pp: d.pp,
         cp: d.cp,
         ep: d.ep,
+        expert_tp: d.expert_tp,
         virtual_stages: k.virtual_stages,
         micro_batch: k.micro_batch,
         schedule: k.schedule,
@@ -760,8 +771,23 @@ fn search_blocks<F: Fn(&Layout) -> f64>(
         }
         let n_mb = mbs.len() as u64;
         let knobs_per_mesh = n_zero * n_rc * n_mb * scheds.len() as u64;
-        for &ep in &ep_values {
-            let dims = MeshDims { dp, tp, pp, cp, ep };
+        // Expert-TP 1 (whole experts, EP folded over TP first) or = TP (Megatron's
+        // default when --expert-tensor-parallel-size is unset): the two settings
+        // Megatron-Bridge's MoE recipes use.
+        let etp_options = [1, tp];
+        let n_etp = if experts > 0 && tp > 1 { 2 } else { 1 };
+        let folds = ep_values
+            .iter()
+            .flat_map(|&ep| etp_options[..n_etp].iter().map(move |&etp| (ep, etp)));
+        for (ep, expert_tp) in folds {
+            let dims = MeshDims {
+                dp,
+                tp,
+                pp,
+                cp,
+                ep,
+                expert_tp,
+            };
             // Rules of the mesh alone.
             let mut mesh_reasons = Reasons::default();
             if !model.heads.is_multiple_of(tp) {
@@ -773,8 +799,8 @@ fn search_blocks<F: Fn(&Layout) -> f64>(
             if !model.ffn.is_multiple_of(tp) && dense_ffn_layers {
                 mesh_reasons.add(RejectReason::FfnNotDivisibleByTp);
             }
-            if !expert_ffn.is_multiple_of(tp) {
-                mesh_reasons.add(RejectReason::ExpertFfnNotDivisibleByTp);
+            if !expert_ffn.is_multiple_of(expert_tp) {
+                mesh_reasons.add(RejectReason::ExpertFfnNotDivisibleByEtp);
             }
             if tp > gpn {
                 mesh_reasons.add(RejectReason::TpExceedsNode);
@@ -788,8 +814,10 @@ fn search_blocks<F: Fn(&Layout) -> f64>(
             if experts > 0 && !experts.is_multiple_of(ep) {
                 mesh_reasons.add(RejectReason::ExpertsNotDivisibleByEp);
             }
-            if !(dp64 * u64::from(cp)).is_multiple_of(u64::from(ep)) {
-                mesh_reasons.add(RejectReason::EpNotDividingDpCp);
+            // Liu et al. 2025 §3: expert_tp × ep must divide the stage's tp·cp·dp ranks.
+            let stage = dp64 * u64::from(cp) * u64::from(tp);
+            if !stage.is_multiple_of(u64::from(ep) * u64::from(expert_tp)) {
+                mesh_reasons.add(RejectReason::FoldNotDividingStage);
             }
             if batch % dp64 != 0 {
                 mesh_reasons.add(RejectReason::BatchNotDivisibleByDpMicroBatch);
@@ -826,7 +854,7 @@ fn search_blocks<F: Fn(&Layout) -> f64>(
                 u64::from(cp),
                 dp64,
                 u64::from(pp),
-                u64::from(ep),
+                (u64::from(expert_tp), u64::from(ep)),
                 u64::from(gpn),
                 step_model.options.rank_order,
             );
@@ -961,7 +989,7 @@ fn finish(
     let key = |f: &Feasible| {
         let (d, k) = (f.dims, f.knobs);
         (
-            [d.tp, d.pp, d.cp, d.dp, d.ep],
+            [d.tp, d.pp, d.cp, d.dp, d.ep, d.expert_tp],
             [
                 u32::from(k.zero.number()),
                 k.recompute as u32,

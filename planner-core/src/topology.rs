@@ -3,12 +3,13 @@
 //!
 //! Ranks are numbered in a configurable group order, fastest-varying first.
 //! The default is Megatron-LM's `tp-cp-ep-dp-pp`: TP groups are consecutive
-//! ranks, so with TP ≤ GPUs per node they stay on NVLink. Expert parallelism
-//! folds into the `cp × dp` ranks (Megatron Core's expert rank generator), so
-//! it has no axis of its own.
+//! ranks, so with TP ≤ GPUs per node they stay on NVLink. The MoE layers regroup
+//! each stage's `tp × cp × dp` ranks into expert-TP × EP × expert-DP
+//! ([`crate::fold`], Megatron Core's MoE parallel folding), so EP has no axis of its own.
 
 use serde::{Deserialize, Serialize};
 
+use crate::fold::{ExpertGrid, StageSpace};
 use crate::layout::Layout;
 
 /// A communication group of a layout.
@@ -19,7 +20,8 @@ pub enum GroupKind {
     Tp,
     /// Context-parallel group (ring exchange of K/V).
     Cp,
-    /// Expert-parallel group (token all-to-all), carved from the `cp × dp` ranks.
+    /// Expert-parallel group (token all-to-all), carved from a stage's `tp × cp × dp`
+    /// ranks after the expert-TP group ([`crate::fold`]).
     Ep,
     /// Data-parallel group proper.
     Dp,
@@ -28,13 +30,17 @@ pub enum GroupKind {
     /// `dp × cp` ranks that hold the same dense weights: dense gradient reduction
     /// and ZeRO sharding run over it (Megatron's data-parallel-with-context group).
     DpCp,
-    /// `dp × cp / ep` ranks that hold the same experts: expert gradient reduction.
+    /// `tp·cp·dp / (expert_tp·ep)` ranks that hold the same experts: expert gradient
+    /// reduction and expert ZeRO sharding.
     ExpertDp,
+    /// Expert-tensor-parallel group: the ranks one routed expert's FFN is split over
+    /// (the fastest part of a stage's `tp × cp × dp` ranks; the TP group when expert-TP = TP).
+    ExpertTp,
 }
 
 impl GroupKind {
     /// Every group, in display order.
-    pub const ALL: [GroupKind; 7] = [
+    pub const ALL: [GroupKind; 8] = [
         GroupKind::Tp,
         GroupKind::Cp,
         GroupKind::Ep,
@@ -42,6 +48,7 @@ impl GroupKind {
         GroupKind::Pp,
         GroupKind::DpCp,
         GroupKind::ExpertDp,
+        GroupKind::ExpertTp,
     ];
 
     /// Stable identifier.
@@ -54,6 +61,7 @@ impl GroupKind {
             GroupKind::Pp => "pp",
             GroupKind::DpCp => "dp_cp",
             GroupKind::ExpertDp => "expert_dp",
+            GroupKind::ExpertTp => "expert_tp",
         }
     }
 
@@ -67,6 +75,7 @@ impl GroupKind {
             GroupKind::Pp => 4,
             GroupKind::DpCp => 5,
             GroupKind::ExpertDp => 6,
+            GroupKind::ExpertTp => 7,
         }
     }
 }
@@ -221,8 +230,15 @@ impl GroupPlacement {
             .iter()
             .map(|&(_, n)| n.max(1))
             .fold(1u64, |a, n| a.saturating_mul(n));
-        let g = gpus_per_node.max(1);
-        let per_node = count_below(factors, g).clamp(1, size);
+        let per_node = count_below(factors, gpus_per_node.max(1));
+        Self::from_count(kind, size, per_node)
+    }
+
+    /// A group of `size` members, `per_node` of them (clamped to `1..=size`) on the node of
+    /// rank 0; groups are congruent.
+    pub fn from_count(kind: GroupKind, size: u64, per_node: u64) -> Self {
+        let size = size.max(1);
+        let per_node = per_node.clamp(1, size);
         let nodes = size.div_ceil(per_node);
         let domain = if size <= 1 {
             Domain::Local
@@ -274,14 +290,11 @@ fn count_below(factors: &[(u64, u64)], limit: u64) -> u64 {
     rec(factors, 0, limit)
 }
 
-/// A group given by two `(stride, size)` factors.
-type Factors2 = [(u64, u64); 2];
-
 /// Placement of every group of a layout.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Placement {
     /// Indexed by [`GroupKind::index`].
-    pub groups: [GroupPlacement; 7],
+    pub groups: [GroupPlacement; 8],
 }
 
 impl Placement {
@@ -292,54 +305,45 @@ impl Placement {
             u64::from(layout.cp),
             u64::from(layout.dp),
             u64::from(layout.pp),
-            u64::from(layout.ep),
+            (u64::from(layout.expert_tp), u64::from(layout.ep)),
             u64::from(gpus_per_node),
             order,
         )
     }
 
-    /// As [`Placement::of`] from bare group sizes (the mesh search's hot path).
+    /// As [`Placement::of`] from bare group sizes (the mesh search's hot path); the MoE
+    /// layers' `(expert_tp, ep)` fold over the stage's ranks ([`crate::fold`]).
     pub fn of_sizes(
         tp: u64,
         cp: u64,
         dp: u64,
         pp: u64,
-        ep: u64,
+        (etp, ep): (u64, u64),
         gpus_per_node: u64,
         order: RankOrder,
     ) -> Self {
         let s = order.strides(tp, cp, dp, pp);
         let g = gpus_per_node;
-        // EP occupies the fastest part of the cp × dp index space; the rest of
-        // that space is the expert data-parallel group.
         let (fast, slow) = if s.cp <= s.dp {
             ((s.cp, cp), (s.dp, dp))
         } else {
             ((s.dp, dp), (s.cp, cp))
         };
-        let ep = ep.max(1);
-        let (ep_factors, edp_factors): (Factors2, Factors2) = if ep <= fast.1 {
-            (
-                [(fast.0, ep), (0, 1)],
-                [(fast.0.saturating_mul(ep), fast.1 / ep), slow],
-            )
-        } else {
-            let over = ep / fast.1.max(1);
-            (
-                [fast, (slow.0, over)],
-                [(slow.0.saturating_mul(over), slow.1 / over.max(1)), (0, 1)],
-            )
-        };
+        // The MoE layers' groups: expert-TP, then EP, then expert-DP, fastest first in
+        // the stage's tp × cp × dp ranks (Megatron Core's expert rank generator).
+        let grid = ExpertGrid::of_sizes(tp, cp, dp, etp, ep);
+        let [etp_g, ep_g, edp_g] = StageSpace::new(&s, tp, cp, dp).expert_groups(&grid, g);
         let p = |kind, f: &[(u64, u64)]| GroupPlacement::from_factors(kind, f, g);
         Placement {
             groups: [
                 p(GroupKind::Tp, &[(s.tp, tp)]),
                 p(GroupKind::Cp, &[(s.cp, cp)]),
-                p(GroupKind::Ep, &ep_factors),
+                ep_g,
                 p(GroupKind::Dp, &[(s.dp, dp)]),
                 p(GroupKind::Pp, &[(s.pp, pp)]),
                 p(GroupKind::DpCp, &[fast, slow]),
-                p(GroupKind::ExpertDp, &edp_factors),
+                edp_g,
+                etp_g,
             ],
         }
     }
@@ -404,7 +408,7 @@ pub struct RankCoords {
     pub dp: u64,
     /// Pipeline stage.
     pub pp: u64,
-    /// Index in its EP group (carved from the `cp × dp` index, fastest part first).
+    /// Index in its EP group (carved from the stage's `tp × cp × dp` index after expert-TP).
     pub ep: u64,
 }
 
@@ -414,10 +418,13 @@ pub struct RankCoords {
 pub struct RankGrid {
     /// Sizes `[tp, cp, dp, pp]`, each at least 1.
     pub sizes: [u64; 4],
-    /// Expert-parallel size (divides `cp × dp`; clamped to 1 when it does not).
-    pub ep: u64,
+    /// The MoE layers' expert-TP × EP × expert-DP split of a stage (`etp = ep = 1`
+    /// when the layout's do not divide `tp·cp·dp`).
+    pub expert: ExpertGrid,
     /// Rank strides.
     pub strides: AxisStrides,
+    /// A stage's `tp × cp × dp` index space, fastest axis first.
+    stage: StageSpace,
 }
 
 impl RankGrid {
@@ -429,12 +436,12 @@ impl RankGrid {
             u64::from(layout.dp.max(1)),
             u64::from(layout.pp.max(1)),
         );
-        let ep = u64::from(layout.ep.max(1));
-        let ep = if (cp * dp).is_multiple_of(ep) { ep } else { 1 };
+        let strides = order.strides(tp, cp, dp, pp);
         RankGrid {
             sizes: [tp, cp, dp, pp],
-            ep,
-            strides: order.strides(tp, cp, dp, pp),
+            expert: ExpertGrid::of(layout),
+            strides,
+            stage: StageSpace::new(&strides, tp, cp, dp),
         }
     }
 
@@ -443,45 +450,27 @@ impl RankGrid {
         self.sizes.iter().fold(1u64, |a, &n| a.saturating_mul(n))
     }
 
-    /// `(cp size, dp size)` ordered fast-then-slow as Megatron's expert rank generator does.
-    fn cp_is_fast(&self) -> bool {
-        self.strides.cp <= self.strides.dp
-    }
-
-    /// Index in the `cp × dp` space, fastest axis first (EP folds into its low part).
-    fn combined(&self, cp: u64, dp: u64) -> u64 {
-        if self.cp_is_fast() {
-            cp.saturating_add(self.sizes[1].saturating_mul(dp))
-        } else {
-            dp.saturating_add(self.sizes[2].saturating_mul(cp))
-        }
-    }
-
-    /// Inverse of [`RankGrid::combined`]: `(cp, dp)`.
-    fn split_combined(&self, c: u64) -> (u64, u64) {
-        if self.cp_is_fast() {
-            (c % self.sizes[1], c / self.sizes[1])
-        } else {
-            (c / self.sizes[2], c % self.sizes[2])
-        }
+    /// Index in the stage's `tp × cp × dp` space, fastest axis first.
+    fn combined(&self, c: &RankCoords) -> u64 {
+        self.stage.combine([c.tp, c.cp, c.dp])
     }
 
     /// Coordinates of `rank`.
     pub fn coords(&self, rank: u64) -> RankCoords {
         let s = &self.strides;
         let [tp, cp, dp, pp] = self.sizes;
-        let cpi = (rank / s.cp) % cp;
-        let dpi = (rank / s.dp) % dp;
-        RankCoords {
+        let mut c = RankCoords {
             tp: (rank / s.tp) % tp,
-            cp: cpi,
-            dp: dpi,
+            cp: (rank / s.cp) % cp,
+            dp: (rank / s.dp) % dp,
             pp: (rank / s.pp) % pp,
-            ep: self.combined(cpi, dpi) % self.ep,
-        }
+            ep: 0,
+        };
+        c.ep = (self.combined(&c) / self.expert.etp) % self.expert.ep;
+        c
     }
 
-    /// Rank of coordinates (the `ep` field is ignored: it follows from cp and dp).
+    /// Rank of coordinates (the `ep` field is ignored: it follows from tp, cp and dp).
     pub fn rank(&self, c: &RankCoords) -> u64 {
         let s = &self.strides;
         [(c.tp, s.tp), (c.cp, s.cp), (c.dp, s.dp), (c.pp, s.pp)]
@@ -493,16 +482,17 @@ impl RankGrid {
     /// `0..world/size`: the mixed-radix number of the coordinates the group does not vary.
     pub fn group_ordinal(&self, kind: GroupKind, c: &RankCoords) -> u64 {
         let [tp, cp, dp, pp] = self.sizes;
-        let comb = self.combined(c.cp, c.dp);
-        let edp = (cp * dp) / self.ep;
+        let ExpertGrid { etp, ep, edp } = self.expert;
+        let comb = self.combined(c);
         let digits: [(u64, u64); 3] = match kind {
             GroupKind::Tp => [(c.cp, cp), (c.dp, dp), (c.pp, pp)],
             GroupKind::Cp => [(c.tp, tp), (c.dp, dp), (c.pp, pp)],
             GroupKind::Dp => [(c.tp, tp), (c.cp, cp), (c.pp, pp)],
             GroupKind::Pp => [(c.tp, tp), (c.cp, cp), (c.dp, dp)],
-            GroupKind::Ep => [(c.tp, tp), (comb / self.ep, edp), (c.pp, pp)],
+            GroupKind::Ep => [(comb % etp, etp), (comb / (etp * ep), edp), (c.pp, pp)],
             GroupKind::DpCp => [(c.tp, tp), (c.pp, pp), (0, 1)],
-            GroupKind::ExpertDp => [(c.tp, tp), (comb % self.ep, self.ep), (c.pp, pp)],
+            GroupKind::ExpertDp => [(comb % (etp * ep), etp * ep), (c.pp, pp), (0, 1)],
+            GroupKind::ExpertTp => [(comb / etp, ep * edp), (c.pp, pp), (0, 1)],
         };
         let mut ordinal = 0;
         let mut radix = 1;
@@ -518,13 +508,15 @@ impl RankGrid {
     pub fn next_in_group(&self, kind: GroupKind, rank: u64) -> Option<u64> {
         let c = self.coords(rank);
         let [tp, cp, dp, pp] = self.sizes;
+        let ExpertGrid { etp, ep, edp } = self.expert;
         let mut n = c;
         let via_combined = |comb: u64, n: &mut RankCoords| {
-            let (a, b) = self.split_combined(comb);
-            n.cp = a;
-            n.dp = b;
+            let [t, k, d] = self.stage.split(comb);
+            n.tp = t;
+            n.cp = k;
+            n.dp = d;
         };
-        let comb = self.combined(c.cp, c.dp);
+        let comb = self.combined(&c);
         let size = match kind {
             GroupKind::Tp => {
                 n.tp = (c.tp + 1) % tp;
@@ -546,17 +538,30 @@ impl RankGrid {
                 pp
             }
             GroupKind::Ep => {
-                let base = comb - comb % self.ep;
-                via_combined(base + (comb % self.ep + 1) % self.ep, &mut n);
-                self.ep
+                let e = (comb / etp) % ep;
+                let base = comb - e * etp;
+                via_combined(base + ((e + 1) % ep) * etp, &mut n);
+                ep
             }
             GroupKind::DpCp => {
-                via_combined((comb + 1) % (cp * dp), &mut n);
+                // The cp × dp ranks with this tp index, the faster of cp and dp first.
+                if self.strides.cp <= self.strides.dp {
+                    let k = (c.cp + cp * c.dp + 1) % (cp * dp);
+                    (n.cp, n.dp) = (k % cp, k / cp);
+                } else {
+                    let k = (c.dp + dp * c.cp + 1) % (cp * dp);
+                    (n.dp, n.cp) = (k % dp, k / dp);
+                }
                 cp * dp
             }
             GroupKind::ExpertDp => {
-                via_combined((comb + self.ep) % (cp * dp), &mut n);
-                cp * dp / self.ep
+                via_combined((comb + etp * ep) % (etp * ep * edp), &mut n);
+                edp
+            }
+            GroupKind::ExpertTp => {
+                let base = comb - comb % etp;
+                via_combined(base + (comb % etp + 1) % etp, &mut n);
+                etp
             }
         };
         if size <= 1 {

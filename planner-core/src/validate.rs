@@ -333,6 +333,7 @@ impl Scenario {
             ("pp", l.pp),
             ("cp", l.cp),
             ("ep", l.ep),
+            ("etp", l.expert_tp),
         ] {
             e.range_u32(field, v, 1, max_degree);
         }
@@ -426,12 +427,13 @@ impl RuleViolation {
 /// experts, batch, and sequence"):
 /// - `heads_divisible_by_tp`, `kv_heads_divisible_by_tp` (tp a multiple of the KV
 ///   heads is allowed: the KV heads are then replicated), `ffn_divisible_by_tp`,
-///   `expert_ffn_divisible_by_tp`;
+///   `expert_ffn_divisible_by_etp`;
 /// - `layers_divisible_by_pp` (by pp × virtual stages, for the even split);
 /// - `stage_split_fits_layers` (an uneven split's counts sum to the layers and suit
 ///   pp × virtual stages, as Megatron / torchtitan check them; [`crate::stage_split`]);
 /// - `seq_divisible_by_2cp` (load-balanced causal CP splits the sequence in 2·cp chunks);
-/// - `experts_divisible_by_ep`, `ep_requires_moe`, `ep_divides_dp_cp`;
+/// - `experts_divisible_by_ep`, `ep_requires_moe`, `etp_requires_moe`,
+///   `etp_ep_divides_tp_cp_dp` (MoE parallel folding, [`crate::fold`]);
 /// - `batch_divisible_by_dp_mbs`;
 /// - `interleaved_needs_virtual_stages`, `virtual_stages_need_interleaved`,
 ///   `interleaved_micro_batches_divisible_by_pp`;
@@ -453,6 +455,7 @@ pub fn layout_rule_violations(model: &ModelSpec, scenario: &Scenario) -> Vec<Rul
     let pp = l.pp.max(1);
     let cp = l.cp.max(1);
     let ep = l.ep.max(1);
+    let etp = l.expert_tp.max(1);
     let dp = l.dp.max(1);
     let vs = l.virtual_stages.max(1);
     let mbs = l.micro_batch.max(1);
@@ -491,13 +494,15 @@ pub fn layout_rule_violations(model: &ModelSpec, scenario: &Scenario) -> Vec<Rul
         );
     }
     if let Some(moe) = &model.moe {
-        if moe.expert_ffn % tp != 0 {
+        // Routed experts are split over the expert-TP group, not TP (Megatron's
+        // `--expert-tensor-parallel-size`; Liu et al. 2025 §3).
+        if moe.expert_ffn % etp != 0 {
             add(
-                "tp",
-                "expert_ffn_divisible_by_tp",
+                "etp",
+                "expert_ffn_divisible_by_etp",
                 Error,
                 format!(
-                    "expert FFN width {} does not split over tp = {tp}",
+                    "expert FFN width {} does not split over expert_tp = {etp}",
                     moe.expert_ffn
                 ),
             );
@@ -513,13 +518,23 @@ pub fn layout_rule_violations(model: &ModelSpec, scenario: &Scenario) -> Vec<Rul
                 ),
             );
         }
-    } else if ep > 1 {
-        add(
-            "ep",
-            "ep_requires_moe",
-            Error,
-            format!("ep = {ep} but the model has no experts"),
-        );
+    } else {
+        if ep > 1 {
+            add(
+                "ep",
+                "ep_requires_moe",
+                Error,
+                format!("ep = {ep} but the model has no experts"),
+            );
+        }
+        if etp > 1 {
+            add(
+                "etp",
+                "etp_requires_moe",
+                Error,
+                format!("expert_tp = {etp} but the model has no experts"),
+            );
+        }
     }
     let chunks = u64::from(pp) * u64::from(vs);
     let sh = crate::stage_split::SplitShape::new(model.layers, pp, vs);
@@ -553,13 +568,20 @@ pub fn layout_rule_violations(model: &ModelSpec, scenario: &Scenario) -> Vec<Rul
             ),
         );
     }
-    let dp_cp = u64::from(dp) * u64::from(cp);
-    if dp_cp % u64::from(ep) != 0 {
+    // Liu et al. 2025 (arXiv 2504.14960) §3 and Megatron parallel_state.py: the MoE layers
+    // regroup a stage's tp·cp·dp ranks into expert_tp × ep × expert-dp.
+    let stage = u64::from(tp)
+        .saturating_mul(u64::from(cp))
+        .saturating_mul(u64::from(dp));
+    let fold = u64::from(etp) * u64::from(ep);
+    if stage % fold != 0 {
         add(
             "ep",
-            "ep_divides_dp_cp",
+            "etp_ep_divides_tp_cp_dp",
             Error,
-            format!("ep = {ep} does not divide dp × cp = {dp_cp}"),
+            format!(
+                "expert_tp × ep = {etp} × {ep} = {fold} does not divide tp × cp × dp = {tp} × {cp} × {dp} = {stage}"
+            ),
         );
     }
     let gbs = u64::from(scenario.training.global_batch);

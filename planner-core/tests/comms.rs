@@ -196,20 +196,50 @@ fn tp_numbered_slowest_spans_nodes_and_is_flagged() {
 
 #[test]
 fn expert_parallel_folds_into_context_and_data_ranks() {
+    // Expert-TP = TP = 2: the expert-TP group is the TP group and EP folds into cp × dp.
     let layout = Layout {
         tp: 2,
         cp: 2,
         dp: 8,
         ep: 8,
+        expert_tp: 2,
         ..Layout::default()
     };
     let p = Placement::of(&layout, 8, RankOrder::default());
     let ep = p.group(GroupKind::Ep);
     let edp = p.group(GroupKind::ExpertDp);
     assert_eq!(ep.size, 8);
+    // EDP = tp·cp·dp / (etp·ep) = 32 / 16 = 2.
     assert_eq!(edp.size, 2);
     // EP ranks: cp stride 2 (2 of them), then dp stride 4 (4 of them): 0,2,4,6 | 8,... → 4 per node.
     assert_eq!((ep.per_node, ep.nodes), (4, 2));
+    let (etp, tp) = (p.group(GroupKind::ExpertTp), p.group(GroupKind::Tp));
+    assert_eq!(
+        (etp.size, etp.per_node, etp.nodes, etp.domain),
+        (tp.size, tp.per_node, tp.nodes, tp.domain)
+    );
+}
+
+#[test]
+fn expert_parallel_with_expert_tp_one_spans_the_tp_ranks() {
+    // Megatron's expert rank generator with ETP = 1: EP takes the stage's fastest ranks,
+    // the TP ranks first (parallel_state.py, order tp-ep-dp-pp).
+    let layout = Layout {
+        tp: 2,
+        cp: 2,
+        dp: 8,
+        ep: 8,
+        expert_tp: 1,
+        ..Layout::default()
+    };
+    let p = Placement::of(&layout, 8, RankOrder::default());
+    let ep = p.group(GroupKind::Ep);
+    let edp = p.group(GroupKind::ExpertDp);
+    // EP = ranks 0..7 (tp 2 × cp 2 × 2 of dp): one node.
+    assert_eq!((ep.size, ep.per_node, ep.nodes), (8, 8, 1));
+    // EDP = 32 / 8 = 4 ranks at stride 8: 0, 8, 16, 24, one per node.
+    assert_eq!((edp.size, edp.per_node, edp.nodes), (4, 1, 4));
+    assert_eq!(p.group(GroupKind::ExpertTp).size, 1);
 }
 
 #[test]
@@ -313,6 +343,7 @@ fn expert_parallel_dispatches_and_combines_top_k_copies_of_each_token() {
     let layout = Layout {
         dp: 8,
         ep: 8,
+        expert_tp: 1,
         ..Layout::default()
     };
     let c = comms_model(&mixtral, &layout, 1, 4096, 8);

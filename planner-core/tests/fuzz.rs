@@ -697,6 +697,7 @@ fn fuzz_hf_config() {
             pp: 1,
             cp: 1,
             ep: 1,
+            expert_tp: 1,
             ..s.layout
         };
         if s.validate().is_ok() {

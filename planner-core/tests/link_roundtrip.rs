@@ -299,16 +299,17 @@ fn arb_layout() -> impl Strategy<Value = Layout> {
         proptest::sample::select(Schedule::ALL.to_vec()),
         proptest::sample::select(ZeroStage::ALL.to_vec()),
         proptest::sample::select(Recompute::ALL.to_vec()),
-        any::<bool>(),
+        (any::<bool>(), 1u32..5),
         arb_split(),
     )
         .prop_map(
-            |((dp, tp, pp, cp, ep, vs, mbs), schedule, zero, recompute, sp, split)| Layout {
+            |((dp, tp, pp, cp, ep, vs, mbs), schedule, zero, recompute, (sp, etp), split)| Layout {
                 dp,
                 tp,
                 pp,
                 cp,
                 ep,
+                expert_tp: etp,
                 virtual_stages: vs,
                 micro_batch: mbs,
                 schedule,

@@ -168,6 +168,7 @@ fn routed_experts_split_over_ep_and_shard_over_expert_dp() {
         &Layout {
             dp: 8,
             ep: 8,
+            expert_tp: 1,
             ..Layout::default()
         },
         &spans[0],
@@ -181,6 +182,7 @@ fn routed_experts_split_over_ep_and_shard_over_expert_dp() {
         &Layout {
             dp: 8,
             ep: 8,
+            expert_tp: 1,
             ..Layout::default()
         },
     );
@@ -243,6 +245,7 @@ fn layouts_for_agreement() -> Vec<(ModelSpec, Layout)> {
                 pp: 2,
                 cp: 2,
                 ep: 4,
+                expert_tp: 1,
                 zero: ZeroStage::Zero2,
                 sequence_parallel: true,
                 ..Layout::default()
@@ -428,11 +431,11 @@ proptest! {
     #[test]
     fn any_user_layout_gives_a_number_without_panicking(
         dp in 0u32..100_000, tp in 0u32..1000, pp in 0u32..1000, cp in 0u32..64, ep in 0u32..64,
-        v in 0u32..100_000, mb in 0u32..10_000, seq in 0u32..2_000_000, gb in 0u32..1_000_000,
+        etp in 0u32..64, v in 0u32..100_000, mb in 0u32..10_000, seq in 0u32..2_000_000, gb in 0u32..1_000_000,
         zero in 0u8..4, sched in 0usize..4, r in 0usize..3, sp in any::<bool>(), model in any_model()
     ) {
         let layout = Layout {
-            dp, tp, pp, cp, ep, virtual_stages: v, micro_batch: mb,
+            dp, tp, pp, cp, ep, expert_tp: etp, virtual_stages: v, micro_batch: mb,
             schedule: Schedule::ALL[sched],
             zero: ZeroStage::from_number(zero).unwrap_or(ZeroStage::Ddp),
             recompute: Recompute::ALL[r],

@@ -29,6 +29,7 @@ fn setup(
         micro_batch,
         tp,
         cp,
+        expert_tp: 1,
         sequence_parallel: tp > 1,
         recompute,
         flash_attention: true,

@@ -163,8 +163,64 @@ fn expert_rules() {
     s.layout.ep = 3;
     assert_eq!(
         rules(&mixtral, &s),
-        ["experts_divisible_by_ep", "ep_divides_dp_cp"]
+        ["experts_divisible_by_ep", "etp_ep_divides_tp_cp_dp"]
     );
+}
+
+#[test]
+fn moe_folding_rule_names_expert_tp_and_the_stage() {
+    // Mixtral 8×7B on 32 GPUs: TP 2, PP 4, DP 4, EP 8, expert-TP 1. EP 8 exceeds
+    // dp × cp = 4 (today's old rule rejected it) but divides tp·cp·dp = 8: valid.
+    let qwen = model_preset("mixtral-8x7b").unwrap();
+    let mut s = article_mesh_scenario();
+    s.model = ModelChoice::Preset("mixtral-8x7b".into());
+    s.cluster.nodes = 4;
+    s.cluster.gpus_per_node = 8;
+    s.training.seq_len = 4096;
+    s.training.global_batch = 256;
+    s.layout.tp = 2;
+    s.layout.pp = 4;
+    s.layout.cp = 1;
+    s.layout.dp = 4;
+    s.layout.ep = 8;
+    s.layout.expert_tp = 1;
+    s.layout.virtual_stages = 1;
+    s.layout.micro_batch = 1;
+    s.layout.schedule = Schedule::OneFOneB;
+    let errors = |s: &Scenario| -> Vec<(String, String, String)> {
+        layout_rule_violations(&qwen, s)
+            .into_iter()
+            .filter(|r| r.is_error())
+            .map(|r| (r.field, r.rule, r.message))
+            .collect()
+    };
+    assert!(errors(&s).is_empty(), "{:?}", errors(&s));
+    // Expert-TP 2 × EP 8 = 16 does not divide 2 × 1 × 4 = 8.
+    s.layout.expert_tp = 2;
+    assert_eq!(
+        errors(&s),
+        [(
+            "ep".to_string(),
+            "etp_ep_divides_tp_cp_dp".to_string(),
+            "expert_tp × ep = 2 × 8 = 16 does not divide tp × cp × dp = 2 × 1 × 4 = 8".to_string()
+        )]
+    );
+    // Expert FFN 14336 does not split over expert-TP 5 (14336 = 5 × 2867 + 1).
+    s.layout.ep = 1;
+    s.layout.expert_tp = 5;
+    let e = errors(&s);
+    assert!(
+        e.iter()
+            .any(|(f, r, _)| f == "etp" && r == "expert_ffn_divisible_by_etp"),
+        "{e:?}"
+    );
+    // Dense models take no expert-TP.
+    let llama = model_preset("llama-3.1-70b").unwrap();
+    s.model = ModelChoice::Preset("llama-3.1-70b".into());
+    s.layout.expert_tp = 2;
+    assert!(layout_rule_violations(&llama, &s)
+        .iter()
+        .any(|r| r.field == "etp" && r.rule == "etp_requires_moe"));
 }
 
 proptest! {

@@ -122,12 +122,15 @@ fn hierarchical_all_reduce_splits_bytes_by_level() {
 proptest! {
     #[test]
     fn coordinates_round_trip_and_group_ordinals_partition(
-        tp in 1u32..5, cp in 1u32..4, dp in 1u32..5, pp in 1u32..4, ep_pick in 0usize..4,
+        tp in 1u32..5, cp in 1u32..4, dp in 1u32..5, pp in 1u32..4, ep_pick in 0usize..16,
         order in prop::sample::select(vec!["tp-cp-dp-pp", "dp-tp-cp-pp", "pp-dp-cp-tp", "cp-pp-tp-dp"]),
     ) {
-        let eps: Vec<u32> = (1..=cp * dp).filter(|e| (cp * dp) % e == 0).collect();
-        let ep = eps[ep_pick % eps.len()];
-        let layout = Layout { tp, cp, dp, pp, ep, ..Layout::default() };
+        // MoE parallel folding: expert_tp ∈ {1, tp}, ep any divisor of tp·cp·dp / expert_tp.
+        let expert_tp = if ep_pick % 2 == 0 { 1 } else { tp };
+        let room = tp * cp * dp / expert_tp;
+        let eps: Vec<u32> = (1..=room).filter(|e| room % e == 0).collect();
+        let ep = eps[(ep_pick / 2) % eps.len()];
+        let layout = Layout { tp, cp, dp, pp, ep, expert_tp, ..Layout::default() };
         let order = RankOrder::parse(order).expect("order");
         let grid = RankGrid::of(&layout, order);
         let world = grid.world();
@@ -139,7 +142,8 @@ proptest! {
                 GroupKind::Pp => u64::from(pp),
                 GroupKind::Ep => u64::from(ep),
                 GroupKind::DpCp => u64::from(cp * dp),
-                GroupKind::ExpertDp => u64::from(cp * dp / ep),
+                GroupKind::ExpertDp => u64::from(room / ep),
+                GroupKind::ExpertTp => u64::from(expert_tp),
             };
             let mut count = vec![0u64; (world / size) as usize];
             for r in 0..world {

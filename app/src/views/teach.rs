@@ -114,6 +114,7 @@ fn group_label(g: GroupKind) -> &'static str {
         GroupKind::Pp => "PP",
         GroupKind::DpCp => "DP×CP",
         GroupKind::ExpertDp => "expert DP",
+        GroupKind::ExpertTp => "expert TP",
     }
 }
 

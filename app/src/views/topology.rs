@@ -241,6 +241,7 @@ pub fn TopologyView() -> impl IntoView {
                     let name = match t.kind {
                         GroupKind::DpCp => "DP × CP (gradients, ZeRO)".to_string(),
                         GroupKind::ExpertDp => "expert DP".to_string(),
+                        GroupKind::ExpertTp => "expert TP".to_string(),
                         k => k.id().to_uppercase(),
                     };
                     let warn = map.warnings.iter().find(|w| w.kind == t.kind);

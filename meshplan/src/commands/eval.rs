@@ -43,7 +43,7 @@ fn render_table(s: &Scenario, e: &Evaluation) -> String {
     let l = &s.layout;
     let _ = writeln!(
         out,
-        "{} — Ψ = {:.3}e9 ({:.3}e9 active), {} × {} {} | DP {} TP {} PP {} CP {} EP {} | {} | seq {} | global batch {}",
+        "{} — Ψ = {:.3}e9 ({:.3}e9 active), {} × {} {} | DP {} TP {} PP {} CP {} EP {} ETP {} | {} | seq {} | global batch {}",
         e.model.name,
         e.params.total / 1e9,
         e.params.active / 1e9,
@@ -55,6 +55,7 @@ fn render_table(s: &Scenario, e: &Evaluation) -> String {
         l.pp,
         l.cp,
         l.ep,
+        l.expert_tp,
         l.zero.label(),
         s.training.seq_len,
         s.training.global_batch,

@@ -97,8 +97,8 @@ fn table(model: &str, sc: &planner_core::scenario::Scenario, r: &SearchResult) -
     }
     let _ = writeln!(
         out,
-        "{:>4}  {:>3} {:>3} {:>3} {:>5} {:>3}  {:<6} {:<9} {:<11} {:>2} {:>3}  {:>8} {:>6} {:>8} {:>8} {:>7} {:>9}  {:<6}  caveat",
-        "rank", "tp", "pp", "cp", "dp", "ep", "zero", "recompute", "schedule", "v", "mb",
+        "{:>4}  {:>3} {:>3} {:>3} {:>5} {:>3} {:>3}  {:<6} {:<9} {:<11} {:>2} {:>3}  {:>8} {:>6} {:>8} {:>8} {:>7} {:>9}  {:<6}  caveat",
+        "rank", "tp", "pp", "cp", "dp", "ep", "etp", "zero", "recompute", "schedule", "v", "mb",
         "step_s", "MFU", "comm_s", "bubble_s", "mem_GB", "spare_GB", "split"
     );
     for (i, f) in r.feasible.iter().enumerate() {
@@ -106,13 +106,14 @@ fn table(model: &str, sc: &planner_core::scenario::Scenario, r: &SearchResult) -
         let k = f.knobs;
         let _ = writeln!(
             out,
-            "{:>4}  {:>3} {:>3} {:>3} {:>5} {:>3}  {:<6} {:<9} {:<11} {:>2} {:>3}  {:>8.3} {:>5.1}% {:>8.3} {:>8.3} {:>7.1} {:>9.1}  {:<6}  {}",
+            "{:>4}  {:>3} {:>3} {:>3} {:>5} {:>3} {:>3}  {:<6} {:<9} {:<11} {:>2} {:>3}  {:>8.3} {:>5.1}% {:>8.3} {:>8.3} {:>7.1} {:>9.1}  {:<6}  {}",
             i + 1,
             d.tp,
             d.pp,
             d.cp,
             d.dp,
             d.ep,
+            d.expert_tp,
             k.zero.label(),
             k.recompute.id(),
             k.schedule.id(),

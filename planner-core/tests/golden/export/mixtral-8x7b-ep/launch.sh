@@ -1,4 +1,4 @@
-# Mixtral 8x7B on 32 GPUs: DP 8 × TP 2 × PP 2 × CP 1 (EP 8 inside DP × CP). Run on every node.
+# Mixtral 8x7B on 32 GPUs: DP 8 × TP 2 × PP 2 × CP 1 (EP 8 × expert-TP 1 folded over TP × CP × DP). Run on every node.
 export HEAD_NODE_ADDR="<head-node-address>"
 export JOB_ID="<unique-job-id>"
 TRAIN_SCRIPT="<path/to/train.py>"
