@@ -17,6 +17,7 @@ pub mod cost;
 pub mod evaluate;
 pub mod explain;
 pub mod export;
+pub mod finetune;
 pub mod free_text;
 pub mod hardware;
 pub mod hf_config;
