@@ -279,3 +279,32 @@ fn links_and_files_round_trip_and_old_files_read_as_full() {
     assert_eq!(back.training.finetune, FineTune::default());
     assert_eq!(back.training.finetune.mode, FineTuneMode::Full);
 }
+
+#[test]
+fn exports_carry_peft_settings_only_in_adapter_modes() {
+    use planner_core::export::{export, ExportFormat};
+    let notes = |mode: &str, f: ExportFormat| {
+        let s = scenario_8b(mode);
+        let model = s.model_spec().expect("model");
+        export(f, &s, &model).notes.join("\n")
+    };
+    let q = notes("qlora", ExportFormat::Torchrun);
+    assert!(q.contains("r=16, lora_alpha=32"), "{q}");
+    assert!(
+        q.contains("\"q_proj\", \"k_proj\", \"v_proj\", \"o_proj\""),
+        "{q}"
+    );
+    assert!(
+        q.contains("bnb_4bit_quant_type=\"nf4\", bnb_4bit_use_double_quant=True"),
+        "{q}"
+    );
+    let m = notes("lora", ExportFormat::Megatron);
+    assert!(
+        m.contains("peft=LoRA(target_modules=[\"linear_qkv\", \"linear_proj\"], dim=16"),
+        "{m}"
+    );
+    assert!(!m.contains("NF4"));
+    assert!(notes("qlora", ExportFormat::Torchtitan).contains("every nn.Linear"));
+    assert!(notes("qlora", ExportFormat::Vllm) == notes("full", ExportFormat::Vllm));
+    assert!(!notes("full", ExportFormat::Deepspeed).contains("LoRA"));
+}
