@@ -2,6 +2,7 @@
 //! reads. The URL always holds the whole scenario (share links).
 
 use leptos::prelude::*;
+use planner_core::finetune::{FineTuneMode, LoraTargets, TARGET_PRESETS};
 use planner_core::framework::Framework;
 use planner_core::hardware::{gpu_presets, Cluster};
 use planner_core::layout::{Recompute, Schedule, ZeroStage};
@@ -246,6 +247,12 @@ fn Controls() -> impl IntoView {
         .map(|r| (r.id().to_string(), recompute_label(*r).to_string()))
         .collect();
 
+    let ft_options = FineTuneMode::ALL
+        .iter()
+        .map(|m| (m.id().to_string(), m.label().to_string()))
+        .collect();
+    let ft_on = move || s.with(|sc| sc.training.finetune.adapters().is_some());
+
     let world = Signal::derive(move || s.with(|sc| sc.cluster.world_size()));
     let world_u32 = move || u32::try_from(world.get()).unwrap_or(u32::MAX);
     let degree_steps = move |pick: fn(&Scenario) -> u32| {
@@ -364,6 +371,19 @@ fn Controls() -> impl IntoView {
                     }
                 })
             />
+            <Select
+                label="Fine-tuning"
+                field="ft"
+                hint="Full: every weight trains. LoRA: frozen base with low-rank adapters. QLoRA: the base in 4-bit NF4."
+                options=ft_options
+                value=Signal::derive(move || s.with(|sc| sc.training.finetune.mode.id().to_string()))
+                on_change=Callback::new(move |id: String| {
+                    if let Some(m) = FineTuneMode::from_id(&id) {
+                        set(Box::new(move |sc| sc.training.finetune.mode = m));
+                    }
+                })
+            />
+            {move || ft_on().then(|| view! { <AdapterControls /> })}
         </fieldset>
         <fieldset>
             <legend>"Cluster"</legend>
@@ -524,6 +544,42 @@ fn Controls() -> impl IntoView {
                 on_change=Callback::new(move |v| set(Box::new(move |sc| sc.layout.sequence_parallel = v)))
             />
         </fieldset>
+    }
+}
+
+/// Rank and target modules of LoRA/QLoRA adapters.
+#[component]
+fn AdapterControls() -> impl IntoView {
+    let s = expect_context::<Ctx>().scenario;
+    let current = s.with_untracked(|sc| sc.training.finetune.lora.targets.to_list());
+    let mut options: Vec<(String, String)> = TARGET_PRESETS
+        .iter()
+        .map(|(v, l)| (v.to_string(), l.to_string()))
+        .collect();
+    if !options.iter().any(|(v, _)| *v == current) {
+        options.push((current.clone(), current));
+    }
+    view! {
+        <NumberField
+            label="LoRA rank"
+            field="lora_r"
+            unit="r"
+            hint="Rank r of each adapter B·A; adapters add r·(d_in + d_out) parameters per targeted linear."
+            value=Signal::derive(move || s.with(|sc| sc.training.finetune.lora.rank))
+            on_change=Callback::new(move |v| s.update(|sc| sc.training.finetune.lora.rank = v))
+        />
+        <Select
+            label="Adapter targets"
+            field="lora_mod"
+            hint="Linear layers that carry adapters (PEFT target_modules)."
+            options=options
+            value=Signal::derive(move || s.with(|sc| sc.training.finetune.lora.targets.to_list()))
+            on_change=Callback::new(move |v: String| {
+                if let Ok(t) = LoraTargets::parse(&v) {
+                    s.update(|sc| sc.training.finetune.lora.targets = t);
+                }
+            })
+        />
     }
 }
 

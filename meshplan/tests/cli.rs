@@ -106,3 +106,31 @@ fn eval_of_a_bad_link_names_the_parameter() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("tp"));
 }
+
+#[test]
+fn eval_table_shows_the_fine_tuning_mode_and_its_terms() {
+    let link = "v=1&model=llama-3.1-8b&gpus=8&dp=8&tp=1&pp=1&zero=1&ft=qlora";
+    let out = meshplan(&["eval", "--link", link, "--table"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    // Default adapters: r = 16, α = 32 on q, k, v, o: 32 × 425 984 = 13 631 488 parameters.
+    assert!(
+        text.contains("Fine-tuning: QLoRA (NF4 base) r = 16, α = 32 on q,k,v,o"),
+        "{text}"
+    );
+    assert!(text.contains("32 layers × 425984 = 13.6315e6"), "{text}");
+    assert!(text.contains("step time vs full fine-tuning"), "{text}");
+    // The NF4 base of Llama 3.1 8B: 7 804 174 336 B (planner-core/tests/finetune.rs).
+    assert!(text.contains("= 7.8042 GB"), "{text}");
+    assert!(
+        text.contains("LoRA adapter optimizer state (paged)"),
+        "{text}"
+    );
+    let bad = meshplan(&["eval", "--link", "v=1&ft=qlora&lora_mod=none", "--table"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("lora_mod"));
+}

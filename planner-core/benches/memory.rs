@@ -17,6 +17,7 @@ fn bench(c: &mut Criterion) {
     let training = Training {
         seq_len: 8192,
         global_batch: 512,
+        finetune: Default::default(),
     };
     let activations = ActivationOptions::default();
     let overheads = Overheads::default();

@@ -18,6 +18,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::finetune::{adapter_values_per_token, frozen_keeps, LoraSettings};
 use crate::layout::{Layout, Recompute, Schedule};
 use crate::model::{FfnKind, ModelSpec};
 use crate::precision::Precision;
@@ -51,6 +52,8 @@ pub struct ActivationSetup {
     pub count_logits: bool,
     /// Bytes per saved activation value (2 for BF16).
     pub activation_bytes: f64,
+    /// LoRA/QLoRA adapters on frozen base weights ([`crate::finetune`]); `None` for full training.
+    pub adapters: Option<LoraSettings>,
 }
 
 impl ActivationSetup {
@@ -73,6 +76,7 @@ impl ActivationSetup {
             fp32_logits: options.fp32_logits,
             count_logits: options.count_logits,
             activation_bytes: precision.activation_bytes,
+            adapters: training.finetune.adapters().copied(),
         }
     }
 
@@ -97,6 +101,7 @@ impl ActivationSetup {
             fp32_logits: true,
             count_logits: false,
             activation_bytes: 2.0,
+            adapters: None,
         }
     }
 }
@@ -121,6 +126,8 @@ pub enum TpSplit {
     Heads,
     /// Split over the FFN width: `f / t` per rank.
     FfnWidth,
+    /// Whole on every rank of the TP group (a LoRA `A` factor's output).
+    Replicated,
 }
 
 /// Which recompute policy drops a tensor.
@@ -188,6 +195,7 @@ pub(crate) enum TensorKind {
     FinalNormInput,
     OutputInput,
     Logits,
+    AdapterIntermediate,
 }
 
 /// One tensor in numbers: `values_per_token` per token of the rank's
@@ -222,6 +230,7 @@ impl RawTensor {
                 f64::from(heads.div_ceil(setup.tp)) / f64::from(heads)
             }
             TpSplit::FfnWidth => 1.0 / t,
+            TpSplit::Replicated => 1.0,
         };
         // Context parallelism gives each rank s/cp tokens (queries); score
         // tensors keep the full key length s.
@@ -235,17 +244,36 @@ impl RawTensor {
     }
 }
 
+/// `sink` wrapped so that tensors frozen base linears no longer save are skipped
+/// ([`frozen_keeps`]); every tensor passes under full training.
+fn saved_only<'a>(
+    model: &ModelSpec,
+    setup: &'a ActivationSetup,
+    mut sink: impl FnMut(RawTensor) + 'a,
+) -> impl FnMut(RawTensor) + 'a {
+    let swiglu = model.ffn_kind == FfnKind::SwiGlu;
+    move |t: RawTensor| {
+        if setup
+            .adapters
+            .is_none_or(|l| frozen_keeps(t.kind, &l.targets, swiglu, setup.flash_attention))
+        {
+            sink(t);
+        }
+    }
+}
+
 /// Calls `f` with every tensor one layer saves for backward (before recompute
 /// drops any). The single source of truth for layer activations.
 pub(crate) fn visit_layer(
     model: &ModelSpec,
     kind: LayerKind,
     setup: &ActivationSetup,
-    mut f: impl FnMut(RawTensor),
+    f: impl FnMut(RawTensor),
 ) {
     let e = setup.activation_bytes;
     let h = f64::from(model.hidden);
     let a = model.heads.max(1);
+    let mut f = saved_only(model, setup, f);
     let mut emit =
         |kind, values_per_token: f64, heads, seq_squared, dtype_bytes, split, dropped_by| {
             f(RawTensor {
@@ -439,6 +467,19 @@ pub(crate) fn visit_layer(
             D::Full,
         );
     }
+    if let Some(lora) = &setup.adapters {
+        // PEFT lora.Linear: lora_B saves lora_A's r-value output; A's output is whole on every
+        // TP rank (A is replicated for column-parallel layers, all-reduced for row-parallel ones).
+        emit(
+            K::AdapterIntermediate,
+            adapter_values_per_token(model, kind, lora),
+            a,
+            false,
+            e,
+            S::Replicated,
+            D::Full,
+        );
+    }
 }
 
 /// Calls `f` with the tensors outside the decoder layers: the embedding's
@@ -449,11 +490,12 @@ pub(crate) fn visit_extras(
     setup: &ActivationSetup,
     first: bool,
     last: bool,
-    mut f: impl FnMut(RawTensor),
+    f: impl FnMut(RawTensor),
 ) {
     let h = f64::from(model.hidden);
     let a = model.heads.max(1);
     let e = setup.activation_bytes;
+    let mut f = saved_only(model, setup, f);
     let mut emit = |kind, values_per_token, dtype_bytes, split| {
         f(RawTensor {
             kind,
@@ -678,6 +720,12 @@ impl TensorKind {
                 "logits / softmax (one copy; grad written in place)",
                 "s·b·V",
                 "Korthikanti §4.3: 4sbv/t, vocab-parallel cross entropy",
+            ),
+            K::AdapterIntermediate => (
+                "lora",
+                "LoRA A outputs (saved by lora_B)",
+                "s·b·r per targeted linear",
+                "Hu et al. 2021 §4.1; PEFT lora.Linear: lora_B(lora_A(x)), lora_dropout = 0",
             ),
         }
     }

@@ -120,6 +120,15 @@ pub const SERVING_MEASUREMENT: Bounds = Bounds::closed(1e-3, 1e9, "ms or tokens/
 /// A fraction of a peak (GEMM efficiency, memory share): > 0, ≤ 1.
 pub const FRACTION: Bounds = Bounds::above(0.0, 1.0, "");
 
+// LoRA (Hu et al. 2021): the rank r of an adapter is useful only up to min(d_in, d_out) of
+// the layer it adapts, and the widest published hidden sizes are ~2^14 (Llama 3.1 405B:
+// 16 384); 2^16 leaves room for any model while r·(d_in + d_out) stays finite. α only
+// scales the update by α/r (PEFT examples use 8 to 512).
+/// LoRA rank: 1 to 65 536.
+pub const LORA_RANK_MAX: u32 = 65_536;
+/// LoRA α: 1 to 10^6.
+pub const LORA_ALPHA_MAX: u32 = 1_000_000;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -51,6 +51,14 @@ pub struct CommInputs {
     /// layer's active matmul parameters (both cost 2 FLOPs per parameter per token);
     /// picks the stage that sets an uneven pipeline's pace.
     pub head_layers: f64,
+    /// Parameters with gradients outside the routed experts: all dense ones, or the
+    /// LoRA adapters only ([`crate::finetune`]).
+    pub trainable_dense_params: f64,
+    /// Routed-expert parameters with gradients.
+    pub trainable_expert_params: f64,
+    /// Bytes per frozen base parameter a ZeRO-3 gather moves (LoRA/QLoRA; 0 for full training,
+    /// whose weights are all trainable).
+    pub frozen_weight_bytes: f64,
 }
 
 impl CommInputs {
@@ -78,6 +86,16 @@ impl CommInputs {
         } else {
             model.kv_heads
         };
+        let adapters = crate::finetune::AdapterTime::of(model, &training.finetune);
+        let (trainable_dense_params, trainable_expert_params, frozen_weight_bytes) = match &adapters
+        {
+            Some(a) => (
+                a.adapter_params - a.expert_adapter_params,
+                a.expert_adapter_params,
+                a.base_bytes_per_param(precision),
+            ),
+            None => (dense_params, expert_params, 0.0),
+        };
         CommInputs {
             dense_params,
             expert_params,
@@ -101,6 +119,9 @@ impl CommInputs {
             activation_bytes: precision.activation_bytes,
             bucket_bytes: overheads.gradient_bucket_bytes,
             head_layers: head_layers(model, &pb),
+            trainable_dense_params,
+            trainable_expert_params,
+            frozen_weight_bytes,
         }
     }
 
@@ -337,10 +358,12 @@ pub fn step_comms(
     // Data-parallel gradient and parameter traffic for this rank's shard of the model.
     // An uneven split: the pacing stage's share, by its decoder layers over the average stage's.
     let dense_per_rank = inp.dense_params / (tp * pp) * pace.layer_scale;
+    // Only trainable parameters have gradients (LoRA: the adapters) and change in the optimizer step.
+    let trainable_per_rank = inp.trainable_dense_params / (tp * pp) * pace.layer_scale;
+    let grads = trainable_per_rank * inp.grad_bytes;
     // Liu et al. 2025 (arXiv 2504.14960) §3: each rank holds routed/(EP·ETP) of the expert weights.
-    let expert_per_rank = inp.expert_params / (ep * etp * pp) * pace.layer_scale;
-    let grads = dense_per_rank * inp.grad_bytes;
-    let expert_grads = expert_per_rank * inp.grad_bytes;
+    let expert_grads =
+        inp.trainable_expert_params / (ep * etp * pp) * pace.layer_scale * inp.grad_bytes;
     let buckets = |bytes: f64| (bytes / inp.bucket_bytes.max(1.0)).ceil();
     match layout.zero {
         ZeroStage::Ddp => {
@@ -377,9 +400,9 @@ pub fn step_comms(
                 GroupKind::DpCp,
                 Collective::AllGather,
                 Purpose::ParamAllGather,
-                dense_per_rank * inp.weight_bytes,
+                trainable_per_rank * inp.weight_bytes,
                 1.0,
-                buckets(dense_per_rank * inp.weight_bytes),
+                buckets(trainable_per_rank * inp.weight_bytes),
                 Overlap::FirstForward,
             );
         }
@@ -394,7 +417,13 @@ pub fn step_comms(
             // micro-batch, not only at accumulation boundaries (deepspeedai/DeepSpeed#338).
             // Latency is paid per unit (one call per layer).
             let units = layers_per_stage.max(1.0);
-            let w = dense_per_rank * inp.weight_bytes;
+            // FSDP gathers every parameter of a unit; frozen LoRA/QLoRA base weights move in
+            // their stored dtype (4-bit packed under QLoRA), adapters in the working dtype.
+            let w = if inp.frozen_weight_bytes > 0.0 {
+                dense_per_rank * inp.frozen_weight_bytes + trainable_per_rank * inp.weight_bytes
+            } else {
+                dense_per_rank * inp.weight_bytes
+            };
             add(
                 GroupKind::DpCp,
                 Collective::AllGather,

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::collectives::CommModel;
 use crate::comms::{step_comms, CommInputs, CommItem, Overlap, StepComms};
 use crate::explain::Term;
+use crate::finetune::{AdapterTime, DEQUANT_BYTES_PER_PARAM};
 use crate::layout::{Layout, Recompute, ZeroStage};
 use crate::model::ModelSpec;
 use crate::precision::ComputeDtype;
@@ -378,8 +379,10 @@ pub struct StepModel {
     pub hidden: f64,
     /// Expert FFN width `f_e` and routed experts `E` (0 for dense models).
     pub expert_shape: (f64, f64),
-    /// Total parameters (Ψ), for the optimizer step.
+    /// Parameters the optimizer updates: Ψ, or the LoRA adapters only.
     pub params: f64,
+    /// LoRA/QLoRA adapter terms ([`crate::finetune`]); `None` for full training.
+    pub adapters: Option<AdapterTime>,
 }
 
 impl StepModel {
@@ -402,6 +405,7 @@ impl StepModel {
         } else {
             gpu.bf16_flops_per_s
         };
+        let adapters = AdapterTime::of(model, &scenario.training.finetune);
         StepModel {
             comm_inputs: CommInputs::new(
                 model,
@@ -426,8 +430,28 @@ impl StepModel {
             expert_shape: model.moe.as_ref().map_or((0.0, 0.0), |m| {
                 (f64::from(m.expert_ffn), f64::from(m.routed_experts))
             }),
-            params: model.params(),
+            params: adapters.map_or_else(|| model.params(), |a| a.adapter_params),
+            adapters,
         }
+    }
+
+    /// Forward seconds per micro-batch on one GPU of the adapters' GEMMs and of QLoRA's
+    /// dequantization of the base weights; (0, 0) for full training.
+    fn adapter_seconds(&self, layout: &Layout, per_gpu_tokens: f64) -> (f64, f64) {
+        let Some(a) = &self.adapters else {
+            return (0.0, 0.0);
+        };
+        // Hu et al. 2021 §4.1: x·Aᵀ·Bᵀ costs 2·Ψ_A FLOPs per token; both GEMMs have the rank r
+        // as one dimension, so they run at the GEMM curve's efficiency for r.
+        let rate = self.peak_flops_per_s.max(1.0) * self.options.gemm.at(a.rank).max(1e-3);
+        let adapter_f = per_gpu_tokens * 2.0 * a.active_adapter_params / rate;
+        let pp = f64::from(layout.pp.max(1));
+        let dense = a.quantized_dense_params / (f64::from(layout.tp.max(1)) * pp);
+        let experts = a.quantized_expert_params / (f64::from(layout.ep.max(1)) * pp);
+        // bitsandbytes MatMul4Bit.forward dequantizes each NF4 weight before its GEMM, once per
+        // micro-batch: memory-bound, DEQUANT_BYTES_PER_PARAM of HBM traffic per parameter.
+        let dequant = (dense + experts) * DEQUANT_BYTES_PER_PARAM / self.hbm_bytes_per_s.max(1.0);
+        (adapter_f, dequant)
     }
 
     /// GEMM efficiency for a layout: the smallest of the tokens a rank multiplies
@@ -550,9 +574,18 @@ impl StepModel {
                 cast_b * k,
             )
         };
-        let t_f = dense_f + attn_f + elem_f + cast_f;
+        // LoRA adapters and QLoRA dequantization run per decoder layer, so they pace with it too.
+        let (adapter_f, dequant) = self.adapter_seconds(layout, per_gpu);
+        let per_layer = if pace.even { 1.0 } else { pace.layer_scale };
+        let t_f = dense_f + attn_f + elem_f + cast_f + (adapter_f + dequant) * per_layer;
         // Backward: dgrad + wgrad = 2 × the forward's FLOPs and memory-bound traffic, plus dY's casts.
-        let t_b = 2.0 * (dense_f + attn_f + elem_f) + cast_b;
+        let t_b = match &self.adapters {
+            None => 2.0 * (dense_f + attn_f + elem_f) + cast_b,
+            // Frozen base weights: dgrad only (≈ 2N·tokens, no wgrad), the attention core and
+            // element-wise backward unchanged; adapters dgrad + wgrad; QLoRA dequantizes again
+            // (bitsandbytes MatMul4Bit.backward calls dequantize_4bit).
+            Some(_) => dense_f + 2.0 * (attn_f + elem_f) + cast_b + 2.0 * adapter_f + dequant,
+        };
         let t_rc = match layout.recompute {
             Recompute::None => 0.0,
             // Korthikanti et al. 2022 §5: selective recomputes the attention core only.

@@ -3,11 +3,12 @@
 //! The app calls [`evaluate`] on every input event and the `meshplan eval`
 //! command prints its result, so both always show the same numbers.
 
+use crate::finetune::{FineTuneMode, FineTuneSummary};
 use serde::{Deserialize, Serialize};
 
 use crate::cost::{CostOptions, StepCost, StepModel};
 use crate::explain::Term;
-use crate::memory::{model_state, training_memory, ModelStateBar, TrainingMemory};
+use crate::memory::{model_state_for, training_memory, ModelStateBar, TrainingMemory};
 use crate::model::{ModelSpec, ParamBreakdown};
 use crate::pipeline::{bubble, bubble_terms, timeline, Bubble, Timeline};
 use crate::scenario::Scenario;
@@ -109,6 +110,9 @@ pub struct Evaluation {
     /// Step time, throughput, MFU and the communication breakdown of the current layout,
     /// with measured numbers when a calibration is present and enabled.
     pub step: StepCost,
+    /// LoRA/QLoRA: adapter count and step time against full fine-tuning; `None` for full training.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finetune: Option<FineTuneSummary>,
 }
 
 /// Why a scenario could not be evaluated: each error names its parameter.
@@ -151,11 +155,27 @@ pub fn evaluate(scenario: &Scenario) -> Result<Evaluation, EvaluateError> {
         breakdown,
     };
     let rules = layout_rule_violations(&model, scenario);
-    let model_state = model_state(&model, &scenario.precision, &scenario.layout);
+    let model_state = model_state_for(
+        &model,
+        &scenario.precision,
+        &scenario.layout,
+        &scenario.training,
+    );
     let training = training_memory(scenario, &model);
     let pipeline = pipeline_view(&model, scenario);
     let serving = serving_view(&model, scenario);
     let step = step_cost(&model, scenario);
+    let finetune = scenario.training.finetune.adapters().and_then(|_| {
+        let mut full = scenario.clone();
+        full.training.finetune.mode = FineTuneMode::Full;
+        let full_s = step_cost(&model, &full).seconds.total;
+        crate::finetune::summary(
+            &model,
+            &scenario.training.finetune,
+            step.seconds.total,
+            full_s,
+        )
+    });
 
     Ok(Evaluation {
         model,
@@ -166,6 +186,7 @@ pub fn evaluate(scenario: &Scenario) -> Result<Evaluation, EvaluateError> {
         pipeline,
         serving,
         step,
+        finetune,
     })
 }
 

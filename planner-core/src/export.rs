@@ -168,6 +168,10 @@ pub fn export(format: ExportFormat, scenario: &Scenario, model: &ModelSpec) -> E
         };
         layout_errors(&ctx, tool, &mut notes);
     }
+    notes.extend(crate::finetune::export_notes(
+        format,
+        &scenario.training.finetune,
+    ));
     if let Some(n) = &ctx.identity.note {
         notes.insert(0, n.clone());
     }

@@ -17,6 +17,7 @@ pub mod cost;
 pub mod evaluate;
 pub mod explain;
 pub mod export;
+pub mod finetune;
 pub mod fold;
 pub mod framework;
 pub mod free_text;

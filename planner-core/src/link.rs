@@ -10,6 +10,7 @@ use std::fmt::Display;
 use std::str::FromStr;
 
 use crate::calibration::CalibrationSummary;
+use crate::finetune::{FineTuneMode, LoraTargets};
 use crate::framework::Framework;
 use crate::hardware::{gpu_preset, gpu_presets, Cluster, GpuSpec, LinkSpec};
 use crate::layout::{Recompute, Schedule, ZeroStage};
@@ -203,10 +204,38 @@ fn link_fields() -> [Field<(LinkSpec, LinkSpec)>; 4] {
 }
 
 /// Everything after the model, precision and cluster, compared with the default scenario.
-fn scenario_fields() -> [Field<Scenario>; 33] {
+fn scenario_fields() -> [Field<Scenario>; 37] {
     [
         field!("seq", Scenario, |s| s.training.seq_len, number),
         field!("gbs", Scenario, |s| s.training.global_batch, number),
+        field!(
+            "ft",
+            Scenario,
+            |s| s.training.finetune.mode,
+            FineTuneMode::id,
+            FineTuneMode::from_id,
+            "full, lora or qlora"
+        ),
+        field!(
+            "lora_r",
+            Scenario,
+            |s| s.training.finetune.lora.rank,
+            number
+        ),
+        field!(
+            "lora_alpha",
+            Scenario,
+            |s| s.training.finetune.lora.alpha,
+            number
+        ),
+        Field::<Scenario> {
+            key: "lora_mod",
+            get: |s| s.training.finetune.lora.targets.to_list(),
+            set: |s, v| {
+                s.training.finetune.lora.targets = LoraTargets::parse(v)?;
+                Ok(())
+            },
+        },
         field!("tp", Scenario, |s| s.layout.tp, number),
         field!("pp", Scenario, |s| s.layout.pp, number),
         field!("cp", Scenario, |s| s.layout.cp, number),

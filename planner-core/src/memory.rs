@@ -12,6 +12,7 @@ use crate::activations::{
     ActivationSetup, LayerKind,
 };
 use crate::explain::Term;
+use crate::finetune::{adapter_state, state_terms as adapter_state_terms, AdapterState};
 use crate::framework::Framework;
 use crate::layout::{Layout, Recompute, ZeroStage};
 use crate::model::{ModelSpec, ParamBreakdown};
@@ -412,6 +413,8 @@ pub struct StageNumbers {
     pub params: RankParams,
     /// Model state under the layout's ZeRO stage.
     pub state: ModelStateBytes,
+    /// LoRA/QLoRA: frozen base and adapter state ([`crate::finetune`]); `state` then holds its sums.
+    pub adapters: Option<AdapterState>,
     /// Micro-batches' worth of activations held at the peak.
     pub in_flight: f64,
     /// Saved activations of the stage's layers for one micro-batch.
@@ -459,7 +462,19 @@ pub fn stage_numbers(inputs: &MemoryInputs, span: &StageSpan) -> StageNumbers {
     } = *inputs;
     let rank = rank_params(model, params, layout, span);
     let groups = ShardGroups::of(layout);
-    let state = model_state_bytes(&rank, &groups, precision, layout.zero);
+    let adapters = adapter_state(
+        model,
+        params,
+        precision,
+        layout,
+        span,
+        &rank,
+        &training.finetune,
+    );
+    let state = match &adapters {
+        Some(a) => a.model_state(),
+        None => model_state_bytes(&rank, &groups, precision, layout.zero),
+    };
 
     let setup = ActivationSetup::new(layout, training, activations, precision);
     let mut layer_acts = 0.0;
@@ -515,7 +530,15 @@ pub fn stage_numbers(inputs: &MemoryInputs, span: &StageSpan) -> StageNumbers {
     let activation_bytes = in_flight * (layer_acts + extras);
 
     let zero3_gathered_bytes = if layout.zero == ZeroStage::Zero3 {
-        f64::from(overheads.zero3_units_in_flight) * rank.largest_unit * precision.weight_bytes
+        let unit_bytes = match &adapters {
+            // FSDP-QLoRA gathers the packed 4-bit storage, not a dequantized copy.
+            Some(a) => {
+                rank.largest_unit * a.base_bytes_per_param
+                    + a.adapters.largest_unit * precision.weight_bytes
+            }
+            None => rank.largest_unit * precision.weight_bytes,
+        };
+        f64::from(overheads.zero3_units_in_flight) * unit_bytes
     } else {
         0.0
     };
@@ -527,6 +550,14 @@ pub fn stage_numbers(inputs: &MemoryInputs, span: &StageSpan) -> StageNumbers {
     } else {
         // One bucket being reduced while the next fills (buckets are views of the gradients).
         2.0 * overheads.gradient_bucket_bytes
+    };
+    // Only adapters have gradients: a bucket never holds more than all of them.
+    let gradient_bucket_bytes = match &adapters {
+        Some(a) if layout.zero == ZeroStage::Zero3 => {
+            a.adapters.largest_unit * precision.grad_bytes
+        }
+        Some(a) => gradient_bucket_bytes.min(a.adapters.total() * precision.grad_bytes),
+        None => gradient_bucket_bytes,
     };
     let nccl_groups = inputs.nccl_groups();
     let nccl_bytes = f64::from(nccl_groups) * overheads.nccl_buffer_bytes_per_group;
@@ -550,6 +581,7 @@ pub fn stage_numbers(inputs: &MemoryInputs, span: &StageSpan) -> StageNumbers {
         span: *span,
         params: rank,
         state,
+        adapters,
         in_flight,
         layer_activation_bytes_per_microbatch: layer_acts,
         extra_activation_bytes_per_microbatch: extras,
@@ -858,6 +890,18 @@ fn state_terms(
     (replicated, sharded)
 }
 
+/// [`model_state`] in the scenario's fine-tuning mode: under LoRA/QLoRA the frozen base
+/// and the adapters' state ([`crate::finetune::model_state_bars`]).
+pub fn model_state_for(
+    model: &ModelSpec,
+    precision: &Precision,
+    layout: &Layout,
+    training: &Training,
+) -> Vec<ModelStateBar> {
+    crate::finetune::model_state_bars(model, precision, layout, &training.finetune)
+        .unwrap_or_else(|| model_state(model, precision, layout))
+}
+
 /// The four model-state bars (DDP, ZeRO-1, ZeRO-2, ZeRO-3) for this layout's
 /// shard group, on the pipeline stage holding the most parameters.
 ///
@@ -930,9 +974,15 @@ fn stage_memory(inputs: &MemoryInputs, n: &StageNumbers) -> StageMemory {
         layout,
         key_prefix: "model_state.",
     };
-    let (replicated, sharded) = state_terms(layout.zero, &n.state, &ctx);
-    let mut terms = replicated;
-    terms.extend(sharded);
+    let mut terms = match (&n.adapters, inputs.training.finetune.adapters()) {
+        (Some(a), Some(lora)) => adapter_state_terms(a, inputs.precision, layout, lora),
+        _ => {
+            let (replicated, sharded) = state_terms(layout.zero, &n.state, &ctx);
+            let mut terms = replicated;
+            terms.extend(sharded);
+            terms
+        }
+    };
 
     let recompute = layout.recompute.id();
     let schedule = layout.schedule.label();

@@ -262,6 +262,7 @@ pub fn default_scenario() -> Scenario {
         training: Training {
             seq_len: 4096,
             global_batch: 512,
+            finetune: Default::default(),
         },
         layout: Layout {
             dp: 8,
@@ -329,6 +330,7 @@ pub fn article_mesh_scenario() -> Scenario {
         training: Training {
             seq_len: 32_768,
             global_batch: 64,
+            finetune: Default::default(),
         },
         layout: Layout {
             dp: 4,

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::calibration::CalibrationSummary;
+use crate::finetune::FineTune;
 use crate::hardware::Cluster;
 use crate::layout::Layout;
 use crate::model::ModelSpec;
@@ -30,6 +31,9 @@ pub struct Training {
     pub seq_len: u32,
     /// Sequences per optimizer step, over all data-parallel ranks.
     pub global_batch: u32,
+    /// Full fine-tuning, LoRA or QLoRA ([`crate::finetune`]); files without it read as full.
+    #[serde(default, skip_serializing_if = "FineTune::is_default")]
+    pub finetune: FineTune,
 }
 
 /// Switches of the activation accounting (where public estimators disagree).

@@ -369,6 +369,7 @@ pub fn map_serving_run(run: &ServingRun) -> Result<MappedServing, String> {
         training: Training {
             seq_len: context_len.max(1),
             global_batch: 1,
+            finetune: Default::default(),
         },
         layout: crate::layout::Layout::default(),
         activations: ActivationOptions::default(),

@@ -324,6 +324,18 @@ impl Scenario {
         let t = &self.training;
         e.range_u32("seq", t.seq_len, 1, MAX_SEQ_LEN);
         e.range_u32("gbs", t.global_batch, 1, u32::MAX);
+        let lora = &t.finetune.lora;
+        e.range_u32("lora_r", lora.rank, 1, bounds::LORA_RANK_MAX);
+        e.range_u32("lora_alpha", lora.alpha, 1, bounds::LORA_ALPHA_MAX);
+        if t.finetune.adapters().is_some() && !lora.targets.any() {
+            e.push(
+                "lora_mod",
+                format!(
+                    "{} needs at least one target module",
+                    t.finetune.mode.label()
+                ),
+            );
+        }
 
         let l = &self.layout;
         let max_degree = u32::try_from(world.clamp(1, MAX_GPUS)).unwrap_or(u32::MAX);

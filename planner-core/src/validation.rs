@@ -989,6 +989,7 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
         training: Training {
             seq_len: run.seq_len,
             global_batch,
+            finetune: Default::default(),
         },
         layout,
         activations: ActivationOptions {

@@ -29,6 +29,7 @@ fn comms_for(layout: &Layout, nodes: u32, global_batch: u32) -> planner_core::co
         &Training {
             seq_len: 4096,
             global_batch,
+            finetune: Default::default(),
         },
         &Overheads::default(),
     );
@@ -293,6 +294,7 @@ fn comms_model(
         &Training {
             seq_len,
             global_batch,
+            finetune: Default::default(),
         },
         &Overheads::default(),
     );

@@ -18,6 +18,7 @@ fn scenario(model: &str, nodes: u32, seq_len: u32, global_batch: u32, layout: La
         training: Training {
             seq_len,
             global_batch,
+            finetune: Default::default(),
         },
         layout,
         activations: ActivationOptions::default(),

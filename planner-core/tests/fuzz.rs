@@ -276,7 +276,15 @@ fn seed_scenarios() -> Vec<Scenario> {
     let mut mixtral = article_mesh_scenario();
     mixtral.model = ModelChoice::Preset("mixtral-8x7b".into());
     mixtral.layout.ep = 4;
+    // Fine-tuning modes on MoE and MLA shapes (crate::finetune).
+    let mut qlora_mixtral = mixtral.clone();
+    qlora_mixtral.training.finetune.mode = planner_core::finetune::FineTuneMode::Qlora;
+    qlora_mixtral.training.finetune.lora.targets.down = true;
+    let mut lora_mla = moe.clone();
+    lora_mla.training.finetune.mode = planner_core::finetune::FineTuneMode::Lora;
     vec![
+        qlora_mixtral,
+        lora_mla,
         default_scenario(),
         article_mesh_scenario(),
         article_70b_scenario(),

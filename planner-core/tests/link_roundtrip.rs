@@ -3,6 +3,7 @@
 use planner_core::calibration::{CalibrationSummary, FittedLink, GemmFit, CALIBRATION_VERSION};
 use planner_core::collectives::{Collective, LinkDomain};
 use planner_core::cost::GemmEfficiency;
+use planner_core::finetune::{FineTune, FineTuneMode, LoraSettings, LoraTargets};
 use planner_core::hardware::{gpu_presets, Cluster, GpuSpec, LinkSpec};
 use planner_core::layout::{Layout, Recompute, Schedule, ZeroStage};
 use planner_core::link::{decode, decode_lenient, encode};
@@ -340,10 +341,33 @@ fn arb_split() -> impl Strategy<Value = planner_core::layout::StageSplit> {
     ]
 }
 
+/// Any valid fine-tuning mode: adapters need at least one target, full training ignores them.
+fn arb_finetune() -> impl Strategy<Value = FineTune> {
+    (
+        proptest::sample::select(FineTuneMode::ALL.to_vec()),
+        1u32..=planner_core::bounds::LORA_RANK_MAX,
+        1u32..=planner_core::bounds::LORA_ALPHA_MAX,
+        any::<[bool; 7]>(),
+    )
+        .prop_map(|(mode, rank, alpha, mut flags)| {
+            if mode != FineTuneMode::Full && !flags.iter().any(|&b| b) {
+                flags[0] = true;
+            }
+            FineTune {
+                mode,
+                lora: LoraSettings {
+                    rank,
+                    alpha,
+                    targets: LoraTargets::from_flags(flags),
+                },
+            }
+        })
+}
+
 fn arb_rest() -> impl Strategy<Value = (Training, ActivationOptions, Overheads, Serving)> {
     let dtypes = proptest::sample::select(ServeDtype::ALL.to_vec());
     (
-        (1u32..1_000_000, 4u32..100_000),
+        (1u32..1_000_000, 4u32..100_000, arb_finetune()),
         any::<[bool; 3]>(),
         (
             0.0f64..1e10,
@@ -366,7 +390,7 @@ fn arb_rest() -> impl Strategy<Value = (Training, ActivationOptions, Overheads, 
     )
         .prop_map(
             |(
-                (seq, gbs),
+                (seq, gbs, finetune),
                 a,
                 (ctx, nccl, bucket, z3, frag, usable),
                 (w, kv, sctx, conc, stp, spp, util, ws),
@@ -375,6 +399,7 @@ fn arb_rest() -> impl Strategy<Value = (Training, ActivationOptions, Overheads, 
                     Training {
                         seq_len: seq,
                         global_batch: gbs,
+                        finetune,
                     },
                     ActivationOptions {
                         flash_attention: a[0],

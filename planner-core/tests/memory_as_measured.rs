@@ -36,6 +36,7 @@ fn setup(
         fp32_logits: true,
         count_logits: true,
         activation_bytes: 2.0,
+        adapters: None,
     }
 }
 
@@ -144,6 +145,7 @@ fn torchtitan_t1(framework: Framework) -> Scenario {
         training: Training {
             seq_len: 8192,
             global_batch: 16,
+            finetune: Default::default(),
         },
         layout: Layout {
             dp: 8,

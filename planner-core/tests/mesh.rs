@@ -28,6 +28,7 @@ fn scenario(nodes: u32, seq_len: u32, global_batch: u32) -> Scenario {
         training: Training {
             seq_len,
             global_batch,
+            finetune: Default::default(),
         },
         layout: Layout::default(),
         activations: ActivationOptions::default(),

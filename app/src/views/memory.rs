@@ -134,7 +134,7 @@ pub fn MemoryView() -> impl IntoView {
         crate::perf::timed("memory", || {
             let s = scenario.get();
             let model = ctx.model.get()?;
-            let bars = memory::model_state(&model, &s.precision, &s.layout);
+            let bars = memory::model_state_for(&model, &s.precision, &s.layout, &s.training);
             let per_zero = ZeroStage::ALL.map(|z| {
                 let mut variant = s.clone();
                 variant.layout.zero = z;

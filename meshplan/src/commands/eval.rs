@@ -63,6 +63,17 @@ fn render_table(s: &Scenario, e: &Evaluation) -> String {
     for r in &e.rules {
         let _ = writeln!(out, "  ! {:?} {}: {}", r.severity, r.field, r.message);
     }
+    match &e.finetune {
+        Some(ft) => {
+            let _ = writeln!(out, "\nFine-tuning: {}", ft.label);
+            for t in &ft.terms {
+                let _ = writeln!(out, "  {:<34} {}", t.label, t.worked);
+            }
+        }
+        None => {
+            let _ = writeln!(out, "\nFine-tuning: full (every weight trains)");
+        }
+    }
 
     let _ = writeln!(out, "\nModel state per GPU (replicated + sharded):");
     for bar in &e.model_state {
