@@ -7,6 +7,7 @@ use planner_core::scenario::ServeDtype;
 use planner_core::serving::{self, ConcurrencyCell, Decision, ServingPlan, TABLE_PP, TABLE_TP};
 
 use crate::app::Ctx;
+use crate::views::serving_latency::ServingLatency;
 use crate::views::visibility::{near_screen, scenario_while_visible};
 
 use crate::format;
@@ -243,6 +244,7 @@ pub fn ServingView() -> impl IntoView {
                 />
             </div>
             {outputs}
+            <ServingLatency scenario=scenario />
         </section>
     }
 }
