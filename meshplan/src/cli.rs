@@ -96,8 +96,13 @@ pub enum Command {
     /// the measurement and their relative error; summaries per quantity and per source; the
     /// rank of each published mesh in the mesh search. Exits 0 whatever the accuracy.
     Validate {
-        /// Dataset JSON (default: validation/public-runs.json, built into the binary).
+        /// Dataset JSON (default: validation/public-runs.json, or with `--serving`
+        /// validation/serving-runs.json, built into the binary).
         dataset: Option<PathBuf>,
+        /// Score the serving time model against published serving measurements (TTFT, TPOT,
+        /// output tokens/s) instead of the step-time model against training runs.
+        #[arg(long, conflicts_with = "no_search")]
+        serving: bool,
         /// Print the full result as JSON.
         #[arg(long, conflicts_with = "table")]
         json: bool,

@@ -83,3 +83,79 @@ fn bad_input_exits_2_naming_the_field() {
     let out = meshplan(&["validate", "no/such/dataset.json"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn the_serving_dataset_is_scored_with_its_summaries() {
+    let text = ok(&meshplan(&["validate", "--serving"]));
+    assert!(
+        text.contains("55 published rows, 65 measurements"),
+        "{text}"
+    );
+    for group in [
+        "ttft_ms",
+        "tpot_ms",
+        "output_tokens_per_s",
+        "TRT-LLM 0.9 throughput",
+        "NIM 1.8.0 benchmarks",
+    ] {
+        assert!(text.contains(group), "{group}: {text}");
+    }
+    assert!(text.contains("Missed by more than 25%"), "{text}");
+    let table = ok(&meshplan(&["validate", "--serving", "--table"]));
+    assert!(
+        table.contains("trt09-a100-llama2-7b-tp1-bs256-128-128"),
+        "{table}"
+    );
+    assert!(table.contains("kv_dtype not stated: bf16"), "{table}");
+    let json = ok(&meshplan(&["validate", "--serving", "--json"]));
+    let v: serde_json::Value = serde_json::from_str(&json).expect("json");
+    assert_eq!(v["rows"].as_array().map(Vec::len), Some(55));
+}
+
+#[test]
+fn a_bad_serving_dataset_exits_2_naming_the_field() {
+    let path = temp_file("serving-bad", r#"[{"id": "x"}]"#);
+    let out = meshplan(&["validate", "--serving", path.to_str().expect("utf-8 path")]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("invalid dataset"), "{err}");
+}
+
+/// The README's fenced `text` block that starts with `marker`.
+fn readme_block(marker: &str) -> &'static str {
+    let readme = include_str!("../../README.md");
+    let start = readme
+        .find(&format!("```text\n{marker}"))
+        .unwrap_or_else(|| panic!("README has a block starting {marker:?}"))
+        + "```text\n".len();
+    let end = start + readme[start..].find("\n```").expect("block ends");
+    &readme[start..end]
+}
+
+#[test]
+fn the_readme_carries_the_serving_summary_as_the_command_prints_it() {
+    let printed = ok(&meshplan(&["validate", "--serving"]));
+    let summary = printed
+        .split("\nMissed by more than 25%")
+        .next()
+        .unwrap_or("")
+        .trim_end();
+    assert_eq!(
+        readme_block("meshplan validate --serving:"),
+        summary,
+        "update README.md's serving summary from `meshplan validate --serving --table`"
+    );
+}
+
+#[test]
+fn the_readme_carries_the_training_summary_as_the_command_prints_it() {
+    let printed = ok(&meshplan(&["validate", "--table"]));
+    let summary = printed
+        .find("meshplan validate:")
+        .map_or("", |i| printed[i..].trim_end());
+    assert_eq!(
+        readme_block("meshplan validate:"),
+        summary,
+        "update README.md's accuracy table from `meshplan validate --table`"
+    );
+}

@@ -112,6 +112,11 @@ pub const BUFFER_BYTES: Bounds = Bounds::closed(0.0, 1e14, "bytes");
 pub const RELATIVE_ERROR: Bounds = Bounds::closed(0.0, 1e3, "");
 /// GEMM half-efficiency dimension: 0 to 10^7 (a GEMM side is at most 2^24).
 pub const GEMM_HALF_DIM: Bounds = Bounds::closed(0.0, 1e7, "");
+/// A published serving figure (TTFT, TPOT, latency in ms; output tokens/s): from 1e-3 (a
+/// microsecond; one token in 1000 s) to 1e9 (11 days; beyond any engine), so that
+/// predicted / measured − 1 stays finite for any finite prediction.
+pub const SERVING_MEASUREMENT: Bounds = Bounds::closed(1e-3, 1e9, "ms or tokens/s");
+
 /// A fraction of a peak (GEMM efficiency, memory share): > 0, ≤ 1.
 pub const FRACTION: Bounds = Bounds::above(0.0, 1.0, "");
 

@@ -37,6 +37,7 @@ pub mod serving;
 pub mod serving_disagg;
 pub mod serving_search;
 pub mod serving_time;
+pub mod serving_validation;
 pub mod teaching;
 pub mod topology;
 pub mod validate;

@@ -30,7 +30,7 @@ use crate::cost::StepModel;
 use crate::layout::{Layout, Recompute, Schedule, ZeroStage};
 use crate::model::ModelSpec;
 use crate::scenario::Scenario;
-use crate::topology::Placement;
+use crate::topology::{GroupKind, Placement};
 
 /// Why a candidate was rejected; a bit in [`Reasons`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -263,6 +263,46 @@ impl Default for SearchSpace {
     }
 }
 
+/// A cost the model is known to price below what published runs measured. A
+/// candidate that carries one is ranked after every candidate without one (the
+/// ranking never puts first a layout whose lead rests on an underestimate), and
+/// the table says why.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PricingCaveat {
+    /// ZeRO-3 / FSDP whose parameter gathers cross nodes: every published run of that
+    /// kind in `meshplan validate` ran slower than predicted (Narayanan et al. 2021,
+    /// Table 2: GPT-3 175B and 530B with ZeRO-3 on 384–2,240 A100s, +52% to +342%;
+    /// torchtitan's 128-GPU FSDP run, +70%).
+    Zero3InterNodeGathers,
+}
+
+impl PricingCaveat {
+    /// Machine-readable key.
+    pub fn key(self) -> &'static str {
+        match self {
+            PricingCaveat::Zero3InterNodeGathers => "zero3_inter_node_gathers",
+        }
+    }
+
+    /// One line for the table.
+    pub fn message(self) -> &'static str {
+        match self {
+            PricingCaveat::Zero3InterNodeGathers => {
+                "ZeRO-3 gathers across nodes: published runs of this kind ran 1.5–4.4× slower \
+                 than this model predicts (see meshplan validate), so it is ranked after \
+                 layouts without a known underestimate"
+            }
+        }
+    }
+
+    /// The caveat of a layout at its placement, if any.
+    pub fn of(layout: &Layout, placement: &Placement) -> Option<PricingCaveat> {
+        (layout.zero == ZeroStage::Zero3 && placement.group(GroupKind::DpCp).crosses_nodes())
+            .then_some(PricingCaveat::Zero3InterNodeGathers)
+    }
+}
+
 /// One feasible candidate with its prediction.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Feasible {
@@ -282,6 +322,9 @@ pub struct Feasible {
     pub peak_memory_bytes: f64,
     /// Usable bytes minus peak bytes.
     pub headroom_bytes: f64,
+    /// A cost the model knows it underestimates for this layout (ranked last).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caveat: Option<PricingCaveat>,
 }
 
 impl Feasible {
@@ -754,6 +797,7 @@ fn search_blocks<F: Fn(&Layout) -> f64>(
                                         bubble_s: s.bubble,
                                         peak_memory_bytes: peak,
                                         headroom_bytes: usable - peak,
+                                        caveat: PricingCaveat::of(&layout, &placement),
                                     });
                                 }
                             }
@@ -792,7 +836,8 @@ fn finish(
     let gpn = cluster.gpus_per_node;
     let usable = cluster.gpu.memory_bytes * scenario.overheads.usable_fraction;
 
-    // Fastest first; among equal step times, more headroom first.
+    // Candidates without a known underestimate first; then fastest first; among
+    // equal step times, more headroom first.
     // Ties broken by the layout itself so capped and full rankings agree.
     let key = |f: &Feasible| {
         let (d, k) = (f.dims, f.knobs);
@@ -808,8 +853,8 @@ fn finish(
         )
     };
     let by_rank = |a: &Feasible, b: &Feasible| {
-        a.step_s
-            .total_cmp(&b.step_s)
+        (a.caveat.is_some().cmp(&b.caveat.is_some()))
+            .then(a.step_s.total_cmp(&b.step_s))
             .then(b.headroom_bytes.total_cmp(&a.headroom_bytes))
             .then_with(|| key(a).cmp(&key(b)))
     };

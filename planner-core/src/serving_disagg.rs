@@ -17,7 +17,9 @@ use crate::kv_cache;
 use crate::model::ModelSpec;
 use crate::scenario::Scenario;
 use crate::serving::{self, ServingError};
-use crate::serving_time::{serving_time_with, term, Bound, ServingLoad};
+use crate::serving_time::{
+    closed_loop_queue, open_loop_queue, serving_time_with, term, Bound, ServingLoad,
+};
 
 /// Largest replica count of one pool accepted.
 pub const MAX_POOL_REPLICAS: u32 = 65_536;
@@ -230,18 +232,6 @@ pub fn replica_numbers(
     ShapeModel::new(model, scenario, scenario.serving.tp, scenario.serving.pp)?.numbers(model, load)
 }
 
-/// Mean wait of an M/D/1 queue, s.
-pub fn md1_wait_s(rho: f64, service_s: f64) -> f64 {
-    // Pollaczek–Khinchine for M/D/1 (Kleinrock 1975, Vol. I §5.7): W_q = ρ·S / (2(1 − ρ)).
-    rho * service_s / (2.0 * (1.0 - rho))
-}
-
-/// The q-quantile of the M/M/1 waiting time, s (0 when ρ ≤ 1 − q).
-pub fn mm1_wait_quantile_s(rho: f64, service_s: f64, q: f64) -> f64 {
-    // M/M/1 waiting-time tail (Kleinrock 1975, Vol. I §3.2): P(W > t) = ρ·e^{−(1−ρ)t/S}.
-    (service_s * (rho / (1.0 - q)).ln() / (1.0 - rho)).max(0.0)
-}
-
 /// The KV of one prompt moved from a prefill replica to a decode replica.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct KvTransfer {
@@ -341,28 +331,42 @@ pub fn combine(
     let o = f64::from(output_tokens.max(1));
     let dr = f64::from(d.decode.replicas);
     let tpot = decode.decode_tpot_s;
-    // Little's law (Little 1961) per decode replica: λ = c / (O · TPOT); D replicas in parallel.
-    let per_replica = rate_per_decode_replica.unwrap_or(c / (o * tpot.max(f64::MIN_POSITIVE)));
-    let rate = dr * per_replica;
-    // Requests spread evenly over the P prefill replicas, one server each (Kleinrock 1975 §2):
-    // ρ = λ·S / P.
     let s = prefill.prefill_s;
-    let rho = rate * s / f64::from(d.prefill.replicas.max(1));
-    if !(rho.is_finite() && rho < 1.0) {
+    let servers = f64::from(d.prefill.replicas.max(1));
+    let queue = match rate_per_decode_replica {
+        // Open loop: requests spread evenly over the P prefill replicas, one server each
+        // (Kleinrock 1975 §2), so each sees λ/P.
+        Some(r) => {
+            let rate = dr * r;
+            let mut q = open_loop_queue(rate / servers, s).ok()?;
+            q.rate = rate;
+            q
+        }
+        // Closed loop of D·c clients: prefill on P servers, then the KV transfer and the decode
+        // pool's O − 1 steps (serving_time's closed-loop bound with P servers).
+        None => closed_loop_queue(dr * c, s, transfer_s + (o - 1.0) * tpot, servers),
+    };
+    let (rate, rho, wait) = (queue.rate, queue.rho, queue.wait_s);
+    if !(rate.is_finite() && wait.is_finite()) {
         return None;
     }
-    let wait = md1_wait_s(rho, s);
     // DistServe §3: TTFT = prefill queueing + prefill + KV transfer (the decode instance's first
     // step follows; vLLM's disaggregated proxy returns the prefill's token after the transfer).
     let base = s + transfer_s;
-    let throughput = dr * c / tpot.max(f64::MIN_POSITIVE);
+    // Output tokens per second: open loop, every decoding request emits one token per step;
+    // closed loop, requests complete at λ with O tokens each (Little 1961).
+    let throughput = if rate_per_decode_replica.is_some() {
+        dr * c / tpot.max(f64::MIN_POSITIVE)
+    } else {
+        rate * o
+    };
     Some(DisaggNumbers {
         arrival_rate_per_s: rate,
         prefill_utilisation: rho,
         queue_wait_s: wait,
         ttft_s: wait + base,
-        ttft_p90_s: mm1_wait_quantile_s(rho, s, 0.90) + base,
-        ttft_p99_s: mm1_wait_quantile_s(rho, s, 0.99) + base,
+        ttft_p90_s: queue.quantile(0.90, s) + base,
+        ttft_p99_s: queue.quantile(0.99, s) + base,
         tpot_s: tpot,
         throughput_per_s: throughput,
         throughput_per_gpu: throughput / (d.gpus().max(1) as f64),
@@ -545,10 +549,14 @@ pub fn disagg_time(
             if load.arrival_rate_per_s.is_some() {
                 "D × given rate per decode replica"
             } else {
-                "λ = D · c / (O · TPOT)"
+                "λ = min(D·c / (S + KV transfer + (O − 1)·TPOT), P / S)"
             },
-            format!("{dr} × … = {:.4} requests/s", n.arrival_rate_per_s),
-            "Little's law (Little 1961) on each decode replica",
+            format!("{:.4} requests/s", n.arrival_rate_per_s),
+            if load.arrival_rate_per_s.is_some() {
+                "an open loop: requests arrive at the given rate"
+            } else {
+                "a closed loop of D·c clients at the throughput bound of a closed network (Lazowska et al. 1984, §5.2)"
+            },
         ),
         prefill_utilisation: term(
             "disagg.prefill_utilisation",
@@ -567,9 +575,17 @@ pub fn disagg_time(
             "disagg.queue_wait",
             "Mean prefill queueing wait (s)",
             n.queue_wait_s,
-            "ρ·S / (2(1 − ρ))",
+            if load.arrival_rate_per_s.is_some() {
+                "ρ·S / (2(1 − ρ))"
+            } else {
+                "D·c / λ − (S + KV transfer + (O − 1)·TPOT)"
+            },
             ms(n.queue_wait_s),
-            "M/D/1 (Pollaczek–Khinchine, Kleinrock 1975) per prefill replica",
+            if load.arrival_rate_per_s.is_some() {
+                "M/D/1 (Pollaczek–Khinchine, Kleinrock 1975) per prefill replica"
+            } else {
+                "closed loop: requests wait only once the prefill pool is saturated (Little 1961)"
+            },
         ),
         ttft: term(
             "disagg.ttft",
@@ -589,7 +605,11 @@ pub fn disagg_time(
             "disagg.ttft_p90",
             "TTFT p90 (s)",
             n.ttft_p90_s,
-            "S·ln(ρ/0.1)/(1 − ρ) + S + KV transfer",
+            if load.arrival_rate_per_s.is_some() {
+                "S·ln(ρ/0.1)/(1 − ρ) + S + KV transfer"
+            } else {
+                "W + S + KV transfer (a deterministic closed cycle: the tail equals the mean)"
+            },
             format!("{} + {} = {}", ms(n.ttft_p90_s - base), ms(base), ms(n.ttft_p90_s)),
             "exponential tail of the M/M/1 waiting time (Kleinrock 1975): conservative next to M/D/1",
         ),
@@ -597,7 +617,11 @@ pub fn disagg_time(
             "disagg.ttft_p99",
             "TTFT p99 (s)",
             n.ttft_p99_s,
-            "S·ln(ρ/0.01)/(1 − ρ) + S + KV transfer",
+            if load.arrival_rate_per_s.is_some() {
+                "S·ln(ρ/0.01)/(1 − ρ) + S + KV transfer"
+            } else {
+                "W + S + KV transfer (a deterministic closed cycle: the tail equals the mean)"
+            },
             format!("{} + {} = {}", ms(n.ttft_p99_s - base), ms(base), ms(n.ttft_p99_s)),
             "exponential tail of the M/M/1 waiting time (Kleinrock 1975): conservative next to M/D/1",
         ),

@@ -15,10 +15,9 @@ use crate::model::ModelSpec;
 use crate::scenario::Scenario;
 use crate::serving::{self, ServingError};
 use crate::serving_disagg::{
-    combine, kv_transfer, md1_wait_s, mm1_wait_quantile_s, DisaggDeployment, DisaggNumbers,
-    PoolShape, ReplicaNumbers, ShapeModel,
+    combine, kv_transfer, DisaggDeployment, DisaggNumbers, PoolShape, ReplicaNumbers, ShapeModel,
 };
-use crate::serving_time::{Bound, ServingLoad};
+use crate::serving_time::{closed_loop_queue, Bound, Queue, ServingLoad};
 
 /// Largest latency bound accepted, s (an hour: beyond any interactive target).
 pub const MAX_TARGET_S: f64 = 3600.0;
@@ -511,32 +510,32 @@ fn judge(e: &Eval, target: &ServeTarget) -> (Vec<ServeRejectReason>, String) {
     (reasons, detail.join("; "))
 }
 
-fn ttft_at(p: Percentile, rho: f64, service_s: f64) -> f64 {
+fn ttft_at(p: Percentile, q: &Queue, service_s: f64) -> f64 {
     match p.quantile() {
-        None => md1_wait_s(rho, service_s),
-        Some(q) => mm1_wait_quantile_s(rho, service_s, q),
+        None => q.wait_s,
+        Some(x) => q.quantile(x, service_s),
     }
 }
 
-/// Aggregated replica at one ladder step: the M/D/1 prefill queue and M/M/1 tail of
-/// `serving_time`, at the rate the concurrency sustains (Little's law).
+/// Aggregated replica at one ladder step: the closed-loop prefill queue of `serving_time`
+/// (the search's concurrency is a closed loop of that many clients).
 fn eval_aggregated(n: &ReplicaNumbers, output_tokens: u32, p: Percentile) -> Option<Eval> {
     let c = f64::from(n.concurrency);
     let o = f64::from(output_tokens.max(1));
-    let rate = c / (o * n.tpot_s.max(f64::MIN_POSITIVE));
-    let rho = rate * n.prefill_s;
-    if !(rho.is_finite() && rho < 1.0) {
+    let q = closed_loop_queue(c, n.prefill_s, (o - 1.0) * n.tpot_s, 1.0);
+    if !(q.rate.is_finite() && q.wait_s.is_finite()) {
         return None;
     }
     let g = f64::from(n.tp) * f64::from(n.pp);
-    let throughput = c / n.tpot_s.max(f64::MIN_POSITIVE);
+    // As serving_time: a closed loop's requests complete at λ, O tokens each.
+    let throughput = q.rate * o;
     Some(Eval {
-        ttft_target_s: ttft_at(p, rho, n.prefill_s) + n.prefill_s,
-        ttft_mean_s: md1_wait_s(rho, n.prefill_s) + n.prefill_s,
+        ttft_target_s: ttft_at(p, &q, n.prefill_s) + n.prefill_s,
+        ttft_mean_s: q.wait_s + n.prefill_s,
         tpot_s: n.tpot_s,
         throughput_per_s: throughput,
         throughput_per_gpu: throughput / g,
-        rho,
+        rho: q.rho,
     })
 }
 

@@ -806,13 +806,19 @@ pub fn serving_time_with(
         ),
         "continuous batching (Yu et al. 2022, Orca): every running request advances one token per step; with PP, pp micro-batches in flight and the slowest stage paces them",
     );
-    // Continuous batching (Orca, Yu et al. 2022): c tokens per step; Little's law (Little 1961):
-    // λ = c / (time in system) = c / (O · TPOT).
-    let throughput_s = cf / tpot_s;
-    let sustained_rate = cf / (o * tpot_s);
-    let (rate, rate_field) = match load.arrival_rate_per_s {
-        Some(r) => (r, "load.arrival_rate_per_s"),
-        None => (sustained_rate, "load.concurrency"),
+    let service = prefill_s;
+    let queue = match load.arrival_rate_per_s {
+        Some(rate) => open_loop_queue(rate, service)?,
+        None => closed_loop_queue(cf, service, (o - 1.0) * tpot_s, 1.0),
+    };
+    let (rate, rho, wait_s) = (queue.rate, queue.rho, queue.wait_s);
+    // Output tokens per second: every request emits O tokens, requests complete at λ (Little
+    // 1961); in the closed loop λ is the throughput bound above, open loop keeps c / TPOT
+    // (every running request emits one token per step, Orca, Yu et al. 2022).
+    let throughput_s = if load.arrival_rate_per_s.is_some() {
+        cf / tpot_s
+    } else {
+        rate * o
     };
     let arrival_rate = term(
         "serve.arrival_rate",
@@ -821,24 +827,15 @@ pub fn serving_time_with(
         if load.arrival_rate_per_s.is_some() {
             "given"
         } else {
-            "λ = c / (O · TPOT)"
+            "λ = min(c / (S + (O − 1)·TPOT), 1 / S)"
         },
         format!("{rate:.4} requests/s"),
-        "Little's law (Little 1961): c requests in the system, each O·TPOT long",
+        if load.arrival_rate_per_s.is_some() {
+            "an open loop: requests arrive at the given rate whatever the replica does"
+        } else {
+            "a closed loop of c clients (each sends its next request when its last one ends): the throughput bounds of a closed network (Lazowska et al. 1984, §5.2), reached with deterministic service"
+        },
     );
-    // Utilisation of a single server (Kleinrock 1975, Vol. I §2): ρ = λ · S.
-    let service = prefill_s;
-    let rho = rate * service;
-    if rho.is_nan() || rho >= 1.0 {
-        return Err(err(
-            rate_field,
-            format!(
-                "prefill utilisation ρ = λ·S = {rate:.4} × {} = {rho:.3} ≥ 1: the prefill queue grows without bound (at most {:.4} requests/s)",
-                secs(service),
-                1.0 / service.max(f64::MIN_POSITIVE)
-            ),
-        ));
-    }
     let utilisation = term(
         "serve.utilisation",
         "Prefill utilisation ρ (fraction)",
@@ -847,24 +844,14 @@ pub fn serving_time_with(
         format!("{rate:.4} × {} = {rho:.4}", secs(service)),
         "one prefill server per replica, deterministic service time S = prefill time",
     );
-    // Pollaczek–Khinchine for M/D/1 (Kleinrock 1975, Vol. I §5.7): W_q = ρ·S / (2(1 − ρ)).
-    let wait_s = rho * service / (2.0 * (1.0 - rho));
     let queue_wait = term(
         "serve.queue_wait",
         "Mean queueing wait (s)",
         wait_s,
-        "ρ·S / (2(1 − ρ))",
-        format!(
-            "{rho:.4} × {} / (2 × {:.4}) = {}",
-            secs(service),
-            1.0 - rho,
-            secs(wait_s)
-        ),
-        "M/D/1 (Pollaczek–Khinchine, Kleinrock 1975): Poisson arrivals, deterministic prefill",
+        queue.formula,
+        queue.worked(service),
+        queue.assumption,
     );
-    // M/M/1 waiting-time tail (Kleinrock 1975, Vol. I §3.2): P(W > t) = ρ·e^{−(1−ρ)t/S},
-    // so the q-quantile is S·ln(ρ/(1 − q))/(1 − ρ) when ρ > 1 − q, else 0.
-    let tail = |q: f64| (service * (rho / (1.0 - q)).ln() / (1.0 - rho)).max(0.0);
     let ttft_s = wait_s + service;
     let ttft = term(
         "serve.ttft",
@@ -872,17 +859,17 @@ pub fn serving_time_with(
         ttft_s,
         "W_q + S_prefill",
         format!("{} + {} = {}", secs(wait_s), secs(service), secs(ttft_s)),
-        "queueing (M/D/1) then the request's own prefill, which yields its first token",
+        "queueing, then the request's own prefill, which yields its first token",
     );
     let pct = |q: f64, key: &str, label: &str| {
-        let w = tail(q);
+        let w = queue.quantile(q, service);
         term(
             key,
             label,
             w + service,
-            "S·ln(ρ/(1 − q))/(1 − ρ) + S",
+            queue.tail_formula,
             format!("{} + {} = {}", secs(w), secs(service), secs(w + service)),
-            "exponential tail of the M/M/1 waiting time (Kleinrock 1975): conservative next to M/D/1",
+            queue.tail_assumption,
         )
     };
     let ttft_p90 = pct(0.90, "serve.ttft_p90", "TTFT p90 (s)");
@@ -891,15 +878,23 @@ pub fn serving_time_with(
         "serve.throughput_replica",
         "Output tokens/s per replica",
         throughput_s,
-        "c / TPOT",
-        format!("{c} / {} = {throughput_s:.1}", secs(tpot_s)),
-        "every running request emits one token per step",
+        if load.arrival_rate_per_s.is_some() {
+            "c / TPOT"
+        } else {
+            "λ · O"
+        },
+        if load.arrival_rate_per_s.is_some() {
+            format!("{c} / {} = {throughput_s:.1}", secs(tpot_s))
+        } else {
+            format!("{rate:.4} × {} = {throughput_s:.1}", load.output_tokens)
+        },
+        "every running request emits one token per step; a closed loop's requests complete at λ",
     );
     let throughput_per_gpu = term(
         "serve.throughput_gpu",
         "Output tokens/s per GPU",
         throughput_s / gpus as f64,
-        "c / TPOT / (tp · pp)",
+        "output tokens/s per replica / (tp · pp)",
         format!(
             "{throughput_s:.1} / {gpus} = {:.1}",
             throughput_s / gpus as f64
@@ -950,6 +945,102 @@ pub fn serving_time_with(
         fits_kv: needed <= capacity,
         kv_capacity_tokens,
     })
+}
+
+/// The prefill queue a request waits in before its first token: one definition for the
+/// replica's explained numbers, the deployment search and disaggregated pools.
+#[derive(Clone, Copy, Debug)]
+pub struct Queue {
+    /// Requests per second entering the replica.
+    pub rate: f64,
+    /// Prefill-server utilisation λ·S (per server).
+    pub rho: f64,
+    /// Mean wait before the request's prefill starts, s.
+    pub wait_s: f64,
+    /// Open loop (Poisson arrivals) or closed loop (deterministic cycle).
+    pub open: bool,
+    formula: &'static str,
+    assumption: &'static str,
+    tail_formula: &'static str,
+    tail_assumption: &'static str,
+}
+
+impl Queue {
+    fn worked(&self, service: f64) -> String {
+        if self.open {
+            format!(
+                "{:.4} × {} / (2 × {:.4}) = {}",
+                self.rho,
+                secs(service),
+                1.0 - self.rho,
+                secs(self.wait_s)
+            )
+        } else {
+            format!("c / λ − (S + (O − 1)·TPOT) = {}", secs(self.wait_s))
+        }
+    }
+
+    /// The q-quantile of the wait, s.
+    pub fn quantile(&self, q: f64, service: f64) -> f64 {
+        if !self.open {
+            return self.wait_s;
+        }
+        // M/M/1 waiting-time tail (Kleinrock 1975, Vol. I §3.2): P(W > t) = ρ·e^{−(1−ρ)t/S},
+        // so the q-quantile is S·ln(ρ/(1 − q))/(1 − ρ) when ρ > 1 − q, else 0.
+        (service * (self.rho / (1.0 - q)).ln() / (1.0 - self.rho)).max(0.0)
+    }
+}
+
+/// Poisson arrivals at `rate` into one deterministic prefill server of time `service`;
+/// refused (naming `load.arrival_rate_per_s`) when ρ ≥ 1.
+pub fn open_loop_queue(rate: f64, service: f64) -> Result<Queue, ServingError> {
+    // Utilisation of a single server (Kleinrock 1975, Vol. I §2): ρ = λ · S.
+    let rho = rate * service;
+    if rho.is_nan() || rho >= 1.0 {
+        return Err(err(
+            "load.arrival_rate_per_s",
+            format!(
+                "prefill utilisation ρ = λ·S = {rate:.4} × {} = {rho:.3} ≥ 1: the prefill queue grows without bound (at most {:.4} requests/s)",
+                secs(service),
+                1.0 / service.max(f64::MIN_POSITIVE)
+            ),
+        ));
+    }
+    // Pollaczek–Khinchine for M/D/1 (Kleinrock 1975, Vol. I §5.7): W_q = ρ·S / (2(1 − ρ)).
+    Ok(Queue {
+        rate,
+        rho,
+        wait_s: rho * service / (2.0 * (1.0 - rho)),
+        open: true,
+        formula: "ρ·S / (2(1 − ρ))",
+        assumption: "M/D/1 (Pollaczek–Khinchine, Kleinrock 1975): Poisson arrivals, deterministic prefill",
+        tail_formula: "S·ln(ρ/(1 − q))/(1 − ρ) + S",
+        tail_assumption: "exponential tail of the M/M/1 waiting time (Kleinrock 1975): conservative next to M/D/1",
+    })
+}
+
+/// `clients` requests in a closed loop: each spends `service` in one of `servers` prefill
+/// servers and `decode_s` after it (decoding, a KV transfer: delay stations that serve every
+/// request at once), then returns.
+pub fn closed_loop_queue(clients: f64, service: f64, decode_s: f64, servers: f64) -> Queue {
+    // Asymptotic bounds of a closed network (Lazowska et al. 1984, Quantitative System
+    // Performance §5.2): X(N) = min(N / (D + Z), 1 / D_max) with D = S (prefill, the only
+    // queueing station; D_max = S / servers when requests spread over `servers` of them) and
+    // Z = the rest of the cycle; deterministic service reaches the bound.
+    let cycle = service + decode_s;
+    let rate = (clients / cycle).min(servers.max(1.0) / service.max(f64::MIN_POSITIVE));
+    // Little's law (Little 1961): N = X · (W + D + Z), so W = N / X − (D + Z).
+    let wait_s = (clients / rate - cycle).max(0.0);
+    Queue {
+        rate,
+        rho: (rate * service / servers.max(1.0)).min(1.0),
+        wait_s,
+        open: false,
+        formula: "c / λ − (S + (O − 1)·TPOT)",
+        assumption: "closed loop at its throughput bound (Lazowska et al. 1984, §5.2): requests wait only once the prefill server is saturated",
+        tail_formula: "W + S (deterministic cycle: every request waits the same)",
+        tail_assumption: "a closed loop with deterministic service settles into a fixed cycle, so the tail equals the mean",
+    }
 }
 
 fn comm_assumption(comm: &CommModel, tp: u32, ep: bool) -> String {

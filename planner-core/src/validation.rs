@@ -203,6 +203,27 @@ pub struct PublishedRun {
 /// Reads the dataset: a JSON array of [`PublishedRun`]. A type error, an unknown field
 /// or an implausible value is refused with a message naming its JSON path (`[12].value`).
 pub fn parse_runs(json: &str) -> Result<Vec<PublishedRun>, FieldError> {
+    parse_checked_rows(json, check_run, |r: &PublishedRun| r.id.as_str())
+}
+
+/// [`parse_rows`], then `check` on each row and [`check_unique_id`] on its `id`.
+pub fn parse_checked_rows<T: serde::de::DeserializeOwned>(
+    json: &str,
+    check: impl Fn(usize, &T) -> Result<(), FieldError>,
+    id: impl Fn(&T) -> &str,
+) -> Result<Vec<T>, FieldError> {
+    let rows: Vec<T> = parse_rows(json)?;
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    for (i, r) in rows.iter().enumerate() {
+        check(i, r)?;
+        check_unique_id(&mut seen, i, id(r))?;
+    }
+    Ok(rows)
+}
+
+/// A dataset's JSON array of rows, at most [`MAX_DATASET_BYTES`]; a type error or an unknown
+/// field is refused with a message naming its JSON path (`[12].value`).
+pub fn parse_rows<T: serde::de::DeserializeOwned>(json: &str) -> Result<Vec<T>, FieldError> {
     if json.len() > MAX_DATASET_BYTES {
         return Err(FieldError::new(
             "dataset",
@@ -210,7 +231,7 @@ pub fn parse_runs(json: &str) -> Result<Vec<PublishedRun>, FieldError> {
         ));
     }
     let mut de = serde_json::Deserializer::from_str(json);
-    let runs: Vec<PublishedRun> = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+    let rows: Vec<T> = serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();
         let field = if path.is_empty() || path == "." {
             "dataset".to_string()
@@ -221,49 +242,63 @@ pub fn parse_runs(json: &str) -> Result<Vec<PublishedRun>, FieldError> {
     })?;
     de.end()
         .map_err(|e| FieldError::new("dataset", e.to_string()))?;
-    let mut seen: HashMap<&str, usize> = HashMap::new();
-    for (i, r) in runs.iter().enumerate() {
-        check_run(i, r)?;
-        if let Some(first) = seen.insert(r.id.as_str(), i) {
-            return Err(FieldError::new(
-                &format!("[{i}].id"),
-                format!("'{}' repeats the id of row [{first}]", r.id),
-            ));
-        }
-    }
-    Ok(runs)
+    Ok(rows)
 }
 
-fn check_run(i: usize, r: &PublishedRun) -> Result<(), FieldError> {
-    let field = |name: &str| format!("[{i}].{name}");
-    for (name, text) in [
-        ("id", &r.id),
-        ("source", &r.source),
-        ("section", &r.section),
-        ("model_name", &r.model_name),
-        ("gpu_type", &r.gpu_type),
-    ] {
+/// Refuses a row id seen before (`[i].id`); `seen` maps ids to their first row.
+pub fn check_unique_id<'a>(
+    seen: &mut HashMap<&'a str, usize>,
+    i: usize,
+    id: &'a str,
+) -> Result<(), FieldError> {
+    if id.is_empty() {
+        return Err(FieldError::new(&format!("[{i}].id"), "is empty"));
+    }
+    match seen.insert(id, i) {
+        Some(first) => Err(FieldError::new(
+            &format!("[{i}].id"),
+            format!("'{id}' repeats the id of row [{first}]"),
+        )),
+        None => Ok(()),
+    }
+}
+
+/// Row `i`'s names pass [`crate::free_text::text_problem`] and its notes hold printable
+/// characters only (they may run longer than a name); the error names `[i].field`.
+pub fn check_row_text(i: usize, names: &[(&str, &str)], notes: &str) -> Result<(), FieldError> {
+    for (name, text) in names {
         if let Some(problem) = crate::free_text::text_problem(text) {
-            return Err(FieldError::new(&field(name), problem));
+            return Err(FieldError::new(&format!("[{i}].{name}"), problem));
         }
     }
-    // Notes may run longer than a name, but stay printable.
-    if let Some(c) = r
-        .notes
+    if let Some(c) = notes
         .chars()
         .find(|c| crate::free_text::is_forbidden_char(*c))
     {
         return Err(FieldError::new(
-            &field("notes"),
+            &format!("[{i}].notes"),
             format!(
                 "holds the non-printable character U+{:04X}; only printable characters are allowed",
                 u32::from(c)
             ),
         ));
     }
-    if r.id.is_empty() {
-        return Err(FieldError::new(&field("id"), "is empty"));
-    }
+    Ok(())
+}
+
+fn check_run(i: usize, r: &PublishedRun) -> Result<(), FieldError> {
+    let field = |name: &str| format!("[{i}].{name}");
+    check_row_text(
+        i,
+        &[
+            ("id", &r.id),
+            ("source", &r.source),
+            ("section", &r.section),
+            ("model_name", &r.model_name),
+            ("gpu_type", &r.gpu_type),
+        ],
+        &r.notes,
+    )?;
     if !(r.value.is_finite() && r.value > 0.0) {
         return Err(FieldError::new(
             &field("value"),
@@ -469,6 +504,25 @@ fn config_table(key: &str) -> Option<(ModelSpec, &'static str)> {
         _ => return None,
     };
     Some(entry)
+}
+
+/// The model of a preset or config-table key: its choice for a scenario, its shapes and
+/// where they come from (`preset llama-3.1-8b`, `llama-2-7b from meta-llama/... config.json`).
+pub fn model_for_key(key: &str) -> Option<(ModelChoice, ModelSpec, String)> {
+    match model_preset(key) {
+        Some(spec) => Some((
+            ModelChoice::Preset(key.to_string()),
+            spec,
+            format!("preset {key}"),
+        )),
+        None => config_table(key).map(|(spec, cite)| {
+            (
+                ModelChoice::Custom(spec.clone()),
+                spec,
+                format!("{key} from {cite}"),
+            )
+        }),
+    }
 }
 
 /// Dataset model names that are known public models, and the preset or config-table key of each.

@@ -1,6 +1,6 @@
 //! Fuzz targets, one per parser and entry point: share links (strict and lenient),
 //! scenario files → validate → evaluate → exports, the mesh search, reports →
-//! calibrate, nccl-tests text and JSON, Hugging Face configs.
+//! calibrate, nccl-tests text and JSON, Hugging Face configs, the serving validation dataset.
 //!
 //! A proptest harness rather than `cargo fuzz`: it runs on stable Rust inside
 //! `cargo test` (so `cargo xtask test` runs every target briefly on every change),
@@ -689,4 +689,39 @@ fn fuzz_hf_config() {
             assert_finite("evaluation", &e);
         }
     });
+}
+
+// ---- the serving validation dataset ----
+
+#[test]
+fn fuzz_serving_dataset() {
+    use planner_core::serving_validation::{
+        parse_serving_runs, validate_serving_runs, SERVING_RUNS_JSON,
+    };
+    let rows: Vec<Value> = serde_json::from_str(SERVING_RUNS_JSON).expect("dataset");
+    // A static batch, a maximum-load row and a concurrency row with TTFT, TPOT and throughput.
+    let seeds: Vec<Value> = [
+        "trt09-a100-llama2-7b-tp1-bs256-128-128",
+        "trt10-h100-llama33-70b-tp2-1000-1000",
+        "nim180-llama33-70b-h100-tp2-5000-500-c5",
+    ]
+    .iter()
+    .map(|id| {
+        let row = rows.iter().find(|r| r["id"] == *id).expect("seed row");
+        Value::Array(vec![row.clone()])
+    })
+    .collect();
+    fuzz(
+        "serving dataset",
+        mutated_json(seeds),
+        |text| match parse_serving_runs(&text) {
+            Err(e) => assert!(!e.field.is_empty(), "a refusal names its field"),
+            Ok(runs) => {
+                evaluated();
+                let report = validate_serving_runs(&runs);
+                assert_eq!(report.rows.len(), runs.len());
+                assert_finite("serving validation", &report);
+            }
+        },
+    );
 }

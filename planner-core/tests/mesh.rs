@@ -174,8 +174,16 @@ fn every_candidate_is_either_ranked_or_rejected() {
     let rejected: u64 = r.rejected.iter().map(|b| b.candidates).sum();
     assert_eq!(r.feasible_count, r.feasible.len() as u64);
     assert_eq!(r.candidates, r.feasible_count + rejected);
+    // Ranked by step time within each class: candidates without a pricing caveat first.
     for w in r.feasible.windows(2) {
-        assert!(w[0].step_s <= w[1].step_s);
+        let (a, b) = (w[0].caveat.is_some(), w[1].caveat.is_some());
+        assert!(
+            a <= b,
+            "a caveated candidate ranked before an uncaveated one"
+        );
+        if a == b {
+            assert!(w[0].step_s <= w[1].step_s);
+        }
     }
     for b in &r.rejected {
         assert!(!b.reasons.is_empty());
@@ -326,4 +334,32 @@ fn reasons_have_messages_and_keys() {
         RejectReason::TpExceedsNode.message(),
         "TP larger than a node"
     );
+}
+
+/// A ZeRO-3 layout whose DP group spans nodes carries the caveat and ranks after every
+/// layout without one, however fast the model prices it; inside one node it carries none.
+#[test]
+fn zero3_across_nodes_is_ranked_after_layouts_without_a_caveat() {
+    use planner_core::mesh::PricingCaveat;
+    use planner_core::topology::{GroupKind, Placement, RankOrder};
+    // Llama 3.1 70B on 8 nodes × 8 GPUs: ZeRO-3 fits at many DP degrees.
+    let (_, _, r) = run(8, 4096, 256, usize::MAX);
+    let mut caveated = 0;
+    for f in &r.feasible {
+        let layout = f.layout();
+        let across = Placement::of(&layout, 8, RankOrder::default())
+            .group(GroupKind::DpCp)
+            .crosses_nodes();
+        let want = (f.knobs.zero == ZeroStage::Zero3 && across)
+            .then_some(PricingCaveat::Zero3InterNodeGathers);
+        assert_eq!(f.caveat, want, "{:?}", f.dims);
+        caveated += usize::from(want.is_some());
+    }
+    assert!(caveated > 0, "the case has ZeRO-3 candidates across nodes");
+    let first = r
+        .feasible
+        .iter()
+        .position(|f| f.caveat.is_some())
+        .unwrap_or(r.feasible.len());
+    assert!(r.feasible[first..].iter().all(|f| f.caveat.is_some()));
 }

@@ -4,14 +4,12 @@
 use planner_core::hardware::{gpu_preset, Cluster};
 use planner_core::presets::{article_mesh_scenario, model_preset};
 use planner_core::scenario::{ModelChoice, Scenario};
-use planner_core::serving_disagg::{
-    disagg_time, md1_wait_s, mm1_wait_quantile_s, DisaggDeployment, PoolShape,
-};
+use planner_core::serving_disagg::{disagg_time, DisaggDeployment, PoolShape};
 use planner_core::serving_search::{
     concurrency_ladder, mark_pareto, serve_search, Percentile, Pools, ServeRejectReason,
     ServeSearchSpace, ServeTarget, TradeoffPoint,
 };
-use planner_core::serving_time::{serving_time, ServingLoad};
+use planner_core::serving_time::{closed_loop_queue, open_loop_queue, serving_time, ServingLoad};
 
 fn scenario(model: &str, nodes: u32) -> Scenario {
     let mut s = article_mesh_scenario();
@@ -40,15 +38,21 @@ fn close(a: f64, b: f64, rel: f64) -> bool {
 #[test]
 fn queue_formulas_are_the_closed_forms() {
     // M/D/1 at ρ = 0.5, S = 1 s: W = 0.5 × 1 / (2 × 0.5) = 0.5 s.
-    assert!(close(md1_wait_s(0.5, 1.0), 0.5, 1e-12));
+    let q = open_loop_queue(0.5, 1.0).expect("ρ < 1");
+    assert!(close(q.wait_s, 0.5, 1e-12));
     // M/M/1 p99 at ρ = 0.5, S = 1 s: ln(0.5 / 0.01) / 0.5 = 2·ln 50 = 7.824 s.
-    assert!(close(
-        mm1_wait_quantile_s(0.5, 1.0, 0.99),
-        2.0 * 50f64.ln(),
-        1e-12
-    ));
+    assert!(close(q.quantile(0.99, 1.0), 2.0 * 50f64.ln(), 1e-12));
     // ρ = 0.05 ≤ 1 − 0.9: fewer than 10% of requests wait at all, so p90 wait is 0.
-    assert_eq!(mm1_wait_quantile_s(0.05, 1.0, 0.90), 0.0);
+    let q = open_loop_queue(0.05, 1.0).expect("ρ < 1");
+    assert_eq!(q.quantile(0.90, 1.0), 0.0);
+    // Closed loop, 10 clients, S = 1 s, 4 s after prefill, 2 servers: X = min(10/5, 2/1) = 2/s,
+    // W = 10/2 − 5 = 0; with 20 clients X stays 2/s and W = 20/2 − 5 = 5 s, p99 = mean.
+    let q = closed_loop_queue(10.0, 1.0, 4.0, 2.0);
+    assert!(close(q.rate, 2.0, 1e-12) && q.wait_s.abs() < 1e-12);
+    let q = closed_loop_queue(20.0, 1.0, 4.0, 2.0);
+    assert!(close(q.rate, 2.0, 1e-12) && close(q.wait_s, 5.0, 1e-12));
+    assert_eq!(q.quantile(0.99, 1.0), q.wait_s);
+    assert_eq!(q.rho, 1.0);
 }
 
 #[test]
@@ -109,18 +113,24 @@ fn decode_pool_tpot_has_no_prefill_interference() {
         1e-12
     ));
     assert!(a.interference.bytes > 0.0 && t.tpot.bytes < a.tpot.bytes);
-    // Throughput: 2 decode replicas × 32 / TPOT over 32 GPUs.
+    // A closed loop of 2 × 32 clients below prefill saturation: λ = 64 / (S + KV transfer +
+    // 255 · TPOT), no wait, and throughput = λ · 256 tokens over 32 GPUs.
+    let cycle = t.prefill_time.bytes + t.kv_transfer_time.bytes + 255.0 * t.tpot.bytes;
+    assert!(
+        64.0 / cycle < 2.0 / t.prefill_time.bytes,
+        "below saturation"
+    );
+    assert!(close(t.arrival_rate.bytes, 64.0 / cycle, 1e-12));
+    assert_eq!(t.queue_wait.bytes, 0.0);
     assert!(close(
         t.throughput_per_gpu.bytes,
-        2.0 * 32.0 / t.tpot.bytes / 32.0,
+        t.arrival_rate.bytes * 256.0 / 32.0,
         1e-12
     ));
-    // Rate 2 × 32 / (256 · TPOT) over two prefill replicas: ρ = λ·S / 2.
-    let rate = 2.0 * 32.0 / (256.0 * t.tpot.bytes);
-    assert!(close(t.arrival_rate.bytes, rate, 1e-12));
+    // Over two prefill replicas: ρ = λ·S / 2.
     assert!(close(
         t.prefill_utilisation.bytes,
-        rate * t.prefill_time.bytes / 2.0,
+        t.arrival_rate.bytes * t.prefill_time.bytes / 2.0,
         1e-12
     ));
     // TP 8 each side: every GPU sends 1/8 of the 8 KV heads' bytes = one head's.
@@ -158,19 +168,25 @@ fn disaggregated_deployment_input_is_checked_by_field() {
         decode: pool(8, 1, 1),
     });
     assert_eq!(e.field, "deployment");
-    // One prefill GPU behind seven decode GPUs of 256 requests each cannot keep up with 8K prompts.
-    let e = disagg_time(
-        &model,
-        &s,
-        &DisaggDeployment {
-            prefill: pool(1, 1, 1),
-            decode: pool(1, 1, 7),
-        },
-        &load(8192, 16, 256),
-    )
-    .map(|_| ())
-    .unwrap_err();
-    assert_eq!(e.field, "deployment.prefill.replicas");
+    // One prefill GPU behind seven decode GPUs of 256 clients each cannot keep up with 8K
+    // prompts: the closed loop runs at the prefill bound λ = 1/S and every request waits
+    // 7·256/λ − cycle; an open loop at twice that rate is refused.
+    let d = DisaggDeployment {
+        prefill: pool(1, 1, 1),
+        decode: pool(1, 1, 7),
+    };
+    let t = disagg_time(&model, &s, &d, &load(8192, 16, 256)).expect("closed loop");
+    let sv = t.prefill_time.bytes;
+    assert_eq!(t.prefill_utilisation.bytes, 1.0);
+    assert!(close(t.arrival_rate.bytes, 1.0 / sv, 1e-12));
+    let cycle = sv + t.kv_transfer_time.bytes + 15.0 * t.tpot.bytes;
+    assert!(close(t.queue_wait.bytes, 1792.0 * sv - cycle, 1e-9));
+    let open = ServingLoad {
+        arrival_rate_per_s: Some(2.0 / sv / 7.0),
+        ..load(8192, 16, 256)
+    };
+    let e = disagg_time(&model, &s, &d, &open).map(|_| ()).unwrap_err();
+    assert_eq!(e.field, "load.arrival_rate_per_s");
 }
 
 #[test]

@@ -353,3 +353,39 @@ proptest! {
         }
     }
 }
+
+/// A closed loop of c clients (`arrival_rate_per_s: None`) sits at the throughput bound of
+/// a closed network, X = min(c / (S + (O − 1)·TPOT), 1 / S) (Lazowska et al. 1984, §5.2):
+/// one client never queues; once c clients saturate the prefill server, the wait is what
+/// Little's law leaves, c/X − (S + (O − 1)·TPOT), and the tail equals the mean.
+#[test]
+fn a_closed_loop_waits_only_once_prefill_is_saturated() {
+    let s = scenario("llama-3.1-70b", 1, 8, 1);
+    // One client: no wait, TTFT = its own prefill, throughput = O / (S + (O − 1)·TPOT).
+    let one = serving_time(&s, &load(4096, 256, 1)).expect("valid");
+    let (sv, tpot) = (one.prefill.time.bytes, one.tpot.bytes);
+    assert_eq!(one.queue_wait.bytes, 0.0);
+    assert_eq!(one.ttft.bytes, sv);
+    assert_eq!(one.ttft_p99.bytes, sv);
+    let x = 1.0 / (sv + 255.0 * tpot);
+    assert!((one.arrival_rate.bytes - x).abs() <= 1e-12 * x);
+    let per_replica = one.throughput_per_replica.bytes;
+    assert!((per_replica - 256.0 * x).abs() <= 1e-9 * per_replica);
+    assert!(one.utilisation.bytes < 1.0);
+
+    // Short outputs and long prompts with many clients: the prefill server is the bottleneck,
+    // X = 1/S, ρ = 1, and each request waits c·S − (S + (O − 1)·TPOT).
+    let l = load(16384, 2, 64);
+    let t = serving_time(&s, &l).expect("a closed loop is never refused for load");
+    let (sv, tpot) = (t.prefill.time.bytes, t.tpot.bytes);
+    assert!(64.0 / (sv + tpot) > 1.0 / sv, "the case saturates prefill");
+    assert_eq!(t.utilisation.bytes, 1.0);
+    let want = 64.0 * sv - (sv + tpot);
+    assert!(
+        (t.queue_wait.bytes - want).abs() <= 1e-9 * want,
+        "{} vs {want}",
+        t.queue_wait.bytes
+    );
+    assert_eq!(t.ttft_p90.bytes, t.ttft.bytes);
+    assert!(all_finite(&t));
+}

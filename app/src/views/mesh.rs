@@ -394,7 +394,7 @@ pub fn MeshView() -> impl IntoView {
                         let n = rows.with(|r| r.len());
                         let kept = state.result.with(|r| match r { Some(Ok(r)) => r.feasible.len(), _ => 0 });
                         format!(
-                            "{} of the {} best candidates match the filter{}; rank = position by step time.",
+                            "{} of the {} best candidates match the filter{}; rank = position by step time, after every candidate without a † (a cost the model is known to underestimate: hover the rank).",
                             format::thousands(n as u64),
                             format::thousands(kept as u64),
                             if n > shown.get() { format!(" (first {} shown)", shown.get()) } else { String::new() },
@@ -458,7 +458,13 @@ pub fn MeshView() -> impl IntoView {
                                                             }
                                                         }
                                                     >
-                                                        <td>{rank + 1}</td>
+                                                        <td
+                                                            data-caveat=f.caveat.map_or("", |c| c.key())
+                                                            title=f.caveat.map_or(String::new(), |c| c.message().to_string())
+                                                        >
+                                                            {rank + 1}
+                                                            {f.caveat.map(|_| " †")}
+                                                        </td>
                                                         <td>{d.dp}</td>
                                                         <td>{d.tp}</td>
                                                         <td>{d.pp}</td>

@@ -8,6 +8,7 @@ mod search;
 pub mod serve;
 pub mod serve_search;
 mod validate;
+mod validate_serving;
 
 use crate::cli::Command;
 use crate::error::CliError;
@@ -54,9 +55,17 @@ pub fn run(command: Command) -> Result<String, CliError> {
         }),
         Command::Validate {
             dataset,
+            serving: true,
+            json,
+            table,
+            ..
+        } => validate_serving::run(dataset.as_deref(), json, table),
+        Command::Validate {
+            dataset,
             json,
             table,
             no_search,
+            ..
         } => validate::run(&validate::Args {
             dataset: dataset.as_deref(),
             json,

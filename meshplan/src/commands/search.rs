@@ -97,7 +97,7 @@ fn table(model: &str, sc: &planner_core::scenario::Scenario, r: &SearchResult) -
     }
     let _ = writeln!(
         out,
-        "{:>4}  {:>3} {:>3} {:>3} {:>5} {:>3}  {:<6} {:<9} {:<11} {:>2} {:>3}  {:>8} {:>6} {:>8} {:>8} {:>7} {:>9}",
+        "{:>4}  {:>3} {:>3} {:>3} {:>5} {:>3}  {:<6} {:<9} {:<11} {:>2} {:>3}  {:>8} {:>6} {:>8} {:>8} {:>7} {:>9}  caveat",
         "rank", "tp", "pp", "cp", "dp", "ep", "zero", "recompute", "schedule", "v", "mb",
         "step_s", "MFU", "comm_s", "bubble_s", "mem_GB", "spare_GB"
     );
@@ -106,7 +106,7 @@ fn table(model: &str, sc: &planner_core::scenario::Scenario, r: &SearchResult) -
         let k = f.knobs;
         let _ = writeln!(
             out,
-            "{:>4}  {:>3} {:>3} {:>3} {:>5} {:>3}  {:<6} {:<9} {:<11} {:>2} {:>3}  {:>8.3} {:>5.1}% {:>8.3} {:>8.3} {:>7.1} {:>9.1}",
+            "{:>4}  {:>3} {:>3} {:>3} {:>5} {:>3}  {:<6} {:<9} {:<11} {:>2} {:>3}  {:>8.3} {:>5.1}% {:>8.3} {:>8.3} {:>7.1} {:>9.1}  {}",
             i + 1,
             d.tp,
             d.pp,
@@ -123,8 +123,14 @@ fn table(model: &str, sc: &planner_core::scenario::Scenario, r: &SearchResult) -
             f.exposed_comm_s,
             f.bubble_s,
             f.peak_memory_bytes / 1e9,
-            f.headroom_bytes / 1e9
+            f.headroom_bytes / 1e9,
+            f.caveat.map_or("", |c| c.key())
         );
+    }
+    let caveats: std::collections::BTreeSet<_> =
+        r.feasible.iter().filter_map(|f| f.caveat).collect();
+    for c in caveats {
+        let _ = writeln!(out, "caveat {}: {}", c.key(), c.message());
     }
     let _ = writeln!(
         out,

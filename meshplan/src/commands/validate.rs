@@ -22,18 +22,11 @@ pub struct Args<'a> {
 
 /// Runs the validation and formats its result.
 pub fn run(args: &Args) -> Result<String, CliError> {
-    let (text, shown) = match args.dataset {
-        Some(path) => {
-            let shown = path.display().to_string();
-            let text =
-                std::fs::read_to_string(path).map_err(|e| CliError::Io(format!("{shown}: {e}")))?;
-            (text, shown)
-        }
-        None => (
-            DEFAULT_DATASET.to_string(),
-            "validation/public-runs.json (built in)".to_string(),
-        ),
-    };
+    let (text, shown) = read_dataset(
+        args.dataset,
+        DEFAULT_DATASET,
+        "validation/public-runs.json (built in)",
+    )?;
     let report = run_validation(
         &text,
         ValidationOptions {
@@ -53,11 +46,52 @@ pub fn run(args: &Args) -> Result<String, CliError> {
     Ok(out.trim_end().to_string())
 }
 
-fn pct(x: Option<f64>) -> String {
+/// The dataset's text and how to name it: the file at `path`, or the built-in `default`.
+pub(super) fn read_dataset(
+    path: Option<&Path>,
+    default: &str,
+    default_name: &str,
+) -> Result<(String, String), CliError> {
+    match path {
+        Some(path) => {
+            let shown = path.display().to_string();
+            let text =
+                std::fs::read_to_string(path).map_err(|e| CliError::Io(format!("{shown}: {e}")))?;
+            Ok((text, shown))
+        }
+        None => Ok((default.to_string(), default_name.to_string())),
+    }
+}
+
+/// The per-quantity and per-source tables, then rows per reason of not being representable.
+pub(super) fn groups_and_tally(
+    out: &mut String,
+    by_quantity: &[GroupSummary],
+    by_source: &[GroupSummary],
+) {
+    let _ = writeln!(out);
+    group_table(out, "quantity", by_quantity);
+    let _ = writeln!(out);
+    group_table(out, "source", by_source);
+    let _ = writeln!(out);
+    not_representable_tally(out, by_quantity.last());
+}
+
+/// The "Not representable" lines of the all-quantities group: rows per reason.
+fn not_representable_tally(out: &mut String, all: Option<&GroupSummary>) {
+    let _ = writeln!(out, "Not representable:");
+    if let Some(all) = all {
+        for t in &all.not_representable {
+            let _ = writeln!(out, "  {} rows: {}", t.rows.len(), t.reason);
+        }
+    }
+}
+
+pub(super) fn pct(x: Option<f64>) -> String {
     x.map_or("—".to_string(), |v| format!("{:.1}%", v * 100.0))
 }
 
-fn value(x: f64) -> String {
+pub(super) fn value(x: f64) -> String {
     let a = x.abs();
     if a >= 1000.0 {
         format!("{x:.0}")
@@ -198,17 +232,7 @@ fn summary_tables(out: &mut String, r: &ValidationReport) {
         "meshplan validate: {} published rows; |error| = |predicted / measured − 1|; n/r = not representable, cmp = compared",
         r.dataset_rows
     );
-    let _ = writeln!(out);
-    group_table(out, "quantity", &r.by_quantity);
-    let _ = writeln!(out);
-    group_table(out, "source", &r.by_source);
-    let _ = writeln!(out);
-    let _ = writeln!(out, "Not representable:");
-    if let Some(all) = r.by_quantity.last() {
-        for t in &all.not_representable {
-            let _ = writeln!(out, "  {} rows: {}", t.rows.len(), t.reason);
-        }
-    }
+    groups_and_tally(out, &r.by_quantity, &r.by_source);
     if let Some(s) = &r.search {
         let _ = writeln!(out);
         let _ = writeln!(

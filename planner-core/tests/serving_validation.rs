@@ -1,0 +1,226 @@
+//! `planner_core::serving_validation`: the published serving dataset, its mapping to a
+//! scenario and load, one prediction recomputed from its terms, and a guard on today's accuracy.
+
+use planner_core::serving_time::serving_time_for;
+use planner_core::serving_validation::{
+    map_serving_run, parse_serving_runs, run_serving_validation, validate_serving_run,
+    ServingQuantity, ServingValidationReport, ALL_SERVING_GROUP, SERVING_RUNS_JSON,
+};
+
+fn report() -> ServingValidationReport {
+    run_serving_validation(SERVING_RUNS_JSON).expect("dataset parses")
+}
+
+#[test]
+fn the_dataset_parses_with_unique_ids_and_a_source_for_every_row() {
+    let runs = parse_serving_runs(SERVING_RUNS_JSON).expect("parses");
+    assert_eq!(runs.len(), 55);
+    let mut ids: Vec<&str> = runs.iter().map(|r| r.id.as_str()).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    assert_eq!(ids.len(), 55, "ids are unique");
+    for r in &runs {
+        assert!(r.url.starts_with("https://"), "{}", r.id);
+        assert!(r.place.len() > 20, "{}: the table and row are named", r.id);
+        assert!(
+            r.notes.len() > 40,
+            "{}: what the source leaves unsaid",
+            r.id
+        );
+    }
+}
+
+#[test]
+fn every_row_compares_each_measurement_or_carries_a_reason() {
+    let r = report();
+    assert_eq!(r.rows.len(), 55);
+    for row in &r.rows {
+        match &row.not_representable {
+            None => {
+                assert_eq!(row.comparisons.len(), row.measured.len(), "{}", row.id);
+                for c in &row.comparisons {
+                    assert!(c.predicted.is_finite() && c.predicted > 0.0, "{}", row.id);
+                    assert!(c.relative_error.is_finite(), "{}", row.id);
+                }
+                assert!(row.model_source.is_some(), "{}", row.id);
+                assert!(row.breakdown.is_some(), "{}", row.id);
+            }
+            Some(reason) => {
+                assert!(row.comparisons.is_empty(), "{}", row.id);
+                assert!(reason.len() > 20, "{}: {reason}", row.id);
+            }
+        }
+    }
+    // Unsaid fields are listed: every row without a KV dtype says which it used.
+    let runs = parse_serving_runs(SERVING_RUNS_JSON).expect("parses");
+    for (run, row) in runs.iter().zip(&r.rows) {
+        if run.kv_dtype.is_none() {
+            assert!(
+                row.defaults
+                    .iter()
+                    .any(|d| d == "kv_dtype not stated: bf16"),
+                "{}: {:?}",
+                row.id,
+                row.defaults
+            );
+        }
+    }
+}
+
+#[test]
+fn a_static_batch_row_is_the_closed_form_of_its_terms() {
+    let runs = parse_serving_runs(SERVING_RUNS_JSON).expect("parses");
+    let run = runs
+        .iter()
+        .find(|r| r.id == "trt09-a100-llama2-7b-tp1-bs256-128-128")
+        .expect("row");
+    let mapped = map_serving_run(run).expect("maps");
+    assert_eq!(
+        mapped.model_source,
+        "llama-2-7b from meta-llama/Llama-2-7b-hf config.json"
+    );
+    assert_eq!(mapped.scenario.cluster.gpu.id, "a100-80gb");
+    // Static batching: the whole prompt in one context step, no queue.
+    assert_eq!(mapped.load.prefill_chunk_tokens, 128);
+    assert_eq!(mapped.load.concurrency, 256);
+    let spec = mapped.scenario.model_spec().expect("model");
+    let t = serving_time_for(&spec, &mapped.scenario, &mapped.load).expect("evaluates");
+    // Throughput of a static batch: b · O / (O · step + b · prefill compute), i.e.
+    // c / TPOT with TPOT = step + (c / O) · prefill compute (one GPU: per GPU = per replica).
+    let step = t.decode.time.bytes;
+    let prefill_compute = t.prefill.compute_time.bytes;
+    let by_hand = 256.0 * 128.0 / (128.0 * step + 256.0 * prefill_compute);
+    assert!((t.throughput_per_gpu.bytes / by_hand - 1.0).abs() < 1e-12);
+    // Llama 2 7B in FP16 on one A100 80 GB: the step streams 2 bytes × 6.74e9 parameters
+    // (13.5 GB) plus 256 sequences × (128 + 63.5) cached tokens × 524,288 B (32 layers ×
+    // 32 KV heads × 128 × 2 × 2 B) = 25.7 GB, at 2.039e12 B/s: (13.5 + 25.7) GB / 2.039 TB/s
+    // ≈ 19.2 ms, the memory time the dataset's table prints for this row.
+    let kv_per_token = 32.0 * 32.0 * 128.0 * 2.0 * 2.0;
+    let kv = 256.0 * (128.0 + 127.0 / 2.0) * kv_per_token;
+    assert!((t.decode.kv_bytes.bytes / kv - 1.0).abs() < 1e-9);
+    let weights = t.decode.weight_bytes.bytes;
+    assert!((weights / (2.0 * 6.738e9) - 1.0).abs() < 0.01, "{weights}");
+    let hbm = mapped.scenario.cluster.gpu.hbm_bytes_per_s;
+    assert!((t.decode.memory_time.bytes / ((weights + kv) / hbm) - 1.0).abs() < 1e-9);
+    assert!((t.decode.memory_time.bytes - 0.0192).abs() < 0.0002);
+    let row = validate_serving_run(run);
+    let c = &row.comparisons[0];
+    assert_eq!(c.quantity, ServingQuantity::OutputTokensPerS);
+    assert!((c.predicted / t.throughput_per_gpu.bytes - 1.0).abs() < 1e-12);
+    assert!((c.relative_error - (c.predicted / 5390.0 - 1.0)).abs() < 1e-12);
+}
+
+#[test]
+fn a_maximum_load_row_takes_the_sequences_its_kv_pool_holds() {
+    let runs = parse_serving_runs(SERVING_RUNS_JSON).expect("parses");
+    let run = runs
+        .iter()
+        .find(|r| r.id == "trt10-h100-llama33-70b-tp2-1000-1000")
+        .expect("row");
+    assert!(run.concurrency.is_none());
+    let mapped = map_serving_run(run).expect("maps");
+    let spec = mapped.scenario.model_spec().expect("model");
+    let t = serving_time_for(&spec, &mapped.scenario, &mapped.load).expect("evaluates");
+    let seqs = (t.kv_capacity_tokens.bytes / 2000.0).floor() as u32;
+    assert_eq!(mapped.load.concurrency, seqs);
+    assert!(t.fits_kv);
+    // One more sequence would not fit.
+    assert!(f64::from(seqs + 1) * 2000.0 > t.kv_capacity_tokens.bytes);
+    assert!(mapped
+        .defaults
+        .iter()
+        .any(|d| d.starts_with("concurrency not stated (maximum load)")));
+}
+
+#[test]
+fn a_vllm_maximum_load_row_is_capped_at_max_num_seqs() {
+    let runs = parse_serving_runs(SERVING_RUNS_JSON).expect("parses");
+    let run = runs
+        .iter()
+        .find(|r| r.id == "oci-mi300x-llama31-405b-tp8-max-128-128")
+        .expect("row");
+    let mapped = map_serving_run(run).expect("maps");
+    // Eight 192 GB MI300X hold thousands of 256-token sequences; vLLM runs at most 256.
+    assert_eq!(mapped.load.concurrency, 256);
+    assert_eq!(mapped.scenario.cluster.gpu.id, "mi300x");
+}
+
+#[test]
+fn bad_input_names_the_field() {
+    let one = |patch: &dyn Fn(&mut serde_json::Value)| {
+        let mut rows: serde_json::Value = serde_json::from_str(SERVING_RUNS_JSON).expect("json");
+        patch(&mut rows[1]);
+        parse_serving_runs(&rows.to_string()).expect_err("refused")
+    };
+    assert_eq!(one(&|r| r["tp"] = serde_json::json!(0)).field, "[1].tp");
+    assert_eq!(
+        one(&|r| r["output_tokens_per_s"] = serde_json::json!(-1.0)).field,
+        "[1].output_tokens_per_s"
+    );
+    assert_eq!(
+        one(&|r| r["weight_dtype"] = serde_json::json!("fp7")).field,
+        "[1].weight_dtype"
+    );
+    assert_eq!(
+        one(&|r| r["throughput_basis"] = serde_json::Value::Null).field,
+        "[1].throughput_basis"
+    );
+    assert_eq!(
+        one(&|r| r["model_name"] = serde_json::json!("a\u{7}b")).field,
+        "[1].model_name"
+    );
+    assert_eq!(
+        one(&|r| r["speed"] = serde_json::json!(3)).field,
+        "[1].speed"
+    );
+    assert_eq!(
+        one(&|r| r["id"] = serde_json::json!("trt09-h100-llama2-7b-tp1-bs896-128-128")).field,
+        "[1].id"
+    );
+    assert!(parse_serving_runs("{}").is_err());
+}
+
+/// Today's measurement, recorded so a later change cannot make it quietly worse. These
+/// are NOT the targets (issue 14: median |error| ≤ 15% on TPOT and throughput, ≤ 25% on
+/// TTFT), which the model misses today. A change that worsens a median by more than 2
+/// percentage points fails here; lower these when the model improves (never raise them).
+#[test]
+fn serving_accuracy_does_not_regress_from_todays_measurement() {
+    // Measured on 2026-12-01 with `meshplan validate --serving`: median |error|.
+    const BY_QUANTITY: [(&str, f64); 5] = [
+        ("ttft_ms", 0.335),
+        ("tpot_ms", 0.295),
+        ("output_tokens_per_s", 0.297),
+        ("e2e_latency_ms", 0.314),
+        (ALL_SERVING_GROUP, 0.307),
+    ];
+    const BY_SOURCE: [(&str, f64); 6] = [
+        ("TRT-LLM 0.9 throughput", 0.416),
+        ("TRT-LLM 0.9 first token", 0.315),
+        ("TRT-LLM 1.0 perf-overview", 0.156),
+        ("NIM 1.8.0 benchmarks", 0.340),
+        ("vLLM CI latency", 0.305),
+        ("OCI MI300X blog", 0.519),
+    ];
+    const SLACK: f64 = 0.02;
+    let r = report();
+    for (groups, today) in [
+        (&r.by_quantity, &BY_QUANTITY[..]),
+        (&r.by_source, &BY_SOURCE[..]),
+    ] {
+        for (name, median_today) in today {
+            let g = groups
+                .iter()
+                .find(|g| g.group == *name)
+                .unwrap_or_else(|| panic!("group {name}"));
+            let median = g.stats.median.expect("compared rows");
+            assert!(
+                median <= median_today + SLACK,
+                "{name}: median |error| {median:.3} is worse than today's {median_today}"
+            );
+        }
+    }
+    // Rows compared today stay compared (a new refusal would hide a miss).
+    let compared: usize = r.by_quantity.last().map_or(0, |g| g.stats.compared);
+    assert!(compared >= 58, "{compared} measurements compared, 58 today");
+}
