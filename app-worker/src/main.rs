@@ -5,14 +5,21 @@
 //!
 //! trunk builds it as a classic worker (`data-type="worker"`, wasm-bindgen
 //! `no-modules`, `app-worker_loader.js`). On load it posts [`PageReply::Ready`];
-//! on the page's one message it replies with [`PageReply::Summary`] (or
+//! on the page's `validate` message it replies with [`PageReply::Summary`] (or
 //! [`PageReply::Failed`]) as JSON text.
+//!
+//! It is also the serving latency view's worker: any other message is a
+//! [`planner_core::serving_page::ServingRequest`] (JSON text), answered with a
+//! [`planner_core::serving_page::ServingReply`] (the concurrency curve, and the deployment
+//! search when asked), so `serving_time`, `serving_search` and `serving_disagg` stay out
+//! of the page's wasm. That page-side worker stays alive and answers in order.
 
+use planner_core::serving_page;
 use planner_core::validation::{page_summary, PageReply, PUBLIC_RUNS_JSON};
 use wasm_bindgen::prelude::*;
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
-fn post(scope: &DedicatedWorkerGlobalScope, reply: &PageReply) {
+fn post<R: serde::Serialize>(scope: &DedicatedWorkerGlobalScope, reply: &R) {
     let text = serde_json::to_string(reply)
         .unwrap_or_else(|e| format!("{{\"Failed\":\"serialising the reply: {e}\"}}"));
     if let Err(e) = scope.post_message(&JsValue::from_str(&text)) {
@@ -24,9 +31,14 @@ fn main() {
     console_error_panic_hook::set_once();
     let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
     let worker_scope = scope.clone();
-    let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |_: MessageEvent| {
+    let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
         let clock = worker_scope.performance();
         let now = || clock.as_ref().map_or(0.0, |p| p.now());
+        let text = ev.data().as_string().unwrap_or_default();
+        if text != "validate" {
+            post(&worker_scope, &serving_page::answer(&text, &now));
+            return;
+        }
         let t0 = now();
         let reply = match page_summary(PUBLIC_RUNS_JSON) {
             Ok(mut summary) => {
