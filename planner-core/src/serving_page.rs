@@ -1,11 +1,12 @@
 //! The serving latency view's worker protocol: what the page asks the Web Worker
 //! (`app-worker/`) for ([`ServingRequest`]: the scenario as its share link, the request
-//! mix and the target) and what the worker answers ([`ServingReply`]: the concurrency
+//! mix and the target, as plain lines) and what the worker answers ([`ServingReply`]: the concurrency
 //! curve of the scenario's replica, and, when asked, the deployment search's Pareto
 //! points and table rows). [`answer`] runs in the worker; the page only builds a request
-//! ([`ServingRequest::to_json`]) and reads a reply ([`ServingReply::from_json`], through
-//! `serde_json::Value`), so `serving_time`, `serving_search` and `serving_disagg` stay out
-//! of the page's wasm.
+//! ([`ServingRequest::to_text`]) and reads the worker's drawing of it ([`ViewReply`],
+//! through `serde_json::Value`), so `serving_time`, `serving_search`, `serving_disagg` and
+//! the charts' code stay out of the page's wasm. [`ServingReply::from_json`] reads the
+//! numbers themselves the same way, for a page that wants them.
 
 use serde::{Deserialize, Serialize};
 
@@ -52,18 +53,56 @@ pub struct ServingRequest {
 }
 
 impl ServingRequest {
-    /// The request as JSON text, built through `serde_json::Value` (the page links it).
-    pub fn to_json(&self) -> String {
-        serde_json::json!({
-            "seq": self.seq,
-            "query": self.query,
-            "prompt_tokens": self.prompt_tokens,
-            "output_tokens": self.output_tokens,
-            "ttft_target_s": self.ttft_target_s,
-            "tpot_target_s": self.tpot_target_s,
-            "search": self.search,
+    /// The request as text: `seq`, `prompt_tokens`, `output_tokens`, `ttft_target_s`,
+    /// `tpot_target_s`, `search` (1 or 0) and `query`, one a line (the link's query is
+    /// percent-encoded, so it holds no line break, and it is last). Plain lines keep a JSON
+    /// writer out of the page's wasm.
+    pub fn to_text(&self) -> String {
+        format!(
+            "{}\n{}\n{}\n{}\n{}\n{}\n{}",
+            self.seq,
+            self.prompt_tokens,
+            self.output_tokens,
+            self.ttft_target_s,
+            self.tpot_target_s,
+            u8::from(self.search),
+            self.query
+        )
+    }
+
+    /// Reads [`to_text`](Self::to_text)'s lines; an error names the field.
+    pub fn from_text(text: &str) -> Result<Self, String> {
+        let mut lines = text.splitn(7, '\n');
+        let mut next = |name: &str| {
+            lines
+                .next()
+                .ok_or_else(|| format!("the serving request has no `{name}`"))
+        };
+        fn parse<T: std::str::FromStr>(v: &str, name: &str) -> Result<T, String> {
+            v.trim()
+                .parse()
+                .map_err(|_| format!("`{name}` is not valid: {:?}", crate::free_text::one_line(v)))
+        }
+        let seq = parse(next("seq")?, "seq")?;
+        let prompt_tokens = parse(next("prompt_tokens")?, "prompt_tokens")?;
+        let output_tokens = parse(next("output_tokens")?, "output_tokens")?;
+        let ttft_target_s = parse(next("ttft_target_s")?, "ttft_target_s")?;
+        let tpot_target_s = parse(next("tpot_target_s")?, "tpot_target_s")?;
+        let search = match next("search")? {
+            "1" => true,
+            "0" => false,
+            _ => return Err("`search` is not 0 or 1".into()),
+        };
+        let query = next("query")?.to_string();
+        Ok(ServingRequest {
+            seq,
+            query,
+            prompt_tokens,
+            output_tokens,
+            ttft_target_s,
+            tpot_target_s,
+            search,
         })
-        .to_string()
     }
 }
 
@@ -112,6 +151,8 @@ pub struct ServingPage {
     pub seq: u64,
     /// The scenario's target concurrency (the curve's marker).
     pub concurrency: u32,
+    /// The request's TPOT bound, s (the tradeoff chart's axis ends at twice it).
+    pub tpot_target_s: f64,
     /// The scenario's replica along the concurrency ladder (empty on an error).
     pub curve: Vec<ConcurrencyPoint>,
     /// Why there is no curve.
@@ -161,9 +202,9 @@ pub fn search_inputs(ttft_target_s: f64, tpot_target_s: f64) -> (ServeTarget, Se
     (target, space)
 }
 
-/// Answers `request` (JSON text of a [`ServingRequest`]); `now_ms` is the worker's clock.
+/// Answers `request` ([`ServingRequest::to_text`]); `now_ms` is the worker's clock.
 pub fn answer(request: &str, now_ms: &dyn Fn() -> f64) -> ServingReply {
-    let req: ServingRequest = match serde_json::from_str(request) {
+    let req = match ServingRequest::from_text(request) {
         Ok(r) => r,
         Err(e) => return ServingReply::Failed(format!("the serving request: {e}")),
     };
@@ -255,6 +296,7 @@ pub fn answer(request: &str, now_ms: &dyn Fn() -> f64) -> ServingReply {
     ServingReply::Page(ServingPage {
         seq: req.seq,
         concurrency,
+        tpot_target_s: req.tpot_target_s,
         curve,
         curve_error,
         curve_ms,
@@ -322,6 +364,7 @@ impl ServingReply {
         Ok(ServingReply::Page(ServingPage {
             seq: count(p, "seq")?,
             concurrency: count(p, "concurrency")?,
+            tpot_target_s: number(p, "tpot_target_s")?,
             curve: list(p, "curve", |c| {
                 Ok(ConcurrencyPoint {
                     concurrency: count(c, "concurrency")?,
@@ -336,6 +379,61 @@ impl ServingReply {
             curve_ms: number(p, "curve_ms")?,
             search,
             search_error: maybe_string(p, "search_error")?,
+        }))
+    }
+}
+
+/// What the worker drew from one [`ServingPage`] (`app-worker`'s markup, HTML-escaped there).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PageView {
+    /// The request's number.
+    pub seq: u64,
+    /// The figures at the scenario's concurrency and the latency chart (or the error).
+    pub curve_html: String,
+    /// The tradeoff chart, summary and deployment table, when the search ran (or its
+    /// error); `None` keeps the page's last one.
+    pub search_html: Option<String>,
+    /// Milliseconds the worker spent on the curve, and on the search when it ran.
+    pub curve_ms: f64,
+    /// See `curve_ms`.
+    pub search_ms: Option<f64>,
+}
+
+/// A message from the serving worker to the page as the page reads it (JSON text).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum ViewReply {
+    /// The worker is loaded and listening.
+    Ready,
+    /// The answer to a request.
+    View(PageView),
+    /// The request did not parse.
+    Failed(String),
+}
+
+impl ViewReply {
+    /// Reads a reply from its JSON text; equal to `serde_json::from_str::<ViewReply>` (the
+    /// tests check it), read through `serde_json::Value` as [`ServingReply::from_json`].
+    pub fn from_json(text: &str) -> Result<Self, String> {
+        use crate::json_value::{field, maybe, maybe_string, number, string};
+        let v: serde_json::Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
+        if v.as_str() == Some("Ready") {
+            return Ok(ViewReply::Ready);
+        }
+        if let Some(e) = v.get("Failed") {
+            return e
+                .as_str()
+                .map(|e| ViewReply::Failed(e.to_string()))
+                .ok_or_else(|| "`Failed` is not a string".to_string());
+        }
+        let p = field(&v, "View")?;
+        Ok(ViewReply::View(PageView {
+            seq: field(p, "seq")?
+                .as_u64()
+                .ok_or_else(|| "`seq` is not a count".to_string())?,
+            curve_html: string(p, "curve_html")?,
+            search_html: maybe_string(p, "search_html")?,
+            curve_ms: number(p, "curve_ms")?,
+            search_ms: maybe(p, "search_ms")?,
         }))
     }
 }

@@ -22,7 +22,7 @@ fn request(search: bool) -> ServingRequest {
 }
 
 fn page(search: bool) -> planner_core::serving_page::ServingPage {
-    match answer(&request(search).to_json(), &|| 0.0) {
+    match answer(&request(search).to_text(), &|| 0.0) {
         ServingReply::Page(p) => p,
         other => panic!("not a page: {other:?}"),
     }
@@ -88,8 +88,8 @@ fn the_table_is_the_searchs_ranking() {
 #[test]
 fn the_pages_decoder_equals_serdes() {
     for reply in [
-        answer(&request(true).to_json(), &|| 1.5),
-        answer(&request(false).to_json(), &|| 0.0),
+        answer(&request(true).to_text(), &|| 1.5),
+        answer(&request(false).to_text(), &|| 0.0),
         ServingReply::Ready,
         ServingReply::Failed("x \"quoted\"".into()),
     ] {
@@ -97,17 +97,45 @@ fn the_pages_decoder_equals_serdes() {
         let by_serde: ServingReply = serde_json::from_str(&text).expect("serde");
         assert_eq!(ServingReply::from_json(&text), Ok(by_serde));
     }
-    // The request's hand-built JSON is what serde reads.
-    let req = request(true);
-    let back: ServingRequest = serde_json::from_str(&req.to_json()).expect("request");
-    assert_eq!(back, req);
+    for reply in [
+        ViewReply::View(PageView {
+            seq: 3,
+            curve_html: "<dl>\"é\"</dl>".into(),
+            search_html: None,
+            curve_ms: 0.25,
+            search_ms: None,
+        }),
+        ViewReply::View(PageView {
+            seq: u64::MAX,
+            curve_html: String::new(),
+            search_html: Some("<table></table>".into()),
+            curve_ms: 1.0,
+            search_ms: Some(56.5),
+        }),
+        ViewReply::Ready,
+        ViewReply::Failed("no".into()),
+    ] {
+        let text = serde_json::to_string(&reply).expect("serialise");
+        let by_serde: ViewReply = serde_json::from_str(&text).expect("serde");
+        assert_eq!(ViewReply::from_json(&text), Ok(by_serde));
+    }
+    // The request's lines read back to the request (floats print round-trip exact).
+    let mut req = request(true);
+    req.ttft_target_s = 0.1 + 0.2;
+    assert_eq!(ServingRequest::from_text(&req.to_text()), Ok(req.clone()));
+    let text = req.to_text().replacen("\n1\n", "\nyes\n", 1);
+    assert!(ServingRequest::from_text(&text).is_err());
+    assert_eq!(
+        ServingRequest::from_text("1\n2"),
+        Err("the serving request has no `output_tokens`".to_string())
+    );
 }
 
 #[test]
 fn hostile_requests_fail_with_a_message() {
     let mut req = request(false);
     req.query = "tp=banana".into();
-    match answer(&req.to_json(), &|| 0.0) {
+    match answer(&req.to_text(), &|| 0.0) {
         ServingReply::Failed(m) => assert!(m.contains("tp"), "{m}"),
         other => panic!("{other:?}"),
     }
@@ -119,7 +147,7 @@ fn hostile_requests_fail_with_a_message() {
     // An over-long prompt is refused by the load's own validation, named in the curve error.
     let mut req = request(true);
     req.prompt_tokens = u32::MAX;
-    match answer(&req.to_json(), &|| 0.0) {
+    match answer(&req.to_text(), &|| 0.0) {
         ServingReply::Page(p) => {
             assert!(p.curve.is_empty() && p.curve_error.is_some());
             assert!(p.search.is_none() && p.search_error.is_some());

@@ -1,18 +1,19 @@
 //! Serving latency: TTFT and TPOT of the scenario's replica against concurrency, the
 //! throughput–latency plane of every deployment with its Pareto front, and the deployment
 //! table (a row applies its shape and concurrency to the scenario). planner-core computes
-//! every number (the deployment search and the concurrency curve) in the Web Worker (`app-worker/`, `planner_core::serving_page`), so neither reaches the
-//! page's wasm: the page posts a request (debounced, only while the section is near the
-//! screen), shows "computing…" until the reply, and only places what comes back.
+//! every number (the concurrency curve and the deployment search) and `app-worker`'s
+//! `serving_markup` draws them, in the Web Worker (`planner_core::serving_page`), so
+//! neither the model nor the charts' code reaches the page's wasm: the page posts a
+//! request (debounced, only while the section is near the screen), shows "computing…"
+//! until the reply, places the markup, and applies a clicked row's `data-tp`, `data-pp`
+//! and `data-c`.
 
 use std::time::Duration;
 
 use leptos::prelude::*;
 use planner_core::link;
 use planner_core::scenario::Scenario;
-use planner_core::serving_page::{
-    default_tokens, search_scenario, ConcurrencyPoint, SearchPage, ServingReply, ServingRequest,
-};
+use planner_core::serving_page::{default_tokens, search_scenario, ServingRequest, ViewReply};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{ErrorEvent, MessageEvent, Worker};
@@ -23,157 +24,6 @@ use crate::views::accuracy::WORKER_URL;
 
 /// How long the inputs stay still before the page asks the worker.
 const SETTLE: Duration = Duration::from_millis(120);
-const W: f64 = 360.0;
-const H: f64 = 180.0;
-const PAD: f64 = 34.0;
-
-fn ms(s: f64) -> String {
-    if s < 1.0 {
-        format!("{:.1} ms", s * 1e3)
-    } else {
-        format!("{s:.2} s")
-    }
-}
-
-/// Maps data to the plot box: x in [x0, x1], y in [0, y1].
-fn scale(v: f64, lo: f64, hi: f64, out_lo: f64, out_hi: f64) -> f64 {
-    let span = (hi - lo).max(1e-12);
-    out_lo + (v - lo) / span * (out_hi - out_lo)
-}
-
-fn polyline(points: &[(f64, f64)]) -> String {
-    points
-        .iter()
-        .map(|(x, y)| format!("{x:.1},{y:.1}"))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-/// TTFT and TPOT (shared log axis, so a TTFT that climbs near saturation does not flatten
-/// the TPOT line) against log₂ concurrency.
-fn latency_svg(curve: &[ConcurrencyPoint], current: u32) -> impl IntoView {
-    let xs: Vec<f64> = curve
-        .iter()
-        .map(|p| f64::from(p.concurrency).log2())
-        .collect();
-    let (x0, x1) = (
-        xs.first().copied().unwrap_or(0.0),
-        xs.last().copied().unwrap_or(1.0),
-    );
-    let positive = |v: f64| v.max(1e-6);
-    let y_hi = curve
-        .iter()
-        .map(|p| positive(p.ttft_s.max(p.tpot_s)))
-        .fold(1e-6, f64::max);
-    let y_lo = curve
-        .iter()
-        .map(|p| positive(p.ttft_s.min(p.tpot_s)))
-        .fold(y_hi, f64::min);
-    // Half a decade of margin below the smallest value, one decade at least in all.
-    let (l0, l1) = (y_lo.log10() - 0.2, y_hi.log10().max(y_lo.log10() + 1.0));
-    let px = |x: f64| scale(x, x0, x1.max(x0 + 1.0), PAD, W - 8.0);
-    let py = |y: f64| scale(positive(y).log10(), l0, l1, H - PAD, 8.0);
-    let line = |f: fn(&ConcurrencyPoint) -> f64| {
-        polyline(
-            &curve
-                .iter()
-                .zip(&xs)
-                .map(|(p, &x)| (px(x), py(f(p))))
-                .collect::<Vec<_>>(),
-        )
-    };
-    let ttft = line(|p| p.ttft_s);
-    let tpot = line(|p| p.tpot_s);
-    let marker = curve
-        .iter()
-        .zip(&xs)
-        .find(|(p, _)| p.concurrency == current)
-        .map(|(_, &x)| px(x));
-    view! {
-        <svg class="serve-chart" viewBox=format!("0 0 {W} {H}") role="img" data-testid="latency-chart"
-            aria-label="TTFT and TPOT against concurrency, logarithmic time axis">
-            <line x1=PAD y1=H - PAD x2=W - 8.0 y2=H - PAD class="axis" />
-            <line x1=PAD y1=8.0 x2=PAD y2=H - PAD class="axis" />
-            <text x=PAD y=H - 10.0 class="tick">{format!("c = {}", curve.first().map_or(1, |p| p.concurrency))}</text>
-            <text x=W - 60.0 y=H - 10.0 class="tick">{format!("c = {}", curve.last().map_or(1, |p| p.concurrency))}</text>
-            <text x=2.0 y=14.0 class="tick">{ms(10f64.powf(l1))}</text>
-            <text x=2.0 y=H - PAD - 2.0 class="tick">{ms(10f64.powf(l0))}</text>
-            <polyline points=ttft class="ttft" fill="none" />
-            <polyline points=tpot class="tpot" fill="none" />
-            {marker.map(|x| view! { <line x1=x y1=8.0 x2=x y2=H - PAD class="current" /> })}
-            <text x=W - 150.0 y=18.0 class="ttft-label">"TTFT (percentile)"</text>
-            <text x=W - 150.0 y=32.0 class="tpot-label">"TPOT (log axis)"</text>
-        </svg>
-    }
-}
-
-/// Tokens/s per GPU against TPOT for every (deployment, concurrency), Pareto front joined.
-/// The TPOT axis ends at twice the target (or the slowest point, if sooner), so one slow
-/// deployment does not squeeze the rest; points beyond it are counted under the chart.
-fn tradeoff_svg(r: &SearchPage, tpot_target_s: f64) -> impl IntoView {
-    let slowest = r.points.iter().map(|p| p.tpot_s).fold(1e-6, f64::max);
-    let x1 = if tpot_target_s > 0.0 {
-        slowest.min(2.0 * tpot_target_s)
-    } else {
-        slowest
-    };
-    let shown: Vec<_> = r.points.iter().filter(|p| p.tpot_s <= x1).collect();
-    let beyond = r.points.len() - shown.len();
-    let y1 = shown
-        .iter()
-        .map(|p| p.throughput_per_gpu)
-        .fold(1e-6, f64::max);
-    let px = |x: f64| scale(x, 0.0, x1, PAD, W - 8.0);
-    let py = |y: f64| scale(y, 0.0, y1, H - PAD, 8.0);
-    let mut front: Vec<(f64, f64)> = shown
-        .iter()
-        .filter(|p| p.pareto)
-        .map(|p| (p.tpot_s, p.throughput_per_gpu))
-        .collect();
-    front.sort_by(|a, b| a.0.total_cmp(&b.0));
-    let front_line = polyline(
-        &front
-            .iter()
-            .map(|&(x, y)| (px(x), py(y)))
-            .collect::<Vec<_>>(),
-    );
-    let target_x = (tpot_target_s > 0.0 && tpot_target_s <= x1).then(|| px(tpot_target_s));
-    let dots = shown
-        .iter()
-        .map(|p| {
-            let class = match (p.pareto, p.aggregated) {
-                (true, _) => "dot front",
-                (false, true) => "dot agg",
-                (false, false) => "dot disagg",
-            };
-            view! {
-                <circle cx=px(p.tpot_s) cy=py(p.throughput_per_gpu) r="2.5" class=class>
-                    <title>{format!("{} at c = {}: TPOT {}, {:.0} tok/s/GPU", p.label, p.concurrency, ms(p.tpot_s), p.throughput_per_gpu)}</title>
-                </circle>
-            }
-        })
-        .collect_view();
-    view! {
-        <svg class="serve-chart" viewBox=format!("0 0 {W} {H}") role="img" data-testid="tradeoff-chart"
-            aria-label="Output tokens per second per GPU against TPOT, Pareto front joined">
-            <line x1=PAD y1=H - PAD x2=W - 8.0 y2=H - PAD class="axis" />
-            <line x1=PAD y1=8.0 x2=PAD y2=H - PAD class="axis" />
-            {target_x.map(|x| view! { <line x1=x y1=8.0 x2=x y2=H - PAD class="current" /> })}
-            <text x=W - 90.0 y=H - 10.0 class="tick">{format!("TPOT {}", ms(x1))}</text>
-            <text x=2.0 y=14.0 class="tick">{format!("{y1:.0} tok/s/GPU")}</text>
-            {dots}
-            <polyline points=front_line class="front" fill="none" />
-        </svg>
-        {(beyond > 0).then(|| view! {
-            <p class="hint" data-testid="tradeoff-beyond">
-                {format!("{beyond} point(s) slower than TPOT {} are off the chart.", ms(x1))}
-            </p>
-        })}
-    }
-}
-
-/// The curve part of a reply, or why there is none.
-type Curve = Result<(Vec<ConcurrencyPoint>, u32), String>;
 
 /// The page's end of the serving worker: created on the first request, kept for the page.
 #[derive(Clone, Copy)]
@@ -186,8 +36,11 @@ struct Channel {
     /// Number of the latest request sent, and of the latest reply read.
     sent: RwSignal<u64>,
     received: RwSignal<u64>,
-    curve: RwSignal<Option<Curve>>,
-    search: RwSignal<Option<Result<SearchPage, String>>>,
+    /// Why the worker gave no answer.
+    error: RwSignal<Option<String>>,
+    /// The worker's markup of the curve, and of the search.
+    curve: RwSignal<String>,
+    search: RwSignal<String>,
 }
 
 impl Channel {
@@ -198,40 +51,38 @@ impl Channel {
             queued: StoredValue::new(None),
             sent: RwSignal::new(0),
             received: RwSignal::new(0),
-            curve: RwSignal::new(None),
-            search: RwSignal::new(None),
+            error: RwSignal::new(None),
+            curve: RwSignal::new(String::new()),
+            search: RwSignal::new(String::new()),
         }
     }
 
     fn fail(self, msg: String) {
         self.received.set(self.sent.get_untracked());
-        self.curve.set(Some(Err(msg.clone())));
-        self.search.set(Some(Err(msg)));
+        self.error.set(Some(msg));
     }
 
     fn read(self, text: &str) {
-        match ServingReply::from_json(text) {
-            Ok(ServingReply::Ready) => {
+        match ViewReply::from_json(text) {
+            Ok(ViewReply::Ready) => {
                 self.ready.set_value(true);
                 if let Some(q) = self.queued.try_update_value(Option::take).flatten() {
                     self.post_now(&q);
                 }
             }
-            Ok(ServingReply::Page(p)) => {
-                crate::perf::record("serving-latency", p.curve_ms);
-                self.curve.set(Some(match p.curve_error {
-                    Some(e) => Err(e),
-                    None => Ok((p.curve, p.concurrency)),
-                }));
-                if let Some(s) = p.search {
-                    crate::perf::record("serving-search", s.worker_ms);
-                    self.search.set(Some(Ok(s)));
-                } else if let Some(e) = p.search_error {
-                    self.search.set(Some(Err(e)));
+            Ok(ViewReply::View(v)) => {
+                crate::perf::record("serving-latency", v.curve_ms);
+                self.curve.set(v.curve_html);
+                if let Some(html) = v.search_html {
+                    if let Some(ms) = v.search_ms {
+                        crate::perf::record("serving-search", ms);
+                    }
+                    self.search.set(html);
                 }
-                self.received.set(p.seq);
+                self.error.set(None);
+                self.received.set(v.seq);
             }
-            Ok(ServingReply::Failed(e)) => self.fail(e),
+            Ok(ViewReply::Failed(e)) => self.fail(e),
             Err(e) => self.fail(format!("the serving worker's reply did not parse: {e}")),
         }
     }
@@ -274,7 +125,7 @@ impl Channel {
         let seq = self.sent.get_untracked() + 1;
         request.seq = seq;
         self.sent.set(seq);
-        let text = request.to_json();
+        let text = request.to_text();
         if self.ready.get_value() {
             self.post_now(&text);
         } else {
@@ -360,75 +211,27 @@ pub fn ServingLatency(
             view! { <p class="hint" data-testid="serve-computing">"computing…"</p> }
         })
     };
-    let current = move || {
-        channel.curve.with(|c| match c {
-            None => ().into_any(),
-            Some(Err(e)) => view! { <p class="issue error" data-testid="serve-latency-error">{e.clone()}</p> }.into_any(),
-            Some(Ok((points, c))) => {
-                let here = points.iter().find(|p| p.concurrency == *c).copied();
-                view! {
-                    <dl class="figures-inline">
-                        {here.map(|p| view! {
-                            <div><dt>"TTFT p99"</dt><dd data-testid="serve-ttft" data-seconds=p.ttft_s.to_string()>{ms(p.ttft_s)}</dd></div>
-                            <div><dt>"TPOT"</dt><dd data-testid="serve-tpot" data-seconds=p.tpot_s.to_string()>{ms(p.tpot_s)}</dd></div>
-                            <div><dt>"Output tokens/s per GPU"</dt><dd data-testid="serve-throughput">{format!("{:.0}", p.throughput_per_gpu)}</dd></div>
-                        })}
-                    </dl>
-                    {latency_svg(points, *c)}
-                }
-                .into_any()
-            }
-        })
+    let error = move || {
+        channel
+            .error
+            .get()
+            .map(|e| view! { <p class="issue error" data-testid="serve-worker-error">{e}</p> })
     };
-    let table = move || {
-        channel.search.with(|r| match r {
-            None => ().into_any(),
-            Some(Err(e)) => view! { <p class="issue error" data-testid="serve-search-error">{e.clone()}</p> }.into_any(),
-            Some(Ok(r)) => {
-                let reasons = r.rejections.join("; ");
-                let rows = r
-                    .rows
-                    .iter()
-                    .enumerate()
-                    .map(|(i, d)| {
-                        let (tp, pp, c) = (d.tp, d.pp, d.concurrency);
-                        view! {
-                            <tr
-                                data-testid=format!("deploy-row-{i}")
-                                tabindex="0"
-                                title="Apply this replica shape and concurrency to the scenario"
-                                on:click=move |_| s.update(|sc| {
-                                    sc.serving.tp = tp;
-                                    sc.serving.pp = pp;
-                                    sc.serving.target_concurrency = c;
-                                })
-                            >
-                                <td>{d.label.clone()}</td>
-                                <td>{c}</td>
-                                <td>{ms(d.ttft_s)}</td>
-                                <td>{ms(d.tpot_s)}</td>
-                                <td>{format!("{:.0}", d.throughput_per_gpu)}</td>
-                            </tr>
-                        }
-                    })
-                    .collect_view();
-                let tpot_target_s = searched.with_value(|k| k.as_ref().map_or(0.0, |k| k.tpot_ms / 1e3));
-                view! {
-                    {tradeoff_svg(r, tpot_target_s)}
-                    <p class="hint" data-testid="serve-search-summary">
-                        {format!("{} deployments of {} GPUs, {} meet the target. Rejected: {reasons}", r.candidates, r.gpus, r.feasible_count)}
-                    </p>
-                    <div class="table-scroll">
-                        <table class="deployments" data-testid="deployment-table">
-                            <caption>"Deployments meeting the target, most output tokens/s per GPU first (click a row to apply it)"</caption>
-                            <thead><tr><th>"Deployment"</th><th>"Concurrency"</th><th>"TTFT p99"</th><th>"TPOT"</th><th>"tok/s/GPU"</th></tr></thead>
-                            <tbody>{rows}</tbody>
-                        </table>
-                    </div>
-                }
-                .into_any()
-            }
-        })
+    // A click on a row of the worker's table applies its shape and concurrency.
+    let apply = move |ev: leptos::ev::MouseEvent| {
+        let row = ev
+            .target()
+            .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+            .and_then(|e| e.closest("tr[data-tp]").ok().flatten());
+        let Some(row) = row else { return };
+        let read = |name: &str| row.get_attribute(name).and_then(|v| v.parse::<u32>().ok());
+        if let (Some(tp), Some(pp), Some(c)) = (read("data-tp"), read("data-pp"), read("data-c")) {
+            s.update(|sc| {
+                sc.serving.tp = tp;
+                sc.serving.pp = pp;
+                sc.serving.target_concurrency = c;
+            });
+        }
     };
     view! {
         <h3>"Latency and deployments"</h3>
@@ -443,7 +246,8 @@ pub fn ServingLatency(
                 value=Signal::derive(move || tpot_ms.get()) on_change=Callback::new(move |v| tpot_ms.set(v)) />
         </div>
         {computing}
-        {current}
-        {table}
+        {error}
+        <div inner_html=move || channel.curve.get()></div>
+        <div on:click=apply inner_html=move || channel.search.get()></div>
     }
 }
