@@ -59,6 +59,14 @@ fn frame(testid: &str, label: &str, body: &str) -> String {
     )
 }
 
+/// A dashed vertical line at `x` (the current concurrency, or the TPOT target).
+fn marker(x: f64) -> String {
+    format!(
+        r#"<line x1="{x:.1}" y1="8" x2="{x:.1}" y2="{}" class="current"/>"#,
+        H - PAD
+    )
+}
+
 fn error(testid: &str, e: &str) -> String {
     format!(
         r#"<p class="issue error" data-testid="{testid}">{}</p>"#,
@@ -120,12 +128,7 @@ fn latency_svg(curve: &[ConcurrencyPoint], current: u32) -> String {
         .zip(&xs)
         .find(|(p, _)| p.concurrency == current)
     {
-        let x = px(x);
-        let _ = write!(
-            body,
-            r#"<line x1="{x:.1}" y1="8" x2="{x:.1}" y2="{}" class="current"/>"#,
-            H - PAD
-        );
+        body.push_str(&marker(px(x)));
     }
     let _ = write!(
         body,
@@ -181,12 +184,7 @@ fn tradeoff_svg(r: &SearchPage, tpot_target_s: f64) -> String {
     let py = |y: f64| scale(y, 0.0, y1, H - PAD, 8.0);
     let mut body = String::new();
     if tpot_target_s > 0.0 && tpot_target_s <= x1 {
-        let x = px(tpot_target_s);
-        let _ = write!(
-            body,
-            r#"<line x1="{x:.1}" y1="8" x2="{x:.1}" y2="{}" class="current"/>"#,
-            H - PAD
-        );
+        body.push_str(&marker(px(tpot_target_s)));
     }
     let _ = write!(
         body,

@@ -4,7 +4,7 @@
 use planner_core::link;
 use planner_core::presets;
 use planner_core::serving_page::{
-    answer, search_inputs, search_scenario, ServingReply, ServingRequest,
+    answer, search_inputs, search_scenario, PageView, ServingReply, ServingRequest, ViewReply,
 };
 use planner_core::serving_search::serve_search;
 use planner_core::serving_time::{serving_time, ServingLoad};
