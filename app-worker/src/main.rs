@@ -5,14 +5,24 @@
 //!
 //! trunk builds it as a classic worker (`data-type="worker"`, wasm-bindgen
 //! `no-modules`, `app-worker_loader.js`). On load it posts [`PageReply::Ready`];
-//! on the page's one message it replies with [`PageReply::Summary`] (or
+//! on the page's `validate` message it replies with [`PageReply::Summary`] (or
 //! [`PageReply::Failed`]) as JSON text.
+//!
+//! It is also the serving latency view's worker: any other message is a
+//! [`planner_core::serving_page::ServingRequest`] (JSON text): the worker computes the
+//! concurrency curve (and the deployment search when asked) and answers with their drawing
+//! ([`serving_markup`], a [`ViewReply`]), so `serving_time`, `serving_search`,
+//! `serving_disagg` and the charts' code stay out of the page's wasm. That worker stays
+//! alive and answers in order.
 
+mod serving_markup;
+
+use planner_core::serving_page::{self, PageView, ServingReply, ViewReply};
 use planner_core::validation::{page_summary, PageReply, PUBLIC_RUNS_JSON};
 use wasm_bindgen::prelude::*;
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
-fn post(scope: &DedicatedWorkerGlobalScope, reply: &PageReply) {
+fn post<R: serde::Serialize>(scope: &DedicatedWorkerGlobalScope, reply: &R) {
     let text = serde_json::to_string(reply)
         .unwrap_or_else(|e| format!("{{\"Failed\":\"serialising the reply: {e}\"}}"));
     if let Err(e) = scope.post_message(&JsValue::from_str(&text)) {
@@ -20,13 +30,33 @@ fn post(scope: &DedicatedWorkerGlobalScope, reply: &PageReply) {
     }
 }
 
+/// The serving view's answer to `request`, drawn.
+fn serving_view(request: &str, now: &dyn Fn() -> f64) -> ViewReply {
+    match serving_page::answer(request, now) {
+        ServingReply::Page(p) => ViewReply::View(PageView {
+            seq: p.seq,
+            curve_html: serving_markup::curve(&p),
+            search_html: serving_markup::search(&p),
+            curve_ms: p.curve_ms,
+            search_ms: p.search.as_ref().map(|s| s.worker_ms),
+        }),
+        ServingReply::Ready => ViewReply::Ready,
+        ServingReply::Failed(e) => ViewReply::Failed(e),
+    }
+}
+
 fn main() {
     console_error_panic_hook::set_once();
     let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
     let worker_scope = scope.clone();
-    let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |_: MessageEvent| {
+    let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
         let clock = worker_scope.performance();
         let now = || clock.as_ref().map_or(0.0, |p| p.now());
+        let text = ev.data().as_string().unwrap_or_default();
+        if text != "validate" {
+            post(&worker_scope, &serving_view(&text, &now));
+            return;
+        }
         let t0 = now();
         let reply = match page_summary(PUBLIC_RUNS_JSON) {
             Ok(mut summary) => {

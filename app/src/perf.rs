@@ -20,6 +20,13 @@ pub fn timed<T>(name: &str, f: impl FnOnce() -> T) -> T {
     out
 }
 
+/// Adds `ms` measured elsewhere (a worker's own clock) to `window.__meshplanMs[name]`
+/// and one to `window.__meshplanRuns[name]`, as [`timed`] does.
+pub fn record(name: &str, ms: f64) {
+    add("__meshplanMs", name, ms);
+    add("__meshplanRuns", name, 1.0);
+}
+
 /// `window[table][name] += amount`, creating the table on first use.
 fn add(table: &str, name: &str, amount: f64) {
     let Some(w) = web_sys::window() else { return };

@@ -1870,48 +1870,8 @@ impl PageReply {
     /// through `serde_json::Value`, whose parser the page links anyway (the model
     /// importer's): the derived visitors would add about 8 KB gzipped to the page.
     pub fn from_json(text: &str) -> Result<Self, String> {
+        use crate::json_value::{count, field, list, maybe, number, string};
         use serde_json::Value;
-        fn field<'v>(v: &'v Value, name: &str) -> Result<&'v Value, String> {
-            v.get(name).ok_or_else(|| format!("no field `{name}`"))
-        }
-        fn string(v: &Value, name: &str) -> Result<String, String> {
-            field(v, name)?
-                .as_str()
-                .map(str::to_string)
-                .ok_or_else(|| format!("`{name}` is not a string"))
-        }
-        fn number(v: &Value, name: &str) -> Result<f64, String> {
-            field(v, name)?
-                .as_f64()
-                .ok_or_else(|| format!("`{name}` is not a number"))
-        }
-        fn count<T: TryFrom<u64>>(v: &Value, name: &str) -> Result<T, String> {
-            field(v, name)?
-                .as_u64()
-                .and_then(|n| T::try_from(n).ok())
-                .ok_or_else(|| format!("`{name}` is not a count"))
-        }
-        fn maybe(v: &Value, name: &str) -> Result<Option<f64>, String> {
-            match field(v, name)? {
-                Value::Null => Ok(None),
-                x => x
-                    .as_f64()
-                    .map(Some)
-                    .ok_or_else(|| format!("`{name}` is not a number or null")),
-            }
-        }
-        fn list<T>(
-            v: &Value,
-            name: &str,
-            item: impl Fn(&Value) -> Result<T, String>,
-        ) -> Result<Vec<T>, String> {
-            field(v, name)?
-                .as_array()
-                .ok_or_else(|| format!("`{name}` is not a list"))?
-                .iter()
-                .map(item)
-                .collect()
-        }
         let v: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
         if v.as_str() == Some("Ready") {
             return Ok(PageReply::Ready);

@@ -386,7 +386,7 @@ fn report_bundle_size(dist: &Path) -> Result<String, String> {
     );
     if !on_demand.files.is_empty() {
         line.push_str(&format!(
-            "\n  worker wasm+js ({}): {:.1} KB raw, {:.1} KB gzipped, on demand when the accuracy section opens",
+            "\n  worker wasm+js ({}): {:.1} KB raw, {:.1} KB gzipped, on demand when the accuracy section opens or the serving section comes into view",
             on_demand.files.join(", "),
             on_demand.raw as f64 / 1000.0,
             on_demand.gz as f64 / 1000.0

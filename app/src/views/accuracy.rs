@@ -22,7 +22,7 @@ use crate::perf::now_ms;
 
 /// The worker's loader (trunk's `data-loader-shim`: `importScripts` of the
 /// no-modules glue, then its wasm), relative to the page.
-const WORKER_URL: &str = "./app-worker_loader.js";
+pub(crate) const WORKER_URL: &str = "./app-worker_loader.js";
 /// Published rows shown as "nearest to your scenario".
 const NEAREST_ROWS: usize = 5;
 

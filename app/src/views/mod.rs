@@ -12,6 +12,7 @@ pub mod mesh;
 mod model_import;
 mod pipeline;
 mod serving;
+mod serving_latency;
 mod step_breakdown;
 mod teach;
 mod teach_draw;

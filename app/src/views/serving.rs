@@ -7,6 +7,7 @@ use planner_core::scenario::ServeDtype;
 use planner_core::serving::{self, ConcurrencyCell, Decision, ServingPlan, TABLE_PP, TABLE_TP};
 
 use crate::app::Ctx;
+use crate::views::serving_latency::ServingLatency;
 use crate::views::visibility::{near_screen, scenario_while_visible};
 
 use crate::format;
@@ -65,7 +66,8 @@ pub fn ServingView() -> impl IntoView {
     };
     let node = Signal::derive(move || s.with(|sc| sc.cluster.gpus_per_node));
     let section = NodeRef::<leptos::html::Section>::new();
-    let scenario = scenario_while_visible(ctx.scenario, near_screen(section));
+    let near = near_screen(section);
+    let scenario = scenario_while_visible(ctx.scenario, near);
     // Serving depends on the model, the serving inputs and the GPU, not on the training layout.
     let inputs = Memo::new(move |_| scenario.with(|sc| (sc.serving.clone(), sc.cluster.clone())));
     let data = Memo::new(move |_| {
@@ -243,6 +245,7 @@ pub fn ServingView() -> impl IntoView {
                 />
             </div>
             {outputs}
+            <ServingLatency scenario=scenario visible=near />
         </section>
     }
 }

@@ -1,0 +1,198 @@
+//! End-to-end tests of the serving latency section (release build, headless Chromium):
+//! TPOT follows planner-core's native value when the concurrency changes, a deployment row
+//! applies its layout, and the section's work is timed with performance.now(). The curve and
+//! the search run in the page's Web Worker (`app-worker`, `planner_core::serving_page`): the
+//! page's figures appear once its reply lands, and the timings are the worker's own.
+//! Run via `cargo xtask test` (they are ignored by a plain `cargo test`).
+
+use std::time::{Duration, Instant};
+
+use e2e::{assert_no_console_errors, screenshot_path, Page, Session};
+use planner_core::presets;
+use planner_core::serving_page::search_inputs;
+use planner_core::serving_search::serve_search;
+use planner_core::serving_time::{serving_time, ServingLoad};
+
+/// The worker's download, start and first answer (search included) on a loaded machine.
+const SETTLE: Duration = Duration::from_secs(20);
+
+fn load(concurrency: u32) -> ServingLoad {
+    ServingLoad {
+        concurrency,
+        ..ServingLoad::default()
+    }
+}
+
+fn seconds_attr(session: &Session, testid: &str) -> Option<f64> {
+    session
+        .attr(&format!("[data-testid={testid}]"), "data-seconds")
+        .ok()
+        .flatten()
+        .and_then(|v| v.parse().ok())
+}
+
+/// Polls until the page's TPOT equals `want` (relative 1e-9), returning what it shows.
+fn wait_tpot(session: &Session, want: f64) -> f64 {
+    let deadline = Instant::now() + SETTLE;
+    loop {
+        let got = seconds_attr(session, "serve-tpot").unwrap_or(f64::NAN);
+        if (got - want).abs() <= 1e-9 * want.abs() || Instant::now() > deadline {
+            return got;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Polls until the section shows no "computing…" note (every request answered).
+fn wait_idle(session: &Session) {
+    let deadline = Instant::now() + SETTLE;
+    loop {
+        let busy = session
+            .execute(
+                "return document.querySelector('[data-testid=serve-computing]') !== null;",
+                vec![],
+            )
+            .expect("query the computing note");
+        if busy == serde_json::json!(false) {
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the serving worker never answered"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The section's accumulated performance.now() time and runs of a `perf::timed` name.
+fn timed_ms(session: &Session, name: &str) -> (f64, f64) {
+    let v = session
+        .execute(
+            "return [(window.__meshplanMs || {})[arguments[0]] || 0, (window.__meshplanRuns || {})[arguments[0]] || 0];",
+            vec![serde_json::json!(name)],
+        )
+        .expect("read timings");
+    (v[0].as_f64().unwrap_or(0.0), v[1].as_f64().unwrap_or(0.0))
+}
+
+#[test]
+#[ignore = "needs dist/ and chromedriver: run via `cargo xtask test`"]
+fn tpot_follows_concurrency_and_a_deployment_row_applies_its_layout() {
+    let page = Page::start().expect("start server and chromedriver");
+    let session = page.open("").expect("page loads");
+    session.set_window_size(1440, 2600).unwrap();
+    session.reveal("[data-testid=serving-view]").unwrap();
+    let base = presets::default_scenario();
+
+    // On load: the scenario's replica (TP 8) at its target concurrency.
+    let c0 = base.serving.target_concurrency;
+    let want0 = serving_time(&base, &load(c0)).expect("native").tpot.bytes;
+    let got0 = wait_tpot(&session, want0);
+    assert!(
+        (got0 - want0).abs() <= 1e-9 * want0,
+        "TPOT at c = {c0}: page {got0}, planner-core {want0}"
+    );
+
+    // The numbers came from the worker: its loader was fetched, and once its reply landed
+    // the "computing…" note is gone.
+    let fetched = session
+        .execute(
+            "return performance.getEntriesByType('resource').some(e => e.name.includes('app-worker'));",
+            vec![],
+        )
+        .expect("resource timing");
+    assert_eq!(
+        fetched,
+        serde_json::json!(true),
+        "the serving worker was not fetched"
+    );
+    wait_idle(&session);
+
+    // Change the concurrency as a user would, in its field.
+    for c in [64u32, 4] {
+        session
+            .set_value("[data-testid=input-serve_conc]", &c.to_string())
+            .unwrap();
+        let mut sc = base.clone();
+        sc.serving.target_concurrency = c;
+        let want = serving_time(&sc, &load(c)).expect("native").tpot.bytes;
+        let got = wait_tpot(&session, want);
+        assert!(
+            (got - want).abs() <= 1e-9 * want,
+            "TPOT at c = {c}: page {got}, planner-core {want}"
+        );
+        println!(
+            "concurrency {c}: TPOT {:.3} ms (planner-core {:.3} ms)",
+            got * 1e3,
+            want * 1e3
+        );
+    }
+
+    // The deployment table is planner-core's ranking; clicking row 0 applies its shape.
+    let model = base.model_spec().expect("preset");
+    let (target, space) = search_inputs(2.0, 0.05);
+    let r = serve_search(&model, &base, &load(1), &target, &space).expect("native search");
+    let best = r.ranked.first().expect("a deployment meets the target");
+    let row = session
+        .wait_text("[data-testid=deploy-row-0]", SETTLE, |t| !t.is_empty())
+        .expect("deployment table");
+    assert!(
+        row.contains(&best.label),
+        "row 0 {row:?}, planner-core {}",
+        best.label
+    );
+    wait_idle(&session);
+    session
+        .element_screenshot(
+            "[data-testid=serving-view]",
+            &screenshot_path("serving-latency"),
+        )
+        .unwrap();
+    session.click("[data-testid=deploy-row-0]").unwrap();
+    let (tp, _pp) = best.deployment.serving_shape();
+    session
+        .wait_text("[data-testid=value-serve_tp]", SETTLE, |t| {
+            t == tp.to_string()
+        })
+        .expect("the row's TP is applied");
+    let c = best.deployment.concurrency;
+    let mut applied = base.clone();
+    applied.serving.tp = tp;
+    applied.serving.pp = best.deployment.serving_shape().1;
+    applied.serving.target_concurrency = c;
+    let want = serving_time(&applied, &load(c)).expect("native").tpot.bytes;
+    let got = wait_tpot(&session, want);
+    assert!(
+        (got - want).abs() <= 1e-9 * want,
+        "after applying {}: page TPOT {got}, planner-core {want}",
+        best.label
+    );
+    let url_deadline = Instant::now() + SETTLE;
+    while !session
+        .current_url()
+        .unwrap()
+        .contains(&format!("serve_tp={tp}"))
+    {
+        assert!(
+            Instant::now() < url_deadline,
+            "URL never showed serve_tp={tp}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+
+    // Cost of the section, performance.now() in the page (perf::timed).
+    let (search_ms, search_runs) = timed_ms(&session, "serving-search");
+    let (curve_ms, curve_runs) = timed_ms(&session, "serving-latency");
+    assert!(search_runs >= 1.0 && curve_runs >= 3.0);
+    println!(
+        "SERVING SECTION (headless Chromium, performance.now() in the worker): deployment search {:.1} ms per run over {search_runs} run(s); latency curve {:.2} ms per run over {curve_runs} run(s)",
+        search_ms / search_runs,
+        curve_ms / curve_runs
+    );
+    // Applying a row or moving the concurrency does not search again.
+    assert_eq!(
+        search_runs, 1.0,
+        "the search reran on a concurrency or layout change"
+    );
+    assert_no_console_errors(&session, "after the serving section");
+}
