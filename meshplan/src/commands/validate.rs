@@ -175,18 +175,37 @@ fn rows_table(out: &mut String, r: &ValidationReport) {
             row.not_representable.as_deref().unwrap_or("")
         );
     }
-    let _ = writeln!(out, "\nDefaults taken for what the source leaves unsaid, and layout rules the published layout breaks:");
-    for row in r.rows.iter().filter(|x| x.comparison.is_some()) {
-        let mut parts = row.defaults.clone();
-        if let Some(c) = &row.comparison {
+    let notes = r
+        .rows
+        .iter()
+        .filter_map(|row| row.comparison.as_ref().map(|c| (row, c)))
+        .map(|(row, c)| {
+            let mut parts = row.defaults.clone();
             parts.extend(c.rule_violations.iter().map(|v| format!("rule {v}")));
-        }
-        if !parts.is_empty() {
-            let _ = writeln!(out, "  {}: {}", row.id, parts.join("; "));
-        }
+            (row.id.as_str(), parts)
+        });
+    row_notes_and_conventions(
+        out,
+        "Defaults taken for what the source leaves unsaid, and layout rules the published layout breaks:",
+        notes,
+        &r.conventions,
+    );
+}
+
+/// The tail of a `--table` listing: per row what was assumed (rows with nothing to say are
+/// left out), then the comparison's conventions. Shared by the training and serving tables.
+pub(crate) fn row_notes_and_conventions<'a>(
+    out: &mut String,
+    title: &str,
+    rows: impl Iterator<Item = (&'a str, Vec<String>)>,
+    conventions: &[String],
+) {
+    let _ = writeln!(out, "\n{title}");
+    for (id, parts) in rows.filter(|(_, parts)| !parts.is_empty()) {
+        let _ = writeln!(out, "  {id}: {}", parts.join("; "));
     }
     let _ = writeln!(out, "\nConventions:");
-    for c in &r.conventions {
+    for c in conventions {
         let _ = writeln!(out, "  - {c}");
     }
     let _ = writeln!(out);

@@ -7,7 +7,7 @@ use planner_core::serving_validation::{
     run_serving_validation, ServingRowResult, ServingValidationReport, SERVING_RUNS_JSON,
 };
 
-use super::validate::{groups_and_tally, pct, read_dataset, value};
+use super::validate::{groups_and_tally, pct, read_dataset, row_notes_and_conventions, value};
 use crate::error::CliError;
 
 /// Runs the serving validation and formats its result.
@@ -103,22 +103,17 @@ fn rows_table(out: &mut String, r: &ServingValidationReport) {
             row.not_representable.as_deref().unwrap_or("")
         );
     }
-    let _ = writeln!(
-        out,
-        "\nModel and defaults taken for what the source leaves unsaid:"
-    );
-    for row in &r.rows {
+    let notes = r.rows.iter().map(|row| {
         let mut parts: Vec<String> = row.model_source.iter().cloned().collect();
         parts.extend(row.defaults.iter().cloned());
-        if !parts.is_empty() {
-            let _ = writeln!(out, "  {}: {}", row.id, parts.join("; "));
-        }
-    }
-    let _ = writeln!(out, "\nConventions:");
-    for c in &r.conventions {
-        let _ = writeln!(out, "  - {c}");
-    }
-    let _ = writeln!(out);
+        (row.id.as_str(), parts)
+    });
+    row_notes_and_conventions(
+        out,
+        "Model and defaults taken for what the source leaves unsaid:",
+        notes,
+        &r.conventions,
+    );
 }
 
 fn summary_tables(out: &mut String, r: &ServingValidationReport) {
