@@ -1,5 +1,5 @@
 //! The accuracy section's Web Worker: evaluates the 125 published runs
-//! (`planner_core::validation::page_summary`, the same code as `meshplan validate`)
+//! (`planner_core::edges::validation::page_summary`, the same code as `meshplan validate`)
 //! off the page's thread, so the page's first-load wasm does not carry the
 //! evaluation of the dataset.
 //!
@@ -9,7 +9,7 @@
 //! [`PageReply::Failed`]) as JSON text.
 //!
 //! It is also the serving latency view's worker: any other message is a
-//! [`planner_core::serving_page::ServingRequest`] (JSON text): the worker computes the
+//! [`planner_core::edges::serving_page::ServingRequest`] (JSON text): the worker computes the
 //! concurrency curve (and the deployment search when asked) and answers with their drawing
 //! ([`serving_markup`], a [`ViewReply`]), so `serving_time`, `serving_search`,
 //! `serving_disagg` and the charts' code stay out of the page's wasm. That worker stays
@@ -17,8 +17,8 @@
 
 mod serving_markup;
 
-use planner_core::serving_page::{self, PageView, ServingReply, ViewReply};
-use planner_core::validation::{page_summary, PageReply, PUBLIC_RUNS_JSON};
+use planner_core::edges::serving_page::{self, PageView, ServingReply, ViewReply};
+use planner_core::edges::validation::{page_summary, PageReply, PUBLIC_RUNS_JSON};
 use wasm_bindgen::prelude::*;
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 

@@ -1,13 +1,13 @@
 //! The serving latency view's markup, drawn in the worker from planner-core's numbers
-//! (`planner_core::serving_page::ServingPage`): the figures at the scenario's concurrency,
+//! (`planner_core::edges::serving_page::ServingPage`): the figures at the scenario's concurrency,
 //! TTFT/TPOT against concurrency, tokens/s per GPU against TPOT with the Pareto front, and
 //! the deployment table. Drawing here keeps the charts' code out of the page's first-load
-//! wasm; the page only places the text ([`planner_core::serving_page::ViewReply`]). Every
+//! wasm; the page only places the text ([`planner_core::edges::serving_page::ViewReply`]). Every
 //! text from the model (labels, errors) is HTML-escaped ([`html`]).
 
 use std::fmt::Write;
 
-use planner_core::serving_page::{ConcurrencyPoint, SearchPage, ServingPage};
+use planner_core::edges::serving_page::{ConcurrencyPoint, SearchPage, ServingPage};
 
 const W: f64 = 360.0;
 const H: f64 = 180.0;

@@ -2,15 +2,15 @@
 //! reads. The URL always holds the whole scenario (share links).
 
 use leptos::prelude::*;
-use planner_core::finetune::{FineTuneMode, LoraTargets, TARGET_PRESETS};
-use planner_core::framework::Framework;
-use planner_core::hardware::{gpu_presets, Cluster};
-use planner_core::layout::{Recompute, Schedule, ZeroStage};
-use planner_core::model::ModelSpec;
-use planner_core::precision::{Precision, PrecisionRecipe};
-use planner_core::presets::{self, model_presets};
-use planner_core::scenario::{ModelChoice, Scenario};
-use planner_core::validate::layout_rule_violations;
+use planner_core::input::finetune::{FineTuneMode, LoraTargets, TARGET_PRESETS};
+use planner_core::input::framework::Framework;
+use planner_core::input::hardware::{gpu_presets, Cluster};
+use planner_core::input::layout::{Recompute, Schedule, ZeroStage};
+use planner_core::input::model::ModelSpec;
+use planner_core::input::precision::{Precision, PrecisionRecipe};
+use planner_core::input::scenario::{ModelChoice, Scenario};
+use planner_core::resolve::presets::{self, model_presets};
+use planner_core::resolve::validate::layout_rule_violations;
 
 use crate::charts::Theme;
 use crate::inputs::{power_of_two_steps, Issue, Issues, NumberField, Select, StepSlider, Toggle};
@@ -273,7 +273,7 @@ fn Controls() -> impl IntoView {
     let split_choices = Memo::new(move |_| {
         s.with(|sc| {
             let layers = sc.model_spec().map_or(0, |m| m.layers);
-            planner_core::stage_split::split_choices(
+            planner_core::input::stage_split::split_choices(
                 layers,
                 sc.layout.pp,
                 sc.layout.virtual_stages,
@@ -394,7 +394,7 @@ fn Controls() -> impl IntoView {
                 options=gpu_options
                 value=Signal::derive(move || s.with(|sc| sc.cluster.gpu.id.clone()))
                 on_change=Callback::new(move |id: String| {
-                    if let Some(g) = planner_core::hardware::gpu_preset(&id) {
+                    if let Some(g) = planner_core::input::hardware::gpu_preset(&id) {
                         set(
                             Box::new(move |sc| {
                                 let gpn = sc.cluster.gpus_per_node;
@@ -493,7 +493,7 @@ fn Controls() -> impl IntoView {
                         options=split_choices.get()
                         value=Signal::derive(move || s.with(|sc| sc.layout.stage_split.to_link()))
                         on_change=Callback::new(move |id: String| {
-                            if let Ok(x) = planner_core::layout::StageSplit::from_link(&id) {
+                            if let Ok(x) = planner_core::input::layout::StageSplit::from_link(&id) {
                                 set(Box::new(move |sc| sc.layout.stage_split = x));
                             }
                         })

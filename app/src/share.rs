@@ -1,5 +1,5 @@
 //! Share links: the URL's query always holds the whole scenario
-//! (`planner_core::link`), a link opens exactly the state it was copied from,
+//! (`planner_core::edges::link`), a link opens exactly the state it was copied from,
 //! and a broken or outdated link falls back to defaults per parameter with a
 //! visible message naming each one.
 
@@ -8,9 +8,9 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use leptos::prelude::*;
-use planner_core::link;
-use planner_core::presets;
-use planner_core::scenario::Scenario;
+use planner_core::edges::link;
+use planner_core::input::scenario::Scenario;
+use planner_core::resolve::presets;
 use wasm_bindgen::JsValue;
 
 /// The scenario in the page's URL, with a `(parameter, message)` per bad

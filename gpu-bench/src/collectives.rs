@@ -2,7 +2,7 @@
 //! with a correctness check, warm-up and timed iterations, reported with
 //! nccl-tests' algbw and busbw.
 
-use planner_core::report::{
+use planner_core::edges::report::{
     algbw_gb_per_s, busbw_gb_per_s, CollectiveOp, CollectiveResult, Dtype, NoteLevel,
 };
 

@@ -6,7 +6,7 @@
 //! until it outgrows the mantissa; beyond that the check allows the worst-case
 //! rounding of a sequential sum.
 
-use planner_core::report::{CollectiveOp, Dtype};
+use planner_core::edges::report::{CollectiveOp, Dtype};
 
 /// Input value of element `i` on `rank`.
 pub fn input_value(rank: u32, i: u64) -> f32 {

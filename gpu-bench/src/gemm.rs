@@ -2,8 +2,8 @@
 //! multiplies of a model's layer at a tensor-parallel degree.
 
 use cudarc::cublaslt::{result as lr, sys as ls};
-use planner_core::model::{FfnKind, ModelSpec};
-use planner_core::report::{gemm_tflops, Dtype, GemmResult};
+use planner_core::edges::report::{gemm_tflops, Dtype, GemmResult};
+use planner_core::input::model::{FfnKind, ModelSpec};
 
 use crate::gpu::{DeviceBuffer, Gpu, GpuError, Timer};
 
@@ -430,7 +430,7 @@ mod tests {
 
     #[test]
     fn llama_70b_shapes_at_tp8() {
-        let spec = planner_core::presets::model_preset("llama-3.1-70b").unwrap();
+        let spec = planner_core::resolve::presets::model_preset("llama-3.1-70b").unwrap();
         let s = layer_shapes("llama-3.1-70b", &spec, 8, 4096).unwrap();
         // 64 query heads + 2×8 KV heads of 128 → 10240 features, 1280 per rank.
         assert_eq!((s[0].m, s[0].n, s[0].k), (4096, 1280, 8192));
@@ -443,13 +443,13 @@ mod tests {
 
     #[test]
     fn gpt3_shapes_and_bad_tp() {
-        let spec = planner_core::presets::model_preset("gpt3-175b").unwrap();
+        let spec = planner_core::resolve::presets::model_preset("gpt3-175b").unwrap();
         let s = layer_shapes("gpt3-175b", &spec, 8, 2048).unwrap();
         assert_eq!(s[0].n, 3 * 12288 / 8);
         assert_eq!(s[2].n, 4 * 12288 / 8);
         let err = layer_shapes(
             "llama-3.1-70b",
-            &planner_core::presets::model_preset("llama-3.1-70b").unwrap(),
+            &planner_core::resolve::presets::model_preset("llama-3.1-70b").unwrap(),
             3,
             1,
         )

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{result as dr, sys as ds, CudaContext, CudaEvent, CudaStream, DriverError};
 use cudarc::nccl::{result as nr, sys as ns};
-use planner_core::report::{CollectiveOp, Dtype};
+use planner_core::edges::report::{CollectiveOp, Dtype};
 
 /// What went wrong on the device.
 #[derive(Clone, Debug, PartialEq)]

@@ -12,8 +12,8 @@
 //!   first forward and the second unit's reduce-scatter behind the first's backward.
 
 use cudarc::driver::CudaEvent;
-use planner_core::model::ModelSpec;
-use planner_core::report::{CollectiveOp, Dtype, LayerStepKind, LayerStepResult};
+use planner_core::edges::report::{CollectiveOp, Dtype, LayerStepKind, LayerStepResult};
+use planner_core::input::model::ModelSpec;
 
 use crate::gemm::{Blas, GemmPlan, GemmShape};
 use crate::gpu::{enqueue, grouped, CollArgs, Combine, Comm, DeviceBuffer, Gpu, GpuError, Timer};

@@ -5,7 +5,7 @@
 //! tests pass on machines without CUDA; [`libs::check`] names any library that
 //! is missing before anything touches it (cudarc panics otherwise).
 //!
-//! [`BenchReport`]: planner_core::report::BenchReport
+//! [`BenchReport`]: planner_core::edges::report::BenchReport
 
 #![warn(missing_docs)]
 

@@ -18,7 +18,7 @@ use gpu_bench::rendezvous::{self, PeerInfo};
 use gpu_bench::suite::{self, Run, SuiteConfig};
 use gpu_bench::sweep::{parse_size, size_sweep};
 use gpu_bench::{EXIT_FAILURE, EXIT_PARTIAL, EXIT_SUCCESS};
-use planner_core::report::{report_to_json, BenchReport, Environment, GpuInfo};
+use planner_core::edges::report::{report_to_json, BenchReport, Environment, GpuInfo};
 
 #[derive(Parser)]
 #[command(
@@ -159,8 +159,8 @@ fn config(sections: [bool; 4], o: &Opts, world: u32) -> Result<SuiteConfig, Stri
         .map_err(|e| format!("--max-bytes: {e}"))?;
     let factor = o.factor.unwrap_or(if q { 8 } else { 4 });
     let sizes = size_sweep(min, max, factor)?;
-    let model = planner_core::presets::model_preset(&o.model).ok_or_else(|| {
-        let ids: Vec<&str> = planner_core::presets::model_presets()
+    let model = planner_core::resolve::presets::model_preset(&o.model).ok_or_else(|| {
+        let ids: Vec<&str> = planner_core::resolve::presets::model_presets()
             .iter()
             .map(|p| p.id)
             .collect();
@@ -406,7 +406,7 @@ fn run(sections: [bool; 4], o: &Opts) -> Result<i32, String> {
     let loaded = libs::loaded();
     if !loaded.is_empty() {
         run.note(
-            planner_core::report::NoteLevel::Info,
+            planner_core::edges::report::NoteLevel::Info,
             "environment",
             "libraries",
             &loaded.join(", "),

@@ -1,6 +1,6 @@
 //! Device memory bandwidth from a large device-to-device copy.
 
-use planner_core::report::{algbw_gb_per_s, MemoryBandwidthResult};
+use planner_core::edges::report::{algbw_gb_per_s, MemoryBandwidthResult};
 
 use crate::gpu::{DeviceBuffer, Gpu, GpuError, Timer};
 
@@ -18,7 +18,7 @@ pub fn bench_copy(
 ) -> Result<MemoryBandwidthResult, GpuError> {
     let src = DeviceBuffer::alloc(gpu, buffer_bytes)?;
     let dst = DeviceBuffer::alloc(gpu, buffer_bytes)?;
-    src.fill_pattern(gpu, planner_core::report::Dtype::Fp32, 0)?;
+    src.fill_pattern(gpu, planner_core::edges::report::Dtype::Fp32, 0)?;
     let copy = || -> Result<(), GpuError> {
         gpu.ctx.bind_to_thread()?;
         // SAFETY: both buffers hold buffer_bytes.
@@ -58,7 +58,7 @@ mod tests {
     fn a_copy_counts_read_and_write() {
         // 1 GiB copied in 500 us is 2 GiB of traffic: 4295 GB/s.
         let bytes = super::copy_traffic_bytes(1 << 30);
-        let bw = planner_core::report::algbw_gb_per_s(bytes, 500.0);
+        let bw = planner_core::edges::report::algbw_gb_per_s(bytes, 500.0);
         assert!((bw - 4294.967296).abs() < 1e-6);
     }
 }

@@ -4,8 +4,10 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use indicatif::{ProgressBar, ProgressStyle};
-use planner_core::model::ModelSpec;
-use planner_core::report::{BenchReport, CollectiveOp, Dtype, LayerStepResult, Note, NoteLevel};
+use planner_core::edges::report::{
+    BenchReport, CollectiveOp, Dtype, LayerStepResult, Note, NoteLevel,
+};
+use planner_core::input::model::ModelSpec;
 
 use crate::collectives::{sweep, CollectiveConfig, Team};
 use crate::gemm::{bench_gemm, layer_shapes, spin_up, square_shapes, supported, Blas};

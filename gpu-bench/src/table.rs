@@ -2,7 +2,7 @@
 //! (size, count, type, redop, root, then time/algbw/busbw/#wrong for
 //! out-of-place and in-place) so the two can be compared line by line.
 
-use planner_core::report::{
+use planner_core::edges::report::{
     CollectiveOp, CollectiveResult, GemmResult, LayerStepResult, MemoryBandwidthResult,
 };
 
@@ -153,7 +153,7 @@ pub fn layer_row(s: &LayerStepResult) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use planner_core::report::{algbw_gb_per_s, busbw_gb_per_s, Dtype};
+    use planner_core::edges::report::{algbw_gb_per_s, busbw_gb_per_s, Dtype};
 
     #[test]
     fn row_reproduces_nccl_tests_numbers() {

@@ -4,7 +4,7 @@
 use gpu_bench::data::counts;
 use gpu_bench::gemm::{layer_shapes, square_shapes};
 use gpu_bench::sweep::{align_bytes, size_sweep};
-use planner_core::report::{
+use planner_core::edges::report::{
     algbw_gb_per_s, busbw_gb_per_s, gemm_tflops, parse_report, report_json_schema, report_to_json,
     BenchReport, CollectiveOp, CollectiveResult, Dtype, Environment, GemmResult, GpuInfo,
 };
@@ -52,7 +52,7 @@ fn report() -> BenchReport {
             });
         }
     }
-    let spec = planner_core::presets::model_preset("llama-3.1-70b").unwrap();
+    let spec = planner_core::resolve::presets::model_preset("llama-3.1-70b").unwrap();
     let mut shapes = square_shapes(&[4096]);
     shapes.extend(layer_shapes("llama-3.1-70b", &spec, 8, 4096).unwrap());
     for s in shapes {

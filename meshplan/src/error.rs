@@ -2,7 +2,7 @@
 
 use std::fmt;
 
-use planner_core::validate::FieldError;
+use planner_core::resolve::validate::FieldError;
 
 /// What went wrong, ready to print.
 #[derive(Debug)]

@@ -3,7 +3,7 @@
 use std::io::Read;
 use std::path::Path;
 
-use planner_core::scenario::Scenario;
+use planner_core::input::scenario::Scenario;
 
 use crate::error::CliError;
 

@@ -3,8 +3,8 @@
 mod common;
 use common::meshplan;
 
-use planner_core::presets::article_mesh_scenario;
-use planner_core::scenario::Scenario;
+use planner_core::input::scenario::Scenario;
+use planner_core::resolve::presets::article_mesh_scenario;
 
 const MESH_LINK: &str = "v=1&model=llama-3.1-70b&gpus=512&seq=32768&gbs=64&pp=4&cp=4&dp=4";
 
@@ -65,7 +65,7 @@ fn eval_prints_the_article_model_state_as_json_and_table() {
     let dir = std::env::temp_dir().join(format!("meshplan-eval-{}", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let path = dir.join("article.json");
-    let scenario = planner_core::presets::article_70b_scenario();
+    let scenario = planner_core::resolve::presets::article_70b_scenario();
     std::fs::write(&path, serde_json::to_string(&scenario).expect("json")).expect("write");
 
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_meshplan"))
@@ -86,7 +86,7 @@ fn eval_prints_the_article_model_state_as_json_and_table() {
         .collect();
     assert_eq!(totals, vec![1120e9, 293.125e9, 155.3125e9, 17.5e9]);
 
-    let link = planner_core::link::encode(&scenario);
+    let link = planner_core::edges::link::encode(&scenario);
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_meshplan"))
         .args(["eval", "--table", "--link", &link])
         .output()

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use planner_core::presets::article_mesh_scenario;
+use planner_core::resolve::presets::article_mesh_scenario;
 
 fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")

@@ -3,8 +3,8 @@
 mod common;
 use common::{meshplan, ok};
 
-use planner_core::calibration::CalibrationSummary;
-use planner_core::mesh::SearchResult;
+use planner_core::input::calibration::CalibrationSummary;
+use planner_core::search::mesh::SearchResult;
 
 #[test]
 fn search_prints_ranked_json() {

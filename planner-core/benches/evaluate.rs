@@ -2,7 +2,7 @@
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use planner_core::evaluate::evaluate;
-use planner_core::presets::{article_mesh_scenario, default_scenario};
+use planner_core::resolve::presets::{article_mesh_scenario, default_scenario};
 use std::hint::black_box;
 
 fn bench_evaluate(c: &mut Criterion) {

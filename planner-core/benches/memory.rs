@@ -1,11 +1,11 @@
 //! How long one mesh-search evaluation of peak memory takes.
 
 use criterion::{criterion_group, criterion_main, Criterion};
-use planner_core::layout::{Layout, Recompute, Schedule, ZeroStage};
-use planner_core::memory::peak_memory_bytes;
-use planner_core::precision::Precision;
-use planner_core::presets::model_preset;
-use planner_core::scenario::{ActivationOptions, Overheads, Training};
+use planner_core::input::layout::{Layout, Recompute, Schedule, ZeroStage};
+use planner_core::input::precision::Precision;
+use planner_core::input::scenario::{ActivationOptions, Overheads, Training};
+use planner_core::memory::model_state::peak_memory_bytes;
+use planner_core::resolve::presets::model_preset;
 use std::hint::black_box;
 
 fn bench(c: &mut Criterion) {

@@ -6,11 +6,11 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use planner_core::cost::{CostOptions, StepModel};
-use planner_core::hardware::Cluster;
-use planner_core::mesh::{search, SearchSpace};
-use planner_core::presets::article_mesh_scenario;
-use planner_core::scenario::{ModelChoice, Scenario};
+use planner_core::input::hardware::Cluster;
+use planner_core::input::scenario::{ModelChoice, Scenario};
+use planner_core::resolve::presets::article_mesh_scenario;
+use planner_core::search::mesh::{search, SearchSpace};
+use planner_core::time::cost::{CostOptions, StepModel};
 
 fn scenario(model: &str, nodes: u32, seq_len: u32, global_batch: u32) -> Scenario {
     let mut sc = article_mesh_scenario();

@@ -6,11 +6,11 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use planner_core::hardware::{gpu_preset, Cluster};
-use planner_core::presets::article_mesh_scenario;
-use planner_core::scenario::{ModelChoice, Scenario};
-use planner_core::serving_search::{serve_search, Percentile, ServeSearchSpace, ServeTarget};
-use planner_core::serving_time::ServingLoad;
+use planner_core::input::hardware::{gpu_preset, Cluster};
+use planner_core::input::scenario::{ModelChoice, Scenario};
+use planner_core::resolve::presets::article_mesh_scenario;
+use planner_core::search::deployment::{serve_search, Percentile, ServeSearchSpace, ServeTarget};
+use planner_core::serving::latency::ServingLoad;
 
 fn scenario(model: &str, nodes: u32) -> Option<Scenario> {
     let mut sc = article_mesh_scenario();

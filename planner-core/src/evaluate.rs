@@ -3,19 +3,19 @@
 //! The app calls [`evaluate`] on every input event and the `meshplan eval`
 //! command prints its result, so both always show the same numbers.
 
-use crate::finetune::{FineTuneMode, FineTuneSummary};
+use crate::input::finetune::{FineTuneMode, FineTuneSummary};
 use serde::{Deserialize, Serialize};
 
-use crate::cost::{CostOptions, StepCost, StepModel};
-use crate::explain::Term;
-use crate::memory::{model_state_for, training_memory, ModelStateBar, TrainingMemory};
-use crate::model::{ModelSpec, ParamBreakdown};
-use crate::pipeline::{bubble, bubble_terms, timeline, Bubble, Timeline};
-use crate::scenario::Scenario;
-use crate::serving::{
+use crate::base::explain::Term;
+use crate::input::model::{ModelSpec, ParamBreakdown};
+use crate::input::scenario::Scenario;
+use crate::memory::model_state::{model_state_for, training_memory, ModelStateBar, TrainingMemory};
+use crate::memory::serving::{
     concurrency_table, serving_plan, ConcurrencyCell, Recommendation, ServingPlan,
 };
-use crate::validate::{layout_rule_violations, FieldError, RuleViolation};
+use crate::parallel::pipeline::{bubble, bubble_terms, timeline, Bubble, Timeline};
+use crate::resolve::validate::{layout_rule_violations, FieldError, RuleViolation};
+use crate::time::cost::{CostOptions, StepCost, StepModel};
 
 /// Largest `p·m·v` drawn as a full timeline; beyond it the view shows the
 /// closed-form bubble and says why the grid is missing.
@@ -169,7 +169,7 @@ pub fn evaluate(scenario: &Scenario) -> Result<Evaluation, EvaluateError> {
         let mut full = scenario.clone();
         full.training.finetune.mode = FineTuneMode::Full;
         let full_s = step_cost(&model, &full).seconds.total;
-        crate::finetune::summary(
+        crate::input::finetune::summary(
             &model,
             &scenario.training.finetune,
             step.seconds.total,
@@ -206,11 +206,12 @@ pub fn micro_batches(scenario: &Scenario) -> u32 {
 pub fn stage_split_view(model: &ModelSpec, scenario: &Scenario) -> Option<StageSplitView> {
     let layout = &scenario.layout;
     let split = &layout.stage_split;
-    let sh = crate::stage_split::SplitShape::new(model.layers, layout.pp, layout.virtual_stages);
+    let sh =
+        crate::input::stage_split::SplitShape::new(model.layers, layout.pp, layout.virtual_stages);
     if split.is_even() || split.problem(sh).is_some() {
         return None;
     }
-    let inputs = crate::comms::CommInputs::new(
+    let inputs = crate::time::comms::CommInputs::new(
         model,
         &scenario.precision,
         &scenario.training,

@@ -3,50 +3,37 @@
 //! Pure Rust with no I/O and no web or CUDA dependencies: it compiles natively
 //! (the `meshplan` command, gpu-bench) and to wasm (the app). Every number the
 //! app shows comes from here, with the formula and assumption that produced it.
+//!
+//! # Map
+//!
+//! Layers, bottom to top. A module imports only from its own folder and from
+//! folders below it; `memory` and `time` are siblings and never import each
+//! other. `tests/it/layers.rs` reads every `crate::` path and fails otherwise.
+//!
+//! | layer | owns |
+//! |---|---|
+//! | [`base`] | the explained number (`Term`), input bounds, validated free text, JSON values |
+//! | [`input`] | the question as types: model, precision, hardware, layout, fine-tuning, framework, calibration summary, `Scenario` and its error |
+//! | [`resolve`] | presets, defaults, and the rules a scenario must meet |
+//! | [`parallel`] | rank grid and group placement, MoE folding, pipeline schedules |
+//! | [`memory`] · [`time`] | bytes per GPU · seconds per step (siblings) |
+//! | [`serving`] | serving latency: prefill, decode, batching, queueing, disaggregation |
+//! | [`search`] | the mesh search and the deployment search |
+//! | [`evaluate`] | the façade the app and the CLI call: one scenario in, every view's numbers out |
+//! | [`figures`] | what the page draws, as data: step breakdown, teaching figures |
+//! | [`edges`] | text in and out: links, HF configs, reports, nccl-tests, exports, validation |
 
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
-pub mod activations;
-pub mod bounds;
-pub mod breakdown;
-pub mod calibration;
-pub mod collectives;
-pub mod comms;
-pub mod cost;
+pub mod base;
+pub mod edges;
 pub mod evaluate;
-pub mod explain;
-pub mod export;
-pub mod finetune;
-pub mod fold;
-pub mod framework;
-pub mod free_text;
-pub mod hardware;
-pub mod hf_config;
-mod json_value;
-pub mod kv_cache;
-pub mod layer_step;
-pub mod layout;
-pub mod link;
-pub mod loss_memory;
+pub mod figures;
+pub mod input;
 pub mod memory;
-pub mod mesh;
-pub mod model;
-pub mod nccl_tests;
-pub mod pipeline;
-pub mod precision;
-pub mod presets;
-pub mod report;
-pub mod scenario;
+pub mod parallel;
+pub mod resolve;
+pub mod search;
 pub mod serving;
-pub mod serving_disagg;
-pub mod serving_page;
-pub mod serving_search;
-pub mod serving_time;
-pub mod serving_validation;
-pub mod stage_split;
-pub mod teaching;
-pub mod topology;
-pub mod torchtitan_sac;
-pub mod validate;
-pub mod validation;
+pub mod time;

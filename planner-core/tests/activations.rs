@@ -1,13 +1,13 @@
 //! Activation accounting: Korthikanti et al. 2022 Table 2 reproduced tensor by
 //! tensor, Llama-style differences, pipeline in-flight counts, and invariants.
 
-use planner_core::activations::{
+use planner_core::input::layout::{Recompute, Schedule};
+use planner_core::input::model::{FfnKind, ModelSpec, NormKind};
+use planner_core::memory::activations::{
     extra_activations, extras_bytes, in_flight_microbatches, korthikanti_layer_bytes,
     layer_activations, layer_bytes, ActivationSetup, LayerKind,
 };
-use planner_core::layout::{Recompute, Schedule};
-use planner_core::model::{FfnKind, ModelSpec, NormKind};
-use planner_core::presets::model_preset;
+use planner_core::resolve::presets::model_preset;
 use proptest::prelude::*;
 
 /// The GPT block Korthikanti et al. assume: LayerNorm, dropout, 4h GeLU MLP, MHA, d = h/a.
@@ -314,7 +314,7 @@ proptest! {
 
 #[test]
 fn moe_and_mla_layers_are_accounted() {
-    use planner_core::model::{MlaSpec, MoeSpec};
+    use planner_core::input::model::{MlaSpec, MoeSpec};
     let mut model = llama70b();
     model.moe = Some(MoeSpec {
         routed_experts: 8,

@@ -3,17 +3,17 @@
 //! hosts, or the number of candidates, and gives what the plain computation gives.
 //! Functional assertions only (no timings).
 
-use planner_core::cost::{CostOptions, StepModel};
+use planner_core::edges::link;
+use planner_core::edges::nccl_tests::parse_text;
 use planner_core::evaluate::evaluate;
-use planner_core::hardware::{gpu_preset, Cluster};
-use planner_core::link;
-use planner_core::mesh::{mesh_blocks, search, SearchSpace, SlicedSearch};
-use planner_core::model::{ModelSpec, MoeSpec};
-use planner_core::nccl_tests::parse_text;
-use planner_core::pipeline::{bubble, bubble_terms, timeline, Schedule};
-use planner_core::presets::{article_mesh_scenario, model_preset};
-use planner_core::scenario::{Scenario, Serving};
-use planner_core::serving::{recommend, serving_plan, Decision, MAX_LISTED_STAGES};
+use planner_core::input::hardware::{gpu_preset, Cluster};
+use planner_core::input::model::{ModelSpec, MoeSpec};
+use planner_core::input::scenario::{Scenario, Serving};
+use planner_core::memory::serving::{recommend, serving_plan, Decision, MAX_LISTED_STAGES};
+use planner_core::parallel::pipeline::{bubble, bubble_terms, timeline, Schedule};
+use planner_core::resolve::presets::{article_mesh_scenario, model_preset};
+use planner_core::search::mesh::{mesh_blocks, search, SearchSpace, SlicedSearch};
+use planner_core::time::cost::{CostOptions, StepModel};
 
 fn scenario(query: &str) -> Scenario {
     link::decode(query).unwrap_or_else(|e| panic!("{query}: {e:?}"))

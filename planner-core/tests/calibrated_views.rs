@@ -1,14 +1,14 @@
 //! With measured numbers switched on, every time the views show comes from the
 //! same calibrated model as `evaluate`'s step cost; switched off, the presets.
 
-use planner_core::breakdown::step_breakdown;
-use planner_core::calibration::{CalibrationSummary, FittedLink, CALIBRATION_VERSION};
-use planner_core::collectives::{Collective, LinkDomain};
-use planner_core::cost::{scaling, CostOptions, ScalingKind};
 use planner_core::evaluate::evaluate;
-use planner_core::presets::article_mesh_scenario;
-use planner_core::scenario::{Measured, Scenario};
-use planner_core::teaching::teaching_figures;
+use planner_core::figures::breakdown::step_breakdown;
+use planner_core::figures::teaching::teaching_figures;
+use planner_core::input::calibration::{CalibrationSummary, FittedLink, CALIBRATION_VERSION};
+use planner_core::input::scenario::{Measured, Scenario};
+use planner_core::resolve::presets::article_mesh_scenario;
+use planner_core::time::collectives::{Collective, LinkDomain};
+use planner_core::time::cost::{scaling, CostOptions, ScalingKind};
 
 /// A network and NVLink four times slower than the presets, for every collective.
 fn slow_links() -> CalibrationSummary {
@@ -118,7 +118,7 @@ fn teaching_timelines_use_the_measured_links_when_switched_on() {
     );
     assert!(on.ddp.current.all_reduce_total_s > off.ddp.current.all_reduce_total_s);
     // The FSDP lanes: the collectives' bars last longer, the compute bars do not.
-    let longest = |lanes: &planner_core::teaching::FsdpLanes| {
+    let longest = |lanes: &planner_core::figures::teaching::FsdpLanes| {
         lanes
             .bars
             .iter()

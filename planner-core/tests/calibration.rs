@@ -1,17 +1,19 @@
 //! nccl-tests parsing and the α–β / GEMM fits, on synthetic outputs generated
 //! from known parameters (not measurements) in nccl-tests' own print format.
 
-use planner_core::calibration::{calibrate, fit_gemm, samples_from_nccl, CommSample, GemmSample};
-use planner_core::collectives::{Collective, CommModel, LinkDomain};
-use planner_core::cost::{CostOptions, StepModel};
-use planner_core::hardware::{gpu_preset, Cluster};
-use planner_core::layout::Layout;
-use planner_core::nccl_tests::{parse, parse_json, parse_text};
-use planner_core::precision::Precision;
-use planner_core::presets::model_preset;
-use planner_core::scenario::{
+use planner_core::edges::nccl_tests::{parse, parse_json, parse_text};
+use planner_core::input::calibration::{
+    calibrate, fit_gemm, samples_from_nccl, CommSample, GemmSample,
+};
+use planner_core::input::hardware::{gpu_preset, Cluster};
+use planner_core::input::layout::Layout;
+use planner_core::input::precision::Precision;
+use planner_core::input::scenario::{
     ActivationOptions, ModelChoice, Overheads, Scenario, Serving, Training, SCENARIO_VERSION,
 };
+use planner_core::resolve::presets::model_preset;
+use planner_core::time::collectives::{Collective, CommModel, LinkDomain};
+use planner_core::time::cost::{CostOptions, StepModel};
 
 /// Time of an all-reduce of `bytes` on `n` ranks at α per step and `busbw` GB/s, µs.
 fn ar_time_us(bytes: f64, n: f64, alpha_us: f64, busbw_gb: f64) -> f64 {
@@ -104,7 +106,7 @@ fn two_level_samples_fit_the_network_after_the_node_stages() {
         truth.set_measured(
             op,
             LinkDomain::InterNode,
-            planner_core::collectives::AlphaBeta {
+            planner_core::time::collectives::AlphaBeta {
                 latency_s: 8e-6,
                 busbw_bytes_per_s: 45e9,
             },
@@ -114,8 +116,8 @@ fn two_level_samples_fit_the_network_after_the_node_stages() {
         dp: 16,
         ..Layout::default()
     };
-    let p = planner_core::topology::Placement::of(&layout, 8, Default::default());
-    let g = p.group(planner_core::topology::GroupKind::Dp);
+    let p = planner_core::parallel::topology::Placement::of(&layout, 8, Default::default());
+    let g = p.group(planner_core::parallel::topology::GroupKind::Dp);
     let samples: Vec<CommSample> = [1e6, 1e7, 1e8, 1e9]
         .iter()
         .map(|&b| CommSample {
@@ -214,7 +216,7 @@ fn gemm_fit_recovers_a_saturating_curve_and_marks_predictions_measured() {
     let measured = StepModel::new(&model, &sc, CostOptions::default())
         .with_calibration(&cal)
         .evaluate(&sc.layout);
-    let gemm = |c: &planner_core::cost::StepCost| {
+    let gemm = |c: &planner_core::time::cost::StepCost| {
         c.inputs
             .iter()
             .find(|i| i.key == "gemm_efficiency")
@@ -226,7 +228,7 @@ fn gemm_fit_recovers_a_saturating_curve_and_marks_predictions_measured() {
     // The summary is small and round-trips through JSON.
     let text = serde_json::to_string(&cal).expect("json");
     assert!(text.len() < 400, "{text}");
-    let back: planner_core::calibration::CalibrationSummary =
+    let back: planner_core::input::calibration::CalibrationSummary =
         serde_json::from_str(&text).expect("back");
     let (a, b) = (back.gemm.expect("a"), cal.gemm.expect("b"));
     assert!((a.efficiency.max_fraction - b.efficiency.max_fraction).abs() < 1e-12);
@@ -235,10 +237,10 @@ fn gemm_fit_recovers_a_saturating_curve_and_marks_predictions_measured() {
 
 #[test]
 fn bench_report_feeds_the_fits() {
-    use planner_core::calibration::samples_from_report;
-    use planner_core::precision::ComputeDtype;
+    use planner_core::input::calibration::samples_from_report;
+    use planner_core::input::precision::ComputeDtype;
     let text = include_str!("fixtures/report/synthetic-2gpu.json");
-    let report = planner_core::report::parse_report(text).expect("report");
+    let report = planner_core::edges::report::parse_report(text).expect("report");
     let (comm, gemm) = samples_from_report(&report, ComputeDtype::Bf16);
     assert_eq!(comm.len(), report.collectives.len());
     assert_eq!(gemm.len(), 1);
@@ -258,8 +260,8 @@ fn bench_report_feeds_the_fits() {
 
 #[test]
 fn bus_factors_match_the_report_module() {
-    use planner_core::calibration::collective_of;
-    use planner_core::report::{busbw_factor, CollectiveOp};
+    use planner_core::edges::report::{busbw_factor, CollectiveOp};
+    use planner_core::input::calibration::collective_of;
     for op in CollectiveOp::ALL {
         for n in [2u32, 3, 8, 64, 1000] {
             assert_eq!(
@@ -273,7 +275,7 @@ fn bus_factors_match_the_report_module() {
 
 #[test]
 fn summaries_from_outside_are_checked() {
-    use planner_core::calibration::{CalibrationSummary, FittedLink};
+    use planner_core::input::calibration::{CalibrationSummary, FittedLink};
     let mut s = CalibrationSummary {
         version: 1,
         links: vec![FittedLink {
@@ -325,8 +327,8 @@ fn launcher_prefixes_and_integer_times_are_read() {
 
 mod compact {
     use super::*;
-    use planner_core::calibration::{CalibrationSummary, FittedLink, GemmFit};
-    use planner_core::cost::GemmEfficiency;
+    use planner_core::input::calibration::{CalibrationSummary, FittedLink, GemmFit};
+    use planner_core::time::cost::GemmEfficiency;
     use proptest::prelude::*;
 
     fn link() -> impl Strategy<Value = FittedLink> {

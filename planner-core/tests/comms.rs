@@ -1,14 +1,14 @@
 //! Communication volumes against closed forms, and group placement on domains.
 
-use planner_core::collectives::{AlphaBeta, Collective, CommModel};
-use planner_core::comms::{step_comms, CommInputs, Purpose};
-use planner_core::hardware::{gpu_preset, Cluster};
-use planner_core::layout::{Layout, Recompute, ZeroStage};
-use planner_core::model::ModelSpec;
-use planner_core::precision::Precision;
-use planner_core::presets::model_preset;
-use planner_core::scenario::{Overheads, Training};
-use planner_core::topology::{Domain, GroupKind, Placement, RankOrder};
+use planner_core::input::hardware::{gpu_preset, Cluster};
+use planner_core::input::layout::{Layout, Recompute, ZeroStage};
+use planner_core::input::model::ModelSpec;
+use planner_core::input::precision::Precision;
+use planner_core::input::scenario::{Overheads, Training};
+use planner_core::parallel::topology::{Domain, GroupKind, Placement, RankOrder};
+use planner_core::resolve::presets::model_preset;
+use planner_core::time::collectives::{AlphaBeta, Collective, CommModel};
+use planner_core::time::comms::{step_comms, CommInputs, Purpose};
 
 fn llama70() -> ModelSpec {
     let mut m = model_preset("llama-3.1-70b").expect("preset");
@@ -20,7 +20,11 @@ fn cluster(nodes: u32) -> Cluster {
     Cluster::of(gpu_preset("h100-sxm").expect("gpu"), nodes)
 }
 
-fn comms_for(layout: &Layout, nodes: u32, global_batch: u32) -> planner_core::comms::StepComms {
+fn comms_for(
+    layout: &Layout,
+    nodes: u32,
+    global_batch: u32,
+) -> planner_core::time::comms::StepComms {
     let model = llama70();
     let c = cluster(nodes);
     let inp = CommInputs::new(
@@ -274,7 +278,7 @@ fn alpha_beta_and_two_level_all_reduce() {
     let flat = model
         .link(
             Collective::AllReduce,
-            planner_core::collectives::LinkDomain::InterNode,
+            planner_core::time::collectives::LinkDomain::InterNode,
         )
         .time_s(Collective::AllReduce, 1e9, 32);
     assert!(two_level < flat / 4.0, "{two_level} vs {flat}");
@@ -286,7 +290,7 @@ fn comms_model(
     nodes: u32,
     seq_len: u32,
     global_batch: u32,
-) -> planner_core::comms::StepComms {
+) -> planner_core::time::comms::StepComms {
     let c = cluster(nodes);
     let inp = CommInputs::new(
         model,
@@ -309,7 +313,7 @@ fn pipeline_sends_one_activation_each_way_per_micro_batch_and_chunk() {
         pp: 4,
         dp: 2,
         virtual_stages: 2,
-        schedule: planner_core::layout::Schedule::Interleaved,
+        schedule: planner_core::input::layout::Schedule::Interleaved,
         sequence_parallel: true,
         ..Layout::default()
     };

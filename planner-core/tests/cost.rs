@@ -1,13 +1,13 @@
 //! Step time, FLOPs per token and MFU against closed forms and published figures.
 
-use planner_core::cost::{flops_per_token, scaling, CostOptions, ScalingKind, StepModel};
-use planner_core::hardware::{gpu_preset, Cluster};
-use planner_core::layout::{Layout, Recompute, Schedule, ZeroStage};
-use planner_core::precision::{Precision, PrecisionRecipe};
-use planner_core::presets::model_preset;
-use planner_core::scenario::{
+use planner_core::input::hardware::{gpu_preset, Cluster};
+use planner_core::input::layout::{Layout, Recompute, Schedule, ZeroStage};
+use planner_core::input::precision::{Precision, PrecisionRecipe};
+use planner_core::input::scenario::{
     ActivationOptions, ModelChoice, Overheads, Scenario, Serving, Training, SCENARIO_VERSION,
 };
+use planner_core::resolve::presets::model_preset;
+use planner_core::time::cost::{flops_per_token, scaling, CostOptions, ScalingKind, StepModel};
 
 fn scenario(model: &str, nodes: u32, seq_len: u32, global_batch: u32, layout: Layout) -> Scenario {
     Scenario {
@@ -171,7 +171,7 @@ fn strong_scaling_loses_efficiency_and_weak_keeps_most() {
 
 #[test]
 fn scaling_curves_name_their_baseline() {
-    use planner_core::cost::scaling_curve;
+    use planner_core::time::cost::scaling_curve;
     let m = model_preset("llama-3.1-8b").expect("m");
     let layout = Layout {
         tp: 2,
@@ -248,9 +248,9 @@ mod properties {
 
 #[test]
 fn scenario_entry_points_resolve_the_model() {
-    use planner_core::cost::evaluate_scenario;
-    use planner_core::mesh::{search_scenario, SearchSpace};
-    use planner_core::presets::article_mesh_scenario;
+    use planner_core::resolve::presets::article_mesh_scenario;
+    use planner_core::search::mesh::{search_scenario, SearchSpace};
+    use planner_core::time::cost::evaluate_scenario;
     let sc = article_mesh_scenario();
     let c = evaluate_scenario(&sc, CostOptions::default(), None).expect("eval");
     assert!(c.seconds.total > 0.0);
@@ -265,7 +265,7 @@ fn scenario_entry_points_resolve_the_model() {
 
 #[test]
 fn tp_across_nodes_costs_more_than_tp_on_nvlink() {
-    use planner_core::topology::RankOrder;
+    use planner_core::parallel::topology::RankOrder;
     let m = model_preset("llama-3.1-70b").expect("m");
     let layout = Layout {
         tp: 8,
@@ -285,7 +285,7 @@ fn tp_across_nodes_costs_more_than_tp_on_nvlink() {
         },
     )
     .evaluate(&layout);
-    let tp = |c: &planner_core::cost::StepCost| c.seconds.exposed_comm[0];
+    let tp = |c: &planner_core::time::cost::StepCost| c.seconds.exposed_comm[0];
     // 450 GB/s NVLink against a 50 GB/s NIC: about 9× the TP time.
     assert!(
         tp(&across) > 8.0 * tp(&nvlink),
@@ -298,7 +298,7 @@ fn tp_across_nodes_costs_more_than_tp_on_nvlink() {
 
 #[test]
 fn a_unit_exposes_what_its_transfer_exceeds_one_units_compute() {
-    use planner_core::cost::unit_exposed_s;
+    use planner_core::time::cost::unit_exposed_s;
     // Compute-bound: only the first unit's gather shows.
     assert!((unit_exposed_s(1.0, 4.0, 10.0) - 0.1).abs() < 1e-12);
     // Link-bound: the step is U·c_u + t_u, so exposed = U·c_u + t_u − U·t_u.
@@ -326,15 +326,15 @@ fn zero3_backward_gather_and_reduce_scatter_share_the_link() {
     let c = sm.evaluate(&sc.layout);
     let s = c.seconds;
     let t_f = (s.compute - s.recompute) / 3.0;
-    let secs = |p: planner_core::comms::Purpose| {
+    let secs = |p: planner_core::time::comms::Purpose| {
         c.comms
             .iter()
             .find(|i| i.purpose == p)
             .map(|i| i.seconds_per_step)
             .expect("item")
     };
-    let ag = secs(planner_core::comms::Purpose::ParamAllGatherBackward);
-    let rs = secs(planner_core::comms::Purpose::GradReduceScatter);
+    let ag = secs(planner_core::time::comms::Purpose::ParamAllGatherBackward);
+    let rs = secs(planner_core::time::comms::Purpose::GradReduceScatter);
     assert!(
         ag < 2.0 * t_f && rs < 2.0 * t_f && ag + rs > 2.0 * t_f,
         "{ag} {rs} {t_f}"

@@ -1,9 +1,11 @@
 //! The whole-scenario evaluation the app and `meshplan eval` show.
 
 use planner_core::evaluate::{evaluate, micro_batches};
-use planner_core::hardware::GB;
-use planner_core::layout::ZeroStage;
-use planner_core::presets::{article_70b_scenario, article_mesh_scenario, default_scenario};
+use planner_core::input::hardware::GB;
+use planner_core::input::layout::ZeroStage;
+use planner_core::resolve::presets::{
+    article_70b_scenario, article_mesh_scenario, default_scenario,
+};
 
 #[test]
 fn article_chart_numbers_come_out_of_evaluate() {
@@ -53,7 +55,7 @@ fn article_mesh_is_512_gpus_and_sixteen_micro_batches() {
     assert!(eval
         .rules
         .iter()
-        .all(|r| r.severity != planner_core::validate::Severity::Error));
+        .all(|r| r.severity != planner_core::resolve::validate::Severity::Error));
 }
 
 #[test]
@@ -83,9 +85,9 @@ fn evaluation_serialises_to_json() {
 
 #[test]
 fn enabled_calibration_changes_the_step_time_and_is_reported_as_measured() {
-    use planner_core::calibration::{CalibrationSummary, FittedLink, CALIBRATION_VERSION};
-    use planner_core::collectives::{Collective, LinkDomain};
-    use planner_core::scenario::Measured;
+    use planner_core::input::calibration::{CalibrationSummary, FittedLink, CALIBRATION_VERSION};
+    use planner_core::input::scenario::Measured;
+    use planner_core::time::collectives::{Collective, LinkDomain};
 
     let base = article_mesh_scenario();
     let plain = evaluate(&base).expect("valid").step;

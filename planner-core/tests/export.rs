@@ -5,10 +5,12 @@
 
 use std::path::PathBuf;
 
-use planner_core::export::{export, exports, Export, ExportFormat};
-use planner_core::layout::{Layout, Recompute, Schedule, ZeroStage};
-use planner_core::presets::{article_70b_scenario, article_mesh_scenario, default_scenario};
-use planner_core::scenario::{ModelChoice, Scenario, ServeDtype};
+use planner_core::edges::export::{export, exports, Export, ExportFormat};
+use planner_core::input::layout::{Layout, Recompute, Schedule, ZeroStage};
+use planner_core::input::scenario::{ModelChoice, Scenario, ServeDtype};
+use planner_core::resolve::presets::{
+    article_70b_scenario, article_mesh_scenario, default_scenario,
+};
 use proptest::prelude::*;
 
 /// Mixtral 8x7B on 4 nodes × 8 H100: TP 2, PP 2, DP 8 with EP 8 over the DP ranks,
@@ -32,7 +34,7 @@ fn mixtral_ep_scenario() -> Scenario {
         zero: ZeroStage::Zero1,
         recompute: Recompute::Full,
         sequence_parallel: true,
-        stage_split: planner_core::layout::StageSplit::Even,
+        stage_split: planner_core::input::layout::StageSplit::Even,
     };
     s.serving.tp = 4;
     s.serving.weight_dtype = ServeDtype::Fp8;
@@ -280,7 +282,7 @@ fn arb_scenario() -> impl Strategy<Value = Scenario> {
                     zero: ZeroStage::ALL[usize::from(zero)],
                     recompute: Recompute::ALL[rec],
                     sequence_parallel: tp > 1,
-                    stage_split: planner_core::layout::StageSplit::Even,
+                    stage_split: planner_core::input::layout::StageSplit::Even,
                 };
                 s.serving.weight_dtype = ServeDtype::ALL[w];
                 s.serving.kv_dtype = ServeDtype::ALL[kv];

@@ -1,11 +1,11 @@
 //! Serving deployment exports: the vLLM and SGLang flags of a deployment the serving search
 //! chose, aggregated or disaggregated, as commands a shell parses back to those flags.
 
-use planner_core::export::{deployment_export, ExportFormat};
-use planner_core::presets::{article_mesh_scenario, model_preset};
-use planner_core::scenario::{ModelChoice, Scenario};
-use planner_core::serving_disagg::{DisaggDeployment, PoolShape};
-use planner_core::serving_search::{Deployment, Pools};
+use planner_core::edges::export::{deployment_export, ExportFormat};
+use planner_core::input::scenario::{ModelChoice, Scenario};
+use planner_core::resolve::presets::{article_mesh_scenario, model_preset};
+use planner_core::search::deployment::{Deployment, Pools};
+use planner_core::serving::disagg::{DisaggDeployment, PoolShape};
 
 fn scenario(model: &str) -> Scenario {
     let mut s = article_mesh_scenario();

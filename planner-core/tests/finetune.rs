@@ -2,20 +2,20 @@
 //! the activations frozen layers no longer save, step time against full fine-tuning,
 //! validation and share links. Every expected value is worked by hand in a comment.
 
-use planner_core::activations::{extras_bytes, layer_bytes, ActivationSetup, LayerKind};
-use planner_core::cost::{CostOptions, StepModel};
+use planner_core::edges::link;
 use planner_core::evaluate::evaluate;
-use planner_core::finetune::{
+use planner_core::input::finetune::{
     adapter_params_total, FineTune, FineTuneMode, LoraSettings, LoraTargets,
     DEQUANT_BYTES_PER_PARAM, NF4_DOUBLE_QUANT_BITS_PER_PARAM,
 };
-use planner_core::layout::{Recompute, ZeroStage};
-use planner_core::link;
-use planner_core::memory::training_memory;
-use planner_core::model::ModelSpec;
-use planner_core::precision::{Precision, PrecisionRecipe};
-use planner_core::presets::model_preset;
-use planner_core::scenario::Scenario;
+use planner_core::input::layout::{Recompute, ZeroStage};
+use planner_core::input::model::ModelSpec;
+use planner_core::input::precision::{Precision, PrecisionRecipe};
+use planner_core::input::scenario::Scenario;
+use planner_core::memory::activations::{extras_bytes, layer_bytes, ActivationSetup, LayerKind};
+use planner_core::memory::model_state::training_memory;
+use planner_core::resolve::presets::model_preset;
+use planner_core::time::cost::{CostOptions, StepModel};
 
 /// q, k, v, o: the default targets.
 const ATTENTION: LoraTargets =
@@ -128,7 +128,7 @@ fn qlora_paper_65b_fits_under_48_gb_and_full_16_bit_needs_over_780_gb() {
     };
     let mut s = link::decode("v=1&gpus=8&dp=1&tp=1&pp=1&zero=0&gbs=8&mbs=1&ft=qlora&lora_r=64&lora_mod=q,k,v,o,gate,up,down&recompute=full&seq=512")
         .expect("valid link");
-    s.model = planner_core::scenario::ModelChoice::Custom(m.clone());
+    s.model = planner_core::input::scenario::ModelChoice::Custom(m.clone());
     s.precision = Precision::from_recipe(PrecisionRecipe::Bf16NoMaster);
     let mem = training_memory(&s, &m);
     let state: f64 = mem.stages[0]
@@ -214,7 +214,7 @@ fn gradient_traffic_covers_adapters_only() {
         e.step
             .comms
             .iter()
-            .filter(|c| c.purpose == planner_core::comms::Purpose::GradReduceScatter)
+            .filter(|c| c.purpose == planner_core::time::comms::Purpose::GradReduceScatter)
             .map(|c| c.message_bytes)
             .sum::<f64>()
     };
@@ -271,7 +271,7 @@ fn links_and_files_round_trip_and_old_files_read_as_full() {
     }
     // A default scenario writes no fine-tuning field and no link parameter, so old files,
     // links and goldens are unchanged; a file without the field reads as full fine-tuning.
-    let d = planner_core::presets::default_scenario();
+    let d = planner_core::resolve::presets::default_scenario();
     let json = serde_json::to_string(&d).expect("json");
     assert!(!json.contains("finetune"));
     assert!(!link::encode(&d).contains("ft="));
@@ -282,7 +282,7 @@ fn links_and_files_round_trip_and_old_files_read_as_full() {
 
 #[test]
 fn exports_carry_peft_settings_only_in_adapter_modes() {
-    use planner_core::export::{export, ExportFormat};
+    use planner_core::edges::export::{export, ExportFormat};
     let notes = |mode: &str, f: ExportFormat| {
         let s = scenario_8b(mode);
         let model = s.model_spec().expect("model");

@@ -1,13 +1,13 @@
 //! MoE parallel folding: expert-TP × EP × expert-DP over a stage's tp·cp·dp ranks
 //! (Liu et al. 2025, arXiv 2504.14960; Megatron Core parallel_state.py), worked by hand.
 
-use planner_core::export::{export, ExportFormat};
-use planner_core::fold::{expert_dp_ranks, ExpertGrid};
-use planner_core::link::{decode, encode};
-use planner_core::memory::{rank_params, stage_spans, ShardGroups};
-use planner_core::presets::default_scenario;
-use planner_core::scenario::{ModelChoice, Scenario};
-use planner_core::validation::{parse_runs, validate_run, PUBLIC_RUNS_JSON};
+use planner_core::edges::export::{export, ExportFormat};
+use planner_core::edges::link::{decode, encode};
+use planner_core::edges::validation::{parse_runs, validate_run, PUBLIC_RUNS_JSON};
+use planner_core::input::scenario::{ModelChoice, Scenario};
+use planner_core::memory::model_state::{rank_params, stage_spans, ShardGroups};
+use planner_core::parallel::fold::{expert_dp_ranks, ExpertGrid};
+use planner_core::resolve::presets::default_scenario;
 
 /// The scenario meshplan validate builds for a published row.
 fn row_scenario(id: &str) -> Scenario {
@@ -94,8 +94,9 @@ fn megatron_export_and_link_carry_expert_tp() {
     let mut s = row_scenario("mbridge2509-qwen3-235b-tokendrop-h100-tps");
     let model = s.model_spec().expect("model");
     let e = export(ExportFormat::Megatron, &s, &model);
-    let has =
-        |e: &planner_core::export::Export, line: &str| e.text.lines().any(|l| l.trim() == line);
+    let has = |e: &planner_core::edges::export::Export, line: &str| {
+        e.text.lines().any(|l| l.trim() == line)
+    };
     assert!(has(&e, "--expert-model-parallel-size 32"), "{}", e.text);
     assert!(has(&e, "--expert-tensor-parallel-size 1"), "{}", e.text);
 

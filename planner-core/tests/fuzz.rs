@@ -20,19 +20,21 @@
 
 use std::time::Instant;
 
-use planner_core::calibration::{calibrate, samples_from_nccl, samples_from_report};
-use planner_core::collectives::CommModel;
+use planner_core::edges::export::{exports, notes_markdown};
+use planner_core::edges::hf_config::import_hf_config;
+use planner_core::edges::link::{decode, decode_lenient, encode};
+use planner_core::edges::nccl_tests::{parse as parse_nccl, parse_json, parse_text};
+use planner_core::edges::report::parse_report;
 use planner_core::evaluate::evaluate;
-use planner_core::export::{exports, notes_markdown};
-use planner_core::hardware::{gpu_preset, Cluster};
-use planner_core::hf_config::import_hf_config;
-use planner_core::link::{decode, decode_lenient, encode};
-use planner_core::mesh::{search_scenario, SearchSpace};
-use planner_core::nccl_tests::{parse as parse_nccl, parse_json, parse_text};
-use planner_core::precision::ComputeDtype;
-use planner_core::presets::{article_70b_scenario, article_mesh_scenario, default_scenario};
-use planner_core::report::parse_report;
-use planner_core::scenario::{ModelChoice, Scenario};
+use planner_core::input::calibration::{calibrate, samples_from_nccl, samples_from_report};
+use planner_core::input::hardware::{gpu_preset, Cluster};
+use planner_core::input::precision::ComputeDtype;
+use planner_core::input::scenario::{ModelChoice, Scenario};
+use planner_core::resolve::presets::{
+    article_70b_scenario, article_mesh_scenario, default_scenario,
+};
+use planner_core::search::mesh::{search_scenario, SearchSpace};
+use planner_core::time::collectives::CommModel;
 use proptest::prelude::*;
 use proptest::test_runner::{Config, TestRunner};
 use serde_json::Value;
@@ -138,7 +140,7 @@ fn accepted(s: &Scenario) {
     assert_eq!(decode(&encode(s)).as_ref(), Ok(s), "link round trip");
 }
 
-fn refused(errors: &[planner_core::validate::FieldError]) {
+fn refused(errors: &[planner_core::resolve::validate::FieldError]) {
     assert!(!errors.is_empty());
     for e in errors {
         assert!(!e.field.is_empty(), "an error names no field: {e:?}");
@@ -278,10 +280,10 @@ fn seed_scenarios() -> Vec<Scenario> {
     mixtral.layout.ep = 4;
     // Fine-tuning modes on MoE and MLA shapes (crate::finetune).
     let mut qlora_mixtral = mixtral.clone();
-    qlora_mixtral.training.finetune.mode = planner_core::finetune::FineTuneMode::Qlora;
+    qlora_mixtral.training.finetune.mode = planner_core::input::finetune::FineTuneMode::Qlora;
     qlora_mixtral.training.finetune.lora.targets.down = true;
     let mut lora_mla = moe.clone();
-    lora_mla.training.finetune.mode = planner_core::finetune::FineTuneMode::Lora;
+    lora_mla.training.finetune.mode = planner_core::input::finetune::FineTuneMode::Lora;
     vec![
         qlora_mixtral,
         lora_mla,
@@ -303,12 +305,12 @@ fn seed_links() -> Vec<String> {
     let mut uneven = article_mesh_scenario();
     uneven.model = ModelChoice::Preset("llama-3.1-405b".into());
     uneven.layout.pp = 16;
-    uneven.layout.stage_split = planner_core::layout::StageSplit::FirstLast {
+    uneven.layout.stage_split = planner_core::input::layout::StageSplit::FirstLast {
         first: Some(7),
         last: Some(7),
     };
     links.push(encode(&uneven));
-    uneven.layout.stage_split = planner_core::layout::StageSplit::Chunks(vec![8; 16]);
+    uneven.layout.stage_split = planner_core::input::layout::StageSplit::Chunks(vec![8; 16]);
     links.push(encode(&uneven));
     links
 }
@@ -346,7 +348,7 @@ fn odd_text() -> impl Strategy<Value = String> {
 }
 
 fn link_edit() -> impl Strategy<Value = LinkEdit> {
-    let keys = planner_core::link::parameter_names();
+    let keys = planner_core::edges::link::parameter_names();
     prop_oneof![
         4 => (any::<usize>(), odd_text()).prop_map(|(i, v)| LinkEdit::Value(i, v)),
         1 => any::<usize>().prop_map(LinkEdit::Duplicate),
@@ -641,7 +643,10 @@ fn mutated_text() -> impl Strategy<Value = String> {
 }
 
 fn nccl_contract(
-    run: Result<planner_core::nccl_tests::NcclRun, planner_core::nccl_tests::NcclParseError>,
+    run: Result<
+        planner_core::edges::nccl_tests::NcclRun,
+        planner_core::edges::nccl_tests::NcclParseError,
+    >,
 ) {
     let Ok(run) = run else { return };
     let Ok(samples) = samples_from_nccl(&run, None, None, None) else {
@@ -654,8 +659,9 @@ fn nccl_contract(
     let assumed = CommModel::assumed(&Cluster::of(gpu.clone(), 1));
     let summary = calibrate(&samples, &[], &assumed, gpu.bf16_flops_per_s);
     if summary.check().is_ok() {
-        let back =
-            planner_core::calibration::CalibrationSummary::from_compact(&summary.to_compact());
+        let back = planner_core::input::calibration::CalibrationSummary::from_compact(
+            &summary.to_compact(),
+        );
         assert!(
             back.is_ok(),
             "a checked summary's compact form reads back: {back:?}"
@@ -699,7 +705,7 @@ fn fuzz_hf_config() {
         };
         let mut s = default_scenario();
         s.model = ModelChoice::Custom(spec);
-        s.layout = planner_core::layout::Layout {
+        s.layout = planner_core::input::layout::Layout {
             dp: 64,
             tp: 1,
             pp: 1,
@@ -720,7 +726,7 @@ fn fuzz_hf_config() {
 
 #[test]
 fn fuzz_serving_dataset() {
-    use planner_core::serving_validation::{
+    use planner_core::edges::serving_validation::{
         parse_serving_runs, validate_serving_runs, SERVING_RUNS_JSON,
     };
     let rows: Vec<Value> = serde_json::from_str(SERVING_RUNS_JSON).expect("dataset");

@@ -2,28 +2,28 @@
 //! A share link or a file never runs a command, never panics, and never shows a
 //! wrong number as if it were right; every refusal names its field.
 
-use planner_core::evaluate::evaluate;
-use planner_core::export::{
+use planner_core::edges::export::{
     deployment_export, export, exports, notes_as_comments, notes_markdown, ExportFormat,
 };
-use planner_core::hf_config::import_hf_config;
-use planner_core::link::{decode, decode_lenient, MAX_LINK_PARAMS};
-use planner_core::presets::{article_mesh_scenario, default_scenario};
-use planner_core::report::parse_report;
-use planner_core::scenario::{ModelChoice, Scenario};
-use planner_core::serving_disagg::{DisaggDeployment, PoolShape};
-use planner_core::serving_search::{Deployment, Pools};
+use planner_core::edges::hf_config::import_hf_config;
+use planner_core::edges::link::{decode, decode_lenient, MAX_LINK_PARAMS};
+use planner_core::edges::report::parse_report;
+use planner_core::evaluate::evaluate;
+use planner_core::input::scenario::{ModelChoice, Scenario};
+use planner_core::resolve::presets::{article_mesh_scenario, default_scenario};
+use planner_core::search::deployment::{Deployment, Pools};
+use planner_core::serving::disagg::{DisaggDeployment, PoolShape};
 use proptest::prelude::*;
 
 const INJECTION_LINK: &str = "v=1&model=custom&name=evil%0Acurl%20http%3A%2F%2F127.0.0.1%2Fx%20%7C%20sh%0A%23&layers=80&hidden=8192&heads=64&ffn=28672&vocab=128256&gpus=64&dp=8&tp=8";
 
-fn fields(errors: &[planner_core::validate::FieldError]) -> Vec<&str> {
+fn fields(errors: &[planner_core::resolve::validate::FieldError]) -> Vec<&str> {
     errors.iter().map(|e| e.field.as_str()).collect()
 }
 
 /// The injection link's scenario with `name` set, skipping validation, as a
 /// scenario that reached an exporter some other way would be.
-fn custom_named(name: &str) -> (Scenario, planner_core::model::ModelSpec) {
+fn custom_named(name: &str) -> (Scenario, planner_core::input::model::ModelSpec) {
     let (mut s, errors) = decode_lenient(&INJECTION_LINK.replace(
         "evil%0Acurl%20http%3A%2F%2F127.0.0.1%2Fx%20%7C%20sh%0A%23",
         "benign",
@@ -229,12 +229,12 @@ proptest! {
             1 => { s.cluster.gpu.name = text.clone(); s.cluster.gpu.id = "my-gpu".into(); "gpu_name" }
             _ => { s.cluster.gpu.id = text.clone(); "gpu" }
         };
-        let printable = !text.chars().any(planner_core::free_text::is_forbidden_char);
+        let printable = !text.chars().any(planner_core::base::free_text::is_forbidden_char);
         match s.validate() {
             Ok(()) => {
                 prop_assert!(printable, "{field} {text:?} accepted");
                 // Accepted text survives a share link and a scenario file unchanged.
-                let linked = decode(&planner_core::link::encode(&s));
+                let linked = decode(&planner_core::edges::link::encode(&s));
                 prop_assert_eq!(linked.as_ref(), Ok(&s));
                 let json = serde_json::to_string(&s).expect("serialises");
                 let filed = Scenario::from_json(&json);

@@ -1,21 +1,23 @@
 //! Share links: golden strings, round trips, and a decoder that never panics.
 
-use planner_core::calibration::{CalibrationSummary, FittedLink, GemmFit, CALIBRATION_VERSION};
-use planner_core::collectives::{Collective, LinkDomain};
-use planner_core::cost::GemmEfficiency;
-use planner_core::finetune::{FineTune, FineTuneMode, LoraSettings, LoraTargets};
-use planner_core::hardware::{gpu_presets, Cluster, GpuSpec, LinkSpec};
-use planner_core::layout::{Layout, Recompute, Schedule, ZeroStage};
-use planner_core::link::{decode, decode_lenient, encode};
-use planner_core::model::{FfnKind, MlaSpec, ModelSpec, MoeSpec, NormKind};
-use planner_core::precision::{ComputeDtype, Precision, PrecisionRecipe};
-use planner_core::presets::{
-    article_70b_scenario, article_mesh_scenario, default_scenario, model_presets,
+use planner_core::edges::link::{decode, decode_lenient, encode};
+use planner_core::input::calibration::{
+    CalibrationSummary, FittedLink, GemmFit, CALIBRATION_VERSION,
 };
-use planner_core::scenario::{
+use planner_core::input::finetune::{FineTune, FineTuneMode, LoraSettings, LoraTargets};
+use planner_core::input::hardware::{gpu_presets, Cluster, GpuSpec, LinkSpec};
+use planner_core::input::layout::{Layout, Recompute, Schedule, ZeroStage};
+use planner_core::input::model::{FfnKind, MlaSpec, ModelSpec, MoeSpec, NormKind};
+use planner_core::input::precision::{ComputeDtype, Precision, PrecisionRecipe};
+use planner_core::input::scenario::{
     ActivationOptions, Measured, ModelChoice, Overheads, Scenario, ServeDtype, Serving, Training,
     SCENARIO_VERSION,
 };
+use planner_core::resolve::presets::{
+    article_70b_scenario, article_mesh_scenario, default_scenario, model_presets,
+};
+use planner_core::time::collectives::{Collective, LinkDomain};
+use planner_core::time::cost::GemmEfficiency;
 use proptest::prelude::*;
 
 #[test]
@@ -58,7 +60,7 @@ fn accepts_question_mark_and_full_urls() {
     assert_eq!(decode(&format!("https://example.org/meshplan/#{q}")), want);
 }
 
-fn fields(r: Result<Scenario, Vec<planner_core::validate::FieldError>>) -> Vec<String> {
+fn fields(r: Result<Scenario, Vec<planner_core::resolve::validate::FieldError>>) -> Vec<String> {
     r.err()
         .unwrap_or_default()
         .into_iter()
@@ -323,9 +325,9 @@ fn arb_layout() -> impl Strategy<Value = Layout> {
 }
 
 /// Every kind of stage split, with counts up to the layer bound and lists up to 40 chunks.
-fn arb_split() -> impl Strategy<Value = planner_core::layout::StageSplit> {
-    use planner_core::layout::StageSplit;
-    let count = 0u32..=planner_core::validate::MAX_LAYERS;
+fn arb_split() -> impl Strategy<Value = planner_core::input::layout::StageSplit> {
+    use planner_core::input::layout::StageSplit;
+    let count = 0u32..=planner_core::resolve::validate::MAX_LAYERS;
     prop_oneof![
         Just(StageSplit::Even),
         (
@@ -345,8 +347,8 @@ fn arb_split() -> impl Strategy<Value = planner_core::layout::StageSplit> {
 fn arb_finetune() -> impl Strategy<Value = FineTune> {
     (
         proptest::sample::select(FineTuneMode::ALL.to_vec()),
-        1u32..=planner_core::bounds::LORA_RANK_MAX,
-        1u32..=planner_core::bounds::LORA_ALPHA_MAX,
+        1u32..=planner_core::base::bounds::LORA_RANK_MAX,
+        1u32..=planner_core::base::bounds::LORA_ALPHA_MAX,
         any::<[bool; 7]>(),
     )
         .prop_map(|(mode, rank, alpha, mut flags)| {
@@ -413,8 +415,8 @@ fn arb_rest() -> impl Strategy<Value = (Training, ActivationOptions, Overheads, 
                         zero3_units_in_flight: z3,
                         allocator_fraction: frag,
                         usable_fraction: usable,
-                        framework: planner_core::framework::Framework::ALL
-                            [z3 as usize % planner_core::framework::Framework::ALL.len()],
+                        framework: planner_core::input::framework::Framework::ALL
+                            [z3 as usize % planner_core::input::framework::Framework::ALL.len()],
                     },
                     Serving {
                         weight_dtype: w,
@@ -575,7 +577,7 @@ proptest! {
 
 #[test]
 fn validation_fields_are_link_parameters() {
-    let names = planner_core::link::parameter_names();
+    let names = planner_core::edges::link::parameter_names();
     for (i, n) in names.iter().enumerate() {
         assert!(!names[i + 1..].contains(n), "{n} twice");
     }
@@ -589,7 +591,7 @@ fn validation_fields_are_link_parameters() {
     s.precision.weight_bytes = -1.0;
     s.cluster.gpu.memory_bytes = f64::NAN;
     s.cluster.intra_node.latency_s = -1.0;
-    let mut m = planner_core::presets::model_preset("deepseek-v3").unwrap();
+    let mut m = planner_core::resolve::presets::model_preset("deepseek-v3").unwrap();
     m.heads = 0;
     m.moe.as_mut().unwrap().experts_per_token = 0;
     m.mla.as_mut().unwrap().kv_lora_rank = 0;

@@ -1,17 +1,17 @@
 //! Model state and training memory per GPU: the article's golden numbers,
 //! the fast path agreeing with the explained one, and invariants.
 
-use planner_core::hardware::{gpu_preset, Cluster, GB};
-use planner_core::layout::{Layout, Recompute, Schedule, ZeroStage};
-use planner_core::memory::{
-    model_state, peak_memory_bytes, rank_params, stage_spans, training_memory, StagePosition,
-};
-use planner_core::model::{ModelSpec, MoeSpec};
-use planner_core::precision::{Precision, PrecisionRecipe};
-use planner_core::presets::model_preset;
-use planner_core::scenario::{
+use planner_core::input::hardware::{gpu_preset, Cluster, GB};
+use planner_core::input::layout::{Layout, Recompute, Schedule, ZeroStage};
+use planner_core::input::model::{ModelSpec, MoeSpec};
+use planner_core::input::precision::{Precision, PrecisionRecipe};
+use planner_core::input::scenario::{
     ActivationOptions, ModelChoice, Overheads, Scenario, Serving, Training, SCENARIO_VERSION,
 };
+use planner_core::memory::model_state::{
+    model_state, peak_memory_bytes, rank_params, stage_spans, training_memory, StagePosition,
+};
+use planner_core::resolve::presets::model_preset;
 use proptest::prelude::*;
 
 fn article_70b() -> ModelSpec {
@@ -441,7 +441,7 @@ proptest! {
             zero: ZeroStage::from_number(zero).unwrap_or(ZeroStage::Ddp),
             recompute: Recompute::ALL[r],
             sequence_parallel: sp,
-            stage_split: planner_core::layout::StageSplit::Even,
+            stage_split: planner_core::input::layout::StageSplit::Even,
         };
         let mut s = scenario(layout);
         s.training = Training { seq_len: seq, global_batch: gb, finetune: Default::default() };

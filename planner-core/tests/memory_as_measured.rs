@@ -2,20 +2,20 @@
 //! torchtitan's per-op selective checkpointing, allocated vs reserved vs device totals,
 //! and the framework field in links. Every expected value is worked by hand.
 
-use planner_core::activations::ActivationSetup;
-use planner_core::framework::Framework;
-use planner_core::hardware::{gpu_preset, Cluster, MIB};
-use planner_core::layout::{Layout, Recompute, ZeroStage};
-use planner_core::link;
-use planner_core::loss_memory::{logits_per_rank, loss_transient_bytes};
-use planner_core::memory::training_memory;
-use planner_core::model::ModelSpec;
-use planner_core::precision::Precision;
-use planner_core::presets::{default_scenario, model_preset};
-use planner_core::scenario::{
+use planner_core::edges::link;
+use planner_core::input::framework::Framework;
+use planner_core::input::hardware::{gpu_preset, Cluster, MIB};
+use planner_core::input::layout::{Layout, Recompute, ZeroStage};
+use planner_core::input::model::ModelSpec;
+use planner_core::input::precision::Precision;
+use planner_core::input::scenario::{
     ActivationOptions, ModelChoice, Overheads, Scenario, Serving, Training, SCENARIO_VERSION,
 };
-use planner_core::torchtitan_sac::dense_layer_saved_bytes;
+use planner_core::memory::activations::ActivationSetup;
+use planner_core::memory::loss_memory::{logits_per_rank, loss_transient_bytes};
+use planner_core::memory::model_state::training_memory;
+use planner_core::memory::torchtitan_sac::dense_layer_saved_bytes;
+use planner_core::resolve::presets::{default_scenario, model_preset};
 
 fn setup(
     seq_len: f64,

@@ -1,21 +1,21 @@
 //! Mesh search: the article's 512-GPU example, rule agreement, accounting, and a
 //! property test that nothing invalid is ever returned.
 
-use planner_core::cost::{CostOptions, StepModel};
-use planner_core::hardware::{gpu_preset, Cluster};
-use planner_core::layout::{Layout, Recompute, Schedule, ZeroStage};
-use planner_core::mesh::{
-    layout_of, search, search_with, Knobs, RejectReason, SearchResult, SearchSpace,
-};
-use planner_core::model::ModelSpec;
-use planner_core::precision::Precision;
-use planner_core::presets::article_mesh_scenario;
-use planner_core::presets::model_preset;
-use planner_core::scenario::{
+use planner_core::input::hardware::{gpu_preset, Cluster};
+use planner_core::input::layout::{Layout, Recompute, Schedule, ZeroStage};
+use planner_core::input::model::ModelSpec;
+use planner_core::input::precision::Precision;
+use planner_core::input::scenario::{
     ActivationOptions, ModelChoice, Overheads, Scenario, Serving, Training, SCENARIO_VERSION,
 };
-use planner_core::stage_split::SplitProposal;
-use planner_core::validate::layout_rule_violations;
+use planner_core::input::stage_split::SplitProposal;
+use planner_core::resolve::presets::article_mesh_scenario;
+use planner_core::resolve::presets::model_preset;
+use planner_core::resolve::validate::layout_rule_violations;
+use planner_core::search::mesh::{
+    layout_of, search, search_with, Knobs, RejectReason, SearchResult, SearchSpace,
+};
+use planner_core::time::cost::{CostOptions, StepModel};
 use proptest::prelude::*;
 use std::collections::BTreeSet;
 
@@ -235,7 +235,7 @@ proptest! {
             s.layout = f.layout();
             let v = layout_rule_violations(&model, &s);
             prop_assert!(v.is_empty(), "{:?}: {:?}", s.layout, v);
-            let peak = planner_core::memory::peak_memory_bytes(
+            let peak = planner_core::memory::model_state::peak_memory_bytes(
                 &model, &params, &s.precision, &s.layout, &s.training, &s.activations, &s.overheads,
             );
             prop_assert!(peak <= usable);
@@ -288,7 +288,7 @@ fn hints_follow_the_cluster_size_and_links() {
 /// same counts and hints.
 #[test]
 fn sliced_search_equals_one_shot() {
-    use planner_core::mesh::{mesh_blocks, SlicedSearch};
+    use planner_core::search::mesh::{mesh_blocks, SlicedSearch};
     let sc = article_mesh_scenario();
     let model = sc.model_spec().expect("model");
     let sm = StepModel::new(&model, &sc, CostOptions::default());
@@ -348,8 +348,8 @@ fn reasons_have_messages_and_keys() {
 /// layout without one, however fast the model prices it; inside one node it carries none.
 #[test]
 fn zero3_across_nodes_is_ranked_after_layouts_without_a_caveat() {
-    use planner_core::mesh::PricingCaveat;
-    use planner_core::topology::{GroupKind, Placement, RankOrder};
+    use planner_core::parallel::topology::{GroupKind, Placement, RankOrder};
+    use planner_core::search::mesh::PricingCaveat;
     // Llama 3.1 70B on 8 nodes × 8 GPUs: ZeRO-3 fits at many DP degrees.
     let (_, _, r) = run(8, 4096, 256, usize::MAX);
     let mut caveated = 0;

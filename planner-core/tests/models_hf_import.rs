@@ -1,8 +1,8 @@
 //! Hugging Face config.json import: fixtures from published configs, and errors.
 
-use planner_core::hf_config::{import_hf_config, ImportError};
-use planner_core::model::ModelSpec;
-use planner_core::presets::model_preset;
+use planner_core::edges::hf_config::{import_hf_config, ImportError};
+use planner_core::input::model::ModelSpec;
+use planner_core::resolve::presets::model_preset;
 
 fn fixture(name: &str) -> String {
     let path = format!(

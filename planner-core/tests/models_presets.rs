@@ -1,12 +1,12 @@
 //! Preset parameter counts against the published figures, and the default scenarios.
 
-use planner_core::hardware::gpu_preset;
-use planner_core::model::ModelSpec;
-use planner_core::presets::{
+use planner_core::input::hardware::gpu_preset;
+use planner_core::input::model::ModelSpec;
+use planner_core::input::scenario::ModelChoice;
+use planner_core::resolve::presets::{
     article_70b_scenario, article_mesh_scenario, default_scenario, model_preset, model_presets,
     ScenarioError, DEFAULT_GPU_ID,
 };
-use planner_core::scenario::ModelChoice;
 
 fn spec(id: &str) -> ModelSpec {
     model_preset(id).unwrap_or_else(|| panic!("preset {id} missing"))
@@ -115,9 +115,9 @@ fn default_scenarios_resolve_and_are_consistent() {
         assert_eq!(s.layout.world_size(), s.cluster.world_size());
         assert_eq!(s.validate(), Ok(()));
         assert!(
-            planner_core::validate::layout_rule_violations(&model, &s).is_empty(),
+            planner_core::resolve::validate::layout_rule_violations(&model, &s).is_empty(),
             "{:?}",
-            planner_core::validate::layout_rule_violations(&model, &s)
+            planner_core::resolve::validate::layout_rule_violations(&model, &s)
         );
         assert_eq!(s.cluster.gpu, gpu_preset(DEFAULT_GPU_ID).unwrap());
     }

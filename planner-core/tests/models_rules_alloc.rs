@@ -4,8 +4,8 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use planner_core::presets::{article_mesh_scenario, model_preset};
-use planner_core::validate::layout_rule_violations;
+use planner_core::resolve::presets::{article_mesh_scenario, model_preset};
+use planner_core::resolve::validate::layout_rule_violations;
 
 struct Counting;
 

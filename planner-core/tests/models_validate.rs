@@ -1,10 +1,10 @@
 //! Scenario validation and layout rules.
 
-use planner_core::layout::Schedule;
-use planner_core::model::ModelSpec;
-use planner_core::presets::{article_mesh_scenario, default_scenario, model_preset};
-use planner_core::scenario::{ModelChoice, Scenario};
-use planner_core::validate::{layout_rule_violations, Severity};
+use planner_core::input::layout::Schedule;
+use planner_core::input::model::ModelSpec;
+use planner_core::input::scenario::{ModelChoice, Scenario};
+use planner_core::resolve::presets::{article_mesh_scenario, default_scenario, model_preset};
+use planner_core::resolve::validate::{layout_rule_violations, Severity};
 use proptest::prelude::*;
 
 type Edit = Box<dyn Fn(&mut Scenario)>;

@@ -2,11 +2,11 @@
 //! figures as `run_validation`, read back by `PageReply::from_json` exactly as serde
 //! reads it, and the nearest rows ranked as `nearness` ranks the published runs.
 
-use planner_core::presets;
-use planner_core::validation::{
+use planner_core::edges::validation::{
     nearest_rows, nearness, page_summary, parse_runs, run_validation, PageReply, ValidationOptions,
     PUBLIC_RUNS_JSON,
 };
+use planner_core::resolve::presets;
 
 #[test]
 fn page_summary_carries_run_validations_figures() {

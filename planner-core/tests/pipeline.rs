@@ -2,7 +2,7 @@
 
 use std::collections::HashSet;
 
-use planner_core::pipeline::{
+use planner_core::parallel::pipeline::{
     bubble, forward_only_timeline, in_flight_micro_batches, timeline, OpKind, PipelineError,
     Schedule, Timeline,
 };
@@ -304,7 +304,7 @@ fn large_timelines_run_and_oversized_ones_are_refused() {
 
 #[test]
 fn bubble_terms_are_labelled_apart() {
-    let [idle, over] = planner_core::pipeline::bubble_terms(Schedule::OneFOneB, 4, 4, 1);
+    let [idle, over] = planner_core::parallel::pipeline::bubble_terms(Schedule::OneFOneB, 4, 4, 1);
     assert_eq!(idle.bytes, 3.0 / 7.0);
     assert_eq!(over.bytes, 3.0 / 4.0);
     assert_ne!(idle.label, over.label);

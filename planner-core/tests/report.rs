@@ -1,6 +1,6 @@
 //! Report parsing, checking and the nccl-tests bandwidth conventions.
 
-use planner_core::report::{
+use planner_core::edges::report::{
     algbw_gb_per_s, busbw_factor, busbw_gb_per_s, parse_report, report_to_json, BenchReport,
     CollectiveOp, CollectiveResult, Dtype, Environment, GemmResult, GpuInfo, LayerStepKind,
     LayerStepResult, MemoryBandwidthResult, Note, NoteLevel, ReportError, MAX_REPORT_TEXT_BYTES,
@@ -140,7 +140,7 @@ fn sample_report() -> BenchReport {
         dtype: Dtype::Bf16,
         label: "square".into(),
         time_us: 250.0,
-        tflops: planner_core::report::gemm_tflops(4096, 4096, 4096, 250.0),
+        tflops: planner_core::edges::report::gemm_tflops(4096, 4096, 4096, 250.0),
     });
     r.memory_bandwidth.push(MemoryBandwidthResult {
         label: "d2d copy".into(),

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 #[test]
 fn checked_in_schema_matches_generated() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../schemas/report.schema.json");
-    let generated = planner_core::report::report_json_schema();
+    let generated = planner_core::edges::report::report_json_schema();
     if std::env::var_os("UPDATE_GOLDEN").is_some() {
         std::fs::write(&path, &generated).expect("write schemas/report.schema.json");
         return;
@@ -21,7 +21,8 @@ fn checked_in_schema_matches_generated() {
 #[test]
 fn schema_names_every_section_and_requires_the_version() {
     let schema: serde_json::Value =
-        serde_json::from_str(&planner_core::report::report_json_schema()).expect("schema is JSON");
+        serde_json::from_str(&planner_core::edges::report::report_json_schema())
+            .expect("schema is JSON");
     let required = schema["required"].as_array().expect("required list");
     for field in [
         "schema_version",

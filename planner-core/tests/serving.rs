@@ -1,15 +1,15 @@
 //! KV cache and serving memory: the article's numbers, TP replication, MLA, the decision.
 
-use planner_core::hardware::{gpu_preset, Cluster};
-use planner_core::kv_cache::{
+use planner_core::input::hardware::{gpu_preset, Cluster};
+use planner_core::input::model::ModelSpec;
+use planner_core::input::scenario::{ServeDtype, Serving};
+use planner_core::memory::kv_cache::{
     kv_bytes_per_sequence, kv_bytes_per_token, kv_bytes_per_token_per_gpu, kv_heads_per_gpu,
 };
-use planner_core::model::ModelSpec;
-use planner_core::presets::model_preset;
-use planner_core::scenario::{ServeDtype, Serving};
-use planner_core::serving::{
+use planner_core::memory::serving::{
     concurrency_table, recommend, serving_plan, stage_layers, Decision, TABLE_PP, TABLE_TP,
 };
+use planner_core::resolve::presets::model_preset;
 use proptest::prelude::*;
 
 fn preset(id: &str) -> ModelSpec {

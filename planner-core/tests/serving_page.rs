@@ -1,13 +1,13 @@
 //! The serving latency view's worker protocol (`serving_page`): the worker's answer is
 //! planner-core's own numbers, and the page's decoder reads exactly what serde wrote.
 
-use planner_core::link;
-use planner_core::presets;
-use planner_core::serving_page::{
+use planner_core::edges::link;
+use planner_core::edges::serving_page::{
     answer, search_inputs, search_scenario, PageView, ServingReply, ServingRequest, ViewReply,
 };
-use planner_core::serving_search::serve_search;
-use planner_core::serving_time::{serving_time, ServingLoad};
+use planner_core::resolve::presets;
+use planner_core::search::deployment::serve_search;
+use planner_core::serving::latency::{serving_time, ServingLoad};
 
 fn request(search: bool) -> ServingRequest {
     ServingRequest {
@@ -21,7 +21,7 @@ fn request(search: bool) -> ServingRequest {
     }
 }
 
-fn page(search: bool) -> planner_core::serving_page::ServingPage {
+fn page(search: bool) -> planner_core::edges::serving_page::ServingPage {
     match answer(&request(search).to_text(), &|| 0.0) {
         ServingReply::Page(p) => p,
         other => panic!("not a page: {other:?}"),

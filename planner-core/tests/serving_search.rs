@@ -1,15 +1,17 @@
 //! Disaggregated pools (KV transfer, TTFT, TPOT without interference) and the serving
 //! deployment search (ranking, reasons, bounded work), against numbers worked by hand.
 
-use planner_core::hardware::{gpu_preset, Cluster};
-use planner_core::presets::{article_mesh_scenario, model_preset};
-use planner_core::scenario::{ModelChoice, Scenario};
-use planner_core::serving_disagg::{disagg_time, DisaggDeployment, PoolShape};
-use planner_core::serving_search::{
+use planner_core::input::hardware::{gpu_preset, Cluster};
+use planner_core::input::scenario::{ModelChoice, Scenario};
+use planner_core::resolve::presets::{article_mesh_scenario, model_preset};
+use planner_core::search::deployment::{
     concurrency_ladder, mark_pareto, serve_search, Percentile, Pools, ServeRejectReason,
     ServeSearchSpace, ServeTarget, TradeoffPoint,
 };
-use planner_core::serving_time::{closed_loop_queue, open_loop_queue, serving_time, ServingLoad};
+use planner_core::serving::disagg::{disagg_time, DisaggDeployment, PoolShape};
+use planner_core::serving::latency::{
+    closed_loop_queue, open_loop_queue, serving_time, ServingLoad,
+};
 
 fn scenario(model: &str, nodes: u32) -> Scenario {
     let mut s = article_mesh_scenario();
@@ -276,7 +278,8 @@ fn search_ranks_feasible_deployments_and_agrees_with_serving_time() {
 fn search_gives_each_rejection_its_reason() {
     let s = scenario("llama-3.1-70b", 1);
     let model = model_preset("llama-3.1-70b").expect("preset");
-    let count = |r: &planner_core::serving_search::ServeSearchResult, reason: ServeRejectReason| {
+    let count = |r: &planner_core::search::deployment::ServeSearchResult,
+                 reason: ServeRejectReason| {
         r.rejections
             .iter()
             .find(|c| c.reason == reason.key())
@@ -407,7 +410,7 @@ fn concurrency_curve_is_serving_time_at_each_concurrency() {
     s.serving.tp = 8;
     s.serving.pp = 1;
     let model = model_preset("llama-3.1-70b").expect("preset");
-    let curve = planner_core::serving_search::concurrency_curve(
+    let curve = planner_core::search::deployment::concurrency_curve(
         &model,
         &s,
         &load(1024, 256, 24),

@@ -1,14 +1,14 @@
 //! Serving time model: decode roofline, prefill FLOPs, continuous batching, queueing.
 
-use planner_core::cost::flops_per_token;
-use planner_core::hardware::{gpu_preset, Cluster};
-use planner_core::kv_cache;
-use planner_core::presets::{article_mesh_scenario, model_preset};
-use planner_core::scenario::{ModelChoice, Scenario, ServeDtype};
-use planner_core::serving::serving_plan;
-use planner_core::serving_time::{
+use planner_core::input::hardware::{gpu_preset, Cluster};
+use planner_core::input::scenario::{ModelChoice, Scenario, ServeDtype};
+use planner_core::memory::kv_cache;
+use planner_core::memory::serving::serving_plan;
+use planner_core::resolve::presets::{article_mesh_scenario, model_preset};
+use planner_core::serving::latency::{
     expected_distinct_experts, serving_time, Bound, ServingLoad, ServingTime,
 };
+use planner_core::time::cost::flops_per_token;
 use proptest::prelude::*;
 
 /// `model` on `nodes` H100 nodes, one replica of TP `tp` × PP `pp`.

@@ -1,11 +1,11 @@
-//! `planner_core::serving_validation`: the published serving dataset, its mapping to a
+//! `planner_core::edges::serving_validation`: the published serving dataset, its mapping to a
 //! scenario and load, one prediction recomputed from its terms, and a guard on today's accuracy.
 
-use planner_core::serving_time::serving_time_for;
-use planner_core::serving_validation::{
+use planner_core::edges::serving_validation::{
     map_serving_run, parse_serving_runs, run_serving_validation, validate_serving_run,
     ServingQuantity, ServingValidationReport, ALL_SERVING_GROUP, SERVING_RUNS_JSON,
 };
+use planner_core::serving::latency::serving_time_for;
 
 fn report() -> ServingValidationReport {
     run_serving_validation(SERVING_RUNS_JSON).expect("dataset parses")

@@ -1,19 +1,19 @@
 //! Teaching figures against closed forms: collective grids and bytes, the DDP
 //! and FSDP timelines, the Megatron MLP split, the causal CP grid and MoE routing.
 
-use planner_core::breakdown::{step_breakdown, SegmentKind};
-use planner_core::collectives::{Collective, CommModel};
-use planner_core::comms::Purpose;
-use planner_core::cost::{CostOptions, StepModel};
-use planner_core::layout::ZeroStage;
-use planner_core::presets::{
-    article_70b_scenario, article_mesh_scenario, default_scenario, model_preset,
-};
-use planner_core::teaching::{
+use planner_core::figures::breakdown::{step_breakdown, SegmentKind};
+use planner_core::figures::teaching::{
     collective_demo, collective_figure, cp_attention, cp_attention_for, ddp_overlap_demo,
     ep_routing, fsdp_lanes, megatron_mlp_split, strategy_sketches, CpAssignment, FsdpLane,
 };
-use planner_core::topology::{Domain, GroupKind};
+use planner_core::input::layout::ZeroStage;
+use planner_core::parallel::topology::{Domain, GroupKind};
+use planner_core::resolve::presets::{
+    article_70b_scenario, article_mesh_scenario, default_scenario, model_preset,
+};
+use planner_core::time::collectives::{Collective, CommModel};
+use planner_core::time::comms::Purpose;
+use planner_core::time::cost::{CostOptions, StepModel};
 use proptest::prelude::*;
 
 fn close(a: f64, b: f64, rel: f64) -> bool {
@@ -367,7 +367,7 @@ fn step_breakdown_segments_add_up_and_tp_stays_on_nvlink() {
 
 #[test]
 fn every_figure_draws_for_the_presets() {
-    use planner_core::teaching::teaching_figures;
+    use planner_core::figures::teaching::teaching_figures;
     for sc in [
         default_scenario(),
         article_70b_scenario(),
@@ -378,12 +378,12 @@ fn every_figure_draws_for_the_presets() {
         assert_eq!(f.collectives.len(), 4);
         assert!(f.mlp.is_ok() && f.cp.is_ok() && f.ep.is_ok());
         let json = serde_json::to_string(&f).expect("json");
-        let back: planner_core::teaching::TeachingFigures =
+        let back: planner_core::figures::teaching::TeachingFigures =
             serde_json::from_str(&json).expect("parse");
         assert_eq!(back.sketches, f.sketches);
     }
     let mut sc = default_scenario();
-    sc.model = planner_core::scenario::ModelChoice::Preset("mixtral-8x7b".into());
+    sc.model = planner_core::input::scenario::ModelChoice::Preset("mixtral-8x7b".into());
     sc.layout.ep = 8;
     let model = sc.model_spec().expect("model");
     let f = teaching_figures(&sc, &model, &CostOptions::default());
@@ -453,7 +453,7 @@ fn oversized_inputs_are_refused_by_field() {
 
 #[test]
 fn the_illustrative_routing_overflows_an_expert_as_the_article_draws() {
-    use planner_core::teaching::teaching_figures;
+    use planner_core::figures::teaching::teaching_figures;
     let sc = default_scenario();
     let model = sc.model_spec().expect("model");
     let ep = teaching_figures(&sc, &model, &CostOptions::default())

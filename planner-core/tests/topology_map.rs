@@ -1,13 +1,13 @@
 //! The topology figure's data: coordinates, groups, traffic and spill warnings.
 
-use planner_core::collectives::Collective;
-use planner_core::cost::CostOptions;
-use planner_core::layout::Layout;
-use planner_core::presets::{article_mesh_scenario, default_scenario};
-use planner_core::topology::{
+use planner_core::input::layout::Layout;
+use planner_core::parallel::topology::{
     domain_bytes, topology_map, Domain, GroupKind, GroupPlacement, RankGrid, RankOrder,
     MAX_DRAWN_NODES,
 };
+use planner_core::resolve::presets::{article_mesh_scenario, default_scenario};
+use planner_core::time::collectives::Collective;
+use planner_core::time::cost::CostOptions;
 use proptest::prelude::*;
 
 #[test]

@@ -2,15 +2,15 @@
 //! on the first and last stage (Dubey et al. 2024 §3.3.2): the pace, memory per stage,
 //! validation, the share link and the exports.
 
-use planner_core::cost::{CostOptions, StepModel};
-use planner_core::export::{export, ExportFormat};
-use planner_core::hardware::Cluster;
-use planner_core::layout::{Layout, Recompute, Schedule, StageSplit, ZeroStage};
-use planner_core::link::{decode, encode};
-use planner_core::memory::{stage_spans_of, training_memory, StagePosition};
-use planner_core::presets::article_mesh_scenario;
-use planner_core::scenario::{ModelChoice, Scenario};
-use planner_core::validate::{layout_rule_violations, RuleViolation};
+use planner_core::edges::export::{export, ExportFormat};
+use planner_core::edges::link::{decode, encode};
+use planner_core::input::hardware::Cluster;
+use planner_core::input::layout::{Layout, Recompute, Schedule, StageSplit, ZeroStage};
+use planner_core::input::scenario::{ModelChoice, Scenario};
+use planner_core::memory::model_state::{stage_spans_of, training_memory, StagePosition};
+use planner_core::resolve::presets::article_mesh_scenario;
+use planner_core::resolve::validate::{layout_rule_violations, RuleViolation};
+use planner_core::time::cost::{CostOptions, StepModel};
 
 /// The rules `s` breaks as errors.
 fn errors(s: &Scenario) -> Vec<RuleViolation> {
@@ -106,7 +106,7 @@ fn memory_of_the_first_stage_against_a_middle_one() {
     let first = (7.0 * split / 8.0 + 7.0 * norms + p.embedding as f64 / 8.0) * scale;
     let middle = (8.0 * split / 8.0 + 8.0 * norms) * scale;
     let params = |stage: usize| {
-        planner_core::memory::rank_params(
+        planner_core::memory::model_state::rank_params(
             &model,
             &p,
             &s.layout,

@@ -1,13 +1,13 @@
-//! `planner_core::validation`: the published-runs dataset, its mapping to scenarios,
+//! `planner_core::edges::validation`: the published-runs dataset, its mapping to scenarios,
 //! one prediction recomputed by hand, the summary arithmetic, and a guard on today's accuracy.
 
-use planner_core::cost::CostOptions;
-use planner_core::hardware::gpu_preset;
-use planner_core::scenario::Overheads;
-use planner_core::validation::{
+use planner_core::edges::validation::{
     error_stats, map_run, parse_runs, quantile, run_validation, validate_runs, ValidationOptions,
     ValidationReport, ALL_GROUP,
 };
+use planner_core::input::hardware::gpu_preset;
+use planner_core::input::scenario::Overheads;
+use planner_core::time::cost::CostOptions;
 
 const DATASET: &str = include_str!("../../validation/public-runs.json");
 
@@ -299,7 +299,7 @@ fn accuracy_does_not_regress_from_todays_measurement() {
 
 #[test]
 fn one_row_at_a_time_gives_the_rows_of_the_whole_run() {
-    use planner_core::validation::{nearness, validate_run, PUBLIC_RUNS_JSON};
+    use planner_core::edges::validation::{nearness, validate_run, PUBLIC_RUNS_JSON};
     let runs = parse_runs(PUBLIC_RUNS_JSON).expect("built-in dataset parses");
     let whole = validate_runs(&runs, ValidationOptions { search: false });
     for (run, row) in runs.iter().zip(&whole.rows) {

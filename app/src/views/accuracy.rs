@@ -1,5 +1,5 @@
 //! "How accurate is this?": planner-core's validation against 125 published
-//! training runs (`planner_core::validation`, the same code as `meshplan validate`),
+//! training runs (`planner_core::edges::validation`, the same code as `meshplan validate`),
 //! its summary, and the published rows nearest the current scenario.
 //!
 //! The evaluation runs in a Web Worker (`app-worker/`, built by trunk as a classic
@@ -11,7 +11,7 @@
 //! [`nearest_rows`], so they follow the scenario without asking the worker again.
 
 use leptos::prelude::*;
-use planner_core::validation::{nearest_rows, PageGroup, PageReply, PageRow, PageSummary};
+use planner_core::edges::validation::{nearest_rows, PageGroup, PageReply, PageRow, PageSummary};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{ErrorEvent, MessageEvent, Worker};

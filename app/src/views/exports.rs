@@ -1,10 +1,10 @@
 //! Exports: the current layout written for torchrun, Accelerate (FSDP2),
 //! DeepSpeed, Megatron-LM, torchtitan, vLLM and SGLang, each with what its
 //! tool cannot express, a copy button and a download. The text is
-//! `planner_core::export::exports`, shown unchanged.
+//! `planner_core::edges::export::exports`, shown unchanged.
 
 use leptos::prelude::*;
-use planner_core::export::{exports, Export, ExportFormat};
+use planner_core::edges::export::{exports, Export, ExportFormat};
 
 use crate::app::Ctx;
 use crate::views::files::{copy_text, data_url};

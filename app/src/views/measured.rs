@@ -1,24 +1,24 @@
 //! Measured numbers: a gpu-bench report or nccl-tests output, read in the
-//! browser (never uploaded), fitted by `planner_core::calibration` and stored
+//! browser (never uploaded), fitted by `planner_core::input::calibration` and stored
 //! in `Scenario.calibration` so that every view and the share link (`cal=`,
 //! fitted numbers only) use it. Shows each measurement next to the fit and the
 //! preset's assumption, GEMM rates against peak, and measured layer steps
 //! against their prediction. A file that cannot be used leaves the state as it was.
 
 use leptos::prelude::*;
-use planner_core::calibration::{
+use planner_core::edges::layer_step::{check_all, gate_up_matrices_for, LayerStepCheck};
+use planner_core::edges::nccl_tests;
+use planner_core::edges::report::{parse_report, LayerStepResult, MAX_REPORT_TEXT_BYTES};
+use planner_core::input::calibration::{
     calibrate, compare_comm, compare_gemm, predicted_busbw_bytes_per_s, samples_from_nccl,
     samples_from_report, CalibrationSummary, CommComparison, CommSample, GemmComparison,
     GemmSample,
 };
-use planner_core::collectives::CommModel;
-use planner_core::cost::{evaluate_scenario, CostOptions, GemmEfficiency};
-use planner_core::hardware::{gpu_preset_for_device, Cluster, GpuSpec};
-use planner_core::layer_step::{check_all, gate_up_matrices_for, LayerStepCheck};
-use planner_core::nccl_tests;
-use planner_core::precision::ComputeDtype;
-use planner_core::report::{parse_report, LayerStepResult, MAX_REPORT_TEXT_BYTES};
-use planner_core::scenario::{Measured, Scenario};
+use planner_core::input::hardware::{gpu_preset_for_device, Cluster, GpuSpec};
+use planner_core::input::precision::ComputeDtype;
+use planner_core::input::scenario::{Measured, Scenario};
+use planner_core::time::collectives::CommModel;
+use planner_core::time::cost::{evaluate_scenario, CostOptions, GemmEfficiency};
 
 use crate::app::Ctx;
 use crate::format;
@@ -201,7 +201,7 @@ fn busbw_series(
     fitted: &CommModel,
     assumed: &CommModel,
 ) -> Vec<BusbwSeries> {
-    let mut keys: Vec<(planner_core::collectives::Collective, u64, u64)> = Vec::new();
+    let mut keys: Vec<(planner_core::time::collectives::Collective, u64, u64)> = Vec::new();
     for r in rows {
         let k = (r.sample.op, r.sample.ranks, r.sample.ranks_per_node);
         if !keys.contains(&k) {
@@ -743,7 +743,7 @@ fn ImportTables(data: Imported) -> impl IntoView {
                     <tbody>{step_rows}</tbody>
                 </table>
             </div>
-            <p class="hint">"Predicted with the fitted links and GEMM curve on the step's own shapes (planner_core::layer_step); error = (predicted − measured) ÷ measured of the sequential step."</p>
+            <p class="hint">"Predicted with the fitted links and GEMM curve on the step's own shapes (planner_core::edges::layer_step); error = (predicted − measured) ÷ measured of the sequential step."</p>
         })}
     }
 }

@@ -3,9 +3,9 @@
 //! terms on top, against the GPU's memory; and the same per pipeline stage.
 
 use leptos::prelude::*;
-use planner_core::explain::Term;
-use planner_core::layout::ZeroStage;
-use planner_core::memory::{self, ModelStateBar, TrainingMemory};
+use planner_core::base::explain::Term;
+use planner_core::input::layout::ZeroStage;
+use planner_core::memory::model_state::{self, ModelStateBar, TrainingMemory};
 
 use crate::app::Ctx;
 use crate::views::visibility::{near_screen, scenario_while_visible};
@@ -134,11 +134,11 @@ pub fn MemoryView() -> impl IntoView {
         crate::perf::timed("memory", || {
             let s = scenario.get();
             let model = ctx.model.get()?;
-            let bars = memory::model_state_for(&model, &s.precision, &s.layout, &s.training);
+            let bars = model_state::model_state_for(&model, &s.precision, &s.layout, &s.training);
             let per_zero = ZeroStage::ALL.map(|z| {
                 let mut variant = s.clone();
                 variant.layout.zero = z;
-                memory::training_memory(&variant, &model)
+                model_state::training_memory(&variant, &model)
             });
             Ok::<_, String>(MemoryData {
                 bars,

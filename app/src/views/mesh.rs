@@ -8,10 +8,10 @@
 //! 16,384 GPUs; a progress bar shows how far it got.
 
 use leptos::prelude::*;
-use planner_core::cost::{CostOptions, StepModel};
-use planner_core::layout::Layout;
-use planner_core::mesh::{Feasible, RejectReason, SearchResult, SearchSpace, SlicedSearch};
-use planner_core::scenario::{Scenario, Serving};
+use planner_core::input::layout::Layout;
+use planner_core::input::scenario::{Scenario, Serving};
+use planner_core::search::mesh::{Feasible, RejectReason, SearchResult, SearchSpace, SlicedSearch};
+use planner_core::time::cost::{CostOptions, StepModel};
 
 use crate::app::Ctx;
 use crate::format;
@@ -187,7 +187,7 @@ struct Filter {
 }
 
 impl Filter {
-    fn keeps(&self, d: &planner_core::mesh::MeshDims) -> bool {
+    fn keeps(&self, d: &planner_core::search::mesh::MeshDims) -> bool {
         let ok = |want: Option<u32>, got: u32| want.is_none_or(|w| w == got);
         ok(self.dp, d.dp)
             && ok(self.tp, d.tp)

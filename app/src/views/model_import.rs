@@ -3,9 +3,9 @@
 //! names the field it cannot use. A rejected config changes nothing.
 
 use leptos::prelude::*;
-use planner_core::hf_config::{import_hf_config, SUPPORTED_ARCHITECTURES};
-use planner_core::scenario::ModelChoice;
-use planner_core::validate::MAX_NAME_CHARS;
+use planner_core::edges::hf_config::{import_hf_config, SUPPORTED_ARCHITECTURES};
+use planner_core::input::scenario::ModelChoice;
+use planner_core::resolve::validate::MAX_NAME_CHARS;
 
 use crate::app::Ctx;
 use crate::format;

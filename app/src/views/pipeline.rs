@@ -2,9 +2,9 @@
 //! bubble against the micro-batch count, under both of its definitions.
 
 use leptos::prelude::*;
-use planner_core::explain::Term;
-use planner_core::layout::Schedule;
-use planner_core::pipeline::{self, Bubble, OpKind, Timeline};
+use planner_core::base::explain::Term;
+use planner_core::input::layout::Schedule;
+use planner_core::parallel::pipeline::{self, Bubble, OpKind, Timeline};
 
 use crate::app::Ctx;
 use crate::views::visibility::{near_screen, scenario_while_visible};
@@ -58,7 +58,7 @@ fn drawn_micro_batches(schedule: Schedule, p: u32, m: u32) -> u32 {
     }
 }
 
-fn compute(s: &planner_core::scenario::Scenario) -> PipelineData {
+fn compute(s: &planner_core::input::scenario::Scenario) -> PipelineData {
     let l = &s.layout;
     let schedule = l.schedule;
     let p = l.pp.max(1);

@@ -2,9 +2,11 @@
 //! replica under the memory cap for TP/PP choices, and the recommendation.
 
 use leptos::prelude::*;
-use planner_core::explain::Term;
-use planner_core::scenario::ServeDtype;
-use planner_core::serving::{self, ConcurrencyCell, Decision, ServingPlan, TABLE_PP, TABLE_TP};
+use planner_core::base::explain::Term;
+use planner_core::input::scenario::ServeDtype;
+use planner_core::memory::serving::{
+    self, ConcurrencyCell, Decision, ServingPlan, TABLE_PP, TABLE_TP,
+};
 
 use crate::app::Ctx;
 use crate::views::serving_latency::ServingLatency;

@@ -2,7 +2,7 @@
 //! throughput–latency plane of every deployment with its Pareto front, and the deployment
 //! table (a row applies its shape and concurrency to the scenario). planner-core computes
 //! every number (the concurrency curve and the deployment search) and `app-worker`'s
-//! `serving_markup` draws them, in the Web Worker (`planner_core::serving_page`), so
+//! `serving_markup` draws them, in the Web Worker (`planner_core::edges::serving_page`), so
 //! neither the model nor the charts' code reaches the page's wasm: the page posts a
 //! request (debounced, only while the section is near the screen), shows "computing…"
 //! until the reply, places the markup, and applies a clicked row's `data-tp`, `data-pp`
@@ -11,9 +11,11 @@
 use std::time::Duration;
 
 use leptos::prelude::*;
-use planner_core::link;
-use planner_core::scenario::Scenario;
-use planner_core::serving_page::{default_tokens, search_scenario, ServingRequest, ViewReply};
+use planner_core::edges::link;
+use planner_core::edges::serving_page::{
+    default_tokens, search_scenario, ServingRequest, ViewReply,
+};
+use planner_core::input::scenario::Scenario;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{ErrorEvent, MessageEvent, Worker};

@@ -4,9 +4,9 @@
 //! `breakdown::step_breakdown`.
 
 use leptos::prelude::*;
-use planner_core::breakdown::{step_breakdown, SegmentKind, StepBreakdown};
-use planner_core::cost::CostOptions;
-use planner_core::topology::Domain;
+use planner_core::figures::breakdown::{step_breakdown, SegmentKind, StepBreakdown};
+use planner_core::parallel::topology::Domain;
+use planner_core::time::cost::CostOptions;
 
 use crate::app::Ctx;
 use crate::format;

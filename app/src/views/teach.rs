@@ -1,15 +1,15 @@
 //! Learn view: the article's teaching figures, redrawn for the current
-//! settings from `planner_core::teaching::teaching_figures`. Tabs keep it
+//! settings from `planner_core::figures::teaching::teaching_figures`. Tabs keep it
 //! compact; each figure sits beside a short explanation and its numbers.
 
 use leptos::prelude::*;
-use planner_core::collectives::Collective;
-use planner_core::comms::Purpose;
-use planner_core::cost::CostOptions;
-use planner_core::layout::ZeroStage;
-use planner_core::scenario::Scenario;
-use planner_core::teaching::{teaching_figures, CollectiveDemo, TeachingFigures};
-use planner_core::topology::{Domain, GroupKind};
+use planner_core::figures::teaching::{teaching_figures, CollectiveDemo, TeachingFigures};
+use planner_core::input::layout::ZeroStage;
+use planner_core::input::scenario::Scenario;
+use planner_core::parallel::topology::{Domain, GroupKind};
+use planner_core::time::collectives::Collective;
+use planner_core::time::comms::Purpose;
+use planner_core::time::cost::CostOptions;
 
 use crate::app::Ctx;
 use crate::format;
@@ -393,7 +393,7 @@ fn DdpTab(data: Data) -> impl IntoView {
                 .unwrap_or_default()
         })
     });
-    let f = move |g: fn(&planner_core::teaching::DdpOverlapDemo) -> String| {
+    let f = move |g: fn(&planner_core::figures::teaching::DdpOverlapDemo) -> String| {
         move || with_figs(data, |f| g(&f.ddp)).unwrap_or_default()
     };
     view! {
@@ -430,7 +430,7 @@ fn FsdpTab(data: Data) -> impl IntoView {
                 .unwrap_or_default()
         })
     });
-    let f = move |g: fn(&planner_core::teaching::FsdpLanes) -> String| {
+    let f = move |g: fn(&planner_core::figures::teaching::FsdpLanes) -> String| {
         move || with_figs(data, |f| g(&f.fsdp)).unwrap_or_default()
     };
     view! {
@@ -463,7 +463,7 @@ fn MlpTab(data: Data) -> impl IntoView {
         })
     });
     let mlp = move || with_figs(data, |f| f.mlp.clone());
-    let f = move |g: fn(&planner_core::teaching::MlpSplit) -> String| {
+    let f = move |g: fn(&planner_core::figures::teaching::MlpSplit) -> String| {
         move || match mlp() {
             Some(Ok(m)) => g(&m),
             _ => String::new(),
@@ -504,7 +504,7 @@ fn CpTab(data: Data) -> impl IntoView {
         })
     });
     let cp = move || with_figs(data, |f| f.cp.clone());
-    let f = move |g: fn(&planner_core::teaching::CpAttention) -> String| {
+    let f = move |g: fn(&planner_core::figures::teaching::CpAttention) -> String| {
         move || match cp() {
             Some(Ok(c)) => g(&c),
             _ => String::new(),
@@ -545,7 +545,7 @@ fn EpTab(data: Data) -> impl IntoView {
         })
     });
     let ep = move || with_figs(data, |f| f.ep.clone());
-    let f = move |g: fn(&planner_core::teaching::EpRouting) -> String| {
+    let f = move |g: fn(&planner_core::figures::teaching::EpRouting) -> String| {
         move || match ep() {
             Some(Ok(e)) => g(&e),
             _ => String::new(),

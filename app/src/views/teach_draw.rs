@@ -1,13 +1,13 @@
 //! Canvas drawings of the teaching figures. Everything drawn comes from
-//! `planner_core::teaching`; lengths are CSS pixels, scaled by the device
+//! `planner_core::figures::teaching`; lengths are CSS pixels, scaled by the device
 //! pixel ratio when drawn (as in `charts.rs`).
 
 use crate::canvas_backend::Canvas2d;
-use planner_core::collectives::{Collective, LinkDomain};
-use planner_core::teaching::{
+use planner_core::figures::teaching::{
     ChunkCell, CollectiveDemo, CpAttention, CpGrid, DdpOverlapDemo, DdpTimeline, EpRouting,
     FsdpLane, FsdpLanes, MlpSplit, StrategySketch, WeightSplit,
 };
+use planner_core::time::collectives::{Collective, LinkDomain};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};

@@ -6,8 +6,8 @@
 //! Everything comes from planner-core's `topology::topology_map`.
 
 use leptos::prelude::*;
-use planner_core::cost::CostOptions;
-use planner_core::topology::{topology_map, GroupKind, GroupTraffic, TopologyMap};
+use planner_core::parallel::topology::{topology_map, GroupKind, GroupTraffic, TopologyMap};
+use planner_core::time::cost::CostOptions;
 
 use crate::app::Ctx;
 use crate::format;

@@ -3,7 +3,7 @@
 //! shows every view, so while the page prints every view counts as near.
 
 use leptos::prelude::*;
-use planner_core::scenario::Scenario;
+use planner_core::input::scenario::Scenario;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 

@@ -3,11 +3,11 @@
 use std::fmt::Write;
 use std::path::Path;
 
+use planner_core::base::explain::Term;
+use planner_core::edges::link;
 use planner_core::evaluate::{evaluate, Evaluation};
-use planner_core::explain::Term;
-use planner_core::hardware::GB;
-use planner_core::link;
-use planner_core::scenario::Scenario;
+use planner_core::input::hardware::GB;
+use planner_core::input::scenario::Scenario;
 
 use crate::error::CliError;
 use crate::input::read_scenario;
@@ -122,7 +122,11 @@ fn render_table(s: &Scenario, e: &Evaluation) -> String {
         p.bubble.overhead_vs_ideal * 100.0
     );
     if !l.stage_split.is_even() {
-        let sh = planner_core::stage_split::SplitShape::new(e.model.layers, l.pp, l.virtual_stages);
+        let sh = planner_core::input::stage_split::SplitShape::new(
+            e.model.layers,
+            l.pp,
+            l.virtual_stages,
+        );
         let ranks = l.stage_split.rank_counts(sh, 64);
         let words: Vec<String> = ranks.iter().map(u32::to_string).collect();
         let _ = writeln!(

@@ -3,8 +3,8 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use planner_core::export::{export, exports, Export, ExportFormat};
-use planner_core::link;
+use planner_core::edges::export::{export, exports, Export, ExportFormat};
+use planner_core::edges::link;
 
 use crate::error::CliError;
 use crate::input::read_scenario;
@@ -78,7 +78,7 @@ pub fn run(args: &Args) -> Result<String, CliError> {
             continue;
         }
         // Several files in one listing: notes follow each as comments in its syntax.
-        out.push_str(&planner_core::export::notes_as_comments(e));
+        out.push_str(&planner_core::edges::export::notes_as_comments(e));
         out.push('\n');
     }
     Ok(out.trim_end().to_string())
@@ -95,7 +95,7 @@ fn write_files(dir: &Path, list: &[Export]) -> Result<String, CliError> {
         let _ = writeln!(out, "wrote {} ({})", path.display(), e.label);
     }
     let path = dir.join("NOTES.md");
-    std::fs::write(&path, planner_core::export::notes_markdown(list))
+    std::fs::write(&path, planner_core::edges::export::notes_markdown(list))
         .map_err(|err| io(&path, err))?;
     let _ = writeln!(out, "wrote {}", path.display());
     Ok(out.trim_end().to_string())

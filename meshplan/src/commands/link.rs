@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use planner_core::link;
+use planner_core::edges::link;
 
 use crate::error::CliError;
 use crate::input::read_scenario;

@@ -3,10 +3,10 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use planner_core::calibration::CalibrationSummary;
-use planner_core::cost::{CostOptions, StepModel};
-use planner_core::mesh::{search, SearchResult, SearchSpace};
-use planner_core::topology::RankOrder;
+use planner_core::input::calibration::CalibrationSummary;
+use planner_core::parallel::topology::RankOrder;
+use planner_core::search::mesh::{search, SearchResult, SearchSpace};
+use planner_core::time::cost::{CostOptions, StepModel};
 
 use crate::error::CliError;
 use crate::input::read_scenario;
@@ -72,7 +72,7 @@ pub fn run(args: &Args) -> Result<String, CliError> {
     }
 }
 
-fn table(model: &str, sc: &planner_core::scenario::Scenario, r: &SearchResult) -> String {
+fn table(model: &str, sc: &planner_core::input::scenario::Scenario, r: &SearchResult) -> String {
     let mut out = String::new();
     let c = &sc.cluster;
     let _ = writeln!(

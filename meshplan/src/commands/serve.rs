@@ -3,8 +3,8 @@
 use std::fmt::Write;
 use std::path::PathBuf;
 
-use planner_core::explain::Term;
-use planner_core::serving_time::{serving_time, ServingLoad, ServingTime};
+use planner_core::base::explain::Term;
+use planner_core::serving::latency::{serving_time, ServingLoad, ServingTime};
 
 use crate::error::CliError;
 use crate::input::read_scenario;

@@ -5,11 +5,11 @@
 use std::fmt::Write;
 use std::path::PathBuf;
 
-use planner_core::export::{deployment_export, ExportFormat};
-use planner_core::serving_search::{
+use planner_core::edges::export::{deployment_export, ExportFormat};
+use planner_core::search::deployment::{
     serve_search, Percentile, ServeSearchResult, ServeSearchSpace, ServeTarget,
 };
-use planner_core::serving_time::ServingLoad;
+use planner_core::serving::latency::ServingLoad;
 
 use crate::error::CliError;
 use crate::input::read_scenario;
@@ -82,7 +82,7 @@ pub fn run(args: &Args) -> Result<String, CliError> {
     let percentile = Percentile::from_id(&args.percentile).ok_or_else(|| {
         CliError::BadInput(format!(
             "target.percentile: must be mean, p90 or p99, got {:?}",
-            planner_core::free_text::one_line(&args.percentile)
+            planner_core::base::free_text::one_line(&args.percentile)
         ))
     })?;
     let target = ServeTarget {
@@ -100,11 +100,11 @@ pub fn run(args: &Args) -> Result<String, CliError> {
         arrival_rate_per_s: None,
     };
     if args.max_concurrency == 0
-        || args.max_concurrency > planner_core::serving_time::MAX_CONCURRENCY
+        || args.max_concurrency > planner_core::serving::latency::MAX_CONCURRENCY
     {
         return Err(CliError::BadInput(format!(
             "space.max_concurrency: must be in 1..={}, got {}",
-            planner_core::serving_time::MAX_CONCURRENCY,
+            planner_core::serving::latency::MAX_CONCURRENCY,
             args.max_concurrency
         )));
     }
@@ -122,7 +122,7 @@ pub fn run(args: &Args) -> Result<String, CliError> {
             .ok_or_else(|| {
                 CliError::BadInput(format!(
                     "export: must be vllm or sglang, got {:?}",
-                    planner_core::free_text::one_line(id)
+                    planner_core::base::free_text::one_line(id)
                 ))
             })?;
         let best = r.ranked.first().ok_or_else(|| {
@@ -130,11 +130,13 @@ pub fn run(args: &Args) -> Result<String, CliError> {
         })?;
         let e = deployment_export(format, &scenario, &model, &best.deployment, args.chunk)
             .ok_or_else(|| CliError::BadInput("export: not a serving format".to_string()))?;
-        return Ok(
-            format!("{}{}", e.text, planner_core::export::notes_as_comments(&e))
-                .trim_end()
-                .to_string(),
-        );
+        return Ok(format!(
+            "{}{}",
+            e.text,
+            planner_core::edges::export::notes_as_comments(&e)
+        )
+        .trim_end()
+        .to_string());
     }
     if args.json {
         serde_json::to_string_pretty(&r)
@@ -202,7 +204,7 @@ fn render_table(r: &ServeSearchResult) -> String {
     if !r.rejections.is_empty() {
         let _ = writeln!(out, "Rejected by reason:");
         for c in &r.rejections {
-            let msg = planner_core::serving_search::ServeRejectReason::ALL
+            let msg = planner_core::search::deployment::ServeRejectReason::ALL
                 .iter()
                 .find(|x| x.key() == c.reason)
                 .map_or("", |x| x.message());

@@ -3,14 +3,14 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use planner_core::validation::{
+use planner_core::edges::validation::{
     run_validation, GroupSummary, RowResult, ValidationOptions, ValidationReport,
 };
 
 use crate::error::CliError;
 
 /// The dataset in the repository, built into the binary so the command runs from any directory.
-pub const DEFAULT_DATASET: &str = planner_core::validation::PUBLIC_RUNS_JSON;
+pub const DEFAULT_DATASET: &str = planner_core::edges::validation::PUBLIC_RUNS_JSON;
 
 /// Arguments of `validate`.
 pub struct Args<'a> {

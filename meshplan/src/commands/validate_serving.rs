@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use planner_core::serving_validation::{
+use planner_core::edges::serving_validation::{
     run_serving_validation, ServingRowResult, ServingValidationReport, SERVING_RUNS_JSON,
 };
 
@@ -32,7 +32,7 @@ pub fn run(dataset: Option<&Path>, json: bool, table: bool) -> Result<String, Cl
 }
 
 fn cell(row: &ServingRowResult, q: usize) -> String {
-    let quantity = planner_core::serving_validation::ServingQuantity::ALL[q];
+    let quantity = planner_core::edges::serving_validation::ServingQuantity::ALL[q];
     match row.comparisons.iter().find(|c| c.quantity == quantity) {
         Some(c) => format!(
             "{}/{} {:+.0}%",

@@ -8,10 +8,10 @@
 use std::time::Duration;
 
 use e2e::{assert_no_console_errors, measure_latency, screenshot_path, Page, Session, DP_SLIDER};
-use planner_core::link;
-use planner_core::memory;
-use planner_core::presets;
-use planner_core::scenario::Scenario;
+use planner_core::edges::link;
+use planner_core::input::scenario::Scenario;
+use planner_core::memory::model_state;
+use planner_core::resolve::presets;
 use serde_json::json;
 
 const SETTLE: Duration = Duration::from_secs(5);
@@ -30,7 +30,7 @@ fn bytes_attr(session: &Session, testid: &str) -> f64 {
 
 fn zero3_bytes(s: &Scenario) -> f64 {
     let model = s.model_spec().expect("preset resolves");
-    memory::model_state(&model, &s.precision, &s.layout)[3].total_bytes
+    model_state::model_state(&model, &s.precision, &s.layout)[3].total_bytes
 }
 
 fn close(a: f64, b: f64) -> bool {
@@ -120,7 +120,7 @@ fn step_seconds_unrevealed(session: &Session) -> f64 {
 #[test]
 #[ignore = "needs dist/ and chromedriver: run via `cargo xtask test`"]
 fn far_views_catch_up_when_scrolled_to_or_printed() {
-    use planner_core::cost::{evaluate_scenario, CostOptions};
+    use planner_core::time::cost::{evaluate_scenario, CostOptions};
     let step = |s: &Scenario| {
         evaluate_scenario(s, CostOptions::default(), None)
             .expect("valid")
@@ -328,9 +328,9 @@ fn copied_link_restores_the_same_state_in_a_fresh_page() {
 
     // The link decodes natively to the state that was set.
     let mut expected = presets::article_mesh_scenario();
-    expected.layout.schedule = planner_core::layout::Schedule::Interleaved;
+    expected.layout.schedule = planner_core::input::layout::Schedule::Interleaved;
     expected.layout.virtual_stages = 2;
-    expected.layout.zero = planner_core::layout::ZeroStage::Zero2;
+    expected.layout.zero = planner_core::input::layout::ZeroStage::Zero2;
     expected.training.seq_len = 16384;
     let decoded = link::decode(&query).expect("the copied link decodes strictly");
     assert_eq!(
@@ -580,7 +580,7 @@ fn every_preset_gpu_and_schedule_renders_without_errors() {
     let session = page.open("").expect("page loads");
     // PP 4 so every schedule is drawn from the layout itself.
     session.set_value("[data-testid=input-pp]", "2").unwrap();
-    for preset in planner_core::presets::model_presets() {
+    for preset in planner_core::resolve::presets::model_presets() {
         session
             .set_value("[data-testid=input-model]", preset.id)
             .unwrap();
@@ -614,7 +614,7 @@ fn every_preset_gpu_and_schedule_renders_without_errors() {
         .wait_text("[data-testid=state-total-3]", SETTLE, |t| t != before)
         .expect("editing a custom shape recomputes");
     println!("custom model, 7 layers: ZeRO-3 state {before} → {after}");
-    for gpu in planner_core::hardware::gpu_presets() {
+    for gpu in planner_core::input::hardware::gpu_presets() {
         session
             .set_value("[data-testid=input-gpu]", &gpu.id)
             .unwrap();
@@ -665,7 +665,7 @@ fn responsiveness_of_a_slider_move_is_measured() {
 #[test]
 #[ignore = "needs dist/ and chromedriver: run via `cargo xtask test`"]
 fn accuracy_section_shows_the_validation_summary_and_the_nearest_runs() {
-    use planner_core::validation::{nearness, parse_runs, validate_run, PUBLIC_RUNS_JSON};
+    use planner_core::edges::validation::{nearness, parse_runs, validate_run, PUBLIC_RUNS_JSON};
     let page = Page::start().expect("start server and chromedriver");
     let session = page.open("").expect("page loads");
     // Nothing is evaluated, and the worker is not fetched, before the section is opened.
@@ -700,19 +700,19 @@ fn accuracy_section_shows_the_validation_summary_and_the_nearest_runs() {
     );
 
     // The same numbers as planner-core natively.
-    let native = planner_core::validation::run_validation(
+    let native = planner_core::edges::validation::run_validation(
         PUBLIC_RUNS_JSON,
-        planner_core::validation::ValidationOptions { search: false },
+        planner_core::edges::validation::ValidationOptions { search: false },
     )
     .expect("dataset");
     let all = native
         .by_quantity
         .iter()
-        .find(|g| g.group == planner_core::validation::ALL_GROUP)
+        .find(|g| g.group == planner_core::edges::validation::ALL_GROUP)
         .expect("all group");
     let css = format!(
         "[data-testid=accuracy-summary] tr[data-group='{}'] td[data-median]",
-        planner_core::validation::ALL_GROUP
+        planner_core::edges::validation::ALL_GROUP
     );
     let page_median: f64 = session
         .attr(&css, "data-median")
@@ -799,10 +799,10 @@ fn page_bytes_equal(session: &Session, testid: &str, want: f64) -> f64 {
 #[test]
 #[ignore = "needs dist/ and chromedriver: run via `cargo xtask test`"]
 fn memory_view_shows_allocated_and_reserved_peaks_of_planner_core() {
-    use planner_core::framework::Framework;
-    use planner_core::hardware::{gpu_preset, Cluster};
-    use planner_core::layout::{Recompute, ZeroStage};
-    use planner_core::scenario::ModelChoice;
+    use planner_core::input::framework::Framework;
+    use planner_core::input::hardware::{gpu_preset, Cluster};
+    use planner_core::input::layout::{Recompute, ZeroStage};
+    use planner_core::input::scenario::ModelChoice;
 
     let mut s = presets::default_scenario();
     s.model = ModelChoice::Preset("llama-3.1-8b".into());
@@ -818,7 +818,7 @@ fn memory_view_shows_allocated_and_reserved_peaks_of_planner_core() {
     s.overheads.framework = Framework::Torchtitan;
     let native = |sc: &Scenario| {
         let model = sc.model_spec().expect("preset resolves");
-        memory::training_memory(sc, &model)
+        model_state::training_memory(sc, &model)
     };
     let want = native(&s);
 

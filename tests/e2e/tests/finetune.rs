@@ -6,10 +6,10 @@
 use std::time::{Duration, Instant};
 
 use e2e::{assert_no_console_errors, screenshot_path, Page, Session};
-use planner_core::finetune::FineTuneMode;
-use planner_core::link;
-use planner_core::memory::training_memory;
-use planner_core::scenario::Scenario;
+use planner_core::edges::link;
+use planner_core::input::finetune::FineTuneMode;
+use planner_core::input::scenario::Scenario;
+use planner_core::memory::model_state::training_memory;
 
 const SETTLE: Duration = Duration::from_secs(5);
 /// Llama 3.1 8B on one node of 8 H100s, DP 8, ZeRO-1.
@@ -77,7 +77,8 @@ fn switching_to_qlora_drops_the_peak_to_the_planner_core_value() {
     session
         .set_value("[data-testid=input-lora_r]", "64")
         .expect("set the rank");
-    s.training.finetune.lora.targets = planner_core::finetune::LoraTargets::from_flags([true; 7]);
+    s.training.finetune.lora.targets =
+        planner_core::input::finetune::LoraTargets::from_flags([true; 7]);
     s.training.finetune.lora.rank = 64;
     let want = peak_native(&s);
     let got = wait_for_peak(&session, want);

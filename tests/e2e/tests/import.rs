@@ -9,21 +9,21 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use e2e::{assert_no_console_errors, screenshot_path, workspace_root, Page, Session};
-use planner_core::calibration::{
+use planner_core::edges::export::exports;
+use planner_core::edges::hf_config::import_hf_config;
+use planner_core::edges::link;
+use planner_core::edges::nccl_tests;
+use planner_core::edges::report::parse_report;
+use planner_core::evaluate::evaluate;
+use planner_core::input::calibration::{
     calibrate, samples_from_nccl, samples_from_report, CalibrationSummary,
 };
-use planner_core::collectives::CommModel;
-use planner_core::evaluate::evaluate;
-use planner_core::export::exports;
-use planner_core::hardware::Cluster;
-use planner_core::hf_config::import_hf_config;
-use planner_core::link;
-use planner_core::memory;
-use planner_core::nccl_tests;
-use planner_core::precision::ComputeDtype;
-use planner_core::presets;
-use planner_core::report::parse_report;
-use planner_core::scenario::{Measured, ModelChoice, Scenario};
+use planner_core::input::hardware::Cluster;
+use planner_core::input::precision::ComputeDtype;
+use planner_core::input::scenario::{Measured, ModelChoice, Scenario};
+use planner_core::memory::model_state;
+use planner_core::resolve::presets;
+use planner_core::time::collectives::CommModel;
 use serde_json::json;
 
 const SETTLE: Duration = Duration::from_secs(5);
@@ -525,7 +525,7 @@ fn hf_config_import_applies_a_custom_model_or_names_the_problem() {
     println!("{msg}");
     let mut s = presets::default_scenario();
     s.model = ModelChoice::Custom(spec.clone());
-    let want = memory::model_state(&spec, &s.precision, &s.layout)[3].total_bytes;
+    let want = model_state::model_state(&spec, &s.precision, &s.layout)[3].total_bytes;
     let deadline = std::time::Instant::now() + SETTLE;
     loop {
         let got: Option<f64> = session

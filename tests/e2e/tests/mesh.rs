@@ -11,12 +11,12 @@ use e2e::{
     assert_no_console_errors, measure_latency, percentile, screenshot_path, Control, Page, Session,
     DP_SLIDER,
 };
-use planner_core::cost::{CostOptions, StepModel};
-use planner_core::hardware::{gpu_preset, Cluster};
-use planner_core::link;
-use planner_core::mesh::{search, SearchSpace};
-use planner_core::presets;
-use planner_core::scenario::{ModelChoice, Scenario, Training};
+use planner_core::edges::link;
+use planner_core::input::hardware::{gpu_preset, Cluster};
+use planner_core::input::scenario::{ModelChoice, Scenario, Training};
+use planner_core::resolve::presets;
+use planner_core::search::mesh::{search, SearchSpace};
+use planner_core::time::cost::{CostOptions, StepModel};
 use serde_json::json;
 
 const SETTLE: Duration = Duration::from_secs(10);
@@ -229,8 +229,11 @@ fn article_mesh_row_applies_to_every_view() {
         "segments {sum} vs {}",
         chosen.step_s
     );
-    let native =
-        planner_core::breakdown::step_breakdown(&expected, &model, &CostOptions::default());
+    let native = planner_core::figures::breakdown::step_breakdown(
+        &expected,
+        &model,
+        &CostOptions::default(),
+    );
     assert_eq!(
         session.text("[data-testid=volume-nvlink]").unwrap(),
         bytes_text(native.intra_node_bytes)

@@ -1,17 +1,17 @@
 //! End-to-end tests of the serving latency section (release build, headless Chromium):
 //! TPOT follows planner-core's native value when the concurrency changes, a deployment row
 //! applies its layout, and the section's work is timed with performance.now(). The curve and
-//! the search run in the page's Web Worker (`app-worker`, `planner_core::serving_page`): the
+//! the search run in the page's Web Worker (`app-worker`, `planner_core::edges::serving_page`): the
 //! page's figures appear once its reply lands, and the timings are the worker's own.
 //! Run via `cargo xtask test` (they are ignored by a plain `cargo test`).
 
 use std::time::{Duration, Instant};
 
 use e2e::{assert_no_console_errors, screenshot_path, Page, Session};
-use planner_core::presets;
-use planner_core::serving_page::search_inputs;
-use planner_core::serving_search::serve_search;
-use planner_core::serving_time::{serving_time, ServingLoad};
+use planner_core::edges::serving_page::search_inputs;
+use planner_core::resolve::presets;
+use planner_core::search::deployment::serve_search;
+use planner_core::serving::latency::{serving_time, ServingLoad};
 
 /// The worker's download, start and first answer (search included) on a loaded machine.
 const SETTLE: Duration = Duration::from_secs(20);

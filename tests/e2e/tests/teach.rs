@@ -3,17 +3,17 @@
 //!
 //! Ignored by a plain `cargo test`; run with the others:
 //! `MESHPLAN_DIST=$PWD/dist CHROMEDRIVER=/usr/bin/chromedriver cargo test -p e2e --test teach -- --ignored --test-threads=1 --nocapture`.
-//! Expected values come from `planner_core::teaching::teaching_figures`, called natively here.
+//! Expected values come from `planner_core::figures::teaching::teaching_figures`, called natively here.
 
 use std::time::{Duration, Instant};
 
 use e2e::{assert_no_console_errors, base64_decode, screenshot_path, Page, Session};
-use planner_core::collectives::Collective;
-use planner_core::cost::CostOptions;
-use planner_core::link;
-use planner_core::presets;
-use planner_core::scenario::{ModelChoice, Scenario};
-use planner_core::teaching::{teaching_figures, TeachingFigures};
+use planner_core::edges::link;
+use planner_core::figures::teaching::{teaching_figures, TeachingFigures};
+use planner_core::input::scenario::{ModelChoice, Scenario};
+use planner_core::resolve::presets;
+use planner_core::time::collectives::Collective;
+use planner_core::time::cost::CostOptions;
 use serde_json::json;
 
 const LOAD: Duration = Duration::from_secs(30);

@@ -9,12 +9,12 @@
 use std::time::Duration;
 
 use e2e::{assert_no_console_errors, Page};
+use planner_core::edges::link;
 use planner_core::evaluate::stage_split_view;
-use planner_core::hardware::Cluster;
-use planner_core::layout::StageSplit;
-use planner_core::link;
-use planner_core::presets;
-use planner_core::scenario::ModelChoice;
+use planner_core::input::hardware::Cluster;
+use planner_core::input::layout::StageSplit;
+use planner_core::input::scenario::ModelChoice;
+use planner_core::resolve::presets;
 
 const SETTLE: Duration = Duration::from_secs(10);
 
@@ -36,7 +36,7 @@ fn choosing_an_uneven_split_shows_planner_cores_stages() {
     sc.layout.cp = 1;
     sc.layout.dp = 16;
     sc.layout.virtual_stages = 1;
-    sc.layout.schedule = planner_core::layout::Schedule::OneFOneB;
+    sc.layout.schedule = planner_core::input::layout::Schedule::OneFOneB;
     let session = page.open(&link::encode(&sc)).expect("page loads");
     session.set_window_size(1440, 1400).unwrap();
 

@@ -1,0 +1,151 @@
+//! Physical plausibility bounds of every number a scenario or calibration carries,
+//! each written once here with why it holds; [`crate::resolve::validate`] and
+//! [`crate::input::calibration::CalibrationSummary::check`] apply them where a value enters.
+//!
+//! They are wide (a factor of 10 to 1000 beyond any shipping part) so no real
+//! device or recipe is refused, and narrow enough that every product in the model
+//! stays finite: the largest product, bytes × parameters × micro-batches, stays far
+//! under `f64::MAX`.
+
+/// A closed or half-open interval with its unit, for messages.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Bounds {
+    /// Lower end.
+    pub min: f64,
+    /// Whether `min` itself is allowed.
+    pub min_inclusive: bool,
+    /// Upper end (always allowed).
+    pub max: f64,
+    /// Unit for messages ("bytes", "s", "FLOP/s").
+    pub unit: &'static str,
+}
+
+impl Bounds {
+    const fn closed(min: f64, max: f64, unit: &'static str) -> Self {
+        Bounds {
+            min,
+            min_inclusive: true,
+            max,
+            unit,
+        }
+    }
+
+    const fn above(min: f64, max: f64, unit: &'static str) -> Self {
+        Bounds {
+            min,
+            min_inclusive: false,
+            max,
+            unit,
+        }
+    }
+
+    /// Whether `v` lies inside (NaN never does).
+    pub fn contains(&self, v: f64) -> bool {
+        let low = if self.min_inclusive {
+            v >= self.min
+        } else {
+            v > self.min
+        };
+        low && v <= self.max
+    }
+
+    /// `Err(message)` naming the interval when `v` lies outside.
+    pub fn check(&self, v: f64) -> Result<(), String> {
+        if self.contains(v) {
+            return Ok(());
+        }
+        let open = if self.min_inclusive { '[' } else { '(' };
+        Err(format!(
+            "{} is outside {open}{}, {}] {}",
+            short(v),
+            short(self.min),
+            short(self.max),
+            self.unit
+        )
+        .trim_end()
+        .to_string())
+    }
+}
+
+/// A number as a person reads it: plain near 1, scientific when very large or small.
+fn short(v: f64) -> String {
+    let a = v.abs();
+    if v == 0.0 || !v.is_finite() || (1e-3..1e6).contains(&a) {
+        format!("{v}")
+    } else {
+        format!("{v:e}")
+    }
+}
+
+// Precision: the widest stored state is fp64 Adam moments (2 × 8 bytes); 16 bytes per
+// parameter per category covers every recipe (ZeRO paper §3: 2 + 2 + 12 in total).
+/// Weight bytes per parameter: > 0 (INT4 is 0.5), ≤ 16.
+pub const WEIGHT_BYTES: Bounds = Bounds::above(0.0, 16.0, "bytes per parameter");
+/// Gradient, master-weight or optimizer bytes per parameter: 0 (not kept) to 16.
+pub const STATE_BYTES: Bounds = Bounds::closed(0.0, 16.0, "bytes per parameter");
+/// Activation bytes per element: > 0 (FP8 is 1), ≤ 8 (fp64).
+pub const ACTIVATION_BYTES: Bounds = Bounds::above(0.0, 8.0, "bytes per element");
+
+// GPU: today's largest parts (B200/MI325X: 192–256 GB HBM, 8 TB/s, 2.5 PFLOP/s dense
+// FP8, 1.8 TB/s NVLink) times 1000 at the top; a phone GPU at the bottom.
+/// Device memory: 100 MB to 100 TB.
+pub const DEVICE_MEMORY_BYTES: Bounds = Bounds::closed(1e8, 1e14, "bytes");
+/// HBM bandwidth: 1 GB/s to 1 PB/s.
+pub const HBM_BYTES_PER_S: Bounds = Bounds::closed(1e9, 1e15, "bytes/s");
+/// Dense tensor FLOP rate: 1 GFLOP/s to 1 EFLOP/s per device.
+pub const FLOPS_PER_S: Bounds = Bounds::closed(1e9, 1e18, "FLOP/s");
+/// Link bandwidth per GPU per direction: 1 MB/s (a slow Ethernet) to 100 TB/s.
+pub const LINK_BYTES_PER_S: Bounds = Bounds::closed(1e6, 1e14, "bytes/s");
+// A link's α: NVLink ~2–5 µs, InfiniBand ~5–20 µs (nccl-tests small-message times);
+// a second is already 10^5 × that, and 0 would make small messages free.
+/// Per-message latency of a link: > 0, ≤ 1 s.
+pub const LINK_LATENCY_S: Bounds = Bounds::above(0.0, 1.0, "s");
+/// A fitted α: a least-squares fit may land on 0 (clamped), never below; ≤ 1 s.
+pub const FITTED_LATENCY_S: Bounds = Bounds::closed(0.0, 1.0, "s");
+
+// Overheads and serving buffers: at most a device's memory bound.
+/// CUDA context, NCCL buffers, buckets, serving workspace: 0 to 100 TB.
+pub const BUFFER_BYTES: Bounds = Bounds::closed(0.0, 1e14, "bytes");
+
+// A fit's largest relative error and a GEMM curve's half-efficiency dimension.
+/// A fit's largest relative error: 0 to 1000 (100,000%).
+pub const RELATIVE_ERROR: Bounds = Bounds::closed(0.0, 1e3, "");
+/// GEMM half-efficiency dimension: 0 to 10^7 (a GEMM side is at most 2^24).
+pub const GEMM_HALF_DIM: Bounds = Bounds::closed(0.0, 1e7, "");
+/// A published serving figure (TTFT, TPOT, latency in ms; output tokens/s): from 1e-3 (a
+/// microsecond; one token in 1000 s) to 1e9 (11 days; beyond any engine), so that
+/// predicted / measured − 1 stays finite for any finite prediction.
+pub const SERVING_MEASUREMENT: Bounds = Bounds::closed(1e-3, 1e9, "ms or tokens/s");
+
+/// A fraction of a peak (GEMM efficiency, memory share): > 0, ≤ 1.
+pub const FRACTION: Bounds = Bounds::above(0.0, 1.0, "");
+
+// LoRA (Hu et al. 2021): the rank r of an adapter is useful only up to min(d_in, d_out) of
+// the layer it adapts, and the widest published hidden sizes are ~2^14 (Llama 3.1 405B:
+// 16 384); 2^16 leaves room for any model while r·(d_in + d_out) stays finite. α only
+// scales the update by α/r (PEFT examples use 8 to 512).
+/// LoRA rank: 1 to 65 536.
+pub const LORA_RANK_MAX: u32 = 65_536;
+/// LoRA α: 1 to 10^6.
+pub const LORA_ALPHA_MAX: u32 = 1_000_000;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nan_infinity_and_the_ends_are_judged_by_the_interval() {
+        assert!(!LINK_LATENCY_S.contains(f64::NAN));
+        assert!(!LINK_LATENCY_S.contains(0.0));
+        assert!(LINK_LATENCY_S.contains(1.0));
+        assert!(!LINK_LATENCY_S.contains(-1e-6));
+        assert!(STATE_BYTES.contains(0.0));
+        assert!(!STATE_BYTES.contains(1e308));
+        assert!(!FLOPS_PER_S.contains(5e-324));
+        assert!(!FLOPS_PER_S.contains(f64::INFINITY));
+        let m = LINK_LATENCY_S.check(-2.0).expect_err("negative latency");
+        assert_eq!(m, "-2 is outside (0, 1] s");
+        let m = FLOPS_PER_S.check(5e-324).expect_err("denormal rate");
+        assert_eq!(m, "5e-324 is outside [1e9, 1e18] FLOP/s");
+    }
+}

@@ -1,0 +1,13 @@
+//! Text in and out: share links, HF config import, benchmark reports, nccl-tests logs, exports, published-run validation, the page's serving request format.
+//!
+//! Invariant: The top layer: may import anything below; nothing imports it.
+
+pub mod export;
+pub mod hf_config;
+pub mod layer_step;
+pub mod link;
+pub mod nccl_tests;
+pub mod report;
+pub mod serving_page;
+pub mod serving_validation;
+pub mod validation;

@@ -1,0 +1,13 @@
+//! The question as types: model, precision, hardware, layout (with its stage split), fine-tuning mode, framework, calibration summary, and the scenario that holds them with its error.
+//!
+//! Invariant: Imports only `base`: a type here never knows how it is priced, placed or printed.
+
+pub mod calibration;
+pub mod finetune;
+pub mod framework;
+pub mod hardware;
+pub mod layout;
+pub mod model;
+pub mod precision;
+pub mod scenario;
+pub mod stage_split;

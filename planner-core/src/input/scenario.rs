@@ -1,0 +1,259 @@
+//! One value that holds a whole planning scenario: what the app's URL, the
+//! CLI's JSON file and every evaluation are built from.
+
+use serde::{Deserialize, Serialize};
+
+use crate::input::calibration::CalibrationSummary;
+use crate::input::finetune::FineTune;
+use crate::input::hardware::Cluster;
+use crate::input::layout::Layout;
+use crate::input::model::ModelSpec;
+use crate::input::precision::Precision;
+
+/// Current scenario schema version. Bump when a field's meaning changes.
+pub const SCENARIO_VERSION: u32 = 1;
+
+/// Which model the scenario uses: a preset by id, or custom shapes.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ModelChoice {
+    /// A preset from [`crate::resolve::presets`], by id ("llama-3.1-70b").
+    Preset(String),
+    /// Shapes given in full (custom or imported from `config.json`).
+    Custom(ModelSpec),
+}
+
+/// Batch and sequence of a training step.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Training {
+    /// Tokens per sequence.
+    pub seq_len: u32,
+    /// Sequences per optimizer step, over all data-parallel ranks.
+    pub global_batch: u32,
+    /// Full fine-tuning, LoRA or QLoRA ([`crate::input::finetune`]); files without it read as full.
+    #[serde(default, skip_serializing_if = "FineTune::is_default")]
+    pub finetune: FineTune,
+}
+
+/// Switches of the activation accounting (where public estimators disagree).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ActivationOptions {
+    /// Flash attention: no `s × s` score/softmax/dropout tensors are saved.
+    pub flash_attention: bool,
+    /// Logits and their softmax kept in fp32 on the last stage.
+    pub fp32_logits: bool,
+    /// Count the output logits at all (the last stage's largest tensor).
+    pub count_logits: bool,
+}
+
+impl Default for ActivationOptions {
+    fn default() -> Self {
+        ActivationOptions {
+            flash_attention: true,
+            fp32_logits: true,
+            count_logits: true,
+        }
+    }
+}
+
+/// Memory terms beyond model state and activations; each is shown as its own bar segment.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Overheads {
+    /// CUDA context and kernels resident per process, bytes.
+    pub cuda_context_bytes: f64,
+    /// NCCL buffers per communicator, bytes.
+    pub nccl_buffer_bytes_per_group: f64,
+    /// DDP/ZeRO gradient bucket size, bytes (PyTorch DDP default 25 MB).
+    pub gradient_bucket_bytes: f64,
+    /// ZeRO-3 units held gathered at once (the one computing plus prefetch).
+    pub zero3_units_in_flight: u32,
+    /// Fraction of allocated memory lost to allocator fragmentation.
+    pub allocator_fraction: f64,
+    /// Fraction of device memory the plan may use before it is flagged.
+    pub usable_fraction: f64,
+    /// Whose memory semantics the transients follow (the loss's logit-sized tensors).
+    #[serde(default)]
+    pub framework: crate::input::framework::Framework,
+}
+
+impl Default for Overheads {
+    fn default() -> Self {
+        Overheads {
+            cuda_context_bytes: 0.5e9,
+            nccl_buffer_bytes_per_group: 0.1e9,
+            gradient_bucket_bytes: 25e6,
+            zero3_units_in_flight: 2,
+            allocator_fraction: 0.05,
+            usable_fraction: 0.9,
+            framework: crate::input::framework::Framework::Article,
+        }
+    }
+}
+
+/// Dtype of served weights or KV cache.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ServeDtype {
+    /// 2 bytes.
+    Bf16,
+    /// 1 byte.
+    Fp8,
+    /// 1 byte.
+    Int8,
+    /// 0.5 bytes.
+    Int4,
+}
+
+impl ServeDtype {
+    /// All dtypes.
+    pub const ALL: [ServeDtype; 4] = [
+        ServeDtype::Bf16,
+        ServeDtype::Fp8,
+        ServeDtype::Int8,
+        ServeDtype::Int4,
+    ];
+
+    /// Bytes per value.
+    pub fn bytes(self) -> f64 {
+        match self {
+            ServeDtype::Bf16 => 2.0,
+            ServeDtype::Fp8 | ServeDtype::Int8 => 1.0,
+            ServeDtype::Int4 => 0.5,
+        }
+    }
+
+    /// Stable identifier.
+    pub fn id(self) -> &'static str {
+        match self {
+            ServeDtype::Bf16 => "bf16",
+            ServeDtype::Fp8 => "fp8",
+            ServeDtype::Int8 => "int8",
+            ServeDtype::Int4 => "int4",
+        }
+    }
+
+    /// Parses [`ServeDtype::id`].
+    pub fn from_id(id: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|d| d.id() == id)
+    }
+}
+
+/// The serving question: one replica's shape and the traffic it must hold.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Serving {
+    /// Weight dtype.
+    pub weight_dtype: ServeDtype,
+    /// KV-cache dtype.
+    pub kv_dtype: ServeDtype,
+    /// Tokens per sequence held in cache (prompt + output).
+    pub context_len: u32,
+    /// Concurrent sequences the operator wants per replica.
+    pub target_concurrency: u32,
+    /// Tensor-parallel degree of a replica.
+    pub tp: u32,
+    /// Pipeline stages of a replica.
+    pub pp: u32,
+    /// Fraction of GPU memory the engine may use (vLLM `gpu_memory_utilization`, default 0.9).
+    pub memory_utilization: f64,
+    /// Activation/workspace bytes reserved per GPU besides weights and cache.
+    pub workspace_bytes: f64,
+}
+
+impl Default for Serving {
+    fn default() -> Self {
+        Serving {
+            weight_dtype: ServeDtype::Bf16,
+            kv_dtype: ServeDtype::Bf16,
+            context_len: 32_768,
+            target_concurrency: 16,
+            tp: 8,
+            pp: 1,
+            memory_utilization: 0.9,
+            workspace_bytes: 2e9,
+        }
+    }
+}
+
+/// Numbers measured on the user's own cluster (a calibration), and whether the
+/// predictions use them in place of the datasheet presets.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Measured {
+    /// The fitted numbers (links, GEMM efficiency), not the raw report.
+    pub summary: CalibrationSummary,
+    /// "Use measured numbers": when false the summary is kept but presets are used.
+    pub enabled: bool,
+}
+
+/// A whole scenario: model, precision, cluster, batch, layout and options.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// Schema version ([`SCENARIO_VERSION`]).
+    pub version: u32,
+    /// The model.
+    pub model: ModelChoice,
+    /// Bytes per parameter and activation dtype.
+    pub precision: Precision,
+    /// GPUs and links.
+    pub cluster: Cluster,
+    /// Batch and sequence.
+    pub training: Training,
+    /// Parallel layout.
+    pub layout: Layout,
+    /// Activation accounting switches.
+    pub activations: ActivationOptions,
+    /// Buffers, context and headroom.
+    pub overheads: Overheads,
+    /// The serving question.
+    pub serving: Serving,
+    /// Calibration from a benchmark report, if one was imported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<Measured>,
+}
+
+/// Largest scenario file read, bytes (a scenario with a calibration is a few KB).
+pub const MAX_SCENARIO_JSON_BYTES: usize = 1 << 20;
+
+impl Scenario {
+    /// Reads a scenario file's JSON and validates it: a type error names its JSON path
+    /// (`layout.tp`, `cluster.gpu.memory_bytes`), an unknown field is refused by name,
+    /// and every value then passes [`Scenario::validate`] (which names link parameters).
+    pub fn from_json(json: &str) -> Result<Scenario, Vec<crate::resolve::validate::FieldError>> {
+        use crate::resolve::validate::FieldError;
+        if json.len() > MAX_SCENARIO_JSON_BYTES {
+            return Err(vec![FieldError::new(
+                "scenario",
+                format!(
+                    "the file is {} bytes, over {MAX_SCENARIO_JSON_BYTES}",
+                    json.len()
+                ),
+            )]);
+        }
+        let mut de = serde_json::Deserializer::from_str(json);
+        let mut scenario: Scenario = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+            let path = e.path().to_string();
+            let field = if path.is_empty() || path == "." {
+                "scenario".to_string()
+            } else {
+                path
+            };
+            vec![FieldError::new(&field, e.inner().to_string())]
+        })?;
+        de.end()
+            .map_err(|e| vec![FieldError::new("scenario", e.to_string())])?;
+        // Files written before the datasheet label existed: a preset GPU takes its label.
+        let gpu = &mut scenario.cluster.gpu;
+        if gpu.datasheet_memory_bytes == 0.0 {
+            if let Some(preset) = crate::input::hardware::gpu_preset(&gpu.id) {
+                gpu.datasheet_memory_bytes = preset.datasheet_memory_bytes;
+            }
+        }
+        scenario.validate()?;
+        Ok(scenario)
+    }
+}

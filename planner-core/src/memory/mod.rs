@@ -1,0 +1,10 @@
+//! Bytes per GPU: model state for DDP and ZeRO-1/2/3, activations, loss transients, KV cache, serving memory.
+//!
+//! Invariant: Sibling of `time`: never imports it (or anything above).
+
+pub mod activations;
+pub mod kv_cache;
+pub mod loss_memory;
+pub mod model_state;
+pub mod serving;
+pub mod torchtitan_sac;

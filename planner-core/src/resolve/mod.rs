@@ -1,0 +1,6 @@
+//! From a question to a checked one: presets and defaults, and the rules a scenario must satisfy (each error names its field).
+//!
+//! Invariant: Imports only `base` and `input`.
+
+pub mod presets;
+pub mod validate;

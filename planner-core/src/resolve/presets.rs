@@ -1,0 +1,352 @@
+//! Model presets, from each model's published `config.json`, and the default
+//! scenarios the app, the CLI and the tests start from.
+
+use std::fmt;
+
+use crate::input::hardware::{gpu_presets, Cluster, GpuSpec};
+use crate::input::layout::{Layout, Recompute, Schedule, ZeroStage};
+use crate::input::model::{FfnKind, MlaSpec, ModelSpec, MoeSpec, NormKind};
+use crate::input::precision::{Precision, PrecisionRecipe};
+use crate::input::scenario::{
+    ActivationOptions, ModelChoice, Overheads, Scenario, Serving, Training, SCENARIO_VERSION,
+};
+
+/// A model preset: stable id and its shapes.
+pub struct ModelPreset {
+    /// Stable id used in links and the CLI ("llama-3.1-70b").
+    pub id: &'static str,
+    /// The shapes.
+    pub spec: ModelSpec,
+}
+
+/// A Llama-family dense model (SwiGLU, RMSNorm, RoPE, GQA, head dim 128, no
+/// biases, no dropout, untied embeddings).
+pub(crate) fn llama(
+    name: &str,
+    layers: u32,
+    hidden: u32,
+    heads: u32,
+    kv_heads: u32,
+    ffn: u32,
+    vocab: u32,
+) -> ModelSpec {
+    ModelSpec {
+        name: name.to_string(),
+        layers,
+        hidden,
+        heads,
+        kv_heads,
+        head_dim: hidden / heads,
+        ffn,
+        ffn_kind: FfnKind::SwiGlu,
+        vocab,
+        tied_embeddings: false,
+        norm: NormKind::RmsNorm,
+        dropout: false,
+        qkv_bias: false,
+        linear_bias: false,
+        learned_positions: 0,
+        moe: None,
+        mla: None,
+        nominal_params: None,
+    }
+}
+
+/// A Mixtral model: Llama/Mistral shapes with every FFN replaced by `experts`
+/// SwiGLU experts of width `ffn`, top-2 routing, no shared expert.
+fn mixtral(
+    name: &str,
+    layers: u32,
+    hidden: u32,
+    heads: u32,
+    ffn: u32,
+    vocab: u32,
+    experts: u32,
+) -> ModelSpec {
+    let mut spec = llama(name, layers, hidden, heads, 8, ffn, vocab);
+    spec.moe = Some(MoeSpec {
+        routed_experts: experts,
+        experts_per_token: 2,
+        shared_experts: 0,
+        expert_ffn: ffn,
+        dense_layers: 0,
+    });
+    spec
+}
+
+/// Every model preset.
+pub fn model_presets() -> Vec<ModelPreset> {
+    vec![
+        // meta-llama/Llama-3.1-8B config.json: 32 layers, hidden 4096, 32 heads, 8 KV, ffn 14336, vocab 128256.
+        ModelPreset {
+            id: "llama-3.1-8b",
+            spec: llama("Llama 3.1 8B", 32, 4096, 32, 8, 14336, 128_256),
+        },
+        // meta-llama/Llama-3.1-70B config.json: 80 layers, hidden 8192, 64 heads, 8 KV, ffn 28672, vocab 128256.
+        ModelPreset {
+            id: "llama-3.1-70b",
+            spec: llama("Llama 3.1 70B", 80, 8192, 64, 8, 28672, 128_256),
+        },
+        // meta-llama/Llama-3.1-405B config.json: 126 layers, hidden 16384, 128 heads, 8 KV, ffn 53248, vocab 128256.
+        ModelPreset {
+            id: "llama-3.1-405b",
+            spec: llama("Llama 3.1 405B", 126, 16384, 128, 8, 53248, 128_256),
+        },
+        // mistralai/Mixtral-8x7B-v0.1 config.json: 32 layers, hidden 4096, 32 heads, 8 KV, ffn 14336, vocab 32000, 8 experts top-2.
+        ModelPreset {
+            id: "mixtral-8x7b",
+            spec: mixtral("Mixtral 8x7B", 32, 4096, 32, 14336, 32000, 8),
+        },
+        // mistralai/Mixtral-8x22B-v0.1 config.json: 56 layers, hidden 6144, 48 heads, 8 KV, ffn 16384, vocab 32000, 8 experts top-2.
+        ModelPreset {
+            id: "mixtral-8x22b",
+            spec: mixtral("Mixtral 8x22B", 56, 6144, 48, 16384, 32000, 8),
+        },
+        // deepseek-ai/DeepSeek-V3 config.json: 61 layers (first_k_dense_replace 3, intermediate 18432),
+        // hidden 7168, 128 heads, MLA q_lora 1536 / kv_lora 512 / rope 64 / nope 128 / v 128,
+        // 256 routed + 1 shared experts of width 2048, top-8, vocab 129280, untied.
+        // The one MTP layer (num_nextn_predict_layers = 1, ~14B) is not part of the 671B main model and is left out.
+        ModelPreset {
+            id: "deepseek-v3",
+            spec: ModelSpec {
+                name: "DeepSeek-V3".to_string(),
+                layers: 61,
+                hidden: 7168,
+                heads: 128,
+                kv_heads: 128,
+                // Query/key head dim (nope 128 + rope 64): what attention scores are computed over.
+                head_dim: 192,
+                ffn: 18432,
+                ffn_kind: FfnKind::SwiGlu,
+                vocab: 129_280,
+                tied_embeddings: false,
+                norm: NormKind::RmsNorm,
+                dropout: false,
+                qkv_bias: false,
+                linear_bias: false,
+                learned_positions: 0,
+                moe: Some(MoeSpec {
+                    routed_experts: 256,
+                    experts_per_token: 8,
+                    shared_experts: 1,
+                    expert_ffn: 2048,
+                    dense_layers: 3,
+                }),
+                mla: Some(MlaSpec {
+                    q_lora_rank: 1536,
+                    kv_lora_rank: 512,
+                    qk_rope_head_dim: 64,
+                    qk_nope_head_dim: 128,
+                    v_head_dim: 128,
+                }),
+                nominal_params: None,
+            },
+        },
+        // Qwen/Qwen2.5-72B config.json: 80 layers, hidden 8192, 64 heads, 8 KV, ffn 29568, vocab 152064,
+        // untied, biases on Q/K/V (Qwen2 architecture).
+        ModelPreset {
+            id: "qwen2.5-72b",
+            spec: ModelSpec {
+                qkv_bias: true,
+                ..llama("Qwen2.5 72B", 80, 8192, 64, 8, 29568, 152_064)
+            },
+        },
+        // Brown et al. 2020, Table 2.1: 96 layers, d_model 12288, 96 heads, 2048 context.
+        ModelPreset {
+            id: "gpt3-175b",
+            spec: ModelSpec {
+                name: "GPT-3 175B".to_string(),
+                layers: 96,
+                hidden: 12288,
+                heads: 96,
+                kv_heads: 96,
+                head_dim: 128,
+                ffn: 4 * 12288,
+                ffn_kind: FfnKind::GeluMlp,
+                vocab: 50257,
+                tied_embeddings: true,
+                norm: NormKind::LayerNorm,
+                dropout: true,
+                qkv_bias: false,
+                linear_bias: true,
+                learned_positions: 2048,
+                moe: None,
+                mla: None,
+                nominal_params: None,
+            },
+        },
+    ]
+}
+
+/// The preset with this id.
+pub fn model_preset(id: &str) -> Option<ModelSpec> {
+    model_presets()
+        .into_iter()
+        .find(|p| p.id == id)
+        .map(|p| p.spec)
+}
+
+/// Why a scenario could not be resolved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ScenarioError {
+    /// `ModelChoice::Preset` names no preset.
+    UnknownModelPreset(String),
+}
+
+impl fmt::Display for ScenarioError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ScenarioError::UnknownModelPreset(id) => {
+                let known: Vec<&str> = model_presets().iter().map(|p| p.id).collect();
+                write!(
+                    f,
+                    "model: unknown preset '{id}' (known: {})",
+                    known.join(", ")
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for ScenarioError {}
+
+impl Scenario {
+    /// The model's shapes: the preset looked up by id, or the custom shapes.
+    pub fn model_spec(&self) -> Result<ModelSpec, ScenarioError> {
+        match &self.model {
+            ModelChoice::Preset(id) => {
+                model_preset(id).ok_or_else(|| ScenarioError::UnknownModelPreset(id.clone()))
+            }
+            ModelChoice::Custom(spec) => Ok(spec.clone()),
+        }
+    }
+}
+
+/// The GPU the default scenarios use.
+pub const DEFAULT_GPU_ID: &str = "h100-sxm";
+
+/// The H100 SXM preset; every preset id used here is in `gpu_presets()`,
+/// which a test checks, so the fallback is never taken.
+fn h100() -> GpuSpec {
+    let presets = gpu_presets();
+    presets
+        .iter()
+        .find(|g| g.id == DEFAULT_GPU_ID)
+        .or(presets.first())
+        .cloned()
+        .unwrap_or_else(|| GpuSpec {
+            id: DEFAULT_GPU_ID.to_string(),
+            name: "H100 SXM 80 GB".to_string(),
+            memory_bytes: 81_559.0 * crate::input::hardware::MIB,
+            datasheet_memory_bytes: 80e9,
+            hbm_bytes_per_s: 3.35e12,
+            bf16_flops_per_s: 989e12,
+            fp8_flops_per_s: 1979e12,
+            intra_node_bytes_per_s: 450e9,
+            inter_node_bytes_per_s: 50e9,
+            gpus_per_node: 8,
+        })
+}
+
+/// What the app opens with: Llama 3.1 70B, BF16 mixed-precision Adam (16 B/param),
+/// 8 nodes × 8 H100 SXM, 4096-token sequences, 512 sequences per step (2M tokens),
+/// TP 8 inside each node with sequence parallelism, DP 8 across nodes, ZeRO-1,
+/// selective recompute. Per GPU: weights + grads 4 × 70.6e9 / 8 ≈ 35 GB, optimizer
+/// 12 × 70.6e9 / 64 ≈ 13 GB, activations ≈ 34·s·h/8 × 80 layers ≈ 11 GB: fits 80 GB.
+pub fn default_scenario() -> Scenario {
+    Scenario {
+        version: SCENARIO_VERSION,
+        model: ModelChoice::Preset("llama-3.1-70b".to_string()),
+        precision: Precision::from_recipe(PrecisionRecipe::MixedAdam),
+        cluster: Cluster::of(h100(), 8),
+        training: Training {
+            seq_len: 4096,
+            global_batch: 512,
+            finetune: Default::default(),
+        },
+        layout: Layout {
+            dp: 8,
+            tp: 8,
+            pp: 1,
+            cp: 1,
+            ep: 1,
+            expert_tp: 1,
+            virtual_stages: 1,
+            micro_batch: 1,
+            schedule: Schedule::OneFOneB,
+            zero: ZeroStage::Zero1,
+            recompute: Recompute::Selective,
+            sequence_parallel: true,
+            stage_split: crate::input::layout::StageSplit::Even,
+        },
+        activations: ActivationOptions::default(),
+        overheads: Overheads::default(),
+        serving: Serving::default(),
+        calibration: None,
+    }
+}
+
+/// The article's model-state chart: a 70B model (Llama 3.1 70B shapes, Ψ rounded
+/// to 70e9 as the article does) on 64 H100 80 GB (8 nodes × 8), pure data
+/// parallelism over all 64 (TP = PP = CP = 1), mixed-precision Adam at 16 B/param,
+/// so DDP holds 16 × 70e9 = 1,120 GB per GPU; switching `zero` gives the other bars
+/// (ZeRO-1 ≈ 293 GB, ZeRO-2 ≈ 155 GB, ZeRO-3 ≈ 17.5 GB).
+pub fn article_70b_scenario() -> Scenario {
+    let mut spec = model_preset("llama-3.1-70b")
+        .unwrap_or_else(|| llama("Llama 3.1 70B", 80, 8192, 64, 8, 28672, 128_256));
+    spec.name = "70B model (article)".to_string();
+    spec.nominal_params = Some(70e9);
+    let base = default_scenario();
+    Scenario {
+        model: ModelChoice::Custom(spec),
+        layout: Layout {
+            dp: 64,
+            tp: 1,
+            pp: 1,
+            cp: 1,
+            ep: 1,
+            expert_tp: 1,
+            virtual_stages: 1,
+            micro_batch: 1,
+            schedule: Schedule::OneFOneB,
+            zero: ZeroStage::Ddp,
+            recompute: Recompute::None,
+            sequence_parallel: false,
+            stage_split: crate::input::layout::StageSplit::Even,
+        },
+        ..base
+    }
+}
+
+/// The article's example mesh: dense Llama 3.1 70B at 32K context on 64 nodes × 8
+/// H100 SXM: TP 8 inside each node, PP 4 and CP 4 across nodes, DP 4 for the rest
+/// (8 × 4 × 4 × 4 = 512 GPUs), ZeRO-1, sequence parallelism, selective recompute.
+/// Global batch 64 sequences (2M tokens) with micro-batch 1 gives 64 / 4 = 16
+/// micro-batches per pipeline, the article's m = 16 case (bubble 3/19 ≈ 16% with 1F1B).
+pub fn article_mesh_scenario() -> Scenario {
+    let base = default_scenario();
+    Scenario {
+        cluster: Cluster::of(h100(), 64),
+        training: Training {
+            seq_len: 32_768,
+            global_batch: 64,
+            finetune: Default::default(),
+        },
+        layout: Layout {
+            dp: 4,
+            tp: 8,
+            pp: 4,
+            cp: 4,
+            ep: 1,
+            expert_tp: 1,
+            virtual_stages: 1,
+            micro_batch: 1,
+            schedule: Schedule::OneFOneB,
+            zero: ZeroStage::Zero1,
+            recompute: Recompute::Selective,
+            sequence_parallel: true,
+            stage_split: crate::input::layout::StageSplit::Even,
+        },
+        ..base
+    }
+}

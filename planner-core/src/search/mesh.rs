@@ -1,0 +1,1245 @@
+//! Mesh search: every DP × TP × PP × CP × EP of the cluster crossed with ZeRO
+//! stage, micro-batch, pipeline schedule and virtual stages, and recompute
+//! policy; each candidate is rejected with machine-readable reasons or ranked
+//! by predicted step time with its memory headroom.
+//!
+//! Built for speed: divisibility is checked once per mesh and once per knob
+//! value, so a rule that fails rejects a whole block of candidates in one
+//! record; per-mesh quantities (group placement) are computed once; the inner
+//! loop neither allocates nor formats.
+//!
+//! Counting: a candidate is one mesh (`dp·tp·pp·cp` = the cluster's GPUs, EP over
+//! the divisors of the routed experts) crossed with one value of every knob in
+//! the [`SearchSpace`] (ZeRO stage × recompute × micro-batch × schedule/virtual
+//! stages; with PP = 1 the schedule is moot and counts once). A block rejected
+//! by a mesh or knob rule counts every candidate it covers, so
+//! `candidates = feasible + Σ rejected.candidates` (until `max_rejected` caps the list).
+//! Micro-batches range over every divisor of `global_batch / dp` up to
+//! [`SearchSpace::micro_batch_range`], virtual stages over `2..=`
+//! [`SearchSpace::virtual_stage_range`] with a layer per chunk; where the layers do not
+//! divide `pp × v`, each valid uneven split ([`SplitProposal::proposals`]) is one more
+//! knob value (and none is a rejected block).
+//! Sequence parallelism is on whenever TP > 1 (same traffic, less memory);
+//! GPipe is left out by default (1F1B has its bubble with less memory).
+//!
+//! Bounded work: a candidate that passes the rules costs a memory and a time
+//! evaluation; at most [`SearchSpace::max_evaluated`] are made. A space with more
+//! (a million GPUs whose count has hundreds of divisors, a model every degree
+//! divides) stops before the mesh that would pass the cap, and the result says so
+//! in [`SearchResult::stopped`]. The rule checks of a mesh cost O(1) whatever the
+//! number of candidates they reject.
+
+use serde::{Deserialize, Serialize};
+
+use crate::input::layout::{Layout, Recompute, Schedule, ZeroStage};
+use crate::input::model::ModelSpec;
+use crate::input::scenario::Scenario;
+use crate::input::stage_split::SplitProposal;
+use crate::parallel::topology::{GroupKind, Placement};
+use crate::time::cost::StepModel;
+
+/// Why a candidate was rejected; a bit in [`Reasons`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RejectReason {
+    /// Query heads not divisible by TP.
+    HeadsNotDivisibleByTp,
+    /// KV heads neither divisible by TP nor dividing it (replication).
+    KvHeadsNotDivisibleByTp,
+    /// Dense FFN width not divisible by TP.
+    FfnNotDivisibleByTp,
+    /// Expert FFN width not divisible by expert-TP.
+    ExpertFfnNotDivisibleByEtp,
+    /// TP larger than a node: every layer's collectives would cross the network.
+    TpExceedsNode,
+    /// Layers not divisible by `pp × virtual_stages`.
+    LayersNotDivisibleByPp,
+    /// Sequence not divisible by `2 × cp` (load-balanced causal CP).
+    SeqNotDivisibleBy2Cp,
+    /// Routed experts not divisible by EP.
+    ExpertsNotDivisibleByEp,
+    /// `expert_tp × ep` does not divide `tp × cp × dp` (MoE parallel folding).
+    FoldNotDividingStage,
+    /// Global batch not divisible by `dp × micro_batch`.
+    BatchNotDivisibleByDpMicroBatch,
+    /// Interleaved schedule needs micro-batches divisible by PP (Megatron).
+    MicroBatchesNotDivisibleByPp,
+    /// Peak memory above capacity × usable fraction.
+    MemoryOverCapacity,
+}
+
+impl RejectReason {
+    /// Every reason, in bit order.
+    pub const ALL: [RejectReason; 12] = [
+        RejectReason::HeadsNotDivisibleByTp,
+        RejectReason::KvHeadsNotDivisibleByTp,
+        RejectReason::FfnNotDivisibleByTp,
+        RejectReason::ExpertFfnNotDivisibleByEtp,
+        RejectReason::TpExceedsNode,
+        RejectReason::LayersNotDivisibleByPp,
+        RejectReason::SeqNotDivisibleBy2Cp,
+        RejectReason::ExpertsNotDivisibleByEp,
+        RejectReason::FoldNotDividingStage,
+        RejectReason::BatchNotDivisibleByDpMicroBatch,
+        RejectReason::MicroBatchesNotDivisibleByPp,
+        RejectReason::MemoryOverCapacity,
+    ];
+
+    /// Machine key: the rule name [`crate::resolve::validate::layout_rule_violations`] uses.
+    pub fn key(self) -> &'static str {
+        match self {
+            RejectReason::HeadsNotDivisibleByTp => "heads_divisible_by_tp",
+            RejectReason::KvHeadsNotDivisibleByTp => "kv_heads_divisible_by_tp",
+            RejectReason::FfnNotDivisibleByTp => "ffn_divisible_by_tp",
+            RejectReason::ExpertFfnNotDivisibleByEtp => "expert_ffn_divisible_by_etp",
+            RejectReason::TpExceedsNode => "tp_within_node",
+            RejectReason::LayersNotDivisibleByPp => "layers_divisible_by_pp",
+            RejectReason::SeqNotDivisibleBy2Cp => "seq_divisible_by_2cp",
+            RejectReason::ExpertsNotDivisibleByEp => "experts_divisible_by_ep",
+            RejectReason::FoldNotDividingStage => "etp_ep_divides_tp_cp_dp",
+            RejectReason::BatchNotDivisibleByDpMicroBatch => "batch_divisible_by_dp_mbs",
+            RejectReason::MicroBatchesNotDivisibleByPp => {
+                "interleaved_micro_batches_divisible_by_pp"
+            }
+            RejectReason::MemoryOverCapacity => "memory_within_capacity",
+        }
+    }
+
+    /// The broken rule in words, for a person.
+    pub fn message(self) -> &'static str {
+        match self {
+            RejectReason::HeadsNotDivisibleByTp => "query heads not divisible by TP",
+            RejectReason::KvHeadsNotDivisibleByTp => {
+                "KV heads neither divisible by TP nor dividing it"
+            }
+            RejectReason::FfnNotDivisibleByTp => "FFN width not divisible by TP",
+            RejectReason::ExpertFfnNotDivisibleByEtp => {
+                "expert FFN width not divisible by expert-TP"
+            }
+            RejectReason::TpExceedsNode => "TP larger than a node",
+            RejectReason::LayersNotDivisibleByPp => "layers not divisible by PP × virtual stages",
+            RejectReason::SeqNotDivisibleBy2Cp => "sequence not divisible by 2 × CP",
+            RejectReason::ExpertsNotDivisibleByEp => "experts not divisible by EP",
+            RejectReason::FoldNotDividingStage => "expert-TP × EP does not divide TP × CP × DP",
+            RejectReason::BatchNotDivisibleByDpMicroBatch => {
+                "global batch not divisible by DP × micro-batch"
+            }
+            RejectReason::MicroBatchesNotDivisibleByPp => {
+                "interleaved: micro-batches not divisible by PP"
+            }
+            RejectReason::MemoryOverCapacity => "peak memory over capacity",
+        }
+    }
+
+    /// The reason of a machine key ([`RejectReason::key`]).
+    pub fn from_key(key: &str) -> Option<Self> {
+        RejectReason::ALL.iter().copied().find(|r| r.key() == key)
+    }
+
+    fn bit(self) -> u32 {
+        1 << (self as u32)
+    }
+}
+
+/// A set of [`RejectReason`]s as bits.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Reasons(pub u32);
+
+impl Reasons {
+    /// Adds one reason.
+    pub fn add(&mut self, r: RejectReason) {
+        self.0 |= r.bit();
+    }
+
+    /// Whether a reason is in the set.
+    pub fn has(self, r: RejectReason) -> bool {
+        self.0 & r.bit() != 0
+    }
+
+    /// No reasons.
+    pub fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The reasons in the set.
+    pub fn iter(self) -> impl Iterator<Item = RejectReason> {
+        RejectReason::ALL.into_iter().filter(move |r| self.has(*r))
+    }
+}
+
+/// The group sizes of a mesh.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct MeshDims {
+    /// Data parallel.
+    pub dp: u32,
+    /// Tensor parallel.
+    pub tp: u32,
+    /// Pipeline parallel.
+    pub pp: u32,
+    /// Context parallel.
+    pub cp: u32,
+    /// Expert parallel (folded into the stage's tp × cp × dp ranks, [`crate::parallel::fold`]).
+    pub ep: u32,
+    /// Expert tensor parallel (1 for dense models).
+    #[serde(default = "one")]
+    pub expert_tp: u32,
+}
+
+/// Serde default of [`MeshDims::expert_tp`].
+fn one() -> u32 {
+    1
+}
+
+/// The per-layout switches the search crosses with each mesh.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Knobs {
+    /// ZeRO stage.
+    pub zero: ZeroStage,
+    /// Recompute policy.
+    pub recompute: Recompute,
+    /// Pipeline schedule.
+    pub schedule: Schedule,
+    /// Virtual stages (interleaved), 1 otherwise.
+    pub virtual_stages: u32,
+    /// Sequences per micro-batch.
+    pub micro_batch: u32,
+    /// Layers per stage: even, or an uneven split when the layers do not divide `pp × v`.
+    #[serde(default, skip_serializing_if = "SplitProposal::is_even")]
+    pub split: SplitProposal,
+}
+
+/// Builds the layout of a mesh and knobs; sequence parallel is on whenever TP > 1
+/// (same communication volume as plain TP, less activation memory).
+pub fn layout_of(d: MeshDims, k: Knobs) -> Layout {
+    Layout {
+        dp: d.dp,
+        tp: d.tp,
+        pp: d.pp,
+        cp: d.cp,
+        ep: d.ep,
+        expert_tp: d.expert_tp,
+        virtual_stages: k.virtual_stages,
+        micro_batch: k.micro_batch,
+        schedule: k.schedule,
+        zero: k.zero,
+        recompute: k.recompute,
+        sequence_parallel: d.tp > 1,
+        stage_split: k.split.stage_split(),
+    }
+}
+
+/// What to enumerate besides the mesh.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SearchSpace {
+    /// ZeRO stages tried.
+    pub zero_stages: Vec<ZeroStage>,
+    /// Recompute policies tried.
+    pub recompute: Vec<Recompute>,
+    /// Micro-batch sizes tried (ascending).
+    pub micro_batches: Vec<u32>,
+    /// Pipeline schedules tried when PP > 1 (GPipe is dominated by 1F1B and left out by default).
+    pub schedules: Vec<Schedule>,
+    /// Virtual stages tried with the interleaved schedule (each ≥ 2).
+    pub virtual_stages: Vec<u32>,
+    /// Largest EP tried for MoE models (EP ranges over divisors of the routed experts).
+    pub max_ep: u32,
+    /// Feasible candidates returned, best first.
+    pub max_results: usize,
+    /// Rejected blocks returned (counts by reason are always complete).
+    pub max_rejected: usize,
+    /// When set, the micro-batches tried are every `b ≤` this that divides the global batch
+    /// over DP (the valid range) and `micro_batches` is not read; unset in older files.
+    #[serde(default)]
+    pub micro_batch_range: Option<u32>,
+    /// When set, the virtual stages tried are every `v` in `2..=` this with at least one
+    /// layer per chunk on average (`v ≤ layers / pp`), and `virtual_stages` is not read.
+    #[serde(default)]
+    pub virtual_stage_range: Option<u32>,
+    /// Propose uneven stages ([`SplitProposal::proposals`]) when the layers do not divide `pp × v`.
+    #[serde(default)]
+    pub uneven_stages: bool,
+    /// Most candidates whose memory and step time are computed: the search stops
+    /// before the mesh that would pass this and says so in [`SearchResult::stopped`].
+    #[serde(default = "default_max_evaluated")]
+    pub max_evaluated: u64,
+}
+
+/// Default of [`SearchSpace::max_evaluated`]: under a second natively (a few hundred
+/// nanoseconds per candidate; 0.7 s for the worst space found, 997,920 GPUs), and well
+/// above what real clusters need (Llama 3.1 405B on 16,384 GPUs evaluates about 7,500
+/// candidates, a 256-layer MoE on 65,536 GPUs about 490,000). It also bounds the
+/// memory of the feasible list the ranking needs (about 90 bytes per candidate).
+pub const DEFAULT_MAX_EVALUATED: u64 = 1_000_000;
+
+fn default_max_evaluated() -> u64 {
+    DEFAULT_MAX_EVALUATED
+}
+
+impl Default for SearchSpace {
+    fn default() -> Self {
+        SearchSpace {
+            zero_stages: ZeroStage::ALL.to_vec(),
+            recompute: Recompute::ALL.to_vec(),
+            micro_batches: vec![1, 2, 4, 8],
+            schedules: vec![
+                Schedule::OneFOneB,
+                Schedule::Interleaved,
+                Schedule::ZeroBubble,
+            ],
+            virtual_stages: vec![2, 3, 4, 6, 8],
+            // Every divisor of the batch per replica up to 8, the largest the old list tried
+            // (published runs at 4K–8K context use 1–4: Megatron-Bridge recipes); memory
+            // rejects the rest.
+            micro_batch_range: Some(8),
+            // Narayanan et al. 2021 §2.2: more chunks shrink the bubble but multiply the
+            // point-to-point traffic by v; published runs use up to 8 (Llama 3 405B at PP 16,
+            // Megatron-Bridge's 405B recipe at PP 8 × VPP 8), the old list's largest value.
+            virtual_stage_range: Some(8),
+            uneven_stages: true,
+            max_ep: 256,
+            max_results: 200,
+            max_rejected: 100_000,
+            max_evaluated: DEFAULT_MAX_EVALUATED,
+        }
+    }
+}
+
+/// A cost the model is known to price below what published runs measured. A
+/// candidate that carries one is ranked after every candidate without one (the
+/// ranking never puts first a layout whose lead rests on an underestimate), and
+/// the table says why.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PricingCaveat {
+    /// ZeRO-3 / FSDP whose parameter gathers cross nodes: every published run of that
+    /// kind in `meshplan validate` ran slower than predicted (Narayanan et al. 2021,
+    /// Table 2: GPT-3 175B and 530B with ZeRO-3 on 384–2,240 A100s, +52% to +342%;
+    /// torchtitan's 128-GPU FSDP run, +70%).
+    Zero3InterNodeGathers,
+}
+
+impl PricingCaveat {
+    /// Machine-readable key.
+    pub fn key(self) -> &'static str {
+        match self {
+            PricingCaveat::Zero3InterNodeGathers => "zero3_inter_node_gathers",
+        }
+    }
+
+    /// One line for the table.
+    pub fn message(self) -> &'static str {
+        match self {
+            PricingCaveat::Zero3InterNodeGathers => {
+                "ZeRO-3 gathers across nodes: published runs of this kind ran 1.5–4.4× slower \
+                 than this model predicts (see meshplan validate), so it is ranked after \
+                 layouts without a known underestimate"
+            }
+        }
+    }
+
+    /// The caveat of a layout at its placement, if any.
+    pub fn of(layout: &Layout, placement: &Placement) -> Option<PricingCaveat> {
+        (layout.zero == ZeroStage::Zero3 && placement.group(GroupKind::DpCp).crosses_nodes())
+            .then_some(PricingCaveat::Zero3InterNodeGathers)
+    }
+}
+
+/// One feasible candidate with its prediction.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Feasible {
+    /// Group sizes.
+    pub dims: MeshDims,
+    /// Switches.
+    pub knobs: Knobs,
+    /// Predicted step time, seconds.
+    pub step_s: f64,
+    /// Model FLOPs utilisation.
+    pub mfu: f64,
+    /// Exposed communication, seconds.
+    pub exposed_comm_s: f64,
+    /// Pipeline bubble, seconds.
+    pub bubble_s: f64,
+    /// Peak memory per GPU, bytes.
+    pub peak_memory_bytes: f64,
+    /// Usable bytes minus peak bytes.
+    pub headroom_bytes: f64,
+    /// A cost the model knows it underestimates for this layout (ranked last).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caveat: Option<PricingCaveat>,
+}
+
+impl Feasible {
+    /// The full layout.
+    pub fn layout(&self) -> Layout {
+        layout_of(self.dims, self.knobs)
+    }
+
+    /// Training throughput per GPU: tokens of one step over its time and the GPUs it uses.
+    pub fn tokens_per_s_per_gpu(&self, training: &crate::input::scenario::Training) -> f64 {
+        let tokens = f64::from(training.global_batch) * f64::from(training.seq_len);
+        let gpus = f64::from(self.dims.dp)
+            * f64::from(self.dims.tp)
+            * f64::from(self.dims.pp)
+            * f64::from(self.dims.cp);
+        tokens / (self.step_s * gpus)
+    }
+}
+
+/// A block of rejected candidates sharing a mesh (and the knobs that are set).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Rejected {
+    /// Group sizes.
+    pub dims: MeshDims,
+    /// ZeRO stage, or every stage when `None`.
+    pub zero: Option<ZeroStage>,
+    /// Recompute policy, or every policy when `None`.
+    pub recompute: Option<Recompute>,
+    /// Schedule, or every schedule when `None`.
+    pub schedule: Option<Schedule>,
+    /// Virtual stages, or every value when `None`.
+    pub virtual_stages: Option<u32>,
+    /// Micro-batch, or every value when `None`.
+    pub micro_batch: Option<u32>,
+    /// Stage split, or every split the search proposes when `None`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub split: Option<SplitProposal>,
+    /// Why.
+    pub reasons: Reasons,
+    /// Candidates in the block.
+    pub candidates: u64,
+    /// Peak memory when the reason is memory, bytes (0 otherwise); for a micro-batch
+    /// above one that already overflowed, that one's peak (a lower bound, not evaluated).
+    pub peak_memory_bytes: f64,
+}
+
+impl Rejected {
+    /// A block over every ZeRO stage and recompute policy of one schedule, `v`, and
+    /// (when set) micro-batch and split: `(reasons, candidates) → Rejected`.
+    fn knob_block(
+        dims: MeshDims,
+        (schedule, v, micro_batch, split): (Schedule, u32, Option<u32>, Option<SplitProposal>),
+    ) -> impl Fn(Reasons, u64) -> Rejected {
+        move |reasons, candidates| Rejected {
+            dims,
+            zero: None,
+            recompute: None,
+            schedule: Some(schedule),
+            virtual_stages: Some(v),
+            micro_batch,
+            split,
+            reasons,
+            candidates,
+            peak_memory_bytes: 0.0,
+        }
+    }
+}
+
+/// Candidates rejected for one reason (a candidate with two reasons counts under both).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReasonCount {
+    /// Reason key.
+    pub reason: String,
+    /// Candidates.
+    pub candidates: u64,
+}
+
+/// A starting point from the article for this cluster size, next to the ranking.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Hint {
+    /// Stable key.
+    pub key: String,
+    /// The article's advice.
+    pub text: String,
+    /// Rank (0-based) of the best feasible candidate that follows the advice, if any.
+    pub best_rank: Option<usize>,
+}
+
+/// Everything a search found.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SearchResult {
+    /// GPUs every candidate uses.
+    pub world: u64,
+    /// Candidates considered.
+    pub candidates: u64,
+    /// Candidates that passed every rule and fit.
+    pub feasible_count: u64,
+    /// Best feasible candidates, fastest first.
+    pub feasible: Vec<Feasible>,
+    /// Rejected blocks (up to `max_rejected`).
+    pub rejected: Vec<Rejected>,
+    /// Rejected candidates by reason.
+    pub rejections: Vec<ReasonCount>,
+    /// Memory limit used: capacity × usable fraction, bytes.
+    pub usable_bytes: f64,
+    /// The article's starting points for this cluster size.
+    pub hints: Vec<Hint>,
+    /// Inputs of the time model and whether each was measured or assumed.
+    pub inputs: Vec<crate::time::cost::InputSource>,
+    /// Set when the search stopped at [`SearchSpace::max_evaluated`] before the end
+    /// of the space; the counts and the ranking then cover only what was searched.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stopped: Option<SearchStopped>,
+}
+
+/// Where a search stopped early, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SearchStopped {
+    /// Candidates considered before stopping (ranked or rejected).
+    pub candidates: u64,
+    /// Of those, candidates whose memory and step time were computed.
+    pub evaluated: u64,
+    /// The cap that stopped it ([`SearchSpace::max_evaluated`]).
+    pub max_evaluated: u64,
+    /// (TP, PP, CP) blocks finished before stopping, of `blocks`.
+    pub blocks_searched: usize,
+    /// (TP, PP, CP) blocks of the whole space.
+    pub blocks: usize,
+    /// The same, in words.
+    pub message: String,
+}
+
+impl SearchStopped {
+    fn new(
+        candidates: u64,
+        evaluated: u64,
+        max_evaluated: u64,
+        searched: usize,
+        blocks: usize,
+    ) -> Self {
+        SearchStopped {
+            candidates,
+            evaluated,
+            max_evaluated,
+            blocks_searched: searched,
+            blocks,
+            message: format!(
+                "search stopped at {candidates} candidates: evaluating the next mesh would pass the cap of {max_evaluated} evaluated candidates ({evaluated} so far); {searched} of {blocks} (TP, PP, CP) blocks searched, in order of TP, then PP, then CP, so the ranking covers only those. Narrow the search (fewer GPUs, or a GPU count with fewer divisors) to see the rest"
+            ),
+        }
+    }
+}
+
+fn divisors(n: u64) -> Vec<u32> {
+    let mut out = Vec::new();
+    let mut i = 1u64;
+    while i * i <= n {
+        if n.is_multiple_of(i) {
+            out.push(i as u32);
+            if i * i != n {
+                out.push((n / i) as u32);
+            }
+        }
+        i += 1;
+    }
+    out.sort_unstable();
+    out
+}
+
+/// One schedule option of a PP value: schedule, virtual stages, and the split that makes
+/// the layers fit (`None`: none does, so its candidates are rejected).
+#[derive(Clone, Copy, Debug)]
+struct SchedOption {
+    schedule: Schedule,
+    v: u32,
+    split: Option<SplitProposal>,
+}
+
+/// The schedule options the search tries at `pp` for a model of `layers` layers.
+fn sched_options(space: &SearchSpace, layers: u32, pp: u32) -> Vec<SchedOption> {
+    let mut out = Vec::new();
+    let push = |out: &mut Vec<SchedOption>, schedule: Schedule, v: u32| {
+        let (proposals, n) = if space.uneven_stages {
+            SplitProposal::proposals(layers, pp, v)
+        } else {
+            let even = u64::from(layers).is_multiple_of(u64::from(pp) * u64::from(v));
+            ([SplitProposal::Even; 2], usize::from(even))
+        };
+        if n == 0 {
+            out.push(SchedOption {
+                schedule,
+                v,
+                split: None,
+            });
+        }
+        for &split in &proposals[..n] {
+            out.push(SchedOption {
+                schedule,
+                v,
+                split: Some(split),
+            });
+        }
+    };
+    if pp <= 1 {
+        push(&mut out, Schedule::OneFOneB, 1);
+        return out;
+    }
+    for &s in &space.schedules {
+        if s != Schedule::Interleaved {
+            push(&mut out, s, 1);
+            continue;
+        }
+        match space.virtual_stage_range {
+            // At least one layer per chunk on average.
+            Some(max) => {
+                for v in 2..=max.min(layers / pp) {
+                    push(&mut out, s, v);
+                }
+            }
+            None => {
+                for &v in space.virtual_stages.iter().filter(|&&v| v >= 2) {
+                    push(&mut out, s, v);
+                }
+            }
+        }
+    }
+    if out.is_empty() {
+        push(&mut out, Schedule::OneFOneB, 1);
+    }
+    out
+}
+
+/// Searches with the planner's memory model.
+pub fn search(
+    model: &ModelSpec,
+    scenario: &Scenario,
+    space: &SearchSpace,
+    step_model: &StepModel,
+) -> SearchResult {
+    let params = model.param_breakdown();
+    search_with(model, scenario, space, step_model, |layout| {
+        crate::memory::model_state::peak_memory_bytes(
+            model,
+            &params,
+            &scenario.precision,
+            layout,
+            &scenario.training,
+            &scenario.activations,
+            &scenario.overheads,
+        )
+    })
+}
+
+/// Searches with a caller-supplied peak-memory function (bytes per GPU).
+pub fn search_with<F: Fn(&Layout) -> f64>(
+    model: &ModelSpec,
+    scenario: &Scenario,
+    space: &SearchSpace,
+    step_model: &StepModel,
+    peak_memory_bytes: F,
+) -> SearchResult {
+    let mut acc = Partial::default();
+    let blocks = mesh_blocks(scenario.cluster.world_size());
+    let searched = search_blocks(
+        model,
+        scenario,
+        space,
+        step_model,
+        &peak_memory_bytes,
+        &blocks,
+        &mut acc,
+    );
+    finish(scenario, space, step_model, acc, (searched, blocks.len()))
+}
+
+/// What a search has gathered so far: the sum over the blocks searched.
+#[derive(Clone, Debug, Default)]
+struct Partial {
+    counts: [u64; 12],
+    total: u64,
+    rejected: Vec<Rejected>,
+    feasible: Vec<Feasible>,
+    feasible_count: u64,
+    /// Candidates whose memory (and, when they fit, step time) were computed.
+    evaluated: u64,
+    /// The search hit `max_evaluated` and stopped.
+    stopped: bool,
+}
+
+/// The (TP, PP, CP) triples of a world size (DP is the rest), in the order the
+/// one-shot search visits them; each is one block of candidates (every EP and knob under it).
+pub fn mesh_blocks(world: u64) -> Vec<(u32, u32, u32)> {
+    let mut out = Vec::new();
+    for &tp in &divisors(world) {
+        let rest_tp = world / u64::from(tp);
+        for &pp in &divisors(rest_tp) {
+            for &cp in &divisors(rest_tp / u64::from(pp)) {
+                out.push((tp, pp, cp));
+            }
+        }
+    }
+    out
+}
+
+/// Searches the meshes of `blocks` ((TP, PP, CP) triples) and adds them to `acc`;
+/// stops (setting `acc.stopped`) before a mesh whose candidates could take the
+/// evaluations past `space.max_evaluated`. Returns the blocks finished.
+fn search_blocks<F: Fn(&Layout) -> f64>(
+    model: &ModelSpec,
+    scenario: &Scenario,
+    space: &SearchSpace,
+    step_model: &StepModel,
+    peak_memory_bytes: &F,
+    blocks: &[(u32, u32, u32)],
+    acc: &mut Partial,
+) -> usize {
+    let cluster = &scenario.cluster;
+    let world = cluster.world_size();
+    let gpn = cluster.gpus_per_node;
+    let usable = cluster.gpu.memory_bytes * scenario.overheads.usable_fraction;
+    let seq = scenario.training.seq_len;
+    let batch = u64::from(scenario.training.global_batch);
+    let experts = model.moe.as_ref().map_or(0, |m| m.routed_experts);
+    let kv_heads = model.kv_heads;
+    let dense_ffn_layers = model.moe.as_ref().is_none_or(|m| m.dense_layers > 0);
+    // 0 divides nothing away: `0 % tp == 0` for dense models.
+    let expert_ffn = model.moe.as_ref().map_or(0, |m| m.expert_ffn);
+
+    if acc.stopped {
+        return 0;
+    }
+    let Partial {
+        counts,
+        total,
+        rejected,
+        feasible,
+        feasible_count,
+        evaluated,
+        stopped,
+    } = acc;
+
+    let n_zero = space.zero_stages.len() as u64;
+    let n_rc = space.recompute.len() as u64;
+    let layers = model.layers;
+
+    let reject = |block: Rejected, counts: &mut [u64; 12], rejected: &mut Vec<Rejected>| {
+        for r in block.reasons.iter() {
+            counts[r as usize] += block.candidates;
+        }
+        if rejected.len() < space.max_rejected {
+            rejected.push(block);
+        }
+    };
+
+    let ep_values: Vec<u32> = if experts > 0 {
+        divisors(u64::from(experts))
+            .into_iter()
+            .filter(|&e| e <= space.max_ep.max(1))
+            .collect()
+    } else {
+        vec![1]
+    };
+    // (schedule, v, split) options per PP, built once per PP value; `None` = no split fits.
+    let mut per_pp: Vec<(u32, Vec<SchedOption>)> = Vec::new();
+    // Micro-batches of the current mesh (reused: no allocation after the first mesh).
+    let mut mbs: Vec<u32> = Vec::new();
+    // Per (ZeRO, recompute): the micro-batch that overflowed first and its peak bytes.
+    let mut oom: Vec<Option<(u32, f64)>> = Vec::new();
+
+    for (done, &(tp, pp, cp)) in blocks.iter().enumerate() {
+        let Some(dp64) = world
+            .checked_div(u64::from(tp))
+            .and_then(|r| r.checked_div(u64::from(pp)))
+            .and_then(|r| r.checked_div(u64::from(cp)))
+        else {
+            continue;
+        };
+        let Ok(dp) = u32::try_from(dp64) else {
+            continue;
+        };
+        let at = match per_pp.iter().position(|(p, _)| *p == pp) {
+            Some(i) => i,
+            None => {
+                per_pp.push((pp, sched_options(space, layers, pp)));
+                per_pp.len() - 1
+            }
+        };
+        let scheds = &per_pp[at].1;
+        let any_split = scheds.iter().any(|o| o.split.is_some());
+        mbs.clear();
+        match space.micro_batch_range {
+            Some(max) if batch.is_multiple_of(dp64) => {
+                let q = batch / dp64;
+                for b in 1..=u64::from(max.max(1)).min(q) {
+                    if q.is_multiple_of(b) {
+                        mbs.push(b as u32);
+                    }
+                }
+            }
+            // The mesh is rejected for its batch; one micro-batch stands for its candidates.
+            Some(_) => mbs.push(1),
+            None => mbs.extend_from_slice(&space.micro_batches),
+        }
+        let n_mb = mbs.len() as u64;
+        let knobs_per_mesh = n_zero * n_rc * n_mb * scheds.len() as u64;
+        // Expert-TP 1 (whole experts, EP folded over TP first) or = TP (Megatron's
+        // default when --expert-tensor-parallel-size is unset): the two settings
+        // Megatron-Bridge's MoE recipes use.
+        let etp_options = [1, tp];
+        let n_etp = if experts > 0 && tp > 1 { 2 } else { 1 };
+        let folds = ep_values
+            .iter()
+            .flat_map(|&ep| etp_options[..n_etp].iter().map(move |&etp| (ep, etp)));
+        for (ep, expert_tp) in folds {
+            let dims = MeshDims {
+                dp,
+                tp,
+                pp,
+                cp,
+                ep,
+                expert_tp,
+            };
+            // Rules of the mesh alone.
+            let mut mesh_reasons = Reasons::default();
+            if !model.heads.is_multiple_of(tp) {
+                mesh_reasons.add(RejectReason::HeadsNotDivisibleByTp);
+            }
+            if model.mla.is_none() && !kv_heads.is_multiple_of(tp) && tp % kv_heads.max(1) != 0 {
+                mesh_reasons.add(RejectReason::KvHeadsNotDivisibleByTp);
+            }
+            if !model.ffn.is_multiple_of(tp) && dense_ffn_layers {
+                mesh_reasons.add(RejectReason::FfnNotDivisibleByTp);
+            }
+            if !expert_ffn.is_multiple_of(expert_tp) {
+                mesh_reasons.add(RejectReason::ExpertFfnNotDivisibleByEtp);
+            }
+            if tp > gpn {
+                mesh_reasons.add(RejectReason::TpExceedsNode);
+            }
+            if !any_split {
+                mesh_reasons.add(RejectReason::LayersNotDivisibleByPp);
+            }
+            if cp > 1 && !seq.is_multiple_of(2 * cp) {
+                mesh_reasons.add(RejectReason::SeqNotDivisibleBy2Cp);
+            }
+            if experts > 0 && !experts.is_multiple_of(ep) {
+                mesh_reasons.add(RejectReason::ExpertsNotDivisibleByEp);
+            }
+            // Liu et al. 2025 §3: expert_tp × ep must divide the stage's tp·cp·dp ranks.
+            let stage = dp64 * u64::from(cp) * u64::from(tp);
+            if !stage.is_multiple_of(u64::from(ep) * u64::from(expert_tp)) {
+                mesh_reasons.add(RejectReason::FoldNotDividingStage);
+            }
+            if batch % dp64 != 0 {
+                mesh_reasons.add(RejectReason::BatchNotDivisibleByDpMicroBatch);
+            }
+            // Bounded work: stop before a mesh that could pass the evaluation cap.
+            if mesh_reasons.is_empty()
+                && evaluated.saturating_add(knobs_per_mesh) > space.max_evaluated
+            {
+                *stopped = true;
+                return done;
+            }
+            *total += knobs_per_mesh;
+            if !mesh_reasons.is_empty() {
+                reject(
+                    Rejected {
+                        dims,
+                        zero: None,
+                        recompute: None,
+                        schedule: None,
+                        virtual_stages: None,
+                        micro_batch: None,
+                        split: None,
+                        reasons: mesh_reasons,
+                        candidates: knobs_per_mesh,
+                        peak_memory_bytes: 0.0,
+                    },
+                    counts,
+                    rejected,
+                );
+                continue;
+            }
+            let placement = Placement::of_sizes(
+                u64::from(tp),
+                u64::from(cp),
+                dp64,
+                u64::from(pp),
+                (u64::from(expert_tp), u64::from(ep)),
+                u64::from(gpn),
+                step_model.options.rank_order,
+            );
+            for o in scheds {
+                let (schedule, v) = (o.schedule, o.v);
+                let Some(split) = o.split else {
+                    let mut r = Reasons::default();
+                    r.add(RejectReason::LayersNotDivisibleByPp);
+                    let block = Rejected::knob_block(dims, (schedule, v, None, None));
+                    reject(block(r, n_zero * n_rc * n_mb), counts, rejected);
+                    continue;
+                };
+                // Memory grows with the micro-batch (activations ∝ b × in-flight micro-batches,
+                // min(p, m)·b ≤ the batch per replica; state does not shrink): once a (ZeRO,
+                // recompute) pair overflows at b, every larger b overflows too and is rejected
+                // without evaluating it, with the smaller b's peak as its lower bound.
+                oom.clear();
+                oom.resize(space.zero_stages.len() * space.recompute.len(), None);
+                for &mb in &mbs {
+                    let per = dp64 * u64::from(mb.max(1));
+                    let mut r = Reasons::default();
+                    if batch % per != 0 {
+                        r.add(RejectReason::BatchNotDivisibleByDpMicroBatch);
+                    }
+                    // As the validator counts it: whole micro-batches per pipeline.
+                    if schedule == Schedule::Interleaved
+                        && !(batch / per).is_multiple_of(u64::from(pp))
+                    {
+                        r.add(RejectReason::MicroBatchesNotDivisibleByPp);
+                    }
+                    if !r.is_empty() {
+                        let block =
+                            Rejected::knob_block(dims, (schedule, v, Some(mb), Some(split)));
+                        reject(block(r, n_zero * n_rc), counts, rejected);
+                        continue;
+                    }
+                    for (zi, &zero) in space.zero_stages.iter().enumerate() {
+                        for (ri, &recompute) in space.recompute.iter().enumerate() {
+                            let slot = zi * space.recompute.len() + ri;
+                            let knobs = Knobs {
+                                zero,
+                                recompute,
+                                schedule,
+                                virtual_stages: v,
+                                micro_batch: mb,
+                                split,
+                            };
+                            let known = oom[slot].filter(|&(at, _)| mb > at);
+                            let layout = layout_of(dims, knobs);
+                            let peak = match known {
+                                Some((_, lower_bound)) => lower_bound,
+                                None => {
+                                    *evaluated += 1;
+                                    peak_memory_bytes(&layout)
+                                }
+                            };
+                            if peak.is_nan() || peak > usable {
+                                if oom[slot].is_none() {
+                                    oom[slot] = Some((mb, peak));
+                                }
+                                let mut r = Reasons::default();
+                                r.add(RejectReason::MemoryOverCapacity);
+                                reject(
+                                    Rejected {
+                                        dims,
+                                        zero: Some(zero),
+                                        recompute: Some(recompute),
+                                        schedule: Some(schedule),
+                                        virtual_stages: Some(v),
+                                        micro_batch: Some(mb),
+                                        split: Some(split),
+                                        reasons: r,
+                                        candidates: 1,
+                                        peak_memory_bytes: peak,
+                                    },
+                                    counts,
+                                    rejected,
+                                );
+                                continue;
+                            }
+                            let s = step_model.seconds(&layout, &placement);
+                            *feasible_count += 1;
+                            feasible.push(Feasible {
+                                dims,
+                                knobs,
+                                step_s: s.total,
+                                mfu: step_model.mfu(s.total, world as f64),
+                                exposed_comm_s: s.exposed_comm_total(),
+                                bubble_s: s.bubble,
+                                peak_memory_bytes: peak,
+                                headroom_bytes: usable - peak,
+                                caveat: PricingCaveat::of(&layout, &placement),
+                            });
+                        }
+                    }
+                }
+            }
+        }
+    }
+    blocks.len()
+}
+
+/// Ranks what the blocks gathered: article hints, best `max_results` first,
+/// counts by reason. `(searched, blocks)`: blocks finished and blocks in all, for
+/// the note of a search stopped at its cap.
+fn finish(
+    scenario: &Scenario,
+    space: &SearchSpace,
+    step_model: &StepModel,
+    acc: Partial,
+    (searched, blocks): (usize, usize),
+) -> SearchResult {
+    let Partial {
+        counts,
+        total,
+        rejected,
+        mut feasible,
+        feasible_count,
+        evaluated,
+        stopped,
+    } = acc;
+    let stopped = stopped
+        .then(|| SearchStopped::new(total, evaluated, space.max_evaluated, searched, blocks));
+    let cluster = &scenario.cluster;
+    let world = cluster.world_size();
+    let gpn = cluster.gpus_per_node;
+    let usable = cluster.gpu.memory_bytes * scenario.overheads.usable_fraction;
+
+    // Candidates without a known underestimate first; then fastest first; among
+    // equal step times, more headroom first.
+    // Ties broken by the layout itself so capped and full rankings agree.
+    let key = |f: &Feasible| {
+        let (d, k) = (f.dims, f.knobs);
+        (
+            [d.tp, d.pp, d.cp, d.dp, d.ep, d.expert_tp],
+            [
+                u32::from(k.zero.number()),
+                k.recompute as u32,
+                k.schedule as u32,
+                k.virtual_stages,
+                k.micro_batch,
+            ],
+            k.split,
+        )
+    };
+    let by_rank = |a: &Feasible, b: &Feasible| {
+        (a.caveat.is_some().cmp(&b.caveat.is_some()))
+            .then(a.step_s.total_cmp(&b.step_s))
+            .then(b.headroom_bytes.total_cmp(&a.headroom_bytes))
+            .then_with(|| key(a).cmp(&key(b)))
+    };
+    let mut hints = article_hints(cluster.nodes, gpn, world, &feasible, by_rank);
+    // PCIe-class links inside the node (well below NVLink's hundreds of GB/s).
+    if cluster.intra_node.bytes_per_s < 100e9 {
+        let best = feasible
+            .iter()
+            .filter(|c| c.dims.tp <= 2)
+            .min_by(|a, b| by_rank(a, b))
+            .map(|top| {
+                feasible
+                    .iter()
+                    .filter(|c| by_rank(c, top) == std::cmp::Ordering::Less)
+                    .count()
+            });
+        hints.push(Hint {
+            key: "pcie_tp_at_most_2".into(),
+            text: "GPUs without NVLink: keep TP at 1 or 2, because every layer's all-reduce crosses PCIe".into(),
+            best_rank: best,
+        });
+    }
+    let keep = space.max_results.min(feasible.len());
+    if keep > 0 && keep < feasible.len() {
+        feasible.select_nth_unstable_by(keep - 1, by_rank);
+        feasible.truncate(keep);
+    }
+    feasible.sort_unstable_by(by_rank);
+    feasible.truncate(space.max_results);
+
+    let rejections = RejectReason::ALL
+        .iter()
+        .zip(counts)
+        .filter(|(_, c)| *c > 0)
+        .map(|(r, c)| ReasonCount {
+            reason: r.key().to_string(),
+            candidates: c,
+        })
+        .collect();
+    SearchResult {
+        world,
+        candidates: total,
+        feasible_count,
+        feasible,
+        rejected,
+        rejections,
+        usable_bytes: usable,
+        hints,
+        inputs: step_model.input_sources(),
+        stopped,
+    }
+}
+
+/// A search run a few blocks at a time, so a page can search 16,384 GPUs
+/// without freezing: call [`SlicedSearch::step`] once per frame until it
+/// returns `true`, then [`SlicedSearch::finish`]. The result equals
+/// [`search`]'s for the same inputs (blocks are visited in the same order and
+/// ranked once at the end).
+#[derive(Clone, Debug)]
+pub struct SlicedSearch {
+    model: ModelSpec,
+    params: crate::input::model::ParamBreakdown,
+    scenario: Scenario,
+    space: SearchSpace,
+    step_model: StepModel,
+    blocks: Vec<(u32, u32, u32)>,
+    next: usize,
+    acc: Partial,
+}
+
+impl SlicedSearch {
+    /// Prepares a search of `scenario`'s cluster for `model` (nothing is searched yet).
+    pub fn new(
+        model: ModelSpec,
+        scenario: Scenario,
+        space: SearchSpace,
+        step_model: StepModel,
+    ) -> Self {
+        let blocks = mesh_blocks(scenario.cluster.world_size());
+        SlicedSearch {
+            params: model.param_breakdown(),
+            model,
+            scenario,
+            space,
+            step_model,
+            blocks,
+            next: 0,
+            acc: Partial::default(),
+        }
+    }
+
+    /// Searches up to `max_blocks` more (TP, PP, CP) blocks; `true` once every block
+    /// is done or the search stopped at [`SearchSpace::max_evaluated`] (as [`search`] stops).
+    pub fn step(&mut self, max_blocks: usize) -> bool {
+        if self.is_done() {
+            return true;
+        }
+        let end = self
+            .next
+            .saturating_add(max_blocks.max(1))
+            .min(self.blocks.len());
+        let (model, params, sc) = (&self.model, &self.params, &self.scenario);
+        let peak = |layout: &Layout| {
+            crate::memory::model_state::peak_memory_bytes(
+                model,
+                params,
+                &sc.precision,
+                layout,
+                &sc.training,
+                &sc.activations,
+                &sc.overheads,
+            )
+        };
+        let searched = search_blocks(
+            model,
+            sc,
+            &self.space,
+            &self.step_model,
+            &peak,
+            &self.blocks[self.next..end],
+            &mut self.acc,
+        );
+        self.next += searched;
+        self.is_done()
+    }
+
+    /// Every block searched, or the search stopped at its cap ([`SlicedSearch::stopped`]).
+    pub fn is_done(&self) -> bool {
+        self.acc.stopped || self.next >= self.blocks.len()
+    }
+
+    /// Whether the search stopped at [`SearchSpace::max_evaluated`] before the last block.
+    pub fn stopped(&self) -> bool {
+        self.acc.stopped
+    }
+
+    /// Blocks searched and blocks in all (fewer searched once it [`SlicedSearch::stopped`]).
+    pub fn progress(&self) -> (usize, usize) {
+        (self.next, self.blocks.len())
+    }
+
+    /// Candidates considered so far.
+    pub fn candidates_so_far(&self) -> u64 {
+        self.acc.total
+    }
+
+    /// Ranks what was searched (everything once [`SlicedSearch::is_done`]).
+    pub fn finish(self) -> SearchResult {
+        let blocks = (self.next, self.blocks.len());
+        finish(
+            &self.scenario,
+            &self.space,
+            &self.step_model,
+            self.acc,
+            blocks,
+        )
+    }
+}
+
+/// The article's starting candidates by cluster size ("to benchmark rather than
+/// adopt"), each with the rank of the best feasible candidate that follows it
+/// (`feasible` in any order; `order` is the ranking).
+pub fn article_hints(
+    nodes: u32,
+    gpus_per_node: u32,
+    world: u64,
+    feasible: &[Feasible],
+    order: impl Fn(&Feasible, &Feasible) -> std::cmp::Ordering,
+) -> Vec<Hint> {
+    let best = |f: &dyn Fn(&Feasible) -> bool| {
+        let top = feasible
+            .iter()
+            .filter(|c| f(c))
+            .min_by(|a, b| order(a, b))?;
+        Some(
+            feasible
+                .iter()
+                .filter(|c| order(c, top) == std::cmp::Ordering::Less)
+                .count(),
+        )
+    };
+    let mut out = Vec::new();
+    if nodes <= 1 {
+        out.push(Hint {
+            key: "one_node_ddp".into(),
+            text: "One node: DDP when a full training replica fits with headroom".into(),
+            best_rank: best(&|c| {
+                c.dims.tp == 1 && c.dims.pp == 1 && c.knobs.zero == ZeroStage::Ddp
+            }),
+        });
+        out.push(Hint {
+            key: "one_node_fsdp".into(),
+            text: "One node: FSDP2 or ZeRO-2/3 when model state needs sharding; TP=2 only if a layer still does not fit".into(),
+            best_rank: best(&|c| {
+                c.dims.tp <= 2
+                    && c.dims.pp == 1
+                    && matches!(c.knobs.zero, ZeroStage::Zero2 | ZeroStage::Zero3)
+            }),
+        });
+    } else if nodes <= 16 {
+        out.push(Hint {
+            key: "few_nodes_tp_in_node".into(),
+            text: "2–16 nodes: TP inside each node (4 or 8 with NVLink), FSDP or DP across nodes, PP only if the model still does not fit".into(),
+            best_rank: best(&|c| {
+                matches!(c.dims.tp, 4 | 8) && c.dims.tp <= gpus_per_node && c.dims.pp == 1
+            }),
+        });
+        out.push(Hint {
+            key: "few_nodes_with_pp".into(),
+            text: "2–16 nodes, model does not fit: add PP across nodes".into(),
+            best_rank: best(&|c| matches!(c.dims.tp, 4 | 8) && c.dims.pp > 1),
+        });
+    } else {
+        out.push(Hint {
+            key: "large_tp_pp_cp_dp".into(),
+            text: format!(
+                "Hundreds of GPUs or more ({world}): TP × PP × CP × DP with TP inside a node, e.g. the article's TP 8 × PP 4 × CP 4 × DP 4 on 512 GPUs"
+            ),
+            best_rank: best(&|c| c.dims.tp == gpus_per_node && c.dims.pp > 1),
+        });
+    }
+    out
+}
+
+/// Searches a scenario's cluster for its model and batch (its layout is ignored),
+/// with `calibration` when given; like [`crate::time::cost::evaluate_scenario`], the
+/// scenario's own calibration is not consulted.
+pub fn search_scenario(
+    scenario: &Scenario,
+    space: &SearchSpace,
+    options: crate::time::cost::CostOptions,
+    calibration: Option<&crate::input::calibration::CalibrationSummary>,
+) -> Result<SearchResult, crate::resolve::presets::ScenarioError> {
+    let model = scenario.model_spec()?;
+    let mut step_model = StepModel::new(&model, scenario, options);
+    if let Some(cal) = calibration {
+        step_model = step_model.with_calibration(cal);
+    }
+    Ok(search(&model, scenario, space, &step_model))
+}

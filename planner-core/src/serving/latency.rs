@@ -1,0 +1,1054 @@
+//! Serving time: prefill, decode steps under continuous batching, TTFT and TPOT of one
+//! replica of the shape in [`Serving`](crate::input::scenario::Serving) (`tp` × `pp`).
+//!
+//! Prefill is priced like training compute (GEMM efficiency curve and peak of
+//! [`StepModel`]); a decode step is a roofline of the bytes it reads (resident weights,
+//! active experts only, and the batch's KV) against the FLOPs it runs; TP, PP and EP
+//! communication is α–β from [`CommModel`]. The request mix, the prefix-cache hit rate
+//! and the chunk size are a separate [`ServingLoad`], validated field by field.
+
+use serde::{Deserialize, Serialize};
+
+use crate::base::explain::Term;
+use crate::input::model::ModelSpec;
+use crate::input::scenario::Scenario;
+use crate::memory::serving::{self, ServingError, StagePlan, MAX_LISTED_STAGES};
+use crate::parallel::topology::{GroupKind, GroupPlacement};
+use crate::time::collectives::{Collective, CommModel, LinkDomain};
+use crate::time::cost::{flops_per_token, CostOptions, StepModel};
+
+/// Largest prompt, output or chunk accepted, tokens (10 M: beyond any published context).
+pub const MAX_TOKENS: u32 = 10_000_000;
+/// Largest concurrency accepted per replica.
+pub const MAX_CONCURRENCY: u32 = 1_000_000;
+
+/// The traffic one replica serves: request mix, concurrency, prefix-cache hits, chunking.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServingLoad {
+    /// Prompt tokens per request.
+    pub prompt_tokens: u32,
+    /// Output tokens per request.
+    pub output_tokens: u32,
+    /// Requests decoding at once per replica (the continuous batch).
+    pub concurrency: u32,
+    /// Share of prompt tokens found in the prefix cache, in [0, 1].
+    pub prefix_hit_rate: f64,
+    /// Prefill chunk size, tokens (vLLM `max_num_batched_tokens` with chunked prefill).
+    pub prefill_chunk_tokens: u32,
+    /// Routed experts split whole over the TP ranks (vLLM `--enable-expert-parallel`):
+    /// MoE layers exchange tokens by all-to-all instead of all-reducing.
+    pub expert_parallel: bool,
+    /// Open-loop arrival rate, requests/s; `None`: the rate the concurrency sustains
+    /// (Little's law, `c / (output × TPOT)`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arrival_rate_per_s: Option<f64>,
+}
+
+impl Default for ServingLoad {
+    fn default() -> Self {
+        ServingLoad {
+            prompt_tokens: 1024,
+            output_tokens: 256,
+            concurrency: 16,
+            prefix_hit_rate: 0.0,
+            prefill_chunk_tokens: 2048,
+            expert_parallel: false,
+            arrival_rate_per_s: None,
+        }
+    }
+}
+
+fn err(field: &'static str, reason: impl Into<String>) -> ServingError {
+    ServingError {
+        field,
+        reason: reason.into(),
+    }
+}
+
+impl ServingLoad {
+    /// Range checks; the error names the field (`load.prompt_tokens`, ...).
+    pub fn validate(&self, context_len: u32) -> Result<(), ServingError> {
+        let count = |field: &'static str, v: u32, max: u32| {
+            if v == 0 || v > max {
+                Err(err(field, format!("must be in 1..={max}, got {v}")))
+            } else {
+                Ok(())
+            }
+        };
+        count("load.prompt_tokens", self.prompt_tokens, MAX_TOKENS)?;
+        count("load.output_tokens", self.output_tokens, MAX_TOKENS)?;
+        count("load.concurrency", self.concurrency, MAX_CONCURRENCY)?;
+        count(
+            "load.prefill_chunk_tokens",
+            self.prefill_chunk_tokens,
+            MAX_TOKENS,
+        )?;
+        if !(self.prefix_hit_rate.is_finite() && (0.0..=1.0).contains(&self.prefix_hit_rate)) {
+            return Err(err(
+                "load.prefix_hit_rate",
+                format!("must be in [0, 1], got {}", self.prefix_hit_rate),
+            ));
+        }
+        if let Some(r) = self.arrival_rate_per_s {
+            if !(r.is_finite() && r > 0.0 && r <= 1e9) {
+                return Err(err(
+                    "load.arrival_rate_per_s",
+                    format!("must be in (0, 1e9] requests/s, got {r}"),
+                ));
+            }
+        }
+        let total = u64::from(self.prompt_tokens) + u64::from(self.output_tokens);
+        if total > u64::from(context_len) {
+            return Err(err(
+                "load.prompt_tokens",
+                format!(
+                    "prompt {} + output {} = {total} tokens exceed serving.context_len {context_len}",
+                    self.prompt_tokens, self.output_tokens
+                ),
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// What limits a step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Bound {
+    /// Bytes read from HBM.
+    Memory,
+    /// FLOPs at the achievable rate.
+    Compute,
+    /// Exposed communication exceeds both.
+    Communication,
+}
+
+impl Bound {
+    /// Stable identifier.
+    pub fn id(self) -> &'static str {
+        match self {
+            Bound::Memory => "memory",
+            Bound::Compute => "compute",
+            Bound::Communication => "communication",
+        }
+    }
+}
+
+/// One decode step at a batch, on the slowest stage (values in the units the labels say).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DecodeStep {
+    /// Sequences in the step on each stage (`⌈c / pp⌉`).
+    pub micro_batch: u64,
+    /// Weight bytes read per GPU (active experts only).
+    pub weight_bytes: Term,
+    /// KV bytes read per GPU.
+    pub kv_bytes: Term,
+    /// FLOPs per GPU.
+    pub flops: Term,
+    /// `bytes / HBM bandwidth`, s.
+    pub memory_time: Term,
+    /// `FLOPs / (peak × efficiency)`, s.
+    pub compute_time: Term,
+    /// TP/EP collectives of the step, s.
+    pub comm_time: Term,
+    /// `max(memory, compute) + comm`, s (one stage).
+    pub time: Term,
+    /// Which term holds.
+    pub bound: Bound,
+    /// Expected distinct routed experts per MoE layer (MoE only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub distinct_experts: Option<Term>,
+}
+
+/// The prefill of one request.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Prefill {
+    /// Prompt tokens not found in the prefix cache.
+    pub new_tokens: u64,
+    /// Chunks (prefill steps).
+    pub chunks: u64,
+    /// GEMM FLOPs of the whole replica, `2·N_active·new_tokens`.
+    pub gemm_flops: Term,
+    /// Attention FLOPs of the whole replica.
+    pub attention_flops: Term,
+    /// Compute time only (what a chunk adds to a decode step it joins), s.
+    pub compute_time: Term,
+    /// Isolated prefill time: chunks × stages, roofline plus communication, s.
+    pub time: Term,
+    /// Bound of the largest chunk.
+    pub bound: Bound,
+}
+
+/// Serving time of one replica under a load.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ServingTime {
+    /// Tensor-parallel degree.
+    pub tp: u32,
+    /// Pipeline stages.
+    pub pp: u32,
+    /// GPUs per replica.
+    pub gpus_per_replica: u64,
+    /// The load evaluated.
+    pub load: ServingLoad,
+    /// Prefill of one request.
+    pub prefill: Prefill,
+    /// One decode step at the load's concurrency.
+    pub decode: DecodeStep,
+    /// Prefill chunks amortised per decode step, s.
+    pub interference: Term,
+    /// Time per output token, s.
+    pub tpot: Term,
+    /// Arrival rate, requests/s.
+    pub arrival_rate: Term,
+    /// Prefill-server utilisation ρ.
+    pub utilisation: Term,
+    /// Mean queueing wait before prefill, s.
+    pub queue_wait: Term,
+    /// Mean TTFT, s.
+    pub ttft: Term,
+    /// p90 TTFT, s.
+    pub ttft_p90: Term,
+    /// p99 TTFT, s.
+    pub ttft_p99: Term,
+    /// Output tokens/s per replica.
+    pub throughput_per_replica: Term,
+    /// Output tokens/s per GPU.
+    pub throughput_per_gpu: Term,
+    /// KV tokens the replica holds vs what the load needs.
+    pub kv_capacity_tokens: Term,
+    /// `concurrency × (prompt + output) ≤ kv_capacity_tokens`.
+    pub fits_kv: bool,
+}
+
+impl ServingTime {
+    /// Every term, in display order.
+    pub fn terms(&self) -> Vec<&Term> {
+        let mut v = vec![
+            &self.prefill.gemm_flops,
+            &self.prefill.attention_flops,
+            &self.prefill.compute_time,
+            &self.prefill.time,
+        ];
+        if let Some(d) = &self.decode.distinct_experts {
+            v.push(d);
+        }
+        v.extend([
+            &self.decode.weight_bytes,
+            &self.decode.kv_bytes,
+            &self.decode.flops,
+            &self.decode.memory_time,
+            &self.decode.compute_time,
+            &self.decode.comm_time,
+            &self.decode.time,
+            &self.interference,
+            &self.tpot,
+            &self.arrival_rate,
+            &self.utilisation,
+            &self.queue_wait,
+            &self.ttft,
+            &self.ttft_p90,
+            &self.ttft_p99,
+            &self.throughput_per_replica,
+            &self.throughput_per_gpu,
+            &self.kv_capacity_tokens,
+        ]);
+        v
+    }
+}
+
+/// Expected distinct experts a batch of `tokens` touches per MoE layer when each token
+/// picks `top_k` of `experts` uniformly and independently.
+pub fn expected_distinct_experts(experts: u32, top_k: u32, tokens: f64) -> f64 {
+    let e = f64::from(experts.max(1));
+    let k = f64::from(top_k.min(experts.max(1)));
+    // Balls into bins (Feller 1968, Vol. I §IV.2; occupancy): an expert is missed by one token with
+    // probability 1 − k/E, by all b tokens with (1 − k/E)^b, so E[distinct] = E·(1 − (1 − k/E)^b).
+    e * (1.0 - (1.0 - k / e).powf(tokens.max(0.0)))
+}
+
+pub(crate) fn term(
+    key: &str,
+    label: &str,
+    value: f64,
+    formula: &str,
+    worked: String,
+    assumption: &str,
+) -> Term {
+    Term {
+        key: key.to_string(),
+        label: label.to_string(),
+        bytes: value,
+        formula: formula.to_string(),
+        worked,
+        assumption: assumption.to_string(),
+    }
+}
+
+fn secs(s: f64) -> String {
+    if s < 1e-3 {
+        format!("{:.1} µs", s * 1e6)
+    } else if s < 1.0 {
+        format!("{:.3} ms", s * 1e3)
+    } else {
+        format!("{s:.3} s")
+    }
+}
+
+/// Numbers of one stage the step model needs.
+#[derive(Clone, Copy, Debug)]
+struct StageShape {
+    /// Weight bytes per GPU (all experts).
+    weight_bytes: f64,
+    /// Routed-expert bytes per GPU among them.
+    routed_bytes: f64,
+    /// KV bytes per cached token per GPU.
+    kv_per_token: f64,
+    /// Layers, and MoE layers among them.
+    layers: f64,
+    moe_layers: f64,
+    /// Share of the model's FLOPs (layers / total layers; whole model with one stage).
+    flop_share: f64,
+    /// Whether the boundary after this stage crosses nodes.
+    next_hop_inter: bool,
+}
+
+/// One step's seconds on one stage.
+#[derive(Clone, Copy, Debug, Default)]
+struct StepNumbers {
+    weight_bytes: f64,
+    kv_bytes: f64,
+    gemm_flops: f64,
+    attn_flops: f64,
+    memory_s: f64,
+    compute_s: f64,
+    comm_s: f64,
+    total_s: f64,
+    gemm_eff: f64,
+    distinct: f64,
+}
+
+struct Ctx<'a> {
+    model: &'a ModelSpec,
+    step: StepModel,
+    tp: u32,
+    ep: bool,
+    act_bytes: f64,
+    tp_group: GroupPlacement,
+    /// 2·N_active (matmul FLOPs per token, whole model).
+    dense_per_token: f64,
+    /// Attention FLOPs per (query token × key token), whole model: `2·L·a·(d_qk + d_v)`.
+    attn_coeff: f64,
+}
+
+impl Ctx<'_> {
+    fn rate(&self, eff: f64) -> f64 {
+        (self.step.peak_flops_per_s * eff).max(1.0)
+    }
+
+    /// One stage's step over `tokens` new tokens whose attention covers `attn_pairs`
+    /// (query, key) pairs, reading `kv_tokens` cached tokens per GPU.
+    fn stage_step(
+        &self,
+        st: &StageShape,
+        tokens: f64,
+        attn_pairs: f64,
+        kv_tokens: f64,
+        decode: bool,
+    ) -> StepNumbers {
+        let tp = f64::from(self.tp.max(1));
+        let (distinct, expert_fraction) = match &self.model.moe {
+            Some(m) if st.moe_layers > 0.0 => {
+                let d = expected_distinct_experts(m.routed_experts, m.experts_per_token, tokens);
+                (d, d / f64::from(m.routed_experts.max(1)))
+            }
+            _ => (0.0, 1.0),
+        };
+        let weight_bytes = st.weight_bytes - st.routed_bytes * (1.0 - expert_fraction);
+        let kv_bytes = st.kv_per_token * kv_tokens;
+        let gemm_flops = self.dense_per_token * tokens * st.flop_share / tp;
+        let attn_flops = self.attn_coeff * attn_pairs * st.flop_share / tp;
+        let hidden = f64::from(self.model.hidden);
+        // Prefill: the training model's rule, the smallest GEMM dimension (tokens or h/tp).
+        // Decode: h/tp only; the curve's fall-off at few tokens is a GEMM turning memory-bound,
+        // which the roofline's bytes term already prices (counting it twice would double it).
+        let gemm_dim = if decode {
+            hidden / tp
+        } else {
+            tokens.min(hidden / tp)
+        };
+        let gemm_eff = self.step.options.gemm.at(gemm_dim);
+        let attn_eff = self.step.options.attention_efficiency.clamp(1e-3, 1.0);
+        // Roofline (Williams et al. 2009): time = max(bytes / bandwidth, FLOPs / attainable rate).
+        let memory_s = (weight_bytes + kv_bytes) / self.step.hbm_bytes_per_s.max(1.0);
+        let compute_s = gemm_flops / self.rate(gemm_eff) + attn_flops / self.rate(attn_eff);
+        // Megatron TP (Shoeybi et al. 2019 §3): two all-reduces of the b·h activations per layer.
+        let msg = tokens * hidden * self.act_bytes;
+        let ar = self
+            .step
+            .comm
+            .time_s(Collective::AllReduce, msg, &self.tp_group);
+        let comm_s = if self.ep && self.tp > 1 {
+            let k = self
+                .model
+                .moe
+                .as_ref()
+                .map_or(0.0, |m| f64::from(m.experts_per_token));
+            // GShard/DeepSpeed-MoE EP: dispatch and combine all-to-all per MoE layer, each rank sending
+            // its 1/ep share of tokens × top-k × h; attention keeps its TP all-reduce.
+            let a2a = self.step.comm.time_s(
+                Collective::AllToAll,
+                tokens * k * hidden * self.act_bytes / tp,
+                &self.tp_group,
+            );
+            (st.layers - st.moe_layers) * 2.0 * ar + st.moe_layers * (ar + 2.0 * a2a)
+        } else {
+            st.layers * 2.0 * ar
+        };
+        StepNumbers {
+            weight_bytes,
+            kv_bytes,
+            gemm_flops,
+            attn_flops,
+            memory_s,
+            compute_s,
+            comm_s,
+            total_s: memory_s.max(compute_s) + comm_s,
+            gemm_eff,
+            distinct,
+        }
+    }
+
+    /// Activation hop to the next stage (point-to-point, α–β on its link).
+    fn hop(&self, st: &StageShape, tokens: f64) -> f64 {
+        let domain = if st.next_hop_inter {
+            LinkDomain::InterNode
+        } else {
+            LinkDomain::IntraNode
+        };
+        let msg = tokens * f64::from(self.model.hidden) * self.act_bytes;
+        self.step
+            .comm
+            .link(Collective::SendRecv, domain)
+            .time_s(Collective::SendRecv, msg, 2)
+    }
+}
+
+fn bound_of(n: &StepNumbers) -> Bound {
+    if n.comm_s > n.memory_s.max(n.compute_s) {
+        Bound::Communication
+    } else if n.memory_s >= n.compute_s {
+        Bound::Memory
+    } else {
+        Bound::Compute
+    }
+}
+
+fn stage_shapes(model: &ModelSpec, scenario: &Scenario, stages: &[StagePlan]) -> Vec<StageShape> {
+    let serving = &scenario.serving;
+    let (tp, pp) = (serving.tp.max(1), serving.pp.max(1));
+    let b = model.param_breakdown();
+    let parts = serving::stage_layers(model.layers, pp);
+    let gpn = u64::from(scenario.cluster.gpus_per_node.max(1));
+    let dense_layers = b.dense_layers;
+    let moe_total = b.moe_layers;
+    let mut out = Vec::with_capacity(stages.len());
+    for st in stages {
+        let first: u64 = parts
+            .iter()
+            .take(st.stage as usize)
+            .map(|&l| u64::from(l))
+            .sum();
+        let end = first + u64::from(st.layers);
+        let moe_here = if moe_total == 0 {
+            0
+        } else {
+            end.saturating_sub(first.max(dense_layers))
+        };
+        let routed_bytes =
+            b.routed_experts_per_layer as f64 * moe_here as f64 * model.param_scale()
+                / f64::from(tp)
+                * serving.weight_dtype.bytes();
+        let flop_share = if pp == 1 {
+            1.0
+        } else {
+            f64::from(st.layers) / f64::from(model.layers.max(1))
+        };
+        let last_gpu = (u64::from(st.stage) + 1) * u64::from(tp) - 1;
+        let next_first = last_gpu + 1;
+        out.push(StageShape {
+            weight_bytes: st.weights.bytes,
+            routed_bytes,
+            kv_per_token: st.kv_per_token.bytes,
+            layers: f64::from(st.layers),
+            moe_layers: moe_here as f64,
+            flop_share,
+            next_hop_inter: last_gpu / gpn != next_first / gpn,
+        });
+    }
+    out
+}
+
+/// Serving time of a scenario's replica shape under `load` (model resolved from the scenario).
+pub fn serving_time(scenario: &Scenario, load: &ServingLoad) -> Result<ServingTime, ServingError> {
+    let model = scenario
+        .model_spec()
+        .map_err(|e| err("model", e.to_string()))?;
+    serving_time_for(&model, scenario, load)
+}
+
+/// Serving time with the model given.
+pub fn serving_time_for(
+    model: &ModelSpec,
+    scenario: &Scenario,
+    load: &ServingLoad,
+) -> Result<ServingTime, ServingError> {
+    let serving = &scenario.serving;
+    load.validate(serving.context_len)?;
+    if serving.pp as usize > MAX_LISTED_STAGES {
+        return Err(err(
+            "serving.pp",
+            format!("the serving time model evaluates at most {MAX_LISTED_STAGES} stages"),
+        ));
+    }
+    let plan = serving::serving_plan(model, serving, &scenario.cluster)?;
+    let step = StepModel::for_scenario(model, scenario, CostOptions::default());
+    serving_time_with(model, scenario, load, &plan, step)
+}
+
+/// [`serving_time_for`] with the replica's memory plan (`serving_plan` of `scenario.serving`)
+/// and the scenario's time model already built, for callers that price one shape at many loads.
+/// The load must have passed [`ServingLoad::validate`].
+pub fn serving_time_with(
+    model: &ModelSpec,
+    scenario: &Scenario,
+    load: &ServingLoad,
+    plan: &serving::ServingPlan,
+    step: StepModel,
+) -> Result<ServingTime, ServingError> {
+    let serving = &scenario.serving;
+    let (tp, pp) = (serving.tp, serving.pp);
+    let gpus = u64::from(tp) * u64::from(pp);
+    let gpn = u64::from(scenario.cluster.gpus_per_node.max(1));
+    let tp_group = GroupPlacement::from_factors(GroupKind::Tp, &[(1, u64::from(tp))], gpn);
+    let f1 = flops_per_token(model, 1, false);
+    let ctx = Ctx {
+        model,
+        tp,
+        ep: load.expert_parallel && model.moe.is_some(),
+        act_bytes: scenario.precision.activation_bytes,
+        tp_group,
+        dense_per_token: f1.dense_forward,
+        attn_coeff: f1.attention_forward,
+        step,
+    };
+    let shapes = stage_shapes(model, scenario, &plan.stages);
+    let comm_note = comm_assumption(&ctx.step.comm, tp, ctx.ep);
+
+    // ---- Prefill ----
+    let p = u64::from(load.prompt_tokens);
+    let cached = ((p as f64 * load.prefix_hit_rate).floor() as u64).min(p - 1);
+    let new_tokens = p - cached;
+    let chunk = u64::from(load.prefill_chunk_tokens);
+    let chunks = new_tokens.div_ceil(chunk);
+    let (mut prefill_s, mut prefill_compute_s) = (0.0f64, 0.0f64);
+    let (mut worst_chunk, mut worst_chunk_s) = (StepNumbers::default(), -1.0f64);
+    // Whole-replica FLOPs (for the closed-form check).
+    let gemm_total = ctx.dense_per_token * new_tokens as f64;
+    // Causal self-attention (Kaplan et al. 2020 Table 1; Korthikanti et al. 2022 §4 halve it for
+    // the causal mask): token i attends to i keys, so new tokens cached..p cover (p² − cached²)/2 pairs.
+    let pairs_total = (p as f64 * p as f64 - cached as f64 * cached as f64) / 2.0;
+    let attn_total = ctx.attn_coeff * pairs_total;
+    // Chunks repeat in shape except the attention they cover; a run of equal chunks is
+    // summed in closed form so the work is O(stages), not O(chunks).
+    let full = new_tokens / chunk;
+    let rest = new_tokens % chunk;
+    for (count, len, start) in [
+        (full, chunk, cached),
+        (u64::from(rest > 0), rest, cached + full * chunk),
+    ] {
+        if count == 0 {
+            continue;
+        }
+        let (c, n, s0) = (count as f64, len as f64, start as f64);
+        // Σ over the run's chunks j of (e_j² − s_j²)/2 with s_j = s0 + j·n, e_j = s_j + n.
+        let pairs = c * n * n / 2.0 + n * (c * s0 + n * c * (c - 1.0) / 2.0);
+        // Mean cached tokens a chunk of the run reads: s0 + n·(c−1)/2.
+        let kv_read = c * (s0 + n * (c - 1.0) / 2.0);
+        let mut per_chunk = 0.0;
+        let mut chunk_numbers = StepNumbers::default();
+        for (i, st) in shapes.iter().enumerate() {
+            // The run's mean chunk: every term is linear in the attention pairs and the KV
+            // read, so c × the mean chunk is the roofline of the run's sums.
+            let one = ctx.stage_step(st, n, pairs / c, kv_read / c, false);
+            let hop = if i + 1 < shapes.len() {
+                ctx.hop(st, n)
+            } else {
+                0.0
+            };
+            prefill_s += c * (one.total_s + hop);
+            prefill_compute_s += c * one.compute_s;
+            per_chunk += one.total_s;
+            if one.total_s > chunk_numbers.total_s {
+                chunk_numbers = one;
+            }
+        }
+        if per_chunk > worst_chunk_s {
+            worst_chunk_s = per_chunk;
+            worst_chunk = chunk_numbers;
+        }
+    }
+    let peak_tf = ctx.step.peak_flops_per_s / 1e12;
+    let prefill = Prefill {
+        new_tokens,
+        chunks,
+        gemm_flops: term(
+            "serve.prefill.gemm_flops",
+            "Prefill GEMM FLOPs per request (FLOP)",
+            gemm_total,
+            "2·N_active·(prompt − cached)",
+            format!("{:.4e} × {new_tokens} = {gemm_total:.4e} FLOP", ctx.dense_per_token),
+            "Kaplan et al. 2020 Table 1: forward = 2 FLOPs per active matmul parameter per token (input embedding lookup excluded)",
+        ),
+        attention_flops: term(
+            "serve.prefill.attention_flops",
+            "Prefill attention FLOPs per request (FLOP)",
+            attn_total,
+            "2·L·a·(d_qk + d_v) · (p² − cached²)/2",
+            format!(
+                "{:.4e} × ({p}² − {cached}²)/2 = {attn_total:.4e} FLOP",
+                ctx.attn_coeff
+            ),
+            "causal QKᵀ and P·V (Kaplan et al. 2020; Korthikanti et al. 2022): each new token attends to the tokens before it, cached ones included",
+        ),
+        compute_time: term(
+            "serve.prefill.compute",
+            "Prefill compute per request (s)",
+            prefill_compute_s,
+            "Σ_chunks,stages GEMM FLOPs/(peak·eff_gemm(min(chunk, h/tp))) + attention FLOPs/(peak·eff_attn)",
+            format!(
+                "{chunks} chunk(s) at {peak_tf:.0} TFLOP/s peak, GEMM eff {:.3} = {}",
+                worst_chunk.gemm_eff,
+                secs(prefill_compute_s)
+            ),
+            "the training model's GEMM efficiency curve and peak (StepModel); what a chunk adds to a decode step it joins",
+        ),
+        time: term(
+            "serve.prefill.time",
+            "Prefill time per request (s)",
+            prefill_s,
+            "Σ_chunks Σ_stages [max(bytes/HBM, FLOPs/rate) + TP comm] + PP hops",
+            format!(
+                "⌈{new_tokens} / {chunk}⌉ = {chunks} chunk(s) × {pp} stage(s) = {}",
+                secs(prefill_s)
+            ),
+            &format!(
+                "chunked prefill (Agrawal et al. 2024, Sarathi-Serve): every chunk reads the stage's weights and the KV before it; chunks pass the stages one after another; {comm_note}"
+            ),
+        ),
+        bound: bound_of(&worst_chunk),
+    };
+
+    // ---- Decode ----
+    let c = u64::from(load.concurrency);
+    let m = c.div_ceil(u64::from(pp));
+    let mf = m as f64;
+    let o = f64::from(load.output_tokens);
+    // Step j (1..=O) of a request reads P + j − 1 cached tokens: the mean over its output.
+    let mean_ctx = p as f64 + (o - 1.0) / 2.0;
+    let mut slowest = StepNumbers::default();
+    let mut hops = 0.0;
+    for (i, st) in shapes.iter().enumerate() {
+        let n = ctx.stage_step(st, mf, mf * (mean_ctx + 1.0), mf * mean_ctx, true);
+        if n.total_s > slowest.total_s || i == 0 {
+            slowest = n;
+        }
+        if i + 1 < shapes.len() {
+            hops += ctx.hop(st, mf);
+        }
+    }
+    let bw = ctx.step.hbm_bytes_per_s;
+    let distinct_experts = model.moe.as_ref().map(|moe| {
+        term(
+            "serve.decode.distinct_experts",
+            "Distinct routed experts per MoE layer (count)",
+            slowest.distinct,
+            "E·(1 − (1 − k/E)^b)",
+            format!(
+                "{} × (1 − (1 − {}/{})^{m}) = {:.2}",
+                moe.routed_experts, moe.experts_per_token, moe.routed_experts, slowest.distinct
+            ),
+            "balls into bins (Feller 1968, occupancy): uniform, independent top-k routing; only touched experts' weights are read",
+        )
+    });
+    let decode_time = slowest.total_s;
+    let decode = DecodeStep {
+        micro_batch: m,
+        weight_bytes: term(
+            "serve.decode.weight_bytes",
+            "Weights read per GPU per step (B)",
+            slowest.weight_bytes,
+            "resident weights − routed experts × (1 − distinct/E)",
+            format!("{:.4e} B", slowest.weight_bytes),
+            &format!(
+                "{} weights of the slowest stage, read once per step",
+                serving.weight_dtype.id()
+            ),
+        ),
+        kv_bytes: term(
+            "serve.decode.kv_bytes",
+            "KV read per GPU per step (B)",
+            slowest.kv_bytes,
+            "b · KV per token per GPU · (P + (O − 1)/2)",
+            format!(
+                "{m} × {:.4e} B × {mean_ctx} = {:.4e} B",
+                slowest.kv_bytes / (mf * mean_ctx),
+                slowest.kv_bytes
+            ),
+            &format!(
+                "{} KV cache; the mean context over a request's output; cached prefixes are read like any KV",
+                serving.kv_dtype.id()
+            ),
+        ),
+        flops: term(
+            "serve.decode.flops",
+            "FLOPs per GPU per step (FLOP)",
+            slowest.gemm_flops + slowest.attn_flops,
+            "b · (2·N_active + 2·L·a·(d_qk + d_v)·ctx) · stage share / tp",
+            format!(
+                "{:.4e} GEMM + {:.4e} attention",
+                slowest.gemm_flops, slowest.attn_flops
+            ),
+            "Kaplan et al. 2020 Table 1 forward FLOPs per token",
+        ),
+        memory_time: term(
+            "serve.decode.memory",
+            "Decode memory time (s)",
+            slowest.memory_s,
+            "(weight bytes + KV bytes) / HBM bandwidth",
+            format!(
+                "({:.4e} + {:.4e}) / {bw:.4e} = {}",
+                slowest.weight_bytes,
+                slowest.kv_bytes,
+                secs(slowest.memory_s)
+            ),
+            "roofline (Williams et al. 2009): bytes streamed from HBM at the datasheet bandwidth",
+        ),
+        compute_time: term(
+            "serve.decode.compute",
+            "Decode compute time (s)",
+            slowest.compute_s,
+            "GEMM FLOPs/(peak·eff_gemm(h/tp)) + attention FLOPs/(peak·eff_attn)",
+            format!(
+                "{peak_tf:.0} TFLOP/s × GEMM eff {:.4} = {}",
+                slowest.gemm_eff,
+                secs(slowest.compute_s)
+            ),
+            "the training model's GEMM efficiency curve at h/tp: its fall-off at few tokens is the memory roof, priced by the bytes term",
+        ),
+        comm_time: term(
+            "serve.decode.comm",
+            "Decode communication per stage (s)",
+            slowest.comm_s,
+            "layers × 2 all-reduces (b·h·bytes) [EP: attention all-reduce + 2 all-to-all per MoE layer]",
+            secs(slowest.comm_s),
+            &comm_note,
+        ),
+        time: term(
+            "serve.decode.step",
+            "Decode step per stage (s)",
+            decode_time,
+            "max(memory, compute) + comm",
+            format!(
+                "max({}, {}) + {} = {}",
+                secs(slowest.memory_s),
+                secs(slowest.compute_s),
+                secs(slowest.comm_s),
+                secs(decode_time)
+            ),
+            "roofline; communication is on the critical path between GEMMs (not overlapped)",
+        ),
+        bound: bound_of(&slowest),
+        distinct_experts,
+    };
+
+    // ---- Continuous batching ----
+    let cf = c as f64;
+    let pipeline_step = f64::from(pp) * decode_time + hops;
+    // Sarathi-Serve (Agrawal et al. 2024): chunks of new prompts ride in decode steps; at steady
+    // state c/O requests finish (and are replaced) per step, adding their prefill compute.
+    let interference_s = cf / o * prefill_compute_s;
+    let tpot_s = pipeline_step + interference_s;
+    let interference = term(
+        "serve.interference",
+        "Prefill interference per step (s)",
+        interference_s,
+        "(c / O) · prefill compute per request",
+        format!(
+            "({c} / {}) × {} = {}",
+            load.output_tokens,
+            secs(prefill_compute_s),
+            secs(interference_s)
+        ),
+        "Sarathi-Serve-style mixed batches; the chunk's FLOPs are added to the step (no overlap with its memory time: an upper bound)",
+    );
+    let tpot = term(
+        "serve.tpot",
+        "TPOT (s)",
+        tpot_s,
+        "pp · decode step(⌈c/pp⌉) + PP hops + interference",
+        format!(
+            "{pp} × {} + {} + {} = {}",
+            secs(decode_time),
+            secs(hops),
+            secs(interference_s),
+            secs(tpot_s)
+        ),
+        "continuous batching (Yu et al. 2022, Orca): every running request advances one token per step; with PP, pp micro-batches in flight and the slowest stage paces them",
+    );
+    let service = prefill_s;
+    let queue = match load.arrival_rate_per_s {
+        Some(rate) => open_loop_queue(rate, service)?,
+        None => closed_loop_queue(cf, service, (o - 1.0) * tpot_s, 1.0),
+    };
+    let (rate, rho, wait_s) = (queue.rate, queue.rho, queue.wait_s);
+    // Output tokens per second: every request emits O tokens, requests complete at λ (Little
+    // 1961); in the closed loop λ is the throughput bound above, open loop keeps c / TPOT
+    // (every running request emits one token per step, Orca, Yu et al. 2022).
+    let throughput_s = if load.arrival_rate_per_s.is_some() {
+        cf / tpot_s
+    } else {
+        rate * o
+    };
+    let arrival_rate = term(
+        "serve.arrival_rate",
+        "Arrival rate (requests/s)",
+        rate,
+        if load.arrival_rate_per_s.is_some() {
+            "given"
+        } else {
+            "λ = min(c / (S + (O − 1)·TPOT), 1 / S)"
+        },
+        format!("{rate:.4} requests/s"),
+        if load.arrival_rate_per_s.is_some() {
+            "an open loop: requests arrive at the given rate whatever the replica does"
+        } else {
+            "a closed loop of c clients (each sends its next request when its last one ends): the throughput bounds of a closed network (Lazowska et al. 1984, §5.2), reached with deterministic service"
+        },
+    );
+    let utilisation = term(
+        "serve.utilisation",
+        "Prefill utilisation ρ (fraction)",
+        rho,
+        "ρ = λ · S_prefill",
+        format!("{rate:.4} × {} = {rho:.4}", secs(service)),
+        "one prefill server per replica, deterministic service time S = prefill time",
+    );
+    let queue_wait = term(
+        "serve.queue_wait",
+        "Mean queueing wait (s)",
+        wait_s,
+        queue.formula,
+        queue.worked(service),
+        queue.assumption,
+    );
+    let ttft_s = wait_s + service;
+    let ttft = term(
+        "serve.ttft",
+        "TTFT mean (s)",
+        ttft_s,
+        "W_q + S_prefill",
+        format!("{} + {} = {}", secs(wait_s), secs(service), secs(ttft_s)),
+        "queueing, then the request's own prefill, which yields its first token",
+    );
+    let pct = |q: f64, key: &str, label: &str| {
+        let w = queue.quantile(q, service);
+        term(
+            key,
+            label,
+            w + service,
+            queue.tail_formula,
+            format!("{} + {} = {}", secs(w), secs(service), secs(w + service)),
+            queue.tail_assumption,
+        )
+    };
+    let ttft_p90 = pct(0.90, "serve.ttft_p90", "TTFT p90 (s)");
+    let ttft_p99 = pct(0.99, "serve.ttft_p99", "TTFT p99 (s)");
+    let throughput_per_replica = term(
+        "serve.throughput_replica",
+        "Output tokens/s per replica",
+        throughput_s,
+        if load.arrival_rate_per_s.is_some() {
+            "c / TPOT"
+        } else {
+            "λ · O"
+        },
+        if load.arrival_rate_per_s.is_some() {
+            format!("{c} / {} = {throughput_s:.1}", secs(tpot_s))
+        } else {
+            format!("{rate:.4} × {} = {throughput_s:.1}", load.output_tokens)
+        },
+        "every running request emits one token per step; a closed loop's requests complete at λ",
+    );
+    let throughput_per_gpu = term(
+        "serve.throughput_gpu",
+        "Output tokens/s per GPU",
+        throughput_s / gpus as f64,
+        "output tokens/s per replica / (tp · pp)",
+        format!(
+            "{throughput_s:.1} / {gpus} = {:.1}",
+            throughput_s / gpus as f64
+        ),
+        "every GPU of the replica counted",
+    );
+    let capacity = plan
+        .stages
+        .iter()
+        .map(|s| {
+            if s.kv_per_token.bytes > 0.0 {
+                (s.kv_budget.bytes.max(0.0) / s.kv_per_token.bytes).floor()
+            } else {
+                0.0
+            }
+        })
+        .fold(f64::INFINITY, f64::min);
+    let capacity = if capacity.is_finite() { capacity } else { 0.0 };
+    let needed = cf * (p as f64 + o);
+    let kv_capacity_tokens = term(
+        "serve.kv_capacity_tokens",
+        "KV capacity per replica (tokens)",
+        capacity,
+        "⌊KV pool / KV per token⌋ on the worst stage",
+        format!(
+            "{capacity:.0} tokens; the load needs {c} × ({p} + {}) = {needed:.0}",
+            load.output_tokens
+        ),
+        "serving memory plan (vLLM-style pool); a load beyond it would preempt or queue",
+    );
+    Ok(ServingTime {
+        tp,
+        pp,
+        gpus_per_replica: gpus,
+        load: load.clone(),
+        prefill,
+        decode,
+        interference,
+        tpot,
+        arrival_rate,
+        utilisation,
+        queue_wait,
+        ttft,
+        ttft_p90,
+        ttft_p99,
+        throughput_per_replica,
+        throughput_per_gpu,
+        fits_kv: needed <= capacity,
+        kv_capacity_tokens,
+    })
+}
+
+/// The prefill queue a request waits in before its first token: one definition for the
+/// replica's explained numbers, the deployment search and disaggregated pools.
+#[derive(Clone, Copy, Debug)]
+pub struct Queue {
+    /// Requests per second entering the replica.
+    pub rate: f64,
+    /// Prefill-server utilisation λ·S (per server).
+    pub rho: f64,
+    /// Mean wait before the request's prefill starts, s.
+    pub wait_s: f64,
+    /// Open loop (Poisson arrivals) or closed loop (deterministic cycle).
+    pub open: bool,
+    formula: &'static str,
+    assumption: &'static str,
+    tail_formula: &'static str,
+    tail_assumption: &'static str,
+}
+
+impl Queue {
+    fn worked(&self, service: f64) -> String {
+        if self.open {
+            format!(
+                "{:.4} × {} / (2 × {:.4}) = {}",
+                self.rho,
+                secs(service),
+                1.0 - self.rho,
+                secs(self.wait_s)
+            )
+        } else {
+            format!("c / λ − (S + (O − 1)·TPOT) = {}", secs(self.wait_s))
+        }
+    }
+
+    /// The q-quantile of the wait, s.
+    pub fn quantile(&self, q: f64, service: f64) -> f64 {
+        if !self.open {
+            return self.wait_s;
+        }
+        // M/M/1 waiting-time tail (Kleinrock 1975, Vol. I §3.2): P(W > t) = ρ·e^{−(1−ρ)t/S},
+        // so the q-quantile is S·ln(ρ/(1 − q))/(1 − ρ) when ρ > 1 − q, else 0.
+        (service * (self.rho / (1.0 - q)).ln() / (1.0 - self.rho)).max(0.0)
+    }
+}
+
+/// Poisson arrivals at `rate` into one deterministic prefill server of time `service`;
+/// refused (naming `load.arrival_rate_per_s`) when ρ ≥ 1.
+pub fn open_loop_queue(rate: f64, service: f64) -> Result<Queue, ServingError> {
+    // Utilisation of a single server (Kleinrock 1975, Vol. I §2): ρ = λ · S.
+    let rho = rate * service;
+    if rho.is_nan() || rho >= 1.0 {
+        return Err(err(
+            "load.arrival_rate_per_s",
+            format!(
+                "prefill utilisation ρ = λ·S = {rate:.4} × {} = {rho:.3} ≥ 1: the prefill queue grows without bound (at most {:.4} requests/s)",
+                secs(service),
+                1.0 / service.max(f64::MIN_POSITIVE)
+            ),
+        ));
+    }
+    // Pollaczek–Khinchine for M/D/1 (Kleinrock 1975, Vol. I §5.7): W_q = ρ·S / (2(1 − ρ)).
+    Ok(Queue {
+        rate,
+        rho,
+        wait_s: rho * service / (2.0 * (1.0 - rho)),
+        open: true,
+        formula: "ρ·S / (2(1 − ρ))",
+        assumption: "M/D/1 (Pollaczek–Khinchine, Kleinrock 1975): Poisson arrivals, deterministic prefill",
+        tail_formula: "S·ln(ρ/(1 − q))/(1 − ρ) + S",
+        tail_assumption: "exponential tail of the M/M/1 waiting time (Kleinrock 1975): conservative next to M/D/1",
+    })
+}
+
+/// `clients` requests in a closed loop: each spends `service` in one of `servers` prefill
+/// servers and `decode_s` after it (decoding, a KV transfer: delay stations that serve every
+/// request at once), then returns.
+pub fn closed_loop_queue(clients: f64, service: f64, decode_s: f64, servers: f64) -> Queue {
+    // Asymptotic bounds of a closed network (Lazowska et al. 1984, Quantitative System
+    // Performance §5.2): X(N) = min(N / (D + Z), 1 / D_max) with D = S (prefill, the only
+    // queueing station; D_max = S / servers when requests spread over `servers` of them) and
+    // Z = the rest of the cycle; deterministic service reaches the bound.
+    let cycle = service + decode_s;
+    let rate = (clients / cycle).min(servers.max(1.0) / service.max(f64::MIN_POSITIVE));
+    // Little's law (Little 1961): N = X · (W + D + Z), so W = N / X − (D + Z).
+    let wait_s = (clients / rate - cycle).max(0.0);
+    Queue {
+        rate,
+        rho: (rate * service / servers.max(1.0)).min(1.0),
+        wait_s,
+        open: false,
+        formula: "c / λ − (S + (O − 1)·TPOT)",
+        assumption: "closed loop at its throughput bound (Lazowska et al. 1984, §5.2): requests wait only once the prefill server is saturated",
+        tail_formula: "W + S (deterministic cycle: every request waits the same)",
+        tail_assumption: "a closed loop with deterministic service settles into a fixed cycle, so the tail equals the mean",
+    }
+}
+
+fn comm_assumption(comm: &CommModel, tp: u32, ep: bool) -> String {
+    let l = comm.link(Collective::AllReduce, LinkDomain::IntraNode);
+    format!(
+        "α–β as collectives.rs prices them (intra-node α {:.1} µs, {:.0} GB/s bus); TP {tp}{}; small messages, so α dominates",
+        l.latency_s * 1e6,
+        l.busbw_bytes_per_s / 1e9,
+        if ep { ", EP over the TP ranks" } else { "" }
+    )
+}

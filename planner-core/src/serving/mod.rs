@@ -1,0 +1,6 @@
+//! Serving latency: prefill, decode, batching and queueing, disaggregated pools; joins serving memory and time.
+//!
+//! Invariant: Imports the layers below; never search, figures or edges.
+
+pub mod disagg;
+pub mod latency;

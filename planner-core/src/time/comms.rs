@@ -1,0 +1,595 @@
+//! Communication of one training step, per group: what is sent, how often,
+//! over which link, and how long it takes before any overlap.
+//!
+//! Volumes are per rank. Which part of each item hides behind compute is
+//! decided in [`crate::time::cost`], from the [`Overlap`] each item declares.
+
+use serde::{Deserialize, Serialize};
+
+use crate::input::layout::{Layout, Recompute, ZeroStage};
+use crate::input::model::ModelSpec;
+use crate::input::precision::Precision;
+use crate::input::scenario::{Overheads, Training};
+use crate::parallel::topology::{Domain, GroupKind, Placement};
+use crate::time::collectives::{Collective, CommModel};
+
+/// The model and batch quantities communication depends on, computed once per scenario.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CommInputs {
+    /// Parameters outside the routed experts (Ψ scale applied).
+    pub dense_params: f64,
+    /// Routed-expert parameters of the whole model (Ψ scale applied).
+    pub expert_params: f64,
+    /// Decoder layers.
+    pub layers: u32,
+    /// Layers with a routed-expert FFN.
+    pub moe_layers: u32,
+    /// Hidden size `h`.
+    pub hidden: f64,
+    /// Key + value values per token per layer that ring attention circulates.
+    pub kv_values_per_token: f64,
+    /// Heads that carry K/V (TP splits them until it exceeds this, then replicates).
+    pub kv_heads: u32,
+    /// Routed experts each token visits (top-k).
+    pub experts_per_token: f64,
+    /// Shared experts per MoE layer (TP-split like a dense MLP).
+    #[serde(default)]
+    pub shared_experts: f64,
+    /// Tokens per sequence.
+    pub seq_len: f64,
+    /// Sequences per step.
+    pub global_batch: f64,
+    /// Bytes per working weight.
+    pub weight_bytes: f64,
+    /// Bytes per gradient as reduced.
+    pub grad_bytes: f64,
+    /// Bytes per activation value.
+    pub activation_bytes: f64,
+    /// Gradient bucket size, bytes (latency is paid once per bucket).
+    pub bucket_bytes: f64,
+    /// The LM head in decoder-layer equivalents: its `V × h` matmul parameters over one
+    /// layer's active matmul parameters (both cost 2 FLOPs per parameter per token);
+    /// picks the stage that sets an uneven pipeline's pace.
+    pub head_layers: f64,
+    /// Parameters with gradients outside the routed experts: all dense ones, or the
+    /// LoRA adapters only ([`crate::input::finetune`]).
+    pub trainable_dense_params: f64,
+    /// Routed-expert parameters with gradients.
+    pub trainable_expert_params: f64,
+    /// Bytes per frozen base parameter a ZeRO-3 gather moves (LoRA/QLoRA; 0 for full training,
+    /// whose weights are all trainable).
+    pub frozen_weight_bytes: f64,
+}
+
+impl CommInputs {
+    /// Gathers what the formulas need from a scenario's parts.
+    pub fn new(
+        model: &ModelSpec,
+        precision: &Precision,
+        training: &Training,
+        overheads: &Overheads,
+    ) -> Self {
+        let pb = model.param_breakdown();
+        let scale = model.param_scale();
+        let expert_params = pb.routed_experts_total() as f64 * scale;
+        let dense_params = pb.total() as f64 * scale - expert_params;
+        let kv_values_per_token = match &model.mla {
+            // Megatron CP with MLA circulates the up-projected K (nope + rope) and V of every head.
+            Some(mla) => {
+                f64::from(model.heads)
+                    * f64::from(mla.qk_nope_head_dim + mla.qk_rope_head_dim + mla.v_head_dim)
+            }
+            None => 2.0 * f64::from(model.kv_heads) * f64::from(model.head_dim),
+        };
+        let kv_heads = if model.mla.is_some() {
+            model.heads
+        } else {
+            model.kv_heads
+        };
+        let adapters = crate::input::finetune::AdapterTime::of(model, &training.finetune);
+        let (trainable_dense_params, trainable_expert_params, frozen_weight_bytes) = match &adapters
+        {
+            Some(a) => (
+                a.adapter_params - a.expert_adapter_params,
+                a.expert_adapter_params,
+                a.base_bytes_per_param(precision),
+            ),
+            None => (dense_params, expert_params, 0.0),
+        };
+        CommInputs {
+            dense_params,
+            expert_params,
+            layers: model.layers,
+            moe_layers: pb.moe_layers as u32,
+            hidden: f64::from(model.hidden),
+            kv_values_per_token,
+            kv_heads,
+            experts_per_token: model
+                .moe
+                .as_ref()
+                .map_or(0.0, |m| f64::from(m.experts_per_token)),
+            shared_experts: model
+                .moe
+                .as_ref()
+                .map_or(0.0, |m| f64::from(m.shared_experts)),
+            seq_len: f64::from(training.seq_len),
+            global_batch: f64::from(training.global_batch),
+            weight_bytes: precision.weight_bytes,
+            grad_bytes: precision.grad_bytes,
+            activation_bytes: precision.activation_bytes,
+            bucket_bytes: overheads.gradient_bucket_bytes,
+            head_layers: head_layers(model, &pb),
+            trainable_dense_params,
+            trainable_expert_params,
+            frozen_weight_bytes,
+        }
+    }
+
+    /// The stage whose layers set the pace of `layout`'s pipeline (the even split:
+    /// `⌈layers / pp⌉`, as always priced).
+    pub fn pace(&self, layout: &Layout) -> crate::input::stage_split::StagePace {
+        let sh = crate::input::stage_split::SplitShape::new(
+            self.layers,
+            layout.pp,
+            layout.virtual_stages,
+        );
+        layout
+            .stage_split
+            .pace(sh, self.moe_layers, self.head_layers)
+    }
+
+    /// Micro-batches per step per pipeline: `global_batch / (dp × micro_batch)`.
+    pub fn micro_batches(&self, layout: &Layout) -> f64 {
+        let per = f64::from(layout.dp.max(1)) * f64::from(layout.micro_batch.max(1));
+        (self.global_batch / per).max(1.0)
+    }
+}
+
+/// What an item is for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Purpose {
+    /// DDP: all-reduce of dense gradients.
+    GradAllReduce,
+    /// All-reduce of routed-expert gradients over the expert data-parallel group.
+    ExpertGradAllReduce,
+    /// ZeRO: reduce-scatter of gradients to their owners.
+    GradReduceScatter,
+    /// ZeRO-1/2: all-gather of updated parameters after the optimizer step.
+    ParamAllGather,
+    /// ZeRO-3: all-gather of parameters before each forward.
+    ParamAllGatherForward,
+    /// ZeRO-3: all-gather of parameters before each backward.
+    ParamAllGatherBackward,
+    /// TP collectives in the forward pass (2 per layer, Megatron).
+    TpForward,
+    /// TP collectives in the backward pass (2 per layer).
+    TpBackward,
+    /// TP collectives of the recomputed forward (full recompute).
+    TpRecompute,
+    /// PP: activations forward and their gradients backward between stages.
+    PpActivations,
+    /// CP: K/V blocks around the ring (and their gradients in backward).
+    CpKvRing,
+    /// EP: token dispatch and combine (forward and backward).
+    EpDispatchCombine,
+}
+
+impl Purpose {
+    /// Stable identifier.
+    pub fn id(self) -> &'static str {
+        match self {
+            Purpose::GradAllReduce => "grad_all_reduce",
+            Purpose::ExpertGradAllReduce => "expert_grad_all_reduce",
+            Purpose::GradReduceScatter => "grad_reduce_scatter",
+            Purpose::ParamAllGather => "param_all_gather",
+            Purpose::ParamAllGatherForward => "param_all_gather_forward",
+            Purpose::ParamAllGatherBackward => "param_all_gather_backward",
+            Purpose::TpForward => "tp_forward",
+            Purpose::TpBackward => "tp_backward",
+            Purpose::TpRecompute => "tp_recompute",
+            Purpose::PpActivations => "pp_activations",
+            Purpose::CpKvRing => "cp_kv_ring",
+            Purpose::EpDispatchCombine => "ep_dispatch_combine",
+        }
+    }
+}
+
+/// What compute an item can hide behind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Overlap {
+    /// Bucketed gradient reduction during the last micro-batch's backward (PyTorch DDP, Megatron `overlap_grad_reduce`).
+    LastBackward,
+    /// Per-micro-batch gradient reduction during that micro-batch's backward.
+    EachBackward,
+    /// Parameter gather during the first micro-batch's forward (Megatron `overlap_param_gather`).
+    FirstForward,
+    /// ZeRO-3 forward all-gather, per unit of each micro-batch: the next unit's gather
+    /// hides behind this unit's forward (prefetch depth one); the first cannot hide.
+    EachForward,
+    /// ZeRO-3 backward all-gather and reduce-scatter, per unit of each micro-batch: both
+    /// share the rank's link and hide behind one unit's backward (with its recompute).
+    EachUnitBackward,
+    /// Ring attention: the next K/V block arrives while this one is computed.
+    Attention,
+    /// On the critical path (TP, EP, PP).
+    None,
+}
+
+/// One communication item of a step, per rank.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CommItem {
+    /// Group it runs over.
+    pub group: GroupKind,
+    /// Operation.
+    pub op: Collective,
+    /// What it is for.
+    pub purpose: Purpose,
+    /// Size of one call in nccl-tests convention, bytes.
+    pub message_bytes: f64,
+    /// Calls per step.
+    pub calls_per_step: f64,
+    /// Buckets or units each call is split into (latency is paid per chunk; the
+    /// last chunk of an overlapped call cannot hide).
+    pub chunks_per_call: f64,
+    /// Group size.
+    pub ranks: u64,
+    /// Link crossed.
+    pub domain: Domain,
+    /// Bytes each rank puts on the wire per step: `message × busbw factor × calls`.
+    pub bus_bytes_per_step: f64,
+    /// Time per step if nothing overlapped, seconds.
+    pub seconds_per_step: f64,
+    /// What it may hide behind.
+    pub overlap: Overlap,
+    /// Link parameters came from a measurement.
+    pub measured: bool,
+}
+
+/// Most items a step can have.
+pub const MAX_ITEMS: usize = 12;
+
+/// The items of one step; a fixed array so the mesh search never allocates.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StepComms {
+    items: [Option<CommItem>; MAX_ITEMS],
+    len: usize,
+}
+
+impl StepComms {
+    fn new() -> Self {
+        StepComms {
+            items: [None; MAX_ITEMS],
+            len: 0,
+        }
+    }
+
+    fn push(&mut self, item: CommItem) {
+        if item.calls_per_step <= 0.0 || item.ranks <= 1 && item.op != Collective::SendRecv {
+            return;
+        }
+        if let Some(slot) = self.items.get_mut(self.len) {
+            *slot = Some(item);
+            self.len += 1;
+        }
+    }
+
+    /// The items.
+    pub fn iter(&self) -> impl Iterator<Item = &CommItem> {
+        self.items[..self.len].iter().flatten()
+    }
+
+    /// The item with this purpose, if present.
+    pub fn get(&self, purpose: Purpose) -> Option<&CommItem> {
+        self.iter().find(|i| i.purpose == purpose)
+    }
+
+    /// Sum of `bus_bytes_per_step` over items with these purposes.
+    pub fn bus_bytes(&self, purposes: &[Purpose]) -> f64 {
+        self.iter()
+            .filter(|i| purposes.contains(&i.purpose))
+            .map(|i| i.bus_bytes_per_step)
+            .sum()
+    }
+}
+
+/// [`CommInputs::head_layers`]: `V·h` over one decoder layer's active parameters
+/// (attention, norms, FFN or shared + top-k routed experts, router), averaged over layers.
+fn head_layers(model: &ModelSpec, pb: &crate::input::model::ParamBreakdown) -> f64 {
+    let ends = pb.embedding + pb.output + pb.final_norm;
+    let per_layer = pb.active().saturating_sub(ends) as f64 / f64::from(model.layers.max(1));
+    let head = f64::from(model.vocab) * f64::from(model.hidden);
+    if per_layer > 0.0 {
+        head / per_layer
+    } else {
+        0.0
+    }
+}
+
+/// Every communication item of one step for `layout`.
+///
+/// Per-rank model shares: dense parameters `/(tp·pp)`, routed experts
+/// `/(ep·expert_tp·pp)` (MoE parallel folding, [`crate::parallel::fold`], as the memory model counts).
+pub fn step_comms(
+    inp: &CommInputs,
+    layout: &Layout,
+    placement: &Placement,
+    comm: &CommModel,
+) -> StepComms {
+    let mut out = StepComms::new();
+    let tp = f64::from(layout.tp.max(1));
+    let pp = f64::from(layout.pp.max(1));
+    let cp = f64::from(layout.cp.max(1));
+    let ep = f64::from(layout.ep.max(1));
+    let etp = f64::from(layout.expert_tp.max(1));
+    let v = f64::from(layout.virtual_stages.max(1));
+    let b = f64::from(layout.micro_batch.max(1));
+    let m = inp.micro_batches(layout);
+    // Per-layer traffic counts the layers of the stage that sets the pace (stage_split.rs).
+    let pace = inp.pace(layout);
+    let layers_per_stage = pace.layers;
+    let moe_layers_per_stage = pace.moe_layers;
+    let full = layout.recompute == Recompute::Full;
+
+    let mut add = |group: GroupKind,
+                   op: Collective,
+                   purpose: Purpose,
+                   message_bytes: f64,
+                   calls_per_step: f64,
+                   chunks_per_call: f64,
+                   overlap: Overlap| {
+        let g = placement.group(group);
+        // Bucketed calls pay latency per chunk; bandwidth is the same in total.
+        let chunks = chunks_per_call.max(1.0);
+        let seconds_per_call = comm.time_s(op, message_bytes / chunks, g) * chunks;
+        out.push(CommItem {
+            group,
+            op,
+            purpose,
+            message_bytes,
+            calls_per_step,
+            chunks_per_call: chunks,
+            ranks: g.size,
+            domain: g.domain,
+            bus_bytes_per_step: message_bytes * op.busbw_factor(g.size) * calls_per_step,
+            seconds_per_step: seconds_per_call * calls_per_step,
+            overlap,
+            measured: comm.placement_measured(op, g),
+        });
+    };
+
+    // Data-parallel gradient and parameter traffic for this rank's shard of the model.
+    // An uneven split: the pacing stage's share, by its decoder layers over the average stage's.
+    let dense_per_rank = inp.dense_params / (tp * pp) * pace.layer_scale;
+    // Only trainable parameters have gradients (LoRA: the adapters) and change in the optimizer step.
+    let trainable_per_rank = inp.trainable_dense_params / (tp * pp) * pace.layer_scale;
+    let grads = trainable_per_rank * inp.grad_bytes;
+    // Liu et al. 2025 (arXiv 2504.14960) §3: each rank holds routed/(EP·ETP) of the expert weights.
+    let expert_grads =
+        inp.trainable_expert_params / (ep * etp * pp) * pace.layer_scale * inp.grad_bytes;
+    let buckets = |bytes: f64| (bytes / inp.bucket_bytes.max(1.0)).ceil();
+    match layout.zero {
+        ZeroStage::Ddp => {
+            // Li et al. 2020 (PyTorch DDP): one bucketed all-reduce of all gradients per step.
+            add(
+                GroupKind::DpCp,
+                Collective::AllReduce,
+                Purpose::GradAllReduce,
+                grads,
+                1.0,
+                buckets(grads),
+                Overlap::LastBackward,
+            );
+        }
+        ZeroStage::Zero1 | ZeroStage::Zero2 => {
+            // ZeRO-2 keeps only a gradient shard, so it must reduce every micro-batch
+            // (DeepSpeed); ZeRO-1 accumulates locally and reduces once.
+            let (calls, overlap) = if layout.zero == ZeroStage::Zero2 {
+                (m, Overlap::EachBackward)
+            } else {
+                (1.0, Overlap::LastBackward)
+            };
+            // Rajbhandari et al. 2020 §7: reduce-scatter + all-gather = the all-reduce volume of DDP.
+            add(
+                GroupKind::DpCp,
+                Collective::ReduceScatter,
+                Purpose::GradReduceScatter,
+                grads,
+                calls,
+                buckets(grads),
+                overlap,
+            );
+            add(
+                GroupKind::DpCp,
+                Collective::AllGather,
+                Purpose::ParamAllGather,
+                trainable_per_rank * inp.weight_bytes,
+                1.0,
+                buckets(trainable_per_rank * inp.weight_bytes),
+                Overlap::FirstForward,
+            );
+        }
+        ZeroStage::Zero3 => {
+            // Rajbhandari et al. 2020 §7.2.2: all-gather forward + all-gather backward
+            // + reduce-scatter = 3Ψ, 1.5× DDP, paid for every forward and backward, i.e. per
+            // micro-batch; Zhao et al. 2023 (PyTorch FSDP) §3.3/§4: one transformer layer per
+            // unit, gathered before its forward and again before its backward; gradients are
+            // reduce-scattered per micro-batch unless sync is deferred (`no_sync` /
+            // `set_requires_gradient_sync`, pytorch/pytorch#126166), which holds unsharded
+            // gradients; DeepSpeed's gradient-partitioning stages communicate at every
+            // micro-batch, not only at accumulation boundaries (deepspeedai/DeepSpeed#338).
+            // Latency is paid per unit (one call per layer).
+            let units = layers_per_stage.max(1.0);
+            // FSDP gathers every parameter of a unit; frozen LoRA/QLoRA base weights move in
+            // their stored dtype (4-bit packed under QLoRA), adapters in the working dtype.
+            let w = if inp.frozen_weight_bytes > 0.0 {
+                dense_per_rank * inp.frozen_weight_bytes + trainable_per_rank * inp.weight_bytes
+            } else {
+                dense_per_rank * inp.weight_bytes
+            };
+            add(
+                GroupKind::DpCp,
+                Collective::AllGather,
+                Purpose::ParamAllGatherForward,
+                w,
+                m,
+                units,
+                Overlap::EachForward,
+            );
+            add(
+                GroupKind::DpCp,
+                Collective::AllGather,
+                Purpose::ParamAllGatherBackward,
+                w,
+                m,
+                units,
+                Overlap::EachUnitBackward,
+            );
+            add(
+                GroupKind::DpCp,
+                Collective::ReduceScatter,
+                Purpose::GradReduceScatter,
+                grads,
+                m,
+                units,
+                Overlap::EachUnitBackward,
+            );
+        }
+    }
+    if expert_grads > 0.0 {
+        add(
+            GroupKind::ExpertDp,
+            Collective::AllReduce,
+            Purpose::ExpertGradAllReduce,
+            expert_grads,
+            1.0,
+            buckets(expert_grads),
+            Overlap::LastBackward,
+        );
+    }
+
+    // Tensor parallel: Shoeybi et al. 2019 §3 — one all-reduce after attention and one
+    // after the MLP in forward (g), the same two in backward (f); with sequence parallel
+    // (Korthikanti et al. 2022 §4.2.2) each becomes an all-gather + reduce-scatter.
+    // Under MoE parallel folding (Liu et al. 2025 §3) the MoE layers' routed experts run on
+    // the expert-TP group instead: attention keeps its TP pair, dense layers their MLP pair,
+    // MoE layers a TP pair only for shared experts (megatron/core/transformer/moe/
+    // shared_experts.py, a TP-split MLP).
+    let moe_per_stage = moe_layers_per_stage.min(layers_per_stage);
+    let dense_per_stage = layers_per_stage - moe_per_stage;
+    let shared = if inp.shared_experts > 0.0 { 1.0 } else { 0.0 };
+    let act = b * (inp.seq_len / cp) * inp.hidden * inp.activation_bytes;
+    // `per_mb`: collectives of each kind per micro-batch per direction on this stage.
+    let mut tp_pairs = |group: GroupKind, message: f64, per_mb: f64| {
+        let mut pair = |purpose: Purpose| {
+            let calls = per_mb * m;
+            if layout.sequence_parallel {
+                add(
+                    group,
+                    Collective::AllGather,
+                    purpose,
+                    message,
+                    calls,
+                    1.0,
+                    Overlap::None,
+                );
+                add(
+                    group,
+                    Collective::ReduceScatter,
+                    purpose,
+                    message,
+                    calls,
+                    1.0,
+                    Overlap::None,
+                );
+            } else {
+                add(
+                    group,
+                    Collective::AllReduce,
+                    purpose,
+                    message,
+                    calls,
+                    1.0,
+                    Overlap::None,
+                );
+            }
+        };
+        pair(Purpose::TpForward);
+        pair(Purpose::TpBackward);
+        if full {
+            pair(Purpose::TpRecompute);
+        }
+    };
+    if layout.tp > 1 {
+        let per_mb = layers_per_stage + dense_per_stage + shared * moe_per_stage;
+        tp_pairs(GroupKind::Tp, act, per_mb);
+    }
+    // Expert TP: Megatron's all-to-all dispatcher all-gathers the routed tokens over the
+    // expert-TP group after the dispatch and reduce-scatters them before the combine
+    // (megatron/core/transformer/moe/token_dispatcher.py, `MoEAlltoAllTokenDispatcher`
+    // dispatch_postprocess / combine_preprocess): per MoE layer one pair; each of the
+    // expert-TP ranks contributes the top-k copies of its tokens (b·s/cp, split by TP under
+    // sequence parallel), so the gathered message is expert_tp · k · tokens · h values.
+    if layout.expert_tp > 1 && inp.moe_layers > 0 {
+        let split = if layout.sequence_parallel { tp } else { 1.0 };
+        let gathered = etp * inp.experts_per_token * act / split;
+        tp_pairs(GroupKind::ExpertTp, gathered, moe_per_stage);
+    }
+
+    // Pipeline: Narayanan et al. 2021 §2.2 — each micro-batch crosses every chunk
+    // boundary forward and its gradient backward; sequence parallel splits it by TP
+    // (Megatron scatter/gather optimisation, §4.1).
+    if layout.pp > 1 {
+        let split = if layout.sequence_parallel { tp } else { 1.0 };
+        let act = b * (inp.seq_len / cp) * inp.hidden * inp.activation_bytes / split;
+        add(
+            GroupKind::Pp,
+            Collective::SendRecv,
+            Purpose::PpActivations,
+            act,
+            2.0 * m * v,
+            1.0,
+            Overlap::None,
+        );
+    }
+
+    // Context parallel: ring attention (Liu et al. 2023; Megatron CP) passes each rank's
+    // K/V block cp−1 times per layer in forward, and K/V plus dK/dV in backward.
+    if layout.cp > 1 {
+        let kv_split = tp.min(f64::from(inp.kv_heads.max(1)));
+        let block =
+            b * (inp.seq_len / cp) * inp.kv_values_per_token / kv_split * inp.activation_bytes;
+        let passes = if full { 4.0 } else { 3.0 };
+        add(
+            GroupKind::Cp,
+            Collective::SendRecv,
+            Purpose::CpKvRing,
+            block,
+            layers_per_stage * m * (cp - 1.0) * passes,
+            1.0,
+            Overlap::Attention,
+        );
+    }
+
+    // Expert parallel: GShard/Megatron all-to-all dispatch and combine, forward and backward;
+    // each of a rank's tokens (split by TP under sequence parallel) goes to top-k experts.
+    // The EP group is placed as Megatron's expert rank generator numbers it (after expert-TP
+    // in the stage's tp × cp × dp ranks, [`crate::parallel::fold`]), so with expert-TP 1 it spans TP ranks.
+    if layout.ep > 1 && inp.moe_layers > 0 {
+        let split = if layout.sequence_parallel { tp } else { 1.0 };
+        let tokens = b * inp.seq_len / cp / split;
+        let msg = tokens * inp.experts_per_token * inp.hidden * inp.activation_bytes;
+        let per_layer = if full { 6.0 } else { 4.0 };
+        add(
+            GroupKind::Ep,
+            Collective::AllToAll,
+            Purpose::EpDispatchCombine,
+            msg,
+            moe_layers_per_stage * m * per_layer,
+            1.0,
+            Overlap::None,
+        );
+    }
+    out
+}

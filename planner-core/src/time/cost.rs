@@ -1,0 +1,1113 @@
+//! Step time, throughput, MFU and HFU of a layout: compute at the GPU's rate
+//! times a GEMM efficiency, the communication that overlap cannot hide, and
+//! the pipeline bubble.
+//!
+//! [`StepModel`] holds everything that does not depend on the layout, so the
+//! mesh search evaluates candidates with arithmetic only; [`StepModel::evaluate`]
+//! is the same arithmetic plus the explanations the app shows.
+
+use serde::{Deserialize, Serialize};
+
+use crate::base::explain::Term;
+use crate::input::finetune::{AdapterTime, DEQUANT_BYTES_PER_PARAM};
+use crate::input::layout::{Layout, Recompute, ZeroStage};
+use crate::input::model::ModelSpec;
+use crate::input::precision::ComputeDtype;
+use crate::input::scenario::Scenario;
+use crate::parallel::topology::{GroupKind, Placement, RankOrder};
+use crate::time::collectives::CommModel;
+use crate::time::comms::{step_comms, CommInputs, CommItem, Overlap, StepComms};
+
+/// Fraction of peak a GEMM reaches as a function of its smallest dimension `d`:
+/// `max_fraction · d / (d + half_dim)` (a saturating fit; `half_dim` is where
+/// half of `max_fraction` is reached).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct GemmEfficiency {
+    /// Fraction of the datasheet peak that large GEMMs reach.
+    pub max_fraction: f64,
+    /// Smallest GEMM dimension at which half of `max_fraction` is reached.
+    pub half_dim: f64,
+}
+
+impl Default for GemmEfficiency {
+    /// 0.75 of peak for large GEMMs: an H200 here ran one large BF16 matmul at ~790 of
+    /// 989 TFLOP/s (0.8, domain notes); sustained training runs clock lower. `half_dim`
+    /// 128 is an assumption until a calibration fits it.
+    fn default() -> Self {
+        GemmEfficiency {
+            max_fraction: 0.75,
+            half_dim: 128.0,
+        }
+    }
+}
+
+impl GemmEfficiency {
+    /// Efficiency for smallest dimension `d`.
+    pub fn at(&self, d: f64) -> f64 {
+        let d = d.max(1.0);
+        (self.max_fraction * d / (d + self.half_dim.max(0.0))).clamp(1e-3, 1.0)
+    }
+}
+
+/// Choices of the time model.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CostOptions {
+    /// GEMM efficiency curve (replaced by a calibration's fit when given).
+    pub gemm: GemmEfficiency,
+    /// Count attention FLOPs for the causal half only. Off by default: PaLM's
+    /// (Chowdhery et al. 2022, App. B) and Megatron's MFU count the full `s × s`.
+    pub causal_attention_flops: bool,
+    /// Fraction of TP communication hidden behind GEMMs (Megatron `tp_comm_overlap`); 0 by default.
+    pub tp_overlap_fraction: f64,
+    /// Fraction of EP all-to-all hidden (DualPipe-style overlap); 0 by default.
+    pub ep_overlap_fraction: f64,
+    /// Fraction of the BF16 peak the attention kernels reach (FlashAttention-2, Dao 2023:
+    /// 50–73% of peak forward on A100, backward lower); BF16 under the FP8 recipe too.
+    pub attention_efficiency: f64,
+    /// HBM bytes that memory-bound ops (norms, activations, residuals, RoPE) move per
+    /// token per layer per hidden unit, forward + backward: 3 × Korthikanti's 34
+    /// (each saved byte written, read back, and its gradient written).
+    pub elementwise_bytes_per_hidden: f64,
+    /// Fraction of overlapped communication time that still slows the step: NCCL
+    /// kernels running beside GEMMs take SMs and HBM bandwidth (assumption: 0.1).
+    pub overlap_slowdown: f64,
+    /// Rank numbering order.
+    pub rank_order: RankOrder,
+    /// HBM bytes the optimizer step reads and writes per sharded parameter
+    /// (fp32 master, two moments read+write, BF16 weight write, gradient read ≈ 32).
+    pub optimizer_bytes_per_param: f64,
+}
+
+impl Default for CostOptions {
+    fn default() -> Self {
+        CostOptions {
+            gemm: GemmEfficiency::default(),
+            causal_attention_flops: false,
+            tp_overlap_fraction: 0.0,
+            ep_overlap_fraction: 0.0,
+            attention_efficiency: 0.5,
+            elementwise_bytes_per_hidden: 102.0,
+            overlap_slowdown: 0.1,
+            rank_order: RankOrder::default(),
+            optimizer_bytes_per_param: 32.0,
+        }
+    }
+}
+
+/// FLOPs per token of one training step.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FlopsPerToken {
+    /// Parameters whose matmuls a token runs (active, without the input embedding lookup).
+    pub matmul_params: f64,
+    /// `2 × matmul_params`: forward matmuls.
+    pub dense_forward: f64,
+    /// Forward attention scores and weighted values: `2·L·s·a·(d_qk + d_v)` (×½ if causal).
+    pub attention_forward: f64,
+    /// Of `dense_forward`, the output layer (LM head): `2·V·h`.
+    #[serde(default)]
+    pub output_forward: f64,
+    /// Of `dense_forward`, the routed experts' GEMMs: `2 × top-k × expert params × MoE layers`.
+    #[serde(default)]
+    pub routed_expert_forward: f64,
+}
+
+impl FlopsPerToken {
+    /// Model FLOPs per token: `3 × forward` = `6N + 12·L·h·s` for MHA (PaLM App. B;
+    /// Narayanan et al. 2021 eq. 3 without the vocabulary term, which `N` already holds).
+    pub fn model(&self) -> f64 {
+        3.0 * (self.dense_forward + self.attention_forward)
+    }
+
+    /// Hardware FLOPs per token: model FLOPs plus what recompute repeats.
+    pub fn hardware(&self, recompute: Recompute) -> f64 {
+        self.model() + self.recompute_extra(recompute)
+    }
+
+    /// FLOPs per token that recompute repeats: a full forward, or the attention core only.
+    pub fn recompute_extra(&self, recompute: Recompute) -> f64 {
+        match recompute {
+            Recompute::None => 0.0,
+            // Korthikanti et al. 2022 §5: selective recomputes the attention core (QKᵀ, softmax, ·V).
+            Recompute::Selective => self.attention_forward,
+            Recompute::Full => self.dense_forward + self.attention_forward,
+        }
+    }
+}
+
+/// FLOPs per token for a model at sequence length `seq_len`.
+pub fn flops_per_token(model: &ModelSpec, seq_len: u32, causal: bool) -> FlopsPerToken {
+    let pb = model.param_breakdown();
+    let scale = model.param_scale();
+    // The input embedding is a lookup, not a matmul; a tied output projection still is.
+    let lookup = if model.tied_embeddings {
+        0
+    } else {
+        pb.embedding
+    };
+    let matmul_params = pb.active().saturating_sub(lookup) as f64 * scale;
+    let (d_qk, d_v) = match &model.mla {
+        Some(mla) => (
+            f64::from(mla.qk_nope_head_dim + mla.qk_rope_head_dim),
+            f64::from(mla.v_head_dim),
+        ),
+        None => (f64::from(model.head_dim), f64::from(model.head_dim)),
+    };
+    let causal_factor = if causal { 0.5 } else { 1.0 };
+    // QKᵀ: 2·s·d_qk and P·V: 2·s·d_v FLOPs per token per head per layer.
+    let attention_forward = 2.0
+        * f64::from(model.layers)
+        * f64::from(seq_len)
+        * f64::from(model.heads)
+        * (d_qk + d_v)
+        * causal_factor;
+    // The output layer multiplies every token by the V × h matrix (tied or not).
+    let output_forward = 2.0 * f64::from(model.vocab) * f64::from(model.hidden) * scale;
+    // Each token runs top-k routed experts per MoE layer: 2 FLOPs per active expert parameter.
+    let routed_expert_forward = model.moe.as_ref().map_or(0.0, |m| {
+        let per_expert = pb.routed_experts_per_layer as f64 / f64::from(m.routed_experts.max(1));
+        2.0 * f64::from(m.experts_per_token) * per_expert * pb.moe_layers as f64 * scale
+    });
+    FlopsPerToken {
+        matmul_params,
+        dense_forward: 2.0 * matmul_params,
+        attention_forward,
+        output_forward: output_forward.min(2.0 * matmul_params),
+        routed_expert_forward: routed_expert_forward.min(2.0 * matmul_params),
+    }
+}
+
+/// HBM bytes of one FP8 cast per element: one read of the BF16 tensor (2 B) and one
+/// write of its FP8 copy (1 B). Delayed scaling takes the scale from the amax history,
+/// so the amax of the tensor is recorded in the same pass: one read per quantization
+/// (Transformer Engine docs, features/low_precision_training/fp8_delayed_scaling: "reduces tensor
+/// reads per quantization from two to one"; Micikevicius et al. 2022, "FP8 Formats for Deep
+/// Learning", per-tensor scaling of GEMM inputs).
+pub const FP8_CAST_BYTES_PER_ELEMENT: f64 = 2.0 + 1.0;
+
+/// What the FP8 recipe adds to a step besides the faster GEMMs: the casts of the
+/// linear layers' GEMM inputs to FP8, for the whole model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Fp8Casts {
+    /// Activation elements per token the forward FP8 GEMMs read: `Σ K` over every
+    /// linear layer's `K × N` weight (the input `X` of each fprop GEMM).
+    pub forward_elements_per_token: f64,
+    /// Gradient elements per token the backward FP8 GEMMs read: `Σ N` (the `dY`
+    /// of each dgrad GEMM; wgrad reuses the FP8 copies of `X` and `dY`).
+    pub backward_elements_per_token: f64,
+    /// FP8 linear-layer weights outside the routed experts (split over tp·pp).
+    pub dense_weights: f64,
+    /// Routed-expert weights (split over ep·expert_tp·pp, [`crate::parallel::fold`]).
+    pub expert_weights: f64,
+}
+
+impl Fp8Casts {
+    /// The FP8 GEMMs of `model` under Transformer Engine's recipe: QKV (or the MLA
+    /// projections), attention output, and the FFN/expert projections of every layer;
+    /// not the LM head or the embedding, and not attention's own matmuls.
+    pub fn of(model: &ModelSpec) -> Self {
+        let h = f64::from(model.hidden);
+        let a = f64::from(model.heads);
+        // (K, N) of every linear GEMM of one attention block.
+        let attention: Vec<(f64, f64)> = match &model.mla {
+            Some(mla) => {
+                let q_head = f64::from(mla.qk_nope_head_dim + mla.qk_rope_head_dim);
+                let q_lora = f64::from(mla.q_lora_rank);
+                let kv_lora = f64::from(mla.kv_lora_rank);
+                let mut g = if mla.q_lora_rank == 0 {
+                    vec![(h, a * q_head)]
+                } else {
+                    vec![(h, q_lora), (q_lora, a * q_head)]
+                };
+                // DeepSeek-V2 §2.1.2: W^DKV + W^KR, then W^UK and W^UV, then W^O.
+                g.push((h, kv_lora + f64::from(mla.qk_rope_head_dim)));
+                g.push((
+                    kv_lora,
+                    a * f64::from(mla.qk_nope_head_dim + mla.v_head_dim),
+                ));
+                g.push((a * f64::from(mla.v_head_dim), h));
+                g
+            }
+            None => {
+                let d = f64::from(model.head_dim);
+                let kv = f64::from(model.kv_heads);
+                vec![(h, (a + 2.0 * kv) * d), (a * d, h)]
+            }
+        };
+        // FFN of width f: fc1 h → (matrices − 1)·f (gate and up fused), fc2 f → h.
+        let gated = (model.ffn_kind.matrices() - 1) as f64;
+        let ffn = |f: f64| [(h, gated * f), (f, h)];
+        let sum = |gemms: &[(f64, f64)]| {
+            gemms
+                .iter()
+                .fold((0.0, 0.0), |(k, n), &(gk, gn)| (k + gk, n + gn))
+        };
+        let (attn_k, attn_n) = sum(&attention);
+        let (dense_k, dense_n) = sum(&ffn(f64::from(model.ffn)));
+        let pb = model.param_breakdown();
+        let (dense_layers, moe_layers) = (pb.dense_layers as f64, pb.moe_layers as f64);
+        let (moe_k, moe_n) = match &model.moe {
+            Some(moe) => {
+                // Each token runs its top-k routed experts and the shared ones.
+                let visits = f64::from(moe.experts_per_token + moe.shared_experts);
+                let (k, n) = sum(&ffn(f64::from(moe.expert_ffn)));
+                (visits * k, visits * n)
+            }
+            None => (0.0, 0.0),
+        };
+        let layers = dense_layers + moe_layers;
+        let scale = model.param_scale();
+        let experts = pb.routed_experts_total() as f64;
+        // The router stays outside Transformer Engine (Megatron's TopKRouter): not FP8.
+        let linear = (pb.layers_total()
+            - pb.norms_per_layer * (pb.dense_layers + pb.moe_layers)
+            - pb.router_per_layer * pb.moe_layers) as f64;
+        Fp8Casts {
+            forward_elements_per_token: layers * attn_k
+                + dense_layers * dense_k
+                + moe_layers * moe_k,
+            backward_elements_per_token: layers * attn_n
+                + dense_layers * dense_n
+                + moe_layers * moe_n,
+            dense_weights: (linear - experts).max(0.0) * scale,
+            expert_weights: experts * scale,
+        }
+    }
+}
+
+/// Exposed seconds of a per-unit gather (or gather + reduce-scatter) of one micro-batch:
+/// `c_u + (U − 1)·max(0, c_u − t_u)`, with `c_u = comm_s/U`, `t_u = compute_s/U`, `U = units`.
+///
+/// PyTorch FSDP notes ("FSDP Prefetch Nuances") and Zhao et al. 2023 §3.3: unit k+1's
+/// all-gather overlaps unit k's compute (one unit prefetched), and the first all-gather
+/// cannot overlap anything; so the first unit's transfer is exposed whole and each later
+/// unit exposes what its transfer exceeds one unit's compute. Exact for equal units: the
+/// step is `max(U·c_u + t_u, c_u + U·t_u)`, the link or the compute stream being busy. In
+/// backward `c_u` is a gather plus a reduce-scatter: the first unit's gather (fill) and the
+/// last unit's reduce-scatter (drain, after the last backward) are the exposed `c_u`.
+pub fn unit_exposed_s(comm_s: f64, compute_s: f64, units: f64) -> f64 {
+    let u = units.max(1.0);
+    let c_u = comm_s / u;
+    let t_u = compute_s / u;
+    c_u + (u - 1.0) * (c_u - t_u).max(0.0)
+}
+
+/// Seconds of one step by component; no strings, so the search can make millions.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StepSeconds {
+    /// Forward + backward compute time over all micro-batches (one stage), FP8 casts included.
+    pub compute: f64,
+    /// Of which recomputation.
+    pub recompute: f64,
+    /// Communication not hidden, by [`GroupKind::index`].
+    pub exposed_comm: [f64; 8],
+    /// Pipeline bubble.
+    pub bubble: f64,
+    /// Optimizer step (HBM-bound).
+    pub optimizer: f64,
+    /// Of `compute`, the FP8 cast passes (activations per micro-batch, weights once per step).
+    #[serde(default)]
+    pub fp8_casts: f64,
+    /// Step time.
+    pub total: f64,
+    /// Micro-batches per step.
+    pub micro_batches: f64,
+}
+
+impl StepSeconds {
+    /// All exposed communication.
+    pub fn exposed_comm_total(&self) -> f64 {
+        self.exposed_comm.iter().sum()
+    }
+}
+
+/// Where an input of a prediction came from.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InputSource {
+    /// Input key ("gemm_efficiency", "all_reduce.inter_node", ...).
+    pub key: String,
+    /// True when measured (a calibration), false when a preset or default was assumed.
+    pub measured: bool,
+}
+
+/// Full evaluation of one layout: seconds, rates and their explanations.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct StepCost {
+    /// The component seconds.
+    pub seconds: StepSeconds,
+    /// Every communication item, before overlap.
+    pub comms: Vec<CommItem>,
+    /// Tokens per step.
+    pub tokens_per_step: f64,
+    /// Tokens per second per GPU.
+    pub tokens_per_s_per_gpu: f64,
+    /// Model FLOPs utilisation.
+    pub mfu: f64,
+    /// Hardware FLOPs utilisation (recompute counted).
+    pub hfu: f64,
+    /// GEMM efficiency used.
+    pub gemm_efficiency: f64,
+    /// Explanations (values in seconds or as the key says).
+    pub terms: Vec<Term>,
+    /// Which inputs were measured and which assumed.
+    pub inputs: Vec<InputSource>,
+}
+
+/// Everything of the time model that does not depend on the layout.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepModel {
+    /// Communication inputs.
+    pub comm_inputs: CommInputs,
+    /// Link parameters.
+    pub comm: CommModel,
+    /// FLOPs per token.
+    pub flops: FlopsPerToken,
+    /// Peak dense rate of the compute dtype, FLOP/s (the linear-layer GEMMs; MFU's denominator).
+    pub peak_flops_per_s: f64,
+    /// Peak BF16 rate, FLOP/s: attention, and the GEMMs FP8 does not cover (LM head).
+    pub bf16_flops_per_s: f64,
+    /// The FP8 casts, when the linear layers run in FP8; `None` for BF16.
+    pub fp8: Option<Fp8Casts>,
+    /// HBM bandwidth, bytes/s.
+    pub hbm_bytes_per_s: f64,
+    /// GPUs per node.
+    pub gpus_per_node: u32,
+    /// Options.
+    pub options: CostOptions,
+    /// GEMM efficiency curve came from a measurement.
+    pub gemm_measured: bool,
+    /// Hidden size.
+    pub hidden: f64,
+    /// Expert FFN width `f_e` and routed experts `E` (0 for dense models).
+    pub expert_shape: (f64, f64),
+    /// Parameters the optimizer updates: Ψ, or the LoRA adapters only.
+    pub params: f64,
+    /// LoRA/QLoRA adapter terms ([`crate::input::finetune`]); `None` for full training.
+    pub adapters: Option<AdapterTime>,
+}
+
+impl StepModel {
+    /// The time model every view of `scenario` uses: [`StepModel::new`], with the
+    /// scenario's calibration applied when the user switched measured numbers on.
+    pub fn for_scenario(model: &ModelSpec, scenario: &Scenario, options: CostOptions) -> Self {
+        let step = StepModel::new(model, scenario, options);
+        match scenario.calibration.as_ref().filter(|m| m.enabled) {
+            Some(measured) => step.with_calibration(&measured.summary),
+            None => step,
+        }
+    }
+
+    /// Builds the layout-independent part from a scenario and its resolved model.
+    pub fn new(model: &ModelSpec, scenario: &Scenario, options: CostOptions) -> Self {
+        let gpu = &scenario.cluster.gpu;
+        let fp8 = scenario.precision.compute == ComputeDtype::Fp8 && gpu.fp8_flops_per_s > 0.0;
+        let peak = if fp8 {
+            gpu.fp8_flops_per_s
+        } else {
+            gpu.bf16_flops_per_s
+        };
+        let adapters = AdapterTime::of(model, &scenario.training.finetune);
+        StepModel {
+            comm_inputs: CommInputs::new(
+                model,
+                &scenario.precision,
+                &scenario.training,
+                &scenario.overheads,
+            ),
+            comm: CommModel::assumed(&scenario.cluster),
+            flops: flops_per_token(
+                model,
+                scenario.training.seq_len,
+                options.causal_attention_flops,
+            ),
+            peak_flops_per_s: peak,
+            bf16_flops_per_s: gpu.bf16_flops_per_s,
+            fp8: fp8.then(|| Fp8Casts::of(model)),
+            hbm_bytes_per_s: gpu.hbm_bytes_per_s,
+            gpus_per_node: scenario.cluster.gpus_per_node,
+            options,
+            gemm_measured: false,
+            hidden: f64::from(model.hidden),
+            expert_shape: model.moe.as_ref().map_or((0.0, 0.0), |m| {
+                (f64::from(m.expert_ffn), f64::from(m.routed_experts))
+            }),
+            params: adapters.map_or_else(|| model.params(), |a| a.adapter_params),
+            adapters,
+        }
+    }
+
+    /// Forward seconds per micro-batch on one GPU of the adapters' GEMMs and of QLoRA's
+    /// dequantization of the base weights; (0, 0) for full training.
+    fn adapter_seconds(&self, layout: &Layout, per_gpu_tokens: f64) -> (f64, f64) {
+        let Some(a) = &self.adapters else {
+            return (0.0, 0.0);
+        };
+        // Hu et al. 2021 §4.1: x·Aᵀ·Bᵀ costs 2·Ψ_A FLOPs per token; both GEMMs have the rank r
+        // as one dimension, so they run at the GEMM curve's efficiency for r.
+        let rate = self.peak_flops_per_s.max(1.0) * self.options.gemm.at(a.rank).max(1e-3);
+        let adapter_f = per_gpu_tokens * 2.0 * a.active_adapter_params / rate;
+        let pp = f64::from(layout.pp.max(1));
+        let dense = a.quantized_dense_params / (f64::from(layout.tp.max(1)) * pp);
+        let experts = a.quantized_expert_params / (f64::from(layout.ep.max(1)) * pp);
+        // bitsandbytes MatMul4Bit.forward dequantizes each NF4 weight before its GEMM, once per
+        // micro-batch: memory-bound, DEQUANT_BYTES_PER_PARAM of HBM traffic per parameter.
+        let dequant = (dense + experts) * DEQUANT_BYTES_PER_PARAM / self.hbm_bytes_per_s.max(1.0);
+        (adapter_f, dequant)
+    }
+
+    /// GEMM efficiency for a layout: the smallest of the tokens a rank multiplies
+    /// per micro-batch (`b·s/cp`) and the TP-split hidden size (`h/tp`).
+    pub fn gemm_efficiency(&self, layout: &Layout) -> f64 {
+        let tokens = f64::from(layout.micro_batch.max(1)) * self.comm_inputs.seq_len
+            / f64::from(layout.cp.max(1));
+        let split = self.hidden / f64::from(layout.tp.max(1));
+        self.options.gemm.at(tokens.min(split))
+    }
+
+    /// GEMM efficiency of the routed experts' GEMMs: the smaller of the tokens one expert
+    /// multiplies per micro-batch and its expert-TP-split width `f_e/expert_tp`. Tokens per
+    /// expert: each of the EP group's ranks sends its `b·s/cp` tokens (÷tp under sequence
+    /// parallel) top-k times over `E` experts, and the dispatcher gathers them over expert-TP
+    /// (megatron/core/transformer/moe/token_dispatcher.py), balanced routing assumed.
+    pub fn expert_gemm_efficiency(&self, layout: &Layout) -> f64 {
+        let (fe, experts) = self.expert_shape;
+        let etp = f64::from(layout.expert_tp.max(1));
+        let split = if layout.sequence_parallel {
+            f64::from(layout.tp.max(1))
+        } else {
+            1.0
+        };
+        let tokens_rank = f64::from(layout.micro_batch.max(1)) * self.comm_inputs.seq_len
+            / f64::from(layout.cp.max(1))
+            / split;
+        let tokens_expert =
+            etp * f64::from(layout.ep.max(1)) * tokens_rank * self.comm_inputs.experts_per_token
+                / experts.max(1.0);
+        self.options.gemm.at(tokens_expert.min(fe / etp))
+    }
+
+    /// Placement of a layout's groups on this cluster.
+    pub fn placement(&self, layout: &Layout) -> Placement {
+        Placement::of(layout, self.gpus_per_node, self.options.rank_order)
+    }
+
+    /// Component seconds for `layout` with its groups at `placement`. No allocation.
+    pub fn seconds(&self, layout: &Layout, placement: &Placement) -> StepSeconds {
+        let comms = step_comms(&self.comm_inputs, layout, placement, &self.comm);
+        self.seconds_with(layout, &comms)
+    }
+
+    fn seconds_with(&self, layout: &Layout, comms: &StepComms) -> StepSeconds {
+        let inp = &self.comm_inputs;
+        let m = inp.micro_batches(layout);
+        let b = f64::from(layout.micro_batch.max(1));
+        let pp = f64::from(layout.pp.max(1));
+        let shards = f64::from(layout.tp.max(1)) * f64::from(layout.cp.max(1)) * pp;
+        let peak = self.peak_flops_per_s.max(1.0);
+        let bf16 = self.bf16_flops_per_s.max(1.0);
+        let hbm = self.hbm_bytes_per_s.max(1.0);
+        let eff = self.gemm_efficiency(layout);
+        let gemm_rate = peak * eff;
+        // FlashAttention-2/3 run QKᵀ and P·V in BF16: TE's DotProductAttention stays BF16 under FP8
+        // unless fp8_dpa is set (DelayedScaling, transformer_engine/common/recipe: default False).
+        let attn_rate = bf16 * self.options.attention_efficiency.clamp(1e-3, 1.0);
+        let tokens_mb = b * inp.seq_len;
+        // One stage's share of one micro-batch: the model's work split over tp·cp·pp GPUs.
+        let per_gpu = tokens_mb / shards;
+        let attn_f = per_gpu * self.flops.attention_forward / attn_rate;
+        let elem_f = per_gpu
+            * f64::from(inp.layers)
+            * self.hidden
+            * self.options.elementwise_bytes_per_hidden
+            / 3.0
+            / hbm;
+        // Routed experts at their own GEMM shape (expert_gemm_efficiency); 0 for dense models.
+        let experts_fwd = self.flops.routed_expert_forward;
+        let experts_s = if experts_fwd > 0.0 {
+            experts_fwd / (peak * self.expert_gemm_efficiency(layout))
+        } else {
+            0.0
+        };
+        let (dense_f, cast_f, cast_b) = match &self.fp8 {
+            None => (
+                per_gpu * ((self.flops.dense_forward - experts_fwd) / gemm_rate + experts_s),
+                0.0,
+                0.0,
+            ),
+            Some(c) => {
+                // Megatron-Core's output layer is its own ColumnParallelLinear, not a TE module:
+                // the LM head runs BF16 (megatron/core/models/gpt/gpt_model.py).
+                let lm = self.flops.output_forward;
+                let dense = (self.flops.dense_forward - lm - experts_fwd) / gemm_rate
+                    + lm / (bf16 * eff)
+                    + experts_s;
+                // Per FP8 GEMM input, one BF16 read + one FP8 write (FP8_CAST_BYTES_PER_ELEMENT).
+                let cast = |elements: f64| per_gpu * elements * FP8_CAST_BYTES_PER_ELEMENT / hbm;
+                (
+                    per_gpu * dense,
+                    cast(c.forward_elements_per_token),
+                    cast(c.backward_elements_per_token),
+                )
+            }
+        };
+        // An uneven split (stage_split.rs): the stage with the most work per micro-batch sets
+        // the pace of every schedule's steady state and of its bubble (Narayanan et al. 2021
+        // §2.2: the bubble is (p − 1) stage times; with unequal stages the slowest one's).
+        // Its decoder layers scale the per-layer work; the LM head is on it only when it is the
+        // last stage, where it runs for the stage's whole share (× pp) rather than 1/pp of it.
+        let pace = inp.pace(layout);
+        let (dense_f, attn_f, elem_f, cast_f, cast_b) = if pace.even {
+            (dense_f, attn_f, elem_f, cast_f, cast_b)
+        } else {
+            let head_rate = if self.fp8.is_some() {
+                bf16 * eff
+            } else {
+                gemm_rate
+            };
+            let head_f = per_gpu * self.flops.output_forward / head_rate;
+            let on_stage = if pace.output { pp * head_f } else { 0.0 };
+            let k = pace.layer_scale;
+            (
+                (dense_f - head_f).max(0.0) * k + on_stage,
+                attn_f * k,
+                elem_f * k,
+                cast_f * k,
+                cast_b * k,
+            )
+        };
+        // LoRA adapters and QLoRA dequantization run per decoder layer, so they pace with it too.
+        let (adapter_f, dequant) = self.adapter_seconds(layout, per_gpu);
+        let per_layer = if pace.even { 1.0 } else { pace.layer_scale };
+        let t_f = dense_f + attn_f + elem_f + cast_f + (adapter_f + dequant) * per_layer;
+        // Backward: dgrad + wgrad = 2 × the forward's FLOPs and memory-bound traffic, plus dY's casts.
+        let t_b = match &self.adapters {
+            None => 2.0 * (dense_f + attn_f + elem_f) + cast_b,
+            // Frozen base weights: dgrad only (≈ 2N·tokens, no wgrad), the attention core and
+            // element-wise backward unchanged; adapters dgrad + wgrad; QLoRA dequantizes again
+            // (bitsandbytes MatMul4Bit.backward calls dequantize_4bit).
+            Some(_) => dense_f + 2.0 * (attn_f + elem_f) + cast_b + 2.0 * adapter_f + dequant,
+        };
+        let t_rc = match layout.recompute {
+            Recompute::None => 0.0,
+            // Korthikanti et al. 2022 §5: selective recomputes the attention core only.
+            Recompute::Selective => attn_f,
+            Recompute::Full => t_f,
+        };
+        let t_attn = 3.0 * attn_f;
+
+        let mut exposed = [0.0f64; 8];
+        let mut per_mb_critical = 0.0;
+        let mut after_pipeline = 0.0;
+        // ZeRO-3 backward: the unit's all-gather and reduce-scatter cross the same link, so
+        // their times add before they are set against one unit's backward (after the loop).
+        let (mut unit_bwd_s, mut unit_bwd_units, mut unit_bwd_group) = (0.0, 1.0, 0);
+        // Sum items by overlap class and group first (an item class may appear twice).
+        for item in comms.iter() {
+            let s = item.seconds_per_step;
+            let g = item.group.index();
+            if item.overlap == Overlap::EachUnitBackward {
+                unit_bwd_s += s;
+                unit_bwd_units = item.chunks_per_call;
+                unit_bwd_group = g;
+                continue;
+            }
+            let e = match item.overlap {
+                Overlap::None => {
+                    let hidden = match item.group {
+                        GroupKind::Tp => self.options.tp_overlap_fraction,
+                        GroupKind::Ep => self.options.ep_overlap_fraction,
+                        _ => 0.0,
+                    };
+                    let e = s * (1.0 - hidden.clamp(0.0, 1.0));
+                    if item.group != GroupKind::Pp {
+                        per_mb_critical += e / m;
+                    }
+                    e
+                }
+                Overlap::Attention => {
+                    let e = (s / m - t_attn).max(0.0) * m;
+                    per_mb_critical += e / m;
+                    e
+                }
+                Overlap::EachForward => {
+                    let e = m * unit_exposed_s(s / m, t_f, item.chunks_per_call);
+                    per_mb_critical += e / m;
+                    e
+                }
+                Overlap::EachUnitBackward => 0.0,
+                Overlap::EachBackward => {
+                    let last = s / (m * item.chunks_per_call);
+                    let e = (s / m - t_b).max(last) * m;
+                    per_mb_critical += e / m;
+                    e
+                }
+                Overlap::LastBackward => {
+                    // The last bucket cannot overlap: it is reduced after backward ends.
+                    let last = s / (item.calls_per_step * item.chunks_per_call);
+                    let e = (s - t_b).max(last);
+                    after_pipeline += e;
+                    e
+                }
+                Overlap::FirstForward => {
+                    let e = (s - t_f).max(0.0);
+                    after_pipeline += e;
+                    e
+                }
+            };
+            // What overlap hid still costs a share of its time (SMs and HBM taken by NCCL).
+            let interference = (s - e).max(0.0) * self.options.overlap_slowdown.clamp(0.0, 1.0);
+            match item.overlap {
+                Overlap::LastBackward | Overlap::FirstForward => after_pipeline += interference,
+                _ => per_mb_critical += interference / m,
+            }
+            exposed[g] += e + interference;
+        }
+        if unit_bwd_s > 0.0 {
+            let e = m * unit_exposed_s(unit_bwd_s / m, t_b + t_rc, unit_bwd_units);
+            let interference =
+                (unit_bwd_s - e).max(0.0) * self.options.overlap_slowdown.clamp(0.0, 1.0);
+            per_mb_critical += (e + interference) / m;
+            exposed[unit_bwd_group] += e + interference;
+        }
+        let t_mb = t_f + t_b + t_rc + per_mb_critical;
+        let ideal = m * t_mb;
+        // Overhead relative to ideal time, not the idle share (pipeline.rs names both).
+        let m_whole = u32::try_from(m.round() as u64).unwrap_or(u32::MAX);
+        let bubble = crate::parallel::pipeline::bubble(
+            layout.schedule,
+            layout.pp.max(1),
+            m_whole,
+            layout.virtual_stages.max(1),
+        )
+        .overhead_vs_ideal
+            * ideal;
+        let pp_exposed = exposed[GroupKind::Pp.index()];
+
+        let sharded_over = match layout.zero {
+            ZeroStage::Ddp => 1.0,
+            _ => f64::from(layout.dp.max(1)) * f64::from(layout.cp.max(1)),
+        };
+        // The optimizer of every stage runs at once: the pacing stage's share (1 when even).
+        let params_local =
+            self.params / (shards / f64::from(layout.cp.max(1))) / sharded_over * pace.layer_scale;
+        let optimizer =
+            params_local * self.options.optimizer_bytes_per_param / self.hbm_bytes_per_s.max(1.0);
+        // TE casts each weight to FP8 on the first micro-batch of a step and reuses the copy (TE user
+        // guide, examples/advanced_optimizations "FP8 weight caching"; Megatron passes is_first_microbatch).
+        let weight_cast = match &self.fp8 {
+            None => 0.0,
+            Some(c) => {
+                let stage = pp * f64::from(layout.tp.max(1));
+                // MoE parallel folding (Liu et al. 2025 §3): a rank holds routed/(EP·ETP) per stage.
+                let experts = pp * f64::from(layout.ep.max(1)) * f64::from(layout.expert_tp.max(1));
+                (c.dense_weights / stage + c.expert_weights / experts)
+                    * pace.layer_scale
+                    * FP8_CAST_BYTES_PER_ELEMENT
+                    / hbm
+            }
+        };
+        let recast = match layout.recompute {
+            Recompute::Full => cast_f,
+            _ => 0.0,
+        };
+
+        let total = ideal + bubble + pp_exposed + after_pipeline + optimizer + weight_cast;
+        StepSeconds {
+            compute: m * (t_f + t_b + t_rc) + weight_cast,
+            recompute: m * t_rc,
+            exposed_comm: exposed,
+            bubble,
+            optimizer,
+            fp8_casts: m * (cast_f + cast_b + recast) + weight_cast,
+            total,
+            micro_batches: m,
+        }
+    }
+
+    /// Every input of the time model and whether it was measured: the peak rate
+    /// (datasheet), the GEMM curve, and each operation on each link.
+    pub fn input_sources(&self) -> Vec<InputSource> {
+        let mut out = vec![
+            InputSource {
+                key: "peak_flops".into(),
+                measured: false,
+            },
+            InputSource {
+                key: "gemm_efficiency".into(),
+                measured: self.gemm_measured,
+            },
+        ];
+        for op in crate::time::collectives::Collective::ALL {
+            for domain in [
+                crate::time::collectives::LinkDomain::IntraNode,
+                crate::time::collectives::LinkDomain::InterNode,
+            ] {
+                out.push(InputSource {
+                    key: format!("{}.{}", op.id(), domain.id()),
+                    measured: self.comm.is_measured(op, domain),
+                });
+            }
+        }
+        out
+    }
+
+    /// Tokens per step.
+    pub fn tokens_per_step(&self) -> f64 {
+        self.comm_inputs.global_batch * self.comm_inputs.seq_len
+    }
+
+    /// Model FLOPs utilisation of a step that took `seconds` on `gpus`.
+    pub fn mfu(&self, seconds: f64, gpus: f64) -> f64 {
+        self.tokens_per_step() * self.flops.model() / (gpus * self.peak_flops_per_s * seconds)
+    }
+
+    /// How the stages' work is counted, for the compute term: balanced, or the pacing stage.
+    fn stage_balance(&self, layout: &Layout) -> String {
+        let pace = self.comm_inputs.pace(layout);
+        if pace.even && !layout.stage_split.is_even() {
+            return "Balanced stages (the stage split does not fit this model's layers and pp × v, see the rules)".into();
+        }
+        if pace.even {
+            return "Balanced stages".into();
+        }
+        let sh = crate::input::stage_split::SplitShape::new(
+            self.comm_inputs.layers,
+            layout.pp,
+            layout.virtual_stages,
+        );
+        format!(
+            "Uneven stages ({}): stage {} sets the pace with {} decoder layers{} ({:.3} × the average stage's layers; LM head ≈ {:.2} layers)",
+            layout.stage_split.describe(sh),
+            pace.rank,
+            pace.layers,
+            if pace.output { " and the LM head" } else { "" },
+            pace.layer_scale,
+            self.comm_inputs.head_layers
+        )
+    }
+
+    /// Full evaluation with explanations.
+    pub fn evaluate(&self, layout: &Layout) -> StepCost {
+        let placement = self.placement(layout);
+        let comms = step_comms(&self.comm_inputs, layout, &placement, &self.comm);
+        let s = self.seconds_with(layout, &comms);
+        let gpus = layout.world_size() as f64;
+        let tokens = self.tokens_per_step();
+        let mfu = self.mfu(s.total, gpus);
+        let hfu = tokens * self.flops.hardware(layout.recompute)
+            / (gpus * self.peak_flops_per_s * s.total);
+        let eff = self.gemm_efficiency(layout);
+        let ms = |x: f64| format!("{:.1} ms", x * 1e3);
+        let mut terms = vec![
+            Term {
+                key: "time.compute".into(),
+                label: "Compute".into(),
+                bytes: s.compute,
+                formula: "m · b·s/(tp·cp·pp) · 3 · ((2N − F_head − F_exp)/(peak·eff_gemm) + F_exp/(peak·eff_expert) + F_head/(peak_bf16·eff_gemm) + F_attn/(peak_bf16·eff_attn) + bytes_elem/HBM) + FP8 casts + recompute (peak = peak_bf16 unless FP8)".into(),
+                worked: format!(
+                    "{} micro-batches × {} tokens over {} GPUs per replica, GEMMs {:.0} TFLOP/s × {:.2} (routed experts × {:.2}), attention and LM head at BF16 {:.0} TFLOP/s (attention × {:.2}) = {} (of which recompute {})",
+                    s.micro_batches,
+                    f64::from(layout.micro_batch) * self.comm_inputs.seq_len,
+                    u64::from(layout.tp) * u64::from(layout.cp) * u64::from(layout.pp),
+                    self.peak_flops_per_s / 1e12,
+                    eff,
+                    self.expert_gemm_efficiency(layout),
+                    self.bf16_flops_per_s / 1e12,
+                    self.options.attention_efficiency,
+                    ms(s.compute),
+                    ms(s.recompute)
+                ),
+                assumption: format!(
+                    "{}; backward = 2 × forward; GEMM efficiency {} by the smallest GEMM dimension; memory-bound ops move {} B per token per layer per hidden unit",
+                    self.stage_balance(layout),
+                    if self.gemm_measured { "measured" } else { "assumed" },
+                    self.options.elementwise_bytes_per_hidden
+                ),
+            },
+            Term {
+                key: "time.bubble".into(),
+                label: "Pipeline bubble".into(),
+                bytes: s.bubble,
+                formula: "overhead_vs_ideal(schedule, p, m, v) × m · t_micro-batch".into(),
+                worked: format!("{} × p={} m={} v={} = {}", layout.schedule.label(), layout.pp, s.micro_batches, layout.virtual_stages, ms(s.bubble)),
+                assumption: "Overhead relative to ideal time ((p−1)/m, (p−1)/(v·m) interleaved; Narayanan et al. 2021)".into(),
+            },
+            Term {
+                key: "time.optimizer".into(),
+                label: "Optimizer step".into(),
+                bytes: s.optimizer,
+                formula: "local params × bytes moved / HBM bandwidth".into(),
+                worked: ms(s.optimizer),
+                assumption: format!(
+                    "{} B of HBM traffic per local parameter",
+                    self.options.optimizer_bytes_per_param
+                ),
+            },
+        ];
+        if let Some(c) = &self.fp8 {
+            // Transformer Engine docs, "FP8 Delayed Scaling": one read per quantization, the
+            // amax recorded in the same pass; weights cast once per step ("FP8 weight caching").
+            terms.push(Term {
+                key: "time.fp8_casts".into(),
+                label: "FP8 casts (of compute)".into(),
+                bytes: s.fp8_casts,
+                formula: "m · b·s/(tp·cp·pp) · (ΣK fwd + ΣN bwd [+ ΣK recomputed]) · 3 B / HBM + (W_dense/(tp·pp) + W_experts/(ep·etp·pp)) · 3 B / HBM".into(),
+                worked: format!(
+                    "{:.3e} forward + {:.3e} backward elements per token, {:.3e} + {:.3e} weights, {} B each at {:.2} TB/s = {}",
+                    c.forward_elements_per_token,
+                    c.backward_elements_per_token,
+                    c.dense_weights,
+                    c.expert_weights,
+                    FP8_CAST_BYTES_PER_ELEMENT,
+                    self.hbm_bytes_per_s / 1e12,
+                    ms(s.fp8_casts)
+                ),
+                assumption: "Delayed scaling: each FP8 GEMM input (X forward, dY backward, each weight once per step) is read in BF16 and written in FP8; FP8 transposes for wgrad and casts fused into norms are not counted separately; split over tp like the other memory-bound work".into(),
+            });
+        }
+        for kind in GroupKind::ALL {
+            let e = s.exposed_comm[kind.index()];
+            let raw: f64 = comms
+                .iter()
+                .filter(|i| i.group == kind)
+                .map(|i| i.seconds_per_step)
+                .sum();
+            if raw > 0.0 {
+                terms.push(Term {
+                    key: format!("time.comm.{}", kind.id()),
+                    label: format!("Exposed {} communication", kind.id()),
+                    bytes: e,
+                    formula: "steps·α + bytes·factor(n)/busbw, minus what overlaps".into(),
+                    worked: format!("{} of {} total", ms(e), ms(raw)),
+                    assumption: "α–β with nccl-tests bus-bandwidth factors; two-level when a group spans nodes".into(),
+                });
+            }
+        }
+        // ZeRO-3 per-unit overlap (unit_exposed_s: PyTorch FSDP notes, Zhao et al. 2023 §3.3), seconds.
+        let per_unit = |o: Overlap| -> (f64, f64) {
+            comms
+                .iter()
+                .filter(|i| i.overlap == o)
+                .fold((0.0, 1.0), |(t, _), i| {
+                    (t + i.seconds_per_step, i.chunks_per_call)
+                })
+        };
+        let (fwd_s, units) = per_unit(Overlap::EachForward);
+        let (bwd_s, bwd_units) = per_unit(Overlap::EachUnitBackward);
+        if fwd_s + bwd_s > 0.0 {
+            let m = s.micro_batches.max(1.0);
+            let t_f = (s.compute - s.recompute) / (3.0 * m);
+            let t_bwd = 2.0 * t_f + s.recompute / m;
+            let e_f = m * unit_exposed_s(fwd_s / m, t_f, units);
+            let e_b = m * unit_exposed_s(bwd_s / m, t_bwd, bwd_units);
+            terms.push(Term {
+                key: "time.comm.zero3_units".into(),
+                label: "ZeRO-3 gathers and reduce-scatters not hidden (seconds)".into(),
+                bytes: e_f + e_b,
+                formula: "m · Σ_{fwd, bwd} [c_u + (U−1)·max(0, c_u − t_u)], c_u = comm per unit (bwd: all-gather + reduce-scatter), t_u = compute per unit".into(),
+                worked: format!(
+                    "m = {m}, U = {units}: forward c_u {} vs t_u {} → {}; backward c_u {} vs t_u {} → {}",
+                    ms(fwd_s / (m * units)),
+                    ms(t_f / units),
+                    ms(e_f),
+                    ms(bwd_s / (m * bwd_units)),
+                    ms(t_bwd / bwd_units),
+                    ms(e_b)
+                ),
+                assumption: "One layer per unit, one unit prefetched, the first gather and the last reduce-scatter of each micro-batch exposed; gradients reduce-scattered every micro-batch (no deferred sync); before the overlap slowdown".into(),
+            });
+        }
+        terms.push(Term {
+            key: "rate.mfu".into(),
+            label: "MFU".into(),
+            bytes: mfu,
+            formula: "tokens · 6N+12Lhs per token / (GPUs · peak · step time)".into(),
+            worked: format!(
+                "{:.3e} tokens · {:.3e} FLOP / ({} · {:.0} TFLOP/s · {:.3} s) = {:.1}%",
+                tokens,
+                self.flops.model(),
+                gpus,
+                self.peak_flops_per_s / 1e12,
+                s.total,
+                mfu * 100.0
+            ),
+            assumption: "Model FLOPs exclude recompute (HFU includes it); full s×s attention counted".into(),
+        });
+        terms.push(Term {
+            key: "rate.hfu".into(),
+            label: "HFU".into(),
+            bytes: hfu,
+            formula: "tokens · (model + recompute FLOPs per token) / (GPUs · peak · step time)"
+                .into(),
+            worked: format!(
+                "{:.1}% with {} recompute",
+                hfu * 100.0,
+                layout.recompute.id()
+            ),
+            assumption: "Selective recompute repeats the attention core; full repeats the forward"
+                .into(),
+        });
+        terms.push(Term {
+            key: "rate.tokens_per_s_per_gpu".into(),
+            label: "Tokens/s per GPU".into(),
+            bytes: tokens / s.total / gpus,
+            formula: "global batch · seq / step time / GPUs".into(),
+            worked: format!(
+                "{tokens:.3e} / {:.3} s / {gpus} = {:.0}",
+                s.total,
+                tokens / s.total / gpus
+            ),
+            assumption: "Every GPU of the layout counted".into(),
+        });
+        // The inputs this layout used: peak, GEMM curve, and the links its items crossed.
+        let mut inputs: Vec<InputSource> = self.input_sources().into_iter().take(2).collect();
+        for item in comms.iter() {
+            let key = format!("{}.{}", item.op.id(), item.domain.id());
+            if !inputs.iter().any(|i| i.key == key) {
+                inputs.push(InputSource {
+                    key,
+                    measured: item.measured,
+                });
+            }
+        }
+        StepCost {
+            seconds: s,
+            comms: comms.iter().copied().collect(),
+            tokens_per_step: tokens,
+            tokens_per_s_per_gpu: tokens / s.total / gpus,
+            mfu,
+            hfu,
+            gemm_efficiency: eff,
+            terms,
+            inputs,
+        }
+    }
+}
+
+/// Which scaling is shown: the denominator every efficiency needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScalingKind {
+    /// Total work fixed (global batch constant) as GPUs grow.
+    Strong,
+    /// Work per GPU fixed (global batch grows with DP) as GPUs grow.
+    Weak,
+}
+
+/// One point of a scaling curve.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScalingPoint {
+    /// Data-parallel degree.
+    pub dp: u32,
+    /// GPUs.
+    pub gpus: u64,
+    /// Global batch (sequences).
+    pub global_batch: u32,
+    /// Step time, seconds.
+    pub step_s: f64,
+    /// Tokens per second, whole job.
+    pub tokens_per_s: f64,
+    /// Strong: `T_base·G_base / (T·G)`; weak: `T_base / T` (baseline: the first point).
+    pub efficiency: f64,
+}
+
+/// A scaling curve and the baseline its efficiencies are relative to.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ScalingCurve {
+    /// Strong or weak.
+    pub kind: ScalingKind,
+    /// The denominator, in words: which point and what is held fixed.
+    pub baseline: String,
+    /// The points, baseline first.
+    pub points: Vec<ScalingPoint>,
+}
+
+/// Scaling over data-parallel degrees with everything else of `scenario.layout`
+/// fixed; the baseline is the first entry of `dp_values`.
+pub fn scaling_curve(
+    model: &ModelSpec,
+    scenario: &Scenario,
+    options: &CostOptions,
+    kind: ScalingKind,
+    dp_values: &[u32],
+) -> ScalingCurve {
+    let points = scaling(model, scenario, options, kind, dp_values);
+    let baseline = match points.first() {
+        None => "no points".to_string(),
+        Some(b) => match kind {
+            ScalingKind::Strong => format!(
+                "strong scaling: global batch fixed at {} sequences; efficiency = (T·GPUs at dp {} on {} GPUs) / (T·GPUs)",
+                b.global_batch, b.dp, b.gpus
+            ),
+            ScalingKind::Weak => format!(
+                "weak scaling: {} sequences per data-parallel rank fixed; efficiency = T at dp {} on {} GPUs / T",
+                f64::from(b.global_batch) / f64::from(b.dp.max(1)),
+                b.dp,
+                b.gpus
+            ),
+        },
+    };
+    ScalingCurve {
+        kind,
+        baseline,
+        points,
+    }
+}
+
+/// Points of [`scaling_curve`] (baseline: the first entry of `dp_values`).
+pub fn scaling(
+    model: &ModelSpec,
+    scenario: &Scenario,
+    options: &CostOptions,
+    kind: ScalingKind,
+    dp_values: &[u32],
+) -> Vec<ScalingPoint> {
+    let base_dp = dp_values.first().copied().unwrap_or(1).max(1);
+    let base_batch = scenario.training.global_batch;
+    let mut out: Vec<ScalingPoint> = Vec::with_capacity(dp_values.len());
+    for &dp in dp_values {
+        let dp = dp.max(1);
+        let mut sc = scenario.clone();
+        sc.layout.dp = dp;
+        if kind == ScalingKind::Weak {
+            let per = u64::from(base_batch) * u64::from(dp) / u64::from(base_dp);
+            sc.training.global_batch = u32::try_from(per).unwrap_or(u32::MAX);
+        }
+        let model_t = StepModel::for_scenario(model, &sc, options.clone());
+        let s = model_t.seconds(&sc.layout, &model_t.placement(&sc.layout));
+        let gpus = sc.layout.world_size();
+        let tokens_per_s = model_t.tokens_per_step() / s.total;
+        let efficiency = match out.first() {
+            None => 1.0,
+            Some(b) => match kind {
+                ScalingKind::Strong => b.step_s * b.gpus as f64 / (s.total * gpus as f64),
+                ScalingKind::Weak => b.step_s / s.total,
+            },
+        };
+        out.push(ScalingPoint {
+            dp,
+            gpus,
+            global_batch: sc.training.global_batch,
+            step_s: s.total,
+            tokens_per_s,
+            efficiency,
+        });
+    }
+    out
+}
+
+/// Evaluates a scenario's own layout: resolves its model, applies `calibration`
+/// when given, and returns the explained step cost. The scenario's own calibration
+/// is not consulted (the page compares datasheet and measured this way);
+/// [`StepModel::for_scenario`] is the model that honours it.
+pub fn evaluate_scenario(
+    scenario: &Scenario,
+    options: CostOptions,
+    calibration: Option<&crate::input::calibration::CalibrationSummary>,
+) -> Result<StepCost, crate::resolve::presets::ScenarioError> {
+    let model = scenario.model_spec()?;
+    let mut step_model = StepModel::new(&model, scenario, options);
+    if let Some(cal) = calibration {
+        step_model = step_model.with_calibration(cal);
+    }
+    Ok(step_model.evaluate(&scenario.layout))
+}

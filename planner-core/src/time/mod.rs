@@ -1,0 +1,7 @@
+//! Seconds per step: collectives (α–β), the step's communication, and the step cost.
+//!
+//! Invariant: Sibling of `memory`: never imports it (or anything above).
+
+pub mod collectives;
+pub mod comms;
+pub mod cost;
