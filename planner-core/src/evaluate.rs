@@ -3,7 +3,8 @@
 //! The app calls [`evaluate`] on every input event and the `meshplan eval`
 //! command prints its result, so both always show the same numbers.
 
-use crate::input::finetune::{FineTuneMode, FineTuneSummary};
+use crate::input::finetune::FineTuneMode;
+use crate::time::adapters::FineTuneSummary;
 use serde::{Deserialize, Serialize};
 
 use crate::base::explain::Term;
@@ -169,7 +170,7 @@ pub fn evaluate(scenario: &Scenario) -> Result<Evaluation, EvaluateError> {
         let mut full = scenario.clone();
         full.training.finetune.mode = FineTuneMode::Full;
         let full_s = step_cost(&model, &full).seconds.total;
-        crate::input::finetune::summary(
+        crate::time::adapters::summary(
             &model,
             &scenario.training.finetune,
             step.seconds.total,

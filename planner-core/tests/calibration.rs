@@ -1,10 +1,9 @@
 //! nccl-tests parsing and the α–β / GEMM fits, on synthetic outputs generated
 //! from known parameters (not measurements) in nccl-tests' own print format.
 
+use planner_core::edges::calibration_fit::{calibrate, fit_gemm, samples_from_nccl};
 use planner_core::edges::nccl_tests::{parse, parse_json, parse_text};
-use planner_core::input::calibration::{
-    calibrate, fit_gemm, samples_from_nccl, CommSample, GemmSample,
-};
+use planner_core::input::calibration::{CommSample, GemmSample};
 use planner_core::input::hardware::{gpu_preset, Cluster};
 use planner_core::input::layout::Layout;
 use planner_core::input::precision::Precision;
@@ -237,7 +236,7 @@ fn gemm_fit_recovers_a_saturating_curve_and_marks_predictions_measured() {
 
 #[test]
 fn bench_report_feeds_the_fits() {
-    use planner_core::input::calibration::samples_from_report;
+    use planner_core::edges::calibration_fit::samples_from_report;
     use planner_core::input::precision::ComputeDtype;
     let text = include_str!("fixtures/report/synthetic-2gpu.json");
     let report = planner_core::edges::report::parse_report(text).expect("report");
@@ -260,8 +259,8 @@ fn bench_report_feeds_the_fits() {
 
 #[test]
 fn bus_factors_match_the_report_module() {
+    use planner_core::edges::calibration_fit::collective_of;
     use planner_core::edges::report::{busbw_factor, CollectiveOp};
-    use planner_core::input::calibration::collective_of;
     for op in CollectiveOp::ALL {
         for n in [2u32, 3, 8, 64, 1000] {
             assert_eq!(

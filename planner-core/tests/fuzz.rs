@@ -20,13 +20,13 @@
 
 use std::time::Instant;
 
+use planner_core::edges::calibration_fit::{calibrate, samples_from_nccl, samples_from_report};
 use planner_core::edges::export::{exports, notes_markdown};
 use planner_core::edges::hf_config::import_hf_config;
 use planner_core::edges::link::{decode, decode_lenient, encode};
 use planner_core::edges::nccl_tests::{parse as parse_nccl, parse_json, parse_text};
 use planner_core::edges::report::parse_report;
 use planner_core::evaluate::evaluate;
-use planner_core::input::calibration::{calibrate, samples_from_nccl, samples_from_report};
 use planner_core::input::hardware::{gpu_preset, Cluster};
 use planner_core::input::precision::ComputeDtype;
 use planner_core::input::scenario::{ModelChoice, Scenario};

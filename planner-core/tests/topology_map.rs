@@ -1,10 +1,8 @@
 //! The topology figure's data: coordinates, groups, traffic and spill warnings.
 
+use planner_core::figures::topology_map::{domain_bytes, topology_map, MAX_DRAWN_NODES};
 use planner_core::input::layout::Layout;
-use planner_core::parallel::topology::{
-    domain_bytes, topology_map, Domain, GroupKind, GroupPlacement, RankGrid, RankOrder,
-    MAX_DRAWN_NODES,
-};
+use planner_core::parallel::topology::{Domain, GroupKind, GroupPlacement, RankGrid, RankOrder};
 use planner_core::resolve::presets::{article_mesh_scenario, default_scenario};
 use planner_core::time::collectives::Collective;
 use planner_core::time::cost::CostOptions;

@@ -6,14 +6,14 @@
 //! against their prediction. A file that cannot be used leaves the state as it was.
 
 use leptos::prelude::*;
+use planner_core::edges::calibration_fit::{
+    calibrate, compare_comm, compare_gemm, predicted_busbw_bytes_per_s, samples_from_nccl,
+    samples_from_report, CommComparison, GemmComparison,
+};
 use planner_core::edges::layer_step::{check_all, gate_up_matrices_for, LayerStepCheck};
 use planner_core::edges::nccl_tests;
 use planner_core::edges::report::{parse_report, LayerStepResult, MAX_REPORT_TEXT_BYTES};
-use planner_core::input::calibration::{
-    calibrate, compare_comm, compare_gemm, predicted_busbw_bytes_per_s, samples_from_nccl,
-    samples_from_report, CalibrationSummary, CommComparison, CommSample, GemmComparison,
-    GemmSample,
-};
+use planner_core::input::calibration::{CalibrationSummary, CommSample, GemmSample};
 use planner_core::input::hardware::{gpu_preset_for_device, Cluster, GpuSpec};
 use planner_core::input::precision::ComputeDtype;
 use planner_core::input::scenario::{Measured, Scenario};
@@ -158,7 +158,7 @@ fn import(name: &str, text: &str, scenario: &Scenario) -> Result<Imported, Strin
         .check()
         .map_err(|e| format!("{name}: the fit is not usable — {e}"))?;
     let mut fitted = assumed.clone();
-    summary.apply_to(&mut fitted);
+    fitted.apply_calibration(&summary);
     let (gemm_curve, peak) = summary
         .gemm
         .as_ref()

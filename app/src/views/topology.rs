@@ -3,10 +3,11 @@
 //! traffic of that group drawn where it runs: a bar under a node for traffic
 //! inside it (NVLink), arcs between nodes for traffic over the network. A
 //! group that leaves a node when it should not (TP) is outlined as a warning.
-//! Everything comes from planner-core's `topology::topology_map`.
+//! Everything comes from planner-core's `figures::topology_map`.
 
 use leptos::prelude::*;
-use planner_core::parallel::topology::{topology_map, GroupKind, GroupTraffic, TopologyMap};
+use planner_core::figures::topology_map::{topology_map, GroupTraffic, TopologyMap};
+use planner_core::parallel::topology::GroupKind;
 use planner_core::time::cost::CostOptions;
 
 use crate::app::Ctx;

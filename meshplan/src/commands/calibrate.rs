@@ -3,11 +3,10 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
+use planner_core::edges::calibration_fit::{calibrate, samples_from_nccl, samples_from_report};
 use planner_core::edges::nccl_tests;
 use planner_core::edges::report::parse_report;
-use planner_core::input::calibration::{
-    calibrate, samples_from_nccl, samples_from_report, CalibrationSummary, CommSample, GemmSample,
-};
+use planner_core::input::calibration::{CalibrationSummary, CommSample, GemmSample};
 use planner_core::input::hardware::{gpu_preset, gpu_preset_for_device, Cluster, GpuSpec};
 use planner_core::input::precision::ComputeDtype;
 use planner_core::time::collectives::{Collective, CommModel};

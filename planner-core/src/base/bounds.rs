@@ -129,6 +129,21 @@ pub const LORA_RANK_MAX: u32 = 65_536;
 /// LoRA α: 1 to 10^6.
 pub const LORA_ALPHA_MAX: u32 = 1_000_000;
 
+/// Longest sequence accepted: 10M tokens (10 × 2^20).
+pub const MAX_SEQ_LEN: u32 = 10_485_760;
+/// Most GPUs a scenario may hold.
+pub const MAX_GPUS: u64 = 1_000_000;
+/// Most layers a custom model may have.
+pub const MAX_LAYERS: u32 = 10_000;
+/// Largest hidden size, FFN width, head count or head dim a custom model may have.
+pub const MAX_WIDTH: u32 = 1 << 22;
+/// Largest vocabulary.
+pub const MAX_VOCAB: u32 = 1 << 26;
+/// Most routed experts per layer.
+pub const MAX_EXPERTS: u32 = 1 << 16;
+/// Most parameters a model may have (keeps every `u64` count far from overflow).
+pub const MAX_PARAMS: f64 = 1e16;
+
 #[cfg(test)]
 mod tests {
     use super::*;

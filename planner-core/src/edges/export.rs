@@ -168,7 +168,7 @@ pub fn export(format: ExportFormat, scenario: &Scenario, model: &ModelSpec) -> E
         };
         layout_errors(&ctx, tool, &mut notes);
     }
-    notes.extend(crate::input::finetune::export_notes(
+    notes.extend(crate::edges::finetune_export::export_notes(
         format,
         &scenario.training.finetune,
     ));

@@ -2,7 +2,9 @@
 //!
 //! Invariant: The top layer: may import anything below; nothing imports it.
 
+pub mod calibration_fit;
 pub mod export;
+pub mod finetune_export;
 pub mod hf_config;
 pub mod layer_step;
 pub mod link;

@@ -5,9 +5,10 @@
 use serde::{Deserialize, Serialize};
 
 use crate::base::explain::Term;
+use crate::figures::topology_map::domain_bytes;
 use crate::input::model::ModelSpec;
 use crate::input::scenario::Scenario;
-use crate::parallel::topology::{domain_bytes, Domain, GroupKind};
+use crate::parallel::topology::{Domain, GroupKind};
 use crate::time::collectives::Collective;
 use crate::time::comms::{CommItem, Purpose};
 use crate::time::cost::{CostOptions, StepModel, StepSeconds};

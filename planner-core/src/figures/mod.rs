@@ -4,3 +4,4 @@
 
 pub mod breakdown;
 pub mod teaching;
+pub mod topology_map;

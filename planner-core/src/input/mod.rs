@@ -3,8 +3,10 @@
 //! Invariant: Imports only `base`: a type here never knows how it is priced, placed or printed.
 
 pub mod calibration;
+pub mod collective;
 pub mod finetune;
 pub mod framework;
+pub mod gemm_efficiency;
 pub mod hardware;
 pub mod layout;
 pub mod model;

@@ -458,7 +458,7 @@ impl StageSplit {
     /// Parses [`StageSplit::to_link`]; refuses more than [`MAX_SPLIT_CHUNKS`] chunks or a
     /// count above `MAX_LAYERS` before allocating for them.
     pub fn from_link(v: &str) -> Result<Self, String> {
-        let max = crate::resolve::validate::MAX_LAYERS;
+        let max = crate::base::bounds::MAX_LAYERS;
         let count = |t: &str| -> Result<u32, String> {
             match t.parse::<u32>() {
                 Ok(n) if n <= max => Ok(n),

@@ -18,11 +18,12 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::input::finetune::{adapter_values_per_token, frozen_keeps, LoraSettings};
+use crate::input::finetune::LoraSettings;
 use crate::input::layout::{Layout, Recompute, Schedule};
 use crate::input::model::{FfnKind, ModelSpec};
 use crate::input::precision::Precision;
 use crate::input::scenario::{ActivationOptions, Training};
+use crate::memory::adapters::{adapter_values_per_token, frozen_keeps};
 
 /// Everything the activation sums need besides the model: per-rank batch
 /// shape, group sizes and switches.

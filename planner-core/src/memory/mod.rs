@@ -3,6 +3,7 @@
 //! Invariant: Sibling of `time`: never imports it (or anything above).
 
 pub mod activations;
+pub mod adapters;
 pub mod kv_cache;
 pub mod loss_memory;
 pub mod model_state;

@@ -8,7 +8,6 @@
 use serde::{Deserialize, Serialize};
 
 use crate::base::explain::Term;
-use crate::input::finetune::{adapter_state, state_terms as adapter_state_terms, AdapterState};
 use crate::input::framework::Framework;
 use crate::input::layout::{Layout, Recompute, ZeroStage};
 use crate::input::model::{ModelSpec, ParamBreakdown};
@@ -19,6 +18,7 @@ use crate::memory::activations::{
     extras_bytes, in_flight_microbatches, layer_bytes, layer_recompute_transient_bytes,
     ActivationSetup, LayerKind,
 };
+use crate::memory::adapters::{adapter_state, state_terms as adapter_state_terms, AdapterState};
 
 /// Where a pipeline stage sits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -698,40 +698,7 @@ pub struct TrainingMemory {
     pub fits: bool,
 }
 
-/// Decimal-unit byte count for `worked` strings ("17.5 GB").
-pub(crate) fn fmt_bytes(bytes: f64) -> String {
-    let (value, unit) = if bytes.abs() >= 1e9 {
-        (bytes / 1e9, "GB")
-    } else if bytes.abs() >= 1e6 {
-        (bytes / 1e6, "MB")
-    } else if bytes.abs() >= 1e3 {
-        (bytes / 1e3, "kB")
-    } else {
-        (bytes, "B")
-    };
-    format!("{} {unit}", fmt_num(value))
-}
-
-/// A number with at most four decimals and no trailing zeros; large counts as `70e9`.
-pub(crate) fn fmt_num(x: f64) -> String {
-    let trim = |v: f64| {
-        let s = format!("{v:.4}");
-        let s = s.trim_end_matches('0').trim_end_matches('.');
-        if s == "-0" {
-            "0".to_string()
-        } else {
-            s.to_string()
-        }
-    };
-    let a = x.abs();
-    if a >= 1e9 {
-        format!("{}e9", trim(x / 1e9))
-    } else if a >= 1e6 {
-        format!("{}e6", trim(x / 1e6))
-    } else {
-        trim(x)
-    }
-}
+pub(crate) use crate::base::explain::{fmt_bytes, fmt_num};
 
 #[derive(Clone, Copy)]
 enum Category {
@@ -891,14 +858,14 @@ fn state_terms(
 }
 
 /// [`model_state`] in the scenario's fine-tuning mode: under LoRA/QLoRA the frozen base
-/// and the adapters' state ([`crate::input::finetune::model_state_bars`]).
+/// and the adapters' state ([`crate::memory::adapters::model_state_bars`]).
 pub fn model_state_for(
     model: &ModelSpec,
     precision: &Precision,
     layout: &Layout,
     training: &Training,
 ) -> Vec<ModelStateBar> {
-    crate::input::finetune::model_state_bars(model, precision, layout, &training.finetune)
+    crate::memory::adapters::model_state_bars(model, precision, layout, &training.finetune)
         .unwrap_or_else(|| model_state(model, precision, layout))
 }
 

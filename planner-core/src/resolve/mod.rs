@@ -3,4 +3,5 @@
 //! Invariant: Imports only `base` and `input`.
 
 pub mod presets;
+pub mod scenario_file;
 pub mod validate;

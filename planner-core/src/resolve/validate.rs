@@ -13,20 +13,10 @@ use crate::input::layout::Schedule;
 use crate::input::model::ModelSpec;
 use crate::input::scenario::{ModelChoice, Scenario, SCENARIO_VERSION};
 
-/// Longest sequence accepted: 10M tokens (10 × 2^20).
-pub const MAX_SEQ_LEN: u32 = 10_485_760;
-/// Most GPUs a scenario may hold.
-pub const MAX_GPUS: u64 = 1_000_000;
-/// Most layers a custom model may have.
-pub const MAX_LAYERS: u32 = 10_000;
-/// Largest hidden size, FFN width, head count or head dim a custom model may have.
-pub const MAX_WIDTH: u32 = 1 << 22;
-/// Largest vocabulary.
-pub const MAX_VOCAB: u32 = 1 << 26;
-/// Most routed experts per layer.
-pub const MAX_EXPERTS: u32 = 1 << 16;
-/// Most parameters a model may have (keeps every `u64` count far from overflow).
-pub const MAX_PARAMS: f64 = 1e16;
+pub use crate::base::bounds::{
+    MAX_EXPERTS, MAX_GPUS, MAX_LAYERS, MAX_PARAMS, MAX_SEQ_LEN, MAX_VOCAB, MAX_WIDTH,
+};
+
 /// Longest display name or id.
 pub const MAX_NAME_CHARS: usize = crate::base::free_text::MAX_TEXT_CHARS;
 

@@ -86,7 +86,7 @@ impl CommInputs {
         } else {
             model.kv_heads
         };
-        let adapters = crate::input::finetune::AdapterTime::of(model, &training.finetune);
+        let adapters = crate::time::adapters::AdapterTime::of(model, &training.finetune);
         let (trainable_dense_params, trainable_expert_params, frozen_weight_bytes) = match &adapters
         {
             Some(a) => (

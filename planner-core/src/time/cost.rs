@@ -9,45 +9,16 @@
 use serde::{Deserialize, Serialize};
 
 use crate::base::explain::Term;
-use crate::input::finetune::{AdapterTime, DEQUANT_BYTES_PER_PARAM};
+use crate::input::finetune::DEQUANT_BYTES_PER_PARAM;
+pub use crate::input::gemm_efficiency::GemmEfficiency;
 use crate::input::layout::{Layout, Recompute, ZeroStage};
 use crate::input::model::ModelSpec;
 use crate::input::precision::ComputeDtype;
 use crate::input::scenario::Scenario;
 use crate::parallel::topology::{GroupKind, Placement, RankOrder};
+use crate::time::adapters::AdapterTime;
 use crate::time::collectives::CommModel;
 use crate::time::comms::{step_comms, CommInputs, CommItem, Overlap, StepComms};
-
-/// Fraction of peak a GEMM reaches as a function of its smallest dimension `d`:
-/// `max_fraction · d / (d + half_dim)` (a saturating fit; `half_dim` is where
-/// half of `max_fraction` is reached).
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct GemmEfficiency {
-    /// Fraction of the datasheet peak that large GEMMs reach.
-    pub max_fraction: f64,
-    /// Smallest GEMM dimension at which half of `max_fraction` is reached.
-    pub half_dim: f64,
-}
-
-impl Default for GemmEfficiency {
-    /// 0.75 of peak for large GEMMs: an H200 here ran one large BF16 matmul at ~790 of
-    /// 989 TFLOP/s (0.8, domain notes); sustained training runs clock lower. `half_dim`
-    /// 128 is an assumption until a calibration fits it.
-    fn default() -> Self {
-        GemmEfficiency {
-            max_fraction: 0.75,
-            half_dim: 128.0,
-        }
-    }
-}
-
-impl GemmEfficiency {
-    /// Efficiency for smallest dimension `d`.
-    pub fn at(&self, d: f64) -> f64 {
-        let d = d.max(1.0);
-        (self.max_fraction * d / (d + self.half_dim.max(0.0))).clamp(1e-3, 1.0)
-    }
-}
 
 /// Choices of the time model.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -1110,4 +1081,25 @@ pub fn evaluate_scenario(
         step_model = step_model.with_calibration(cal);
     }
     Ok(step_model.evaluate(&scenario.layout))
+}
+
+impl StepModel {
+    /// This model with measured links and GEMM efficiency in place of the assumed ones.
+    pub fn with_calibration(mut self, cal: &crate::input::calibration::CalibrationSummary) -> Self {
+        self.comm.apply_calibration(cal);
+        if let Some(g) = &cal.gemm {
+            // The fit is relative to the peak it was measured against; rescale to ours.
+            let scale = if self.peak_flops_per_s > 0.0 {
+                g.peak_flops_per_s / self.peak_flops_per_s
+            } else {
+                1.0
+            };
+            self.options.gemm = GemmEfficiency {
+                max_fraction: (g.efficiency.max_fraction * scale).clamp(1e-3, 1.0),
+                half_dim: g.efficiency.half_dim,
+            };
+            self.gemm_measured = true;
+        }
+        self
+    }
 }

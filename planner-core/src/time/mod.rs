@@ -2,6 +2,7 @@
 //!
 //! Invariant: Sibling of `memory`: never imports it (or anything above).
 
+pub mod adapters;
 pub mod collectives;
 pub mod comms;
 pub mod cost;

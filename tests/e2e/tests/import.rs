@@ -9,15 +9,14 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use e2e::{assert_no_console_errors, screenshot_path, workspace_root, Page, Session};
+use planner_core::edges::calibration_fit::{calibrate, samples_from_nccl, samples_from_report};
 use planner_core::edges::export::exports;
 use planner_core::edges::hf_config::import_hf_config;
 use planner_core::edges::link;
 use planner_core::edges::nccl_tests;
 use planner_core::edges::report::parse_report;
 use planner_core::evaluate::evaluate;
-use planner_core::input::calibration::{
-    calibrate, samples_from_nccl, samples_from_report, CalibrationSummary,
-};
+use planner_core::input::calibration::CalibrationSummary;
 use planner_core::input::hardware::Cluster;
 use planner_core::input::precision::ComputeDtype;
 use planner_core::input::scenario::{Measured, ModelChoice, Scenario};
