@@ -1,0 +1,66 @@
+//! SGLang: the `sglang.launch_server` line for the serving plan.
+
+use super::*;
+
+// SGLang: python/sglang/srt/server_args.py ServerArgs (--tp-size, --pp-size, --context-length,
+// --mem-fraction-static, --kv-cache-dtype, --quantization, --max-running-requests,
+// --nnodes/--node-rank/--dist-init-addr).
+pub(super) fn sglang(c: &Ctx) -> (String, Vec<String>) {
+    let (parts, notes) = sglang_parts(c);
+    let mut out = String::new();
+    shell_line(&mut out, &parts);
+    (out, notes)
+}
+
+pub(super) fn sglang_parts(c: &Ctx) -> (Vec<String>, Vec<String>) {
+    let mut notes = Vec::new();
+    let sv = &c.s.serving;
+    let mut parts = vec![
+        "python -m sglang.launch_server".to_string(),
+        format!("--model-path {}", c.hf_repo()),
+        format!("--tp-size {}", sv.tp),
+        format!("--pp-size {}", sv.pp),
+        format!("--context-length {}", sv.context_len),
+        format!("--mem-fraction-static {}", sv.memory_utilization),
+        format!("--max-running-requests {}", sv.target_concurrency),
+        "--dtype bfloat16".to_string(),
+    ];
+    match sv.kv_dtype {
+        ServeDtype::Bf16 => {}
+        ServeDtype::Fp8 => parts.push("--kv-cache-dtype fp8_e4m3".to_string()),
+        other => notes.push(format!(
+            "An {} KV cache is not an SGLang --kv-cache-dtype choice (auto, fp8_e4m3, \
+             fp8_e5m2); the cache stays in the model dtype, larger than planned.",
+            other.id().to_uppercase()
+        )),
+    }
+    if sv.weight_dtype == ServeDtype::Fp8 {
+        parts.push("--quantization fp8".to_string());
+    }
+    weight_quant_note(&mut notes, sv.weight_dtype, "SGLang");
+    let gpn = u64::from(c.s.cluster.gpus_per_node.max(1));
+    let gpus = replica_gpus(c);
+    if gpus > gpn {
+        let nodes = gpus.div_ceil(gpn);
+        parts.push(format!("--nnodes {nodes}"));
+        parts.push("--node-rank $NODE_RANK".to_string());
+        parts.push("--dist-init-addr $HEAD_NODE_ADDR:50000".to_string());
+        notes.push(format!(
+            "One replica spans {nodes} nodes: run this on each with NODE_RANK 0..{} and \
+             HEAD_NODE_ADDR set to node 0.",
+            nodes - 1
+        ));
+    }
+    if c.is_moe() {
+        notes.push(
+            "SGLang slices experts over TP by default; --ep-size places whole experts instead."
+                .to_string(),
+        );
+    }
+    notes.push(
+        "SGLang's --mem-fraction-static covers weights and KV cache only; activations and \
+         CUDA graphs use the rest, so the same number leaves less headroom than in vLLM."
+            .to_string(),
+    );
+    (parts, notes)
+}

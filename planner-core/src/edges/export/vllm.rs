@@ -1,0 +1,61 @@
+//! vLLM: the `vllm serve` line for the serving plan.
+
+use super::*;
+
+// vLLM: vllm/engine/arg_utils.py EngineArgs (--tensor-parallel-size, --pipeline-parallel-size,
+// --max-model-len, --gpu-memory-utilization, --kv-cache-dtype, --quantization, --max-num-seqs).
+pub(super) fn vllm(c: &Ctx) -> (String, Vec<String>) {
+    let (parts, notes) = vllm_parts(c);
+    let mut out = String::new();
+    shell_line(&mut out, &parts);
+    (out, notes)
+}
+
+pub(super) fn vllm_parts(c: &Ctx) -> (Vec<String>, Vec<String>) {
+    let mut notes = Vec::new();
+    let sv = &c.s.serving;
+    let mut parts = vec![
+        format!("vllm serve {}", c.hf_repo()),
+        format!("--tensor-parallel-size {}", sv.tp),
+        format!("--pipeline-parallel-size {}", sv.pp),
+        format!("--max-model-len {}", sv.context_len),
+        format!("--gpu-memory-utilization {}", sv.memory_utilization),
+        format!("--max-num-seqs {}", sv.target_concurrency),
+        "--dtype bfloat16".to_string(),
+    ];
+    match sv.kv_dtype {
+        ServeDtype::Bf16 => {}
+        ServeDtype::Fp8 => parts.push("--kv-cache-dtype fp8".to_string()),
+        other => notes.push(format!(
+            "An {} KV cache is not a vLLM --kv-cache-dtype choice (auto, fp8); the cache stays \
+             in the model dtype, larger than planned.",
+            other.id().to_uppercase()
+        )),
+    }
+    if sv.weight_dtype == ServeDtype::Fp8 {
+        parts.push("--quantization fp8".to_string());
+    }
+    weight_quant_note(&mut notes, sv.weight_dtype, "vLLM");
+    let gpn = u64::from(c.s.cluster.gpus_per_node.max(1));
+    if replica_gpus(c) > gpn {
+        parts.push("--distributed-executor-backend ray".to_string());
+        notes.push(format!(
+            "One replica spans {} GPUs, more than a {gpn}-GPU node: start a Ray cluster over \
+             the nodes first and run this on the head node.",
+            replica_gpus(c)
+        ));
+    }
+    if c.is_moe() {
+        notes.push(
+            "vLLM slices experts over TP by default; --enable-expert-parallel places whole \
+             experts instead (EP size = TP × DP)."
+                .to_string(),
+        );
+    }
+    notes.push(
+        "vLLM's --gpu-memory-utilization bounds weights, KV cache and activations together, \
+         like the plan's memory_utilization."
+            .to_string(),
+    );
+    (parts, notes)
+}
