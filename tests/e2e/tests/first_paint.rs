@@ -94,13 +94,11 @@ fn load(session: &Session, url: &str) -> Load {
         lcp_what: v["lcpWhat"].as_str().unwrap_or("").to_string(),
         first_chart: {
             // f64::min and max skip NaN: a build without the copy has no image times.
-            let ready = n("chartReady");
-            let image = if ready.is_nan() {
-                ready
-            } else {
-                ready.max(n("fcp"))
-            };
-            n("chartPaint").min(image).min(n("liveChart"))
+            // Nothing is on screen before the first paint.
+            let after_fcp = |t: f64| if t.is_nan() { t } else { t.max(n("fcp")) };
+            n("chartPaint")
+                .min(after_fcp(n("chartReady")))
+                .min(after_fcp(n("liveChart")))
         },
         live_chart: n("liveChart"),
         mounted: n("mounted"),
