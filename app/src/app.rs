@@ -193,6 +193,69 @@ fn Examples() -> impl IntoView {
     }
 }
 
+/// One parallel-degree slider: its label, link parameter, hint, and the layout
+/// degree it moves (the power-of-two steps of the cluster's size).
+struct DegreeSlider {
+    label: &'static str,
+    field: &'static str,
+    hint: &'static str,
+    get: fn(&Scenario) -> u32,
+    put: fn(&mut Scenario, u32),
+}
+
+/// A [`DegreeSlider`] of `Layout`'s `member`.
+macro_rules! degree_slider {
+    ($label:literal, $field:literal, $member:ident, $hint:literal) => {
+        DegreeSlider {
+            label: $label,
+            field: $field,
+            hint: $hint,
+            get: |sc| sc.layout.$member,
+            put: |sc, v| sc.layout.$member = v,
+        }
+    };
+}
+
+/// The parallel-degree sliders, in the panel's order.
+const DEGREE_SLIDERS: [DegreeSlider; 6] = [
+    degree_slider!(
+        "Data parallel (DP)",
+        "dp",
+        dp,
+        "Replicas that each take a slice of the batch; ZeRO shards model state over them."
+    ),
+    degree_slider!(
+        "Tensor parallel (TP)",
+        "tp",
+        tp,
+        "Splits every weight matrix across GPUs; all-reduces each layer, so keep it inside a node."
+    ),
+    degree_slider!(
+        "Pipeline parallel (PP)",
+        "pp",
+        pp,
+        "Splits the layers into stages; micro-batches flow through them, leaving a bubble."
+    ),
+    degree_slider!(
+        "Context parallel (CP)",
+        "cp",
+        cp,
+        "Splits each sequence across GPUs; attention passes keys and values around a ring."
+    ),
+    degree_slider!(
+        "Expert parallel (EP)",
+        "ep",
+        ep,
+        "Splits routed experts of MoE layers across the TP × CP × DP ranks (Megatron's MoE parallel folding); tokens travel by all-to-all."
+    ),
+    degree_slider!(
+        "Expert tensor parallel (expert TP)",
+        "etp",
+        expert_tp,
+        "Splits each routed expert's FFN across this many GPUs; 1 keeps experts whole."
+    ),
+];
+
 /// The input panel.
 #[component]
 fn Controls() -> impl IntoView {
@@ -428,54 +491,22 @@ fn Controls() -> impl IntoView {
         </fieldset>
         <fieldset>
             <legend>"Parallel layout"</legend>
-            <StepSlider
-                label="Data parallel (DP)"
-                field="dp"
-                hint="Replicas that each take a slice of the batch; ZeRO shards model state over them."
-                steps=degree_steps(|sc| sc.layout.dp)
-                value=Signal::derive(move || s.with(|sc| sc.layout.dp))
-                on_change=Callback::new(move |v| set(Box::new(move |sc| sc.layout.dp = v)))
-            />
-            <StepSlider
-                label="Tensor parallel (TP)"
-                field="tp"
-                hint="Splits every weight matrix across GPUs; all-reduces each layer, so keep it inside a node."
-                steps=degree_steps(|sc| sc.layout.tp)
-                value=Signal::derive(move || s.with(|sc| sc.layout.tp))
-                on_change=Callback::new(move |v| set(Box::new(move |sc| sc.layout.tp = v)))
-            />
-            <StepSlider
-                label="Pipeline parallel (PP)"
-                field="pp"
-                hint="Splits the layers into stages; micro-batches flow through them, leaving a bubble."
-                steps=degree_steps(|sc| sc.layout.pp)
-                value=Signal::derive(move || s.with(|sc| sc.layout.pp))
-                on_change=Callback::new(move |v| set(Box::new(move |sc| sc.layout.pp = v)))
-            />
-            <StepSlider
-                label="Context parallel (CP)"
-                field="cp"
-                hint="Splits each sequence across GPUs; attention passes keys and values around a ring."
-                steps=degree_steps(|sc| sc.layout.cp)
-                value=Signal::derive(move || s.with(|sc| sc.layout.cp))
-                on_change=Callback::new(move |v| set(Box::new(move |sc| sc.layout.cp = v)))
-            />
-            <StepSlider
-                label="Expert parallel (EP)"
-                field="ep"
-                hint="Splits routed experts of MoE layers across the TP × CP × DP ranks (Megatron's MoE parallel folding); tokens travel by all-to-all."
-                steps=degree_steps(|sc| sc.layout.ep)
-                value=Signal::derive(move || s.with(|sc| sc.layout.ep))
-                on_change=Callback::new(move |v| set(Box::new(move |sc| sc.layout.ep = v)))
-            />
-            <StepSlider
-                label="Expert tensor parallel (expert TP)"
-                field="etp"
-                hint="Splits each routed expert's FFN across this many GPUs; 1 keeps experts whole."
-                steps=degree_steps(|sc| sc.layout.expert_tp)
-                value=Signal::derive(move || s.with(|sc| sc.layout.expert_tp))
-                on_change=Callback::new(move |v| set(Box::new(move |sc| sc.layout.expert_tp = v)))
-            />
+            {DEGREE_SLIDERS
+                .iter()
+                .map(|d| {
+                    let (get, put) = (d.get, d.put);
+                    view! {
+                        <StepSlider
+                            label=d.label
+                            field=d.field
+                            hint=d.hint
+                            steps=degree_steps(get)
+                            value=Signal::derive(move || s.with(get))
+                            on_change=Callback::new(move |v| set(Box::new(move |sc| put(sc, v))))
+                        />
+                    }
+                })
+                .collect_view()}
             <StepSlider
                 label="Virtual stages"
                 field="vpp"

@@ -9,6 +9,7 @@ mod charts;
 mod format;
 mod inputs;
 mod perf;
+mod prerender;
 mod share;
 mod views;
 
@@ -16,6 +17,7 @@ fn main() {
     // Panics become readable console errors instead of "unreachable executed".
     console_error_panic_hook::set_once();
     leptos::mount::mount_to_body(app::App);
+    prerender::mounted();
 }
 
 #[cfg(test)]

@@ -78,6 +78,7 @@ pub fn ChartCanvas(
             if w >= 10.0 {
                 let drawn = crate::perf::timed(testid, || draw.run((canvas, w)));
                 boxes.set_value(drawn);
+                crate::prerender::chart_drawn();
             }
         }
     });

@@ -124,18 +124,36 @@ impl SearchState {
                 self.pump(generation);
                 return;
             }
+            self.rank(generation);
+        });
+    }
+
+    /// Ranks the searched candidates in the next frame and shows them in the one after:
+    /// the last slice, the ranking and the table's first rows each get a frame of their
+    /// own, so none of them adds to another's frame.
+    fn rank(self, generation: u64) {
+        request_animation_frame(move || {
+            if self.generation.get_value() != generation {
+                return;
+            }
             let t1 = now_ms();
-            let result = self.running.try_update_value(|r| r.take()).flatten();
-            if let Some(s) = result {
-                let r = s.finish();
-                let finish_ms = now_ms() - t1;
-                let mut t = self.acc.get_value();
-                t.busy_ms += finish_ms;
-                t.longest_slice_ms = t.longest_slice_ms.max(slice + finish_ms);
+            let Some(search) = self.running.try_update_value(|r| r.take()).flatten() else {
+                return;
+            };
+            let ranked = search.finish();
+            let finish_ms = now_ms() - t1;
+            let mut t = self.acc.get_value();
+            t.busy_ms += finish_ms;
+            t.longest_slice_ms = t.longest_slice_ms.max(finish_ms);
+            t.frames += 1;
+            request_animation_frame(move || {
+                if self.generation.get_value() != generation {
+                    return;
+                }
                 t.wall_ms = now_ms() - self.started_ms.get_value();
                 self.timing.set(Some(t));
-                self.result.set(Some(Ok(r)));
-            }
+                self.result.set(Some(Ok(ranked)));
+            });
         });
     }
 }

@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+pub mod prerender;
+
 /// Errors carry a message saying what was being done.
 pub type Result<T> = std::result::Result<T, String>;
 
@@ -22,6 +24,18 @@ pub type Result<T> = std::result::Result<T, String>;
 pub struct StaticServer {
     addr: SocketAddr,
     stop: Arc<AtomicBool>,
+}
+
+/// How a [`StaticServer`] answers.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ServeOptions {
+    /// Let the browser cache what it fetched (`Cache-Control: max-age=3600`, HTML
+    /// `no-cache`), as a static host serving trunk's hashed file names would; off,
+    /// every response is `no-store`.
+    pub cache: bool,
+    /// Holds every `.wasm` response this long before sending it: a slow network,
+    /// to look at the page before its wasm is ready.
+    pub wasm_delay: Duration,
 }
 
 fn content_type(path: &Path) -> &'static str {
@@ -38,7 +52,7 @@ fn content_type(path: &Path) -> &'static str {
     }
 }
 
-fn serve_one(root: &Path, mut stream: TcpStream) -> std::io::Result<()> {
+fn serve_one(root: &Path, options: ServeOptions, mut stream: TcpStream) -> std::io::Result<()> {
     stream.set_read_timeout(Some(Duration::from_secs(5)))?;
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut request_line = String::new();
@@ -63,9 +77,17 @@ fn serve_one(root: &Path, mut stream: TcpStream) -> std::io::Result<()> {
         Ok(body) if safe => ("200 OK", body, content_type(&file)),
         _ => ("404 Not Found", b"not found".to_vec(), "text/plain"),
     };
+    let cache = match (options.cache, ctype) {
+        (false, _) => "no-store",
+        (true, "text/html; charset=utf-8") => "no-cache",
+        (true, _) => "max-age=3600",
+    };
+    if ctype == "application/wasm" {
+        thread::sleep(options.wasm_delay);
+    }
     write!(
         stream,
-        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
+        "HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nCache-Control: {cache}\r\nConnection: close\r\n\r\n",
         body.len()
     )?;
     stream.write_all(&body)?;
@@ -73,8 +95,13 @@ fn serve_one(root: &Path, mut stream: TcpStream) -> std::io::Result<()> {
 }
 
 impl StaticServer {
-    /// Starts serving `root` on a free loopback port.
+    /// Starts serving `root` on a free loopback port, nothing cached.
     pub fn start(root: &Path) -> Result<Self> {
+        Self::start_with(root, ServeOptions::default())
+    }
+
+    /// Starts serving `root` on a free loopback port, answering as `options` say.
+    pub fn start_with(root: &Path, options: ServeOptions) -> Result<Self> {
         let listener = TcpListener::bind("127.0.0.1:0").map_err(|e| format!("bind: {e}"))?;
         let addr = listener.local_addr().map_err(|e| e.to_string())?;
         listener
@@ -90,7 +117,7 @@ impl StaticServer {
                         let root = root.clone();
                         let _ = stream.set_nonblocking(false);
                         thread::spawn(move || {
-                            let _ = serve_one(&root, stream);
+                            let _ = serve_one(&root, options, stream);
                         });
                     }
                     Err(_) => thread::sleep(Duration::from_millis(5)),
@@ -574,6 +601,11 @@ pub struct Page {
 impl Page {
     /// Serves `dist_dir()` and starts chromedriver.
     pub fn start() -> Result<Self> {
+        Self::start_with(ServeOptions::default())
+    }
+
+    /// Serves `dist_dir()` as `options` say and starts chromedriver.
+    pub fn start_with(options: ServeOptions) -> Result<Self> {
         let dist = dist_dir();
         if !dist.join("index.html").exists() {
             return Err(format!(
@@ -582,12 +614,24 @@ impl Page {
             ));
         }
         Ok(Page {
-            server: StaticServer::start(&dist)?,
+            server: StaticServer::start_with(&dist, options)?,
             driver: Driver::start()?,
         })
     }
 
-    /// A fresh browser (fresh profile) on `query` (without `?`), waited until the views show numbers.
+    /// The page's address on the loopback server.
+    pub fn url(&self) -> String {
+        self.server.url()
+    }
+
+    /// A fresh browser (fresh profile) on nothing yet.
+    pub fn session(&self) -> Result<Session> {
+        self.driver.session()
+    }
+
+    /// A fresh browser (fresh profile) on `query` (without `?`), waited until the views
+    /// show numbers and the pre-rendered copy of the page (`#meshplan-prerender`, which
+    /// covers the live page until its first chart is drawn) is gone.
     pub fn open(&self, query: &str) -> Result<Session> {
         let session = self.driver.session()?;
         session.set_window_size(1440, 1100)?;
@@ -600,6 +644,17 @@ impl Page {
         session.wait_text("[data-testid=state-total-3]", PAGE_LOAD, |t| {
             t.ends_with("B")
         })?;
+        let deadline = Instant::now() + PAGE_LOAD;
+        while session.execute(
+            "return document.getElementById('meshplan-prerender') !== null;",
+            vec![],
+        )? == json!(true)
+        {
+            if Instant::now() > deadline {
+                return Err("the pre-rendered page was never replaced by the live one".into());
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
         Ok(session)
     }
 }
@@ -687,7 +742,9 @@ pub fn measure_latency(session: &Session, control: &Control, moves: u32) -> Resu
         function step() {
             el.value = nextValue(el);
             t0 = performance.now();
+            // Sliders and number fields listen to `input`, selects to `change`.
             el.dispatchEvent(new Event('input', {bubbles: true}));
+            el.dispatchEvent(new Event('change', {bubbles: true}));
             afterWork.port2.postMessage(0);
         }
         step();

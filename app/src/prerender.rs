@@ -1,0 +1,65 @@
+//! The build-time copy of the page (`#meshplan-prerender`, written into `index.html`
+//! by `cargo run -p e2e --bin prerender`): it covers the live page while the live page
+//! lays out and draws, and is removed one frame after the first live chart is drawn,
+//! so the visitor never sees an empty chart. Also the `performance` marks the
+//! end-to-end tests read: `meshplan:mounted`, `meshplan:first-chart`, `meshplan:live`.
+
+use wasm_bindgen::closure::Closure;
+use wasm_bindgen::JsCast;
+
+/// The copy's element id.
+const ID: &str = "meshplan-prerender";
+/// Longest the copy stays after the app mounted, when no chart draws (an invalid link,
+/// a page scrolled past every chart).
+const FALLBACK_MS: i32 = 1500;
+
+fn mark(name: &str) {
+    if let Some(p) = web_sys::window().and_then(|w| w.performance()) {
+        let _ = p.mark(name);
+    }
+}
+
+fn in_frames(frames: u32, f: impl FnOnce() + 'static) {
+    let Some(w) = web_sys::window() else { return };
+    if frames == 0 {
+        f();
+        return;
+    }
+    let cb = Closure::once_into_js(move || in_frames(frames - 1, f));
+    let _ = w.request_animation_frame(cb.unchecked_ref());
+}
+
+/// Removes the copy (once; later calls do nothing) and marks `meshplan:live`.
+fn retire() {
+    let Some(doc) = web_sys::window().and_then(|w| w.document()) else {
+        return;
+    };
+    if let Some(el) = doc.get_element_by_id(ID) {
+        el.remove();
+        mark("meshplan:live");
+    }
+}
+
+/// Right after the app mounted: marks `meshplan:mounted` and removes the copy after
+/// [`FALLBACK_MS`] if no chart has drawn by then.
+pub fn mounted() {
+    mark("meshplan:mounted");
+    let Some(w) = web_sys::window() else { return };
+    let cb = Closure::once_into_js(retire);
+    let _ =
+        w.set_timeout_with_callback_and_timeout_and_arguments_0(cb.unchecked_ref(), FALLBACK_MS);
+}
+
+thread_local! {
+    static FIRST_CHART: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// A chart canvas drew: the first time, marks `meshplan:first-chart` and removes the
+/// copy after the next frame, which shows the live chart.
+pub fn chart_drawn() {
+    if FIRST_CHART.with(|f| f.replace(true)) {
+        return;
+    }
+    mark("meshplan:first-chart");
+    in_frames(1, retire);
+}

@@ -1,0 +1,214 @@
+//! How soon the release page shows something, cold (a fresh browser profile) and warm
+//! (the same browser again, its HTTP cache filled by a server that lets it cache as a
+//! static host would): first contentful paint, the first chart on screen (the largest
+//! contentful paint, which is the pre-rendered chart image when the build has one),
+//! the live chart drawn by the wasm, and when the wasm arrived. Printed, not asserted.
+//! Also screenshots of the page while its wasm is held back, and once it is live.
+
+use std::time::Duration;
+
+use e2e::{assert_no_console_errors, percentile, screenshot_path, Page, ServeOptions, Session};
+use serde_json::{json, Value};
+
+/// Runs before any of the page's scripts: records the largest contentful paint, the
+/// paint of the pre-rendered chart image (its largest-contentful-paint entry, or the
+/// first animation frame with it decoded, if not before the first paint), and the
+/// first animation frame with the live memory chart's canvas drawn (sized away from
+/// the canvas default of 300 × 150; the frame after it shows the chart), so builds
+/// without a pre-rendered page or the app's own marks are measured the same way.
+const WATCH: &str = r#"
+window.__mp = {};
+try {
+  new PerformanceObserver(list => {
+    for (const e of list.getEntries()) {
+      window.__mp.lcp = e.startTime;
+      // Only the pre-rendered charts are data-URL images (the element may be gone already).
+      const chart = (e.element && e.element.matches('img.prerender-chart')) || (e.url || '').startsWith('data:image/');
+      if (chart && window.__mp.chartPaint === undefined) window.__mp.chartPaint = e.startTime;
+      window.__mp.lcpWhat = e.element ? (e.element.tagName.toLowerCase() + (e.element.className ? '.' + e.element.className : '')) : '';
+    }
+  }).observe({type: 'largest-contentful-paint', buffered: true});
+} catch (e) {}
+(function poll() {
+  const img = document.querySelector('img.prerender-chart');
+  if (img && img.complete && img.naturalWidth > 0 && window.__mp.chartReady === undefined) window.__mp.chartReady = performance.now();
+  const c = document.querySelector('canvas[data-testid=chart-zero]');
+  if (c && (c.width !== 300 || c.height !== 150)) { window.__mp.liveChart = performance.now(); return; }
+  requestAnimationFrame(poll);
+})();
+"#;
+
+/// Waits until the live chart is drawn and the pre-rendered copy (if any) is gone, two
+/// more frames for the paint entries, then returns the timings (ms since navigation).
+const COLLECT: &str = r#"
+const done = arguments[arguments.length - 1];
+(function wait() {
+  if (window.__mp && window.__mp.liveChart !== undefined && !document.getElementById('meshplan-prerender')) {
+    requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(() => {
+      const paint = n => (performance.getEntriesByName(n)[0] || {}).startTime;
+      const wasm = performance.getEntriesByType('resource').find(r => r.name.endsWith('.wasm') && !r.name.includes('worker'));
+      done({
+        fcp: paint('first-contentful-paint'),
+        lcp: window.__mp.lcp, lcpWhat: window.__mp.lcpWhat || '',
+        liveChart: window.__mp.liveChart, chartPaint: window.__mp.chartPaint, chartReady: window.__mp.chartReady,
+        mounted: paint('meshplan:mounted'), live: paint('meshplan:live'),
+        wasmEnd: wasm ? wasm.responseEnd : undefined,
+        wasmBytes: wasm ? wasm.transferSize : undefined,
+        html: performance.getEntriesByType('navigation')[0].responseEnd,
+      });
+    }, 0)));
+  } else { setTimeout(wait, 10); }
+})();
+"#;
+
+/// One load's figures, milliseconds since navigation start.
+struct Load {
+    fcp: f64,
+    lcp: f64,
+    lcp_what: String,
+    /// The first chart on screen: the pre-rendered image's paint, else the animation
+    /// frame with the live canvas drawn, whichever is first.
+    first_chart: f64,
+    live_chart: f64,
+    /// The app's marks: mounted, and the pre-rendered copy removed.
+    mounted: f64,
+    live: f64,
+    wasm_end: f64,
+    wasm_transfer_bytes: f64,
+}
+
+fn load(session: &Session, url: &str) -> Load {
+    session
+        .cdp(
+            "Page.addScriptToEvaluateOnNewDocument",
+            json!({ "source": WATCH }),
+        )
+        .expect("install the paint watcher");
+    session.goto(url).expect("navigate");
+    session.set_script_timeout(60_000).unwrap();
+    let v: Value = session.execute_async(COLLECT, vec![]).expect("timings");
+    let n = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+    Load {
+        fcp: n("fcp"),
+        lcp: n("lcp"),
+        lcp_what: v["lcpWhat"].as_str().unwrap_or("").to_string(),
+        first_chart: {
+            // f64::min and max skip NaN: a build without the copy has no image times.
+            // Nothing is on screen before the first paint.
+            let after_fcp = |t: f64| if t.is_nan() { t } else { t.max(n("fcp")) };
+            n("chartPaint")
+                .min(after_fcp(n("chartReady")))
+                .min(after_fcp(n("liveChart")))
+        },
+        live_chart: n("liveChart"),
+        mounted: n("mounted"),
+        live: n("live"),
+        wasm_end: n("wasmEnd"),
+        wasm_transfer_bytes: n("wasmBytes"),
+    }
+}
+
+fn print_table(name: &str, loads: &[Load]) {
+    let med = |f: fn(&Load) -> f64| {
+        let mut v: Vec<f64> = loads.iter().map(f).collect();
+        v.sort_by(f64::total_cmp);
+        percentile(&v, 0.5)
+    };
+    println!(
+        "FIRST PAINT, {name} ({} loads; ms since navigation):",
+        loads.len()
+    );
+    for (i, l) in loads.iter().enumerate() {
+        println!(
+            "  load {}: FCP {:.0}, LCP {:.0} ({}), first chart on screen {:.0}, wasm arrived {:.0} ({:.0} B over the wire), app mounted {:.0}, live chart drawn {:.0}, copy removed {:.0}",
+            i + 1,
+            l.fcp,
+            l.lcp,
+            l.lcp_what,
+            l.first_chart,
+            l.wasm_end,
+            l.wasm_transfer_bytes,
+            l.mounted,
+            l.live_chart,
+            l.live
+        );
+    }
+    println!(
+        "  median: FCP {:.0} ms, first chart on screen {:.0} ms, wasm arrived {:.0} ms, live chart drawn {:.0} ms",
+        med(|l| l.fcp),
+        med(|l| l.first_chart),
+        med(|l| l.wasm_end),
+        med(|l| l.live_chart)
+    );
+}
+
+#[test]
+#[ignore = "needs dist/ and chromedriver: run via `cargo xtask test`"]
+fn first_chart_is_timed_cold_and_warm_and_the_loading_page_is_shown() {
+    let page = Page::start_with(ServeOptions {
+        cache: true,
+        wasm_delay: Duration::ZERO,
+    })
+    .expect("start server and chromedriver");
+    let url = page.url();
+    let mut cold = Vec::new();
+    let mut warm = Vec::new();
+    for _ in 0..5 {
+        // Cold: a fresh profile, nothing cached and nothing compiled.
+        let session = page.session().expect("session");
+        session.set_window_size(1440, 1100).unwrap();
+        cold.push(load(&session, &url));
+        // Warm: the same browser opens the page again.
+        warm.push(load(&session, &url));
+        warm.push(load(&session, &url));
+        assert_no_console_errors(&session, "loading the page");
+    }
+    print_table("cold (fresh browser profile)", &cold);
+    print_table("warm (same browser, cached)", &warm);
+
+    // While the wasm is held back 3 s: what a visitor on a slow link sees first.
+    let slow = Page::start_with(ServeOptions {
+        cache: false,
+        wasm_delay: Duration::from_secs(3),
+    })
+    .expect("start the slow server");
+    let session = slow.session().expect("session");
+    session.set_window_size(1440, 1100).unwrap();
+    // Navigated from script, so the WebDriver call returns before the page has loaded.
+    session
+        .execute(
+            "setTimeout(() => { location.href = arguments[0]; }, 0); return 0;",
+            vec![json!(slow.url())],
+        )
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    let loading = session
+        .execute(
+            "return {prerender: !!document.getElementById('meshplan-prerender'), live: !!document.querySelector('[data-testid=state-total-3]'), text: (document.body ? document.body.innerText : '').length};",
+            vec![],
+        )
+        .unwrap();
+    session
+        .screenshot(&screenshot_path("page-loading-before-wasm"))
+        .unwrap();
+    println!("LOADING (wasm held back 3 s, 1.2 s after navigation): {loading}");
+    session
+        .wait_text(
+            "[data-testid=state-total-3]",
+            Duration::from_secs(60),
+            |t| t.ends_with('B'),
+        )
+        .expect("the page goes live after the wasm arrives");
+    session.set_script_timeout(60_000).unwrap();
+    session
+        .execute_async(
+            "const done = arguments[arguments.length - 1];
+             (function w() { if (document.getElementById('meshplan-prerender')) setTimeout(w, 20); else requestAnimationFrame(() => requestAnimationFrame(() => done(0))); })();",
+            vec![],
+        )
+        .unwrap();
+    session
+        .screenshot(&screenshot_path("page-loaded-live"))
+        .unwrap();
+    assert_no_console_errors(&session, "the slow load");
+}
