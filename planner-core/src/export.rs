@@ -582,7 +582,9 @@ fn accelerate(c: &Ctx) -> (String, Vec<String>) {
             let _ = writeln!(out, "  fsdp_activation_checkpointing: {full}");
             let _ = writeln!(out, "  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP");
             let _ = writeln!(out, "  fsdp_cpu_ram_efficient_loading: true");
-            let _ = writeln!(out, "  fsdp_offload_params: false");
+            let offload_params =
+                crate::offload::accelerate_offload_params(c.s.training.offload, zero, &mut notes);
+            let _ = writeln!(out, "  fsdp_offload_params: {offload_params}");
             let _ = writeln!(
                 out,
                 "  # true frees gathered weights after forward (ZeRO-3); false keeps them for backward (ZeRO-2)."
@@ -693,6 +695,7 @@ fn deepspeed(c: &Ctx) -> (String, Vec<String>) {
         zero.insert("contiguous_gradients".into(), true.into());
         zero.insert("reduce_bucket_size".into(), bucket_elements.into());
     }
+    crate::offload::deepspeed_offload(c.s.training.offload, l.zero, &mut zero, &mut notes);
     root.insert("zero_optimization".into(), zero.into());
     root.insert("gradient_clipping".into(), 1.0.into());
     root.insert("steps_per_print".into(), 10.into());

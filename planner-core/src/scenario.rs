@@ -34,6 +34,10 @@ pub struct Training {
     /// Full fine-tuning, LoRA or QLoRA ([`crate::finetune`]); files without it read as full.
     #[serde(default, skip_serializing_if = "FineTune::is_default")]
     pub finetune: FineTune,
+    /// Optimizer / parameter offload to CPU or NVMe ([`crate::offload`]); files without it
+    /// read as none.
+    #[serde(default, skip_serializing_if = "crate::offload::Offload::is_none")]
+    pub offload: crate::offload::Offload,
 }
 
 /// Switches of the activation accounting (where public estimators disagree).

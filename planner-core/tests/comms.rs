@@ -30,6 +30,7 @@ fn comms_for(layout: &Layout, nodes: u32, global_batch: u32) -> planner_core::co
             seq_len: 4096,
             global_batch,
             finetune: Default::default(),
+            offload: Default::default(),
         },
         &Overheads::default(),
     );
@@ -295,6 +296,7 @@ fn comms_model(
             seq_len,
             global_batch,
             finetune: Default::default(),
+            offload: Default::default(),
         },
         &Overheads::default(),
     );

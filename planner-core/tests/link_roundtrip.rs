@@ -400,6 +400,7 @@ fn arb_rest() -> impl Strategy<Value = (Training, ActivationOptions, Overheads, 
                         seq_len: seq,
                         global_batch: gbs,
                         finetune,
+                        offload: Default::default(),
                     },
                     ActivationOptions {
                         flash_attention: a[0],

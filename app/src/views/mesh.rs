@@ -11,6 +11,7 @@ use leptos::prelude::*;
 use planner_core::cost::{CostOptions, StepModel};
 use planner_core::layout::Layout;
 use planner_core::mesh::{Feasible, RejectReason, SearchResult, SearchSpace, SlicedSearch};
+use planner_core::offload::Offload;
 use planner_core::scenario::{Scenario, Serving};
 
 use crate::app::Ctx;
@@ -205,8 +206,12 @@ fn ms(s: f64) -> String {
     }
 }
 
-fn apply(ctx: Ctx, f: Feasible) {
-    ctx.scenario.update(|s| s.layout = f.layout());
+/// Applies a ranked layout with the offload its search priced ([`SearchResult::offload`]).
+fn apply(ctx: Ctx, f: Feasible, offload: Offload) {
+    ctx.scenario.update(|s| {
+        s.layout = f.layout();
+        s.training.offload = offload;
+    });
 }
 
 /// The mesh explorer section.
@@ -349,7 +354,15 @@ pub fn MeshView() -> impl IntoView {
                 state.result.with(|r| match r {
                     Some(Ok(SearchResult { stopped: Some(stop), .. })) => Some(view! {
                         <p class="issue warning" data-testid="mesh-stopped" role="status">{stop.message.clone()}</p>
-                    }),
+                    }.into_any()),
+                    Some(Ok(r)) if !r.offload.is_none() => Some(view! {
+                        <p class="issue warning" data-testid="mesh-offload" role="status">
+                            {format!(
+                                "Nothing fits without offload, so every candidate below uses {} (applied with its layout).",
+                                r.offload.label()
+                            )}
+                        </p>
+                    }.into_any()),
                     _ => None,
                 })
             }}
@@ -432,6 +445,10 @@ pub fn MeshView() -> impl IntoView {
                                             .take(shown.get())
                                             .map(|(rank, f, _)| {
                                                 let f = *f;
+                                                let offload = state.result.with_untracked(|r| match r {
+                                                    Some(Ok(r)) => r.offload,
+                                                    _ => Offload::None,
+                                                });
                                                 let layout = f.layout();
                                                 let selected = move || current_layout.with(|c| *c == layout);
                                                 let d = f.dims;
@@ -451,10 +468,10 @@ pub fn MeshView() -> impl IntoView {
                                                         data-rank=rank.to_string()
                                                         tabindex="0"
                                                         title="Apply this layout"
-                                                        on:click=move |_| apply(ctx, f)
+                                                        on:click=move |_| apply(ctx, f, offload)
                                                         on:keydown=move |ev| {
                                                             if ev.key() == "Enter" || ev.key() == " " {
-                                                                apply(ctx, f)
+                                                                apply(ctx, f, offload)
                                                             }
                                                         }
                                                     >
@@ -521,6 +538,7 @@ fn Hints(state: SearchState) -> impl IntoView {
                             .iter()
                             .map(|h| {
                                 let best = h.best_rank.and_then(|i| r.feasible.get(i).copied());
+                                let offload = r.offload;
                                 view! {
                                     <li data-hint=h.key.clone()>
                                         {h.text.clone()}
@@ -533,7 +551,7 @@ fn Hints(state: SearchState) -> impl IntoView {
                                                     " "
                                                     <button
                                                         class="link"
-                                                        on:click=move |_| apply(ctx, f)
+                                                        on:click=move |_| apply(ctx, f, offload)
                                                     >
                                                         {format!("apply DP {} × TP {} × PP {} × CP {} ({})", d.dp, d.tp, d.pp, d.cp, ms(f.step_s))}
                                                     </button>
