@@ -949,8 +949,10 @@ pub fn model_state_for(
     layout: &Layout,
     training: &Training,
 ) -> Vec<ModelStateBar> {
-    crate::finetune::model_state_bars(model, precision, layout, &training.finetune)
-        .unwrap_or_else(|| model_state(model, precision, layout))
+    let mut bars = crate::finetune::model_state_bars(model, precision, layout, &training.finetune)
+        .unwrap_or_else(|| model_state(model, precision, layout));
+    crate::offload::offload_bars(&mut bars, training.offload);
+    bars
 }
 
 /// The four model-state bars (DDP, ZeRO-1, ZeRO-2, ZeRO-3) for this layout's

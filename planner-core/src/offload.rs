@@ -983,3 +983,30 @@ pub fn layout_fits_host(
             && f64::from(gpn.max(1)) * n.offload_host.nvme_bytes() <= host.nvme_bytes
     })
 }
+
+/// The article's model-state bars (one per ZeRO stage) with what `offload` moves under each
+/// stage taken off the GPU: 0 bytes, labelled, and the bar's total lowered to match.
+pub fn offload_bars(bars: &mut [crate::memory::ModelStateBar], offload: Offload) {
+    if offload.is_none() {
+        return;
+    }
+    for bar in bars.iter_mut() {
+        let m = moved(offload, bar.zero);
+        let mut total = 0.0;
+        for t in bar.replicated.iter_mut().chain(bar.sharded.iter_mut()) {
+            let gone = match t.key.rsplit('.').next() {
+                Some("weights") => m.weights,
+                Some("gradients") => m.gradients,
+                Some("optimizer") => m.optimizer,
+                _ => false,
+            };
+            if gone {
+                t.label = format!("{} — offloaded", t.label);
+                t.worked = format!("0 B on the GPU ({} moves it to the host)", offload.label());
+                t.bytes = 0.0;
+            }
+            total += t.bytes;
+        }
+        bar.total_bytes = total;
+    }
+}

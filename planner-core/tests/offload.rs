@@ -374,6 +374,16 @@ fn offload_lowers_gpu_memory_and_adds_step_time() {
     assert_eq!(off.step.seconds.optimizer, 0.0);
     assert!(off.step.seconds.offload > 0.0);
     assert!(off.training.host.is_some() && base.training.host.is_none());
+    // The article's ZeRO-3 bar keeps only the weight shard, 2 × 70.6e9 / 64 ≈ 2.2 GB.
+    let bar = |e: &planner_core::evaluate::Evaluation| e.model_state[3].total_bytes;
+    let weights = base.model_state[3]
+        .sharded
+        .iter()
+        .find(|t| t.key == "weights")
+        .map(|t| t.bytes)
+        .expect("weights");
+    assert_eq!(bar(&off), weights);
+    assert!((bar(&base) - 8.0 * weights).abs() < 1e-6 * bar(&base));
 }
 
 #[test]
