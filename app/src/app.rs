@@ -305,6 +305,10 @@ fn Controls() -> impl IntoView {
         .iter()
         .map(|z| (z.number().to_string(), z.label().to_string()))
         .collect();
+    let offload_options = planner_core::input::offload::Offload::ALL
+        .iter()
+        .map(|o| (o.id().to_string(), o.label().to_string()))
+        .collect();
     let recompute_options = Recompute::ALL
         .iter()
         .map(|r| (r.id().to_string(), recompute_label(*r).to_string()))
@@ -552,6 +556,18 @@ fn Controls() -> impl IntoView {
                 on_change=Callback::new(move |id: String| {
                     if let Some(z) = id.parse::<u8>().ok().and_then(ZeroStage::from_number) {
                         set(Box::new(move |sc| sc.layout.zero = z));
+                    }
+                })
+            />
+            <Select
+                label="Offload"
+                field="offload"
+                hint="Optimizer state (and with ZeRO-3 the parameters) in CPU memory or on NVMe: GPU memory falls, host memory and PCIe/NVMe time appear (DeepSpeed ZeRO-Offload / ZeRO-Infinity, FSDP2 CPUOffloadPolicy)."
+                options=offload_options
+                value=Signal::derive(move || s.with(|sc| sc.training.offload.id().to_string()))
+                on_change=Callback::new(move |id: String| {
+                    if let Some(o) = planner_core::input::offload::Offload::from_id(&id) {
+                        set(Box::new(move |sc| sc.training.offload = o));
                     }
                 })
             />

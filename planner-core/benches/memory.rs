@@ -18,6 +18,7 @@ fn bench(c: &mut Criterion) {
         seq_len: 8192,
         global_batch: 512,
         finetune: Default::default(),
+        offload: Default::default(),
     };
     let activations = ActivationOptions::default();
     let overheads = Overheads::default();

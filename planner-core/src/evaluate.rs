@@ -155,7 +155,7 @@ pub fn evaluate(scenario: &Scenario) -> Result<Evaluation, EvaluateError> {
         active: model.active_params(),
         breakdown,
     };
-    let rules = layout_rule_violations(&model, scenario);
+    let mut rules = layout_rule_violations(&model, scenario);
     let model_state = model_state_for(
         &model,
         &scenario.precision,
@@ -163,6 +163,9 @@ pub fn evaluate(scenario: &Scenario) -> Result<Evaluation, EvaluateError> {
         &scenario.training,
     );
     let training = training_memory(scenario, &model);
+    if let Some(host) = &training.host {
+        rules.extend(crate::memory::offload::capacity_violations(host));
+    }
     let pipeline = pipeline_view(&model, scenario);
     let serving = serving_view(&model, scenario);
     let step = step_cost(&model, scenario);

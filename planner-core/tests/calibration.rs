@@ -201,6 +201,7 @@ fn gemm_fit_recovers_a_saturating_curve_and_marks_predictions_measured() {
             seq_len: 4096,
             global_batch: 8,
             finetune: Default::default(),
+            offload: Default::default(),
         },
         layout: Layout {
             tp: 8,

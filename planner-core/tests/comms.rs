@@ -34,6 +34,7 @@ fn comms_for(
             seq_len: 4096,
             global_batch,
             finetune: Default::default(),
+            offload: Default::default(),
         },
         &Overheads::default(),
     );
@@ -299,6 +300,7 @@ fn comms_model(
             seq_len,
             global_batch,
             finetune: Default::default(),
+            offload: Default::default(),
         },
         &Overheads::default(),
     );

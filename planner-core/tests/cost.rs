@@ -19,6 +19,7 @@ fn scenario(model: &str, nodes: u32, seq_len: u32, global_batch: u32, layout: La
             seq_len,
             global_batch,
             finetune: Default::default(),
+            offload: Default::default(),
         },
         layout,
         activations: ActivationOptions::default(),

@@ -268,9 +268,27 @@ fn arb_cluster() -> impl Strategy<Value = Cluster> {
         16u32..200,
         proptest::option::of(4u32..17),
         proptest::option::of((1e8f64..1e13, 0.0f64..1e-3, 1e8f64..1e12, 0.0f64..1e-3)),
+        proptest::option::of((
+            1e9f64..1e15,
+            0.0f64..1e17,
+            0.0f64..1e14,
+            1e6f64..1e14,
+            1u32..5000,
+        )),
     )
-        .prop_map(|(gpu, nodes, gpn, links)| {
+        .prop_map(|(gpu, nodes, gpn, links, host)| {
             let mut c = Cluster::of(gpu, nodes);
+            c.host =
+                host.map(
+                    |(ram, nvme, nvme_bw, link, cores)| planner_core::input::host::HostSpec {
+                        ram_bytes: ram,
+                        nvme_bytes: nvme,
+                        nvme_read_bytes_per_s: nvme_bw,
+                        nvme_write_bytes_per_s: nvme_bw / 2.0,
+                        host_link_bytes_per_s: link,
+                        cpu_cores: cores,
+                    },
+                );
             if let Some(gpn) = gpn {
                 c.gpus_per_node = gpn;
             }
@@ -402,6 +420,8 @@ fn arb_rest() -> impl Strategy<Value = (Training, ActivationOptions, Overheads, 
                         seq_len: seq,
                         global_batch: gbs,
                         finetune,
+                        offload: planner_core::input::offload::Offload::ALL
+                            [gbs as usize % planner_core::input::offload::Offload::ALL.len()],
                     },
                     ActivationOptions {
                         flash_attention: a[0],

@@ -50,6 +50,7 @@ fn scenario(layout: Layout) -> Scenario {
             seq_len: 8192,
             global_batch: 256,
             finetune: Default::default(),
+            offload: Default::default(),
         },
         layout,
         activations: ActivationOptions::default(),
@@ -444,7 +445,7 @@ proptest! {
             stage_split: planner_core::input::layout::StageSplit::Even,
         };
         let mut s = scenario(layout);
-        s.training = Training { seq_len: seq, global_batch: gb, finetune: Default::default() };
+        s.training = Training { seq_len: seq, global_batch: gb, finetune: Default::default(), offload: Default::default() };
         let mem = training_memory(&s, &model);
         prop_assert!(mem.peak_bytes.is_finite() && mem.peak_bytes >= 0.0);
         let bars = model_state(&model, &s.precision, &s.layout);

@@ -146,6 +146,7 @@ fn torchtitan_t1(framework: Framework) -> Scenario {
             seq_len: 8192,
             global_batch: 16,
             finetune: Default::default(),
+            offload: Default::default(),
         },
         layout: Layout {
             dp: 8,

@@ -29,6 +29,7 @@ fn scenario(nodes: u32, seq_len: u32, global_batch: u32) -> Scenario {
             seq_len,
             global_batch,
             finetune: Default::default(),
+            offload: Default::default(),
         },
         layout: Layout::default(),
         activations: ActivationOptions::default(),
@@ -233,6 +234,8 @@ proptest! {
         for f in &r.feasible {
             let mut s = sc.clone();
             s.layout = f.layout();
+            // Nothing fit without offload: the ranking is priced with the offload it found.
+            s.training.offload = r.offload;
             let v = layout_rule_violations(&model, &s);
             prop_assert!(v.is_empty(), "{:?}: {:?}", s.layout, v);
             let peak = planner_core::memory::model_state::peak_memory_bytes(

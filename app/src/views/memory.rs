@@ -122,6 +122,62 @@ fn other_bytes(m: &TrainingMemory) -> f64 {
         .sum()
 }
 
+/// Offload's host side: the offloaded bytes per GPU and the node's totals against its RAM
+/// and NVMe, as planner-core's terms give them.
+fn host_memory_table(h: planner_core::memory::offload::HostMemory) -> impl IntoView {
+    let verdict = if !h.host_known {
+        "host unknown: set the node's RAM".to_string()
+    } else if h.fits_ram && h.fits_nvme {
+        format!(
+            "fits: {} of {} RAM per node",
+            format::bytes(h.ram_bytes_per_node),
+            format::bytes(h.node_ram_bytes)
+        )
+    } else {
+        format!(
+            "does not fit: {} of {} RAM, {} of {} NVMe per node",
+            format::bytes(h.ram_bytes_per_node),
+            format::bytes(h.node_ram_bytes),
+            format::bytes(h.nvme_bytes_per_node),
+            format::bytes(h.node_nvme_bytes)
+        )
+    };
+    let fits = h.host_known && h.fits_ram && h.fits_nvme;
+    view! {
+        <figure data-testid="host-memory">
+            <figcaption>
+                {format!("Host memory under offload ({})", h.offload.label())}
+            </figcaption>
+            <table class="figures">
+                <thead>
+                    <tr>
+                        <th scope="col">"Term"</th>
+                        <th scope="col">"Bytes"</th>
+                        <th scope="col">"Formula"</th>
+                    </tr>
+                </thead>
+                <tbody>
+                    {h
+                        .terms
+                        .into_iter()
+                        .map(|t| {
+                            let tip = format!("{} — {}", t.worked, t.assumption);
+                            view! {
+                                <tr data-testid=format!("host-term-{}", t.key) data-bytes=t.bytes.to_string()>
+                                    <th scope="row" title=tip>{t.label}</th>
+                                    <td>{format::bytes(t.bytes)}</td>
+                                    <td>{t.formula}</td>
+                                </tr>
+                            }
+                        })
+                        .collect_view()}
+                </tbody>
+            </table>
+            <p class="explain" class:issue=!fits data-testid="host-verdict">{verdict}</p>
+        </figure>
+    }
+}
+
 /// The memory section.
 #[component]
 pub fn MemoryView() -> impl IntoView {
@@ -348,6 +404,11 @@ pub fn MemoryView() -> impl IntoView {
                             </p>
                         }
                     })
+                })
+            }}
+            {move || {
+                data.with(|d| {
+                    d.as_ref().ok().and_then(|d| d.current().host.clone()).map(host_memory_table)
                 })
             }}
             <ul class="legend">

@@ -9,6 +9,7 @@
 
 use leptos::prelude::*;
 use planner_core::input::layout::Layout;
+use planner_core::input::offload::Offload;
 use planner_core::input::scenario::{Scenario, Serving};
 use planner_core::search::mesh::{Feasible, RejectReason, SearchResult, SearchSpace, SlicedSearch};
 use planner_core::time::cost::{CostOptions, StepModel};
@@ -223,8 +224,12 @@ fn ms(s: f64) -> String {
     }
 }
 
-fn apply(ctx: Ctx, f: Feasible) {
-    ctx.scenario.update(|s| s.layout = f.layout());
+/// Applies a ranked layout with the offload its search priced ([`SearchResult::offload`]).
+fn apply(ctx: Ctx, f: Feasible, offload: Offload) {
+    ctx.scenario.update(|s| {
+        s.layout = f.layout();
+        s.training.offload = offload;
+    });
 }
 
 /// The mesh explorer section.
@@ -367,7 +372,15 @@ pub fn MeshView() -> impl IntoView {
                 state.result.with(|r| match r {
                     Some(Ok(SearchResult { stopped: Some(stop), .. })) => Some(view! {
                         <p class="issue warning" data-testid="mesh-stopped" role="status">{stop.message.clone()}</p>
-                    }),
+                    }.into_any()),
+                    Some(Ok(r)) if !r.offload.is_none() => Some(view! {
+                        <p class="issue warning" data-testid="mesh-offload" role="status">
+                            {format!(
+                                "Nothing fits without offload, so every candidate below uses {} (applied with its layout).",
+                                r.offload.label()
+                            )}
+                        </p>
+                    }.into_any()),
                     _ => None,
                 })
             }}
@@ -450,6 +463,10 @@ pub fn MeshView() -> impl IntoView {
                                             .take(shown.get())
                                             .map(|(rank, f, _)| {
                                                 let f = *f;
+                                                let offload = state.result.with_untracked(|r| match r {
+                                                    Some(Ok(r)) => r.offload,
+                                                    _ => Offload::None,
+                                                });
                                                 let layout = f.layout();
                                                 let selected = move || current_layout.with(|c| *c == layout);
                                                 let d = f.dims;
@@ -469,10 +486,10 @@ pub fn MeshView() -> impl IntoView {
                                                         data-rank=rank.to_string()
                                                         tabindex="0"
                                                         title="Apply this layout"
-                                                        on:click=move |_| apply(ctx, f)
+                                                        on:click=move |_| apply(ctx, f, offload)
                                                         on:keydown=move |ev| {
                                                             if ev.key() == "Enter" || ev.key() == " " {
-                                                                apply(ctx, f)
+                                                                apply(ctx, f, offload)
                                                             }
                                                         }
                                                     >
@@ -539,6 +556,7 @@ fn Hints(state: SearchState) -> impl IntoView {
                             .iter()
                             .map(|h| {
                                 let best = h.best_rank.and_then(|i| r.feasible.get(i).copied());
+                                let offload = r.offload;
                                 view! {
                                     <li data-hint=h.key.clone()>
                                         {h.text.clone()}
@@ -551,7 +569,7 @@ fn Hints(state: SearchState) -> impl IntoView {
                                                     " "
                                                     <button
                                                         class="link"
-                                                        on:click=move |_| apply(ctx, f)
+                                                        on:click=move |_| apply(ctx, f, offload)
                                                     >
                                                         {format!("apply DP {} × TP {} × PP {} × CP {} ({})", d.dp, d.tp, d.pp, d.cp, ms(f.step_s))}
                                                     </button>

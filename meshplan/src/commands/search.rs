@@ -95,6 +95,14 @@ fn table(model: &str, sc: &planner_core::input::scenario::Scenario, r: &SearchRe
     if let Some(stop) = &r.stopped {
         let _ = writeln!(out, "Note: {}\n", stop.message);
     }
+    if !r.offload.is_none() {
+        let _ = writeln!(
+            out,
+            "Note: nothing fits without offload; every candidate below uses {} (offload={})\n",
+            r.offload.label(),
+            r.offload.id()
+        );
+    }
     let _ = writeln!(
         out,
         "{:>4}  {:>3} {:>3} {:>3} {:>5} {:>3} {:>3}  {:<6} {:<9} {:<11} {:>2} {:>3}  {:>8} {:>6} {:>8} {:>8} {:>7} {:>9}  {:<6}  caveat",

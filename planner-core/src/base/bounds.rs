@@ -117,6 +117,18 @@ pub const GEMM_HALF_DIM: Bounds = Bounds::closed(0.0, 1e7, "");
 /// predicted / measured − 1 stays finite for any finite prediction.
 pub const SERVING_MEASUREMENT: Bounds = Bounds::closed(1e-3, 1e9, "ms or tokens/s");
 
+// Host side of a node (crate::input::host): DGX-class servers carry 1–4 TB of RAM and 15–30 TB
+// of NVMe, a GB200 NVL72 rack 17 TB of LPDDR5X; 1 PB / 100 PB leave room for any rack.
+// A node without local NVMe has 0 bytes and 0 bandwidth (NVMe offload then refused).
+/// Host RAM of a node: 1 GB to 1 PB.
+pub const HOST_RAM_BYTES: Bounds = Bounds::closed(1e9, 1e15, "bytes");
+/// Local NVMe of a node: 0 to 100 PB.
+pub const NVME_BYTES: Bounds = Bounds::closed(0.0, 1e17, "bytes");
+/// NVMe bandwidth of a node: 0 (none) to 100 TB/s.
+pub const NVME_BYTES_PER_S: Bounds = Bounds::closed(0.0, 1e14, "bytes/s");
+/// CPU cores of a node: 1 to 10^6 (a GB200 NVL72 rack has 2,592).
+pub const HOST_CPU_CORES_MAX: u32 = 1_000_000;
+
 /// A fraction of a peak (GEMM efficiency, memory share): > 0, ≤ 1.
 pub const FRACTION: Bounds = Bounds::above(0.0, 1.0, "");
 

@@ -13,8 +13,10 @@ use crate::input::calibration::CalibrationSummary;
 use crate::input::finetune::{FineTuneMode, LoraTargets};
 use crate::input::framework::Framework;
 use crate::input::hardware::{gpu_preset, gpu_presets, Cluster, GpuSpec, LinkSpec};
+use crate::input::host::HostSpec;
 use crate::input::layout::{Recompute, Schedule, ZeroStage};
 use crate::input::model::{FfnKind, MlaSpec, ModelSpec, MoeSpec, NormKind};
+use crate::input::offload::Offload;
 use crate::input::precision::{ComputeDtype, Precision, PrecisionRecipe};
 use crate::input::scenario::{Measured, ModelChoice, Scenario, ServeDtype, SCENARIO_VERSION};
 use crate::resolve::presets::{default_scenario, model_preset, model_presets};
@@ -203,11 +205,41 @@ fn link_fields() -> [Field<(LinkSpec, LinkSpec)>; 4] {
     ]
 }
 
+/// A node's host ([`crate::input::host::HostSpec`]): written in full when `cluster.host` is set.
+fn host_fields() -> [Field<HostSpec>; 6] {
+    [
+        field!("host_ram", HostSpec, |h| h.ram_bytes, number),
+        field!("host_nvme", HostSpec, |h| h.nvme_bytes, number),
+        field!(
+            "host_nvme_read",
+            HostSpec,
+            |h| h.nvme_read_bytes_per_s,
+            number
+        ),
+        field!(
+            "host_nvme_write",
+            HostSpec,
+            |h| h.nvme_write_bytes_per_s,
+            number
+        ),
+        field!("host_link", HostSpec, |h| h.host_link_bytes_per_s, number),
+        field!("host_cores", HostSpec, |h| h.cpu_cores, number),
+    ]
+}
+
 /// Everything after the model, precision and cluster, compared with the default scenario.
-fn scenario_fields() -> [Field<Scenario>; 37] {
+fn scenario_fields() -> [Field<Scenario>; 38] {
     [
         field!("seq", Scenario, |s| s.training.seq_len, number),
         field!("gbs", Scenario, |s| s.training.global_batch, number),
+        field!(
+            "offload",
+            Scenario,
+            |s| s.training.offload,
+            Offload::id,
+            Offload::from_id,
+            "none, opt-cpu, opt-nvme, opt-param-cpu, opt-param-nvme or fsdp2-cpu"
+        ),
         field!(
             "ft",
             Scenario,
@@ -614,6 +646,11 @@ pub fn encode(s: &Scenario) -> String {
         &(link_base.intra_node, link_base.inter_node),
     );
 
+    if let Some(h) = &c.host {
+        for f in host_fields() {
+            w.push(f.key, &(f.get)(h));
+        }
+    }
     w.diff(&scenario_fields(), s, &d);
     if let Some(measured) = &s.calibration {
         w.push("cal", &measured.summary.to_compact());
@@ -773,6 +810,7 @@ pub fn parameter_names() -> Vec<&'static str> {
     names.extend(gpu_fields().iter().map(|f| f.key));
     names.extend(["gpn", "gpus"]);
     names.extend(link_fields().iter().map(|f| f.key));
+    names.extend(host_fields().iter().map(|f| f.key));
     names.extend(scenario_fields().iter().map(|f| f.key));
     names.extend(["cal", "cal_on"]);
     names
@@ -936,6 +974,25 @@ fn decode_pass(p: &mut Params, errors: &mut Vec<FieldError>) -> Scenario {
     let mut links = (cluster.intra_node.clone(), cluster.inter_node.clone());
     p.apply(&link_fields(), &mut links, errors);
     (cluster.intra_node, cluster.inter_node) = links;
+    let given = |k: &str| p.has(k) && !p.skip.iter().any(|s| s == k);
+    if host_fields().iter().any(|f| given(f.key)) {
+        // Keys not given keep the GPU's server preset (all six are written by `encode`).
+        let mut host = cluster.host_spec().unwrap_or(HostSpec {
+            ram_bytes: 0.0,
+            nvme_bytes: 0.0,
+            nvme_read_bytes_per_s: 0.0,
+            nvme_write_bytes_per_s: 0.0,
+            host_link_bytes_per_s: 0.0,
+            cpu_cores: 0,
+        });
+        p.apply(&host_fields(), &mut host, errors);
+        cluster.host = Some(host);
+    } else {
+        // Dropped (lenient decoding) host keys are still read, so none is reported unknown.
+        for f in host_fields() {
+            let _ = p.take(f.key);
+        }
+    }
     s.cluster = cluster;
 
     p.apply(&scenario_fields(), &mut s, errors);

@@ -9,6 +9,7 @@ pub mod hf_config;
 pub mod layer_step;
 pub mod link;
 pub mod nccl_tests;
+pub mod offload_export;
 pub mod report;
 pub mod serving_page;
 pub mod serving_validation;

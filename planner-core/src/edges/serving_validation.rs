@@ -370,6 +370,7 @@ pub fn map_serving_run(run: &ServingRun) -> Result<MappedServing, String> {
             seq_len: context_len.max(1),
             global_batch: 1,
             finetune: Default::default(),
+            offload: Default::default(),
         },
         layout: crate::input::layout::Layout::default(),
         activations: ActivationOptions::default(),

@@ -992,6 +992,7 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
             seq_len: run.seq_len,
             global_batch,
             finetune: Default::default(),
+            offload: Default::default(),
         },
         layout,
         activations: ActivationOptions {

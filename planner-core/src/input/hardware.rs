@@ -78,6 +78,10 @@ pub struct Cluster {
     pub intra_node: LinkSpec,
     /// Network between nodes (InfiniBand/RoCE).
     pub inter_node: LinkSpec,
+    /// Host RAM, NVMe and host link of a node ([`crate::input::host`]); absent = the GPU's server
+    /// preset ([`crate::input::host::host_preset`]), which files and links then leave out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<crate::input::host::HostSpec>,
 }
 
 impl Cluster {
@@ -95,7 +99,15 @@ impl Cluster {
             },
             gpu,
             nodes,
+            host: None,
         }
+    }
+
+    /// The node's host: `host` when set, else the GPU's server preset; `None` when neither.
+    pub fn host_spec(&self) -> Option<crate::input::host::HostSpec> {
+        self.host
+            .clone()
+            .or_else(|| crate::input::host::host_preset(&self.gpu.id))
     }
 
     /// Total GPUs.

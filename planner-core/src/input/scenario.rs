@@ -34,6 +34,13 @@ pub struct Training {
     /// Full fine-tuning, LoRA or QLoRA ([`crate::input::finetune`]); files without it read as full.
     #[serde(default, skip_serializing_if = "FineTune::is_default")]
     pub finetune: FineTune,
+    /// Optimizer / parameter offload to CPU or NVMe ([`crate::input::offload`]); files without it
+    /// read as none.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::input::offload::Offload::is_none"
+    )]
+    pub offload: crate::input::offload::Offload,
 }
 
 /// Switches of the activation accounting (where public estimators disagree).

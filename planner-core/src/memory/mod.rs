@@ -7,5 +7,6 @@ pub mod adapters;
 pub mod kv_cache;
 pub mod loss_memory;
 pub mod model_state;
+pub mod offload;
 pub mod serving;
 pub mod torchtitan_sac;

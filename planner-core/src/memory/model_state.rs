@@ -411,8 +411,12 @@ pub struct StageNumbers {
     pub span: StageSpan,
     /// Parameters on the rank.
     pub params: RankParams,
-    /// Model state under the layout's ZeRO stage.
+    /// Model state on the GPU under the layout's ZeRO stage (after offload).
     pub state: ModelStateBytes,
+    /// Parameters of this GPU's ZeRO partition (whose optimizer state it holds).
+    pub partition_params: f64,
+    /// Host and NVMe bytes of this GPU's process under `training.offload`.
+    pub offload_host: crate::memory::offload::HostPerGpu,
     /// LoRA/QLoRA: frozen base and adapter state ([`crate::input::finetune`]); `state` then holds its sums.
     pub adapters: Option<AdapterState>,
     /// Micro-batches' worth of activations held at the peak.
@@ -475,6 +479,14 @@ pub fn stage_numbers(inputs: &MemoryInputs, span: &StageSpan) -> StageNumbers {
         Some(a) => a.model_state(),
         None => model_state_bytes(&rank, &groups, precision, layout.zero),
     };
+    // Offload ([`crate::input::offload`]): what it moves leaves the GPU and is held by the host.
+    let optimizer_bytes_per_param = precision.optimizer_state_bytes();
+    let partition_params = if optimizer_bytes_per_param > 0.0 {
+        state.optimizer.total() / optimizer_bytes_per_param
+    } else {
+        rank.dense / groups.dense + rank.expert / groups.expert
+    };
+    let (state, offload_host) = offload_split(state, partition_params, precision, layout, training);
 
     let setup = ActivationSetup::new(layout, training, activations, precision);
     let mut layer_acts = 0.0;
@@ -581,6 +593,8 @@ pub fn stage_numbers(inputs: &MemoryInputs, span: &StageSpan) -> StageNumbers {
         span: *span,
         params: rank,
         state,
+        partition_params,
+        offload_host,
         adapters,
         in_flight,
         layer_activation_bytes_per_microbatch: layer_acts,
@@ -598,6 +612,40 @@ pub fn stage_numbers(inputs: &MemoryInputs, span: &StageSpan) -> StageNumbers {
         allocator_bytes,
         total_bytes,
     }
+}
+
+/// The GPU's model state after `training.offload` moves its categories off, and what the
+/// host then holds for this GPU ([`crate::memory::offload::host_per_gpu`]).
+fn offload_split(
+    state: ModelStateBytes,
+    partition_params: f64,
+    precision: &Precision,
+    layout: &Layout,
+    training: &Training,
+) -> (ModelStateBytes, crate::memory::offload::HostPerGpu) {
+    let offload = training.offload;
+    if offload.is_none() {
+        return (state, crate::memory::offload::HostPerGpu::default());
+    }
+    let host = crate::memory::offload::host_per_gpu(
+        offload,
+        layout.zero,
+        &crate::memory::offload::GpuState {
+            weight_bytes: state.weights.total(),
+            gradient_bytes: state.gradients.total(),
+            optimizer_bytes: state.optimizer.total(),
+            partition_params,
+            weight_bytes_per_param: precision.weight_bytes,
+        },
+    );
+    let moved = crate::input::offload::moved(offload, layout.zero);
+    let keep = |part: StatePart, gone: bool| if gone { StatePart::default() } else { part };
+    let state = ModelStateBytes {
+        weights: keep(state.weights, moved.weights),
+        gradients: keep(state.gradients, moved.gradients),
+        optimizer: keep(state.optimizer, moved.optimizer),
+    };
+    (state, host)
 }
 
 /// Peak bytes per GPU over the pipeline stages, and the index (into
@@ -696,6 +744,9 @@ pub struct TrainingMemory {
     pub usable_bytes: f64,
     /// `peak_bytes ≤ usable_bytes`.
     pub fits: bool,
+    /// Host memory and NVMe per node under offload ([`crate::input::offload`]); `None` without offload.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<crate::memory::offload::HostMemory>,
 }
 
 pub(crate) use crate::base::explain::{fmt_bytes, fmt_num};
@@ -865,8 +916,11 @@ pub fn model_state_for(
     layout: &Layout,
     training: &Training,
 ) -> Vec<ModelStateBar> {
-    crate::memory::adapters::model_state_bars(model, precision, layout, &training.finetune)
-        .unwrap_or_else(|| model_state(model, precision, layout))
+    let mut bars =
+        crate::memory::adapters::model_state_bars(model, precision, layout, &training.finetune)
+            .unwrap_or_else(|| model_state(model, precision, layout));
+    crate::memory::offload::offload_bars(&mut bars, training.offload);
+    bars
 }
 
 /// The four model-state bars (DDP, ZeRO-1, ZeRO-2, ZeRO-3) for this layout's
@@ -950,6 +1004,12 @@ fn stage_memory(inputs: &MemoryInputs, n: &StageNumbers) -> StageMemory {
             terms
         }
     };
+    crate::memory::offload::mark_offloaded(
+        &mut terms,
+        inputs.training.offload,
+        layout.zero,
+        &n.offload_host,
+    );
 
     let recompute = layout.recompute.id();
     let schedule = layout.schedule.label();
@@ -1161,8 +1221,19 @@ pub fn training_memory(scenario: &Scenario, model: &ModelSpec) -> TrainingMemory
     let mut peak_stage = 0;
     let mut peak_allocated_bytes: f64 = 0.0;
     let mut peak_reserved_bytes: f64 = 0.0;
+    // The stage whose GPUs need the most host memory, and its partition and replica.
+    let mut host_stage = (crate::memory::offload::HostPerGpu::default(), 0.0, 0.0);
     for (i, span) in spans.as_slice().iter().enumerate() {
         let numbers = stage_numbers(&inputs, span);
+        if numbers.offload_host.cpu_bytes() + numbers.offload_host.nvme_bytes()
+            > host_stage.0.cpu_bytes() + host_stage.0.nvme_bytes()
+        {
+            host_stage = (
+                numbers.offload_host,
+                numbers.partition_params,
+                numbers.params.total(),
+            );
+        }
         peak_allocated_bytes = peak_allocated_bytes.max(numbers.allocated_bytes);
         peak_reserved_bytes = peak_reserved_bytes.max(numbers.reserved_bytes);
         if numbers.total_bytes > peak_bytes {
@@ -1184,5 +1255,15 @@ pub fn training_memory(scenario: &Scenario, model: &ModelSpec) -> TrainingMemory
         capacity_label_bytes: scenario.cluster.gpu.label_memory_bytes(),
         usable_bytes,
         fits: peak_bytes <= usable_bytes,
+        host: (!scenario.training.offload.is_none()).then(|| {
+            crate::memory::offload::host_memory(
+                scenario.training.offload,
+                scenario.layout.zero,
+                host_stage.0,
+                (host_stage.1, host_stage.2),
+                scenario.cluster.gpus_per_node,
+                scenario.cluster.host_spec().as_ref(),
+            )
+        }),
     }
 }

@@ -263,6 +263,7 @@ pub fn default_scenario() -> Scenario {
             seq_len: 4096,
             global_batch: 512,
             finetune: Default::default(),
+            offload: Default::default(),
         },
         layout: Layout {
             dp: 8,
@@ -331,6 +332,7 @@ pub fn article_mesh_scenario() -> Scenario {
             seq_len: 32_768,
             global_batch: 64,
             finetune: Default::default(),
+            offload: Default::default(),
         },
         layout: Layout {
             dp: 4,

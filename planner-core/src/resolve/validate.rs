@@ -316,6 +316,10 @@ impl Scenario {
         e.within("nvlink_lat", c.intra_node.latency_s, bounds::LINK_LATENCY_S);
         e.within("net_bw", c.inter_node.bytes_per_s, bounds::LINK_BYTES_PER_S);
         e.within("net_lat", c.inter_node.latency_s, bounds::LINK_LATENCY_S);
+        if let Some(h) = &c.host {
+            crate::input::offload::check_host(&mut |f, v, b| e.within(f, v, b), h);
+            e.range_u32("host_cores", h.cpu_cores, 1, bounds::HOST_CPU_CORES_MAX);
+        }
 
         let t = &self.training;
         e.range_u32("seq", t.seq_len, 1, MAX_SEQ_LEN);
@@ -659,5 +663,6 @@ pub fn layout_rule_violations(model: &ModelSpec, scenario: &Scenario) -> Vec<Rul
             format!("tp = {tp} spans more than one node of {gpn} GPUs: its all-reduces cross the network"),
         );
     }
+    out.extend(crate::resolve::offload_rules::rule_violations(scenario));
     out
 }

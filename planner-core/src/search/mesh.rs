@@ -66,11 +66,13 @@ pub enum RejectReason {
     MicroBatchesNotDivisibleByPp,
     /// Peak memory above capacity × usable fraction.
     MemoryOverCapacity,
+    /// Offload's host memory or NVMe above the node's ([`crate::input::offload`]).
+    HostMemoryOverNode,
 }
 
 impl RejectReason {
     /// Every reason, in bit order.
-    pub const ALL: [RejectReason; 12] = [
+    pub const ALL: [RejectReason; 13] = [
         RejectReason::HeadsNotDivisibleByTp,
         RejectReason::KvHeadsNotDivisibleByTp,
         RejectReason::FfnNotDivisibleByTp,
@@ -83,6 +85,7 @@ impl RejectReason {
         RejectReason::BatchNotDivisibleByDpMicroBatch,
         RejectReason::MicroBatchesNotDivisibleByPp,
         RejectReason::MemoryOverCapacity,
+        RejectReason::HostMemoryOverNode,
     ];
 
     /// Machine key: the rule name [`crate::resolve::validate::layout_rule_violations`] uses.
@@ -102,6 +105,7 @@ impl RejectReason {
                 "interleaved_micro_batches_divisible_by_pp"
             }
             RejectReason::MemoryOverCapacity => "memory_within_capacity",
+            RejectReason::HostMemoryOverNode => "host_memory_within_node",
         }
     }
 
@@ -128,6 +132,7 @@ impl RejectReason {
                 "interleaved: micro-batches not divisible by PP"
             }
             RejectReason::MemoryOverCapacity => "peak memory over capacity",
+            RejectReason::HostMemoryOverNode => "offload's host memory or NVMe over the node's",
         }
     }
 
@@ -262,6 +267,16 @@ pub struct SearchSpace {
     /// before the mesh that would pass this and says so in [`SearchResult::stopped`].
     #[serde(default = "default_max_evaluated")]
     pub max_evaluated: u64,
+    /// When no candidate fits without offload, search again with each of
+    /// [`crate::input::offload::Offload::SEARCH_VARIANTS`] in turn and keep the first that fits
+    /// ([`SearchResult::offload`]); nothing more is searched when something fits.
+    #[serde(default = "yes")]
+    pub offload_fallback: bool,
+}
+
+/// Serde default of [`SearchSpace::offload_fallback`].
+fn yes() -> bool {
+    true
 }
 
 /// Default of [`SearchSpace::max_evaluated`]: under a second natively (a few hundred
@@ -300,6 +315,7 @@ impl Default for SearchSpace {
             max_results: 200,
             max_rejected: 100_000,
             max_evaluated: DEFAULT_MAX_EVALUATED,
+            offload_fallback: true,
         }
     }
 }
@@ -479,6 +495,17 @@ pub struct SearchResult {
     /// of the space; the counts and the ranking then cover only what was searched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped: Option<SearchStopped>,
+    /// The offload every ranked candidate uses: none, unless nothing fit without it
+    /// ([`SearchSpace::offload_fallback`]).
+    #[serde(
+        default,
+        skip_serializing_if = "crate::input::offload::Offload::is_none"
+    )]
+    pub offload: crate::input::offload::Offload,
+    /// With an offload fallback: the rejections of the search without offload (every
+    /// candidate was rejected there, so these say why offload was needed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rejections_without_offload: Vec<ReasonCount>,
 }
 
 /// Where a search stopped early, and why.
@@ -598,8 +625,61 @@ fn sched_options(space: &SearchSpace, layers: u32, pp: u32) -> Vec<SchedOption> 
     out
 }
 
-/// Searches with the planner's memory model.
+/// Searches with the planner's memory model: first without offload (the scenario's own
+/// offload choice is not searched), then, only when nothing fits, with each offload variant
+/// ([`offload_fallback`]).
 pub fn search(
+    model: &ModelSpec,
+    scenario: &Scenario,
+    space: &SearchSpace,
+    step_model: &StepModel,
+) -> SearchResult {
+    let (plain, plain_step) =
+        with_offload(scenario, step_model, crate::input::offload::Offload::None);
+    let result = search_once(model, &plain, space, &plain_step);
+    offload_fallback(model, scenario, space, step_model, result)
+}
+
+/// The scenario and time model with `offload` in place of the scenario's choice.
+fn with_offload(
+    scenario: &Scenario,
+    step_model: &StepModel,
+    offload: crate::input::offload::Offload,
+) -> (Scenario, StepModel) {
+    let mut sc = scenario.clone();
+    sc.training.offload = offload;
+    let mut step = step_model.clone();
+    step.offload = crate::time::offload::OffloadTime::of(&sc);
+    (sc, step)
+}
+
+/// `plain` (a search without offload) when anything fit or the fallback is off; else the
+/// first of [`crate::input::offload::Offload::SEARCH_VARIANTS`] whose search finds a candidate
+/// that fits GPU and node, with `plain`'s rejections kept beside it. When no variant fits
+/// either, `plain`.
+pub fn offload_fallback(
+    model: &ModelSpec,
+    scenario: &Scenario,
+    space: &SearchSpace,
+    step_model: &StepModel,
+    plain: SearchResult,
+) -> SearchResult {
+    if plain.feasible_count > 0 || !space.offload_fallback || plain.stopped.is_some() {
+        return plain;
+    }
+    for variant in crate::input::offload::Offload::SEARCH_VARIANTS {
+        let (sc, step) = with_offload(scenario, step_model, variant);
+        let mut r = search_once(model, &sc, space, &step);
+        if r.feasible_count > 0 {
+            r.rejections_without_offload = plain.rejections;
+            return r;
+        }
+    }
+    plain
+}
+
+/// One search of the scenario as given (its offload included).
+fn search_once(
     model: &ModelSpec,
     scenario: &Scenario,
     space: &SearchSpace,
@@ -644,7 +724,7 @@ pub fn search_with<F: Fn(&Layout) -> f64>(
 /// What a search has gathered so far: the sum over the blocks searched.
 #[derive(Clone, Debug, Default)]
 struct Partial {
-    counts: [u64; 12],
+    counts: [u64; 13],
     total: u64,
     rejected: Vec<Rejected>,
     feasible: Vec<Feasible>,
@@ -697,6 +777,14 @@ fn search_blocks<F: Fn(&Layout) -> f64>(
     if acc.stopped {
         return 0;
     }
+    // Offload's node limits (a rule of the layout's ZeRO stage, host RAM and NVMe): checked
+    // only for candidates that fit the GPU, and never without offload.
+    let offload = scenario.training.offload;
+    let params = (!offload.is_none()).then(|| model.param_breakdown());
+    let host_fits = |layout: &Layout| match &params {
+        None => true,
+        Some(p) => crate::memory::offload::layout_fits_host(model, p, scenario, layout),
+    };
     let Partial {
         counts,
         total,
@@ -711,7 +799,7 @@ fn search_blocks<F: Fn(&Layout) -> f64>(
     let n_rc = space.recompute.len() as u64;
     let layers = model.layers;
 
-    let reject = |block: Rejected, counts: &mut [u64; 12], rejected: &mut Vec<Rejected>| {
+    let reject = |block: Rejected, counts: &mut [u64; 13], rejected: &mut Vec<Rejected>| {
         for r in block.reasons.iter() {
             counts[r as usize] += block.candidates;
         }
@@ -911,12 +999,20 @@ fn search_blocks<F: Fn(&Layout) -> f64>(
                                     peak_memory_bytes(&layout)
                                 }
                             };
-                            if peak.is_nan() || peak > usable {
-                                if oom[slot].is_none() {
-                                    oom[slot] = Some((mb, peak));
-                                }
+                            let over_gpu = peak.is_nan() || peak > usable;
+                            if over_gpu && oom[slot].is_none() {
+                                oom[slot] = Some((mb, peak));
+                            }
+                            let why = if over_gpu {
+                                Some(RejectReason::MemoryOverCapacity)
+                            } else if !host_fits(&layout) {
+                                Some(RejectReason::HostMemoryOverNode)
+                            } else {
+                                None
+                            };
+                            if let Some(why) = why {
                                 let mut r = Reasons::default();
-                                r.add(RejectReason::MemoryOverCapacity);
+                                r.add(why);
                                 reject(
                                     Rejected {
                                         dims,
@@ -1053,6 +1149,8 @@ fn finish(
         hints,
         inputs: step_model.input_sources(),
         stopped,
+        offload: scenario.training.offload,
+        rejections_without_offload: Vec::new(),
     }
 }
 
@@ -1068,6 +1166,8 @@ pub struct SlicedSearch {
     scenario: Scenario,
     space: SearchSpace,
     step_model: StepModel,
+    /// The scenario and time model as asked (with their offload), for [`offload_fallback`].
+    asked: Box<(Scenario, StepModel)>,
     blocks: Vec<(u32, u32, u32)>,
     next: usize,
     acc: Partial,
@@ -1082,12 +1182,16 @@ impl SlicedSearch {
         step_model: StepModel,
     ) -> Self {
         let blocks = mesh_blocks(scenario.cluster.world_size());
+        // As `search`: the slices search without offload; `finish` falls back to offload.
+        let (plain, plain_step) =
+            with_offload(&scenario, &step_model, crate::input::offload::Offload::None);
         SlicedSearch {
             params: model.param_breakdown(),
             model,
-            scenario,
+            scenario: plain,
             space,
-            step_model,
+            step_model: plain_step,
+            asked: Box::new((scenario, step_model)),
             blocks,
             next: 0,
             acc: Partial::default(),
@@ -1152,13 +1256,15 @@ impl SlicedSearch {
     /// Ranks what was searched (everything once [`SlicedSearch::is_done`]).
     pub fn finish(self) -> SearchResult {
         let blocks = (self.next, self.blocks.len());
-        finish(
+        let plain = finish(
             &self.scenario,
             &self.space,
             &self.step_model,
             self.acc,
             blocks,
-        )
+        );
+        let (scenario, step_model) = *self.asked;
+        offload_fallback(&self.model, &scenario, &self.space, &step_model, plain)
     }
 }
 

@@ -278,10 +278,18 @@ pub struct StepSeconds {
     /// Of `compute`, the FP8 cast passes (activations per micro-batch, weights once per step).
     #[serde(default)]
     pub fp8_casts: f64,
+    /// Offload transfers and the CPU optimizer step ([`crate::input::offload`]), not overlapped.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub offload: f64,
     /// Step time.
     pub total: f64,
     /// Micro-batches per step.
     pub micro_batches: f64,
+}
+
+/// Serde: a zero offload time is left out, so results without offload read as before.
+fn is_zero(v: &f64) -> bool {
+    *v == 0.0
 }
 
 impl StepSeconds {
@@ -354,6 +362,8 @@ pub struct StepModel {
     pub params: f64,
     /// LoRA/QLoRA adapter terms ([`crate::input::finetune`]); `None` for full training.
     pub adapters: Option<AdapterTime>,
+    /// Offload's transfers and CPU optimizer ([`crate::input::offload`]).
+    pub offload: crate::time::offload::OffloadTime,
 }
 
 impl StepModel {
@@ -403,7 +413,19 @@ impl StepModel {
             }),
             params: adapters.map_or_else(|| model.params(), |a| a.adapter_params),
             adapters,
+            offload: crate::time::offload::OffloadTime::of(scenario),
         }
+    }
+
+    /// Parameters whose optimizer step one GPU of the pacing stage runs: Ψ over TP·PP and,
+    /// under ZeRO, over DP·CP (as `seconds` counts the HBM-bound step).
+    fn optimizer_partition_params(&self, layout: &Layout) -> f64 {
+        let sharded_over = match layout.zero {
+            ZeroStage::Ddp => 1.0,
+            _ => f64::from(layout.dp.max(1)) * f64::from(layout.cp.max(1)),
+        };
+        let tp_pp = f64::from(layout.tp.max(1)) * f64::from(layout.pp.max(1));
+        self.params / tp_pp / sharded_over * self.comm_inputs.pace(layout).layer_scale
     }
 
     /// Forward seconds per micro-batch on one GPU of the adapters' GEMMs and of QLoRA's
@@ -660,8 +682,13 @@ impl StepModel {
         // The optimizer of every stage runs at once: the pacing stage's share (1 when even).
         let params_local =
             self.params / (shards / f64::from(layout.cp.max(1))) / sharded_over * pace.layer_scale;
-        let optimizer =
-            params_local * self.options.optimizer_bytes_per_param / self.hbm_bytes_per_s.max(1.0);
+        // Offload (crate::input::offload): the CPU steps the optimizer instead, after the transfers.
+        let offload = self.offload.seconds(layout.zero, params_local, m).total_s;
+        let optimizer = if self.offload.moves_optimizer(layout.zero) {
+            0.0
+        } else {
+            params_local * self.options.optimizer_bytes_per_param / self.hbm_bytes_per_s.max(1.0)
+        };
         // TE casts each weight to FP8 on the first micro-batch of a step and reuses the copy (TE user
         // guide, examples/advanced_optimizations "FP8 weight caching"; Megatron passes is_first_microbatch).
         let weight_cast = match &self.fp8 {
@@ -681,7 +708,8 @@ impl StepModel {
             _ => 0.0,
         };
 
-        let total = ideal + bubble + pp_exposed + after_pipeline + optimizer + weight_cast;
+        let total =
+            ideal + bubble + pp_exposed + after_pipeline + optimizer + weight_cast + offload;
         StepSeconds {
             compute: m * (t_f + t_b + t_rc) + weight_cast,
             recompute: m * t_rc,
@@ -689,6 +717,7 @@ impl StepModel {
             bubble,
             optimizer,
             fp8_casts: m * (cast_f + cast_b + recast) + weight_cast,
+            offload,
             total,
             micro_batches: m,
         }
@@ -814,6 +843,13 @@ impl StepModel {
                 ),
             },
         ];
+        if s.offload > 0.0 {
+            let params_local = self.optimizer_partition_params(layout);
+            let parts = self
+                .offload
+                .seconds(layout.zero, params_local, s.micro_batches);
+            terms.push(self.offload.term(&parts, params_local));
+        }
         if let Some(c) = &self.fp8 {
             // Transformer Engine docs, "FP8 Delayed Scaling": one read per quantization, the
             // amax recorded in the same pass; weights cast once per step ("FP8 weight caching").

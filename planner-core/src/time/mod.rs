@@ -6,3 +6,4 @@ pub mod adapters;
 pub mod collectives;
 pub mod comms;
 pub mod cost;
+pub mod offload;

@@ -460,6 +460,21 @@ impl Session {
             .ok_or_else(|| "no URL".into())
     }
 
+    /// The current URL once it contains `part`, polled for up to `within`.
+    pub fn wait_for_url(&self, part: &str, within: Duration) -> Result<String> {
+        let deadline = Instant::now() + within;
+        loop {
+            let url = self.current_url()?;
+            if url.contains(part) {
+                return Ok(url);
+            }
+            if Instant::now() >= deadline {
+                return Err(format!("the URL never contained {part:?}: {url}"));
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Saves a PNG screenshot of the viewport.
     pub fn screenshot(&self, path: &Path) -> Result<()> {
         let b64 = self.cmd("GET", "/screenshot", None)?;

@@ -6,10 +6,10 @@
 //! and pooled), never asserted: the figures depend on the machine.
 
 use e2e::{assert_no_console_errors, measure_latency, percentile, Control, Page, Session};
-use planner_core::input::hardware::{gpu_preset, Cluster};
 use planner_core::edges::link;
-use planner_core::resolve::presets;
+use planner_core::input::hardware::{gpu_preset, Cluster};
 use planner_core::input::scenario::{ModelChoice, Scenario};
+use planner_core::resolve::presets;
 
 /// Moves per input (the measurement used 200; 100 keeps the suite's time in hand
 /// and still puts 5 moves above the p95).

@@ -434,6 +434,7 @@ fn search_of_16k_gpus_is_timed_and_the_page_stays_responsive() {
         seq_len: 8192,
         global_batch: 1024,
         finetune: Default::default(),
+        offload: Default::default(),
     };
     sc.layout.tp = 8;
     sc.layout.pp = 16;

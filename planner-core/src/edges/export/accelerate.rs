@@ -62,7 +62,12 @@ pub(super) fn accelerate(c: &Ctx) -> (String, Vec<String>) {
             let _ = writeln!(out, "  fsdp_activation_checkpointing: {full}");
             let _ = writeln!(out, "  fsdp_auto_wrap_policy: TRANSFORMER_BASED_WRAP");
             let _ = writeln!(out, "  fsdp_cpu_ram_efficient_loading: true");
-            let _ = writeln!(out, "  fsdp_offload_params: false");
+            let offload_params = crate::edges::offload_export::accelerate_offload_params(
+                c.s.training.offload,
+                zero,
+                &mut notes,
+            );
+            let _ = writeln!(out, "  fsdp_offload_params: {offload_params}");
             let _ = writeln!(
                 out,
                 "  # true frees gathered weights after forward (ZeRO-3); false keeps them for backward (ZeRO-2)."

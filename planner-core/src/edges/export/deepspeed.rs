@@ -53,6 +53,12 @@ pub(super) fn deepspeed(c: &Ctx) -> (String, Vec<String>) {
         zero.insert("contiguous_gradients".into(), true.into());
         zero.insert("reduce_bucket_size".into(), bucket_elements.into());
     }
+    crate::edges::offload_export::deepspeed_offload(
+        c.s.training.offload,
+        l.zero,
+        &mut zero,
+        &mut notes,
+    );
     root.insert("zero_optimization".into(), zero.into());
     root.insert("gradient_clipping".into(), 1.0.into());
     root.insert("steps_per_print".into(), 10.into());

@@ -1,0 +1,101 @@
+//! The host side of a node: CPU memory, local NVMe, the GPU↔CPU link and the CPU's
+//! optimizer rate. What offload ([`crate::input::offload`]) spends; presets per GPU server,
+//! each figure cited, every field editable through `cluster.host`.
+
+use serde::{Deserialize, Serialize};
+
+/// Decimal terabyte, as server datasheets count RAM and drives.
+const TB: f64 = 1e12;
+/// Decimal gigabyte per second.
+const GB_PER_S: f64 = 1e9;
+
+// Ren et al. 2021 (ZeRO-Offload, USENIX ATC '21) Table 4: DeepSpeed's CPU-Adam updates 10B
+// parameters in 2.57 s on one DGX-2 (Table 2: 2 × Xeon Platinum 8168, 48 cores), PyTorch's
+// CPU Adam in 14.76 s. Per core, so a preset scales it by its own core count (CPU-Adam is
+// AVX-512/OpenMP parallel over cores, §5.1).
+/// DeepSpeed CPU-Adam, parameters updated per second per CPU core.
+pub const CPU_ADAM_PARAMS_PER_S_PER_CORE: f64 = 10e9 / 2.57 / 48.0;
+/// PyTorch's own `torch.optim.AdamW` on the CPU (what FSDP2's `CPUOffloadPolicy` steps with),
+/// parameters per second per core: the same table's PT-CPU column.
+pub const TORCH_CPU_ADAM_PARAMS_PER_S_PER_CORE: f64 = 10e9 / 14.76 / 48.0;
+
+/// One node's host resources.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostSpec {
+    /// CPU memory of the node, bytes.
+    pub ram_bytes: f64,
+    /// Local NVMe the job may use for offload, bytes (0 = none).
+    pub nvme_bytes: f64,
+    /// NVMe read bandwidth of the node (all drives striped), bytes per second.
+    pub nvme_read_bytes_per_s: f64,
+    /// NVMe write bandwidth of the node, bytes per second.
+    pub nvme_write_bytes_per_s: f64,
+    /// GPU↔CPU link per GPU per direction (PCIe, or NVLink-C2C on Grace), bytes per second.
+    pub host_link_bytes_per_s: f64,
+    /// CPU cores of the node (what the CPU optimizer runs on).
+    pub cpu_cores: u32,
+}
+
+impl HostSpec {
+    /// DeepSpeed CPU-Adam rate of the node, parameters per second.
+    pub fn cpu_adam_params_per_s(&self) -> f64 {
+        f64::from(self.cpu_cores) * CPU_ADAM_PARAMS_PER_S_PER_CORE
+    }
+
+    /// PyTorch CPU AdamW rate of the node, parameters per second.
+    pub fn torch_cpu_adam_params_per_s(&self) -> f64 {
+        f64::from(self.cpu_cores) * TORCH_CPU_ADAM_PARAMS_PER_S_PER_CORE
+    }
+}
+
+// deepspeedai/DeepSpeed blogs/deepnvme/06-2025: ds_io over a RAID-0 of 4 PCIe Gen4 NVMe SSDs
+// reads 10 GB/s and writes 5 GB/s (and 4 → 8 Gen5 drives scales reads 27 → 48, writes 11 → 26):
+// per Gen4 drive 2.5 GB/s read, 1.25 GB/s write, striped drives adding up.
+const GEN4_DRIVE_READ_BYTES_PER_S: f64 = 10.0 * GB_PER_S / 4.0;
+const GEN4_DRIVE_WRITE_BYTES_PER_S: f64 = 5.0 * GB_PER_S / 4.0;
+
+fn dgx(ram_tb: f64, drives: u32, drive_tb: f64, link_gb_per_s: f64, cores: u32) -> HostSpec {
+    let d = f64::from(drives);
+    HostSpec {
+        ram_bytes: ram_tb * TB,
+        nvme_bytes: d * drive_tb * TB,
+        nvme_read_bytes_per_s: d * GEN4_DRIVE_READ_BYTES_PER_S,
+        nvme_write_bytes_per_s: d * GEN4_DRIVE_WRITE_BYTES_PER_S,
+        host_link_bytes_per_s: link_gb_per_s * GB_PER_S,
+        cpu_cores: cores,
+    }
+}
+
+/// The host of the usual server of a GPU preset (by [`crate::input::hardware::GpuSpec::id`]);
+/// `None` where no server datasheet was found (set `cluster.host` by hand).
+pub fn host_preset(gpu_id: &str) -> Option<HostSpec> {
+    match gpu_id {
+        // NVIDIA DGX A100 user guide (hardware overview), 320 GB system: 1 TB RAM, 15 TB
+        // (4 × 3.84 TB) U.2 NVMe, 2 × AMD EPYC 7742 (64 cores each); A100 datasheet: PCIe Gen4
+        // 64 GB/s (both directions), 32 GB/s each way.
+        "a100-40gb" => Some(dgx(1.0, 4, 3.84, 32.0, 128)),
+        // The same guide, 640 GB system: 2 TB RAM, 30 TB (8 × 3.84 TB) U.2 NVMe.
+        "a100-80gb" => Some(dgx(2.0, 8, 3.84, 32.0, 128)),
+        // NVIDIA DGX H100/H200 user guide (hardware overview): 2 TB RAM, 8 × 3.84 TB U.2 NVMe
+        // data drives, 2 × Xeon Platinum 8480C (56 cores each); H100/H200 datasheets: PCIe
+        // Gen5 128 GB/s (both directions), 64 GB/s each way. DGX H800 is the same chassis.
+        "h100-sxm" | "h200" | "h800" => Some(dgx(2.0, 8, 3.84, 64.0, 112)),
+        // NVIDIA DGX B200 user guide: 2 TB RAM (4 TB optional), 8 × 3.84 TB U.2 NVMe, 2 × Xeon
+        // Platinum 8570 (56 cores each, PCIe Gen5 hosts: 64 GB/s each way per GPU).
+        "b200" => Some(dgx(2.0, 8, 3.84, 64.0, 112)),
+        // NVIDIA GB200 NVL72 datasheet: up to 17 TB LPDDR5X per rack (36 Grace × 480 GB),
+        // 2,592 Arm Neoverse V2 cores (36 × 72), NVLink-C2C 900 GB/s (both directions) per
+        // superchip of one Grace and two GPUs: 225 GB/s each way per GPU. The rack is the
+        // "node" (72 GPUs). Local NVMe per tray is not on the datasheet: 0 until set.
+        "gb200-nvl72" => Some(HostSpec {
+            ram_bytes: 36.0 * 480e9,
+            nvme_bytes: 0.0,
+            nvme_read_bytes_per_s: 0.0,
+            nvme_write_bytes_per_s: 0.0,
+            host_link_bytes_per_s: 900.0 / 2.0 / 2.0 * GB_PER_S,
+            cpu_cores: 36 * 72,
+        }),
+        _ => None,
+    }
+}
