@@ -7,22 +7,8 @@ use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use planner_core::cost::{CostOptions, StepModel};
-use planner_core::hardware::Cluster;
 use planner_core::mesh::{search, SearchSpace};
-use planner_core::presets::article_mesh_scenario;
-use planner_core::scenario::{ModelChoice, Scenario};
-
-fn scenario(model: &str, nodes: u32, seq_len: u32, global_batch: u32) -> Scenario {
-    let mut sc = article_mesh_scenario();
-    sc.model = ModelChoice::Preset(model.to_string());
-    sc.cluster = Cluster {
-        nodes,
-        ..sc.cluster
-    };
-    sc.training.seq_len = seq_len;
-    sc.training.global_batch = global_batch;
-    sc
-}
+use planner_core::presets::mesh_scenario as scenario;
 
 fn bench(c: &mut Criterion) {
     let cases = [

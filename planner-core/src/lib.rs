@@ -38,6 +38,7 @@ pub mod precision;
 pub mod presets;
 pub mod report;
 pub mod scenario;
+pub mod search_memo;
 pub mod serving;
 pub mod serving_disagg;
 pub mod serving_page;

@@ -542,11 +542,26 @@ struct SchedOption {
     schedule: Schedule,
     v: u32,
     split: Option<SplitProposal>,
+    /// The stage that sets the pace ([`crate::comms::CommInputs::pace`]), resolved once.
+    pace: crate::stage_split::StagePace,
 }
 
 /// The schedule options the search tries at `pp` for a model of `layers` layers.
-fn sched_options(space: &SearchSpace, layers: u32, pp: u32) -> Vec<SchedOption> {
+fn sched_options(
+    space: &SearchSpace,
+    inputs: &crate::comms::CommInputs,
+    layers: u32,
+    pp: u32,
+) -> Vec<SchedOption> {
     let mut out = Vec::new();
+    let pace = |v: u32, split: Option<SplitProposal>| {
+        inputs.pace(&Layout {
+            pp,
+            virtual_stages: v,
+            stage_split: split.unwrap_or_default().stage_split(),
+            ..Layout::default()
+        })
+    };
     let push = |out: &mut Vec<SchedOption>, schedule: Schedule, v: u32| {
         let (proposals, n) = if space.uneven_stages {
             SplitProposal::proposals(layers, pp, v)
@@ -559,6 +574,7 @@ fn sched_options(space: &SearchSpace, layers: u32, pp: u32) -> Vec<SchedOption> 
                 schedule,
                 v,
                 split: None,
+                pace: pace(v, None),
             });
         }
         for &split in &proposals[..n] {
@@ -566,6 +582,7 @@ fn sched_options(space: &SearchSpace, layers: u32, pp: u32) -> Vec<SchedOption> 
                 schedule,
                 v,
                 split: Some(split),
+                pace: pace(v, Some(split)),
             });
         }
     };
@@ -606,16 +623,9 @@ pub fn search(
     step_model: &StepModel,
 ) -> SearchResult {
     let params = model.param_breakdown();
+    let memo = crate::search_memo::PeakMemo::new();
     search_with(model, scenario, space, step_model, |layout| {
-        crate::memory::peak_memory_bytes(
-            model,
-            &params,
-            &scenario.precision,
-            layout,
-            &scenario.training,
-            &scenario.activations,
-            &scenario.overheads,
-        )
+        memo.peak_bytes(model, &params, scenario, layout)
     })
 }
 
@@ -749,7 +759,10 @@ fn search_blocks<F: Fn(&Layout) -> f64>(
         let at = match per_pp.iter().position(|(p, _)| *p == pp) {
             Some(i) => i,
             None => {
-                per_pp.push((pp, sched_options(space, layers, pp)));
+                per_pp.push((
+                    pp,
+                    sched_options(space, &step_model.comm_inputs, layers, pp),
+                ));
                 per_pp.len() - 1
             }
         };
@@ -859,7 +872,7 @@ fn search_blocks<F: Fn(&Layout) -> f64>(
                 step_model.options.rank_order,
             );
             for o in scheds {
-                let (schedule, v) = (o.schedule, o.v);
+                let (schedule, v, pace) = (o.schedule, o.v, &o.pace);
                 let Some(split) = o.split else {
                     let mut r = Reasons::default();
                     r.add(RejectReason::LayersNotDivisibleByPp);
@@ -935,7 +948,7 @@ fn search_blocks<F: Fn(&Layout) -> f64>(
                                 );
                                 continue;
                             }
-                            let s = step_model.seconds(&layout, &placement);
+                            let s = step_model.seconds_paced(&layout, &placement, pace);
                             *feasible_count += 1;
                             feasible.push(Feasible {
                                 dims,
@@ -1071,6 +1084,7 @@ pub struct SlicedSearch {
     blocks: Vec<(u32, u32, u32)>,
     next: usize,
     acc: Partial,
+    memo: crate::search_memo::PeakMemo,
 }
 
 impl SlicedSearch {
@@ -1091,6 +1105,7 @@ impl SlicedSearch {
             blocks,
             next: 0,
             acc: Partial::default(),
+            memo: crate::search_memo::PeakMemo::new(),
         }
     }
 
@@ -1104,18 +1119,8 @@ impl SlicedSearch {
             .next
             .saturating_add(max_blocks.max(1))
             .min(self.blocks.len());
-        let (model, params, sc) = (&self.model, &self.params, &self.scenario);
-        let peak = |layout: &Layout| {
-            crate::memory::peak_memory_bytes(
-                model,
-                params,
-                &sc.precision,
-                layout,
-                &sc.training,
-                &sc.activations,
-                &sc.overheads,
-            )
-        };
+        let (model, params, sc, memo) = (&self.model, &self.params, &self.scenario, &self.memo);
+        let peak = |layout: &Layout| memo.peak_bytes(model, params, sc, layout);
         let searched = search_blocks(
             model,
             sc,

@@ -15,24 +15,11 @@ use std::path::PathBuf;
 use planner_core::cost::{CostOptions, StepModel};
 use planner_core::finetune::FineTuneMode;
 use planner_core::framework::Framework;
-use planner_core::hardware::Cluster;
 use planner_core::mesh::{search, SearchResult, SearchSpace, SlicedSearch};
 use planner_core::precision::ComputeDtype;
-use planner_core::presets::article_mesh_scenario;
-use planner_core::scenario::{ModelChoice, Scenario};
+use planner_core::presets::mesh_scenario as scenario;
+use planner_core::scenario::Scenario;
 use serde_json::{json, Value};
-
-fn scenario(model: &str, nodes: u32, seq_len: u32, global_batch: u32) -> Scenario {
-    let mut sc = article_mesh_scenario();
-    sc.model = ModelChoice::Preset(model.to_string());
-    sc.cluster = Cluster {
-        nodes,
-        ..sc.cluster
-    };
-    sc.training.seq_len = seq_len;
-    sc.training.global_batch = global_batch;
-    sc
-}
 
 /// FNV-1a, 64 bits (offset basis and prime from the FNV reference, isthe.com/chongo/tech/comp/fnv).
 fn fnv1a64(bytes: &[u8]) -> u64 {
