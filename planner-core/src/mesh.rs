@@ -623,10 +623,48 @@ pub fn search(
     step_model: &StepModel,
 ) -> SearchResult {
     let params = model.param_breakdown();
-    let memo = crate::search_memo::PeakMemo::new();
-    search_with(model, scenario, space, step_model, |layout| {
-        memo.peak_bytes(model, &params, scenario, layout)
-    })
+    let mut memo = crate::search_memo::PeakMemo::new();
+    let mut peak = MemoPeak {
+        memo: &mut memo,
+        model,
+        params: &params,
+        scenario,
+    };
+    let mut acc = Partial::default();
+    let blocks = mesh_blocks(scenario.cluster.world_size());
+    let searched = search_blocks(
+        model, scenario, space, step_model, &mut peak, &blocks, &mut acc,
+    );
+    finish(scenario, space, step_model, acc, (searched, blocks.len()))
+}
+
+/// Where the search gets a candidate's peak memory per GPU, bytes.
+trait PeakSource {
+    fn peak_bytes(&mut self, layout: &Layout) -> f64;
+}
+
+/// A caller's memory model ([`search_with`]).
+struct FnPeak<'f, F>(&'f F);
+
+impl<F: Fn(&Layout) -> f64> PeakSource for FnPeak<'_, F> {
+    fn peak_bytes(&mut self, layout: &Layout) -> f64 {
+        (self.0)(layout)
+    }
+}
+
+/// The planner's memory model through the search's memo ([`crate::search_memo`]).
+struct MemoPeak<'a> {
+    memo: &'a mut crate::search_memo::PeakMemo,
+    model: &'a ModelSpec,
+    params: &'a crate::model::ParamBreakdown,
+    scenario: &'a Scenario,
+}
+
+impl PeakSource for MemoPeak<'_> {
+    fn peak_bytes(&mut self, layout: &Layout) -> f64 {
+        self.memo
+            .peak_bytes(self.model, self.params, self.scenario, layout)
+    }
 }
 
 /// Searches with a caller-supplied peak-memory function (bytes per GPU).
@@ -644,7 +682,7 @@ pub fn search_with<F: Fn(&Layout) -> f64>(
         scenario,
         space,
         step_model,
-        &peak_memory_bytes,
+        &mut FnPeak(&peak_memory_bytes),
         &blocks,
         &mut acc,
     );
@@ -683,12 +721,12 @@ pub fn mesh_blocks(world: u64) -> Vec<(u32, u32, u32)> {
 /// Searches the meshes of `blocks` ((TP, PP, CP) triples) and adds them to `acc`;
 /// stops (setting `acc.stopped`) before a mesh whose candidates could take the
 /// evaluations past `space.max_evaluated`. Returns the blocks finished.
-fn search_blocks<F: Fn(&Layout) -> f64>(
+fn search_blocks<P: PeakSource>(
     model: &ModelSpec,
     scenario: &Scenario,
     space: &SearchSpace,
     step_model: &StepModel,
-    peak_memory_bytes: &F,
+    peak_memory: &mut P,
     blocks: &[(u32, u32, u32)],
     acc: &mut Partial,
 ) -> usize {
@@ -921,7 +959,7 @@ fn search_blocks<F: Fn(&Layout) -> f64>(
                                 Some((_, lower_bound)) => lower_bound,
                                 None => {
                                     *evaluated += 1;
-                                    peak_memory_bytes(&layout)
+                                    peak_memory.peak_bytes(&layout)
                                 }
                             };
                             if peak.is_nan() || peak > usable {
@@ -1119,14 +1157,19 @@ impl SlicedSearch {
             .next
             .saturating_add(max_blocks.max(1))
             .min(self.blocks.len());
-        let (model, params, sc, memo) = (&self.model, &self.params, &self.scenario, &self.memo);
-        let peak = |layout: &Layout| memo.peak_bytes(model, params, sc, layout);
+        let (model, sc) = (&self.model, &self.scenario);
+        let mut peak = MemoPeak {
+            memo: &mut self.memo,
+            model,
+            params: &self.params,
+            scenario: sc,
+        };
         let searched = search_blocks(
             model,
             sc,
             &self.space,
             &self.step_model,
-            &peak,
+            &mut peak,
             &self.blocks[self.next..end],
             &mut self.acc,
         );

@@ -7,7 +7,6 @@
 //! key and reused by every candidate that shares it; [`PeakMemo::peak_bytes`] equals
 //! [`crate::memory::peak_memory_bytes`] bit for bit (`tests/search_memo.rs`).
 
-use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
@@ -77,13 +76,13 @@ type StateEntry = (StateKey, StageSpans, [StageState; 3]);
 /// a few hundred entries for a 16,384-GPU search). One memo serves one model and scenario.
 #[derive(Clone, Debug, Default)]
 pub struct PeakMemo {
-    spans: RefCell<HashMap<SpansKey, StageSpans, Fx>>,
-    sums: RefCell<HashMap<SumsKey, ActivationSums, Fx>>,
+    spans: HashMap<SpansKey, StageSpans, Fx>,
+    sums: HashMap<SumsKey, ActivationSums, Fx>,
     /// The sums last used per (recompute, micro-batch mod 8), checked against the whole setup.
-    recent_sums: RefCell<[Option<ActivationSums>; 3 * 8]>,
+    recent_sums: [Option<ActivationSums>; 3 * 8],
     /// The last [`StateEntry`] of each ZeRO stage: the search varies the micro-batch,
     /// recompute and ZeRO stage innermost, so each slot serves a run of candidates.
-    states: RefCell<[Option<StateEntry>; 4]>,
+    states: [Option<StateEntry>; 4],
 }
 
 impl PeakMemo {
@@ -95,7 +94,7 @@ impl PeakMemo {
     /// Peak training memory per GPU of `layout`, bytes: [`crate::memory::peak_memory_bytes`]
     /// of the scenario's precision, training, activation options and overheads.
     pub fn peak_bytes(
-        &self,
+        &mut self,
         model: &ModelSpec,
         params: &ParamBreakdown,
         scenario: &Scenario,
@@ -133,12 +132,12 @@ impl PeakMemo {
         // innermost loops revisit; second level: every setup seen.
         let slot = (layout.recompute as usize) * 8 + (layout.micro_batch as usize) % 8;
         let sums = {
-            let mut recent = self.recent_sums.borrow_mut();
+            let recent = &mut self.recent_sums;
             match recent.get(slot).copied().flatten() {
                 Some(hit) if hit.setup == setup => hit,
                 _ => {
-                    let mut memo = self.sums.borrow_mut();
-                    let entry = memo
+                    let entry = self
+                        .sums
                         .entry(sums_key)
                         .or_insert_with(|| activation_sums(&inputs));
                     if entry.setup != setup {
@@ -158,14 +157,12 @@ impl PeakMemo {
             l.virtual_stages,
             l.stage_split.clone(),
         );
-        let mut slots = self.states.borrow_mut();
-        let slot = &mut slots[usize::from(l.zero.number().min(3))];
+        let slot = &mut self.states[usize::from(l.zero.number().min(3))];
         let entry = match slot {
             Some(entry) if entry.0 == key => entry,
             _ => {
                 let spans = self
                     .spans
-                    .borrow_mut()
                     .entry((l.pp, l.virtual_stages, l.stage_split.clone()))
                     .or_insert_with(|| stage_spans_of(params, layout))
                     .clone();

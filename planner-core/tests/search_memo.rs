@@ -88,7 +88,7 @@ proptest! {
         let sc = scenario(model, framework, lora);
         let spec = sc.model_spec().expect("preset");
         let params = spec.param_breakdown();
-        let memo = PeakMemo::new();
+        let mut memo = PeakMemo::new();
         let mut layout = sc.layout.clone();
         for (field, value) in walk {
             change(&mut layout, field, value);
