@@ -74,7 +74,7 @@ fn main() {
         }
     }
     let params = model.param_breakdown();
-    let memo = planner_core::search_memo::PeakMemo::new();
+    let mut memo = planner_core::search_memo::PeakMemo::new();
     let mut acc = 0.0;
     for l in &layouts {
         acc += memo.peak_bytes(&model, &params, &sc, l);

@@ -7,55 +7,12 @@
 //! key and reused by every candidate that shares it; [`PeakMemo::peak_bytes`] equals
 //! [`crate::memory::peak_memory_bytes`] bit for bit (`tests/search_memo.rs`).
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
-
 use crate::activations::ActivationSetup;
 use crate::layout::{Layout, Recompute, StageSplit};
 use crate::memory::{activation_sums, peak_memory, peak_memory_from, stage_spans_of, stage_state};
 use crate::memory::{ActivationSums, MemoryInputs, StageSpans, StageState};
 use crate::model::{ModelSpec, ParamBreakdown};
 use crate::scenario::Scenario;
-
-/// The multiply-rotate hash of rustc's `FxHasher` (rust-lang/rustc-hash, `src/lib.rs`):
-/// the keys are a few small integers, for which SipHash's flooding resistance buys nothing
-/// (nothing here comes from outside: the search makes every key).
-#[derive(Clone, Copy, Debug, Default)]
-struct FxHasher(u64);
-
-/// rustc-hash's 64-bit seed (`K`, a large odd constant).
-const FX_SEED: u64 = 0x51_7c_c1_b7_27_22_0a_95;
-
-impl FxHasher {
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(FX_SEED);
-    }
-}
-
-impl Hasher for FxHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.add(u64::from(b));
-        }
-    }
-    fn write_u8(&mut self, n: u8) {
-        self.add(u64::from(n));
-    }
-    fn write_u32(&mut self, n: u32) {
-        self.add(u64::from(n));
-    }
-    fn write_u64(&mut self, n: u64) {
-        self.add(n);
-    }
-    fn write_usize(&mut self, n: usize) {
-        self.add(n as u64);
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-type Fx = BuildHasherDefault<FxHasher>;
 
 /// What [`stage_spans_of`] reads of a layout: PP, virtual stages, the split.
 type SpansKey = (u32, u32, StageSplit);
@@ -76,8 +33,10 @@ type StateEntry = (StateKey, StageSpans, [StageState; 3]);
 /// a few hundred entries for a 16,384-GPU search). One memo serves one model and scenario.
 #[derive(Clone, Debug, Default)]
 pub struct PeakMemo {
-    spans: HashMap<SpansKey, StageSpans, Fx>,
-    sums: HashMap<SumsKey, ActivationSums, Fx>,
+    /// Every (key, stages) seen: tens of entries, searched only when a state slot misses.
+    spans: Vec<(SpansKey, StageSpans)>,
+    /// Every (key, sums) seen: a few hundred entries, searched only when a recent slot misses.
+    sums: Vec<(SumsKey, ActivationSums)>,
     /// The sums last used per (recompute, micro-batch mod 8), checked against the whole setup.
     recent_sums: [Option<ActivationSums>; 3 * 8],
     /// The last [`StateEntry`] of each ZeRO stage: the search varies the micro-batch,
@@ -136,10 +95,14 @@ impl PeakMemo {
             match recent.get(slot).copied().flatten() {
                 Some(hit) if hit.setup == setup => hit,
                 _ => {
-                    let entry = self
-                        .sums
-                        .entry(sums_key)
-                        .or_insert_with(|| activation_sums(&inputs));
+                    let at = match self.sums.iter().position(|(k, _)| *k == sums_key) {
+                        Some(at) => at,
+                        None => {
+                            self.sums.push((sums_key, activation_sums(&inputs)));
+                            self.sums.len() - 1
+                        }
+                    };
+                    let entry = &mut self.sums[at].1;
                     if entry.setup != setup {
                         *entry = activation_sums(&inputs);
                     }
@@ -161,11 +124,15 @@ impl PeakMemo {
         let entry = match slot {
             Some(entry) if entry.0 == key => entry,
             _ => {
-                let spans = self
-                    .spans
-                    .entry((l.pp, l.virtual_stages, l.stage_split.clone()))
-                    .or_insert_with(|| stage_spans_of(params, layout))
-                    .clone();
+                let spans_key = (l.pp, l.virtual_stages, l.stage_split.clone());
+                let spans = match self.spans.iter().find(|(k, _)| *k == spans_key) {
+                    Some((_, spans)) => spans.clone(),
+                    None => {
+                        let spans = stage_spans_of(params, layout);
+                        self.spans.push((spans_key, spans.clone()));
+                        spans
+                    }
+                };
                 // At most three stages for every split but an explicit list (not memoized).
                 let stages = spans.as_slice();
                 let Some(first) = stages.first() else {
