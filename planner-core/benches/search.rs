@@ -6,23 +6,9 @@
 use std::hint::black_box;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use planner_core::input::hardware::Cluster;
-use planner_core::input::scenario::{ModelChoice, Scenario};
-use planner_core::resolve::presets::article_mesh_scenario;
+use planner_core::resolve::presets::mesh_scenario as scenario;
 use planner_core::search::mesh::{search, SearchSpace};
 use planner_core::time::cost::{CostOptions, StepModel};
-
-fn scenario(model: &str, nodes: u32, seq_len: u32, global_batch: u32) -> Scenario {
-    let mut sc = article_mesh_scenario();
-    sc.model = ModelChoice::Preset(model.to_string());
-    sc.cluster = Cluster {
-        nodes,
-        ..sc.cluster
-    };
-    sc.training.seq_len = seq_len;
-    sc.training.global_batch = global_batch;
-    sc
-}
 
 fn bench(c: &mut Criterion) {
     let cases = [

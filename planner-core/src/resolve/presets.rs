@@ -352,3 +352,18 @@ pub fn article_mesh_scenario() -> Scenario {
         ..base
     }
 }
+
+/// The article's mesh scenario with another model preset, node count (8 H100 each),
+/// sequence length and global batch: the scenarios the mesh-search benchmark and its
+/// snapshot tests search.
+pub fn mesh_scenario(model: &str, nodes: u32, seq_len: u32, global_batch: u32) -> Scenario {
+    let mut sc = article_mesh_scenario();
+    sc.model = ModelChoice::Preset(model.to_string());
+    sc.cluster = Cluster {
+        nodes,
+        ..sc.cluster
+    };
+    sc.training.seq_len = seq_len;
+    sc.training.global_batch = global_batch;
+    sc
+}

@@ -569,11 +569,26 @@ struct SchedOption {
     schedule: Schedule,
     v: u32,
     split: Option<SplitProposal>,
+    /// The stage that sets the pace ([`crate::time::comms::CommInputs::pace`]), resolved once.
+    pace: crate::input::stage_split::StagePace,
 }
 
 /// The schedule options the search tries at `pp` for a model of `layers` layers.
-fn sched_options(space: &SearchSpace, layers: u32, pp: u32) -> Vec<SchedOption> {
+fn sched_options(
+    space: &SearchSpace,
+    inputs: &crate::time::comms::CommInputs,
+    layers: u32,
+    pp: u32,
+) -> Vec<SchedOption> {
     let mut out = Vec::new();
+    let pace = |v: u32, split: Option<SplitProposal>| {
+        inputs.pace(&Layout {
+            pp,
+            virtual_stages: v,
+            stage_split: split.unwrap_or_default().stage_split(),
+            ..Layout::default()
+        })
+    };
     let push = |out: &mut Vec<SchedOption>, schedule: Schedule, v: u32| {
         let (proposals, n) = if space.uneven_stages {
             SplitProposal::proposals(layers, pp, v)
@@ -586,6 +601,7 @@ fn sched_options(space: &SearchSpace, layers: u32, pp: u32) -> Vec<SchedOption> 
                 schedule,
                 v,
                 split: None,
+                pace: pace(v, None),
             });
         }
         for &split in &proposals[..n] {
@@ -593,6 +609,7 @@ fn sched_options(space: &SearchSpace, layers: u32, pp: u32) -> Vec<SchedOption> 
                 schedule,
                 v,
                 split: Some(split),
+                pace: pace(v, Some(split)),
             });
         }
     };
@@ -686,17 +703,48 @@ fn search_once(
     step_model: &StepModel,
 ) -> SearchResult {
     let params = model.param_breakdown();
-    search_with(model, scenario, space, step_model, |layout| {
-        crate::memory::model_state::peak_memory_bytes(
-            model,
-            &params,
-            &scenario.precision,
-            layout,
-            &scenario.training,
-            &scenario.activations,
-            &scenario.overheads,
-        )
-    })
+    let mut memo = crate::search::memo::PeakMemo::new();
+    let mut peak = MemoPeak {
+        memo: &mut memo,
+        model,
+        params: &params,
+        scenario,
+    };
+    let mut acc = Partial::default();
+    let blocks = mesh_blocks(scenario.cluster.world_size());
+    let searched = search_blocks(
+        model, scenario, space, step_model, &mut peak, &blocks, &mut acc,
+    );
+    finish(scenario, space, step_model, acc, (searched, blocks.len()))
+}
+
+/// Where the search gets a candidate's peak memory per GPU, bytes.
+trait PeakSource {
+    fn peak_bytes(&mut self, layout: &Layout) -> f64;
+}
+
+/// A caller's memory model ([`search_with`]).
+struct FnPeak<'f, F>(&'f F);
+
+impl<F: Fn(&Layout) -> f64> PeakSource for FnPeak<'_, F> {
+    fn peak_bytes(&mut self, layout: &Layout) -> f64 {
+        (self.0)(layout)
+    }
+}
+
+/// The planner's memory model through the search's memo ([`crate::search::memo`]).
+struct MemoPeak<'a> {
+    memo: &'a mut crate::search::memo::PeakMemo,
+    model: &'a ModelSpec,
+    params: &'a crate::input::model::ParamBreakdown,
+    scenario: &'a Scenario,
+}
+
+impl PeakSource for MemoPeak<'_> {
+    fn peak_bytes(&mut self, layout: &Layout) -> f64 {
+        self.memo
+            .peak_bytes(self.model, self.params, self.scenario, layout)
+    }
 }
 
 /// Searches with a caller-supplied peak-memory function (bytes per GPU).
@@ -714,7 +762,7 @@ pub fn search_with<F: Fn(&Layout) -> f64>(
         scenario,
         space,
         step_model,
-        &peak_memory_bytes,
+        &mut FnPeak(&peak_memory_bytes),
         &blocks,
         &mut acc,
     );
@@ -753,12 +801,12 @@ pub fn mesh_blocks(world: u64) -> Vec<(u32, u32, u32)> {
 /// Searches the meshes of `blocks` ((TP, PP, CP) triples) and adds them to `acc`;
 /// stops (setting `acc.stopped`) before a mesh whose candidates could take the
 /// evaluations past `space.max_evaluated`. Returns the blocks finished.
-fn search_blocks<F: Fn(&Layout) -> f64>(
+fn search_blocks<P: PeakSource>(
     model: &ModelSpec,
     scenario: &Scenario,
     space: &SearchSpace,
     step_model: &StepModel,
-    peak_memory_bytes: &F,
+    peak_memory: &mut P,
     blocks: &[(u32, u32, u32)],
     acc: &mut Partial,
 ) -> usize {
@@ -837,7 +885,10 @@ fn search_blocks<F: Fn(&Layout) -> f64>(
         let at = match per_pp.iter().position(|(p, _)| *p == pp) {
             Some(i) => i,
             None => {
-                per_pp.push((pp, sched_options(space, layers, pp)));
+                per_pp.push((
+                    pp,
+                    sched_options(space, &step_model.comm_inputs, layers, pp),
+                ));
                 per_pp.len() - 1
             }
         };
@@ -947,7 +998,7 @@ fn search_blocks<F: Fn(&Layout) -> f64>(
                 step_model.options.rank_order,
             );
             for o in scheds {
-                let (schedule, v) = (o.schedule, o.v);
+                let (schedule, v, pace) = (o.schedule, o.v, &o.pace);
                 let Some(split) = o.split else {
                     let mut r = Reasons::default();
                     r.add(RejectReason::LayersNotDivisibleByPp);
@@ -996,7 +1047,7 @@ fn search_blocks<F: Fn(&Layout) -> f64>(
                                 Some((_, lower_bound)) => lower_bound,
                                 None => {
                                     *evaluated += 1;
-                                    peak_memory_bytes(&layout)
+                                    peak_memory.peak_bytes(&layout)
                                 }
                             };
                             let over_gpu = peak.is_nan() || peak > usable;
@@ -1031,7 +1082,7 @@ fn search_blocks<F: Fn(&Layout) -> f64>(
                                 );
                                 continue;
                             }
-                            let s = step_model.seconds(&layout, &placement);
+                            let s = step_model.seconds_paced(&layout, &placement, pace);
                             *feasible_count += 1;
                             feasible.push(Feasible {
                                 dims,
@@ -1171,6 +1222,7 @@ pub struct SlicedSearch {
     blocks: Vec<(u32, u32, u32)>,
     next: usize,
     acc: Partial,
+    memo: crate::search::memo::PeakMemo,
 }
 
 impl SlicedSearch {
@@ -1195,6 +1247,7 @@ impl SlicedSearch {
             blocks,
             next: 0,
             acc: Partial::default(),
+            memo: crate::search::memo::PeakMemo::new(),
         }
     }
 
@@ -1208,24 +1261,19 @@ impl SlicedSearch {
             .next
             .saturating_add(max_blocks.max(1))
             .min(self.blocks.len());
-        let (model, params, sc) = (&self.model, &self.params, &self.scenario);
-        let peak = |layout: &Layout| {
-            crate::memory::model_state::peak_memory_bytes(
-                model,
-                params,
-                &sc.precision,
-                layout,
-                &sc.training,
-                &sc.activations,
-                &sc.overheads,
-            )
+        let (model, sc) = (&self.model, &self.scenario);
+        let mut peak = MemoPeak {
+            memo: &mut self.memo,
+            model,
+            params: &self.params,
+            scenario: sc,
         };
         let searched = search_blocks(
             model,
             sc,
             &self.space,
             &self.step_model,
-            &peak,
+            &mut peak,
             &self.blocks[self.next..end],
             &mut self.acc,
         );

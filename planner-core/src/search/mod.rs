@@ -3,4 +3,5 @@
 //! Invariant: Imports the layers below; never figures or edges.
 
 pub mod deployment;
+pub mod memo;
 pub mod mesh;

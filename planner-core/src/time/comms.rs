@@ -317,6 +317,18 @@ pub fn step_comms(
     placement: &Placement,
     comm: &CommModel,
 ) -> StepComms {
+    step_comms_paced(inp, layout, placement, comm, &inp.pace(layout))
+}
+
+/// [`step_comms`] with the layout's pacing stage ([`CommInputs::pace`]) already resolved:
+/// the mesh search resolves it once per (PP, virtual stages, split) for all its candidates.
+pub fn step_comms_paced(
+    inp: &CommInputs,
+    layout: &Layout,
+    placement: &Placement,
+    comm: &CommModel,
+    pace: &crate::input::stage_split::StagePace,
+) -> StepComms {
     let mut out = StepComms::new();
     let tp = f64::from(layout.tp.max(1));
     let pp = f64::from(layout.pp.max(1));
@@ -327,7 +339,6 @@ pub fn step_comms(
     let b = f64::from(layout.micro_batch.max(1));
     let m = inp.micro_batches(layout);
     // Per-layer traffic counts the layers of the stage that sets the pace (stage_split.rs).
-    let pace = inp.pace(layout);
     let layers_per_stage = pace.layers;
     let moe_layers_per_stage = pace.moe_layers;
     let full = layout.recompute == Recompute::Full;

@@ -18,7 +18,7 @@ use crate::input::scenario::Scenario;
 use crate::parallel::topology::{GroupKind, Placement, RankOrder};
 use crate::time::adapters::AdapterTime;
 use crate::time::collectives::CommModel;
-use crate::time::comms::{step_comms, CommInputs, CommItem, Overlap, StepComms};
+use crate::time::comms::{step_comms, step_comms_paced, CommInputs, CommItem, Overlap, StepComms};
 
 /// Choices of the time model.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -485,11 +485,27 @@ impl StepModel {
 
     /// Component seconds for `layout` with its groups at `placement`. No allocation.
     pub fn seconds(&self, layout: &Layout, placement: &Placement) -> StepSeconds {
-        let comms = step_comms(&self.comm_inputs, layout, placement, &self.comm);
-        self.seconds_with(layout, &comms)
+        self.seconds_paced(layout, placement, &self.comm_inputs.pace(layout))
     }
 
-    fn seconds_with(&self, layout: &Layout, comms: &StepComms) -> StepSeconds {
+    /// [`StepModel::seconds`] with the layout's pacing stage ([`CommInputs::pace`]) already
+    /// resolved (the mesh search resolves it once per PP, virtual stages and split).
+    pub fn seconds_paced(
+        &self,
+        layout: &Layout,
+        placement: &Placement,
+        pace: &crate::input::stage_split::StagePace,
+    ) -> StepSeconds {
+        let comms = step_comms_paced(&self.comm_inputs, layout, placement, &self.comm, pace);
+        self.seconds_with(layout, &comms, pace)
+    }
+
+    fn seconds_with(
+        &self,
+        layout: &Layout,
+        comms: &StepComms,
+        pace: &crate::input::stage_split::StagePace,
+    ) -> StepSeconds {
         let inp = &self.comm_inputs;
         let m = inp.micro_batches(layout);
         let b = f64::from(layout.micro_batch.max(1));
@@ -547,7 +563,6 @@ impl StepModel {
         // §2.2: the bubble is (p − 1) stage times; with unequal stages the slowest one's).
         // Its decoder layers scale the per-layer work; the LM head is on it only when it is the
         // last stage, where it runs for the stage's whole share (× pp) rather than 1/pp of it.
-        let pace = inp.pace(layout);
         let (dense_f, attn_f, elem_f, cast_f, cast_b) = if pace.even {
             (dense_f, attn_f, elem_f, cast_f, cast_b)
         } else {
@@ -789,7 +804,7 @@ impl StepModel {
     pub fn evaluate(&self, layout: &Layout) -> StepCost {
         let placement = self.placement(layout);
         let comms = step_comms(&self.comm_inputs, layout, &placement, &self.comm);
-        let s = self.seconds_with(layout, &comms);
+        let s = self.seconds_with(layout, &comms, &self.comm_inputs.pace(layout));
         let gpus = layout.world_size() as f64;
         let tokens = self.tokens_per_step();
         let mfu = self.mfu(s.total, gpus);
