@@ -8,12 +8,14 @@
 #![warn(missing_docs)]
 
 pub mod activations;
+pub mod attention_window;
 pub mod bounds;
 pub mod breakdown;
 pub mod calibration;
 pub mod collectives;
 pub mod comms;
 pub mod cost;
+pub mod engine_kv_pool;
 pub mod evaluate;
 pub mod explain;
 pub mod export;

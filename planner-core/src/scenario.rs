@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::calibration::CalibrationSummary;
+use crate::engine_kv_pool::{EngineProfile, ServingEngine};
 use crate::finetune::FineTune;
 use crate::hardware::Cluster;
 use crate::layout::Layout;
@@ -161,6 +162,15 @@ pub struct Serving {
     pub memory_utilization: f64,
     /// Activation/workspace bytes reserved per GPU besides weights and cache.
     pub workspace_bytes: f64,
+    /// Whose accounting sizes the KV pool ([`crate::engine_kv_pool`]); files without it read as vLLM.
+    #[serde(default, skip_serializing_if = "ServingEngine::is_default")]
+    pub engine: ServingEngine,
+    /// vLLM's profiling run sized from the model (replaces `workspace_bytes`); none: the workspace figure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_profile: Option<EngineProfile>,
+    /// SGLang `mem_fraction_static`; none: SGLang's default for the TP degree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_fraction_static: Option<f64>,
 }
 
 impl Default for Serving {
@@ -174,6 +184,9 @@ impl Default for Serving {
             pp: 1,
             memory_utilization: 0.9,
             workspace_bytes: 2e9,
+            engine: ServingEngine::Vllm,
+            engine_profile: None,
+            mem_fraction_static: None,
         }
     }
 }

@@ -13,6 +13,7 @@ use crate::hardware::Cluster;
 use crate::kv_cache::{self, fmt_bytes};
 use crate::model::{ModelSpec, ParamBreakdown};
 use crate::scenario::Serving;
+use crate::{attention_window, engine_kv_pool};
 
 /// Tensor-parallel degrees in the concurrency table.
 pub const TABLE_TP: [u32; 4] = [1, 2, 4, 8];
@@ -129,6 +130,10 @@ pub struct ServingPlan {
     pub fits_target: bool,
     /// Replicas of this shape the cluster holds.
     pub replicas_on_cluster: u64,
+    /// What the engine subtracts per GPU besides weights before the KV pool
+    /// ([`crate::engine_kv_pool::runtime_terms`]), in order.
+    #[serde(default)]
+    pub pool_terms: Vec<Term>,
     /// The article's decision, searched over shapes (independent of `tp`/`pp` above).
     pub recommendation: Recommendation,
 }
@@ -201,6 +206,39 @@ fn validate(model: &ModelSpec, serving: &Serving, cluster: &Cluster) -> Result<(
                 serving.workspace_bytes
             ),
         ));
+    }
+    if let Some(f) = serving.mem_fraction_static {
+        if !(f > 0.0 && f <= 1.0) {
+            return Err(err(
+                "serving.mem_fraction_static",
+                format!("must be in (0, 1], got {f}"),
+            ));
+        }
+    }
+    if let Some(p) = &serving.engine_profile {
+        if p.max_num_batched_tokens == 0 {
+            return Err(err(
+                "serving.engine_profile.max_num_batched_tokens",
+                "must be at least 1 token",
+            ));
+        }
+        if p.max_num_seqs == 0 {
+            return Err(err(
+                "serving.engine_profile.max_num_seqs",
+                "must be at least 1 sequence",
+            ));
+        }
+        for (field, v) in [
+            ("serving.engine_profile.non_torch_bytes", p.non_torch_bytes),
+            (
+                "serving.engine_profile.cuda_graph_bytes",
+                p.cuda_graph_bytes,
+            ),
+        ] {
+            if let Err(m) = crate::bounds::BUFFER_BYTES.check(v) {
+                return Err(err(field, m));
+            }
+        }
     }
     if !(cluster.gpu.memory_bytes.is_finite() && cluster.gpu.memory_bytes > 0.0) {
         return Err(err("cluster.gpu.memory_bytes", "must be positive"));
@@ -290,10 +328,18 @@ fn stage_numbers(
 ) -> StageNumbers {
     let params = stage_params(model, breakdown, tp, pp, stage, first_layer, layers);
     let weight_bytes = params * serving.weight_dtype.bytes();
-    let kv_per_sequence =
-        kv_cache::kv_bytes_per_token_per_gpu_value(model, serving.kv_dtype, tp, layers)
-            * f64::from(serving.context_len);
-    let budget_bytes = usable_bytes - weight_bytes - serving.workspace_bytes;
+    // Windowed layers hold only their window (attention_window); the rest every token.
+    let kv_per_sequence = attention_window::kv_bytes_per_sequence_per_gpu_value(
+        model,
+        serving.kv_dtype,
+        tp,
+        first_layer,
+        layers,
+        serving.context_len,
+    );
+    // What the engine subtracts besides weights (engine_kv_pool: workspace, or vLLM's profile).
+    let budget_bytes =
+        usable_bytes - weight_bytes - engine_kv_pool::runtime_bytes(model, serving, tp);
     let max_sequences = if budget_bytes > 0.0 && kv_per_sequence > 0.0 {
         (budget_bytes / kv_per_sequence).floor() as u64
     } else {
@@ -442,11 +488,21 @@ fn replica_sequences_bound(
     pp: u32,
 ) -> u64 {
     let most_layers = model.layers.div_ceil(pp.max(1));
-    let kv_per_sequence =
-        kv_cache::kv_bytes_per_token_per_gpu_value(model, serving.kv_dtype, tp, most_layers)
-            * f64::from(serving.context_len);
-    // `usable − weights − workspace` with weights ≥ 0 is at most `usable − workspace`.
-    let budget_bytes = usable_bytes - serving.workspace_bytes;
+    // A window only shrinks a stage's KV: the fewest-windowed stage of `most_layers` layers
+    // caches at least what `most_layers` layers with the fewest windowed ones would.
+    let windowed = attention_window::windowed_layers_in(model, 0, model.layers)
+        .saturating_sub(model.layers - most_layers)
+        .min(most_layers);
+    let kv_per_sequence = kv_cache::kv_bytes_per_token_per_gpu_value(
+        model,
+        serving.kv_dtype,
+        tp,
+        most_layers - windowed,
+    ) * f64::from(serving.context_len)
+        + kv_cache::kv_bytes_per_token_per_gpu_value(model, serving.kv_dtype, tp, windowed)
+            * f64::from(attention_window::cached_tokens(model, serving.context_len));
+    // `usable − weights − runtime` with weights ≥ 0 is at most `usable − runtime`.
+    let budget_bytes = usable_bytes - engine_kv_pool::runtime_bytes(model, serving, tp);
     if budget_bytes > 0.0 && kv_per_sequence > 0.0 {
         (budget_bytes / kv_per_sequence).floor() as u64
     } else {
@@ -462,20 +518,8 @@ fn evaluate(
     tp: u32,
     pp: u32,
 ) -> (Term, Vec<StagePlan>, usize) {
-    let usable_bytes = serving.memory_utilization * cluster.gpu.memory_bytes;
-    let usable = Term {
-        key: "serving.usable".to_string(),
-        label: "Usable memory per GPU".to_string(),
-        bytes: usable_bytes,
-        formula: "memory_utilization × gpu_memory".to_string(),
-        worked: format!(
-            "{} × {} = {}",
-            serving.memory_utilization,
-            fmt_bytes(cluster.gpu.memory_bytes),
-            fmt_bytes(usable_bytes)
-        ),
-        assumption: "vLLM gpu_memory_utilization: the engine's share of device memory".to_string(),
-    };
+    let usable_bytes = engine_kv_pool::requested_bytes(serving, cluster.gpu.memory_bytes, tp);
+    let usable = engine_kv_pool::requested_term(serving, cluster.gpu.memory_bytes, tp);
     let dtype_bytes = serving.weight_dtype.bytes();
     let breakdown = model.param_breakdown();
     let (listed, n) = listed_stages(model.layers, dense_layer_count(&breakdown), pp);
@@ -523,21 +567,26 @@ fn evaluate(
         };
         let kv_per_token =
             kv_cache::kv_bytes_per_token_per_gpu(model, serving.kv_dtype, tp, layers);
-        let kv_per_sequence = kv_cache::kv_bytes_per_sequence(&kv_per_token, serving.context_len);
+        let kv_per_sequence = attention_window::kv_bytes_per_sequence(
+            model,
+            &kv_per_token,
+            first_layer,
+            layers,
+            serving.context_len,
+        );
+        let runtime = engine_kv_pool::runtime_terms(model, serving, tp);
+        let mut worked = format!("{} − {}", fmt_bytes(usable_bytes), fmt_bytes(weight_bytes));
+        for t in &runtime {
+            worked.push_str(&format!(" − {}", fmt_bytes(t.bytes)));
+        }
+        worked.push_str(&format!(" = {}", fmt_bytes(budget_bytes)));
         let kv_budget = Term {
             key: "serving.kv_budget".to_string(),
             label: "KV pool per GPU".to_string(),
             bytes: budget_bytes,
-            formula: "usable − weights − workspace".to_string(),
-            worked: format!(
-                "{} − {} − {} = {}",
-                fmt_bytes(usable_bytes),
-                fmt_bytes(weight_bytes),
-                fmt_bytes(serving.workspace_bytes),
-                fmt_bytes(budget_bytes)
-            ),
-            assumption: "activation workspace reserved as configured; the rest is the KV pool"
-                .to_string(),
+            formula: engine_kv_pool::pool_formula(serving).to_string(),
+            worked,
+            assumption: engine_kv_pool::pool_assumption(serving).to_string(),
         };
         stages.push(StagePlan {
             stage,
@@ -589,7 +638,7 @@ pub fn tp_valid_for_model(model: &ModelSpec, tp: u32) -> bool {
 }
 
 fn sequences(model: &ModelSpec, serving: &Serving, cluster: &Cluster, tp: u32, pp: u32) -> u64 {
-    let usable_bytes = serving.memory_utilization * cluster.gpu.memory_bytes;
+    let usable_bytes = engine_kv_pool::requested_bytes(serving, cluster.gpu.memory_bytes, tp);
     replica_sequences(
         model,
         &model.param_breakdown(),
@@ -620,7 +669,7 @@ pub fn recommend(
             format!(
                 "One GPU cannot hold it: weights {} + workspace {} leave {} of {} usable for KV",
                 fmt_bytes(stage.weights.bytes),
-                fmt_bytes(serving.workspace_bytes),
+                fmt_bytes(engine_kv_pool::runtime_bytes(model, serving, 1)),
                 fmt_bytes(stage.kv_budget.bytes.max(0.0)),
                 fmt_bytes(usable.bytes)
             )
@@ -669,7 +718,7 @@ pub fn recommend(
     let node_n = sequences(model, serving, cluster, node_tp, 1);
     // Bounded work: O(1) per pipeline degree (see `replica_sequences`), and degrees whose
     // KV alone cannot reach the target are skipped without counting parameters.
-    let usable_bytes = serving.memory_utilization * cluster.gpu.memory_bytes;
+    let usable_bytes = engine_kv_pool::requested_bytes(serving, cluster.gpu.memory_bytes, node_tp);
     let breakdown = model.param_breakdown();
     for pp in 2..=model.layers {
         if replica_sequences_bound(model, serving, usable_bytes, node_tp, pp) < target {
@@ -733,8 +782,13 @@ pub fn serving_plan(
         .max_by(|a, b| a.weights.bytes.total_cmp(&b.weights.bytes))
         .unwrap_or(worst);
     let kv_bytes_per_token = kv_cache::kv_bytes_per_token(model, serving.kv_dtype);
-    let kv_bytes_per_sequence =
-        kv_cache::kv_bytes_per_sequence(&kv_bytes_per_token, serving.context_len);
+    let kv_bytes_per_sequence = attention_window::kv_bytes_per_sequence(
+        model,
+        &kv_bytes_per_token,
+        0,
+        model.layers,
+        serving.context_len,
+    );
     let max_concurrent_sequences = max_sequences_term(worst, serving.context_len);
     Ok(ServingPlan {
         tp,
@@ -757,6 +811,7 @@ pub fn serving_plan(
             )
         }),
         stages,
+        pool_terms: engine_kv_pool::runtime_terms(model, serving, tp),
         recommendation: recommend(model, serving, cluster)?,
     })
 }
