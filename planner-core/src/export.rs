@@ -1376,6 +1376,19 @@ fn vllm_parts(c: &Ctx) -> (Vec<String>, Vec<String>) {
     if sv.weight_dtype == ServeDtype::Fp8 {
         parts.push("--quantization fp8".to_string());
     }
+    if let Some(p) = &sv.engine_profile {
+        // The pool was sized for a profiling run of this many tokens (engine_kv_pool).
+        parts.push(format!(
+            "--max-num-batched-tokens {}",
+            p.max_num_batched_tokens
+        ));
+        if p.max_num_seqs != sv.target_concurrency {
+            notes.push(format!(
+                "The plan's KV pool assumed vLLM profiles its sampler at {} sequences;                  --max-num-seqs here is the target concurrency {}, so vLLM's pool differs by                  the sampler's logits if that is the larger transient.",
+                p.max_num_seqs, sv.target_concurrency
+            ));
+        }
+    }
     weight_quant_note(&mut notes, sv.weight_dtype, "vLLM");
     let gpn = u64::from(c.s.cluster.gpus_per_node.max(1));
     if replica_gpus(c) > gpn {
@@ -1411,6 +1424,17 @@ fn sglang(c: &Ctx) -> (String, Vec<String>) {
     (out, notes)
 }
 
+/// `--mem-fraction-static`: the plan's SGLang fraction (set, or SGLang's default for the
+/// TP degree) when the plan sizes the pool as SGLang does; else the vLLM utilization.
+fn sglang_fraction(sv: &crate::scenario::Serving) -> f64 {
+    match sv.engine {
+        crate::engine_kv_pool::ServingEngine::Sglang => {
+            crate::engine_kv_pool::memory_fraction(sv, sv.tp)
+        }
+        crate::engine_kv_pool::ServingEngine::Vllm => sv.memory_utilization,
+    }
+}
+
 fn sglang_parts(c: &Ctx) -> (Vec<String>, Vec<String>) {
     let mut notes = Vec::new();
     let sv = &c.s.serving;
@@ -1420,7 +1444,7 @@ fn sglang_parts(c: &Ctx) -> (Vec<String>, Vec<String>) {
         format!("--tp-size {}", sv.tp),
         format!("--pp-size {}", sv.pp),
         format!("--context-length {}", sv.context_len),
-        format!("--mem-fraction-static {}", sv.memory_utilization),
+        format!("--mem-fraction-static {}", sglang_fraction(sv)),
         format!("--max-running-requests {}", sv.target_concurrency),
         "--dtype bfloat16".to_string(),
     ];
