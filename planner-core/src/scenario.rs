@@ -83,7 +83,22 @@ pub struct Overheads {
 impl Default for Overheads {
     fn default() -> Self {
         Overheads {
+            // Published CUDA-context sizes (PyTorch, lazy module loading, the default since
+            // CUDA 11.7 / PyTorch 1.13): 287,047,680 B after the first tensor
+            // (pytorch/pytorch PR #86509; 666,632,192 B with eager loading), "around 400MB"
+            // (ptrblck, pytorch/pytorch #109888), 426 MiB on an RTX 6000 Ada with PyTorch
+            // 2.10 / CUDA 13.0 (unslothai/unsloth-zoo PR #1053). 0.5 GB sits just above them;
+            // kernels loaded later by cuBLAS, NCCL and attention libraries add to it. The
+            // figure is kept so the article's totals and the validation medians stay as tested.
             cuda_context_bytes: 0.5e9,
+            // NCCL buffers grow with channels and peers (NVIDIA/nccl #864/#986, sjeaugey:
+            // "linearly tied to the number of channels"; NCCL_BUFFSIZE 4 MiB per channel and
+            // peer): measured 1.06 GB outside PyTorch on 8 × H100 after init, 4.34 GB after a
+            // 32-channel all-to-all (NVIDIA/nccl #1685); a process with one communicator
+            // held about 1.6 GB after an all-reduce, context included (#864); a single-rank
+            // communicator's init took 484 MiB (#2363). 0.1 GB per
+            // group is the low end (few channels, ring only); raise it (link `nccl_buf`) for
+            // NVLink H100 rings or all-to-all.
             nccl_buffer_bytes_per_group: 0.1e9,
             gradient_bucket_bytes: 25e6,
             zero3_units_in_flight: 2,
