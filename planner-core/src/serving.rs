@@ -435,6 +435,36 @@ fn listed_stages(layers: u32, dense_layers: u32, pp: u32) -> ([u32; 16], usize) 
     (picks, distinct)
 }
 
+/// The stages [`listed_stages`] picks and, for a periodic sliding-window pattern (one full
+/// layer every `k`), the next `k − 1` stages after each pick inside its run.
+///
+/// Equal stages of a run start `q` layers apart, so how many of a stage's layers are full
+/// (`⌊(first + q)/k⌋ − ⌊first/k⌋`, [`attention_window::windowed_layers_in`]) depends on
+/// `first mod k` only, which repeats every `k / gcd(q, k) ≤ k` stages: the first `k`
+/// stages from each pick hold every windowed-layer count the run has, so the least and
+/// greatest per-stage numbers are still among the picks. Work: at most `12·k` stages
+/// (Gemma 2 and GPT-OSS: `k = 2`), never more than `pp`.
+fn stages_to_evaluate(model: &ModelSpec, dense_layers: u32, pp: u32) -> Vec<u32> {
+    let (picks, n) = listed_stages(model.layers, dense_layers, pp);
+    let mut out = picks[..n].to_vec();
+    let pp = pp.clamp(1, model.layers.max(1));
+    let k = match &model.attention_window {
+        Some(w) if w.full_every > 1 && pp as usize > MAX_LISTED_STAGES => w.full_every,
+        _ => return out,
+    };
+    let mut extra = Vec::new();
+    for (i, &p) in out.iter().enumerate() {
+        let next = out.get(i + 1).copied().unwrap_or(pp);
+        for j in 1..(next - p).min(k) {
+            extra.push(p + j);
+        }
+    }
+    out.extend(extra);
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
 /// Stages listed one by one in a [`ServingPlan`]; beyond, only the stages every other
 /// stage repeats (see [`ServingPlan::stages_note`]).
 pub const MAX_LISTED_STAGES: usize = 16;
@@ -455,8 +485,7 @@ fn replica_sequences(
     pp: u32,
 ) -> u64 {
     let pp = pp.clamp(1, model.layers.max(1));
-    let (stages, n) = listed_stages(model.layers, dense_layer_count(breakdown), pp);
-    stages[..n]
+    stages_to_evaluate(model, dense_layer_count(breakdown), pp)
         .iter()
         .map(|&stage| {
             let (first, layers) = stage_extent(model.layers, pp, stage);
@@ -488,11 +517,10 @@ fn replica_sequences_bound(
     pp: u32,
 ) -> u64 {
     let most_layers = model.layers.div_ceil(pp.max(1));
-    // A window only shrinks a stage's KV: the fewest-windowed stage of `most_layers` layers
-    // caches at least what `most_layers` layers with the fewest windowed ones would.
-    let windowed = attention_window::windowed_layers_in(model, 0, model.layers)
-        .saturating_sub(model.layers - most_layers)
-        .min(most_layers);
+    // A window only shrinks a stage's KV: a stage of `most_layers` layers caches at least
+    // what it would with as many of them windowed as the model has (an upper bound on its
+    // count, so on the least count over the stages).
+    let windowed = attention_window::windowed_layers_in(model, 0, model.layers).min(most_layers);
     let kv_per_sequence = kv_cache::kv_bytes_per_token_per_gpu_value(
         model,
         serving.kv_dtype,
@@ -522,9 +550,9 @@ fn evaluate(
     let usable = engine_kv_pool::requested_term(serving, cluster.gpu.memory_bytes, tp);
     let dtype_bytes = serving.weight_dtype.bytes();
     let breakdown = model.param_breakdown();
-    let (listed, n) = listed_stages(model.layers, dense_layer_count(&breakdown), pp);
-    let mut stages = Vec::with_capacity(n);
-    for &stage in &listed[..n] {
+    let listed = stages_to_evaluate(model, dense_layer_count(&breakdown), pp);
+    let mut stages = Vec::with_capacity(listed.len());
+    for &stage in &listed {
         let (first_layer, layers) = stage_extent(model.layers, pp, stage);
         let numbers = stage_numbers(
             model,
@@ -806,7 +834,7 @@ pub fn serving_plan(
         replicas_on_cluster: cluster.world_size() / (u64::from(tp) * u64::from(pp)),
         stages_note: (pp as usize > MAX_LISTED_STAGES).then(|| {
             format!(
-                "{} of {pp} stages listed: every other stage has the same layer count, dense/MoE mix and ends as one of them",
+                "{} of {pp} stages listed: every other stage has the same layer count, dense/MoE mix, windowed layers and ends as one of them",
                 stages.len()
             )
         }),
@@ -925,6 +953,35 @@ mod bounded_tests {
             first += layers;
         }
         out
+    }
+
+    /// With sliding-window layers the bound still bounds, and the listed stages still give
+    /// the least count of every stage (stages differ in how many windowed layers they hold).
+    #[test]
+    fn windowed_models_keep_the_bound_and_the_least_stage() {
+        let cluster = Cluster::of(gpu_preset("h100-sxm").expect("preset"), 4);
+        for id in ["gemma-2-9b", "mistral-7b-v0.1"] {
+            let model = crate::presets::model_preset(id).expect("preset");
+            let b = model.param_breakdown();
+            for context_len in [512u32, 8192, 32_768] {
+                let serving = Serving {
+                    context_len,
+                    ..Serving::default()
+                };
+                let usable = serving.memory_utilization * cluster.gpu.memory_bytes;
+                for tp in [1u32, 2] {
+                    for pp in 1..=model.layers {
+                        let all = every_stage(&model, &serving, usable, tp, pp);
+                        let least = all.iter().map(|(_, n)| n.max_sequences).min();
+                        let fast = replica_sequences(&model, &b, &serving, usable, tp, pp);
+                        let at = format!("{id} ctx {context_len} tp {tp} pp {pp}");
+                        assert_eq!(Some(fast), least, "{at}");
+                        let bound = replica_sequences_bound(&model, &serving, usable, tp, pp);
+                        assert!(bound >= fast, "bound {bound} < {fast} at {at}");
+                    }
+                }
+            }
+        }
     }
 
     /// The bounded count and the listed stages agree with every stage evaluated: same
