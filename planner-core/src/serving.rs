@@ -963,22 +963,25 @@ mod bounded_tests {
         for id in ["gemma-2-9b", "mistral-7b-v0.1"] {
             let model = crate::presets::model_preset(id).expect("preset");
             let b = model.param_breakdown();
-            for context_len in [512u32, 8192, 32_768] {
+            let shapes = [512u32, 8192, 32_768]
+                .into_iter()
+                .flat_map(|ctx| [1u32, 2].map(move |tp| (ctx, tp)));
+            for (context_len, tp) in shapes {
                 let serving = Serving {
                     context_len,
                     ..Serving::default()
                 };
                 let usable = serving.memory_utilization * cluster.gpu.memory_bytes;
-                for tp in [1u32, 2] {
-                    for pp in 1..=model.layers {
-                        let all = every_stage(&model, &serving, usable, tp, pp);
-                        let least = all.iter().map(|(_, n)| n.max_sequences).min();
-                        let fast = replica_sequences(&model, &b, &serving, usable, tp, pp);
-                        let at = format!("{id} ctx {context_len} tp {tp} pp {pp}");
-                        assert_eq!(Some(fast), least, "{at}");
-                        let bound = replica_sequences_bound(&model, &serving, usable, tp, pp);
-                        assert!(bound >= fast, "bound {bound} < {fast} at {at}");
-                    }
+                for pp in 1..=model.layers {
+                    let least = every_stage(&model, &serving, usable, tp, pp)
+                        .iter()
+                        .map(|(_, n)| n.max_sequences)
+                        .min();
+                    let fast = replica_sequences(&model, &b, &serving, usable, tp, pp);
+                    let at = format!("{id} ctx {context_len} tp {tp} pp {pp}");
+                    assert_eq!(Some(fast), least, "{at}");
+                    let bound = replica_sequences_bound(&model, &serving, usable, tp, pp);
+                    assert!(bound >= fast, "bound {bound} < {fast} at {at}");
                 }
             }
         }
