@@ -30,6 +30,7 @@ fn gpt(h: u32, a: u32) -> ModelSpec {
         learned_positions: 2048,
         moe: None,
         mla: None,
+        attention_window: None,
         nominal_params: None,
     }
 }

@@ -284,7 +284,13 @@ fn seed_scenarios() -> Vec<Scenario> {
     qlora_mixtral.training.finetune.lora.targets.down = true;
     let mut lora_mla = moe.clone();
     lora_mla.training.finetune.mode = planner_core::input::finetune::FineTuneMode::Lora;
+    // Sliding-window layers as custom shapes, so the fuzzer edits `window` and `full_every`.
+    let mut windowed = default_scenario();
+    windowed.model = ModelChoice::Custom(
+        planner_core::resolve::presets::model_preset("gemma-2-9b").expect("preset"),
+    );
     vec![
+        windowed,
         qlora_mixtral,
         lora_mla,
         default_scenario(),
@@ -469,6 +475,13 @@ fn extreme_pairs() -> Vec<(&'static str, &'static str)> {
         ("serve_pp", "1000"),
         ("serve_util", "1"),
         ("serve_ws", "100000000000000"),
+        ("serve_engine", "sglang"),
+        ("serve_memfrac", "0.000001"),
+        (
+            "serve_profile",
+            "16777216,16777216,100000000000000,100000000000000",
+        ),
+        ("serve_profile", "1,1,0,0"),
         ("gpn", "1"),
         ("gpn", "1024"),
         ("split", "fl:0:10000"),

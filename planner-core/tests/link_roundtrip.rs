@@ -7,12 +7,13 @@ use planner_core::input::calibration::{
 use planner_core::input::finetune::{FineTune, FineTuneMode, LoraSettings, LoraTargets};
 use planner_core::input::hardware::{gpu_presets, Cluster, GpuSpec, LinkSpec};
 use planner_core::input::layout::{Layout, Recompute, Schedule, ZeroStage};
-use planner_core::input::model::{FfnKind, MlaSpec, ModelSpec, MoeSpec, NormKind};
+use planner_core::input::model::{AttentionWindow, FfnKind, MlaSpec, ModelSpec, MoeSpec, NormKind};
 use planner_core::input::precision::{ComputeDtype, Precision, PrecisionRecipe};
 use planner_core::input::scenario::{
     ActivationOptions, Measured, ModelChoice, Overheads, Scenario, ServeDtype, Serving, Training,
     SCENARIO_VERSION,
 };
+use planner_core::memory::engine_kv_pool::{EngineProfile, ServingEngine};
 use planner_core::resolve::presets::{
     article_70b_scenario, article_mesh_scenario, default_scenario, model_presets,
 };
@@ -145,8 +146,16 @@ fn arb_custom_model() -> impl Strategy<Value = ModelSpec> {
     let moe = proptest::option::of((1u32..300, 0u32..4, 1u32..5000, 0u32..4, 0u32..1000));
     let mla = proptest::option::of((0u32..2000, 1u32..1000, 1u32..128, 0u32..256, 1u32..256));
     let psi = proptest::option::of(1.0f64..1e13);
-    (shape, moe, mla, psi, 0u32..1000).prop_map(
-        |((name, layers, hidden, heads, head_dim, ffn, vocab, b, pos), moe, mla, psi, kv)| {
+    let window = proptest::option::of((1u32..1_000_000, 0u32..300));
+    (shape, moe, mla, psi, 0u32..1000, window).prop_map(
+        |(
+            (name, layers, hidden, heads, head_dim, ffn, vocab, b, pos),
+            moe,
+            mla,
+            psi,
+            kv,
+            window,
+        )| {
             ModelSpec {
                 name,
                 layers,
@@ -184,6 +193,10 @@ fn arb_custom_model() -> impl Strategy<Value = ModelSpec> {
                     qk_rope_head_dim: rope,
                     qk_nope_head_dim: nope,
                     v_head_dim: v,
+                }),
+                attention_window: window.map(|(w, k)| AttentionWindow {
+                    window_tokens: w,
+                    full_every: k % (layers + 1),
                 }),
                 nominal_params: psi,
             }
@@ -406,6 +419,11 @@ fn arb_rest() -> impl Strategy<Value = (Training, ActivationOptions, Overheads, 
             1u32..9,
             0.01f64..=1.0,
             0.0f64..1e11,
+            (
+                any::<bool>(),
+                proptest::option::of(0.01f64..=1.0),
+                proptest::option::of((1u32..100_000, 1u32..5000, 0.0f64..1e10, 0.0f64..1e10)),
+            ),
         ),
     )
         .prop_map(
@@ -413,7 +431,7 @@ fn arb_rest() -> impl Strategy<Value = (Training, ActivationOptions, Overheads, 
                 (seq, gbs, finetune),
                 a,
                 (ctx, nccl, bucket, z3, frag, usable),
-                (w, kv, sctx, conc, stp, spp, util, ws),
+                (w, kv, sctx, conc, stp, spp, util, ws, (sglang, memfrac, profile)),
             )| {
                 (
                     Training {
@@ -447,6 +465,18 @@ fn arb_rest() -> impl Strategy<Value = (Training, ActivationOptions, Overheads, 
                         pp: spp,
                         memory_utilization: util,
                         workspace_bytes: ws,
+                        engine: if sglang {
+                            ServingEngine::Sglang
+                        } else {
+                            ServingEngine::Vllm
+                        },
+                        engine_profile: profile.map(|(t, n, non_torch, graphs)| EngineProfile {
+                            max_num_batched_tokens: t,
+                            max_num_seqs: n,
+                            non_torch_bytes: non_torch,
+                            cuda_graph_bytes: graphs,
+                        }),
+                        mem_fraction_static: memfrac,
                     },
                 )
             },

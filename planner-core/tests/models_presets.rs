@@ -34,6 +34,9 @@ fn totals_within_half_a_percent_of_published() {
         ("deepseek-v3", 671e9),
         ("qwen2.5-72b", 72.7e9),
         ("gpt3-175b", 175e9),
+        // Model cards: Mistral 7B v0.1 7.24B (safetensors index), Gemma 2 9B 9.24B.
+        ("mistral-7b-v0.1", 7.24e9),
+        ("gemma-2-9b", 9.24e9),
     ];
     assert_eq!(published.len(), model_presets().len());
     for (id, total) in published {

@@ -4,6 +4,7 @@
 use leptos::prelude::*;
 use planner_core::base::explain::Term;
 use planner_core::input::scenario::ServeDtype;
+use planner_core::memory::engine_kv_pool::ServingEngine;
 use planner_core::memory::serving::{
     self, ConcurrencyCell, Decision, ServingPlan, TABLE_PP, TABLE_TP,
 };
@@ -23,6 +24,20 @@ struct ServingData {
     target: u32,
 }
 
+/// The engine choices: id and display name.
+fn engine_options() -> Vec<(String, String)> {
+    ServingEngine::ALL
+        .iter()
+        .map(|e| {
+            let label = match e {
+                ServingEngine::Vllm => "vLLM",
+                ServingEngine::Sglang => "SGLang",
+            };
+            (e.id().to_string(), label.to_string())
+        })
+        .collect()
+}
+
 fn decision_label(d: Decision) -> &'static str {
     match d {
         Decision::Replicas => "Run independent replicas",
@@ -35,8 +50,8 @@ fn decision_label(d: Decision) -> &'static str {
 /// One figure: label, value, and its formula with numbers on hover/focus.
 #[component]
 fn Figure(
-    label: &'static str,
-    testid: &'static str,
+    #[prop(into)] label: String,
+    #[prop(into)] testid: String,
     term: Term,
     #[prop(default = false)] count: bool,
 ) -> impl IntoView {
@@ -67,6 +82,12 @@ pub fn ServingView() -> impl IntoView {
             .collect::<Vec<_>>()
     };
     let node = Signal::derive(move || s.with(|sc| sc.cluster.gpus_per_node));
+    let engine_value = Signal::derive(move || s.with(|sc| sc.serving.engine.id().to_string()));
+    // An unknown id (never offered) leaves the engine as it is.
+    let set_engine = Callback::new(move |id: String| {
+        let chosen = ServingEngine::from_id(&id);
+        s.update(|sc| sc.serving.engine = chosen.unwrap_or(sc.serving.engine));
+    });
     let section = NodeRef::<leptos::html::Section>::new();
     let near = near_screen(section);
     let scenario = scenario_while_visible(ctx.scenario, near);
@@ -99,7 +120,16 @@ pub fn ServingView() -> impl IntoView {
                     <dl class="figures-inline">
                         <Figure label="KV cache per token" testid="kv-per-token" term=p.kv_bytes_per_token.clone() />
                         <Figure label="KV cache per sequence" testid="kv-per-sequence" term=p.kv_bytes_per_sequence.clone() />
+                        <Figure label="Engine memory per GPU" testid="serve-usable" term=p.usable_per_gpu.clone() />
                         <Figure label="Weights per GPU" testid="serve-weights" term=p.weights_per_gpu.clone() />
+                        // What the engine takes before the pool (planner_core::memory::engine_kv_pool), in order.
+                        {p.pool_terms
+                            .iter()
+                            .map(|t| {
+                                let testid = format!("pool-{}", t.key.trim_start_matches("serving."));
+                                view! { <Figure label=t.label.clone() testid=testid term=t.clone() /> }
+                            })
+                            .collect_view()}
                         <Figure label="KV pool per GPU" testid="kv-budget" term=p.kv_budget_per_gpu.clone() />
                         <Figure label="Concurrent sequences per replica" testid="max-concurrent" term=p.max_concurrent_sequences.clone() count=true />
                     </dl>
@@ -235,6 +265,14 @@ pub fn ServingView() -> impl IntoView {
                     steps=Signal::derive(move || power_of_two_steps(16, s.with(|sc| sc.serving.pp)))
                     value=Signal::derive(move || s.with(|sc| sc.serving.pp))
                     on_change=Callback::new(move |v| s.update(|sc| sc.serving.pp = v))
+                />
+                <Select
+                    label="Engine"
+                    field="serve_engine"
+                    hint="Whose accounting sizes the KV pool: vLLM (utilization bounds weights, activations and cache) or SGLang (mem_fraction_static bounds weights and cache)."
+                    options=engine_options()
+                    value=engine_value
+                    on_change=set_engine
                 />
                 <DecimalField
                     label="Memory utilization"

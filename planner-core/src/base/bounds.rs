@@ -107,6 +107,12 @@ pub const FITTED_LATENCY_S: Bounds = Bounds::closed(0.0, 1.0, "s");
 /// CUDA context, NCCL buffers, buckets, serving workspace: 0 to 100 TB.
 pub const BUFFER_BYTES: Bounds = Bounds::closed(0.0, 1e14, "bytes");
 
+// vLLM's scheduler budget: `max_num_batched_tokens` and `max_num_seqs` are at most a few
+// times 10^5 in any published configuration (vLLM defaults 2048–16384 tokens, 256–1024
+// sequences); 2^24 keeps T × h × bytes of the profiled activation far from overflow.
+/// Tokens or sequences of a serving engine's profiling batch: 1 to 2^24.
+pub const MAX_BATCHED_TOKENS: u32 = 1 << 24;
+
 // A fit's largest relative error and a GEMM curve's half-efficiency dimension.
 /// A fit's largest relative error: 0 to 1000 (100,000%).
 pub const RELATIVE_ERROR: Bounds = Bounds::closed(0.0, 1e3, "");

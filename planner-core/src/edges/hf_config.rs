@@ -2,7 +2,7 @@
 //!
 //! Supported: `LlamaForCausalLM`, `MistralForCausalLM`, `MixtralForCausalLM`,
 //! `Qwen2ForCausalLM`, `Qwen3ForCausalLM`, `Qwen3MoeForCausalLM`,
-//! `DeepseekV3ForCausalLM`. Field names and defaults follow the `transformers`
+//! `DeepseekV3ForCausalLM`, `Gemma2ForCausalLM`. Field names and defaults follow the `transformers`
 //! configuration classes of those models (`LlamaConfig`, `MixtralConfig`,
 //! `Qwen2Config`, `Qwen3Config`, `Qwen3MoeConfig`, `DeepseekV3Config`).
 //! Known approximations: Qwen3's per-head q/k RMSNorm (2 × head_dim per layer)
@@ -13,7 +13,7 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use crate::input::model::{FfnKind, MlaSpec, ModelSpec, MoeSpec, NormKind};
+use crate::input::model::{AttentionWindow, FfnKind, MlaSpec, ModelSpec, MoeSpec, NormKind};
 use crate::resolve::validate::validate_model;
 
 /// Why a `config.json` could not be imported. Every variant names the field.
@@ -46,7 +46,7 @@ pub enum ImportError {
 }
 
 /// Architectures [`import_hf_config`] accepts.
-pub const SUPPORTED_ARCHITECTURES: [&str; 7] = [
+pub const SUPPORTED_ARCHITECTURES: [&str; 8] = [
     "LlamaForCausalLM",
     "MistralForCausalLM",
     "MixtralForCausalLM",
@@ -54,6 +54,7 @@ pub const SUPPORTED_ARCHITECTURES: [&str; 7] = [
     "Qwen3ForCausalLM",
     "Qwen3MoeForCausalLM",
     "DeepseekV3ForCausalLM",
+    "Gemma2ForCausalLM",
 ];
 
 impl fmt::Display for ImportError {
@@ -178,7 +179,10 @@ fn base_spec(c: &Config<'_>, arch: &str) -> Result<ModelSpec, ImportError> {
     // LlamaConfig/MistralConfig: head_dim defaults to hidden_size / num_attention_heads.
     let head_dim = c.opt_u32("head_dim")?.unwrap_or(hidden / heads);
     let act = c.str_or("hidden_act", "silu")?;
-    if act != "silu" {
+    // Gemma2MLP: gate_proj, up_proj, down_proj with a tanh-GeLU gate (GeGLU), the same
+    // three matrices and saved tensors as SwiGLU.
+    let gated_gelu = arch == "Gemma2ForCausalLM" && act.starts_with("gelu");
+    if act != "silu" && !gated_gelu {
         return Err(ImportError::UnsupportedSetting {
             field: "hidden_act".to_string(),
             message: format!(
@@ -212,6 +216,7 @@ fn base_spec(c: &Config<'_>, arch: &str) -> Result<ModelSpec, ImportError> {
         learned_positions: 0,
         moe: None,
         mla: None,
+        attention_window: None,
         nominal_params: None,
     })
 }
@@ -236,6 +241,13 @@ pub fn import_hf_config(json: &str) -> Result<ModelSpec, ImportError> {
                         .to_string(),
                 });
             }
+            s
+        }
+        "Gemma2ForCausalLM" => {
+            let mut s = base_spec(&c, arch)?;
+            // Gemma2Config: tie_word_embeddings defaults to true; attention_bias to false.
+            s.tied_embeddings = c.bool_or("tie_word_embeddings", true)?;
+            s.qkv_bias = c.bool_or("attention_bias", false)?;
             s
         }
         "Qwen2ForCausalLM" => {
@@ -342,6 +354,7 @@ pub fn import_hf_config(json: &str) -> Result<ModelSpec, ImportError> {
             ))
         }
     };
+    spec.attention_window = attention_window(&c, arch, spec.layers)?;
     let keep = spec
         .name
         .char_indices()
@@ -356,6 +369,95 @@ pub fn import_hf_config(json: &str) -> Result<ModelSpec, ImportError> {
         });
     }
     Ok(spec)
+}
+
+/// Sliding-window layers: `sliding_window` (tokens), and which layers use it from
+/// `layer_types` (transformers ≥ 4.53: `"sliding_attention"` / `"full_attention"` per
+/// layer) or `sliding_window_pattern` (Gemma 3: one full layer every that many); without
+/// either, MistralConfig windows every layer. Qwen2/Qwen3 window only with
+/// `use_sliding_window` (Qwen2Config), and then layers from `max_window_layers` on,
+/// which is not a periodic pattern and is refused.
+fn attention_window(
+    c: &Config<'_>,
+    arch: &str,
+    layers: u32,
+) -> Result<Option<AttentionWindow>, ImportError> {
+    let qwen = arch.starts_with("Qwen");
+    if qwen && !c.bool_or("use_sliding_window", false)? {
+        return Ok(None);
+    }
+    let Some(window_tokens) = c.opt_u32("sliding_window")? else {
+        return Ok(None);
+    };
+    if window_tokens == 0 {
+        return Err(ImportError::InvalidField {
+            field: "sliding_window".to_string(),
+            expected: "a positive number of tokens or null".to_string(),
+            found: "0".to_string(),
+        });
+    }
+    let full_every = if let Some(v) = c.get("layer_types") {
+        match layer_types_period(v, layers) {
+            Some(Some(k)) => k,
+            // Every layer full: the window is never used.
+            Some(None) => return Ok(None),
+            None => {
+                return Err(ImportError::UnsupportedSetting {
+                    field: "layer_types".to_string(),
+                    message: format!(
+                        "{}: only all-windowed layers or one full layer every k (full at (i + 1) % k == 0) are modelled, over {layers} layers",
+                        shorten(v)
+                    ),
+                })
+            }
+        }
+    } else if let Some(k) = c.opt_u32("sliding_window_pattern")? {
+        k
+    } else if arch == "Gemma2ForCausalLM" {
+        // transformers Gemma2DecoderLayer: `is_sliding = not bool(layer_idx % 2)`.
+        2
+    } else if qwen {
+        return Err(ImportError::UnsupportedSetting {
+            field: "max_window_layers".to_string(),
+            message: "use_sliding_window windows the layers from max_window_layers on; only periodic patterns are modelled".to_string(),
+        });
+    } else {
+        0
+    };
+    Ok(Some(AttentionWindow {
+        window_tokens,
+        full_every,
+    }))
+}
+
+/// The period `k` of a `layer_types` list (`Some(Some(0))` all windowed, `Some(Some(k))`
+/// full exactly where `(i + 1) % k == 0`, `Some(None)` all full), or `None` when the list
+/// is malformed, of the wrong length or irregular.
+fn layer_types_period(v: &Value, layers: u32) -> Option<Option<u32>> {
+    let list = v.as_array()?;
+    if list.len() != usize::try_from(layers).ok()? {
+        return None;
+    }
+    let mut sliding = Vec::with_capacity(list.len());
+    for t in list {
+        match t.as_str()? {
+            "sliding_attention" => sliding.push(true),
+            "full_attention" => sliding.push(false),
+            _ => return None,
+        }
+    }
+    let Some(first_full) = sliding.iter().position(|s| !s) else {
+        return Some(Some(0));
+    };
+    if sliding.iter().all(|s| !s) {
+        return Some(None);
+    }
+    let k = first_full + 1;
+    let regular = sliding
+        .iter()
+        .enumerate()
+        .all(|(i, s)| *s != (i + 1).is_multiple_of(k));
+    regular.then(|| u32::try_from(k).ok()).flatten().map(Some)
 }
 
 /// The `config.json` key behind a planner field (link parameter) of `arch`.
@@ -382,6 +484,8 @@ fn config_field<'a>(arch: &str, planner_field: &'a str) -> &'a str {
         "rope_dim" => "qk_rope_head_dim",
         "nope_dim" => "qk_nope_head_dim",
         "v_dim" => "v_head_dim",
+        "window" => "sliding_window",
+        "full_every" => "layer_types",
         "name" => "_name_or_path",
         other => other,
     }

@@ -15,10 +15,11 @@ use crate::input::framework::Framework;
 use crate::input::hardware::{gpu_preset, gpu_presets, Cluster, GpuSpec, LinkSpec};
 use crate::input::host::HostSpec;
 use crate::input::layout::{Recompute, Schedule, ZeroStage};
-use crate::input::model::{FfnKind, MlaSpec, ModelSpec, MoeSpec, NormKind};
+use crate::input::model::{AttentionWindow, FfnKind, MlaSpec, ModelSpec, MoeSpec, NormKind};
 use crate::input::offload::Offload;
 use crate::input::precision::{ComputeDtype, Precision, PrecisionRecipe};
 use crate::input::scenario::{Measured, ModelChoice, Scenario, ServeDtype, SCENARIO_VERSION};
+use crate::memory::engine_kv_pool::{EngineProfile, ServingEngine};
 use crate::resolve::presets::{default_scenario, model_preset, model_presets};
 use crate::resolve::validate::FieldError;
 
@@ -87,6 +88,39 @@ macro_rules! field {
             },
         }
     };
+}
+
+/// An optional value: empty means none.
+fn optional<T>(v: &str, parse: fn(&str) -> Result<T, String>) -> Result<Option<T>, String> {
+    if v.is_empty() {
+        Ok(None)
+    } else {
+        parse(v).map(Some)
+    }
+}
+
+/// `serve_profile=` value: `max_num_batched_tokens,max_num_seqs,non_torch_bytes,cuda_graph_bytes`.
+fn profile_to_link(p: &EngineProfile) -> String {
+    format!(
+        "{},{},{},{}",
+        p.max_num_batched_tokens, p.max_num_seqs, p.non_torch_bytes, p.cuda_graph_bytes
+    )
+}
+
+fn profile_from_link(v: &str) -> Result<EngineProfile, String> {
+    let parts: Vec<&str> = v.split(',').collect();
+    let [tokens, seqs, non_torch, graphs] = parts.as_slice() else {
+        return Err(format!(
+            "'{}' is not max_num_batched_tokens,max_num_seqs,non_torch_bytes,cuda_graph_bytes",
+            crate::base::free_text::one_line(v)
+        ));
+    };
+    Ok(EngineProfile {
+        max_num_batched_tokens: num(tokens)?,
+        max_num_seqs: num(seqs)?,
+        non_torch_bytes: num(non_torch)?,
+        cuda_graph_bytes: num(graphs)?,
+    })
 }
 
 fn compute_id(c: ComputeDtype) -> &'static str {
@@ -228,7 +262,7 @@ fn host_fields() -> [Field<HostSpec>; 6] {
 }
 
 /// Everything after the model, precision and cluster, compared with the default scenario.
-fn scenario_fields() -> [Field<Scenario>; 38] {
+fn scenario_fields() -> [Field<Scenario>; 41] {
     [
         field!("seq", Scenario, |s| s.training.seq_len, number),
         field!("gbs", Scenario, |s| s.training.global_batch, number),
@@ -378,6 +412,36 @@ fn scenario_fields() -> [Field<Scenario>; 38] {
             number
         ),
         field!("serve_ws", Scenario, |s| s.serving.workspace_bytes, number),
+        field!(
+            "serve_engine",
+            Scenario,
+            |s| s.serving.engine,
+            ServingEngine::id,
+            ServingEngine::from_id,
+            "vllm or sglang"
+        ),
+        Field::<Scenario> {
+            key: "serve_memfrac",
+            get: |s| s.serving.mem_fraction_static.map(text).unwrap_or_default(),
+            set: |s, v| {
+                s.serving.mem_fraction_static = optional(v, num)?;
+                Ok(())
+            },
+        },
+        Field::<Scenario> {
+            key: "serve_profile",
+            get: |s| {
+                s.serving
+                    .engine_profile
+                    .as_ref()
+                    .map(profile_to_link)
+                    .unwrap_or_default()
+            },
+            set: |s, v| {
+                s.serving.engine_profile = optional(v, profile_from_link)?;
+                Ok(())
+            },
+        },
     ]
 }
 
@@ -464,6 +528,19 @@ fn moe_fields() -> [(Field<MoeSpec>, bool); 5] {
     ]
 }
 
+fn window_fields() -> [(Field<AttentionWindow>, bool); 2] {
+    [
+        (
+            field!("window", AttentionWindow, |m| m.window_tokens, number),
+            true,
+        ),
+        (
+            field!("full_every", AttentionWindow, |m| m.full_every, number),
+            false,
+        ),
+    ]
+}
+
 fn mla_fields() -> [(Field<MlaSpec>, bool); 5] {
     [
         (field!("q_lora", MlaSpec, |m| m.q_lora_rank, number), false),
@@ -502,6 +579,7 @@ fn custom_template() -> ModelSpec {
         learned_positions: 0,
         moe: None,
         mla: None,
+        attention_window: None,
         nominal_params: None,
     }
 }
@@ -606,6 +684,11 @@ pub fn encode(s: &Scenario) -> String {
             if let Some(mla) = &m.mla {
                 for (f, _) in mla_fields() {
                     w.push(f.key, &(f.get)(mla));
+                }
+            }
+            if let Some(window) = &m.attention_window {
+                for (f, _) in window_fields() {
+                    w.push(f.key, &(f.get)(window));
                 }
             }
             if let Some(psi) = m.nominal_params {
@@ -854,6 +937,14 @@ fn decode_custom_model(p: &mut Params, errors: &mut Vec<FieldError>) -> Option<M
         };
         ok &= p.apply_all(&mla_fields(), &mut mla, errors);
         m.mla = Some(mla);
+    }
+    if p.has("window") || p.has("full_every") {
+        let mut window = AttentionWindow {
+            window_tokens: 0,
+            full_every: 0,
+        };
+        ok &= p.apply_all(&window_fields(), &mut window, errors);
+        m.attention_window = Some(window);
     }
     if let Some(v) = p.take("psi") {
         match num::<f64>(&v) {

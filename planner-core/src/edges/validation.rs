@@ -405,6 +405,7 @@ fn gpt_like(
         learned_positions: positions,
         moe: None,
         mla: None,
+        attention_window: None,
         nominal_params: None,
     }
 }

@@ -2,6 +2,7 @@
 //!
 //! Invariant: Imports only `base`: a type here never knows how it is priced, placed or printed.
 
+pub mod attention_window;
 pub mod calibration;
 pub mod collective;
 pub mod finetune;
@@ -14,4 +15,5 @@ pub mod model;
 pub mod offload;
 pub mod precision;
 pub mod scenario;
+pub mod serving_engine;
 pub mod stage_split;

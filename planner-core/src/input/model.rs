@@ -79,6 +79,19 @@ pub struct MlaSpec {
     pub v_head_dim: u32,
 }
 
+/// Sliding-window attention: which layers attend to (and cache) only the last
+/// `window_tokens` tokens. Read by [`crate::input::attention_window`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AttentionWindow {
+    /// Tokens a windowed layer attends to and keeps in its KV cache (HF `sliding_window`).
+    pub window_tokens: u32,
+    /// Every `full_every`-th layer (layer `i` with `(i + 1) % full_every == 0`) attends
+    /// to the whole context; 0 means every layer is windowed (Mistral 7B v0.1).
+    /// Gemma 2 and GPT-OSS alternate (2), Gemma 3 has 5 local layers per global one (6).
+    pub full_every: u32,
+}
+
 /// Everything the formulas need to know about a decoder-only transformer.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -117,6 +130,9 @@ pub struct ModelSpec {
     pub moe: Option<MoeSpec>,
     /// Multi-head latent attention shape, if any.
     pub mla: Option<MlaSpec>,
+    /// Sliding-window attention layers, if any (files without it read as none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attention_window: Option<AttentionWindow>,
     /// Nominal parameter count Ψ to use instead of the one computed from shapes
     /// (the article rounds Llama 3.1 70B to 70e9). All per-component counts are
     /// scaled by `Ψ_nominal / Ψ_computed` so shares stay consistent.

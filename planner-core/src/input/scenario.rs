@@ -9,6 +9,7 @@ use crate::input::hardware::Cluster;
 use crate::input::layout::Layout;
 use crate::input::model::ModelSpec;
 use crate::input::precision::Precision;
+use crate::input::serving_engine::{EngineProfile, ServingEngine};
 
 /// Current scenario schema version. Bump when a field's meaning changes.
 pub const SCENARIO_VERSION: u32 = 1;
@@ -89,7 +90,22 @@ pub struct Overheads {
 impl Default for Overheads {
     fn default() -> Self {
         Overheads {
+            // Published CUDA-context sizes (PyTorch, lazy module loading, the default since
+            // CUDA 11.7 / PyTorch 1.13): 287,047,680 B after the first tensor
+            // (pytorch/pytorch PR #86509; 666,632,192 B with eager loading), "around 400MB"
+            // (ptrblck, pytorch/pytorch #109888), 426 MiB on an RTX 6000 Ada with PyTorch
+            // 2.10 / CUDA 13.0 (unslothai/unsloth-zoo PR #1053). 0.5 GB sits just above them;
+            // kernels loaded later by cuBLAS, NCCL and attention libraries add to it. The
+            // figure is kept so the article's totals and the validation medians stay as tested.
             cuda_context_bytes: 0.5e9,
+            // NCCL buffers grow with channels and peers (NVIDIA/nccl #864/#986, sjeaugey:
+            // "linearly tied to the number of channels"; NCCL_BUFFSIZE 4 MiB per channel and
+            // peer): measured 1.06 GB outside PyTorch on 8 × H100 after init, 4.34 GB after a
+            // 32-channel all-to-all (NVIDIA/nccl #1685); a process with one communicator
+            // held about 1.6 GB after an all-reduce, context included (#864); a single-rank
+            // communicator's init took 484 MiB (#2363). 0.1 GB per
+            // group is the low end (few channels, ring only); raise it (link `nccl_buf`) for
+            // NVLink H100 rings or all-to-all.
             nccl_buffer_bytes_per_group: 0.1e9,
             gradient_bucket_bytes: 25e6,
             zero3_units_in_flight: 2,
@@ -168,6 +184,15 @@ pub struct Serving {
     pub memory_utilization: f64,
     /// Activation/workspace bytes reserved per GPU besides weights and cache.
     pub workspace_bytes: f64,
+    /// Whose accounting sizes the KV pool ([`crate::memory::engine_kv_pool`]); files without it read as vLLM.
+    #[serde(default, skip_serializing_if = "ServingEngine::is_default")]
+    pub engine: ServingEngine,
+    /// vLLM's profiling run sized from the model (replaces `workspace_bytes`); none: the workspace figure.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine_profile: Option<EngineProfile>,
+    /// SGLang `mem_fraction_static`; none: SGLang's default for the TP degree.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mem_fraction_static: Option<f64>,
 }
 
 impl Default for Serving {
@@ -181,6 +206,9 @@ impl Default for Serving {
             pp: 1,
             memory_utilization: 0.9,
             workspace_bytes: 2e9,
+            engine: ServingEngine::Vllm,
+            engine_profile: None,
+            mem_fraction_static: None,
         }
     }
 }

@@ -4,9 +4,11 @@
 
 pub mod activations;
 pub mod adapters;
+pub mod engine_kv_pool;
 pub mod kv_cache;
 pub mod loss_memory;
 pub mod model_state;
 pub mod offload;
 pub mod serving;
 pub mod torchtitan_sac;
+pub mod window_kv;

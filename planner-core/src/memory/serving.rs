@@ -13,6 +13,7 @@ use crate::input::hardware::Cluster;
 use crate::input::model::{ModelSpec, ParamBreakdown};
 use crate::input::scenario::Serving;
 use crate::memory::kv_cache::{self, fmt_bytes};
+use crate::{input::attention_window, memory::engine_kv_pool};
 
 /// Tensor-parallel degrees in the concurrency table.
 pub const TABLE_TP: [u32; 4] = [1, 2, 4, 8];
@@ -129,6 +130,10 @@ pub struct ServingPlan {
     pub fits_target: bool,
     /// Replicas of this shape the cluster holds.
     pub replicas_on_cluster: u64,
+    /// What the engine subtracts per GPU besides weights before the KV pool
+    /// ([`crate::memory::engine_kv_pool::runtime_terms`]), in order.
+    #[serde(default)]
+    pub pool_terms: Vec<Term>,
     /// The article's decision, searched over shapes (independent of `tp`/`pp` above).
     pub recommendation: Recommendation,
 }
@@ -201,6 +206,39 @@ fn validate(model: &ModelSpec, serving: &Serving, cluster: &Cluster) -> Result<(
                 serving.workspace_bytes
             ),
         ));
+    }
+    if let Some(f) = serving.mem_fraction_static {
+        if !(f > 0.0 && f <= 1.0) {
+            return Err(err(
+                "serving.mem_fraction_static",
+                format!("must be in (0, 1], got {f}"),
+            ));
+        }
+    }
+    if let Some(p) = &serving.engine_profile {
+        if p.max_num_batched_tokens == 0 {
+            return Err(err(
+                "serving.engine_profile.max_num_batched_tokens",
+                "must be at least 1 token",
+            ));
+        }
+        if p.max_num_seqs == 0 {
+            return Err(err(
+                "serving.engine_profile.max_num_seqs",
+                "must be at least 1 sequence",
+            ));
+        }
+        for (field, v) in [
+            ("serving.engine_profile.non_torch_bytes", p.non_torch_bytes),
+            (
+                "serving.engine_profile.cuda_graph_bytes",
+                p.cuda_graph_bytes,
+            ),
+        ] {
+            if let Err(m) = crate::base::bounds::BUFFER_BYTES.check(v) {
+                return Err(err(field, m));
+            }
+        }
     }
     if !(cluster.gpu.memory_bytes.is_finite() && cluster.gpu.memory_bytes > 0.0) {
         return Err(err("cluster.gpu.memory_bytes", "must be positive"));
@@ -290,10 +328,18 @@ fn stage_numbers(
 ) -> StageNumbers {
     let params = stage_params(model, breakdown, tp, pp, stage, first_layer, layers);
     let weight_bytes = params * serving.weight_dtype.bytes();
-    let kv_per_sequence =
-        kv_cache::kv_bytes_per_token_per_gpu_value(model, serving.kv_dtype, tp, layers)
-            * f64::from(serving.context_len);
-    let budget_bytes = usable_bytes - weight_bytes - serving.workspace_bytes;
+    // Windowed layers hold only their window (attention_window); the rest every token.
+    let kv_per_sequence = crate::memory::window_kv::kv_bytes_per_sequence_per_gpu_value(
+        model,
+        serving.kv_dtype,
+        tp,
+        first_layer,
+        layers,
+        serving.context_len,
+    );
+    // What the engine subtracts besides weights (engine_kv_pool: workspace, or vLLM's profile).
+    let budget_bytes =
+        usable_bytes - weight_bytes - engine_kv_pool::runtime_bytes(model, serving, tp);
     let max_sequences = if budget_bytes > 0.0 && kv_per_sequence > 0.0 {
         (budget_bytes / kv_per_sequence).floor() as u64
     } else {
@@ -389,6 +435,36 @@ fn listed_stages(layers: u32, dense_layers: u32, pp: u32) -> ([u32; 16], usize) 
     (picks, distinct)
 }
 
+/// The stages [`listed_stages`] picks and, for a periodic sliding-window pattern (one full
+/// layer every `k`), the next `k − 1` stages after each pick inside its run.
+///
+/// Equal stages of a run start `q` layers apart, so how many of a stage's layers are full
+/// (`⌊(first + q)/k⌋ − ⌊first/k⌋`, [`attention_window::windowed_layers_in`]) depends on
+/// `first mod k` only, which repeats every `k / gcd(q, k) ≤ k` stages: the first `k`
+/// stages from each pick hold every windowed-layer count the run has, so the least and
+/// greatest per-stage numbers are still among the picks. Work: at most `12·k` stages
+/// (Gemma 2 and GPT-OSS: `k = 2`), never more than `pp`.
+fn stages_to_evaluate(model: &ModelSpec, dense_layers: u32, pp: u32) -> Vec<u32> {
+    let (picks, n) = listed_stages(model.layers, dense_layers, pp);
+    let mut out = picks[..n].to_vec();
+    let pp = pp.clamp(1, model.layers.max(1));
+    let k = match &model.attention_window {
+        Some(w) if w.full_every > 1 && pp as usize > MAX_LISTED_STAGES => w.full_every,
+        _ => return out,
+    };
+    let mut extra = Vec::new();
+    for (i, &p) in out.iter().enumerate() {
+        let next = out.get(i + 1).copied().unwrap_or(pp);
+        for j in 1..(next - p).min(k) {
+            extra.push(p + j);
+        }
+    }
+    out.extend(extra);
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
 /// Stages listed one by one in a [`ServingPlan`]; beyond, only the stages every other
 /// stage repeats (see [`ServingPlan::stages_note`]).
 pub const MAX_LISTED_STAGES: usize = 16;
@@ -409,8 +485,7 @@ fn replica_sequences(
     pp: u32,
 ) -> u64 {
     let pp = pp.clamp(1, model.layers.max(1));
-    let (stages, n) = listed_stages(model.layers, dense_layer_count(breakdown), pp);
-    stages[..n]
+    stages_to_evaluate(model, dense_layer_count(breakdown), pp)
         .iter()
         .map(|&stage| {
             let (first, layers) = stage_extent(model.layers, pp, stage);
@@ -442,11 +517,20 @@ fn replica_sequences_bound(
     pp: u32,
 ) -> u64 {
     let most_layers = model.layers.div_ceil(pp.max(1));
-    let kv_per_sequence =
-        kv_cache::kv_bytes_per_token_per_gpu_value(model, serving.kv_dtype, tp, most_layers)
-            * f64::from(serving.context_len);
-    // `usable − weights − workspace` with weights ≥ 0 is at most `usable − workspace`.
-    let budget_bytes = usable_bytes - serving.workspace_bytes;
+    // A window only shrinks a stage's KV: a stage of `most_layers` layers caches at least
+    // what it would with as many of them windowed as the model has (an upper bound on its
+    // count, so on the least count over the stages).
+    let windowed = attention_window::windowed_layers_in(model, 0, model.layers).min(most_layers);
+    let kv_per_sequence = kv_cache::kv_bytes_per_token_per_gpu_value(
+        model,
+        serving.kv_dtype,
+        tp,
+        most_layers - windowed,
+    ) * f64::from(serving.context_len)
+        + kv_cache::kv_bytes_per_token_per_gpu_value(model, serving.kv_dtype, tp, windowed)
+            * f64::from(attention_window::cached_tokens(model, serving.context_len));
+    // `usable − weights − runtime` with weights ≥ 0 is at most `usable − runtime`.
+    let budget_bytes = usable_bytes - engine_kv_pool::runtime_bytes(model, serving, tp);
     if budget_bytes > 0.0 && kv_per_sequence > 0.0 {
         (budget_bytes / kv_per_sequence).floor() as u64
     } else {
@@ -462,25 +546,13 @@ fn evaluate(
     tp: u32,
     pp: u32,
 ) -> (Term, Vec<StagePlan>, usize) {
-    let usable_bytes = serving.memory_utilization * cluster.gpu.memory_bytes;
-    let usable = Term {
-        key: "serving.usable".to_string(),
-        label: "Usable memory per GPU".to_string(),
-        bytes: usable_bytes,
-        formula: "memory_utilization × gpu_memory".to_string(),
-        worked: format!(
-            "{} × {} = {}",
-            serving.memory_utilization,
-            fmt_bytes(cluster.gpu.memory_bytes),
-            fmt_bytes(usable_bytes)
-        ),
-        assumption: "vLLM gpu_memory_utilization: the engine's share of device memory".to_string(),
-    };
+    let usable_bytes = engine_kv_pool::requested_bytes(serving, cluster.gpu.memory_bytes, tp);
+    let usable = engine_kv_pool::requested_term(serving, cluster.gpu.memory_bytes, tp);
     let dtype_bytes = serving.weight_dtype.bytes();
     let breakdown = model.param_breakdown();
-    let (listed, n) = listed_stages(model.layers, dense_layer_count(&breakdown), pp);
-    let mut stages = Vec::with_capacity(n);
-    for &stage in &listed[..n] {
+    let listed = stages_to_evaluate(model, dense_layer_count(&breakdown), pp);
+    let mut stages = Vec::with_capacity(listed.len());
+    for &stage in &listed {
         let (first_layer, layers) = stage_extent(model.layers, pp, stage);
         let numbers = stage_numbers(
             model,
@@ -523,21 +595,26 @@ fn evaluate(
         };
         let kv_per_token =
             kv_cache::kv_bytes_per_token_per_gpu(model, serving.kv_dtype, tp, layers);
-        let kv_per_sequence = kv_cache::kv_bytes_per_sequence(&kv_per_token, serving.context_len);
+        let kv_per_sequence = crate::memory::window_kv::kv_bytes_per_sequence(
+            model,
+            &kv_per_token,
+            first_layer,
+            layers,
+            serving.context_len,
+        );
+        let runtime = engine_kv_pool::runtime_terms(model, serving, tp);
+        let mut worked = format!("{} − {}", fmt_bytes(usable_bytes), fmt_bytes(weight_bytes));
+        for t in &runtime {
+            worked.push_str(&format!(" − {}", fmt_bytes(t.bytes)));
+        }
+        worked.push_str(&format!(" = {}", fmt_bytes(budget_bytes)));
         let kv_budget = Term {
             key: "serving.kv_budget".to_string(),
             label: "KV pool per GPU".to_string(),
             bytes: budget_bytes,
-            formula: "usable − weights − workspace".to_string(),
-            worked: format!(
-                "{} − {} − {} = {}",
-                fmt_bytes(usable_bytes),
-                fmt_bytes(weight_bytes),
-                fmt_bytes(serving.workspace_bytes),
-                fmt_bytes(budget_bytes)
-            ),
-            assumption: "activation workspace reserved as configured; the rest is the KV pool"
-                .to_string(),
+            formula: engine_kv_pool::pool_formula(serving).to_string(),
+            worked,
+            assumption: engine_kv_pool::pool_assumption(serving).to_string(),
         };
         stages.push(StagePlan {
             stage,
@@ -589,7 +666,7 @@ pub fn tp_valid_for_model(model: &ModelSpec, tp: u32) -> bool {
 }
 
 fn sequences(model: &ModelSpec, serving: &Serving, cluster: &Cluster, tp: u32, pp: u32) -> u64 {
-    let usable_bytes = serving.memory_utilization * cluster.gpu.memory_bytes;
+    let usable_bytes = engine_kv_pool::requested_bytes(serving, cluster.gpu.memory_bytes, tp);
     replica_sequences(
         model,
         &model.param_breakdown(),
@@ -620,7 +697,7 @@ pub fn recommend(
             format!(
                 "One GPU cannot hold it: weights {} + workspace {} leave {} of {} usable for KV",
                 fmt_bytes(stage.weights.bytes),
-                fmt_bytes(serving.workspace_bytes),
+                fmt_bytes(engine_kv_pool::runtime_bytes(model, serving, 1)),
                 fmt_bytes(stage.kv_budget.bytes.max(0.0)),
                 fmt_bytes(usable.bytes)
             )
@@ -669,7 +746,7 @@ pub fn recommend(
     let node_n = sequences(model, serving, cluster, node_tp, 1);
     // Bounded work: O(1) per pipeline degree (see `replica_sequences`), and degrees whose
     // KV alone cannot reach the target are skipped without counting parameters.
-    let usable_bytes = serving.memory_utilization * cluster.gpu.memory_bytes;
+    let usable_bytes = engine_kv_pool::requested_bytes(serving, cluster.gpu.memory_bytes, node_tp);
     let breakdown = model.param_breakdown();
     for pp in 2..=model.layers {
         if replica_sequences_bound(model, serving, usable_bytes, node_tp, pp) < target {
@@ -733,8 +810,13 @@ pub fn serving_plan(
         .max_by(|a, b| a.weights.bytes.total_cmp(&b.weights.bytes))
         .unwrap_or(worst);
     let kv_bytes_per_token = kv_cache::kv_bytes_per_token(model, serving.kv_dtype);
-    let kv_bytes_per_sequence =
-        kv_cache::kv_bytes_per_sequence(&kv_bytes_per_token, serving.context_len);
+    let kv_bytes_per_sequence = crate::memory::window_kv::kv_bytes_per_sequence(
+        model,
+        &kv_bytes_per_token,
+        0,
+        model.layers,
+        serving.context_len,
+    );
     let max_concurrent_sequences = max_sequences_term(worst, serving.context_len);
     Ok(ServingPlan {
         tp,
@@ -752,11 +834,12 @@ pub fn serving_plan(
         replicas_on_cluster: cluster.world_size() / (u64::from(tp) * u64::from(pp)),
         stages_note: (pp as usize > MAX_LISTED_STAGES).then(|| {
             format!(
-                "{} of {pp} stages listed: every other stage has the same layer count, dense/MoE mix and ends as one of them",
+                "{} of {pp} stages listed: every other stage has the same layer count, dense/MoE mix, windowed layers and ends as one of them",
                 stages.len()
             )
         }),
         stages,
+        pool_terms: engine_kv_pool::runtime_terms(model, serving, tp),
         recommendation: recommend(model, serving, cluster)?,
     })
 }
@@ -870,6 +953,38 @@ mod bounded_tests {
             first += layers;
         }
         out
+    }
+
+    /// With sliding-window layers the bound still bounds, and the listed stages still give
+    /// the least count of every stage (stages differ in how many windowed layers they hold).
+    #[test]
+    fn windowed_models_keep_the_bound_and_the_least_stage() {
+        let cluster = Cluster::of(gpu_preset("h100-sxm").expect("preset"), 4);
+        for id in ["gemma-2-9b", "mistral-7b-v0.1"] {
+            let model = crate::resolve::presets::model_preset(id).expect("preset");
+            let b = model.param_breakdown();
+            let shapes = [512u32, 8192, 32_768]
+                .into_iter()
+                .flat_map(|ctx| [1u32, 2].map(move |tp| (ctx, tp)));
+            for (context_len, tp) in shapes {
+                let serving = Serving {
+                    context_len,
+                    ..Serving::default()
+                };
+                let usable = serving.memory_utilization * cluster.gpu.memory_bytes;
+                for pp in 1..=model.layers {
+                    let least = every_stage(&model, &serving, usable, tp, pp)
+                        .iter()
+                        .map(|(_, n)| n.max_sequences)
+                        .min();
+                    let fast = replica_sequences(&model, &b, &serving, usable, tp, pp);
+                    let at = format!("{id} ctx {context_len} tp {tp} pp {pp}");
+                    assert_eq!(Some(fast), least, "{at}");
+                    let bound = replica_sequences_bound(&model, &serving, usable, tp, pp);
+                    assert!(bound >= fast, "bound {bound} < {fast} at {at}");
+                }
+            }
+        }
     }
 
     /// The bounded count and the listed stages agree with every stage evaluated: same

@@ -5,7 +5,7 @@ use std::fmt;
 
 use crate::input::hardware::{gpu_presets, Cluster, GpuSpec};
 use crate::input::layout::{Layout, Recompute, Schedule, ZeroStage};
-use crate::input::model::{FfnKind, MlaSpec, ModelSpec, MoeSpec, NormKind};
+use crate::input::model::{AttentionWindow, FfnKind, MlaSpec, ModelSpec, MoeSpec, NormKind};
 use crate::input::precision::{Precision, PrecisionRecipe};
 use crate::input::scenario::{
     ActivationOptions, ModelChoice, Overheads, Scenario, Serving, Training, SCENARIO_VERSION,
@@ -48,6 +48,7 @@ pub(crate) fn llama(
         learned_positions: 0,
         moe: None,
         mla: None,
+        attention_window: None,
         nominal_params: None,
     }
 }
@@ -139,7 +140,37 @@ pub fn model_presets() -> Vec<ModelPreset> {
                     qk_nope_head_dim: 128,
                     v_head_dim: 128,
                 }),
+                attention_window: None,
                 nominal_params: None,
+            },
+        },
+        // mistralai/Mistral-7B-v0.1 config.json: 32 layers, hidden 4096, 32 heads, 8 KV, ffn 14336,
+        // vocab 32000, untied, "sliding_window": 4096 on every layer (Jiang et al. 2023 §2: rolling buffer cache).
+        ModelPreset {
+            id: "mistral-7b-v0.1",
+            spec: ModelSpec {
+                attention_window: Some(AttentionWindow {
+                    window_tokens: 4096,
+                    full_every: 0,
+                }),
+                ..llama("Mistral 7B v0.1", 32, 4096, 32, 8, 14336, 32000)
+            },
+        },
+        // google/gemma-2-9b config.json: 42 layers, hidden 3584, 16 heads, 8 KV, head_dim 256,
+        // intermediate 14336 (gated GeLU: gate, up, down, counted as SwiGLU's three matrices),
+        // vocab 256000, tied embeddings, "sliding_window": 4096; transformers Gemma2DecoderLayer:
+        // `is_sliding = not bool(layer_idx % 2)`, so even layers are local and odd ones global.
+        // Gemma 2 also has post-attention and post-FFN RMSNorms (2h more per layer, 0.003% of Ψ), not counted.
+        ModelPreset {
+            id: "gemma-2-9b",
+            spec: ModelSpec {
+                head_dim: 256,
+                tied_embeddings: true,
+                attention_window: Some(AttentionWindow {
+                    window_tokens: 4096,
+                    full_every: 2,
+                }),
+                ..llama("Gemma 2 9B", 42, 3584, 16, 8, 14336, 256_000)
             },
         },
         // Qwen/Qwen2.5-72B config.json: 80 layers, hidden 8192, 64 heads, 8 KV, ffn 29568, vocab 152064,
@@ -172,6 +203,7 @@ pub fn model_presets() -> Vec<ModelPreset> {
                 learned_positions: 2048,
                 moe: None,
                 mla: None,
+                attention_window: None,
                 nominal_params: None,
             },
         },

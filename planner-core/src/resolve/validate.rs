@@ -189,6 +189,10 @@ fn check_model(e: &mut Errors, m: &ModelSpec) {
             e.push("nope_dim", "query/key head dim (nope + rope) must be ≥ 1");
         }
     }
+    if let Some(w) = &m.attention_window {
+        e.range_u32("window", w.window_tokens, 1, MAX_SEQ_LEN);
+        e.range_u32("full_every", w.full_every, 0, m.layers);
+    }
     if let Some(psi) = m.nominal_params {
         if !(psi.is_finite() && psi > 0.0 && psi <= MAX_PARAMS) {
             e.push("psi", format!("{psi} must be in (0, {MAX_PARAMS:e}]"));
@@ -385,6 +389,17 @@ impl Scenario {
         e.range_u32("serve_pp", s.pp, 1, max_degree);
         e.fraction("serve_util", s.memory_utilization);
         e.within("serve_ws", s.workspace_bytes, bounds::BUFFER_BYTES);
+        if let Some(f) = s.mem_fraction_static {
+            e.fraction("serve_memfrac", f);
+        }
+        if let Some(p) = &s.engine_profile {
+            for count in [p.max_num_batched_tokens, p.max_num_seqs] {
+                e.range_u32("serve_profile", count, 1, bounds::MAX_BATCHED_TOKENS);
+            }
+            for bytes in [p.non_torch_bytes, p.cuda_graph_bytes] {
+                e.within("serve_profile", bytes, bounds::BUFFER_BYTES);
+            }
+        }
 
         if let Some(measured) = &self.calibration {
             // A calibration inside a file is as foreign as one in a link: the same check.

@@ -557,7 +557,16 @@ pub fn serving_time_with(
     let gemm_total = ctx.dense_per_token * new_tokens as f64;
     // Causal self-attention (Kaplan et al. 2020 Table 1; Korthikanti et al. 2022 §4 halve it for
     // the causal mask): token i attends to i keys, so new tokens cached..p cover (p² − cached²)/2 pairs.
-    let pairs_total = (p as f64 * p as f64 - cached as f64 * cached as f64) / 2.0;
+    let pairs_full = (p as f64 * p as f64 - cached as f64 * cached as f64) / 2.0;
+    // Sliding-window layers cover min(i + 1, w) keys per query (attention_window); the chunk
+    // runs below take the same share of their full-attention pairs (exact in total).
+    let pairs_total =
+        crate::input::attention_window::prefill_pairs_per_layer(model, p as f64, cached as f64);
+    let window_share = if pairs_full > 0.0 {
+        pairs_total / pairs_full
+    } else {
+        1.0
+    };
     let attn_total = ctx.attn_coeff * pairs_total;
     // Chunks repeat in shape except the attention they cover; a run of equal chunks is
     // summed in closed form so the work is O(stages), not O(chunks).
@@ -580,7 +589,7 @@ pub fn serving_time_with(
         for (i, st) in shapes.iter().enumerate() {
             // The run's mean chunk: every term is linear in the attention pairs and the KV
             // read, so c × the mean chunk is the roofline of the run's sums.
-            let one = ctx.stage_step(st, n, pairs / c, kv_read / c, false);
+            let one = ctx.stage_step(st, n, pairs / c * window_share, kv_read / c, false);
             let hop = if i + 1 < shapes.len() {
                 ctx.hop(st, n)
             } else {

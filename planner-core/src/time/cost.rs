@@ -125,12 +125,18 @@ pub fn flops_per_token(model: &ModelSpec, seq_len: u32, causal: bool) -> FlopsPe
     };
     let causal_factor = if causal { 0.5 } else { 1.0 };
     // QKᵀ: 2·s·d_qk and P·V: 2·s·d_v FLOPs per token per head per layer.
-    let attention_forward = 2.0
-        * f64::from(model.layers)
-        * f64::from(seq_len)
-        * f64::from(model.heads)
-        * (d_qk + d_v)
-        * causal_factor;
+    let attention_forward = if model.attention_window.is_some() {
+        // Windowed layers score a query against min(i + 1, w) keys, not i + 1 (Longformer §3.1).
+        2.0 * crate::input::attention_window::attended_keys_sum(model, seq_len, causal)
+            * f64::from(model.heads)
+            * (d_qk + d_v)
+    } else {
+        2.0 * f64::from(model.layers)
+            * f64::from(seq_len)
+            * f64::from(model.heads)
+            * (d_qk + d_v)
+            * causal_factor
+    };
     // The output layer multiplies every token by the V × h matrix (tied or not).
     let output_forward = 2.0 * f64::from(model.vocab) * f64::from(model.hidden) * scale;
     // Each token runs top-k routed experts per MoE layer: 2 FLOPs per active expert parameter.

@@ -259,6 +259,8 @@ fn preset_identity(id: &str) -> Option<Identity> {
             Some(("deepseek_v3", "671B")),
         ),
         "qwen2.5-72b" => ("Qwen/Qwen2.5-72B", "Qwen2DecoderLayer", None),
+        "mistral-7b-v0.1" => ("mistralai/Mistral-7B-v0.1", "MistralDecoderLayer", None),
+        "gemma-2-9b" => ("google/gemma-2-9b", "Gemma2DecoderLayer", None),
         _ => return None,
     };
     Some(Identity {

@@ -12,6 +12,17 @@ pub(super) fn sglang(c: &Ctx) -> (String, Vec<String>) {
     (out, notes)
 }
 
+/// `--mem-fraction-static`: the plan's SGLang fraction (set, or SGLang's default for the
+/// TP degree) when the plan sizes the pool as SGLang does; else the vLLM utilization.
+fn sglang_fraction(sv: &crate::input::scenario::Serving) -> f64 {
+    match sv.engine {
+        crate::memory::engine_kv_pool::ServingEngine::Sglang => {
+            crate::memory::engine_kv_pool::memory_fraction(sv, sv.tp)
+        }
+        crate::memory::engine_kv_pool::ServingEngine::Vllm => sv.memory_utilization,
+    }
+}
+
 pub(super) fn sglang_parts(c: &Ctx) -> (Vec<String>, Vec<String>) {
     let mut notes = Vec::new();
     let sv = &c.s.serving;
@@ -21,7 +32,7 @@ pub(super) fn sglang_parts(c: &Ctx) -> (Vec<String>, Vec<String>) {
         format!("--tp-size {}", sv.tp),
         format!("--pp-size {}", sv.pp),
         format!("--context-length {}", sv.context_len),
-        format!("--mem-fraction-static {}", sv.memory_utilization),
+        format!("--mem-fraction-static {}", sglang_fraction(sv)),
         format!("--max-running-requests {}", sv.target_concurrency),
         "--dtype bfloat16".to_string(),
     ];

@@ -35,6 +35,19 @@ pub(super) fn vllm_parts(c: &Ctx) -> (Vec<String>, Vec<String>) {
     if sv.weight_dtype == ServeDtype::Fp8 {
         parts.push("--quantization fp8".to_string());
     }
+    if let Some(p) = &sv.engine_profile {
+        // The pool was sized for a profiling run of this many tokens (engine_kv_pool).
+        parts.push(format!(
+            "--max-num-batched-tokens {}",
+            p.max_num_batched_tokens
+        ));
+        if p.max_num_seqs != sv.target_concurrency {
+            notes.push(format!(
+                "The plan's KV pool assumed vLLM profiles its sampler at {} sequences;                  --max-num-seqs here is the target concurrency {}, so vLLM's pool differs by                  the sampler's logits if that is the larger transient.",
+                p.max_num_seqs, sv.target_concurrency
+            ));
+        }
+    }
     weight_quant_note(&mut notes, sv.weight_dtype, "vLLM");
     let gpn = u64::from(c.s.cluster.gpus_per_node.max(1));
     if replica_gpus(c) > gpn {
