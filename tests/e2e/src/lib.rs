@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+pub mod page;
+
 /// Errors carry a message saying what was being done.
 pub type Result<T> = std::result::Result<T, String>;
 
@@ -597,9 +599,7 @@ impl Page {
             format!("{}?{query}", self.server.url())
         };
         session.goto(&url)?;
-        session.wait_text("[data-testid=state-total-3]", PAGE_LOAD, |t| {
-            t.ends_with("B")
-        })?;
+        session.wait_text(page::STATE_TOTAL_3, PAGE_LOAD, |t| t.ends_with("B"))?;
         Ok(session)
     }
 }
@@ -630,7 +630,7 @@ pub struct Control {
 
 /// The DP slider, one step up per move (wrapping).
 pub const DP_SLIDER: Control = Control {
-    css: "[data-testid=input-dp]",
+    css: page::INPUT_DP,
     next_value: "String((Number(el.value) + 1) % (Number(el.max) + 1))",
     name: "DP slider moves",
 };
