@@ -285,6 +285,9 @@ impl Drop for Driver {
     }
 }
 
+/// A WebDriver call slower than this is printed with its command.
+const SLOW_CALL: Duration = Duration::from_secs(10);
+
 /// One browser session; closed on drop.
 pub struct Session {
     addr: SocketAddr,
@@ -304,8 +307,18 @@ pub struct LogEntry {
 impl Session {
     fn cmd(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value> {
         let full = format!("/session/{}{}", self.id, path);
-        let reply = http_json(self.addr, method, &full, body.as_ref())?;
-        Ok(reply["value"].clone())
+        let started = Instant::now();
+        let reply = http_json(self.addr, method, &full, body.as_ref());
+        // Every slow call is printed, so a stall (one of 120 s was seen) names its command.
+        let took = started.elapsed();
+        if took > SLOW_CALL {
+            eprintln!(
+                "e2e: slow WebDriver call {method} {path}: {:.1} s ({})",
+                took.as_secs_f64(),
+                if reply.is_ok() { "answered" } else { "failed" }
+            );
+        }
+        Ok(reply?["value"].clone())
     }
 
     /// Navigates and waits for the load event.
