@@ -336,6 +336,14 @@ impl Session {
         )
     }
 
+    /// The `value` property of the element `css` selects (an input's current value), as JSON.
+    pub fn value(&self, css: &str) -> Result<Value> {
+        self.execute(
+            "return document.querySelector(arguments[0]).value;",
+            vec![json!(css)],
+        )
+    }
+
     /// Runs an async script; it must call `arguments[arguments.length - 1](result)`.
     pub fn execute_async(&self, script: &str, args: Vec<Value>) -> Result<Value> {
         self.cmd(
@@ -615,6 +623,18 @@ impl Page {
         session.wait_text(page::STATE_TOTAL_3, PAGE_LOAD, |t| t.ends_with("B"))?;
         Ok(session)
     }
+}
+
+/// The strings of a JSON array a script returned (none when it is not an array).
+pub fn strings(value: &Value) -> Vec<String> {
+    value
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Fails on any console error (SEVERE) since the last call.

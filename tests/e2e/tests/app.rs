@@ -296,13 +296,7 @@ fn copied_link_restores_the_same_state_in_a_fresh_page() {
         .unwrap_or_default();
     let link = if link.is_empty() {
         first
-            .execute(
-                &format!(
-                    "return document.querySelector('{}').value;",
-                    page::SHARE_LINK
-                ),
-                vec![],
-            )
+            .value(page::SHARE_LINK)
             .unwrap()
             .as_str()
             .unwrap_or_default()
@@ -344,15 +338,7 @@ fn copied_link_restores_the_same_state_in_a_fresh_page() {
 
     let second = page.open(&query).expect("the link opens");
     assert_eq!(read(&second), before, "same figures in the fresh page");
-    let link_again = second
-        .execute(
-            &format!(
-                "return document.querySelector('{}').value;",
-                page::SHARE_LINK
-            ),
-            vec![],
-        )
-        .unwrap();
+    let link_again = second.value(page::SHARE_LINK).unwrap();
     assert_eq!(
         link_again.as_str(),
         Some(link.as_str()),

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use e2e::page;
-use e2e::{assert_no_console_errors, screenshot_path, workspace_root, Page, Session};
+use e2e::{assert_no_console_errors, screenshot_path, strings, workspace_root, Page, Session};
 use planner_core::calibration::CalibrationSummary;
 use planner_core::evaluate::evaluate;
 use planner_core::export::exports;
@@ -435,14 +435,7 @@ fn exports_match_the_golden_files_of_the_article_mesh() {
             "{} text",
             e.file_name
         );
-        let notes: Vec<String> = got["notes"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let notes: Vec<String> = strings(&got["notes"]);
         assert_eq!(notes, want_notes, "{} notes", e.file_name);
         assert_eq!(got["download"].as_str(), Some(e.file_name));
         assert_eq!(
@@ -519,27 +512,10 @@ fn hf_config_import_applies_a_custom_model_or_names_the_problem() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let selected = session
-        .execute(
-            &format!(
-                "return document.querySelector('{}').value;",
-                page::INPUT_MODEL
-            ),
-            vec![],
-        )
-        .expect("model select");
+    let selected = session.value(page::INPUT_MODEL).expect("model select");
     assert_eq!(selected.as_str(), Some("custom"));
     assert_eq!(
-        session
-            .execute(
-                &format!(
-                    "return document.querySelector('{}').value;",
-                    page::INPUT_LAYERS
-                ),
-                vec![]
-            )
-            .expect("layers")
-            .as_str(),
+        session.value(page::INPUT_LAYERS).expect("layers").as_str(),
         Some(spec.layers.to_string().as_str())
     );
     session

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use e2e::page;
 use e2e::{
-    assert_no_console_errors, measure_latency, percentile, screenshot_path, Control, Page, Session,
-    DP_SLIDER,
+    assert_no_console_errors, measure_latency, percentile, screenshot_path, strings, Control, Page,
+    Session, DP_SLIDER,
 };
 use planner_core::cost::{CostOptions, StepModel};
 use planner_core::hardware::{gpu_preset, Cluster};
@@ -57,14 +57,8 @@ fn texts(session: &Session, css: &str) -> Vec<String> {
             "return Array.from(document.querySelectorAll(arguments[0])).map(e => e.textContent);",
             vec![json!(css)],
         )
+        .map(|v| strings(&v))
         .expect("query")
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// The article's 512-GPU example lists TP 8 × PP 4 × CP 4 × DP 4 among the feasible
@@ -112,14 +106,8 @@ fn article_mesh_row_applies_to_every_view() {
                 ),
                 vec![],
             )
+            .map(|v| strings(&v))
             .expect("ranks")
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default()
     };
     let first: Vec<String> = (0..30).map(|i| i.to_string()).collect();
     assert_eq!(ranks(&session), first);
