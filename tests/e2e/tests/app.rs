@@ -219,13 +219,14 @@ fn article_70b_on_64_gpus_reads_the_articles_numbers() {
             r#"
             const done = arguments[arguments.length - 1];
             const canvas = document.querySelector(arguments[0]);
+            const tooltip = arguments[1];
             const box = canvas.getBoundingClientRect();
             const y = box.top + box.height * 0.8;
             (async () => {
                 for (let x = box.left; x < box.right; x += 6) {
                     canvas.dispatchEvent(new MouseEvent('mousemove', {clientX: x, clientY: y, bubbles: true}));
                     await new Promise(r => setTimeout(r, 0));
-                    const tip = document.querySelector(arguments[1]);
+                    const tip = document.querySelector(tooltip);
                     if (tip) { done(tip.innerText); return; }
                 }
                 done(null);

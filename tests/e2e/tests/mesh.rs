@@ -433,13 +433,15 @@ fn search_of_16k_gpus_is_timed_and_the_page_stays_responsive() {
             r#"
             const done = arguments[arguments.length - 1];
             const el = document.querySelector(arguments[0]);
+            // Read here: inside tick, `arguments` is tick's own.
+            const status = arguments[1];
             el.value = '2048';
             el.dispatchEvent(new Event('input', {bubbles: true}));
             el.dispatchEvent(new Event('change', {bubbles: true}));
             const gaps = []; let last = performance.now();
             function tick() {
                 const t = performance.now(); gaps.push(t - last); last = t;
-                const s = document.querySelector(arguments[1]);
+                const s = document.querySelector(status);
                 if (s && s.dataset.done === 'true') { done(gaps); } else { requestAnimationFrame(tick); }
             }
             requestAnimationFrame(tick);
