@@ -116,10 +116,24 @@ impl Drop for StaticServer {
 
 /// One HTTP/1.1 exchange with a JSON body; returns the parsed JSON response.
 fn http_json(addr: SocketAddr, method: &str, path: &str, body: Option<&Value>) -> Result<Value> {
+    http_json_within(addr, method, path, body, READ_TIMEOUT)
+}
+
+/// How long a reply may take unless the session allows its scripts longer.
+const READ_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// [`http_json`] with the time a reply may take.
+fn http_json_within(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+    read_timeout: Duration,
+) -> Result<Value> {
     let mut stream =
         TcpStream::connect(addr).map_err(|e| format!("connect to chromedriver: {e}"))?;
     stream
-        .set_read_timeout(Some(Duration::from_secs(120)))
+        .set_read_timeout(Some(read_timeout))
         .map_err(|e| e.to_string())?;
     let payload = body.map(Value::to_string).unwrap_or_default();
     let request = format!(
@@ -274,6 +288,7 @@ impl Driver {
             addr: self.addr,
             id,
             profile,
+            script_timeout: std::cell::Cell::new(Duration::ZERO),
         })
     }
 }
@@ -293,6 +308,8 @@ pub struct Session {
     addr: SocketAddr,
     id: String,
     profile: PathBuf,
+    /// The script timeout set on the session: a script may run that long, so its reply may too.
+    script_timeout: std::cell::Cell<Duration>,
 }
 
 /// One browser console entry.
@@ -308,7 +325,10 @@ impl Session {
     fn cmd(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value> {
         let full = format!("/session/{}{}", self.id, path);
         let started = Instant::now();
-        let reply = http_json(self.addr, method, &full, body.as_ref());
+        // A reply waits at least as long as a script may run (the 16k-GPU search test allows
+        // 300 s; a 120 s read timeout under it read as a stall on a loaded machine).
+        let read_timeout = READ_TIMEOUT.max(self.script_timeout.get() + Duration::from_secs(10));
+        let reply = http_json_within(self.addr, method, &full, body.as_ref(), read_timeout);
         // Every slow call is printed, so a stall (one of 120 s was seen) names its command.
         let took = started.elapsed();
         if took > SLOW_CALL {
@@ -356,6 +376,7 @@ impl Session {
     /// Sets the script timeout (for long `execute_async` measurements).
     pub fn set_script_timeout(&self, ms: u64) -> Result<()> {
         self.cmd("POST", "/timeouts", Some(json!({ "script": ms })))?;
+        self.script_timeout.set(Duration::from_millis(ms));
         Ok(())
     }
 
