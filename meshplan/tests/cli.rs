@@ -1,7 +1,7 @@
 //! The `meshplan` binary: outputs and exit codes.
 
 mod common;
-use common::meshplan;
+use common::{meshplan, scratch_path, stderr};
 
 use planner_core::input::scenario::Scenario;
 use planner_core::resolve::presets::article_mesh_scenario;
@@ -11,11 +11,7 @@ const MESH_LINK: &str = "v=1&model=llama-3.1-70b&gpus=512&seq=32768&gbs=64&pp=4&
 #[test]
 fn link_prints_the_query() {
     let out = meshplan(&["link", "examples/article-70b-mesh.json"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), MESH_LINK);
 }
 
@@ -23,11 +19,7 @@ fn link_prints_the_query() {
 fn decode_link_prints_the_scenario() {
     let url = format!("https://example.org/meshplan/?{MESH_LINK}");
     let out = meshplan(&["decode-link", &url]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", stderr(&out));
     let s: Scenario = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(s, article_mesh_scenario());
 }
@@ -36,7 +28,7 @@ fn decode_link_prints_the_scenario() {
 fn bad_link_exits_2_naming_the_field() {
     let out = meshplan(&["decode-link", "v=1&tp=eight"]);
     assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = stderr(&out);
     assert!(err.contains("tp: 'eight' is not a valid number"), "{err}");
 }
 
@@ -46,37 +38,30 @@ fn lenient_decode_warns_and_succeeds() {
     assert!(out.status.success());
     let s: Scenario = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(s.training.seq_len, 8192);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("warning: tp:"));
+    assert!(stderr(&out).contains("warning: tp:"));
 }
 
 #[test]
 fn bad_files_exit_2() {
     let out = meshplan(&["link", "does/not/exist.json"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("does/not/exist.json"));
+    assert!(stderr(&out).contains("does/not/exist.json"));
 
     let out = meshplan(&["link", "planner-core/tests/fixtures/hf/llama-3.1-8b.json"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("unknown field `architectures`"));
+    assert!(stderr(&out).contains("unknown field `architectures`"));
 }
 
 #[test]
 fn eval_prints_the_article_model_state_as_json_and_table() {
-    let dir = std::env::temp_dir().join(format!("meshplan-eval-{}", std::process::id()));
+    let dir = scratch_path("eval");
     std::fs::create_dir_all(&dir).expect("temp dir");
     let path = dir.join("article.json");
     let scenario = planner_core::resolve::presets::article_70b_scenario();
     std::fs::write(&path, serde_json::to_string(&scenario).expect("json")).expect("write");
 
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_meshplan"))
-        .args(["eval", path.to_str().expect("utf-8 path")])
-        .output()
-        .expect("runs");
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = meshplan(&["eval", path.to_str().expect("utf-8 path")]);
+    assert!(out.status.success(), "{}", stderr(&out));
     let json: serde_json::Value = serde_json::from_slice(&out.stdout).expect("JSON output");
     let totals: Vec<f64> = json["model_state"]
         .as_array()
@@ -87,10 +72,7 @@ fn eval_prints_the_article_model_state_as_json_and_table() {
     assert_eq!(totals, vec![1120e9, 293.125e9, 155.3125e9, 17.5e9]);
 
     let link = planner_core::edges::link::encode(&scenario);
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_meshplan"))
-        .args(["eval", "--table", "--link", &link])
-        .output()
-        .expect("runs");
+    let out = meshplan(&["eval", "--table", "--link", &link]);
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("1120.00 GB"), "{text}");
@@ -99,23 +81,16 @@ fn eval_prints_the_article_model_state_as_json_and_table() {
 
 #[test]
 fn eval_of_a_bad_link_names_the_parameter() {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_meshplan"))
-        .args(["eval", "--link", "v=1&tp=banana"])
-        .output()
-        .expect("runs");
+    let out = meshplan(&["eval", "--link", "v=1&tp=banana"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("tp"));
+    assert!(stderr(&out).contains("tp"));
 }
 
 #[test]
 fn eval_table_shows_the_fine_tuning_mode_and_its_terms() {
     let link = "v=1&model=llama-3.1-8b&gpus=8&dp=8&tp=1&pp=1&zero=1&ft=qlora";
     let out = meshplan(&["eval", "--link", link, "--table"]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
     // Default adapters: r = 16, α = 32 on q, k, v, o: 32 × 425 984 = 13 631 488 parameters.
     assert!(

@@ -1,12 +1,9 @@
 //! The example scenario files are the serialized presets; `UPDATE_GOLDEN=1` rewrites them.
 
-use std::path::PathBuf;
+mod common;
+use common::repo_root;
 
 use planner_core::resolve::presets::article_mesh_scenario;
-
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 #[test]
 fn article_mesh_example_matches_the_preset() {

@@ -2,13 +2,12 @@
 //! the link form gives the same output as the file, and bad formats exit 2.
 
 mod common;
-use common::meshplan;
+use common::{meshplan, repo_root, scratch_path, stderr};
 
 fn golden_text(file: &str) -> String {
-    let path = format!(
-        "{}/../planner-core/tests/golden/export/article-mesh/{file}",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let path = repo_root()
+        .join("planner-core/tests/golden/export/article-mesh")
+        .join(file);
     let full = std::fs::read_to_string(&path).expect("golden file");
     full.split("\n---- notes ----")
         .next()
@@ -30,17 +29,13 @@ fn single_format_prints_the_file_and_notes_on_stderr() {
             "--format",
             format,
         ]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(out.status.success(), "{}", stderr(&out));
         assert_eq!(
             String::from_utf8_lossy(&out.stdout).trim_end(),
             golden_text(file).trim_end(),
             "{format}"
         );
-        assert!(String::from_utf8_lossy(&out.stderr).contains("note: "));
+        assert!(stderr(&out).contains("note: "));
     }
 }
 
@@ -65,7 +60,7 @@ fn unknown_format_exits_2_naming_the_choices() {
         "slurm",
     ]);
     assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = stderr(&out);
     assert!(
         err.contains("--format") && err.contains("torchtitan"),
         "{err}"
@@ -74,7 +69,7 @@ fn unknown_format_exits_2_naming_the_choices() {
 
 #[test]
 fn out_dir_writes_every_file_and_the_notes() {
-    let dir = std::env::temp_dir().join(format!("meshplan-export-{}", std::process::id()));
+    let dir = scratch_path("export");
     let dir_arg = dir.to_string_lossy().to_string();
     let out = meshplan(&[
         "export",
@@ -82,11 +77,7 @@ fn out_dir_writes_every_file_and_the_notes() {
         "--out-dir",
         &dir_arg,
     ]);
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "{}", stderr(&out));
     for file in [
         "launch.sh",
         "fsdp2.yaml",

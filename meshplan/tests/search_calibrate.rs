@@ -1,7 +1,7 @@
 //! `meshplan search` and `meshplan calibrate`: outputs and exit codes.
 
 mod common;
-use common::{meshplan, ok};
+use common::{meshplan, ok, repo_root, scratch_path, stderr};
 
 use planner_core::input::calibration::CalibrationSummary;
 use planner_core::search::mesh::SearchResult;
@@ -42,7 +42,7 @@ fn calibrate_then_search_with_it() {
     let text = ok(&out);
     let cal: CalibrationSummary = serde_json::from_str(&text).expect("summary");
     assert!(!cal.links.is_empty());
-    let dir = std::env::temp_dir().join(format!("meshplan-cal-{}", std::process::id()));
+    let dir = scratch_path("cal");
     std::fs::create_dir_all(&dir).expect("dir");
     let path = dir.join("cal.json");
     std::fs::write(&path, text).expect("write");
@@ -76,16 +76,13 @@ fn search_uses_the_scenarios_own_calibration_when_switched_on() {
         "planner-core/tests/fixtures/report/synthetic-2gpu.json",
     ]));
     let summary: serde_json::Value = serde_json::from_str(&text).expect("summary");
-    let dir = std::env::temp_dir().join(format!("meshplan-own-cal-{}", std::process::id()));
+    let dir = scratch_path("own-cal");
     std::fs::create_dir_all(&dir).expect("dir");
     let cal_path = dir.join("cal.json");
     std::fs::write(&cal_path, &text).expect("write");
     let base: serde_json::Value = serde_json::from_str(
-        &std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../examples/article-70b-mesh.json"
-        ))
-        .expect("example"),
+        &std::fs::read_to_string(repo_root().join("examples/article-70b-mesh.json"))
+            .expect("example"),
     )
     .expect("json");
     let with_cal = |enabled: bool| {
@@ -134,10 +131,10 @@ fn bad_inputs_exit_2_with_a_message() {
         "tp-dp",
     ]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("rank order"));
+    assert!(stderr(&out).contains("rank order"));
     let out = meshplan(&["calibrate", "Cargo.toml"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("Cargo.toml"));
+    assert!(stderr(&out).contains("Cargo.toml"));
     let out = meshplan(&["calibrate", "no/such/file.json"]);
     assert_eq!(out.status.code(), Some(2));
     let out = meshplan(&[
@@ -147,5 +144,5 @@ fn bad_inputs_exit_2_with_a_message() {
         "tpu-v9",
     ]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("tpu-v9"));
+    assert!(stderr(&out).contains("tpu-v9"));
 }

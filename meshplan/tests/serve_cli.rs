@@ -1,7 +1,7 @@
 //! `meshplan serve`: serving time of the article example, and refused input.
 
 mod common;
-use common::meshplan;
+use common::{meshplan, stderr};
 
 const EXAMPLE: &str = "examples/article-70b-mesh.json";
 
@@ -10,11 +10,7 @@ fn serve_prints_ttft_tpot_and_throughput() {
     let mut tpots = Vec::new();
     for c in ["1", "16", "64"] {
         let out = meshplan(&["serve", EXAMPLE, "--concurrency", c]);
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert!(out.status.success(), "{}", stderr(&out));
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
         let tpot = v["tpot"]["bytes"].as_f64().expect("tpot");
         let ttft = v["ttft"]["bytes"].as_f64().expect("ttft");
@@ -56,10 +52,10 @@ fn serve_refuses_bad_input_naming_the_field() {
         all.extend(args.iter().copied());
         let out = meshplan(&all);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = stderr(&out);
         assert!(err.contains(field), "{args:?}: {err}");
     }
     let out = meshplan(&["serve", EXAMPLE, "--prompt", "abc"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("--prompt"));
+    assert!(stderr(&out).contains("--prompt"));
 }

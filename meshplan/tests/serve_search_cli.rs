@@ -1,7 +1,7 @@
 //! `meshplan serve-search`: ranked deployments of the article example, reasons, refused input.
 
 mod common;
-use common::{meshplan, ok};
+use common::{meshplan, ok, stderr};
 
 const EXAMPLE: &str = "examples/article-70b-mesh.json";
 
@@ -76,7 +76,7 @@ fn serve_search_refuses_bad_input_naming_the_field() {
         all.extend(args.iter().copied());
         let out = meshplan(&all);
         assert_eq!(out.status.code(), Some(2), "{args:?}");
-        let err = String::from_utf8_lossy(&out.stderr);
+        let err = stderr(&out);
         assert!(err.contains(field), "{args:?}: {err}");
     }
     let out = meshplan(&["serve-search", "no-such-file.json"]);
@@ -104,5 +104,5 @@ fn serve_search_exports_the_best_deployment_for_each_engine() {
     }
     let out = meshplan(&["serve-search", EXAMPLE, "--export", "megatron"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&out.stderr).contains("export"));
+    assert!(stderr(&out).contains("export"));
 }

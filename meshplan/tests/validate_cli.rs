@@ -2,15 +2,12 @@
 //! (`cargo run --release -p meshplan -- validate`); these tests search one small row only.
 
 mod common;
-use common::{meshplan, ok};
+use common::{meshplan, ok, scratch_path, stderr};
 
 use std::path::PathBuf;
 
 fn temp_file(name: &str, text: &str) -> PathBuf {
-    let path = std::env::temp_dir().join(format!(
-        "meshplan-validate-{}-{name}.json",
-        std::process::id()
-    ));
+    let path = scratch_path(&format!("validate-{name}")).with_extension("json");
     std::fs::write(&path, text).expect("write temp file");
     path
 }
@@ -77,7 +74,7 @@ fn bad_input_exits_2_naming_the_field() {
     let out = meshplan(&["validate", path.to_str().expect("utf-8 path")]);
     let _ = std::fs::remove_file(&path);
     assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = stderr(&out);
     assert!(err.contains("[3].gpus"), "{err}");
 
     let out = meshplan(&["validate", "no/such/dataset.json"]);
@@ -117,7 +114,7 @@ fn a_bad_serving_dataset_exits_2_naming_the_field() {
     let path = temp_file("serving-bad", r#"[{"id": "x"}]"#);
     let out = meshplan(&["validate", "--serving", path.to_str().expect("utf-8 path")]);
     assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = stderr(&out);
     assert!(err.contains("invalid dataset"), "{err}");
 }
 

@@ -7,18 +7,18 @@
 
 use leptos::prelude::*;
 use planner_core::edges::calibration_fit::{
-    calibrate, compare_comm, compare_gemm, predicted_busbw_bytes_per_s, samples_from_nccl,
-    samples_from_report, CommComparison, GemmComparison,
+    compare_comm, compare_gemm, predicted_busbw_bytes_per_s, CommComparison, GemmComparison,
+};
+use planner_core::edges::import_sniff::{
+    fit_measurements, gpu_for_device, read_measurements, NcclContext, MAX_MEASUREMENT_FILE_BYTES,
 };
 use planner_core::edges::layer_step::{check_all, gate_up_matrices_for, LayerStepCheck};
-use planner_core::edges::nccl_tests;
-use planner_core::edges::report::{parse_report, LayerStepResult, MAX_REPORT_TEXT_BYTES};
-use planner_core::input::calibration::{CalibrationSummary, CommSample, GemmSample};
-use planner_core::input::hardware::{gpu_preset_for_device, Cluster, GpuSpec};
-use planner_core::input::precision::ComputeDtype;
+use planner_core::input::calibration::CalibrationSummary;
+use planner_core::input::hardware::GpuSpec;
 use planner_core::input::scenario::{Measured, Scenario};
+use planner_core::time::calibrated_step::{step_times, StepTimes};
 use planner_core::time::collectives::CommModel;
-use planner_core::time::cost::{evaluate_scenario, CostOptions, GemmEfficiency};
+use planner_core::time::cost::GemmEfficiency;
 
 use crate::app::Ctx;
 use crate::format;
@@ -28,11 +28,7 @@ use crate::views::files::{file_of_drop, file_of_input_event, read_text};
 use crate::views::visibility::{near_screen, scenario_while_visible};
 
 /// Largest file read: both parsers' own limit (32 MiB).
-const MAX_FILE_BYTES: usize = if MAX_REPORT_TEXT_BYTES > nccl_tests::MAX_INPUT_BYTES {
-    MAX_REPORT_TEXT_BYTES
-} else {
-    nccl_tests::MAX_INPUT_BYTES
-};
+const MAX_FILE_BYTES: usize = MAX_MEASUREMENT_FILE_BYTES;
 
 /// What the last accepted file held (kept in this panel only; the scenario keeps the fit).
 #[derive(Clone, Debug, PartialEq)]
@@ -54,109 +50,13 @@ struct Imported {
     notes: Vec<String>,
 }
 
-/// Samples and context read from one file.
-struct Read {
-    kind: &'static str,
-    comm: Vec<CommSample>,
-    gemm: Vec<GemmSample>,
-    layer_steps: Vec<LayerStepResult>,
-    device: Option<String>,
-    ranks_per_node: u64,
-    notes: Vec<String>,
-}
-
-fn read_measurements(name: &str, text: &str) -> Result<Read, String> {
-    if text.trim_start().starts_with('{') {
-        match parse_report(text) {
-            Ok(report) => {
-                let (comm, gemm) = samples_from_report(&report, ComputeDtype::Bf16);
-                let mut notes: Vec<String> = report
-                    .notes
-                    .iter()
-                    .map(|n| format!("{}: {} ({})", n.section, n.subject, n.message))
-                    .collect();
-                notes.insert(
-                    0,
-                    format!(
-                        "Written by “{}”; environment: {}.",
-                        report.tool, report.environment.topology
-                    ),
-                );
-                if !report.complete {
-                    notes.push("The run stopped early: the report holds what was measured.".into());
-                }
-                Ok(Read {
-                    kind: "gpu-bench report",
-                    comm,
-                    gemm,
-                    layer_steps: report.layer_steps.clone(),
-                    device: report.environment.gpus.first().map(|g| g.name.clone()),
-                    ranks_per_node: u64::from(report.environment.ranks_per_node.max(1)),
-                    notes,
-                })
-            }
-            Err(report_error) => match nccl_tests::parse_json(text) {
-                Ok(run) => nccl(run),
-                Err(_) => Err(format!(
-                    "{name}: not a usable gpu-bench report — {report_error}"
-                )),
-            },
-        }
-    } else {
-        match nccl_tests::parse_text(text) {
-            Ok(run) => nccl(run),
-            Err(e) => Err(format!(
-                "{name}: neither a gpu-bench report (JSON) nor nccl-tests output — {e}"
-            )),
-        }
-    }
-}
-
-fn nccl(run: nccl_tests::NcclRun) -> Result<Read, String> {
-    let comm = samples_from_nccl(&run, None, None, None)?;
-    let rpn = comm.first().map_or(1, |c| c.ranks_per_node);
-    Ok(Read {
-        kind: "nccl-tests output",
-        comm,
-        gemm: Vec::new(),
-        layer_steps: Vec::new(),
-        device: None,
-        ranks_per_node: rpn,
-        notes: Vec::new(),
-    })
-}
-
 /// Parses and fits one file against the scenario's GPU (or the report's, when it names a preset).
 fn import(name: &str, text: &str, scenario: &Scenario) -> Result<Imported, String> {
-    let read = read_measurements(name, text)?;
-    let (gpu, gpu_note) = match read
-        .device
-        .as_deref()
-        .map(|d| (d, gpu_preset_for_device(d)))
-    {
-        Some((_, Some(g))) => {
-            let note = format!("the report's device “{}”", g.name);
-            (g, note)
-        }
-        Some((d, None)) => (
-            scenario.cluster.gpu.clone(),
-            format!("the report's device “{d}” is not a preset, so the scenario's GPU stands in"),
-        ),
-        None => (
-            scenario.cluster.gpu.clone(),
-            "nccl-tests output names no device, so the scenario's GPU stands in".to_string(),
-        ),
-    };
-    let assumed = CommModel::assumed(&Cluster::of(gpu.clone(), 1));
-    let summary = calibrate(&read.comm, &read.gemm, &assumed, gpu.bf16_flops_per_s);
-    if summary.links.is_empty() && summary.gemm.is_none() {
-        return Err(format!(
-            "{name}: nothing to fit — no error-free collectives or BF16 GEMMs in it"
-        ));
-    }
-    summary
-        .check()
-        .map_err(|e| format!("{name}: the fit is not usable — {e}"))?;
+    let read =
+        read_measurements(text, &NcclContext::default()).map_err(|e| format!("{name}: {e}"))?;
+    let (gpu, gpu_note) = gpu_for_device(read.device.as_deref(), &scenario.cluster.gpu);
+    let fit = fit_measurements(&read.comm, &read.gemm, &gpu).map_err(|e| format!("{name}: {e}"))?;
+    let (summary, assumed) = (fit.summary, fit.assumed);
     let mut fitted = assumed.clone();
     fitted.apply_calibration(&summary);
     let (gemm_curve, peak) = summary
@@ -183,7 +83,7 @@ fn import(name: &str, text: &str, scenario: &Scenario) -> Result<Imported, Strin
     let busbw = busbw_series(&comm, &fitted, &assumed);
     Ok(Imported {
         file_name: name.to_string(),
-        kind: read.kind,
+        kind: read.format.label(),
         comm,
         busbw,
         gemm: compare_gemm(&read.gemm, summary.gemm.as_ref(), gpu.bf16_flops_per_s),
@@ -265,45 +165,6 @@ fn signed_percent(f: f64) -> String {
         return "—".into();
     }
     format!("{}{:.1}%", if f > 0.0 { "+" } else { "" }, f * 100.0)
-}
-
-/// Step time of the scenario with datasheet numbers, with the calibration, and as used now.
-#[derive(Clone, Debug, PartialEq)]
-struct StepTimes {
-    assumed_s: Option<f64>,
-    measured_s: Option<f64>,
-    /// Step time as `Evaluation.step` has it (calibrated when the switch is on), or why it cannot be computed.
-    current: Result<f64, String>,
-}
-
-fn step_times(s: &Scenario) -> StepTimes {
-    let run = |cal: Option<&CalibrationSummary>| {
-        evaluate_scenario(s, CostOptions::default(), cal)
-            .map(|c| c.seconds.total)
-            .map_err(|e| e.to_string())
-    };
-    let assumed = run(None);
-    let measured = s.calibration.as_ref().map(|m| run(Some(&m.summary)));
-    // The same arithmetic as `evaluate::evaluate(s).step` (checked end to end), without
-    // recomputing memory and serving on every input.
-    let enabled = s.calibration.as_ref().is_some_and(|m| m.enabled);
-    let current = match (&measured, enabled) {
-        (Some(m), true) => m.clone(),
-        _ => assumed.clone(),
-    };
-    let current = match s.validate() {
-        Ok(()) => current,
-        Err(errors) => Err(errors
-            .iter()
-            .map(|e| format!("{}: {}", e.field, e.message))
-            .collect::<Vec<_>>()
-            .join("; ")),
-    };
-    StepTimes {
-        assumed_s: assumed.ok(),
-        measured_s: measured.and_then(Result::ok),
-        current,
-    }
 }
 
 /// "Measured numbers on" in the page header while a calibration is in use.
@@ -516,8 +377,8 @@ fn StepTimesView(times: Memo<StepTimes>) -> impl IntoView {
                 <dd data-testid="step-measured">
                     {move || {
                         let t = t();
-                        match (t.measured_s, t.assumed_s) {
-                            (Some(m), Some(a)) => format!("{} ({} vs datasheet)", seconds(m), signed_percent((m - a) / a)),
+                        match (t.measured_s, t.measured_vs_assumed()) {
+                            (Some(m), Some(f)) => format!("{} ({} vs datasheet)", seconds(m), signed_percent(f)),
                             (Some(m), None) => seconds(m),
                             _ => "no calibration loaded".into(),
                         }

@@ -4,6 +4,9 @@
 
 use leptos::prelude::*;
 use planner_core::base::explain::Term;
+use planner_core::figures::memory_summary::{
+    self, is_sharded, other_bytes, other_terms, peak_terms, TermCategory,
+};
 use planner_core::input::layout::ZeroStage;
 use planner_core::memory::model_state::{self, ModelStateBar, TrainingMemory};
 
@@ -32,38 +35,9 @@ impl MemoryData {
     }
 }
 
-/// Same category, same colour, in every chart.
+/// Same category, same colour, in every chart (the category is planner-core's).
 pub fn term_color(key: &str) -> usize {
-    let k = key.to_ascii_lowercase();
-    if k.contains("bucket") {
-        9
-    } else if k.contains("zero3") || k.contains("gathered") {
-        5
-    } else if k.contains("optim") {
-        2
-    } else if k.contains("grad") {
-        1
-    } else if k.contains("weight") {
-        0
-    } else if k.contains("transient") {
-        8
-    } else if k.contains("outside") || k.contains("logit") {
-        4
-    } else if k.contains("activation") {
-        3
-    } else if k.contains("nccl") {
-        6
-    } else {
-        7
-    }
-}
-
-fn is_model_state(t: &Term) -> bool {
-    t.key.starts_with("model_state")
-}
-
-fn is_sharded(t: &Term) -> bool {
-    t.label.contains("(sharded)")
+    TermCategory::of_key(key).index()
 }
 
 /// Tooltip of a term: its label, bytes and the formula with numbers.
@@ -93,33 +67,17 @@ fn limits(m: &TrainingMemory) -> Vec<Limit> {
             format::bytes(m.capacity_bytes)
         ),
     }];
-    if m.usable_bytes < m.capacity_bytes * 0.999 {
+    if let Some(fraction) = memory_summary::usable_fraction(m) {
         out.push(Limit {
             bytes: m.usable_bytes,
             label: format!(
                 "usable {} ({:.0}%)",
                 format::bytes(m.usable_bytes),
-                100.0 * m.usable_bytes / m.capacity_bytes.max(1.0)
+                100.0 * fraction
             ),
         });
     }
     out
-}
-
-fn peak_terms(m: &TrainingMemory) -> &[Term] {
-    m.stages
-        .get(m.peak_stage)
-        .or(m.stages.first())
-        .map(|s| s.terms.as_slice())
-        .unwrap_or(&[])
-}
-
-fn other_bytes(m: &TrainingMemory) -> f64 {
-    peak_terms(m)
-        .iter()
-        .filter(|t| !is_model_state(t))
-        .map(|t| t.bytes)
-        .sum()
 }
 
 /// Offload's host side: the offloaded bytes per GPU and the node's totals against its RAM
@@ -220,20 +178,13 @@ pub fn MemoryView() -> impl IntoView {
                         .map(|t| segment(t, false))
                         .chain(bar.sharded.iter().map(|t| segment(t, true)))
                         .collect();
-                    if with_other {
-                        if let Some(m) = d.per_zero.get(i) {
-                            segments.extend(
-                                peak_terms(m)
-                                    .iter()
-                                    .filter(|t| !is_model_state(t))
-                                    .map(|t| segment(t, false)),
-                            );
-                        }
+                    let other = d.per_zero.get(i).filter(|_| with_other);
+                    if let Some(m) = other {
+                        segments.extend(other_terms(m).map(|t| segment(t, false)));
                     }
-                    let total: f64 = segments.iter().map(|s| s.bytes).sum();
                     Bar {
                         label: bar.zero.label().to_string(),
-                        caption: format::bytes(total),
+                        caption: format::bytes(memory_summary::stacked_bar_bytes(bar, other)),
                         segments,
                         selected: bar.zero == d.zero,
                     }
@@ -283,19 +234,7 @@ pub fn MemoryView() -> impl IntoView {
     let legend = move || {
         data.with(|d| {
             let Ok(d) = d else { return Vec::new() };
-            let mut seen: Vec<(usize, String)> = Vec::new();
-            for t in peak_terms(d.current()) {
-                let c = term_color(&t.key);
-                let name = if is_model_state(t) {
-                    t.label.split(" (").next().unwrap_or(&t.label).to_string()
-                } else {
-                    t.label.clone()
-                };
-                if !seen.iter().any(|(sc, n)| *sc == c && *n == name) {
-                    seen.push((c, name));
-                }
-            }
-            seen
+            memory_summary::legend(d.current())
         })
     };
 
@@ -418,7 +357,7 @@ pub fn MemoryView() -> impl IntoView {
                         .map(|(c, name)| {
                             view! {
                                 <li>
-                                    <span class="swatch" style=format!("background:{}", charts::css_color(c))></span>
+                                    <span class="swatch" style=format!("background:{}", charts::css_color(c.index()))></span>
                                     {name}
                                 </li>
                             }

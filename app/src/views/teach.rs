@@ -440,8 +440,8 @@ fn FsdpTab(data: Data) -> impl IntoView {
                 <dl class="figures-inline">
                     <div><dt>"Layer parameters"</dt><dd data-testid="fsdp-params">{f(|d| format!("{}M", format::sig3(d.layer_params / 1e6)))}</dd>
                         <dd class="hint">{f(|d| format!("sharded over {} ranks{}, {}", d.ranks, if d.ranks_assumed { " (the article's 4)" } else { "" }, domain_label(d.domain)))}</dd></div>
-                    <div><dt>"All-gather (forward)"</dt><dd data-testid="fsdp-ag">{f(|d| d.bars.first().map(|b| format!("{} in {}", format::bytes(b.message_bytes), seconds(b.end_s - b.start_s))).unwrap_or_default())}</dd></div>
-                    <div><dt>"Reduce-scatter"</dt><dd data-testid="fsdp-rs">{f(|d| d.bars.last().map(|b| format!("{} in {}", format::bytes(b.message_bytes), seconds(b.end_s - b.start_s))).unwrap_or_default())}</dd></div>
+                    <div><dt>"All-gather (forward)"</dt><dd data-testid="fsdp-ag">{f(|d| d.bars.first().map(|b| format!("{} in {}", format::bytes(b.message_bytes), seconds(b.duration_s()))).unwrap_or_default())}</dd></div>
+                    <div><dt>"Reduce-scatter"</dt><dd data-testid="fsdp-rs">{f(|d| d.bars.last().map(|b| format!("{} in {}", format::bytes(b.message_bytes), seconds(b.duration_s()))).unwrap_or_default())}</dd></div>
                 </dl>
                 <p class="hint">{f(|d| d.assumption.clone())}</p>
             </div>

@@ -868,7 +868,7 @@ pub fn draw_fsdp(
             y1: y + lane,
             tip: tip(
                 lane_label(b.lane).to_string(),
-                seconds(b.end_s - b.start_s),
+                seconds(b.duration_s()),
                 lines,
             ),
         });
@@ -876,11 +876,7 @@ pub fn draw_fsdp(
     // Memory held for the layer: stacked step chart.
     let mem_top = top + 6.0 + 2.0 * lane + 26.0;
     let mem_bottom = FSDP_HEIGHT - 22.0;
-    let max_mem = f
-        .memory
-        .iter()
-        .map(|m| m.shard_bytes + m.gathered_weight_bytes + m.full_grad_bytes)
-        .fold(1.0, f64::max);
+    let max_mem = f.max_held_bytes().max(1.0);
     let ys = |b: f64| mem_bottom - (mem_bottom - mem_top) * b / max_mem;
     pen.text(
         &format!("held: up to {}", format::bytes(max_mem)),
@@ -920,7 +916,7 @@ pub fn draw_fsdp(
             y1: mem_bottom,
             tip: tip(
                 "memory held for this layer".into(),
-                format::bytes(base),
+                format::bytes(m.held_bytes()),
                 vec![
                     format!("own shards {}", format::bytes(m.shard_bytes)),
                     format!(

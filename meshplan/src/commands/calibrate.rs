@@ -3,13 +3,12 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use planner_core::edges::calibration_fit::{calibrate, samples_from_nccl, samples_from_report};
-use planner_core::edges::nccl_tests;
-use planner_core::edges::report::parse_report;
+use planner_core::edges::import_sniff::{
+    fit_measurements, read_measurements, NcclContext, MAX_MEASUREMENT_FILE_BYTES,
+};
 use planner_core::input::calibration::{CalibrationSummary, CommSample, GemmSample};
-use planner_core::input::hardware::{gpu_preset, gpu_preset_for_device, Cluster, GpuSpec};
-use planner_core::input::precision::ComputeDtype;
-use planner_core::time::collectives::{Collective, CommModel};
+use planner_core::input::hardware::{gpu_preset, gpu_preset_for_device, GpuSpec};
+use planner_core::time::collectives::Collective;
 
 use crate::error::CliError;
 
@@ -34,37 +33,31 @@ pub fn run(args: &Args) -> Result<String, CliError> {
         })?),
         None => None,
     };
+    let nccl = NcclContext {
+        op,
+        ranks: args.ranks,
+        ranks_per_node: args.ranks_per_node,
+    };
     let mut comm: Vec<CommSample> = Vec::new();
     let mut gemm: Vec<GemmSample> = Vec::new();
     let mut device: Option<String> = None;
     for path in args.inputs {
         let shown = path.display();
         let meta = std::fs::metadata(path).map_err(|e| CliError::Io(format!("{shown}: {e}")))?;
-        if meta.len() > nccl_tests::MAX_INPUT_BYTES as u64 {
+        if meta.len() > MAX_MEASUREMENT_FILE_BYTES as u64 {
             return Err(CliError::BadInput(format!(
-                "{shown}: larger than {} bytes",
-                nccl_tests::MAX_INPUT_BYTES
+                "{shown}: larger than {MAX_MEASUREMENT_FILE_BYTES} bytes"
             )));
         }
         let text =
             std::fs::read_to_string(path).map_err(|e| CliError::Io(format!("{shown}: {e}")))?;
-        let is_report = text.contains("\"schema_version\"");
-        if is_report {
-            let report =
-                parse_report(&text).map_err(|e| CliError::BadInput(format!("{shown}: {e}")))?;
-            if device.is_none() {
-                device = report.environment.gpus.first().map(|g| g.name.clone());
-            }
-            let (c, g) = samples_from_report(&report, ComputeDtype::Bf16);
-            comm.extend(c);
-            gemm.extend(g);
-        } else {
-            let run = nccl_tests::parse(&text)
-                .map_err(|e| CliError::BadInput(format!("{shown}: {e}")))?;
-            let samples = samples_from_nccl(&run, op, args.ranks, args.ranks_per_node)
-                .map_err(|e| CliError::BadInput(format!("{shown}: {e}")))?;
-            comm.extend(samples);
+        let read = read_measurements(&text, &nccl)
+            .map_err(|e| CliError::BadInput(format!("{shown}: {e}")))?;
+        if device.is_none() {
+            device = read.device;
         }
+        comm.extend(read.comm);
+        gemm.extend(read.gemm);
     }
     let gpu = match args.gpu {
         Some(id) => gpu_preset(id)
@@ -75,17 +68,10 @@ pub fn run(args: &Args) -> Result<String, CliError> {
             .or_else(|| gpu_preset("h100-sxm"))
             .ok_or_else(|| CliError::BadInput("no GPU preset".to_string()))?,
     };
-    let assumed = CommModel::assumed(&Cluster::of(gpu.clone(), 1));
-    let summary = calibrate(&comm, &gemm, &assumed, gpu.bf16_flops_per_s);
-    if summary.links.is_empty() && summary.gemm.is_none() {
-        return Err(CliError::BadInput(
-            "nothing to fit: no error-free collectives or BF16 GEMMs in the inputs".to_string(),
-        ));
-    }
     // Never write a summary that `search --calibration` and `cal=` would refuse.
-    summary
-        .check()
-        .map_err(|e| CliError::BadInput(format!("the fit is not usable: {e}")))?;
+    let summary = fit_measurements(&comm, &gemm, &gpu)
+        .map_err(|e| CliError::BadInput(format!("the inputs: {e}")))?
+        .summary;
     if args.compact {
         Ok(summary.to_compact())
     } else if args.table {

@@ -6,6 +6,7 @@ pub mod calibration_fit;
 pub mod export;
 pub mod finetune_export;
 pub mod hf_config;
+pub mod import_sniff;
 pub mod layer_step;
 pub mod link;
 pub mod nccl_tests;

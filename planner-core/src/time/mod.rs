@@ -3,6 +3,7 @@
 //! Invariant: Sibling of `memory`: never imports it (or anything above).
 
 pub mod adapters;
+pub mod calibrated_step;
 pub mod collectives;
 pub mod comms;
 pub mod cost;

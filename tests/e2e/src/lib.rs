@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+pub mod page;
 pub mod prerender;
 
 /// Errors carry a message saying what was being done.
@@ -141,10 +142,24 @@ impl Drop for StaticServer {
 
 /// One HTTP/1.1 exchange with a JSON body; returns the parsed JSON response.
 fn http_json(addr: SocketAddr, method: &str, path: &str, body: Option<&Value>) -> Result<Value> {
+    http_json_within(addr, method, path, body, READ_TIMEOUT)
+}
+
+/// How long a reply may take unless the session allows its scripts longer.
+const READ_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// [`http_json`] with the time a reply may take.
+fn http_json_within(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+    read_timeout: Duration,
+) -> Result<Value> {
     let mut stream =
         TcpStream::connect(addr).map_err(|e| format!("connect to chromedriver: {e}"))?;
     stream
-        .set_read_timeout(Some(Duration::from_secs(120)))
+        .set_read_timeout(Some(read_timeout))
         .map_err(|e| e.to_string())?;
     let payload = body.map(Value::to_string).unwrap_or_default();
     let request = format!(
@@ -299,6 +314,7 @@ impl Driver {
             addr: self.addr,
             id,
             profile,
+            script_timeout: std::cell::Cell::new(Duration::ZERO),
         })
     }
 }
@@ -310,11 +326,16 @@ impl Drop for Driver {
     }
 }
 
+/// A WebDriver call slower than this is printed with its command.
+const SLOW_CALL: Duration = Duration::from_secs(10);
+
 /// One browser session; closed on drop.
 pub struct Session {
     addr: SocketAddr,
     id: String,
     profile: PathBuf,
+    /// The script timeout set on the session: a script may run that long, so its reply may too.
+    script_timeout: std::cell::Cell<Duration>,
 }
 
 /// One browser console entry.
@@ -329,8 +350,21 @@ pub struct LogEntry {
 impl Session {
     fn cmd(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value> {
         let full = format!("/session/{}{}", self.id, path);
-        let reply = http_json(self.addr, method, &full, body.as_ref())?;
-        Ok(reply["value"].clone())
+        let started = Instant::now();
+        // A reply waits at least as long as a script may run (the 16k-GPU search test allows
+        // 300 s; a 120 s read timeout under it read as a stall on a loaded machine).
+        let read_timeout = READ_TIMEOUT.max(self.script_timeout.get() + Duration::from_secs(10));
+        let reply = http_json_within(self.addr, method, &full, body.as_ref(), read_timeout);
+        // Every slow call is printed, so a stall (one of 120 s was seen) names its command.
+        let took = started.elapsed();
+        if took > SLOW_CALL {
+            eprintln!(
+                "e2e: slow WebDriver call {method} {path}: {:.1} s ({})",
+                took.as_secs_f64(),
+                if reply.is_ok() { "answered" } else { "failed" }
+            );
+        }
+        Ok(reply?["value"].clone())
     }
 
     /// Navigates and waits for the load event.
@@ -348,6 +382,14 @@ impl Session {
         )
     }
 
+    /// The `value` property of the element `css` selects (an input's current value), as JSON.
+    pub fn value(&self, css: &str) -> Result<Value> {
+        self.execute(
+            "return document.querySelector(arguments[0]).value;",
+            vec![json!(css)],
+        )
+    }
+
     /// Runs an async script; it must call `arguments[arguments.length - 1](result)`.
     pub fn execute_async(&self, script: &str, args: Vec<Value>) -> Result<Value> {
         self.cmd(
@@ -360,6 +402,7 @@ impl Session {
     /// Sets the script timeout (for long `execute_async` measurements).
     pub fn set_script_timeout(&self, ms: u64) -> Result<()> {
         self.cmd("POST", "/timeouts", Some(json!({ "script": ms })))?;
+        self.script_timeout.set(Duration::from_millis(ms));
         Ok(())
     }
 
@@ -656,9 +699,7 @@ impl Page {
             format!("{}?{query}", self.server.url())
         };
         session.goto(&url)?;
-        session.wait_text("[data-testid=state-total-3]", PAGE_LOAD, |t| {
-            t.ends_with("B")
-        })?;
+        session.wait_text(page::STATE_TOTAL_3, PAGE_LOAD, |t| t.ends_with("B"))?;
         let deadline = Instant::now() + PAGE_LOAD;
         while session.execute(
             "return document.getElementById('meshplan-prerender') !== null;",
@@ -672,6 +713,18 @@ impl Page {
         }
         Ok(session)
     }
+}
+
+/// The strings of a JSON array a script returned (none when it is not an array).
+pub fn strings(value: &Value) -> Vec<String> {
+    value
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Fails on any console error (SEVERE) since the last call.
@@ -700,7 +753,7 @@ pub struct Control {
 
 /// The DP slider, one step up per move (wrapping).
 pub const DP_SLIDER: Control = Control {
-    css: "[data-testid=input-dp]",
+    css: page::INPUT_DP,
     next_value: "String((Number(el.value) + 1) % (Number(el.max) + 1))",
     name: "DP slider moves",
 };

@@ -7,6 +7,7 @@
 
 use std::time::Duration;
 
+use e2e::page;
 use e2e::{assert_no_console_errors, measure_latency, screenshot_path, Page, Session, DP_SLIDER};
 use planner_core::edges::link;
 use planner_core::input::scenario::Scenario;
@@ -19,10 +20,9 @@ const SETTLE: Duration = Duration::from_secs(5);
 const ARROW_RIGHT: &str = "\u{E014}";
 const ARROW_LEFT: &str = "\u{E012}";
 
-fn bytes_attr(session: &Session, testid: &str) -> f64 {
-    let css = format!("[data-testid={testid}]");
+fn bytes_attr(session: &Session, css: &str) -> f64 {
     session
-        .attr(&css, "data-bytes")
+        .attr(css, "data-bytes")
         .expect("read data-bytes")
         .and_then(|v| v.parse().ok())
         .unwrap_or_else(|| panic!("{css} has no numeric data-bytes"))
@@ -42,12 +42,8 @@ fn close(a: f64, b: f64) -> bool {
 fn dp_slider_moves_zero3_to_the_planner_core_value() {
     let page = Page::start().expect("start server and chromedriver");
     let session = page.open("").expect("page loads");
-    let before_dp: u32 = session
-        .text("[data-testid=value-dp]")
-        .unwrap()
-        .parse()
-        .unwrap();
-    let before = bytes_attr(&session, "state-total-3");
+    let before_dp: u32 = session.text(page::VALUE_DP).unwrap().parse().unwrap();
+    let before = bytes_attr(&session, page::STATE_TOTAL_3);
     assert!(
         close(before, zero3_bytes(&presets::default_scenario())),
         "ZeRO-3 figure on load {before} differs from planner-core"
@@ -55,12 +51,10 @@ fn dp_slider_moves_zero3_to_the_planner_core_value() {
 
     // Keyboard, as a user would: focus the slider and press ArrowRight.
     session
-        .send_keys("[data-testid=input-dp]", ARROW_RIGHT)
+        .send_keys(page::INPUT_DP, ARROW_RIGHT)
         .expect("move the DP slider");
     let dp_text = session
-        .wait_text("[data-testid=value-dp]", SETTLE, |t| {
-            t != before_dp.to_string()
-        })
+        .wait_text(page::VALUE_DP, SETTLE, |t| t != before_dp.to_string())
         .expect("DP changes");
     let dp: u32 = dp_text.parse().unwrap();
     assert_eq!(dp, before_dp * 2, "the DP slider steps over powers of two");
@@ -69,10 +63,10 @@ fn dp_slider_moves_zero3_to_the_planner_core_value() {
     expected.layout.dp = dp;
     let want = zero3_bytes(&expected);
     let deadline = std::time::Instant::now() + SETTLE;
-    let mut got = bytes_attr(&session, "state-total-3");
+    let mut got = bytes_attr(&session, page::STATE_TOTAL_3);
     while !close(got, want) && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
-        got = bytes_attr(&session, "state-total-3");
+        got = bytes_attr(&session, page::STATE_TOTAL_3);
     }
     assert!(
         close(got, want),
@@ -81,7 +75,7 @@ fn dp_slider_moves_zero3_to_the_planner_core_value() {
     assert!(got < before, "more DP ranks shard ZeRO-3 state thinner");
     // 16 × 8 = 128 GPUs on a 64-GPU cluster: flagged at the DP control, not clamped.
     let issue = session
-        .wait_text("[data-testid=issue-dp]", SETTLE, |t| !t.is_empty())
+        .wait_text(page::ISSUE_DP, SETTLE, |t| !t.is_empty())
         .expect("the DP control is flagged");
     println!("flag at DP: {issue}");
     println!("DP {before_dp} → {dp}: ZeRO-3 model state {before:.0} → {got:.0} bytes (planner-core {want:.0})");
@@ -107,7 +101,10 @@ fn dp_slider_moves_zero3_to_the_planner_core_value() {
 fn step_seconds_unrevealed(session: &Session) -> f64 {
     session
         .execute(
-            "return Number(document.querySelector('[data-testid=step-time]').dataset.seconds);",
+            &format!(
+                "return Number(document.querySelector('{}').dataset.seconds);",
+                page::STEP_TIME
+            ),
             vec![],
         )
         .ok()
@@ -134,14 +131,12 @@ fn far_views_catch_up_when_scrolled_to_or_printed() {
     assert!(close(loaded, step(&start)), "{loaded} vs {}", step(&start));
 
     session
-        .send_keys("[data-testid=input-dp]", ARROW_LEFT)
+        .send_keys(page::INPUT_DP, ARROW_LEFT)
         .expect("move the DP slider");
     let mut moved = start.clone();
     moved.layout.dp = start.layout.dp / 2;
     session
-        .wait_text("[data-testid=value-dp]", SETTLE, |t| {
-            t == moved.layout.dp.to_string()
-        })
+        .wait_text(page::VALUE_DP, SETTLE, |t| t == moved.layout.dp.to_string())
         .expect("DP changes");
     std::thread::sleep(Duration::from_millis(300));
     assert!(
@@ -176,16 +171,14 @@ fn far_views_catch_up_when_scrolled_to_or_printed() {
 
     // Another move, then scrolled to: the view catches up as it comes near.
     session
-        .send_keys("[data-testid=input-dp]", ARROW_LEFT)
+        .send_keys(page::INPUT_DP, ARROW_LEFT)
         .expect("move the DP slider again");
     moved.layout.dp /= 2;
     session
-        .wait_text("[data-testid=value-dp]", SETTLE, |t| {
-            t == moved.layout.dp.to_string()
-        })
+        .wait_text(page::VALUE_DP, SETTLE, |t| t == moved.layout.dp.to_string())
         .expect("DP changes");
     let shown: f64 = session
-        .attr("[data-testid=step-time]", "data-seconds")
+        .attr(page::STEP_TIME, "data-seconds")
         .expect("scroll to the step time")
         .and_then(|v| v.parse().ok())
         .unwrap_or(f64::NAN);
@@ -200,21 +193,17 @@ fn article_70b_on_64_gpus_reads_the_articles_numbers() {
     let session = page.open("").expect("page loads");
     session.set_window_size(1440, 2400).unwrap();
     session
-        .click("[data-testid=example-article-70b]")
+        .click(page::EXAMPLE_ARTICLE_70B)
         .expect("load the article's example");
     session
-        .wait_text("[data-testid=state-total-0]", SETTLE, |t| t == "1,120 GB")
+        .wait_text(page::STATE_TOTAL_0, SETTLE, |t| t == "1,120 GB")
         .expect("DDP bar reads 1,120 GB");
     let texts: Vec<String> = (0..4)
-        .map(|n| {
-            session
-                .text(&format!("[data-testid=state-total-{n}]"))
-                .unwrap()
-        })
+        .map(|n| session.text(&page::state_total(n)).unwrap())
         .collect();
     assert_eq!(texts, ["1,120 GB", "293 GB", "155 GB", "17.5 GB"]);
     let exact: Vec<f64> = (0..4)
-        .map(|n| bytes_attr(&session, &format!("state-total-{n}")))
+        .map(|n| bytes_attr(&session, &page::state_total(n)))
         .collect();
     for (got, want) in exact.iter().zip([1120e9, 293.125e9, 155.3125e9, 17.5e9]) {
         assert!(
@@ -229,20 +218,21 @@ fn article_70b_on_64_gpus_reads_the_articles_numbers() {
         .execute_async(
             r#"
             const done = arguments[arguments.length - 1];
-            const canvas = document.querySelector('[data-testid=chart-zero]');
+            const canvas = document.querySelector(arguments[0]);
+            const tooltip = arguments[1];
             const box = canvas.getBoundingClientRect();
             const y = box.top + box.height * 0.8;
             (async () => {
                 for (let x = box.left; x < box.right; x += 6) {
                     canvas.dispatchEvent(new MouseEvent('mousemove', {clientX: x, clientY: y, bubbles: true}));
                     await new Promise(r => setTimeout(r, 0));
-                    const tip = document.querySelector('[data-testid=tooltip]');
+                    const tip = document.querySelector(tooltip);
                     if (tip) { done(tip.innerText); return; }
                 }
                 done(null);
             })();
             "#,
-            vec![],
+            vec![json!(page::CHART_ZERO), json!(page::TOOLTIP)],
         )
         .expect("hover the chart");
     let tip = tip.as_str().unwrap_or_default().to_string();
@@ -253,37 +243,37 @@ fn article_70b_on_64_gpus_reads_the_articles_numbers() {
     );
     session
         .execute(
-            "document.querySelector('[data-testid=chart-zero]').dispatchEvent(new MouseEvent('mouseleave'));",
+            &format!(
+                "document.querySelector('{}').dispatchEvent(new MouseEvent('mouseleave'));",
+                page::CHART_ZERO
+            ),
             vec![],
         )
         .unwrap();
     // Every term with its formula, keyboard-reachable, in the breakdown table.
     session
-        .click("[data-testid=memory-view] details summary")
+        .click(&format!("{} details summary", page::MEMORY_VIEW))
         .expect("open the breakdown");
     let rows = session
         .execute_async(
-            "const done = arguments[arguments.length - 1]; setTimeout(() => done(document.querySelectorAll('[data-testid=term-table] tbody tr').length), 100);",
+            &format!("const done = arguments[arguments.length - 1]; setTimeout(() => done(document.querySelectorAll('{} tbody tr').length), 100);", page::TERM_TABLE),
             vec![],
         )
         .unwrap();
     assert!(rows.as_u64().unwrap_or(0) >= 4, "term rows: {rows}");
     session
-        .element_screenshot(
-            "[data-testid=memory-view]",
-            &screenshot_path("memory-article-70b"),
-        )
+        .element_screenshot(page::MEMORY_VIEW, &screenshot_path("memory-article-70b"))
         .expect("screenshot");
     // The article's chart exactly: model state alone, ZeRO-3 the only bar under 80 GB.
-    session.click("[data-testid=include-other]").unwrap();
+    session.click(page::INCLUDE_OTHER).unwrap();
     std::thread::sleep(Duration::from_millis(200));
     session
         .element_screenshot(
-            "[data-testid=memory-view]",
+            page::MEMORY_VIEW,
             &screenshot_path("memory-article-70b-state-only"),
         )
         .expect("screenshot");
-    session.click("[data-testid=include-other]").unwrap();
+    session.click(page::INCLUDE_OTHER).unwrap();
     session
         .screenshot(&screenshot_path("page-article-70b"))
         .expect("screenshot");
@@ -295,24 +285,19 @@ fn article_70b_on_64_gpus_reads_the_articles_numbers() {
 fn copied_link_restores_the_same_state_in_a_fresh_page() {
     let page = Page::start().expect("start server and chromedriver");
     let first = page.open("").expect("page loads");
-    first.click("[data-testid=example-article-mesh]").unwrap();
-    first
-        .set_value("[data-testid=input-sched]", "interleaved")
-        .unwrap();
-    first.set_value("[data-testid=input-vpp]", "1").unwrap();
-    first.set_value("[data-testid=input-zero]", "2").unwrap();
-    first.set_value("[data-testid=input-seq]", "16384").unwrap();
-    first.click("[data-testid=copy-link]").unwrap();
+    first.click(page::EXAMPLE_ARTICLE_MESH).unwrap();
+    first.set_value(page::INPUT_SCHED, "interleaved").unwrap();
+    first.set_value(page::INPUT_VPP, "1").unwrap();
+    first.set_value(page::INPUT_ZERO, "2").unwrap();
+    first.set_value(page::INPUT_SEQ, "16384").unwrap();
+    first.click(page::COPY_LINK).unwrap();
     let link = first
-        .attr("[data-testid=share-link]", "value")
+        .attr(page::SHARE_LINK, "value")
         .unwrap()
         .unwrap_or_default();
     let link = if link.is_empty() {
         first
-            .execute(
-                "return document.querySelector('[data-testid=share-link]').value;",
-                vec![],
-            )
+            .value(page::SHARE_LINK)
             .unwrap()
             .as_str()
             .unwrap_or_default()
@@ -339,30 +324,22 @@ fn copied_link_restores_the_same_state_in_a_fresh_page() {
     );
 
     let ids = [
-        "state-total-0",
-        "state-total-3",
-        "peak-total-2",
-        "bubble-idle",
-        "bubble-overhead",
-        "pipeline-pmv",
+        page::STATE_TOTAL_0,
+        page::STATE_TOTAL_3,
+        page::PEAK_TOTAL_2,
+        page::BUBBLE_IDLE,
+        page::BUBBLE_OVERHEAD,
+        page::PIPELINE_PMV,
     ];
-    let read = |s: &Session| -> Vec<String> {
-        ids.iter()
-            .map(|id| s.text(&format!("[data-testid={id}]")).unwrap())
-            .collect()
-    };
+    let read =
+        |s: &Session| -> Vec<String> { ids.iter().map(|css| s.text(css).unwrap()).collect() };
     let before = read(&first);
     assert_no_console_errors(&first, "before copying");
     drop(first);
 
     let second = page.open(&query).expect("the link opens");
     assert_eq!(read(&second), before, "same figures in the fresh page");
-    let link_again = second
-        .execute(
-            "return document.querySelector('[data-testid=share-link]').value;",
-            vec![],
-        )
-        .unwrap();
+    let link_again = second.value(page::SHARE_LINK).unwrap();
     assert_eq!(
         link_again.as_str(),
         Some(link.as_str()),
@@ -371,7 +348,10 @@ fn copied_link_restores_the_same_state_in_a_fresh_page() {
     assert!(
         second
             .execute(
-                "return document.querySelector('[data-testid=link-notice]') === null;",
+                &format!(
+                    "return document.querySelector('{}') === null;",
+                    page::LINK_NOTICE
+                ),
                 vec![]
             )
             .unwrap()
@@ -396,26 +376,23 @@ fn corrupted_link_names_the_bad_parameter_and_keeps_the_rest() {
     let query = params.join("&");
     let session = page.open(&query).expect("page still renders");
     let notice = session
-        .wait_text("[data-testid=link-notice]", SETTLE, |t| !t.is_empty())
+        .wait_text(page::LINK_NOTICE, SETTLE, |t| !t.is_empty())
         .expect("a visible notice");
     assert!(notice.contains("tp"), "the notice names tp: {notice}");
     assert_eq!(
-        session.text("[data-testid=value-dp]").unwrap(),
+        session.text(page::VALUE_DP).unwrap(),
         "4",
         "the good parameters of the link are kept"
     );
     session
-        .element_screenshot(
-            "[data-testid=link-notice]",
-            &screenshot_path("corrupted-link-notice"),
-        )
+        .element_screenshot(page::LINK_NOTICE, &screenshot_path("corrupted-link-notice"))
         .unwrap();
     assert_no_console_errors(&session, "on a corrupted link");
     drop(session);
 
     let outdated = page.open("v=999&dp=2").expect("page still renders");
     let notice = outdated
-        .wait_text("[data-testid=link-notice]", SETTLE, |t| !t.is_empty())
+        .wait_text(page::LINK_NOTICE, SETTLE, |t| !t.is_empty())
         .expect("a visible notice");
     assert!(
         notice.contains('v'),
@@ -450,7 +427,7 @@ fn hostile_links_name_their_field_and_the_page_stays_responsive() {
         // (10,000 layers over pp = 3) at the layout's rule flags.
         let notice = session
             .wait_text(
-                "[data-testid=link-notice], [data-testid=issue-pp]",
+                &format!("{}, {}", page::LINK_NOTICE, page::ISSUE_PP),
                 SETTLE,
                 |t| !t.is_empty(),
             )
@@ -496,53 +473,43 @@ fn screenshots_of_each_view() {
         .screenshot(&screenshot_path("page-default"))
         .unwrap();
     session
-        .element_screenshot(
-            "[data-testid=memory-view]",
-            &screenshot_path("memory-default"),
-        )
+        .element_screenshot(page::MEMORY_VIEW, &screenshot_path("memory-default"))
         .unwrap();
     session
-        .element_screenshot(
-            "[data-testid=serving-view]",
-            &screenshot_path("serving-default"),
-        )
+        .element_screenshot(page::SERVING_VIEW, &screenshot_path("serving-default"))
         .unwrap();
     // The article's pipeline figure: forward pass of 4 stages × 4 micro-batches,
     // 12 of 28 slots idle; and its bars, 43% / 16% / 9% for m = 4 / 16 / 32.
-    session.click("[data-testid=forward-only]").unwrap();
+    session.click(page::FORWARD_ONLY).unwrap();
     let note = session
-        .wait_text("[data-testid=grid-note]", SETTLE, |t| {
-            t.contains("Forward pass only")
-        })
+        .wait_text(page::GRID_NOTE, SETTLE, |t| t.contains("Forward pass only"))
         .unwrap();
     assert!(note.contains("12 of 28 slots idle"), "{note}");
-    let shares = session.text("[data-testid=forward-idle-shares]").unwrap();
+    let shares = session.text(page::FORWARD_IDLE_SHARES).unwrap();
     assert_eq!(shares, "m = 4: 42.9% · m = 16: 15.8% · m = 32: 8.6%");
     session
         .element_screenshot(
-            "[data-testid=pipeline-view]",
+            page::PIPELINE_VIEW,
             &screenshot_path("pipeline-forward-article"),
         )
         .unwrap();
-    session.click("[data-testid=forward-only]").unwrap();
-    session.click("[data-testid=example-article-mesh]").unwrap();
+    session.click(page::FORWARD_ONLY).unwrap();
+    session.click(page::EXAMPLE_ARTICLE_MESH).unwrap();
     for schedule in ["gpipe", "1f1b", "interleaved", "zb"] {
-        session
-            .set_value("[data-testid=input-sched]", schedule)
-            .unwrap();
+        session.set_value(page::INPUT_SCHED, schedule).unwrap();
         if schedule == "interleaved" {
-            session.set_value("[data-testid=input-vpp]", "1").unwrap();
+            session.set_value(page::INPUT_VPP, "1").unwrap();
         }
         std::thread::sleep(Duration::from_millis(200));
         session
             .element_screenshot(
-                "[data-testid=pipeline-view]",
+                page::PIPELINE_VIEW,
                 &screenshot_path(&format!("pipeline-{schedule}")),
             )
             .unwrap();
     }
     session
-        .element_screenshot("[data-testid=memory-view]", &screenshot_path("memory-mesh"))
+        .element_screenshot(page::MEMORY_VIEW, &screenshot_path("memory-mesh"))
         .unwrap();
     // Dark theme (prefers-color-scheme), as a user with a dark OS theme sees it.
     session
@@ -553,10 +520,7 @@ fn screenshots_of_each_view() {
         .unwrap();
     std::thread::sleep(Duration::from_millis(300));
     session
-        .element_screenshot(
-            "[data-testid=memory-view]",
-            &screenshot_path("memory-mesh-dark"),
-        )
+        .element_screenshot(page::MEMORY_VIEW, &screenshot_path("memory-mesh-dark"))
         .unwrap();
     session
         .cdp(
@@ -579,47 +543,35 @@ fn every_preset_gpu_and_schedule_renders_without_errors() {
     let page = Page::start().expect("start server and chromedriver");
     let session = page.open("").expect("page loads");
     // PP 4 so every schedule is drawn from the layout itself.
-    session.set_value("[data-testid=input-pp]", "2").unwrap();
+    session.set_value(page::INPUT_PP, "2").unwrap();
     for preset in planner_core::resolve::presets::model_presets() {
-        session
-            .set_value("[data-testid=input-model]", preset.id)
-            .unwrap();
+        session.set_value(page::INPUT_MODEL, preset.id).unwrap();
         for schedule in ["gpipe", "1f1b", "interleaved", "zb"] {
-            session
-                .set_value("[data-testid=input-sched]", schedule)
-                .unwrap();
+            session.set_value(page::INPUT_SCHED, schedule).unwrap();
             let total = session
-                .wait_text("[data-testid=state-total-3]", SETTLE, |t| t.ends_with('B'))
+                .wait_text(page::STATE_TOTAL_3, SETTLE, |t| t.ends_with('B'))
                 .unwrap_or_else(|e| panic!("{} / {schedule}: {e}", preset.id));
             assert!(!total.is_empty());
         }
-        let kv = session
-            .text("[data-testid=kv-per-token]")
-            .unwrap_or_default();
+        let kv = session.text(page::KV_PER_TOKEN).unwrap_or_default();
         println!(
             "{}: ZeRO-3 state {}, KV/token {kv}",
             preset.id,
-            session.text("[data-testid=state-total-3]").unwrap()
+            session.text(page::STATE_TOTAL_3).unwrap()
         );
     }
     // Custom shapes: the preset's shapes become editable fields.
-    session
-        .set_value("[data-testid=input-model]", "custom")
-        .unwrap();
-    let before = session.text("[data-testid=state-total-3]").unwrap();
-    session
-        .set_value("[data-testid=input-layers]", "7")
-        .unwrap();
+    session.set_value(page::INPUT_MODEL, "custom").unwrap();
+    let before = session.text(page::STATE_TOTAL_3).unwrap();
+    session.set_value(page::INPUT_LAYERS, "7").unwrap();
     let after = session
-        .wait_text("[data-testid=state-total-3]", SETTLE, |t| t != before)
+        .wait_text(page::STATE_TOTAL_3, SETTLE, |t| t != before)
         .expect("editing a custom shape recomputes");
     println!("custom model, 7 layers: ZeRO-3 state {before} → {after}");
     for gpu in planner_core::input::hardware::gpu_presets() {
+        session.set_value(page::INPUT_GPU, &gpu.id).unwrap();
         session
-            .set_value("[data-testid=input-gpu]", &gpu.id)
-            .unwrap();
-        session
-            .wait_text("[data-testid=state-total-3]", SETTLE, |t| t.ends_with('B'))
+            .wait_text(page::STATE_TOTAL_3, SETTLE, |t| t.ends_with('B'))
             .unwrap();
     }
     assert_no_console_errors(&session, "across presets, GPUs and schedules");
@@ -670,7 +622,7 @@ fn accuracy_section_shows_the_validation_summary_and_the_nearest_runs() {
     let session = page.open("").expect("page loads");
     // Nothing is evaluated, and the worker is not fetched, before the section is opened.
     assert!(session
-        .attr("[data-testid=accuracy-done]", "data-worker-ms")
+        .attr(page::ACCURACY_DONE, "data-worker-ms")
         .map(|v| v.is_none())
         .unwrap_or(true));
     let worker_fetched = r#"return performance.getEntriesByType('resource').some(e => e.name.includes('app-worker'));"#;
@@ -682,14 +634,12 @@ fn accuracy_section_shows_the_validation_summary_and_the_nearest_runs() {
         "the worker is fetched before the section opens"
     );
     session
-        .click("[data-testid=accuracy-open]")
+        .click(page::ACCURACY_OPEN)
         .expect("open the section");
     session
-        .wait_text(
-            "[data-testid=accuracy-done]",
-            Duration::from_secs(60),
-            |t| !t.is_empty(),
-        )
+        .wait_text(page::ACCURACY_DONE, Duration::from_secs(60), |t| {
+            !t.is_empty()
+        })
         .expect("the worker's validation arrives");
     assert_eq!(
         session
@@ -711,7 +661,8 @@ fn accuracy_section_shows_the_validation_summary_and_the_nearest_runs() {
         .find(|g| g.group == planner_core::edges::validation::ALL_GROUP)
         .expect("all group");
     let css = format!(
-        "[data-testid=accuracy-summary] tr[data-group='{}'] td[data-median]",
+        "{} tr[data-group='{}'] td[data-median]",
+        page::ACCURACY_SUMMARY,
         planner_core::edges::validation::ALL_GROUP
     );
     let page_median: f64 = session
@@ -747,14 +698,14 @@ fn accuracy_section_shows_the_validation_summary_and_the_nearest_runs() {
         .collect();
     scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     let first = session
-        .attr("[data-testid=accuracy-nearest] tbody tr", "data-id")
+        .attr(&format!("{} tbody tr", page::ACCURACY_NEAREST), "data-id")
         .expect("read")
         .expect("a nearest row");
     assert_eq!(first, runs[scored[0].1].id);
 
     let attr = |name: &str| -> f64 {
         session
-            .attr("[data-testid=accuracy-done]", name)
+            .attr(page::ACCURACY_DONE, name)
             .ok()
             .flatten()
             .and_then(|v| v.parse().ok())
@@ -768,27 +719,21 @@ fn accuracy_section_shows_the_validation_summary_and_the_nearest_runs() {
         attr("data-wall-ms")
     );
     session
-        .element_screenshot(
-            "[data-testid=accuracy-view]",
-            &screenshot_path("accuracy-section"),
-        )
+        .element_screenshot(page::ACCURACY_VIEW, &screenshot_path("accuracy-section"))
         .unwrap();
     assert_no_console_errors(&session, "with the accuracy section open");
 }
 
-/// Waits until `testid`'s `data-bytes` equals planner-core's `want` (the view recomputes
+/// Waits until `css`'s `data-bytes` equals planner-core's `want` (the view recomputes
 /// off the input path), asserts it does, and returns what the page shows.
-fn page_bytes_equal(session: &Session, testid: &str, want: f64) -> f64 {
+fn page_bytes_equal(session: &Session, css: &str, want: f64) -> f64 {
     let deadline = std::time::Instant::now() + SETTLE;
-    let mut got = bytes_attr(session, testid);
+    let mut got = bytes_attr(session, css);
     while !close(got, want) && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
-        got = bytes_attr(session, testid);
+        got = bytes_attr(session, css);
     }
-    assert!(
-        close(got, want),
-        "{testid}: page {got}, planner-core {want}"
-    );
+    assert!(close(got, want), "{css}: page {got}, planner-core {want}");
     got
 }
 
@@ -825,13 +770,13 @@ fn memory_view_shows_allocated_and_reserved_peaks_of_planner_core() {
     let page = Page::start().expect("start server and chromedriver");
     let session = page.open(&link::encode(&s)).expect("the link opens");
     session
-        .reveal("[data-testid=memory-peaks]")
+        .reveal(page::MEMORY_PEAKS)
         .expect("scroll to the peaks");
-    let allocated = page_bytes_equal(&session, "peak-allocated", want.peak_allocated_bytes);
-    let reserved = page_bytes_equal(&session, "peak-reserved", want.peak_reserved_bytes);
-    let device = page_bytes_equal(&session, "peak-device", want.peak_bytes);
+    let allocated = page_bytes_equal(&session, page::PEAK_ALLOCATED, want.peak_allocated_bytes);
+    let reserved = page_bytes_equal(&session, page::PEAK_RESERVED, want.peak_reserved_bytes);
+    let device = page_bytes_equal(&session, page::PEAK_DEVICE, want.peak_bytes);
     assert!(allocated < reserved && reserved < device);
-    let label = session.text("[data-testid=memory-framework]").unwrap();
+    let label = session.text(page::MEMORY_FRAMEWORK).unwrap();
     assert_eq!(label, Framework::Torchtitan.label());
     println!(
         "torchtitan T1 on the page: allocated {allocated:.0} B, reserved {reserved:.0} B ({:.1} GiB; published 82.4 GiB), device {device:.0} B",
@@ -839,23 +784,26 @@ fn memory_view_shows_allocated_and_reserved_peaks_of_planner_core() {
     );
     let shot = screenshot_path("memory-peaks-torchtitan");
     session
-        .element_screenshot("[data-testid=memory-view]", &shot)
+        .element_screenshot(page::MEMORY_VIEW, &shot)
         .expect("screenshot");
 
     // The article's accounting: no loss transient, Korthikanti's selective recompute.
     session
-        .set_value("[data-testid=input-framework]", Framework::Article.id())
+        .set_value(page::INPUT_FRAMEWORK, Framework::Article.id())
         .expect("switch the framework");
     let mut article = s.clone();
     article.overheads.framework = Framework::Article;
     let want_article = native(&article);
     let allocated_article = page_bytes_equal(
         &session,
-        "peak-allocated",
+        page::PEAK_ALLOCATED,
         want_article.peak_allocated_bytes,
     );
-    let reserved_article =
-        page_bytes_equal(&session, "peak-reserved", want_article.peak_reserved_bytes);
+    let reserved_article = page_bytes_equal(
+        &session,
+        page::PEAK_RESERVED,
+        want_article.peak_reserved_bytes,
+    );
     assert!(
         reserved_article > reserved,
         "Korthikanti's selective keeps more than torchtitan's op policy"

@@ -5,6 +5,7 @@
 
 use std::time::{Duration, Instant};
 
+use e2e::page;
 use e2e::{assert_no_console_errors, screenshot_path, Page, Session};
 use planner_core::edges::link;
 use planner_core::input::finetune::FineTuneMode;
@@ -17,7 +18,7 @@ const QUERY: &str = "v=1&model=llama-3.1-8b&gpus=8&dp=8&tp=1&pp=1&zero=1";
 
 fn peak_on_page(session: &Session) -> f64 {
     session
-        .attr("[data-testid=peak-total-1]", "data-bytes")
+        .attr(page::PEAK_TOTAL_1, "data-bytes")
         .expect("read data-bytes")
         .and_then(|v| v.parse().ok())
         .expect("numeric data-bytes")
@@ -56,7 +57,7 @@ fn switching_to_qlora_drops_the_peak_to_the_planner_core_value() {
     );
 
     session
-        .set_value("[data-testid=input-ft]", "qlora")
+        .set_value(page::INPUT_FT, "qlora")
         .expect("pick QLoRA");
     s.training.finetune.mode = FineTuneMode::Qlora;
     let want = peak_native(&s);
@@ -72,10 +73,10 @@ fn switching_to_qlora_drops_the_peak_to_the_planner_core_value() {
 
     // Rank and targets appear with the mode; all linear layers at r = 64 moves the peak again.
     session
-        .set_value("[data-testid=input-lora_mod]", "q,k,v,o,gate,up,down")
+        .set_value(page::INPUT_LORA_MOD, "q,k,v,o,gate,up,down")
         .expect("pick all linears");
     session
-        .set_value("[data-testid=input-lora_r]", "64")
+        .set_value(page::INPUT_LORA_R, "64")
         .expect("set the rank");
     s.training.finetune.lora.targets =
         planner_core::input::finetune::LoraTargets::from_flags([true; 7]);
@@ -103,10 +104,7 @@ fn switching_to_qlora_drops_the_peak_to_the_planner_core_value() {
     session.set_window_size(1440, 2600).expect("resize");
     std::thread::sleep(Duration::from_millis(300));
     session
-        .element_screenshot(
-            "[data-testid=memory-view]",
-            &screenshot_path("memory-qlora"),
-        )
+        .element_screenshot(page::MEMORY_VIEW, &screenshot_path("memory-qlora"))
         .expect("screenshot");
     session
         .screenshot(&screenshot_path("page-qlora"))

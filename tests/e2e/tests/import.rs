@@ -8,21 +8,17 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use e2e::{assert_no_console_errors, screenshot_path, workspace_root, Page, Session};
-use planner_core::edges::calibration_fit::{calibrate, samples_from_nccl, samples_from_report};
+use e2e::page;
+use e2e::{assert_no_console_errors, screenshot_path, strings, workspace_root, Page, Session};
 use planner_core::edges::export::exports;
 use planner_core::edges::hf_config::import_hf_config;
+use planner_core::edges::import_sniff::{fit_measurements, read_measurements, NcclContext};
 use planner_core::edges::link;
-use planner_core::edges::nccl_tests;
-use planner_core::edges::report::parse_report;
 use planner_core::evaluate::evaluate;
 use planner_core::input::calibration::CalibrationSummary;
-use planner_core::input::hardware::Cluster;
-use planner_core::input::precision::ComputeDtype;
 use planner_core::input::scenario::{Measured, ModelChoice, Scenario};
 use planner_core::memory::model_state;
 use planner_core::resolve::presets;
-use planner_core::time::collectives::CommModel;
 use serde_json::json;
 
 const SETTLE: Duration = Duration::from_secs(5);
@@ -53,11 +49,16 @@ fn scratch() -> PathBuf {
 /// scenario's GPU when the report's device is not a preset ("Example GPU").
 fn expected_summary(s: &Scenario) -> CalibrationSummary {
     let text = std::fs::read_to_string(report_fixture()).expect("fixture");
-    let report = parse_report(&text).expect("fixture parses");
-    let (comm, gemm) = samples_from_report(&report, ComputeDtype::Bf16);
-    let gpu = s.cluster.gpu.clone();
-    let assumed = CommModel::assumed(&Cluster::of(gpu.clone(), 1));
-    calibrate(&comm, &gemm, &assumed, gpu.bf16_flops_per_s)
+    fixture_fit(&text, s)
+}
+
+/// The fit of a fixture as planner-core's one import makes it (the fixture names no preset GPU,
+/// so the scenario's stands in, as on the page).
+fn fixture_fit(text: &str, s: &Scenario) -> CalibrationSummary {
+    let m = read_measurements(text, &NcclContext::default()).expect("fixture parses");
+    fit_measurements(&m.comm, &m.gemm, &s.cluster.gpu)
+        .expect("fixture fits")
+        .summary
 }
 
 fn step_seconds(s: &Scenario) -> f64 {
@@ -66,7 +67,7 @@ fn step_seconds(s: &Scenario) -> f64 {
 
 fn data_seconds(session: &Session) -> f64 {
     session
-        .attr("[data-testid=step-time]", "data-seconds")
+        .attr(page::STEP_TIME, "data-seconds")
         .expect("read data-seconds")
         .and_then(|v| v.parse().ok())
         .expect("step-time has numeric data-seconds")
@@ -95,10 +96,10 @@ fn snapshot(session: &Session) -> (String, String, String, String) {
     std::thread::sleep(Duration::from_millis(400));
     (
         session.current_url().expect("url"),
-        session.text("[data-testid=state-total-3]").expect("state"),
-        session.text("[data-testid=bubble-idle]").expect("bubble"),
+        session.text(page::STATE_TOTAL_3).expect("state"),
+        session.text(page::BUBBLE_IDLE).expect("bubble"),
         session
-            .attr("[data-testid=step-time]", "data-seconds")
+            .attr(page::STEP_TIME, "data-seconds")
             .expect("step")
             .unwrap_or_default(),
     )
@@ -106,7 +107,7 @@ fn snapshot(session: &Session) -> (String, String, String, String) {
 
 fn upload_bench(session: &Session, path: &Path) {
     session
-        .send_keys("[data-testid=bench-file]", &absolute(path))
+        .send_keys(page::BENCH_FILE, &absolute(path))
         .expect("send the file path to the input");
 }
 
@@ -115,18 +116,16 @@ fn wait_message(session: &Session, error: bool) -> String {
     let deadline = std::time::Instant::now() + SETTLE;
     loop {
         let got = session
-            .attr("[data-testid=bench-message]", "data-error")
+            .attr(page::BENCH_MESSAGE, "data-error")
             .ok()
             .flatten();
         if got.as_deref() == Some(want) {
-            return session
-                .text("[data-testid=bench-message]")
-                .expect("message");
+            return session.text(page::BENCH_MESSAGE).expect("message");
         }
         assert!(
             std::time::Instant::now() < deadline,
             "bench-message never became error={error}; last {:?}",
-            session.text("[data-testid=bench-message]")
+            session.text(page::BENCH_MESSAGE)
         );
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -146,7 +145,7 @@ fn benchmark_import_calibrates_and_bad_files_change_nothing() {
         before.3.parse::<f64>().expect("seconds"),
         step_seconds(&s)
     ));
-    assert!(!has(&session, "[data-testid=cal-badge]"));
+    assert!(!has(&session, page::CAL_BADGE));
 
     // Bad files: not JSON, a future schema version, NaN values, 200 MB (sparse: nothing is written).
     let not_json = dir.join("not-a-report.txt");
@@ -189,7 +188,7 @@ fn benchmark_import_calibrates_and_bad_files_change_nothing() {
             "{} changed the state",
             path.display()
         );
-        assert!(!has(&session, "[data-testid=cal-badge]"));
+        assert!(!has(&session, page::CAL_BADGE));
     }
 
     // The synthetic report: badge, changed step time equal to planner-core's, link carries the fit.
@@ -197,7 +196,7 @@ fn benchmark_import_calibrates_and_bad_files_change_nothing() {
     let msg = wait_message(&session, false);
     println!("fixture: {msg}");
     session
-        .wait_text("[data-testid=cal-badge]", SETTLE, |t| {
+        .wait_text(page::CAL_BADGE, SETTLE, |t| {
             t.contains("Measured numbers on")
         })
         .expect("badge");
@@ -220,15 +219,15 @@ fn benchmark_import_calibrates_and_bad_files_change_nothing() {
         "calibration did not change the step time"
     );
     assert!(session
-        .text("[data-testid=bench-layer-steps]")
+        .text(page::BENCH_LAYER_STEPS)
         .expect("layer steps")
         .contains("TP MLP"));
     assert!(session
-        .text("[data-testid=bench-collectives]")
+        .text(page::BENCH_COLLECTIVES)
         .expect("collectives")
         .contains("all_reduce"));
     assert!(session
-        .text("[data-testid=bench-gemms]")
+        .text(page::BENCH_GEMMS)
         .expect("gemms")
         .contains("4096 × 4096 × 4096"));
     std::thread::sleep(Duration::from_millis(400));
@@ -242,12 +241,10 @@ fn benchmark_import_calibrates_and_bad_files_change_nothing() {
     );
     // The step-time breakdown uses the same measured numbers: its segments add up
     // to the calibrated step time.
-    session
-        .reveal("[data-testid=breakdown-view]")
-        .expect("scroll");
+    session.reveal(page::BREAKDOWN_VIEW).expect("scroll");
     let segments_s = session
         .execute(
-            "return [...document.querySelectorAll('[data-testid=breakdown-view] [data-seconds]')].map(e => Number(e.dataset.seconds));",
+            &format!("return [...document.querySelectorAll('{} [data-seconds]')].map(e => Number(e.dataset.seconds));", page::BREAKDOWN_VIEW),
             vec![],
         )
         .expect("segments");
@@ -262,15 +259,12 @@ fn benchmark_import_calibrates_and_bad_files_change_nothing() {
     );
     assert_no_console_errors(&session, "after the imports");
     session
-        .element_screenshot(
-            "[data-testid=measured-view]",
-            &screenshot_path("import-measured"),
-        )
+        .element_screenshot(page::MEASURED_VIEW, &screenshot_path("import-measured"))
         .expect("screenshot");
     session
         .execute(
-            "document.querySelector('[data-testid=bench-gemms]').scrollIntoView({block: 'center'});",
-            vec![],
+            "document.querySelector(arguments[0]).scrollIntoView({block: 'center'});",
+            vec![json!(page::BENCH_GEMMS)],
         )
         .expect("scroll");
     session
@@ -285,7 +279,7 @@ fn benchmark_import_calibrates_and_bad_files_change_nothing() {
     std::thread::sleep(Duration::from_millis(300));
     session
         .element_screenshot(
-            "[data-testid=measured-view]",
+            page::MEASURED_VIEW,
             &screenshot_path("import-measured-dark"),
         )
         .expect("screenshot");
@@ -307,12 +301,12 @@ fn benchmark_import_calibrates_and_bad_files_change_nothing() {
     upload_bench(&session, &nan);
     wait_message(&session, true);
     assert_eq!(snapshot(&session), calibrated_state);
-    assert!(has(&session, "[data-testid=cal-badge]"));
+    assert!(has(&session, page::CAL_BADGE));
 
     // The link opens the calibrated state in a fresh browser.
     let fresh = page.open(&query_of(&url)).expect("open the link");
     fresh
-        .wait_text("[data-testid=cal-badge]", SETTLE, |t| {
+        .wait_text(page::CAL_BADGE, SETTLE, |t| {
             t.contains("Measured numbers on")
         })
         .expect("badge from the link");
@@ -320,11 +314,9 @@ fn benchmark_import_calibrates_and_bad_files_change_nothing() {
     drop(fresh);
 
     // Switching measured numbers off: no badge, datasheet step time, cal_on=0 in the link.
-    session
-        .click("[data-testid=cal-enabled]")
-        .expect("switch off");
+    session.click(page::CAL_ENABLED).expect("switch off");
     let deadline = std::time::Instant::now() + SETTLE;
-    while has(&session, "[data-testid=cal-badge]") {
+    while has(&session, page::CAL_BADGE) {
         assert!(std::time::Instant::now() < deadline, "badge stayed");
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -336,15 +328,7 @@ fn benchmark_import_calibrates_and_bad_files_change_nothing() {
     // nccl-tests output (synthetic, generated from α = 3 µs and 360 GB/s on 8 ranks) replaces the fit.
     let nccl_path = workspace_root().join("tests/e2e/fixtures/synthetic-nccl-all-reduce-8gpu.txt");
     let text = std::fs::read_to_string(&nccl_path).expect("nccl fixture");
-    let run = nccl_tests::parse(&text).expect("fixture parses");
-    let samples = samples_from_nccl(&run, None, None, None).expect("samples");
-    let gpu = s.cluster.gpu.clone();
-    let nccl_summary = calibrate(
-        &samples,
-        &[],
-        &CommModel::assumed(&Cluster::of(gpu.clone(), 1)),
-        gpu.bf16_flops_per_s,
-    );
+    let nccl_summary = fixture_fit(&text, &s);
     let fitted = nccl_summary.links[0];
     println!(
         "nccl-tests fixture fit: α {:.2} µs, busbw {:.1} GB/s",
@@ -357,16 +341,16 @@ fn benchmark_import_calibrates_and_bad_files_change_nothing() {
     println!("nccl fixture: {msg}");
     assert!(msg.contains("nccl-tests output"), "{msg}");
     session
-        .wait_text("[data-testid=cal-badge]", SETTLE, |t| {
+        .wait_text(page::CAL_BADGE, SETTLE, |t| {
             t.contains("Measured numbers on")
         })
         .expect("badge");
-    let links = session.text("[data-testid=cal-links]").expect("links");
+    let links = session.text(page::CAL_LINKS).expect("links");
     assert!(
         links.contains("all_reduce") && links.contains("intra node"),
         "{links}"
     );
-    assert!(has(&session, "[data-testid=chart-busbw]"));
+    assert!(has(&session, page::CHART_BUSBW));
     let mut nccl_scenario = s.clone();
     nccl_scenario.calibration = Some(Measured {
         summary: nccl_summary,
@@ -378,16 +362,16 @@ fn benchmark_import_calibrates_and_bad_files_change_nothing() {
     assert_eq!(decoded.calibration, nccl_scenario.calibration);
     session
         .element_screenshot(
-            "[data-testid=measured-view]",
+            page::MEASURED_VIEW,
             &screenshot_path("import-measured-nccl"),
         )
         .expect("screenshot");
     assert_no_console_errors(&session, "after the nccl-tests import");
 
     // Remove, then drop the report on the drop zone (a drop event carrying a File).
-    session.click("[data-testid=cal-clear]").expect("remove");
+    session.click(page::CAL_CLEAR).expect("remove");
     std::thread::sleep(Duration::from_millis(400));
-    assert!(!has(&session, "[data-testid=cal-badge]"));
+    assert!(!has(&session, page::CAL_BADGE));
     assert!(!session.current_url().expect("url").contains("cal="));
     assert!(close(data_seconds(&session), step_seconds(&s)));
     session
@@ -402,7 +386,7 @@ fn benchmark_import_calibrates_and_bad_files_change_nothing() {
     let msg = wait_message(&session, false);
     assert!(msg.starts_with("dropped-report.json"), "{msg}");
     session
-        .wait_text("[data-testid=cal-badge]", SETTLE, |t| {
+        .wait_text(page::CAL_BADGE, SETTLE, |t| {
             t.contains("Measured numbers on")
         })
         .expect("badge after the drop");
@@ -432,14 +416,17 @@ fn exports_match_the_golden_files_of_the_article_mesh() {
             .collect();
         let got = session
             .execute(
-                "const id = arguments[0];
-                 const pre = document.querySelector(`[data-testid=export-text-${id}]`);
-                 const notes = [...document.querySelectorAll(`[data-testid=export-notes-${id}] li`)].map(li => li.textContent);
-                 const a = document.querySelector(`[data-testid=export-download-${id}]`);
+                "const pre = document.querySelector(arguments[0]);
+                 const notes = [...document.querySelectorAll(`${arguments[1]} li`)].map(li => li.textContent);
+                 const a = document.querySelector(arguments[2]);
                  const href = a.getAttribute('href');
                  return { text: pre.textContent, notes, download: a.getAttribute('download'),
                           href_text: decodeURIComponent(href.slice(href.indexOf(',') + 1)) };",
-                vec![json!(e.id)],
+                vec![
+                    json!(page::export_text(e.id)),
+                    json!(page::export_notes(e.id)),
+                    json!(page::export_download(e.id)),
+                ],
             )
             .expect("read the export");
         assert_eq!(
@@ -448,14 +435,7 @@ fn exports_match_the_golden_files_of_the_article_mesh() {
             "{} text",
             e.file_name
         );
-        let notes: Vec<String> = got["notes"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_str().map(str::to_string))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let notes: Vec<String> = strings(&got["notes"]);
         assert_eq!(notes, want_notes, "{} notes", e.file_name);
         assert_eq!(got["download"].as_str(), Some(e.file_name));
         assert_eq!(
@@ -471,13 +451,9 @@ fn exports_match_the_golden_files_of_the_article_mesh() {
         );
     }
     // Copy: the clipboard or the select-and-copy fallback answers in words.
-    session
-        .click("[data-testid=export-copy-deepspeed]")
-        .expect("copy");
+    session.click(page::EXPORT_COPY_DEEPSPEED).expect("copy");
     let status = session
-        .wait_text("[data-testid=export-status-deepspeed]", SETTLE, |t| {
-            !t.is_empty()
-        })
+        .wait_text(page::EXPORT_STATUS_DEEPSPEED, SETTLE, |t| !t.is_empty())
         .expect("copy status");
     println!("copy: {status}");
     assert!(
@@ -486,17 +462,14 @@ fn exports_match_the_golden_files_of_the_article_mesh() {
     );
     assert_no_console_errors(&session, "on the exports");
     session
-        .element_screenshot(
-            "[data-testid=exports-view]",
-            &screenshot_path("import-exports"),
-        )
+        .element_screenshot(page::EXPORTS_VIEW, &screenshot_path("import-exports"))
         .expect("screenshot");
     // Laptop width: actions wrap, long lines scroll inside their box.
     session.set_window_size(1024, 768).expect("resize");
     std::thread::sleep(Duration::from_millis(300));
     session
         .element_screenshot(
-            "[data-testid=exports-view]",
+            page::EXPORTS_VIEW,
             &screenshot_path("import-exports-laptop"),
         )
         .expect("screenshot");
@@ -513,13 +486,11 @@ fn hf_config_import_applies_a_custom_model_or_names_the_problem() {
     let json = std::fs::read_to_string(hf.join("qwen3-8b.json")).expect("fixture");
     let spec = import_hf_config(&json).expect("fixture imports");
     session
-        .set_value("[data-testid=hf-config-text]", &json)
+        .set_value(page::HF_CONFIG_TEXT, &json)
         .expect("paste");
-    session.click("[data-testid=hf-apply]").expect("apply");
+    session.click(page::HF_APPLY).expect("apply");
     let msg = session
-        .wait_text("[data-testid=hf-message]", SETTLE, |t| {
-            t.contains("applied")
-        })
+        .wait_text(page::HF_MESSAGE, SETTLE, |t| t.contains("applied"))
         .expect("applied");
     println!("{msg}");
     let mut s = presets::default_scenario();
@@ -528,7 +499,7 @@ fn hf_config_import_applies_a_custom_model_or_names_the_problem() {
     let deadline = std::time::Instant::now() + SETTLE;
     loop {
         let got: Option<f64> = session
-            .attr("[data-testid=state-total-3]", "data-bytes")
+            .attr(page::STATE_TOTAL_3, "data-bytes")
             .ok()
             .flatten()
             .and_then(|v| v.parse().ok());
@@ -541,28 +512,14 @@ fn hf_config_import_applies_a_custom_model_or_names_the_problem() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    let selected = session
-        .execute(
-            "return document.querySelector('[data-testid=input-model]').value;",
-            vec![],
-        )
-        .expect("model select");
+    let selected = session.value(page::INPUT_MODEL).expect("model select");
     assert_eq!(selected.as_str(), Some("custom"));
     assert_eq!(
-        session
-            .execute(
-                "return document.querySelector('[data-testid=input-layers]').value;",
-                vec![]
-            )
-            .expect("layers")
-            .as_str(),
+        session.value(page::INPUT_LAYERS).expect("layers").as_str(),
         Some(spec.layers.to_string().as_str())
     );
     session
-        .element_screenshot(
-            "[data-testid=model-import]",
-            &screenshot_path("import-model"),
-        )
+        .element_screenshot(page::MODEL_IMPORT, &screenshot_path("import-model"))
         .expect("screenshot");
 
     // A config the importer refuses: named, and the model stays.
@@ -570,15 +527,13 @@ fn hf_config_import_applies_a_custom_model_or_names_the_problem() {
     let url = session.current_url().expect("url");
     session
         .set_value(
-            "[data-testid=hf-config-text]",
+            page::HF_CONFIG_TEXT,
             r#"{"architectures": ["GPT2LMHeadModel"], "n_embd": 768}"#,
         )
         .expect("paste");
-    session.click("[data-testid=hf-apply]").expect("apply");
+    session.click(page::HF_APPLY).expect("apply");
     let msg = session
-        .wait_text("[data-testid=hf-message]", SETTLE, |t| {
-            t.contains("not changed")
-        })
+        .wait_text(page::HF_MESSAGE, SETTLE, |t| t.contains("not changed"))
         .expect("refused");
     println!("{msg}");
     assert!(msg.contains("GPT2LMHeadModel"), "{msg}");
@@ -590,12 +545,10 @@ fn hf_config_import_applies_a_custom_model_or_names_the_problem() {
     let spec =
         import_hf_config(&std::fs::read_to_string(&path).expect("fixture")).expect("imports");
     session
-        .send_keys("[data-testid=hf-file]", &absolute(&path))
+        .send_keys(page::HF_FILE, &absolute(&path))
         .expect("pick");
     let msg = session
-        .wait_text("[data-testid=hf-message]", SETTLE, |t| {
-            t.contains("applied")
-        })
+        .wait_text(page::HF_MESSAGE, SETTLE, |t| t.contains("applied"))
         .expect("applied from file");
     println!("{msg}");
     // A config without `_name_or_path` is named after its file.
@@ -609,15 +562,13 @@ fn hf_config_import_applies_a_custom_model_or_names_the_problem() {
         .execute(
             "const dt = new DataTransfer();
              dt.items.add(new File([arguments[0]], 'llama-3.1-8b.json', {type: 'application/json'}));
-             const el = document.querySelector('[data-testid=hf-config-text]');
+             const el = document.querySelector(arguments[1]);
              el.dispatchEvent(new DragEvent('drop', {dataTransfer: dt, bubbles: true, cancelable: true}));",
-            vec![json!(dropped)],
+            vec![json!(dropped), json!(page::HF_CONFIG_TEXT)],
         )
         .expect("drop");
     let msg = session
-        .wait_text("[data-testid=hf-message]", SETTLE, |t| {
-            t.contains("llama-3.1-8b")
-        })
+        .wait_text(page::HF_MESSAGE, SETTLE, |t| t.contains("llama-3.1-8b"))
         .expect("applied from a drop");
     println!("{msg}");
     assert!(msg.contains(&format!("{} layers", spec.layers)), "{msg}");

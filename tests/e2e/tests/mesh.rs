@@ -7,9 +7,10 @@
 
 use std::time::Duration;
 
+use e2e::page;
 use e2e::{
-    assert_no_console_errors, measure_latency, percentile, screenshot_path, Control, Page, Session,
-    DP_SLIDER,
+    assert_no_console_errors, measure_latency, percentile, screenshot_path, strings, Control, Page,
+    Session, DP_SLIDER,
 };
 use planner_core::edges::link;
 use planner_core::input::hardware::{gpu_preset, Cluster};
@@ -26,17 +27,14 @@ const SEARCH: Duration = Duration::from_secs(240);
 fn wait_search_done(session: &Session, limit: Duration) {
     let deadline = std::time::Instant::now() + limit;
     loop {
-        let done = session
-            .attr("[data-testid=mesh-status]", "data-done")
-            .ok()
-            .flatten();
+        let done = session.attr(page::MESH_STATUS, "data-done").ok().flatten();
         if done.as_deref() == Some("true") {
             return;
         }
         assert!(
             std::time::Instant::now() < deadline,
             "mesh search did not finish: {:?}",
-            session.text("[data-testid=mesh-status]")
+            session.text(page::MESH_STATUS)
         );
         std::thread::sleep(Duration::from_millis(100));
     }
@@ -59,14 +57,8 @@ fn texts(session: &Session, css: &str) -> Vec<String> {
             "return Array.from(document.querySelectorAll(arguments[0])).map(e => e.textContent);",
             vec![json!(css)],
         )
+        .map(|v| strings(&v))
         .expect("query")
-        .as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|v| v.as_str().map(str::to_string))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 /// The article's 512-GPU example lists TP 8 × PP 4 × CP 4 × DP 4 among the feasible
@@ -78,7 +70,7 @@ fn article_mesh_row_applies_to_every_view() {
     let session = page.open("").expect("page loads");
     session.set_window_size(1440, 1400).unwrap();
     session
-        .click("[data-testid=example-article-mesh]")
+        .click(page::EXAMPLE_ARTICLE_MESH)
         .expect("load the article's mesh example");
     wait_search_done(&session, SEARCH);
 
@@ -96,7 +88,7 @@ fn article_mesh_row_applies_to_every_view() {
         },
         &sm,
     );
-    let status = session.text("[data-testid=mesh-status]").unwrap();
+    let status = session.text(page::MESH_STATUS).unwrap();
     assert!(
         status.contains(&format!("{} feasible", thousands(r.feasible_count))),
         "status {status:?} vs {} feasible",
@@ -105,33 +97,35 @@ fn article_mesh_row_applies_to_every_view() {
 
     // The ranking shows its first 30 rows; "Show 50 more" adds the next 50, in rank order.
     let ranks = |session: &Session| -> Vec<String> {
-        session.reveal("[data-testid=mesh-table]").expect("scroll");
+        session.reveal(page::MESH_TABLE).expect("scroll");
         session
             .execute(
-                "return Array.from(document.querySelectorAll('[data-testid=mesh-row]')).map(e => e.dataset.rank);",
+                &format!(
+                    "return Array.from(document.querySelectorAll('{}')).map(e => e.dataset.rank);",
+                    page::MESH_ROW
+                ),
                 vec![],
             )
+            .map(|v| strings(&v))
             .expect("ranks")
-            .as_array()
-            .map(|a| a.iter().filter_map(|v| v.as_str().map(str::to_string)).collect())
-            .unwrap_or_default()
     };
     let first: Vec<String> = (0..30).map(|i| i.to_string()).collect();
     assert_eq!(ranks(&session), first);
-    session.click("[data-testid=mesh-more]").expect("show more");
+    session.click(page::MESH_MORE).expect("show more");
     let more: Vec<String> = (0..80).map(|i| i.to_string()).collect();
     assert_eq!(ranks(&session), more);
 
     // Filter the table to the article's mesh.
     for (f, v) in [("tp", "8"), ("pp", "4"), ("cp", "4"), ("dp", "4")] {
-        session
-            .set_value(&format!("[data-testid=mesh-filter-{f}]"), v)
-            .unwrap();
+        session.set_value(&page::mesh_filter(f), v).unwrap();
     }
     std::thread::sleep(Duration::from_millis(300));
     let meshes = session
         .execute(
-            "return Array.from(document.querySelectorAll('[data-testid=mesh-row]')).map(e => e.dataset.mesh);",
+            &format!(
+                "return Array.from(document.querySelectorAll('{}')).map(e => e.dataset.mesh);",
+                page::MESH_ROW
+            ),
             vec![],
         )
         .unwrap();
@@ -151,31 +145,28 @@ fn article_mesh_row_applies_to_every_view() {
         .iter()
         .position(|f| (f.dims.tp, f.dims.pp, f.dims.cp, f.dims.dp) == (8, 4, 4, 4))
         .expect("native search has it");
-    let first_rank = session
-        .attr("[data-testid=mesh-row]", "data-rank")
-        .unwrap()
-        .unwrap();
+    let first_rank = session.attr(page::MESH_ROW, "data-rank").unwrap().unwrap();
     assert_eq!(first_rank, best.to_string(), "same rank as planner-core");
-    scroll_to(&session, "[data-testid=mesh-view]");
+    scroll_to(&session, page::MESH_VIEW);
     session
         .screenshot(&screenshot_path("mesh-explorer-article-filtered"))
         .unwrap();
 
     // Pick a row whose layout differs from the scenario's: the best 8×4×4×4 one.
-    let before_bubble = session.text("[data-testid=bubble-idle]").unwrap();
-    let before_step = session.text("[data-testid=step-total]").unwrap();
+    let before_bubble = session.text(page::BUBBLE_IDLE).unwrap();
+    let before_step = session.text(page::STEP_TOTAL).unwrap();
     let before_url = session.current_url().unwrap();
     let chosen = r.feasible[best];
-    session.click("[data-testid=mesh-row]").unwrap();
+    session.click(page::MESH_ROW).unwrap();
     let want = chosen.layout();
     let mut expected = sc.clone();
     expected.layout = want.clone();
     session
-        .wait_text("[data-testid=value-dp]", SETTLE, |t| t == "4")
+        .wait_text(page::VALUE_DP, SETTLE, |t| t == "4")
         .unwrap();
     for (f, v) in [("tp", 8), ("pp", 4), ("cp", 4)] {
         assert_eq!(
-            session.text(&format!("[data-testid=value-{f}]")).unwrap(),
+            session.text(&page::value(f)).unwrap(),
             v.to_string(),
             "{f} slider"
         );
@@ -200,22 +191,20 @@ fn article_mesh_row_applies_to_every_view() {
     assert_eq!(decoded.layout.micro_batch, chosen.knobs.micro_batch);
     // The row is marked as the current layout.
     assert_eq!(
-        texts(&session, "tr.selected[data-testid=mesh-row]").len(),
+        texts(&session, &format!("tr.selected{}", page::MESH_ROW)).len(),
         1
     );
 
     // Step breakdown (it recomputes once scrolled near the screen): the row's step time.
-    scroll_to(&session, "[data-testid=breakdown-view]");
+    scroll_to(&session, page::BREAKDOWN_VIEW);
     let step = session
-        .wait_text("[data-testid=step-total]", SETTLE, |t| {
-            t == fmt_s(chosen.step_s)
-        })
+        .wait_text(page::STEP_TOTAL, SETTLE, |t| t == fmt_s(chosen.step_s))
         .expect("breakdown total follows the row");
     // Its segments add up to that step time and its volumes are planner-core's.
     let segs = session
         .execute(
-            "return Array.from(document.querySelectorAll('[data-testid^=step-seg-]')).map(e => Number(e.dataset.seconds));",
-            vec![],
+            "return Array.from(document.querySelectorAll(arguments[0])).map(e => Number(e.dataset.seconds));",
+            vec![json!(page::STEP_SEGMENTS)],
         )
         .unwrap();
     let sum: f64 = segs
@@ -235,35 +224,35 @@ fn article_mesh_row_applies_to_every_view() {
         &CostOptions::default(),
     );
     assert_eq!(
-        session.text("[data-testid=volume-nvlink]").unwrap(),
+        session.text(page::VOLUME_NVLINK).unwrap(),
         bytes_text(native.intra_node_bytes)
     );
     assert_eq!(
-        session.text("[data-testid=volume-network]").unwrap(),
+        session.text(page::VOLUME_NETWORK).unwrap(),
         bytes_text(native.inter_node_bytes)
     );
     let evaluated = sm.evaluate(&want).seconds.total;
     assert!((evaluated - chosen.step_s).abs() < 1e-9 * evaluated);
     // Pipeline: p = 4 and the row's m.
     let m = sc.training.global_batch / (4 * chosen.knobs.micro_batch);
-    let pmv = session.text("[data-testid=pipeline-pmv]").unwrap();
+    let pmv = session.text(page::PIPELINE_PMV).unwrap();
     assert!(pmv.starts_with(&format!("p = 4, m = {m}")), "{pmv}");
     // Memory view follows the row (peak per GPU as the search computed it).
-    let peak_text = session.text("[data-testid=peak-total-1]").ok();
+    let peak_text = session.text(page::PEAK_TOTAL_1).ok();
     println!(
         "row applied: {} (step {} → {}, bubble {} → {}, memory peak text {:?}); URL changed: {}",
         meshes[0],
         before_step,
         step,
         before_bubble,
-        session.text("[data-testid=bubble-idle]").unwrap(),
+        session.text(page::BUBBLE_IDLE).unwrap(),
         peak_text,
         before_url != session.current_url().unwrap()
     );
     // Topology: TP groups of 8 inside one node each.
-    scroll_to(&session, "[data-testid=topology-view]");
+    scroll_to(&session, page::TOPOLOGY_VIEW);
     let cap = session
-        .wait_text("[data-testid=topology-caption]", SETTLE, |t| {
+        .wait_text(page::TOPOLOGY_CAPTION, SETTLE, |t| {
             t.contains("groups of 8 GPUs")
         })
         .unwrap();
@@ -271,9 +260,9 @@ fn article_mesh_row_applies_to_every_view() {
         cap.contains("groups of 8 GPUs (8 per node over 1 node)"),
         "{cap}"
     );
-    session.click("[data-testid=topo-by-pp]").unwrap();
+    session.click(page::TOPO_BY_PP).unwrap();
     let cap = session
-        .wait_text("[data-testid=topology-caption]", SETTLE, |t| {
+        .wait_text(page::TOPOLOGY_CAPTION, SETTLE, |t| {
             t.contains("groups of 4 GPUs")
         })
         .unwrap();
@@ -281,9 +270,9 @@ fn article_mesh_row_applies_to_every_view() {
 
     // Screenshots of each new view.
     for (css, name) in [
-        ("[data-testid=mesh-view]", "mesh-explorer"),
-        ("[data-testid=breakdown-view]", "step-breakdown"),
-        ("[data-testid=topology-view]", "topology"),
+        (page::MESH_VIEW, "mesh-explorer"),
+        (page::BREAKDOWN_VIEW, "step-breakdown"),
+        (page::TOPOLOGY_VIEW, "topology"),
     ] {
         scroll_to(&session, css);
         session
@@ -291,30 +280,28 @@ fn article_mesh_row_applies_to_every_view() {
             .unwrap();
     }
     // The rejected tab lists blocks with reasons.
-    session.click("[data-testid=mesh-filter-clear]").unwrap();
-    session.click("[data-testid=mesh-tab-rejected]").unwrap();
-    session
-        .set_value("[data-testid=mesh-filter-tp]", "16")
-        .unwrap();
+    session.click(page::MESH_FILTER_CLEAR).unwrap();
+    session.click(page::MESH_TAB_REJECTED).unwrap();
+    session.set_value(page::MESH_FILTER_TP, "16").unwrap();
     std::thread::sleep(Duration::from_millis(300));
-    let rows = texts(&session, "[data-testid=mesh-rejected-row]");
+    let rows = texts(&session, page::MESH_REJECTED_ROW);
     assert!(!rows.is_empty());
     assert!(
         rows.iter().any(|t| t.contains("TP larger than a node")),
         "{rows:?}"
     );
-    scroll_to(&session, "[data-testid=mesh-view]");
+    scroll_to(&session, page::MESH_VIEW);
     session
-        .element_screenshot("[data-testid=mesh-view]", &screenshot_path("mesh-rejected"))
+        .element_screenshot(page::MESH_VIEW, &screenshot_path("mesh-rejected"))
         .unwrap();
     // Sorting by MFU, descending, puts the highest first.
-    session.click("[data-testid=mesh-filter-clear]").unwrap();
-    session.click("[data-testid=mesh-tab-feasible]").unwrap();
-    session.click("[data-testid=mesh-sort-mfu]").unwrap();
-    session.click("[data-testid=mesh-sort-mfu]").unwrap();
+    session.click(page::MESH_FILTER_CLEAR).unwrap();
+    session.click(page::MESH_TAB_FEASIBLE).unwrap();
+    session.click(page::MESH_SORT_MFU).unwrap();
+    session.click(page::MESH_SORT_MFU).unwrap();
     std::thread::sleep(Duration::from_millis(300));
     let top_mfu = session
-        .text("[data-testid=mesh-row] [data-col=mfu]")
+        .text(&format!("{} [data-col=mfu]", page::MESH_ROW))
         .unwrap();
     let best_mfu = r.feasible.iter().map(|f| f.mfu).fold(0.0, f64::max);
     assert_eq!(top_mfu, format!("{:.1}%", best_mfu * 100.0));
@@ -332,7 +319,7 @@ fn tp_across_nodes_is_highlighted() {
     let session = page.open(&link::encode(&sc)).expect("page loads");
     session.set_window_size(1440, 1400).unwrap();
     let warn = session
-        .wait_text("[data-testid=topology-warning]", SETTLE, |t| !t.is_empty())
+        .wait_text(page::TOPOLOGY_WARNING, SETTLE, |t| !t.is_empty())
         .unwrap();
     assert!(
         warn.contains("TP") || warn.to_lowercase().contains("tp"),
@@ -348,18 +335,16 @@ fn tp_across_nodes_is_highlighted() {
         )
         .unwrap();
     let hover = session
-        .wait_text("[data-testid=topology-hover]", SETTLE, |t| {
-            t.starts_with("rank")
-        })
+        .wait_text(page::TOPOLOGY_HOVER, SETTLE, |t| t.starts_with("rank"))
         .unwrap();
     assert!(
         hover.starts_with("rank 9 (node 1, GPU 1): TP 9 "),
         "{hover}"
     );
-    scroll_to(&session, "[data-testid=topology-view]");
+    scroll_to(&session, page::TOPOLOGY_VIEW);
     session
         .element_screenshot(
-            "[data-testid=topology-view]",
+            page::TOPOLOGY_VIEW,
             &screenshot_path("topology-tp-spans-nodes"),
         )
         .unwrap();
@@ -451,19 +436,21 @@ fn search_of_16k_gpus_is_timed_and_the_page_stays_responsive() {
         .execute_async(
             r#"
             const done = arguments[arguments.length - 1];
-            const el = document.querySelector('[data-testid=input-gbs]');
+            const el = document.querySelector(arguments[0]);
+            // Read here: inside tick, `arguments` is tick's own.
+            const status = arguments[1];
             el.value = '2048';
             el.dispatchEvent(new Event('input', {bubbles: true}));
             el.dispatchEvent(new Event('change', {bubbles: true}));
             const gaps = []; let last = performance.now();
             function tick() {
                 const t = performance.now(); gaps.push(t - last); last = t;
-                const s = document.querySelector('[data-testid=mesh-status]');
+                const s = document.querySelector(status);
                 if (s && s.dataset.done === 'true') { done(gaps); } else { requestAnimationFrame(tick); }
             }
             requestAnimationFrame(tick);
             "#,
-            vec![],
+            vec![json!(page::INPUT_GBS), json!(page::MESH_STATUS)],
         )
         .expect("frames during the search");
     let mut gaps: Vec<f64> = gaps
@@ -474,7 +461,7 @@ fn search_of_16k_gpus_is_timed_and_the_page_stays_responsive() {
     wait_search_done(&session, SEARCH);
     let num = |a: &str| -> f64 {
         session
-            .attr("[data-testid=mesh-timing]", a)
+            .attr(page::MESH_TIMING, a)
             .unwrap()
             .and_then(|v| v.parse().ok())
             .unwrap_or(f64::NAN)
@@ -489,17 +476,14 @@ fn search_of_16k_gpus_is_timed_and_the_page_stays_responsive() {
         percentile(&gaps, 0.95),
         gaps.last().copied().unwrap_or(f64::NAN),
         gaps.len(),
-        session.text("[data-testid=mesh-status]").unwrap_or_default(),
+        session.text(page::MESH_STATUS).unwrap_or_default(),
     );
-    let status = session.text("[data-testid=mesh-status]").unwrap();
+    let status = session.text(page::MESH_STATUS).unwrap();
     assert!(status.contains("16,384 GPUs"), "{status}");
-    assert!(!texts(&session, "[data-testid=mesh-row]").is_empty());
-    scroll_to(&session, "[data-testid=mesh-view]");
+    assert!(!texts(&session, page::MESH_ROW).is_empty());
+    scroll_to(&session, page::MESH_VIEW);
     session
-        .element_screenshot(
-            "[data-testid=mesh-view]",
-            &screenshot_path("mesh-explorer-405b-16k"),
-        )
+        .element_screenshot(page::MESH_VIEW, &screenshot_path("mesh-explorer-405b-16k"))
         .unwrap();
 
     // Input → repaint over 240 DP slider moves, as app.rs measures it, with the
@@ -516,7 +500,7 @@ fn search_of_16k_gpus_is_timed_and_the_page_stays_responsive() {
 }
 
 const BATCH_FIELD: Control = Control {
-    css: "[data-testid=input-gbs]",
+    css: page::INPUT_GBS,
     next_value: "el.value === '2048' ? '1024' : '2048'",
     name: "global-batch edits (each restarts the search)",
 };

@@ -7,6 +7,7 @@
 
 use std::time::{Duration, Instant};
 
+use e2e::page;
 use e2e::{assert_no_console_errors, screenshot_path, Page, Session};
 use planner_core::edges::serving_page::search_inputs;
 use planner_core::resolve::presets;
@@ -23,9 +24,9 @@ fn load(concurrency: u32) -> ServingLoad {
     }
 }
 
-fn seconds_attr(session: &Session, testid: &str) -> Option<f64> {
+fn seconds_attr(session: &Session, css: &str) -> Option<f64> {
     session
-        .attr(&format!("[data-testid={testid}]"), "data-seconds")
+        .attr(css, "data-seconds")
         .ok()
         .flatten()
         .and_then(|v| v.parse().ok())
@@ -35,7 +36,7 @@ fn seconds_attr(session: &Session, testid: &str) -> Option<f64> {
 fn wait_tpot(session: &Session, want: f64) -> f64 {
     let deadline = Instant::now() + SETTLE;
     loop {
-        let got = seconds_attr(session, "serve-tpot").unwrap_or(f64::NAN);
+        let got = seconds_attr(session, page::SERVE_TPOT).unwrap_or(f64::NAN);
         if (got - want).abs() <= 1e-9 * want.abs() || Instant::now() > deadline {
             return got;
         }
@@ -49,7 +50,10 @@ fn wait_idle(session: &Session) {
     loop {
         let busy = session
             .execute(
-                "return document.querySelector('[data-testid=serve-computing]') !== null;",
+                &format!(
+                    "return document.querySelector('{}') !== null;",
+                    page::SERVE_COMPUTING
+                ),
                 vec![],
             )
             .expect("query the computing note");
@@ -81,7 +85,7 @@ fn tpot_follows_concurrency_and_a_deployment_row_applies_its_layout() {
     let page = Page::start().expect("start server and chromedriver");
     let session = page.open("").expect("page loads");
     session.set_window_size(1440, 2600).unwrap();
-    session.reveal("[data-testid=serving-view]").unwrap();
+    session.reveal(page::SERVING_VIEW).unwrap();
     let base = presets::default_scenario();
 
     // On load: the scenario's replica (TP 8) at its target concurrency.
@@ -111,7 +115,7 @@ fn tpot_follows_concurrency_and_a_deployment_row_applies_its_layout() {
     // Change the concurrency as a user would, in its field.
     for c in [64u32, 4] {
         session
-            .set_value("[data-testid=input-serve_conc]", &c.to_string())
+            .set_value(page::INPUT_SERVE_CONC, &c.to_string())
             .unwrap();
         let mut sc = base.clone();
         sc.serving.target_concurrency = c;
@@ -134,7 +138,7 @@ fn tpot_follows_concurrency_and_a_deployment_row_applies_its_layout() {
     let r = serve_search(&model, &base, &load(1), &target, &space).expect("native search");
     let best = r.ranked.first().expect("a deployment meets the target");
     let row = session
-        .wait_text("[data-testid=deploy-row-0]", SETTLE, |t| !t.is_empty())
+        .wait_text(page::DEPLOY_ROW_0, SETTLE, |t| !t.is_empty())
         .expect("deployment table");
     assert!(
         row.contains(&best.label),
@@ -143,17 +147,12 @@ fn tpot_follows_concurrency_and_a_deployment_row_applies_its_layout() {
     );
     wait_idle(&session);
     session
-        .element_screenshot(
-            "[data-testid=serving-view]",
-            &screenshot_path("serving-latency"),
-        )
+        .element_screenshot(page::SERVING_VIEW, &screenshot_path("serving-latency"))
         .unwrap();
-    session.click("[data-testid=deploy-row-0]").unwrap();
+    session.click(page::DEPLOY_ROW_0).unwrap();
     let (tp, _pp) = best.deployment.serving_shape();
     session
-        .wait_text("[data-testid=value-serve_tp]", SETTLE, |t| {
-            t == tp.to_string()
-        })
+        .wait_text(page::VALUE_SERVE_TP, SETTLE, |t| t == tp.to_string())
         .expect("the row's TP is applied");
     let c = best.deployment.concurrency;
     let mut applied = base.clone();

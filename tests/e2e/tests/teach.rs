@@ -7,6 +7,7 @@
 
 use std::time::{Duration, Instant};
 
+use e2e::page;
 use e2e::{assert_no_console_errors, base64_decode, screenshot_path, Page, Session};
 use planner_core::edges::link;
 use planner_core::figures::teaching::{teaching_figures, TeachingFigures};
@@ -55,21 +56,21 @@ fn check_collectives(session: &Session, figs: &TeachingFigures) -> Vec<(f64, f64
         let id = demo.op.id();
         if demo.uses.is_empty() {
             session
-                .wait_text(&format!("[data-testid=coll-{id}-none]"), SETTLE, |_| true)
+                .wait_text(&page::collective_none(id), SETTLE, |_| true)
                 .unwrap_or_else(|e| panic!("{id}: no uses, but no note: {e}"));
             continue;
         }
         let n_rows = session
             .execute(
-                "return document.querySelectorAll(`[data-testid^=coll-${arguments[0]}-use-]`).length;",
-                vec![json!(id)],
+                "return document.querySelectorAll(arguments[0]).length;",
+                vec![json!(page::collective_uses(id))],
             )
             .unwrap()
             .as_u64()
             .unwrap_or(0);
         assert_eq!(n_rows as usize, demo.uses.len(), "{id}: rows on the page");
         for (i, u) in demo.uses.iter().enumerate() {
-            let css = format!("[data-testid=coll-{id}-use-{i}]");
+            let css = page::collective_use(id, i);
             let ranks = num_attr(session, &css, "data-ranks");
             let message = num_attr(session, &css, "data-message-bytes");
             let sent = num_attr(session, &css, "data-sent-bytes");
@@ -129,18 +130,21 @@ fn learn_figures_follow_planner_core_and_a_slider() {
     let session = page.open("").expect("page loads");
     session
         .execute(
-            "document.querySelector('[data-testid=learn-view]').scrollIntoView();",
+            &format!(
+                "document.querySelector('{}').scrollIntoView();",
+                page::LEARN_VIEW
+            ),
             vec![],
         )
         .unwrap();
     let mut scenario = presets::default_scenario();
     session
-        .wait_text("[data-testid=coll-all_reduce]", LOAD, |_| true)
+        .wait_text(page::COLL_ALL_REDUCE, LOAD, |_| true)
         .expect("the collectives tab shows");
     // Default: sequence parallel and ZeRO-1, so TP and gradients use reduce-scatter/all-gather.
     check_collectives(&session, &figures(&scenario));
     // Sequence parallel off: TP's collectives become all-reduces.
-    session.click("[data-testid=input-sp]").unwrap();
+    session.click(page::INPUT_SP).unwrap();
     scenario.layout.sequence_parallel = false;
     let figs = figures(&scenario);
     let first = figs.collectives[0]
@@ -149,7 +153,7 @@ fn learn_figures_follow_planner_core_and_a_slider() {
         .expect("TP all-reduces without SP");
     wait_for_attr(
         &session,
-        "[data-testid=coll-all_reduce-use-0]",
+        page::COLL_ALL_REDUCE_USE_0,
         "data-sent-bytes",
         first.bytes_sent_per_rank_per_call,
     );
@@ -160,18 +164,10 @@ fn learn_figures_follow_planner_core_and_a_slider() {
     );
 
     // Move TP down one step by keyboard: the all-reduce group and its bytes follow.
-    let tp_before: u32 = session
-        .text("[data-testid=value-tp]")
-        .unwrap()
-        .parse()
-        .unwrap();
-    session
-        .send_keys("[data-testid=input-tp]", ARROW_LEFT)
-        .unwrap();
+    let tp_before: u32 = session.text(page::VALUE_TP).unwrap().parse().unwrap();
+    session.send_keys(page::INPUT_TP, ARROW_LEFT).unwrap();
     let tp: u32 = session
-        .wait_text("[data-testid=value-tp]", SETTLE, |t| {
-            t != tp_before.to_string()
-        })
+        .wait_text(page::VALUE_TP, SETTLE, |t| t != tp_before.to_string())
         .unwrap()
         .parse()
         .unwrap();
@@ -181,7 +177,7 @@ fn learn_figures_follow_planner_core_and_a_slider() {
     let first = &figs_after.collectives[0].uses[0];
     wait_for_attr(
         &session,
-        "[data-testid=coll-all_reduce-use-0]",
+        page::COLL_ALL_REDUCE_USE_0,
         "data-sent-bytes",
         first.bytes_sent_per_rank_per_call,
     );
@@ -190,25 +186,23 @@ fn learn_figures_follow_planner_core_and_a_slider() {
     println!("all-reduce uses at TP {tp}: {after:?}");
 
     // The other tabs show planner-core's numbers for this layout.
-    session.click("[data-testid=learn-tab-mlp]").unwrap();
+    session.click(page::LEARN_TAB_MLP).unwrap();
     let mlp = figs_after.mlp.as_ref().expect("MLP split");
     session
-        .wait_text("[data-testid=mlp-tp]", SETTLE, |t| t == mlp.tp.to_string())
+        .wait_text(page::MLP_TP, SETTLE, |t| t == mlp.tp.to_string())
         .expect("MLP at the layout's TP");
-    session.click("[data-testid=learn-tab-cp]").unwrap();
+    session.click(page::LEARN_TAB_CP).unwrap();
     let cp = figs_after.cp.as_ref().expect("CP figure");
     session
-        .wait_text("[data-testid=cp-ranks]", SETTLE, |t| t == cp.cp.to_string())
+        .wait_text(page::CP_RANKS, SETTLE, |t| t == cp.cp.to_string())
         .expect("CP ranks");
-    session.click("[data-testid=learn-tab-ep]").unwrap();
+    session.click(page::LEARN_TAB_EP).unwrap();
     let ep = figs_after.ep.as_ref().expect("EP figure");
     session
-        .wait_text("[data-testid=ep-capacity]", SETTLE, |t| {
-            t == ep.capacity.to_string()
-        })
+        .wait_text(page::EP_CAPACITY, SETTLE, |t| t == ep.capacity.to_string())
         .expect("EP capacity");
     session
-        .wait_text("[data-testid=ep-experts]", SETTLE, |t| {
+        .wait_text(page::EP_EXPERTS, SETTLE, |t| {
             t == format!("{} / {}", ep.experts, ep.top_k)
         })
         .expect("EP experts");
@@ -240,7 +234,7 @@ fn check_downloads(session: &Session, prefix: &str) -> usize {
         .filter_map(|v| v.as_str().map(str::to_string))
         .collect();
     for id in &ids {
-        let link = format!("[data-testid=download-{id}]");
+        let link = page::download(id);
         session
             .execute(
                 "document.querySelector(arguments[0]).scrollIntoView({block: 'center'});",
@@ -261,8 +255,8 @@ fn check_downloads(session: &Session, prefix: &str) -> usize {
         let h = u32::from_be_bytes([png[20], png[21], png[22], png[23]]);
         let size = session
             .execute(
-                "const c = document.querySelector(`[data-testid=${arguments[0]}]`); return [c.width, c.height];",
-                vec![json!(id)],
+                "const c = document.querySelector(arguments[0]); return [c.width, c.height];",
+                vec![json!(page::testid(id))],
             )
             .unwrap();
         assert_eq!(
@@ -285,9 +279,7 @@ fn every_chart_downloads_as_a_png() {
     let session = page.open("").expect("page loads");
     let mut total = check_downloads(&session, "chart-");
     for tab in TABS.iter().skip(1) {
-        session
-            .click(&format!("[data-testid=learn-tab-{tab}]"))
-            .unwrap();
+        session.click(&page::learn_tab(tab)).unwrap();
         std::thread::sleep(Duration::from_millis(150));
         total += check_downloads(&session, "chart-teach-");
     }
@@ -306,13 +298,11 @@ fn every_chart_downloads_as_a_png() {
 
 fn shoot_tabs(session: &Session, prefix: &str) {
     for tab in TABS {
-        session
-            .click(&format!("[data-testid=learn-tab-{tab}]"))
-            .unwrap();
+        session.click(&page::learn_tab(tab)).unwrap();
         std::thread::sleep(Duration::from_millis(300));
         session
             .element_screenshot(
-                "[data-testid=learn-view]",
+                page::LEARN_VIEW,
                 &screenshot_path(&format!("learn-{prefix}-{tab}")),
             )
             .unwrap();
@@ -327,7 +317,7 @@ fn screenshots_of_every_teaching_figure() {
     session.set_window_size(1440, 2000).unwrap();
     shoot_tabs(&session, "default");
     // The article's 512-GPU mesh: TP 8 × PP 4 × CP 4 × DP 4.
-    session.click("[data-testid=example-article-mesh]").unwrap();
+    session.click(page::EXAMPLE_ARTICLE_MESH).unwrap();
     std::thread::sleep(Duration::from_millis(300));
     shoot_tabs(&session, "mesh");
     // Dark theme, as a user with a dark OS theme sees it.
@@ -351,19 +341,22 @@ fn screenshots_of_every_teaching_figure() {
     // The Learn section recomputes only near the screen: bring it there first.
     session
         .execute(
-            "document.querySelector('[data-testid=learn-view]').scrollIntoView(); return true;",
+            &format!(
+                "document.querySelector('{}').scrollIntoView(); return true;",
+                page::LEARN_VIEW
+            ),
             vec![],
         )
         .unwrap();
     let ep = figures(&moe).ep.expect("EP figure");
-    session.click("[data-testid=learn-tab-ep]").unwrap();
+    session.click(page::LEARN_TAB_EP).unwrap();
     session
-        .wait_text("[data-testid=ep-experts]", SETTLE, |t| {
+        .wait_text(page::EP_EXPERTS, SETTLE, |t| {
             t == format!("{} / {}", ep.experts, ep.top_k)
         })
         .expect("Mixtral's experts");
     session
-        .wait_text("[data-testid=ep-dropped]", SETTLE, |t| {
+        .wait_text(page::EP_DROPPED, SETTLE, |t| {
             t == format!("{} / {}", ep.dropped, ep.padded)
         })
         .expect("Mixtral's drops");

@@ -8,6 +8,7 @@
 
 use std::time::Duration;
 
+use e2e::page;
 use e2e::{assert_no_console_errors, Page};
 use planner_core::edges::link;
 use planner_core::evaluate::stage_split_view;
@@ -42,7 +43,7 @@ fn choosing_an_uneven_split_shows_planner_cores_stages() {
 
     // The control offers the split; choose it as a person would.
     session
-        .set_value("[data-testid=input-split]", "fl:7:7")
+        .set_value(page::INPUT_SPLIT, "fl:7:7")
         .expect("split select");
     let mut want = sc.clone();
     want.layout.stage_split = StageSplit::FirstLast {
@@ -58,14 +59,14 @@ fn choosing_an_uneven_split_shows_planner_cores_stages() {
         layers.join(" ")
     );
     let shown = session
-        .wait_text("[data-testid=pipeline-split]", SETTLE, |t| !t.is_empty())
+        .wait_text(page::PIPELINE_SPLIT, SETTLE, |t| !t.is_empty())
         .expect("the pipeline view shows the split");
     assert_eq!(shown, expected);
     assert!(
         shown.ends_with("7 8 8 8 8 8 8 8 8 8 8 8 8 8 8 7"),
         "{shown}"
     );
-    let pace = session.text("[data-testid=pipeline-split-pace]").unwrap();
+    let pace = session.text(page::PIPELINE_SPLIT_PACE).unwrap();
     assert_eq!(
         pace,
         format!(
