@@ -9,7 +9,7 @@ use planner_core::input::hardware::gpu_preset;
 use planner_core::input::scenario::Overheads;
 use planner_core::time::cost::CostOptions;
 
-const DATASET: &str = include_str!("../../validation/public-runs.json");
+const DATASET: &str = include_str!("../../../validation/public-runs.json");
 
 fn report() -> ValidationReport {
     run_validation(DATASET, ValidationOptions { search: false }).expect("dataset parses")

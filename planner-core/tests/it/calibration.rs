@@ -136,7 +136,7 @@ fn two_level_samples_fit_the_network_after_the_node_stages() {
 
 #[test]
 fn json_output_parses_like_the_table() {
-    let json = include_str!("fixtures/nccl/all_gather_perf.json");
+    let json = include_str!("../fixtures/nccl/all_gather_perf.json");
     let run = parse_json(json).expect("json");
     assert_eq!(run.op, Some(Collective::AllGather));
     assert_eq!((run.ranks, run.hosts), (Some(2), Some(2)));
@@ -239,7 +239,7 @@ fn gemm_fit_recovers_a_saturating_curve_and_marks_predictions_measured() {
 fn bench_report_feeds_the_fits() {
     use planner_core::edges::calibration_fit::samples_from_report;
     use planner_core::input::precision::ComputeDtype;
-    let text = include_str!("fixtures/report/synthetic-2gpu.json");
+    let text = include_str!("../fixtures/report/synthetic-2gpu.json");
     let report = planner_core::edges::report::parse_report(text).expect("report");
     let (comm, gemm) = samples_from_report(&report, ComputeDtype::Bf16);
     assert_eq!(comm.len(), report.collectives.len());

@@ -199,7 +199,7 @@ fn teaching_sums_add_the_held_parts_and_time_the_bars() {
 
 fn nccl_calibrated(enabled: bool) -> planner_core::input::scenario::Scenario {
     let mut s = default_scenario();
-    let text = include_str!("../../tests/e2e/fixtures/synthetic-nccl-all-reduce-8gpu.txt");
+    let text = include_str!("../../../tests/e2e/fixtures/synthetic-nccl-all-reduce-8gpu.txt");
     let m = read_measurements(text, &NcclContext::default()).expect("fixture");
     let summary = fit_measurements(&m.comm, &m.gemm, &s.cluster.gpu)
         .expect("fit")

@@ -531,7 +531,7 @@ fn fuzz_scenario_file() {
         .map(|s| serde_json::to_value(s).expect("serialises"))
         .collect();
     seeds.push(
-        serde_json::from_str(include_str!("../../examples/article-70b-mesh.json"))
+        serde_json::from_str(include_str!("../../../examples/article-70b-mesh.json"))
             .expect("example"),
     );
     fuzz(
@@ -574,8 +574,8 @@ fn fuzz_search() {
 
 #[test]
 fn fuzz_report_calibrate() {
-    let seed: Value =
-        serde_json::from_str(include_str!("fixtures/report/synthetic-2gpu.json")).expect("fixture");
+    let seed: Value = serde_json::from_str(include_str!("../fixtures/report/synthetic-2gpu.json"))
+        .expect("fixture");
     let Some(gpu) = gpu_preset("h100-sxm") else {
         panic!("preset")
     };
@@ -594,7 +594,7 @@ fn fuzz_report_calibrate() {
 }
 
 /// nccl-tests `-J` output of a 2-rank all_gather_perf (shared with tests/calibration.rs).
-const NCCL_JSON: &str = include_str!("fixtures/nccl/all_gather_perf.json");
+const NCCL_JSON: &str = include_str!("../fixtures/nccl/all_gather_perf.json");
 
 const NCCL_TEXT: &str = "# nccl-tests version 2.17.1 nccl-headers=22703 nccl-library=22703
 # Collective test starting: all_reduce_perf
@@ -703,11 +703,11 @@ fn fuzz_nccl_tests_json() {
 #[test]
 fn fuzz_hf_config() {
     let seeds: Vec<Value> = [
-        include_str!("fixtures/hf/llama-3.1-8b.json"),
-        include_str!("fixtures/hf/deepseek-v3.json"),
-        include_str!("fixtures/hf/mixtral-8x7b.json"),
-        include_str!("fixtures/hf/qwen3-30b-a3b.json"),
-        include_str!("fixtures/hf/qwen2.5-72b.json"),
+        include_str!("../fixtures/hf/llama-3.1-8b.json"),
+        include_str!("../fixtures/hf/deepseek-v3.json"),
+        include_str!("../fixtures/hf/mixtral-8x7b.json"),
+        include_str!("../fixtures/hf/qwen3-30b-a3b.json"),
+        include_str!("../fixtures/hf/qwen2.5-72b.json"),
     ]
     .iter()
     .map(|t| serde_json::from_str(t).expect("fixture"))

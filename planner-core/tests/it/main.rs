@@ -1,0 +1,44 @@
+//! planner-core's integration tests as one binary (one link instead of one per
+//! file): a module per topic. Fixtures and golden files stay in `tests/fixtures` and
+//! `tests/golden`.
+
+mod activations;
+mod bounded_work;
+mod calibrated_views;
+mod calibration;
+mod comms;
+mod cost;
+mod engine_kv;
+mod evaluate;
+mod export;
+mod export_deployment;
+mod finetune;
+mod fold;
+mod fuzz;
+mod hostile_input;
+mod import_sniff;
+mod layers;
+mod link_roundtrip;
+mod memory;
+mod memory_as_measured;
+mod mesh;
+mod models_hf_import;
+mod models_presets;
+mod models_validate;
+mod offload;
+mod page_summary;
+mod page_sums;
+mod pipeline;
+mod report;
+mod report_schema;
+mod search_memo;
+mod search_snapshot;
+mod serving;
+mod serving_page;
+mod serving_search;
+mod serving_time;
+mod serving_validation;
+mod teaching;
+mod topology_map;
+mod uneven_stages;
+mod validation;
