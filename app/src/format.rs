@@ -1,34 +1,7 @@
 //! Number formatting for display: decimal units (GB = 1e9 B), as the article
 //! and GPU datasheets count memory, with thousands separators.
 
-/// Groups the integer part in threes: `1120` → `"1,120"`.
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// A number with about three significant digits: 0 decimals from 100, 1 from 10, 2 below.
-pub fn sig3(x: f64) -> String {
-    if !x.is_finite() {
-        return "—".into();
-    }
-    let a = x.abs();
-    let sign = if x < 0.0 { "-" } else { "" };
-    if a >= 100.0 {
-        format!("{sign}{}", thousands(a.round() as u64))
-    } else if a >= 10.0 {
-        format!("{sign}{a:.1}")
-    } else {
-        format!("{sign}{a:.2}")
-    }
-}
+pub use planner_core::base::explain::{fmt_seconds as seconds, sig3, thousands};
 
 /// An axis tick: whole numbers with separators ("1,000", "0"), others with three digits.
 pub fn axis(x: f64) -> String {

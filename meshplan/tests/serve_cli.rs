@@ -12,9 +12,9 @@ fn serve_prints_ttft_tpot_and_throughput() {
         let out = meshplan(&["serve", EXAMPLE, "--concurrency", c]);
         assert!(out.status.success(), "{}", stderr(&out));
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).expect("json");
-        let tpot = v["tpot"]["bytes"].as_f64().expect("tpot");
-        let ttft = v["ttft"]["bytes"].as_f64().expect("ttft");
-        let thr = v["throughput_per_gpu"]["bytes"]
+        let tpot = v["tpot"]["value"].as_f64().expect("tpot");
+        let ttft = v["ttft"]["value"].as_f64().expect("ttft");
+        let thr = v["throughput_per_gpu"]["value"]
             .as_f64()
             .expect("throughput");
         assert!(tpot > 0.0 && tpot.is_finite());

@@ -22,6 +22,7 @@ use planner_core::time::cost::GemmEfficiency;
 
 use crate::app::Ctx;
 use crate::format;
+use crate::format::seconds;
 use crate::views::bandwidth_chart::{draw_busbw, sizes_around, BusbwSeries};
 use crate::views::chart_canvas::{ChartCanvas, DrawInput};
 use crate::views::files::{file_of_drop, file_of_input_event, read_text};
@@ -141,19 +142,6 @@ fn busbw_series(
             }
         })
         .collect()
-}
-
-/// Seconds in s or ms with three digits.
-fn seconds(x: f64) -> String {
-    if !x.is_finite() {
-        "—".into()
-    } else if x.abs() >= 1.0 {
-        format!("{} s", format::sig3(x))
-    } else if x.abs() >= 1e-3 {
-        format!("{} ms", format::sig3(x * 1e3))
-    } else {
-        format!("{} µs", format::sig3(x * 1e6))
-    }
 }
 
 fn gbps(bytes_per_s: f64) -> String {

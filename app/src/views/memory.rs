@@ -44,14 +44,14 @@ pub fn term_color(key: &str) -> usize {
 pub fn term_tip(t: &Term) -> Tip {
     Tip {
         title: t.label.clone(),
-        value: format::bytes(t.bytes),
+        value: format::bytes(t.value),
         lines: vec![t.formula.clone(), t.worked.clone(), t.assumption.clone()],
     }
 }
 
 fn segment(t: &Term, light: bool) -> Segment {
     Segment {
-        bytes: t.bytes,
+        bytes: t.value,
         color: term_color(&t.key),
         light,
         tip: term_tip(t),
@@ -121,9 +121,9 @@ fn host_memory_table(h: planner_core::memory::offload::HostMemory) -> impl IntoV
                         .map(|t| {
                             let tip = format!("{} — {}", t.worked, t.assumption);
                             view! {
-                                <tr data-testid=format!("host-term-{}", t.key) data-bytes=t.bytes.to_string()>
+                                <tr data-testid=format!("host-term-{}", t.key) data-bytes=t.value.to_string()>
                                     <th scope="row" title=tip>{t.label}</th>
-                                    <td>{format::bytes(t.bytes)}</td>
+                                    <td>{format::bytes(t.value)}</td>
                                     <td>{t.formula}</td>
                                 </tr>
                             }
@@ -456,7 +456,7 @@ pub fn MemoryView() -> impl IntoView {
                                         view! {
                                             <tr tabindex="0" title=t.formula.clone()>
                                                 <td>{t.label.clone()}</td>
-                                                <td class="num">{format::bytes(t.bytes)}</td>
+                                                <td class="num">{format::bytes(t.value)}</td>
                                                 <td><code>{t.worked.clone()}</code></td>
                                                 <td class="assumption">{t.assumption.clone()}</td>
                                             </tr>

@@ -216,14 +216,6 @@ impl Filter {
     }
 }
 
-fn ms(s: f64) -> String {
-    if s >= 1.0 {
-        format!("{s:.2} s")
-    } else {
-        format!("{:.0} ms", s * 1e3)
-    }
-}
-
 /// Applies a ranked layout with the offload its search priced ([`SearchResult::offload`]).
 fn apply(ctx: Ctx, f: Feasible, offload: Offload) {
     ctx.scenario.update(|s| {
@@ -511,11 +503,11 @@ pub fn MeshView() -> impl IntoView {
                                                         <td>{k.recompute.id()}</td>
                                                         <td data-col="memory">{format::bytes(f.peak_memory_bytes)}</td>
                                                         <td>{format::bytes(f.headroom_bytes)}</td>
-                                                        <td data-col="step">{ms(f.step_s)}</td>
+                                                        <td data-col="step">{format::seconds(f.step_s)}</td>
                                                         <td>{format::thousands(f.tokens_per_s_per_gpu(&sc.training).round() as u64)}</td>
                                                         <td data-col="mfu">{format::percent(f.mfu)}</td>
-                                                        <td>{ms(f.exposed_comm_s)}</td>
-                                                        <td>{ms(f.bubble_s)}</td>
+                                                        <td>{format::seconds(f.exposed_comm_s)}</td>
+                                                        <td>{format::seconds(f.bubble_s)}</td>
                                                     </tr>
                                                 }
                                             })
@@ -571,7 +563,7 @@ fn Hints(state: SearchState) -> impl IntoView {
                                                         class="link"
                                                         on:click=move |_| apply(ctx, f, offload)
                                                     >
-                                                        {format!("apply DP {} × TP {} × PP {} × CP {} ({})", d.dp, d.tp, d.pp, d.cp, ms(f.step_s))}
+                                                        {format!("apply DP {} × TP {} × PP {} × CP {} ({})", d.dp, d.tp, d.pp, d.cp, format::seconds(f.step_s))}
                                                     </button>
                                                 }
                                                     .into_any()

@@ -56,15 +56,15 @@ fn Figure(
     #[prop(default = false)] count: bool,
 ) -> impl IntoView {
     let value = if count {
-        format::count(term.bytes)
+        format::count(term.value)
     } else {
-        format::bytes(term.bytes)
+        format::bytes(term.value)
     };
     let title = format!("{}\n{}\n{}", term.formula, term.worked, term.assumption);
     view! {
         <div tabindex="0" title=title>
             <dt>{label}</dt>
-            <dd data-testid=testid data-bytes=term.bytes.to_string()>{value}</dd>
+            <dd data-testid=testid data-bytes=term.value.to_string()>{value}</dd>
             <dd class="hint">{term.worked.clone()}</dd>
         </div>
     }

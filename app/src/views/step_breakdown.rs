@@ -10,6 +10,7 @@ use planner_core::time::cost::CostOptions;
 
 use crate::app::Ctx;
 use crate::format;
+use crate::format::seconds;
 use crate::perf::timed;
 use crate::views::visibility::{near_screen, scenario_while_visible};
 
@@ -25,16 +26,6 @@ fn segment_class(kind: SegmentKind) -> &'static str {
         SegmentKind::PpComm => "seg-pp",
         SegmentKind::Bubble => "seg-bubble",
         SegmentKind::Optimizer => "seg-opt",
-    }
-}
-
-fn seconds(s: f64) -> String {
-    if !s.is_finite() {
-        "—".into()
-    } else if s >= 1.0 {
-        format!("{s:.2} s")
-    } else {
-        format!("{:.1} ms", s * 1e3)
     }
 }
 

@@ -15,6 +15,7 @@ use web_sys::HtmlCanvasElement;
 
 use crate::charts::{prepare, HitBox, Theme, Tip, PALETTE};
 use crate::format;
+pub use crate::format::seconds;
 
 type Area = DrawingArea<Canvas2d, Shift>;
 
@@ -199,21 +200,6 @@ fn tip(title: String, value: String, lines: Vec<String>) -> Tip {
         title,
         value,
         lines,
-    }
-}
-
-/// Seconds in ms or µs.
-pub fn seconds(s: f64) -> String {
-    if !s.is_finite() {
-        "—".into()
-    } else if s == 0.0 {
-        "0".into()
-    } else if s >= 1.0 {
-        format!("{} s", format::sig3(s))
-    } else if s >= 1e-3 {
-        format!("{} ms", format::sig3(s * 1e3))
-    } else {
-        format!("{} µs", format::sig3(s * 1e6))
     }
 }
 

@@ -35,7 +35,7 @@ fn gb(bytes: f64) -> String {
 }
 
 fn term_row(out: &mut String, t: &Term) {
-    let _ = writeln!(out, "  {:<34} {:>12}   {}", t.label, gb(t.bytes), t.worked);
+    let _ = writeln!(out, "  {:<34} {:>12}   {}", t.label, gb(t.value), t.worked);
 }
 
 fn render_table(s: &Scenario, e: &Evaluation) -> String {
@@ -77,8 +77,8 @@ fn render_table(s: &Scenario, e: &Evaluation) -> String {
 
     let _ = writeln!(out, "\nModel state per GPU (replicated + sharded):");
     for bar in &e.model_state {
-        let rep = bar.replicated.iter().fold(0.0, |acc, t| acc + t.bytes);
-        let sh = bar.sharded.iter().fold(0.0, |acc, t| acc + t.bytes);
+        let rep = bar.replicated.iter().fold(0.0, |acc, t| acc + t.value);
+        let sh = bar.sharded.iter().fold(0.0, |acc, t| acc + t.value);
         let _ = writeln!(
             out,
             "  {:<8} {:>12} = {:>12} replicated + {:>12} sharded",
@@ -146,9 +146,9 @@ fn render_table(s: &Scenario, e: &Evaluation) -> String {
                 "\nServing (TP {} × PP {}): KV {:.0} B/token, {} per sequence; max concurrent sequences {}",
                 sv.plan.tp,
                 sv.plan.pp,
-                sv.plan.kv_bytes_per_token.bytes,
-                gb(sv.plan.kv_bytes_per_sequence.bytes),
-                sv.plan.max_concurrent_sequences.bytes
+                sv.plan.kv_bytes_per_token.value,
+                gb(sv.plan.kv_bytes_per_sequence.value),
+                sv.plan.max_concurrent_sequences.value
             );
             let _ = writeln!(out, "  Recommendation: {}", sv.recommendation.reason);
         }

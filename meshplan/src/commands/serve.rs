@@ -65,7 +65,7 @@ pub fn run(args: &Args) -> Result<String, CliError> {
 }
 
 fn value(t: &Term) -> String {
-    let v = t.bytes;
+    let v = t.value;
     if t.label.ends_with("(s)") {
         if v < 1e-3 {
             format!("{:.1} µs", v * 1e6)

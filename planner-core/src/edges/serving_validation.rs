@@ -416,7 +416,7 @@ pub fn map_serving_run(run: &ServingRun) -> Result<MappedServing, String> {
                 e.field, e.reason
             )
         })?;
-        let capacity = probe.kv_capacity_tokens.bytes;
+        let capacity = probe.kv_capacity_tokens.value;
         let seqs = (capacity / f64::from(context_len.max(1))).floor();
         if seqs < 1.0 {
             return Err(format!(
@@ -491,13 +491,13 @@ impl ServingBreakdown {
     fn of(t: &ServingTime) -> Self {
         ServingBreakdown {
             concurrency: t.load.concurrency,
-            prefill_s: t.prefill.time.bytes,
-            decode_step_s: t.decode.time.bytes,
-            decode_memory_s: t.decode.memory_time.bytes,
-            decode_compute_s: t.decode.compute_time.bytes,
-            decode_comm_s: t.decode.comm_time.bytes,
-            interference_s: t.interference.bytes,
-            queue_wait_s: t.queue_wait.bytes,
+            prefill_s: t.prefill.time.value,
+            decode_step_s: t.decode.time.value,
+            decode_memory_s: t.decode.memory_time.value,
+            decode_compute_s: t.decode.compute_time.value,
+            decode_comm_s: t.decode.comm_time.value,
+            interference_s: t.interference.value,
+            queue_wait_s: t.queue_wait.value,
             bound: t.decode.bound.id().to_string(),
         }
     }
@@ -581,16 +581,16 @@ pub fn validate_serving_run(run: &ServingRun) -> ServingRowResult {
     }
     for (q, value) in measured {
         let predicted = match q {
-            ServingQuantity::TtftMs => t.ttft.bytes * 1e3,
-            ServingQuantity::TpotMs => t.tpot.bytes * 1e3,
+            ServingQuantity::TtftMs => t.ttft.value * 1e3,
+            ServingQuantity::TpotMs => t.tpot.value * 1e3,
             ServingQuantity::OutputTokensPerS => match run.throughput_basis {
-                Some(ThroughputBasis::PerGpu) => t.throughput_per_gpu.bytes,
-                _ => t.throughput_per_replica.bytes,
+                Some(ThroughputBasis::PerGpu) => t.throughput_per_gpu.value,
+                _ => t.throughput_per_replica.value,
             },
             // vLLM benchmark_serving's decomposition (TPOT = (latency − TTFT) / (output − 1)),
             // read backwards: latency = TTFT + (O − 1) · TPOT.
             ServingQuantity::E2eLatencyMs => {
-                (t.ttft.bytes + f64::from(run.output_tokens.saturating_sub(1)) * t.tpot.bytes) * 1e3
+                (t.ttft.value + f64::from(run.output_tokens.saturating_sub(1)) * t.tpot.value) * 1e3
             }
         };
         row.comparisons.push(ServingComparison {

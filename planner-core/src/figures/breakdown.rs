@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::base::explain::Term;
+use crate::base::explain::{Term, Unit};
 use crate::figures::topology_map::domain_bytes;
 use crate::input::model::ModelSpec;
 use crate::input::scenario::Scenario;
@@ -126,7 +126,8 @@ pub fn step_breakdown(
         Term {
             key: format!("time.comm.{key}"),
             label: label.to_string(),
-            bytes: e,
+            unit: Unit::Seconds,
+            value: e,
             formula: "steps·α + bytes·factor(n)/busbw per call × calls, minus what overlaps"
                 .to_string(),
             worked: format!("{} exposed of {} ({what})", ms(e), ms(raw)),
@@ -137,7 +138,8 @@ pub fn step_breakdown(
     let plain = |key: &str, label: &str, seconds: f64, formula: &str, assumption: &str| Term {
         key: key.to_string(),
         label: label.to_string(),
-        bytes: seconds,
+        unit: Unit::Seconds,
+        value: seconds,
         formula: formula.to_string(),
         worked: ms(seconds),
         assumption: assumption.to_string(),
@@ -210,7 +212,7 @@ pub fn step_breakdown(
         .map(|(kind, term)| {
             let seg = Segment {
                 kind,
-                seconds: term.bytes,
+                seconds: term.value,
                 offset_s: offset,
                 term,
             };

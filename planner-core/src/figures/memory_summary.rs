@@ -111,7 +111,7 @@ pub fn other_terms(m: &TrainingMemory) -> impl Iterator<Item = &Term> {
 
 /// Bytes of [`other_terms`]: the table's "+ other terms" column.
 pub fn other_bytes(m: &TrainingMemory) -> f64 {
-    other_terms(m).map(|t| t.bytes).sum()
+    other_terms(m).map(|t| t.value).sum()
 }
 
 /// The height of one bar of the ZeRO chart: its model state, plus the peak stage's
@@ -121,7 +121,7 @@ pub fn stacked_bar_bytes(bar: &ModelStateBar, other: Option<&TrainingMemory>) ->
         .replicated
         .iter()
         .chain(&bar.sharded)
-        .map(|t| t.bytes)
+        .map(|t| t.value)
         .sum();
     state + other.map_or(0.0, other_bytes)
 }

@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::base::explain::Term;
+use crate::base::explain::{Term, Unit};
 use crate::input::finetune::*;
 use crate::input::layout::{Layout, ZeroStage};
 use crate::input::model::{FfnKind, ModelSpec, ParamBreakdown};
@@ -279,7 +279,8 @@ pub fn state_terms(
                     "frozen base weights, NF4 linears + fp32 rest ({})",
                     sharding(state.base_sharded)
                 ),
-                bytes: state.base_weight_bytes,
+                unit: Unit::Bytes,
+                value: state.base_weight_bytes,
                 formula: "(4.127/8)·Ψ_linear + 4·Ψ_rest".into(),
                 worked: format!(
                     "0.5159 × {} + 4 × {}{} = {}",
@@ -296,7 +297,8 @@ pub fn state_terms(
         _ => terms.push(Term {
             key: "model_state.base_weights".into(),
             label: format!("frozen base weights ({})", sharding(state.base_sharded)),
-            bytes: state.base_weight_bytes,
+            unit: Unit::Bytes,
+            value: state.base_weight_bytes,
             formula: "bytes_w·Ψ".into(),
             worked: format!(
                 "{} × {}{} = {}",
@@ -349,7 +351,8 @@ pub fn state_terms(
         terms.push(Term {
             key: key.into(),
             label: format!("{label} ({})", sharding(sharded)),
-            bytes,
+            value: bytes,
+            unit: Unit::Bytes,
             formula: if sharded { "k·Ψ_A/N".into() } else { "k·Ψ_A".into() },
             worked: format!(
                 "{} × {}{} = {}",

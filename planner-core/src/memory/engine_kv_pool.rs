@@ -25,7 +25,7 @@
 //! Without an [`EngineProfile`] vLLM's activation peak and non-torch memory are the
 //! one configured `serving.workspace_bytes`, as the planner always counted them.
 
-use crate::base::explain::Term;
+use crate::base::explain::{Term, Unit};
 use crate::input::model::{FfnKind, ModelSpec};
 use crate::input::scenario::Serving;
 pub use crate::input::serving_engine::{
@@ -131,7 +131,8 @@ impl Row<'_> {
         Term {
             key: self.key.to_string(),
             label: self.label.to_string(),
-            bytes,
+            value: bytes,
+            unit: Unit::Bytes,
             formula: self.formula.to_string(),
             worked,
             assumption: self.assumption.to_string(),

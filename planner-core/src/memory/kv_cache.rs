@@ -4,7 +4,7 @@
 //! head per layer. Multi-head latent attention (DeepSeek-V2/V3) caches one
 //! compressed latent plus the shared RoPE key per layer instead.
 
-use crate::base::explain::Term;
+use crate::base::explain::{Term, Unit};
 use crate::input::model::ModelSpec;
 use crate::input::scenario::ServeDtype;
 
@@ -78,7 +78,8 @@ pub fn kv_bytes_per_token(model: &ModelSpec, dtype: ServeDtype) -> Term {
     Term {
         key: "kv.per_token".to_string(),
         label: "KV cache per token (whole model)".to_string(),
-        bytes,
+        value: bytes,
+        unit: Unit::Bytes,
         formula,
         worked,
         assumption,
@@ -147,7 +148,8 @@ pub fn kv_bytes_per_token_per_gpu(
     Term {
         key: "kv.per_token_per_gpu".to_string(),
         label: "KV cache per token per GPU".to_string(),
-        bytes,
+        value: bytes,
+        unit: Unit::Bytes,
         formula,
         worked,
         assumption,
@@ -157,15 +159,16 @@ pub fn kv_bytes_per_token_per_gpu(
 /// Bytes one sequence of `context_len` tokens costs, from a per-token term
 /// (key and label say `per_sequence` where the token term says `per_token`).
 pub fn kv_bytes_per_sequence(per_token: &Term, context_len: u32) -> Term {
-    let bytes = per_token.bytes * f64::from(context_len);
+    let bytes = per_token.value * f64::from(context_len);
     Term {
         key: per_token.key.replace("per_token", "per_sequence"),
         label: per_token.label.replace("per token", "per sequence"),
-        bytes,
+        value: bytes,
+        unit: Unit::Bytes,
         formula: "bytes_per_token × context_len".to_string(),
         worked: format!(
             "{} × {} = {}",
-            fmt_bytes(per_token.bytes),
+            fmt_bytes(per_token.value),
             context_len,
             fmt_bytes(bytes)
         ),

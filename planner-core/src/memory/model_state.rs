@@ -7,7 +7,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::base::explain::Term;
+use crate::base::explain::{Term, Unit};
 use crate::input::framework::Framework;
 use crate::input::layout::{Layout, Recompute, ZeroStage};
 use crate::input::model::{ModelSpec, ParamBreakdown};
@@ -1017,7 +1017,8 @@ fn state_term(category: Category, part: StatePart, ctx: &StateText, sharded: boo
             category.label(),
             if sharded { "sharded" } else { "replicated" }
         ),
-        bytes,
+        value: bytes,
+        unit: Unit::Bytes,
         formula,
         worked: format!("{worked} = {}", fmt_bytes(bytes)),
         assumption: format!(
@@ -1116,7 +1117,8 @@ fn term(
     Term {
         key: key.to_string(),
         label: label.to_string(),
-        bytes,
+        value: bytes,
+        unit: Unit::Bytes,
         formula: formula.to_string(),
         worked: format!("{worked} = {}", fmt_bytes(bytes)),
         assumption,

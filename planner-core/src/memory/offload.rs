@@ -5,7 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::base::explain::Term;
+use crate::base::explain::{Term, Unit};
 use crate::input::host::HostSpec;
 use crate::input::layout::ZeroStage;
 use crate::input::offload::*;
@@ -198,7 +198,8 @@ pub fn host_memory(
                 terms.push(Term {
                     key: format!("host.{key}"),
                     label: label.to_string(),
-                    bytes,
+                    value: bytes,
+                    unit: Unit::Bytes,
                     formula: formula.to_string(),
                     worked,
                     assumption: assumption.to_string(),
@@ -406,7 +407,7 @@ pub fn mark_offloaded(terms: &mut [Term], offload: Offload, zero: ZeroStage, hos
         };
         if gone {
             t.label = format!("{} — offloaded", t.label);
-            t.bytes = 0.0;
+            t.value = 0.0;
             t.worked = format!("0 B on the GPU; per GPU {place} (host memory below)");
             t.assumption = format!("{}: moved off the GPU. {}", offload.label(), t.assumption);
         }
@@ -494,9 +495,9 @@ pub fn offload_bars(bars: &mut [crate::memory::model_state::ModelStateBar], offl
             if gone {
                 t.label = format!("{} — offloaded", t.label);
                 t.worked = format!("0 B on the GPU ({} moves it to the host)", offload.label());
-                t.bytes = 0.0;
+                t.value = 0.0;
             }
-            total += t.bytes;
+            total += t.value;
         }
         bar.total_bytes = total;
     }

@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::base::explain::Term;
+use crate::base::explain::{Term, Unit};
 use crate::input::hardware::Cluster;
 use crate::input::model::{ModelSpec, ParamBreakdown};
 use crate::input::scenario::Serving;
@@ -580,7 +580,8 @@ fn evaluate(
         let weights = Term {
             key: "serving.weights".to_string(),
             label: format!("Weights ({})", serving.weight_dtype.id()),
-            bytes: weight_bytes,
+            unit: Unit::Bytes,
+            value: weight_bytes,
             formula: "(stage params sharded / TP + replicated norms) × bytes_per_weight".to_string(),
             worked: format!(
                 "{:.3}e9 params × {} B = {}",
@@ -605,13 +606,14 @@ fn evaluate(
         let runtime = engine_kv_pool::runtime_terms(model, serving, tp);
         let mut worked = format!("{} − {}", fmt_bytes(usable_bytes), fmt_bytes(weight_bytes));
         for t in &runtime {
-            worked.push_str(&format!(" − {}", fmt_bytes(t.bytes)));
+            worked.push_str(&format!(" − {}", fmt_bytes(t.value)));
         }
         worked.push_str(&format!(" = {}", fmt_bytes(budget_bytes)));
         let kv_budget = Term {
             key: "serving.kv_budget".to_string(),
             label: "KV pool per GPU".to_string(),
-            bytes: budget_bytes,
+            unit: Unit::Bytes,
+            value: budget_bytes,
             formula: engine_kv_pool::pool_formula(serving).to_string(),
             worked,
             assumption: engine_kv_pool::pool_assumption(serving).to_string(),
@@ -640,12 +642,13 @@ fn max_sequences_term(stage: &StagePlan, context_len: u32) -> Term {
     Term {
         key: "serving.max_sequences".to_string(),
         label: "Concurrent sequences per replica".to_string(),
-        bytes: n as f64,
+        unit: Unit::Count,
+        value: n as f64,
         formula: "⌊KV pool / KV per sequence⌋ on the worst stage".to_string(),
         worked: format!(
             "⌊{} / {}⌋ = {n}",
-            fmt_bytes(stage.kv_budget.bytes.max(0.0)),
-            fmt_bytes(stage.kv_per_sequence.bytes)
+            fmt_bytes(stage.kv_budget.value.max(0.0)),
+            fmt_bytes(stage.kv_per_sequence.value)
         ),
         assumption: format!(
             "sequences of {context_len} tokens, all resident; stage {} limits (count, not bytes)",
@@ -696,17 +699,17 @@ pub fn recommend(
         if stage.max_sequences == 0 {
             format!(
                 "One GPU cannot hold it: weights {} + workspace {} leave {} of {} usable for KV",
-                fmt_bytes(stage.weights.bytes),
+                fmt_bytes(stage.weights.value),
                 fmt_bytes(engine_kv_pool::runtime_bytes(model, serving, 1)),
-                fmt_bytes(stage.kv_budget.bytes.max(0.0)),
-                fmt_bytes(usable.bytes)
+                fmt_bytes(stage.kv_budget.value.max(0.0)),
+                fmt_bytes(usable.value)
             )
         } else {
             format!(
                 "One GPU holds weights {} and KV for {} sequences of {ctx} tokens ({} each)",
-                fmt_bytes(stage.weights.bytes),
+                fmt_bytes(stage.weights.value),
                 stage.max_sequences,
-                fmt_bytes(stage.kv_per_sequence.bytes)
+                fmt_bytes(stage.kv_per_sequence.value)
             )
         }
     };
@@ -807,7 +810,7 @@ pub fn serving_plan(
     let worst = &stages[limiting.min(stages.len() - 1)];
     let heaviest = stages
         .iter()
-        .max_by(|a, b| a.weights.bytes.total_cmp(&b.weights.bytes))
+        .max_by(|a, b| a.weights.value.total_cmp(&b.weights.value))
         .unwrap_or(worst);
     let kv_bytes_per_token = kv_cache::kv_bytes_per_token(model, serving.kv_dtype);
     let kv_bytes_per_sequence = crate::memory::window_kv::kv_bytes_per_sequence(
@@ -886,7 +889,8 @@ pub fn concurrency_table(
                     term: Term {
                         key: "serving.max_sequences".to_string(),
                         label: "Concurrent sequences per replica".to_string(),
-                        bytes: 0.0,
+                        unit: Unit::Count,
+                        value: 0.0,
                         formula: "—".to_string(),
                         worked: "—".to_string(),
                         assumption: "more stages than layers".to_string(),
@@ -1029,14 +1033,14 @@ mod bounded_tests {
                         assert_eq!(stages[limiting].max_sequences, least.1.max_sequences);
                         let heavy = stages
                             .iter()
-                            .max_by(|x, y| x.weights.bytes.total_cmp(&y.weights.bytes))
+                            .max_by(|x, y| x.weights.value.total_cmp(&y.weights.value))
                             .expect("stage");
                         assert_eq!(heavy.stage, heaviest.0, "{at}");
-                        assert_eq!(heavy.weights.bytes, heaviest.1.weight_bytes, "{at}");
+                        assert_eq!(heavy.weights.value, heaviest.1.weight_bytes, "{at}");
                         for st in &stages {
                             let (_, n) = all[st.stage as usize];
                             assert_eq!(st.max_sequences, n.max_sequences, "{at}");
-                            assert_eq!(st.kv_budget.bytes, n.budget_bytes, "{at}");
+                            assert_eq!(st.kv_budget.value, n.budget_bytes, "{at}");
                         }
                         if pp as usize <= MAX_LISTED_STAGES {
                             assert_eq!(stages.len(), pp as usize);

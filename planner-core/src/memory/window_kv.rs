@@ -2,7 +2,7 @@
 //! tokens (Mistral 7B paper §2, rolling buffer). Which layers are windowed is
 //! [`crate::input::attention_window`].
 
-use crate::base::explain::Term;
+use crate::base::explain::{Term, Unit};
 use crate::input::attention_window::*;
 use crate::input::model::ModelSpec;
 use crate::input::scenario::ServeDtype;
@@ -50,17 +50,19 @@ pub fn kv_bytes_per_sequence(
         return plain;
     }
     let full = layers - windowed;
-    let per_layer = per_token.bytes / f64::from(layers);
+    let per_layer = per_token.value / f64::from(layers);
     let kept = cached_tokens(model, context_len);
     let bytes = per_layer
         * (f64::from(full) * f64::from(context_len) + f64::from(windowed) * f64::from(kept));
     Term {
-        bytes,
+        value: bytes,
+
+        unit: Unit::Bytes,
         formula: "bytes_per_token / layers × (full_layers × context_len + windowed_layers × min(window, context_len))"
             .to_string(),
         worked: format!(
             "{} / {layers} × ({full} × {context_len} + {windowed} × {kept}) = {}",
-            fmt_bytes(per_token.bytes),
+            fmt_bytes(per_token.value),
             fmt_bytes(bytes)
         ),
         assumption: format!(

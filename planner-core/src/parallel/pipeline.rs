@@ -24,7 +24,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::base::explain::Term;
+use crate::base::explain::{Term, Unit};
 
 pub use crate::input::layout::Schedule;
 
@@ -705,7 +705,8 @@ pub fn bubble_terms(schedule: Schedule, p: u32, m: u32, v: u32) -> [Term; 2] {
         Term {
             key: "pipeline.idle_fraction".to_string(),
             label: "Idle share of the schedule".to_string(),
-            bytes: b.idle_fraction,
+            unit: Unit::Fraction,
+            value: b.idle_fraction,
             formula: idle_formula,
             worked: format!("{idle_worked} = {:.1}%", 100.0 * b.idle_fraction),
             assumption: format!("idle slots / (stages × makespan); {source}"),
@@ -713,7 +714,8 @@ pub fn bubble_terms(schedule: Schedule, p: u32, m: u32, v: u32) -> [Term; 2] {
         Term {
             key: "pipeline.overhead_vs_ideal".to_string(),
             label: "Bubble overhead vs ideal time".to_string(),
-            bytes: b.overhead_vs_ideal,
+            unit: Unit::Fraction,
+            value: b.overhead_vs_ideal,
             formula: over_formula,
             worked: format!("{over_worked} = {:.1}%", 100.0 * b.overhead_vs_ideal),
             assumption: format!("bubble time / bubble-free time; {source}"),

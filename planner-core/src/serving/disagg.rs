@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::base::explain::Term;
+use crate::base::explain::{Term, Unit};
 use crate::input::model::ModelSpec;
 use crate::input::scenario::Scenario;
 use crate::memory::kv_cache;
@@ -211,12 +211,12 @@ impl ShapeModel {
             tp: t.tp,
             pp: t.pp,
             concurrency: load.concurrency,
-            prefill_s: t.prefill.time.bytes,
+            prefill_s: t.prefill.time.value,
             prefill_bound: t.prefill.bound,
-            tpot_s: t.tpot.bytes,
-            decode_tpot_s: (t.tpot.bytes - t.interference.bytes).max(0.0),
+            tpot_s: t.tpot.value,
+            decode_tpot_s: (t.tpot.value - t.interference.value).max(0.0),
             decode_bound: t.decode.bound,
-            kv_capacity_tokens: t.kv_capacity_tokens.bytes,
+            kv_capacity_tokens: t.kv_capacity_tokens.value,
         })
     }
 }
@@ -512,6 +512,7 @@ pub fn disagg_time(
         prefill_time: term(
             "disagg.prefill",
             "Prefill per request on a prefill replica (s)",
+            Unit::Seconds,
             pre.prefill_s,
             "Σ_chunks Σ_stages [max(bytes/HBM, FLOPs/rate) + TP comm] + PP hops",
             format!("TP {} × PP {}: {}", d.prefill.tp, d.prefill.pp, ms(pre.prefill_s)),
@@ -520,6 +521,7 @@ pub fn disagg_time(
         kv_transfer_bytes: term(
             "disagg.kv_bytes",
             "KV of one prompt (B)",
+            Unit::Bytes,
             x.request_bytes,
             "prompt × KV per token (whole model)",
             format!(
@@ -531,6 +533,7 @@ pub fn disagg_time(
         kv_transfer_time: term(
             "disagg.kv_transfer",
             "KV transfer (s)",
+            Unit::Seconds,
             x.time_s,
             "α + max(send, recv per GPU) / network bandwidth",
             format!(
@@ -545,6 +548,7 @@ pub fn disagg_time(
         arrival_rate: term(
             "disagg.arrival_rate",
             "Arrival rate (requests/s)",
+            Unit::RequestsPerSecond,
             n.arrival_rate_per_s,
             if load.arrival_rate_per_s.is_some() {
                 "D × given rate per decode replica"
@@ -561,6 +565,7 @@ pub fn disagg_time(
         prefill_utilisation: term(
             "disagg.prefill_utilisation",
             "Prefill-replica utilisation ρ (fraction)",
+            Unit::Fraction,
             n.prefill_utilisation,
             "ρ = λ · S_prefill / P",
             format!(
@@ -574,6 +579,7 @@ pub fn disagg_time(
         queue_wait: term(
             "disagg.queue_wait",
             "Mean prefill queueing wait (s)",
+            Unit::Seconds,
             n.queue_wait_s,
             if load.arrival_rate_per_s.is_some() {
                 "ρ·S / (2(1 − ρ))"
@@ -590,6 +596,7 @@ pub fn disagg_time(
         ttft: term(
             "disagg.ttft",
             "TTFT mean (s)",
+            Unit::Seconds,
             n.ttft_s,
             "W_q + S_prefill + KV transfer",
             format!(
@@ -604,6 +611,7 @@ pub fn disagg_time(
         ttft_p90: term(
             "disagg.ttft_p90",
             "TTFT p90 (s)",
+            Unit::Seconds,
             n.ttft_p90_s,
             if load.arrival_rate_per_s.is_some() {
                 "S·ln(ρ/0.1)/(1 − ρ) + S + KV transfer"
@@ -616,6 +624,7 @@ pub fn disagg_time(
         ttft_p99: term(
             "disagg.ttft_p99",
             "TTFT p99 (s)",
+            Unit::Seconds,
             n.ttft_p99_s,
             if load.arrival_rate_per_s.is_some() {
                 "S·ln(ρ/0.01)/(1 − ρ) + S + KV transfer"
@@ -628,6 +637,7 @@ pub fn disagg_time(
         tpot: term(
             "disagg.tpot",
             "TPOT (s)",
+            Unit::Seconds,
             n.tpot_s,
             "pp · decode step(⌈c/pp⌉) + PP hops",
             format!(
@@ -641,6 +651,7 @@ pub fn disagg_time(
         throughput: term(
             "disagg.throughput",
             "Output tokens/s of the deployment",
+            Unit::TokensPerSecond,
             n.throughput_per_s,
             "D · c / TPOT",
             format!("{dr} × {c} / {} = {:.1}", ms(n.tpot_s), n.throughput_per_s),
@@ -649,6 +660,7 @@ pub fn disagg_time(
         throughput_per_gpu: term(
             "disagg.throughput_gpu",
             "Output tokens/s per GPU",
+            Unit::TokensPerSecond,
             n.throughput_per_gpu,
             "D · c / TPOT / (P·g_prefill + D·g_decode)",
             format!(
@@ -663,6 +675,7 @@ pub fn disagg_time(
         kv_capacity_tokens: term(
             "disagg.kv_capacity_tokens",
             "KV capacity per decode replica (tokens)",
+            Unit::Count,
             dec.kv_capacity_tokens,
             "⌊KV pool / KV per token⌋ on the worst stage",
             format!(

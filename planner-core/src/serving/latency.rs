@@ -9,7 +9,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::base::explain::Term;
+use crate::base::explain::{Term, Unit};
 use crate::input::model::ModelSpec;
 use crate::input::scenario::Scenario;
 use crate::memory::serving::{self, ServingError, StagePlan, MAX_LISTED_STAGES};
@@ -270,6 +270,7 @@ pub fn expected_distinct_experts(experts: u32, top_k: u32, tokens: f64) -> f64 {
 pub(crate) fn term(
     key: &str,
     label: &str,
+    unit: Unit,
     value: f64,
     formula: &str,
     worked: String,
@@ -278,7 +279,8 @@ pub(crate) fn term(
     Term {
         key: key.to_string(),
         label: label.to_string(),
-        bytes: value,
+        unit,
+        value,
         formula: formula.to_string(),
         worked,
         assumption: assumption.to_string(),
@@ -477,9 +479,9 @@ fn stage_shapes(model: &ModelSpec, scenario: &Scenario, stages: &[StagePlan]) ->
         let last_gpu = (u64::from(st.stage) + 1) * u64::from(tp) - 1;
         let next_first = last_gpu + 1;
         out.push(StageShape {
-            weight_bytes: st.weights.bytes,
+            weight_bytes: st.weights.value,
             routed_bytes,
-            kv_per_token: st.kv_per_token.bytes,
+            kv_per_token: st.kv_per_token.value,
             layers: f64::from(st.layers),
             moe_layers: moe_here as f64,
             flop_share,
@@ -614,6 +616,7 @@ pub fn serving_time_with(
         gemm_flops: term(
             "serve.prefill.gemm_flops",
             "Prefill GEMM FLOPs per request (FLOP)",
+            Unit::Flops,
             gemm_total,
             "2·N_active·(prompt − cached)",
             format!("{:.4e} × {new_tokens} = {gemm_total:.4e} FLOP", ctx.dense_per_token),
@@ -622,6 +625,7 @@ pub fn serving_time_with(
         attention_flops: term(
             "serve.prefill.attention_flops",
             "Prefill attention FLOPs per request (FLOP)",
+            Unit::Flops,
             attn_total,
             "2·L·a·(d_qk + d_v) · (p² − cached²)/2",
             format!(
@@ -633,6 +637,7 @@ pub fn serving_time_with(
         compute_time: term(
             "serve.prefill.compute",
             "Prefill compute per request (s)",
+            Unit::Seconds,
             prefill_compute_s,
             "Σ_chunks,stages GEMM FLOPs/(peak·eff_gemm(min(chunk, h/tp))) + attention FLOPs/(peak·eff_attn)",
             format!(
@@ -645,6 +650,7 @@ pub fn serving_time_with(
         time: term(
             "serve.prefill.time",
             "Prefill time per request (s)",
+            Unit::Seconds,
             prefill_s,
             "Σ_chunks Σ_stages [max(bytes/HBM, FLOPs/rate) + TP comm] + PP hops",
             format!(
@@ -681,6 +687,7 @@ pub fn serving_time_with(
         term(
             "serve.decode.distinct_experts",
             "Distinct routed experts per MoE layer (count)",
+            Unit::Count,
             slowest.distinct,
             "E·(1 − (1 − k/E)^b)",
             format!(
@@ -696,6 +703,7 @@ pub fn serving_time_with(
         weight_bytes: term(
             "serve.decode.weight_bytes",
             "Weights read per GPU per step (B)",
+            Unit::Bytes,
             slowest.weight_bytes,
             "resident weights − routed experts × (1 − distinct/E)",
             format!("{:.4e} B", slowest.weight_bytes),
@@ -707,6 +715,7 @@ pub fn serving_time_with(
         kv_bytes: term(
             "serve.decode.kv_bytes",
             "KV read per GPU per step (B)",
+            Unit::Bytes,
             slowest.kv_bytes,
             "b · KV per token per GPU · (P + (O − 1)/2)",
             format!(
@@ -722,6 +731,7 @@ pub fn serving_time_with(
         flops: term(
             "serve.decode.flops",
             "FLOPs per GPU per step (FLOP)",
+            Unit::Flops,
             slowest.gemm_flops + slowest.attn_flops,
             "b · (2·N_active + 2·L·a·(d_qk + d_v)·ctx) · stage share / tp",
             format!(
@@ -733,6 +743,7 @@ pub fn serving_time_with(
         memory_time: term(
             "serve.decode.memory",
             "Decode memory time (s)",
+            Unit::Seconds,
             slowest.memory_s,
             "(weight bytes + KV bytes) / HBM bandwidth",
             format!(
@@ -746,6 +757,7 @@ pub fn serving_time_with(
         compute_time: term(
             "serve.decode.compute",
             "Decode compute time (s)",
+            Unit::Seconds,
             slowest.compute_s,
             "GEMM FLOPs/(peak·eff_gemm(h/tp)) + attention FLOPs/(peak·eff_attn)",
             format!(
@@ -758,6 +770,7 @@ pub fn serving_time_with(
         comm_time: term(
             "serve.decode.comm",
             "Decode communication per stage (s)",
+            Unit::Seconds,
             slowest.comm_s,
             "layers × 2 all-reduces (b·h·bytes) [EP: attention all-reduce + 2 all-to-all per MoE layer]",
             secs(slowest.comm_s),
@@ -766,6 +779,7 @@ pub fn serving_time_with(
         time: term(
             "serve.decode.step",
             "Decode step per stage (s)",
+            Unit::Seconds,
             decode_time,
             "max(memory, compute) + comm",
             format!(
@@ -791,6 +805,7 @@ pub fn serving_time_with(
     let interference = term(
         "serve.interference",
         "Prefill interference per step (s)",
+        Unit::Seconds,
         interference_s,
         "(c / O) · prefill compute per request",
         format!(
@@ -804,6 +819,7 @@ pub fn serving_time_with(
     let tpot = term(
         "serve.tpot",
         "TPOT (s)",
+        Unit::Seconds,
         tpot_s,
         "pp · decode step(⌈c/pp⌉) + PP hops + interference",
         format!(
@@ -832,6 +848,7 @@ pub fn serving_time_with(
     let arrival_rate = term(
         "serve.arrival_rate",
         "Arrival rate (requests/s)",
+        Unit::RequestsPerSecond,
         rate,
         if load.arrival_rate_per_s.is_some() {
             "given"
@@ -848,6 +865,7 @@ pub fn serving_time_with(
     let utilisation = term(
         "serve.utilisation",
         "Prefill utilisation ρ (fraction)",
+        Unit::Fraction,
         rho,
         "ρ = λ · S_prefill",
         format!("{rate:.4} × {} = {rho:.4}", secs(service)),
@@ -856,6 +874,7 @@ pub fn serving_time_with(
     let queue_wait = term(
         "serve.queue_wait",
         "Mean queueing wait (s)",
+        Unit::Seconds,
         wait_s,
         queue.formula,
         queue.worked(service),
@@ -865,6 +884,7 @@ pub fn serving_time_with(
     let ttft = term(
         "serve.ttft",
         "TTFT mean (s)",
+        Unit::Seconds,
         ttft_s,
         "W_q + S_prefill",
         format!("{} + {} = {}", secs(wait_s), secs(service), secs(ttft_s)),
@@ -875,6 +895,7 @@ pub fn serving_time_with(
         term(
             key,
             label,
+            Unit::Seconds,
             w + service,
             queue.tail_formula,
             format!("{} + {} = {}", secs(w), secs(service), secs(w + service)),
@@ -886,6 +907,7 @@ pub fn serving_time_with(
     let throughput_per_replica = term(
         "serve.throughput_replica",
         "Output tokens/s per replica",
+        Unit::TokensPerSecond,
         throughput_s,
         if load.arrival_rate_per_s.is_some() {
             "c / TPOT"
@@ -902,6 +924,7 @@ pub fn serving_time_with(
     let throughput_per_gpu = term(
         "serve.throughput_gpu",
         "Output tokens/s per GPU",
+        Unit::TokensPerSecond,
         throughput_s / gpus as f64,
         "output tokens/s per replica / (tp · pp)",
         format!(
@@ -914,8 +937,8 @@ pub fn serving_time_with(
         .stages
         .iter()
         .map(|s| {
-            if s.kv_per_token.bytes > 0.0 {
-                (s.kv_budget.bytes.max(0.0) / s.kv_per_token.bytes).floor()
+            if s.kv_per_token.value > 0.0 {
+                (s.kv_budget.value.max(0.0) / s.kv_per_token.value).floor()
             } else {
                 0.0
             }
@@ -926,6 +949,7 @@ pub fn serving_time_with(
     let kv_capacity_tokens = term(
         "serve.kv_capacity_tokens",
         "KV capacity per replica (tokens)",
+        Unit::Count,
         capacity,
         "⌊KV pool / KV per token⌋ on the worst stage",
         format!(

@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::base::explain::{fmt_num, Term};
+use crate::base::explain::{fmt_num, Term, Unit};
 use crate::input::finetune::*;
 use crate::input::model::ModelSpec;
 use crate::input::precision::Precision;
@@ -156,7 +156,8 @@ pub fn summary(
             Term {
                 key: "finetune.adapter_params".into(),
                 label: "trainable adapter parameters".into(),
-                bytes: adapter_params,
+                unit: Unit::Count,
+                value: adapter_params,
                 formula: "Σ_layers Σ_targets r·(d_in + d_out)".into(),
                 worked: format!(
                     "{layers} layers × {} = {} ({:.3}% of Ψ = {})",
@@ -172,7 +173,8 @@ pub fn summary(
             Term {
                 key: "finetune.step_vs_full".into(),
                 label: "step time vs full fine-tuning".into(),
-                bytes: ratio,
+                unit: Unit::Ratio,
+                value: ratio,
                 formula: "t_step(adapters) / t_step(full)".into(),
                 worked: format!("{:.4} s / {:.4} s = {:.3}", step_s, full_step_s, ratio),
                 assumption: format!(

@@ -8,7 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::base::explain::Term;
+use crate::base::explain::{Term, Unit};
 use crate::input::finetune::DEQUANT_BYTES_PER_PARAM;
 pub use crate::input::gemm_efficiency::GemmEfficiency;
 use crate::input::layout::{Layout, Recompute, ZeroStage};
@@ -822,7 +822,8 @@ impl StepModel {
             Term {
                 key: "time.compute".into(),
                 label: "Compute".into(),
-                bytes: s.compute,
+                unit: Unit::Seconds,
+                value: s.compute,
                 formula: "m · b·s/(tp·cp·pp) · 3 · ((2N − F_head − F_exp)/(peak·eff_gemm) + F_exp/(peak·eff_expert) + F_head/(peak_bf16·eff_gemm) + F_attn/(peak_bf16·eff_attn) + bytes_elem/HBM) + FP8 casts + recompute (peak = peak_bf16 unless FP8)".into(),
                 worked: format!(
                     "{} micro-batches × {} tokens over {} GPUs per replica, GEMMs {:.0} TFLOP/s × {:.2} (routed experts × {:.2}), attention and LM head at BF16 {:.0} TFLOP/s (attention × {:.2}) = {} (of which recompute {})",
@@ -847,7 +848,8 @@ impl StepModel {
             Term {
                 key: "time.bubble".into(),
                 label: "Pipeline bubble".into(),
-                bytes: s.bubble,
+                unit: Unit::Seconds,
+                value: s.bubble,
                 formula: "overhead_vs_ideal(schedule, p, m, v) × m · t_micro-batch".into(),
                 worked: format!("{} × p={} m={} v={} = {}", layout.schedule.label(), layout.pp, s.micro_batches, layout.virtual_stages, ms(s.bubble)),
                 assumption: "Overhead relative to ideal time ((p−1)/m, (p−1)/(v·m) interleaved; Narayanan et al. 2021)".into(),
@@ -855,7 +857,8 @@ impl StepModel {
             Term {
                 key: "time.optimizer".into(),
                 label: "Optimizer step".into(),
-                bytes: s.optimizer,
+                unit: Unit::Seconds,
+                value: s.optimizer,
                 formula: "local params × bytes moved / HBM bandwidth".into(),
                 worked: ms(s.optimizer),
                 assumption: format!(
@@ -877,7 +880,8 @@ impl StepModel {
             terms.push(Term {
                 key: "time.fp8_casts".into(),
                 label: "FP8 casts (of compute)".into(),
-                bytes: s.fp8_casts,
+                unit: Unit::Seconds,
+                value: s.fp8_casts,
                 formula: "m · b·s/(tp·cp·pp) · (ΣK fwd + ΣN bwd [+ ΣK recomputed]) · 3 B / HBM + (W_dense/(tp·pp) + W_experts/(ep·etp·pp)) · 3 B / HBM".into(),
                 worked: format!(
                     "{:.3e} forward + {:.3e} backward elements per token, {:.3e} + {:.3e} weights, {} B each at {:.2} TB/s = {}",
@@ -903,7 +907,8 @@ impl StepModel {
                 terms.push(Term {
                     key: format!("time.comm.{}", kind.id()),
                     label: format!("Exposed {} communication", kind.id()),
-                    bytes: e,
+                    unit: Unit::Seconds,
+                    value: e,
                     formula: "steps·α + bytes·factor(n)/busbw, minus what overlaps".into(),
                     worked: format!("{} of {} total", ms(e), ms(raw)),
                     assumption: "α–β with nccl-tests bus-bandwidth factors; two-level when a group spans nodes".into(),
@@ -930,7 +935,8 @@ impl StepModel {
             terms.push(Term {
                 key: "time.comm.zero3_units".into(),
                 label: "ZeRO-3 gathers and reduce-scatters not hidden (seconds)".into(),
-                bytes: e_f + e_b,
+                unit: Unit::Seconds,
+                value: e_f + e_b,
                 formula: "m · Σ_{fwd, bwd} [c_u + (U−1)·max(0, c_u − t_u)], c_u = comm per unit (bwd: all-gather + reduce-scatter), t_u = compute per unit".into(),
                 worked: format!(
                     "m = {m}, U = {units}: forward c_u {} vs t_u {} → {}; backward c_u {} vs t_u {} → {}",
@@ -947,7 +953,8 @@ impl StepModel {
         terms.push(Term {
             key: "rate.mfu".into(),
             label: "MFU".into(),
-            bytes: mfu,
+            unit: Unit::Fraction,
+            value: mfu,
             formula: "tokens · 6N+12Lhs per token / (GPUs · peak · step time)".into(),
             worked: format!(
                 "{:.3e} tokens · {:.3e} FLOP / ({} · {:.0} TFLOP/s · {:.3} s) = {:.1}%",
@@ -963,7 +970,8 @@ impl StepModel {
         terms.push(Term {
             key: "rate.hfu".into(),
             label: "HFU".into(),
-            bytes: hfu,
+            unit: Unit::Fraction,
+            value: hfu,
             formula: "tokens · (model + recompute FLOPs per token) / (GPUs · peak · step time)"
                 .into(),
             worked: format!(
@@ -977,7 +985,8 @@ impl StepModel {
         terms.push(Term {
             key: "rate.tokens_per_s_per_gpu".into(),
             label: "Tokens/s per GPU".into(),
-            bytes: tokens / s.total / gpus,
+            unit: Unit::TokensPerSecond,
+            value: tokens / s.total / gpus,
             formula: "global batch · seq / step time / GPUs".into(),
             worked: format!(
                 "{tokens:.3e} / {:.3} s / {gpus} = {:.0}",

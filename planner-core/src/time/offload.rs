@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::base::explain::fmt_num;
-use crate::base::explain::Term;
+use crate::base::explain::{Term, Unit};
 use crate::input::host::HostSpec;
 use crate::input::layout::ZeroStage;
 use crate::input::offload::*;
@@ -135,7 +135,8 @@ impl OffloadTime {
         Term {
             key: "time.offload".into(),
             label: format!("Offload ({})", self.offload.label()),
-            bytes: s.total_s,
+            unit: Unit::Seconds,
+            value: s.total_s,
             formula: "m·P·b_g/link (down) + P·b_w/link (up; 2·m·P·b_w with params offloaded) + NVMe bytes·GPUs/node ÷ NVMe bw + GPUs/node·P ÷ CPU-Adam rate".into(),
             worked: format!(
                 "P = {} params per GPU, host link {:.0} GB/s: down {} + up {} + NVMe read {} + write {} + CPU optimizer {} ({} cores) = {}",

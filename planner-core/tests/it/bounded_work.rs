@@ -51,7 +51,7 @@ fn reference_pp(
             cluster,
         )
         .expect("plan");
-        let n = plan.max_concurrent_sequences.bytes as u64;
+        let n = plan.max_concurrent_sequences.value as u64;
         (n >= u64::from(serving.target_concurrency)).then_some((pp, n))
     })
 }
@@ -190,7 +190,7 @@ fn zero_bubble_closed_form_equals_the_simulation() {
     assert_eq!(b.overhead_vs_ideal, (2_000_000.0 - 1.0 - 3.0) / 9.0);
     let [idle, over] = bubble_terms(Schedule::ZeroBubble, 8, 4, 1);
     assert_eq!(over.worked, "(2·8−1−4)/(3·4) = 91.7%");
-    assert_eq!(idle.bytes, b_idle(8, 4));
+    assert_eq!(idle.value, b_idle(8, 4));
 }
 
 fn b_idle(p: u64, m: u64) -> f64 {

@@ -107,7 +107,7 @@ fn fp8_runs_the_linear_gemms_at_fp8_and_attention_and_lm_head_at_bf16() {
         .iter()
         .find(|t| t.key == "time.fp8_casts")
         .expect("cast term");
-    assert_eq!(term.bytes, c.seconds.fp8_casts);
+    assert_eq!(term.value, c.seconds.fp8_casts);
     // MFU stays over the FP8 datasheet peak; the BF16 recipe has no cast term.
     let bf16_sc = scenario("llama-3.1-8b", 1, 4096, 1, Layout::default());
     let b = StepModel::new(&m, &bf16_sc, CostOptions::default()).evaluate(&bf16_sc.layout);
@@ -346,10 +346,10 @@ fn zero3_backward_gather_and_reduce_scatter_share_the_link() {
         .find(|t| t.key == "time.comm.zero3_units")
         .expect("zero3 term");
     assert!(
-        term.bytes > ag + rs - 2.0 * t_f,
+        term.value > ag + rs - 2.0 * t_f,
         "{} {}",
-        term.bytes,
+        term.value,
         ag + rs - 2.0 * t_f
     );
-    assert!(s.exposed_comm_total() >= term.bytes);
+    assert!(s.exposed_comm_total() >= term.value);
 }

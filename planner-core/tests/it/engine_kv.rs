@@ -29,7 +29,7 @@ fn activation_term(plan: &planner_core::memory::serving::ServingPlan) -> f64 {
     plan.pool_terms
         .iter()
         .find(|t| t.key == "serving.activation_peak")
-        .map_or(f64::NAN, |t| t.bytes)
+        .map_or(f64::NAN, |t| t.value)
 }
 
 fn h100(nodes: u32) -> Cluster {
@@ -80,10 +80,10 @@ fn vllm_pool_against_its_memory_profiling_log() {
     let plan = serving_plan(&model, &serving, &cluster).expect("plan");
 
     // 0.9 × 79.22 GiB = 71.298 GiB ("71.29GiB": the log truncates the total's digits).
-    assert!((plan.usable_per_gpu.bytes / GIB - 71.298).abs() < 1e-9);
+    assert!((plan.usable_per_gpu.value / GIB - 71.298).abs() < 1e-9);
     // Weights: 8,030,261,248 × 2 B = 16,060,522,496 B = 14.957 GiB (log: 14.96).
-    assert_eq!(plan.weights_per_gpu.bytes, 16_060_522_496.0);
-    assert!((plan.weights_per_gpu.bytes / GIB - 14.96).abs() < 0.005);
+    assert_eq!(plan.weights_per_gpu.value, 16_060_522_496.0);
+    assert!((plan.weights_per_gpu.value / GIB - 14.96).abs() < 0.005);
 
     // Activation peak by hand: the MLP of one layer holds the residual and the normed
     // input (2 × 4096) and the gate/up output and SiLU product (3 × 14336) per token:
@@ -96,7 +96,7 @@ fn vllm_pool_against_its_memory_profiling_log() {
     // Tolerance 2%: the pool is what is left after ~18 GiB of subtractions, and the one
     // predicted runtime term (the activation peak, 2.4% of the pool as measured) is a lower
     // bound of the profiled peak; a model error beyond that would show here.
-    let pool_gib = plan.kv_budget_per_gpu.bytes / GIB;
+    let pool_gib = plan.kv_budget_per_gpu.value / GIB;
     assert!((pool_gib - 53.769).abs() < 0.001, "{pool_gib}");
     let error = pool_gib / 53.29 - 1.0;
     assert!(
@@ -106,9 +106,9 @@ fn vllm_pool_against_its_memory_profiling_log() {
 
     // vLLM's next lines: blocks of 16 tokens × 131,072 B (32 layers × 8 KV heads × 128 × 2 × 2 B)
     // = 2 MiB each: ⌊53.769 GiB / 2 MiB⌋ = 27,529 blocks, 440,464 tokens, 53.77x at 8192.
-    let per_token = plan.kv_bytes_per_token_per_gpu.bytes;
+    let per_token = plan.kv_bytes_per_token_per_gpu.value;
     assert_eq!(per_token, 131_072.0);
-    let b = vllm_blocks(plan.kv_budget_per_gpu.bytes, per_token, 16, 8192);
+    let b = vllm_blocks(plan.kv_budget_per_gpu.value, per_token, 16, 8192);
     assert_eq!(b.blocks, 27_529);
     assert_eq!(b.tokens, 440_464);
     assert!((b.max_concurrency - 53.767_578_125).abs() < 1e-9);
@@ -127,8 +127,8 @@ fn vllm_pool_against_its_memory_profiling_log() {
         &cluster,
     )
     .expect("plan");
-    assert_eq!(tp2.weights_per_gpu.bytes, 2.0 * 4_015_263_744.0);
-    assert!((tp2.weights_per_gpu.bytes / GIB - 7.48).abs() < 0.005);
+    assert_eq!(tp2.weights_per_gpu.value, 2.0 * 4_015_263_744.0);
+    assert!((tp2.weights_per_gpu.value / GIB - 7.48).abs() < 0.005);
     // Its activation peak stayed at 1.26 GiB while the estimate halves the MLP's share
     // (8192 × (8192 + 21,504) × 2 B = 486,539,264 B): the profiled peak is not all TP-split
     // tensors, and the estimate is a lower bound there (the log's pool line is cut off).
@@ -141,17 +141,17 @@ fn default_vllm_pool_is_the_configured_workspace() {
     let serving = Serving::default();
     let plan = serving_plan(&preset("llama-3.1-70b"), &serving, &h100(1)).expect("plan");
     let usable = 0.9 * 81_559.0 * 1_048_576.0;
-    assert_eq!(plan.usable_per_gpu.bytes, usable);
+    assert_eq!(plan.usable_per_gpu.value, usable);
     assert_eq!(
-        plan.kv_budget_per_gpu.bytes,
-        usable - plan.weights_per_gpu.bytes - 2e9
+        plan.kv_budget_per_gpu.value,
+        usable - plan.weights_per_gpu.value - 2e9
     );
     assert_eq!(
         plan.kv_budget_per_gpu.formula,
         "usable − weights − workspace"
     );
     assert_eq!(plan.pool_terms.len(), 1);
-    assert_eq!(plan.pool_terms[0].bytes, 2e9);
+    assert_eq!(plan.pool_terms[0].value, 2e9);
 }
 
 #[test]
@@ -197,8 +197,8 @@ fn vllm_profile_terms_by_hand() {
         ]
     );
     let runtime = 1_050_673_152.0 + 1.79 * GIB + 0.5e9;
-    let expected = plan.usable_per_gpu.bytes - plan.weights_per_gpu.bytes - runtime;
-    assert!((plan.kv_budget_per_gpu.bytes - expected).abs() < 1e-3);
+    let expected = plan.usable_per_gpu.value - plan.weights_per_gpu.value - runtime;
+    assert!((plan.kv_budget_per_gpu.value - expected).abs() < 1e-3);
 }
 
 #[test]
@@ -222,8 +222,8 @@ fn sglang_static_fraction() {
     assert_eq!(requested_bytes(&sglang, memory, 8), 0.81 * memory);
     let plan = serving_plan(&preset("llama-3.1-70b"), &sglang, &h100(1)).expect("plan");
     assert_eq!(
-        plan.kv_budget_per_gpu.bytes,
-        0.81 * memory - plan.weights_per_gpu.bytes
+        plan.kv_budget_per_gpu.value,
+        0.81 * memory - plan.weights_per_gpu.value
     );
     assert!(plan.pool_terms.is_empty());
     // An explicit fraction, and memory in use before SGLang measures, from the profile.
@@ -253,12 +253,12 @@ fn fp8_kv_doubles_the_tokens_a_pool_holds() {
     let a = serving_plan(&model, &bf16, &h100(1)).expect("plan");
     let b = serving_plan(&model, &fp8, &h100(1)).expect("plan");
     // 131,072 B → 65,536 B per token; the pool does not change.
-    assert_eq!(b.kv_bytes_per_token_per_gpu.bytes, 65_536.0);
-    assert_eq!(a.kv_budget_per_gpu.bytes, b.kv_budget_per_gpu.bytes);
+    assert_eq!(b.kv_bytes_per_token_per_gpu.value, 65_536.0);
+    assert_eq!(a.kv_budget_per_gpu.value, b.kv_budget_per_gpu.value);
     let blocks = |p: &planner_core::memory::serving::ServingPlan| {
         vllm_blocks(
-            p.kv_budget_per_gpu.bytes,
-            p.kv_bytes_per_token_per_gpu.bytes,
+            p.kv_budget_per_gpu.value,
+            p.kv_bytes_per_token_per_gpu.value,
             16,
             8192,
         )
@@ -298,9 +298,9 @@ fn windowed_layers_hold_only_the_window() {
         ..Serving::default()
     };
     let plan = serving_plan(&gemma, &serving, &h100(1)).expect("plan");
-    assert_eq!(plan.kv_bytes_per_sequence_per_gpu.bytes, 2_113_929_216.0);
-    assert_eq!(plan.kv_bytes_per_sequence.bytes, 2_113_929_216.0);
-    let n = (plan.kv_budget_per_gpu.bytes / 2_113_929_216.0).floor() as u64;
+    assert_eq!(plan.kv_bytes_per_sequence_per_gpu.value, 2_113_929_216.0);
+    assert_eq!(plan.kv_bytes_per_sequence.value, 2_113_929_216.0);
+    let n = (plan.kv_budget_per_gpu.value / 2_113_929_216.0).floor() as u64;
     assert_eq!(plan.stages[0].max_sequences, n);
     // Without the window the same model holds fewer: 2,818,572,288 B per sequence.
     let full = ModelSpec {
@@ -309,7 +309,7 @@ fn windowed_layers_hold_only_the_window() {
     };
     let plan_full = serving_plan(&full, &serving, &h100(1)).expect("plan");
     assert_eq!(
-        plan_full.kv_bytes_per_sequence_per_gpu.bytes,
+        plan_full.kv_bytes_per_sequence_per_gpu.value,
         2_818_572_288.0
     );
     assert!(plan_full.stages[0].max_sequences < n);
@@ -367,9 +367,9 @@ fn windowed_attention_flops() {
     };
     let windowed = serving_time(&scenario(&mistral), &load).expect("time");
     let plain = serving_time(&scenario(&full), &load).expect("time");
-    let r = windowed.prefill.attention_flops.bytes / plain.prefill.attention_flops.bytes;
+    let r = windowed.prefill.attention_flops.value / plain.prefill.attention_flops.value;
     assert!((r - 0.75).abs() < 1e-12, "{r}");
-    assert!(windowed.prefill.compute_time.bytes < plain.prefill.compute_time.bytes);
+    assert!(windowed.prefill.compute_time.value < plain.prefill.compute_time.value);
 }
 
 /// google/gemma-2-9b config.json (the fields the importer reads, values as published).

@@ -30,12 +30,12 @@ fn article_chart_numbers_come_out_of_evaluate() {
     }
     // DDP: 140 GB weights + 140 GB gradients + 840 GB optimizer state, all replicated.
     let ddp = &eval.model_state[0];
-    let replicated: Vec<f64> = ddp.replicated.iter().map(|t| t.bytes / GB).collect();
+    let replicated: Vec<f64> = ddp.replicated.iter().map(|t| t.value / GB).collect();
     assert_eq!(replicated.len(), 3);
     for (got, want) in replicated.iter().zip([140.0, 140.0, 840.0]) {
         assert!((got - want).abs() < 1e-9, "{got} vs {want}");
     }
-    assert!(ddp.sharded.iter().all(|t| t.bytes == 0.0));
+    assert!(ddp.sharded.iter().all(|t| t.value == 0.0));
     assert_eq!(eval.params.total, 70e9);
 }
 
@@ -62,7 +62,7 @@ fn article_mesh_is_512_gpus_and_sixteen_micro_batches() {
 fn serving_view_reports_the_article_kv_figure() {
     let eval = evaluate(&default_scenario()).expect("valid");
     let serving = eval.serving.expect("serving inputs valid");
-    assert_eq!(serving.plan.kv_bytes_per_token.bytes, 327_680.0);
+    assert_eq!(serving.plan.kv_bytes_per_token.value, 327_680.0);
     assert!(!serving.table.is_empty());
 }
 

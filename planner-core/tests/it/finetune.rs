@@ -51,7 +51,7 @@ fn term(s: &Scenario, key: &str) -> f64 {
         .iter()
         .find(|t| t.key == key)
         .unwrap_or_else(|| panic!("no term {key}"))
-        .bytes
+        .value
 }
 
 #[test]
@@ -135,7 +135,7 @@ fn qlora_paper_65b_fits_under_48_gb_and_full_16_bit_needs_over_780_gb() {
         .terms
         .iter()
         .filter(|t| t.key.starts_with("model_state."))
-        .map(|t| t.bytes)
+        .map(|t| t.value)
         .sum();
     // ≈ 33.4 GB NF4 + 2.1 GB fp32 embeddings + 799.5e6 adapters × 12 B = 9.6 GB ≈ 45.1 GB.
     assert!(state < 48e9, "QLoRA 65B model state {state}");

@@ -292,7 +292,7 @@ fn activation_bytes(q: &str) -> f64 {
     peak.terms
         .iter()
         .filter(|t| t.key.starts_with("activations"))
-        .map(|t| t.bytes)
+        .map(|t| t.value)
         .sum()
 }
 

@@ -79,7 +79,7 @@ fn article_70b_on_64_gpus() {
     let rep: Vec<(&str, f64)> = ddp
         .replicated
         .iter()
-        .map(|t| (t.key.as_str(), t.bytes))
+        .map(|t| (t.key.as_str(), t.value))
         .collect();
     assert_eq!(
         rep,
@@ -92,21 +92,21 @@ fn article_70b_on_64_gpus() {
     assert!(ddp.sharded.is_empty());
 
     let z1 = &bars[1];
-    assert_eq!(z1.replicated.iter().map(|t| t.bytes).sum::<f64>(), 280e9);
+    assert_eq!(z1.replicated.iter().map(|t| t.value).sum::<f64>(), 280e9);
     assert_eq!(z1.sharded.len(), 1);
-    assert_eq!(z1.sharded[0].bytes, 13.125e9);
+    assert_eq!(z1.sharded[0].value, 13.125e9);
     assert_eq!(z1.sharded[0].formula, "12Ψ/N");
     assert_eq!(z1.sharded[0].worked, "12 × 70e9 / 64 = 13.125 GB");
 
     let z2 = &bars[2];
     assert_eq!(z2.replicated.len(), 1);
-    assert_eq!(z2.replicated[0].bytes, 140e9);
-    assert_eq!(z2.sharded.iter().map(|t| t.bytes).sum::<f64>(), 15.3125e9);
+    assert_eq!(z2.replicated[0].value, 140e9);
+    assert_eq!(z2.sharded.iter().map(|t| t.value).sum::<f64>(), 15.3125e9);
 
     let z3 = &bars[3];
     assert!(z3.replicated.is_empty());
     assert_eq!(z3.sharded[0].worked, "2 × 70e9 / 64 = 2.1875 GB");
-    assert_eq!(z3.sharded.iter().map(|t| t.bytes).sum::<f64>(), 17.5e9);
+    assert_eq!(z3.sharded.iter().map(|t| t.value).sum::<f64>(), 17.5e9);
 }
 
 #[test]
@@ -276,7 +276,7 @@ fn fast_path_equals_explained_peak() {
             explained.peak_bytes
         );
         for stage in &explained.stages {
-            let sum: f64 = stage.terms.iter().map(|t| t.bytes).sum();
+            let sum: f64 = stage.terms.iter().map(|t| t.value).sum();
             assert!(
                 (sum - stage.total_bytes).abs() <= 1e-9 * stage.total_bytes,
                 "{:?}",
@@ -341,7 +341,7 @@ fn stages_terms_and_capacity() {
             .terms
             .iter()
             .find(|t| t.key == "activations.layers")
-            .map(|t| t.bytes)
+            .map(|t| t.value)
             .unwrap_or(0.0)
     };
     assert!((act(0) / act(2) - 4.0 * 20.0 / 20.0).abs() < 1e-9);
@@ -359,7 +359,7 @@ fn stages_terms_and_capacity() {
         .iter()
         .find(|t| t.key == "zero3.gathered")
         .expect("gathered term");
-    assert!(gathered.bytes > 0.0);
+    assert!(gathered.value > 0.0);
     assert_eq!(z3.stages.len(), 1);
     assert_eq!(z3.stages[0].position, StagePosition::Only);
 }

@@ -175,7 +175,7 @@ fn allocated_reserved_and_device_peaks_nest() {
             .terms
             .iter()
             .find(|t| t.key == k)
-            .map(|t| t.bytes)
+            .map(|t| t.value)
             .unwrap_or(0.0)
     };
     // The loss term is the torchtitan transient worked above.
@@ -189,7 +189,7 @@ fn allocated_reserved_and_device_peaks_nest() {
     assert_eq!(m.peak_allocated_bytes, stage.allocated_bytes);
     assert_eq!(m.peak_bytes, stage.total_bytes);
     // The terms still sum to the device total.
-    let sum: f64 = stage.terms.iter().map(|t| t.bytes).sum();
+    let sum: f64 = stage.terms.iter().map(|t| t.value).sum();
     assert!(
         (sum - stage.total_bytes).abs() < 1e3,
         "{sum} vs {}",

@@ -103,7 +103,7 @@ fn deepspeed_zero2_estimator_figures() {
             .terms
             .iter()
             .find(|t| t.key == key)
-            .map(|t| t.bytes)
+            .map(|t| t.value)
             .expect(key)
     };
     assert_eq!(ds_gb(bytes("model_state.weights")), "5.31");
@@ -129,16 +129,16 @@ fn zero3_optimizer_offload_keeps_only_the_weight_shard() {
         let mem = training_memory(sc, &model);
         let t = &mem.stages[0].terms;
         let w = t.iter().find(|t| t.key == "model_state.weights").cloned();
-        let gathered = t.iter().any(|t| t.key == "zero3.gathered" && t.bytes > 0.0);
+        let gathered = t.iter().any(|t| t.key == "zero3.gathered" && t.value > 0.0);
         (w.expect("weights term"), gathered)
     };
     let (weights, gathered) = weights_and_gathered(&sc);
-    assert!((weights.bytes - 712.75e6).abs() < 1.0);
+    assert!((weights.value - 712.75e6).abs() < 1.0);
     assert!(gathered);
     // With parameters offloaded too, no weight shard stays: only the gathered units.
     sc.training.offload = Offload::OptimizerParamsCpu;
     let (weights, gathered) = weights_and_gathered(&sc);
-    assert_eq!(weights.bytes, 0.0);
+    assert_eq!(weights.value, 0.0);
     assert!(weights.label.contains("offloaded"));
     assert!(gathered);
 }
@@ -250,7 +250,7 @@ fn ten_billion_gpt2_fits_one_v100_only_with_zero_offload() {
     // Host link: Ψ × 2 B down + Ψ × 2 B up over 16 GB/s (one micro-batch).
     let link_s = 4.0 * psi / 16e9;
     assert!(
-        (t.bytes - (cpu_s + link_s)).abs() < 1e-9 * t.bytes,
+        (t.value - (cpu_s + link_s)).abs() < 1e-9 * t.value,
         "{}",
         t.worked
     );
@@ -383,7 +383,7 @@ fn offload_lowers_gpu_memory_and_adds_step_time() {
         .sharded
         .iter()
         .find(|t| t.key == "weights")
-        .map(|t| t.bytes)
+        .map(|t| t.value)
         .expect("weights");
     assert_eq!(bar(&off), weights);
     assert!((bar(&base) - 8.0 * weights).abs() < 1e-6 * bar(&base));

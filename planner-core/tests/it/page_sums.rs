@@ -93,9 +93,9 @@ fn other_terms_and_model_state_split_the_peak_stage() {
     let state: f64 = terms
         .iter()
         .filter(|t| is_model_state(t))
-        .map(|t| t.bytes)
+        .map(|t| t.value)
         .sum();
-    let all: f64 = terms.iter().map(|t| t.bytes).sum();
+    let all: f64 = terms.iter().map(|t| t.value).sum();
     assert!(close(state + other_bytes(&m), all, 1e-12));
     assert!(other_terms(&m).all(|t| !t.key.starts_with("model_state")));
     // ZeRO-1 shards the optimizer state only: some model-state term is "(sharded)", weights are not.
@@ -120,7 +120,7 @@ fn term(key: &str, label: &str, bytes: f64) -> Term {
     let mut t = peak_terms(&default_memory())[0].clone();
     t.key = key.to_string();
     t.label = label.to_string();
-    t.bytes = bytes;
+    t.value = bytes;
     t
 }
 

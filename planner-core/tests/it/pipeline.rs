@@ -305,8 +305,8 @@ fn large_timelines_run_and_oversized_ones_are_refused() {
 #[test]
 fn bubble_terms_are_labelled_apart() {
     let [idle, over] = planner_core::parallel::pipeline::bubble_terms(Schedule::OneFOneB, 4, 4, 1);
-    assert_eq!(idle.bytes, 3.0 / 7.0);
-    assert_eq!(over.bytes, 3.0 / 4.0);
+    assert_eq!(idle.value, 3.0 / 7.0);
+    assert_eq!(over.value, 3.0 / 4.0);
     assert_ne!(idle.label, over.label);
     assert_eq!(idle.worked, "(4−1)/(4+4−1) = 42.9%");
 }

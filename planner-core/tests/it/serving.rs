@@ -39,10 +39,10 @@ fn h100(nodes: u32) -> Cluster {
 #[test]
 fn article_kv_numbers_exactly() {
     let t = kv_bytes_per_token(&llama_70b(), ServeDtype::Bf16);
-    assert_eq!(t.bytes, 327_680.0);
+    assert_eq!(t.value, 327_680.0);
     assert!(t.worked.contains("327,680 B"), "{}", t.worked);
     let seq = kv_bytes_per_sequence(&t, 32_768);
-    assert_eq!(seq.bytes, 10_737_418_240.0);
+    assert_eq!(seq.value, 10_737_418_240.0);
     assert!(seq.worked.ends_with("10.74 GB"), "{}", seq.worked);
     assert_eq!(seq.key, "kv.per_sequence");
 }
@@ -54,7 +54,7 @@ fn gqa_heads_replicate_beyond_kv_head_count() {
     assert_eq!(kv_heads_per_gpu(&m, 4), 2);
     assert_eq!(kv_heads_per_gpu(&m, 8), 1);
     assert_eq!(kv_heads_per_gpu(&m, 16), 1);
-    let at = |tp| kv_bytes_per_token_per_gpu(&m, ServeDtype::Bf16, tp, 80).bytes;
+    let at = |tp| kv_bytes_per_token_per_gpu(&m, ServeDtype::Bf16, tp, 80).value;
     assert_eq!(at(8), 327_680.0 / 8.0);
     assert_eq!(at(16), at(8));
     assert_eq!(at(2), 327_680.0 / 2.0);
@@ -67,7 +67,7 @@ fn pp_splits_layers_and_kv() {
     assert_eq!(stage_layers(126, 4), vec![31, 32, 32, 31]);
     assert_eq!(stage_layers(61, 4).iter().sum::<u32>(), 61);
     let m = llama_70b();
-    let half = kv_bytes_per_token_per_gpu(&m, ServeDtype::Bf16, 1, 40).bytes;
+    let half = kv_bytes_per_token_per_gpu(&m, ServeDtype::Bf16, 1, 40).value;
     assert_eq!(half, 327_680.0 / 2.0);
 }
 
@@ -75,11 +75,11 @@ fn pp_splits_layers_and_kv() {
 fn deepseek_v3_mla_bytes() {
     let m = deepseek_v3();
     // 61 × (512 + 64) × 2 B.
-    assert_eq!(kv_bytes_per_token(&m, ServeDtype::Bf16).bytes, 70_272.0);
+    assert_eq!(kv_bytes_per_token(&m, ServeDtype::Bf16).value, 70_272.0);
     // The latent is replicated across TP ranks.
     let tp8 = kv_bytes_per_token_per_gpu(&m, ServeDtype::Bf16, 8, 61);
-    assert_eq!(tp8.bytes, 70_272.0);
-    assert_eq!(kv_bytes_per_token(&m, ServeDtype::Fp8).bytes, 35_136.0);
+    assert_eq!(tp8.value, 70_272.0);
+    assert_eq!(kv_bytes_per_token(&m, ServeDtype::Fp8).value, 35_136.0);
 }
 
 #[test]
@@ -93,7 +93,7 @@ fn weights_per_gpu_follow_dtype_and_tp() {
     let plan = serving_plan(&m, &serving, &h100(1)).unwrap();
     let psi = m.params();
     // Norms are replicated, so weights per GPU are a little above 2Ψ/8.
-    let w = plan.weights_per_gpu.bytes;
+    let w = plan.weights_per_gpu.value;
     assert!(w > 2.0 * psi / 8.0 && w < 2.0 * psi / 8.0 * 1.001, "{w}");
     let int4 = serving_plan(
         &m,
@@ -104,7 +104,7 @@ fn weights_per_gpu_follow_dtype_and_tp() {
         &h100(1),
     )
     .unwrap();
-    assert!((int4.weights_per_gpu.bytes * 4.0 - w).abs() < 1.0);
+    assert!((int4.weights_per_gpu.value * 4.0 - w).abs() < 1.0);
     // PP puts the embedding on the first and the output on the last stage.
     let pp2 = serving_plan(
         &m,
@@ -119,7 +119,7 @@ fn weights_per_gpu_follow_dtype_and_tp() {
     let (s0, s1) = (&pp2.stages[0], &pp2.stages[1]);
     assert_eq!(s0.layers + s1.layers, 80);
     // Final norm (8192 params) is on the last stage only.
-    assert!((s1.weights.bytes - s0.weights.bytes - 2.0 * 8192.0).abs() < 1.0);
+    assert!((s1.weights.value - s0.weights.value - 2.0 * 8192.0).abs() < 1.0);
 }
 
 #[test]
@@ -265,15 +265,15 @@ proptest! {
             ..Serving::default()
         };
         let c = h100(4);
-        let n_lo = serving_plan(&m, &s(lo), &c).unwrap().max_concurrent_sequences.bytes;
-        let n_hi = serving_plan(&m, &s(hi), &c).unwrap().max_concurrent_sequences.bytes;
+        let n_lo = serving_plan(&m, &s(lo), &c).unwrap().max_concurrent_sequences.value;
+        let n_hi = serving_plan(&m, &s(hi), &c).unwrap().max_concurrent_sequences.value;
         prop_assert!(n_lo <= n_hi);
     }
 
     #[test]
     fn per_gpu_kv_never_below_one_head(tp in 1u32..64) {
         let m = llama_70b();
-        let t = kv_bytes_per_token_per_gpu(&m, ServeDtype::Bf16, tp, 80).bytes;
+        let t = kv_bytes_per_token_per_gpu(&m, ServeDtype::Bf16, tp, 80).value;
         prop_assert!(t >= 327_680.0 / 8.0);
         prop_assert!(t <= 327_680.0);
     }
@@ -285,10 +285,10 @@ proptest! {
         let id = ["llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "deepseek-v3"][preset];
         let m = model_preset(id).unwrap();
         let per_token = kv_bytes_per_token(&m, ServeDtype::ALL[dtype]);
-        let kv = |n| kv_bytes_per_sequence(&per_token, n).bytes;
+        let kv = |n| kv_bytes_per_sequence(&per_token, n).value;
         // Linear: kv(a + b) = kv(a) + kv(b), kv(0) = 0, and kv(n) = n × per-token bytes.
         prop_assert_eq!(kv(0), 0.0);
         prop_assert_eq!(kv(a + b), kv(a) + kv(b));
-        prop_assert_eq!(kv(a), f64::from(a) * per_token.bytes);
+        prop_assert_eq!(kv(a), f64::from(a) * per_token.value);
     }
 }

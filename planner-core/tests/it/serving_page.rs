@@ -40,7 +40,7 @@ fn the_curve_at_the_scenarios_concurrency_is_serving_times_tpot() {
         concurrency: c,
         ..ServingLoad::default()
     };
-    let want = serving_time(&base, &load).expect("native").tpot.bytes;
+    let want = serving_time(&base, &load).expect("native").tpot.value;
     let here = p
         .curve
         .iter()

@@ -76,22 +76,22 @@ fn disaggregated_ttft_is_prefill_plus_kv_transfer_by_hand() {
     let t = disagg_time(&model, &s, &d, &l).expect("valid");
     // KV per token: 2 (K, V) × 32 layers × 8 KV heads × 128 head dim × 2 B = 131,072 B;
     // 1024 prompt tokens: 134,217,728 B, all of it on the one GPU each side.
-    assert_eq!(t.kv_transfer_bytes.bytes, 134_217_728.0);
+    assert_eq!(t.kv_transfer_bytes.value, 134_217_728.0);
     assert_eq!(t.transfer.send_bytes_per_gpu, 134_217_728.0);
     // 10 µs + 134,217,728 B / 50 GB/s = 10 µs + 2.684355 ms = 2.694355 ms.
-    assert!(close(t.kv_transfer_time.bytes, 2.694_354_56e-3, 1e-9));
+    assert!(close(t.kv_transfer_time.value, 2.694_354_56e-3, 1e-9));
     // Prefill on the prefill replica = serving_time's prefill of the same shape.
     let mut agg = s.clone();
     agg.serving.tp = 1;
     agg.serving.pp = 1;
     let a = serving_time(&agg, &load(1024, 256, 1)).expect("valid");
-    assert_eq!(t.prefill_time.bytes, a.prefill.time.bytes);
+    assert_eq!(t.prefill_time.value, a.prefill.time.value);
     // TTFT = W_q + S + transfer, W_q = ρS/(2(1−ρ)) with ρ = 1e-3 × S.
-    let sp = a.prefill.time.bytes;
+    let sp = a.prefill.time.value;
     let rho = 1e-3 * sp;
     let wq = rho * sp / (2.0 * (1.0 - rho));
-    assert!(close(t.ttft.bytes, wq + sp + 2.694_354_56e-3, 1e-9));
-    assert!(t.ttft.bytes > sp + t.kv_transfer_time.bytes);
+    assert!(close(t.ttft.value, wq + sp + 2.694_354_56e-3, 1e-9));
+    assert!(t.ttft.value > sp + t.kv_transfer_time.value);
 }
 
 #[test]
@@ -110,35 +110,35 @@ fn decode_pool_tpot_has_no_prefill_interference() {
     let a = serving_time(&agg, &l).expect("valid");
     // The decode pool's TPOT is the aggregated step without its prefill chunks.
     assert!(close(
-        t.tpot.bytes,
-        a.tpot.bytes - a.interference.bytes,
+        t.tpot.value,
+        a.tpot.value - a.interference.value,
         1e-12
     ));
-    assert!(a.interference.bytes > 0.0 && t.tpot.bytes < a.tpot.bytes);
+    assert!(a.interference.value > 0.0 && t.tpot.value < a.tpot.value);
     // A closed loop of 2 × 32 clients below prefill saturation: λ = 64 / (S + KV transfer +
     // 255 · TPOT), no wait, and throughput = λ · 256 tokens over 32 GPUs.
-    let cycle = t.prefill_time.bytes + t.kv_transfer_time.bytes + 255.0 * t.tpot.bytes;
+    let cycle = t.prefill_time.value + t.kv_transfer_time.value + 255.0 * t.tpot.value;
     assert!(
-        64.0 / cycle < 2.0 / t.prefill_time.bytes,
+        64.0 / cycle < 2.0 / t.prefill_time.value,
         "below saturation"
     );
-    assert!(close(t.arrival_rate.bytes, 64.0 / cycle, 1e-12));
-    assert_eq!(t.queue_wait.bytes, 0.0);
+    assert!(close(t.arrival_rate.value, 64.0 / cycle, 1e-12));
+    assert_eq!(t.queue_wait.value, 0.0);
     assert!(close(
-        t.throughput_per_gpu.bytes,
-        t.arrival_rate.bytes * 256.0 / 32.0,
+        t.throughput_per_gpu.value,
+        t.arrival_rate.value * 256.0 / 32.0,
         1e-12
     ));
     // Over two prefill replicas: ρ = λ·S / 2.
     assert!(close(
-        t.prefill_utilisation.bytes,
-        t.arrival_rate.bytes * t.prefill_time.bytes / 2.0,
+        t.prefill_utilisation.value,
+        t.arrival_rate.value * t.prefill_time.value / 2.0,
         1e-12
     ));
     // TP 8 each side: every GPU sends 1/8 of the 8 KV heads' bytes = one head's.
     assert!(close(
         t.transfer.send_bytes_per_gpu,
-        t.kv_transfer_bytes.bytes / 8.0,
+        t.kv_transfer_bytes.value / 8.0,
         1e-12
     ));
 }
@@ -178,11 +178,11 @@ fn disaggregated_deployment_input_is_checked_by_field() {
         decode: pool(1, 1, 7),
     };
     let t = disagg_time(&model, &s, &d, &load(8192, 16, 256)).expect("closed loop");
-    let sv = t.prefill_time.bytes;
-    assert_eq!(t.prefill_utilisation.bytes, 1.0);
-    assert!(close(t.arrival_rate.bytes, 1.0 / sv, 1e-12));
-    let cycle = sv + t.kv_transfer_time.bytes + 15.0 * t.tpot.bytes;
-    assert!(close(t.queue_wait.bytes, 1792.0 * sv - cycle, 1e-9));
+    let sv = t.prefill_time.value;
+    assert_eq!(t.prefill_utilisation.value, 1.0);
+    assert!(close(t.arrival_rate.value, 1.0 / sv, 1e-12));
+    let cycle = sv + t.kv_transfer_time.value + 15.0 * t.tpot.value;
+    assert!(close(t.queue_wait.value, 1792.0 * sv - cycle, 1e-9));
     let open = ServingLoad {
         arrival_rate_per_s: Some(2.0 / sv / 7.0),
         ..load(8192, 16, 256)
@@ -238,11 +238,11 @@ fn search_ranks_feasible_deployments_and_agrees_with_serving_time() {
     one.serving.tp = tp;
     one.serving.pp = pp;
     let t = serving_time(&one, &load(1024, 256, best.deployment.concurrency)).expect("valid");
-    assert!(close(best.tpot_s, t.tpot.bytes, 1e-12));
-    assert!(close(best.ttft_s, t.ttft_p99.bytes, 1e-9));
+    assert!(close(best.tpot_s, t.tpot.value, 1e-12));
+    assert!(close(best.ttft_s, t.ttft_p99.value, 1e-9));
     assert!(close(
         best.throughput_per_gpu,
-        t.throughput_per_gpu.bytes,
+        t.throughput_per_gpu.value,
         1e-12
     ));
     // Doubling its concurrency breaks the target or the KV pool (else the search would have
@@ -250,7 +250,7 @@ fn search_ranks_feasible_deployments_and_agrees_with_serving_time() {
     let next = serving_time(&one, &load(1024, 256, 2 * best.deployment.concurrency));
     if let Ok(n) = next {
         assert!(
-            n.tpot.bytes > 0.05 || n.ttft_p99.bytes > 2.0 || !n.fits_kv,
+            n.tpot.value > 0.05 || n.ttft_p99.value > 2.0 || !n.fits_kv,
             "{}",
             best.label
         );
@@ -423,12 +423,12 @@ fn concurrency_curve_is_serving_time_at_each_concurrency() {
     assert_eq!(cs, vec![1, 2, 4, 8, 16, 24, 32, 64]);
     for p in &curve {
         let t = serving_time(&s, &load(1024, 256, p.concurrency)).expect("valid");
-        assert!(close(p.tpot_s, t.tpot.bytes, 1e-12));
-        assert!(close(p.ttft_s, t.ttft_p90.bytes, 1e-9));
-        assert!(close(p.ttft_mean_s, t.ttft.bytes, 1e-9));
+        assert!(close(p.tpot_s, t.tpot.value, 1e-12));
+        assert!(close(p.ttft_s, t.ttft_p90.value, 1e-9));
+        assert!(close(p.ttft_mean_s, t.ttft.value, 1e-9));
         assert!(close(
             p.throughput_per_gpu,
-            t.throughput_per_gpu.bytes,
+            t.throughput_per_gpu.value,
             1e-12
         ));
         assert_eq!(p.fits_kv, t.fits_kv);

@@ -31,7 +31,7 @@ fn load(prompt: u32, output: u32, concurrency: u32) -> ServingLoad {
 }
 
 fn all_finite(t: &ServingTime) -> bool {
-    t.terms().iter().all(|x| x.bytes.is_finite())
+    t.terms().iter().all(|x| x.value.is_finite())
 }
 
 #[test]
@@ -42,19 +42,19 @@ fn memory_bound_decode_step_is_bytes_over_bandwidth() {
     let t = serving_time(&s, &l).expect("valid");
     let model = model_preset("llama-3.1-8b").expect("preset");
     let plan = serving_plan(&model, &s.serving, &s.cluster).expect("plan");
-    let weights = plan.weights_per_gpu.bytes;
+    let weights = plan.weights_per_gpu.value;
     let kv_per_token =
         kv_cache::kv_bytes_per_token_per_gpu_value(&model, ServeDtype::Bf16, 1, model.layers);
     // Mean cached tokens over the output: P + (O − 1)/2.
     let kv = kv_per_token * (1024.0 + 255.0 / 2.0);
     let expected = (weights + kv) / 3.35e12;
     assert_eq!(t.decode.bound, Bound::Memory);
-    assert_eq!(t.decode.weight_bytes.bytes, weights);
-    assert!((t.decode.kv_bytes.bytes - kv).abs() <= 1e-6 * kv);
-    assert!((t.decode.memory_time.bytes - expected).abs() <= 1e-12 * expected);
+    assert_eq!(t.decode.weight_bytes.value, weights);
+    assert!((t.decode.kv_bytes.value - kv).abs() <= 1e-6 * kv);
+    assert!((t.decode.memory_time.value - expected).abs() <= 1e-12 * expected);
     // One GPU: no communication, so the step is the memory time exactly.
-    assert_eq!(t.decode.comm_time.bytes, 0.0);
-    assert_eq!(t.decode.time.bytes, t.decode.memory_time.bytes);
+    assert_eq!(t.decode.comm_time.value, 0.0);
+    assert_eq!(t.decode.time.value, t.decode.memory_time.value);
     // ~16 GB of weights at 3.35 TB/s: about 5 ms.
     assert!(expected > 4e-3 && expected < 6e-3, "{expected}");
 }
@@ -80,19 +80,19 @@ fn prefill_flops_equal_the_closed_form() {
         let b = model.param_breakdown();
         let n_matmul = (b.active() - b.embedding) as f64;
         let gemm = 2.0 * n_matmul * new;
-        assert!((t.prefill.gemm_flops.bytes - gemm).abs() <= 1e-9 * gemm);
+        assert!((t.prefill.gemm_flops.value - gemm).abs() <= 1e-9 * gemm);
         // Causal attention, MHA-equivalent form 2·2·s²·h·L/2 with h = a·d_head (Llama: 32 × 128).
         let h = f64::from(model.heads) * f64::from(model.head_dim);
         let attn = 2.0 * 2.0 * (p * p - cached * cached) * h * f64::from(model.layers) / 2.0;
         assert!(
-            (t.prefill.attention_flops.bytes - attn).abs() <= 1e-9 * attn,
+            (t.prefill.attention_flops.value - attn).abs() <= 1e-9 * attn,
             "{} vs {attn}",
-            t.prefill.attention_flops.bytes
+            t.prefill.attention_flops.value
         );
         // The same as cost.rs's per-token count.
         let f = flops_per_token(&model, 1, false);
         assert!((f.dense_forward * new - gemm).abs() <= 1e-9 * gemm);
-        assert!(t.prefill.time.bytes >= t.prefill.compute_time.bytes);
+        assert!(t.prefill.time.value >= t.prefill.compute_time.value);
     }
 }
 
@@ -109,8 +109,8 @@ fn prefix_hits_remove_prompt_tokens_from_prefill() {
     )
     .expect("valid");
     assert_eq!(warm.prefill.new_tokens, 2048);
-    assert!(warm.prefill.time.bytes < cold.prefill.time.bytes);
-    assert!(warm.ttft.bytes < cold.ttft.bytes);
+    assert!(warm.prefill.time.value < cold.prefill.time.value);
+    assert!(warm.ttft.value < cold.ttft.value);
     // A full hit still recomputes the last token (vLLM).
     let full = serving_time(
         &s,
@@ -137,15 +137,15 @@ fn tpot_rises_monotonically_with_concurrency() {
         for c in 1..=96u32 {
             let t = serving_time(&s, &load(1024, 256, c)).expect("valid");
             assert!(
-                t.tpot.bytes >= last,
+                t.tpot.value >= last,
                 "{model} c={c}: {} < {last}",
-                t.tpot.bytes
+                t.tpot.value
             );
             assert!(all_finite(&t));
-            last = t.tpot.bytes;
+            last = t.tpot.value;
             if c == 1 || c == 96 {
-                assert!(t.throughput_per_replica.bytes > last_thr);
-                last_thr = t.throughput_per_replica.bytes;
+                assert!(t.throughput_per_replica.value > last_thr);
+                last_thr = t.throughput_per_replica.value;
             }
         }
     }
@@ -162,12 +162,12 @@ fn int4_weights_speed_up_a_memory_bound_step_by_the_byte_ratio() {
     assert_eq!(a.decode.bound, Bound::Memory);
     assert_eq!(b.decode.bound, Bound::Memory);
     assert_eq!(
-        a.decode.weight_bytes.bytes / b.decode.weight_bytes.bytes,
+        a.decode.weight_bytes.value / b.decode.weight_bytes.value,
         4.0
     );
-    let ratio = (a.decode.weight_bytes.bytes + a.decode.kv_bytes.bytes)
-        / (b.decode.weight_bytes.bytes + b.decode.kv_bytes.bytes);
-    let speedup = a.decode.time.bytes / b.decode.time.bytes;
+    let ratio = (a.decode.weight_bytes.value + a.decode.kv_bytes.value)
+        / (b.decode.weight_bytes.value + b.decode.kv_bytes.value);
+    let speedup = a.decode.time.value / b.decode.time.value;
     assert!(
         (speedup - ratio).abs() < 1e-12 * ratio,
         "{speedup} vs {ratio}"
@@ -175,7 +175,7 @@ fn int4_weights_speed_up_a_memory_bound_step_by_the_byte_ratio() {
     // Both weights and KV in INT4: exactly the 2 / 0.5 byte ratio.
     int4.serving.kv_dtype = ServeDtype::Int4;
     let c = serving_time(&int4, &l).expect("valid");
-    let speedup = a.decode.time.bytes / c.decode.time.bytes;
+    let speedup = a.decode.time.value / c.decode.time.value;
     assert!((speedup - 4.0).abs() < 1e-12, "{speedup}");
 }
 
@@ -183,7 +183,7 @@ fn int4_weights_speed_up_a_memory_bound_step_by_the_byte_ratio() {
 fn ttft_grows_with_utilisation_and_is_refused_at_saturation() {
     let s = scenario("llama-3.1-70b", 1, 8, 1);
     let base = serving_time(&s, &load(4096, 256, 16)).expect("valid");
-    let service = base.prefill.time.bytes;
+    let service = base.prefill.time.value;
     let mut last = 0.0;
     for rho in [0.1, 0.3, 0.5, 0.7, 0.9, 0.99, 0.999_999] {
         let l = ServingLoad {
@@ -191,12 +191,12 @@ fn ttft_grows_with_utilisation_and_is_refused_at_saturation() {
             ..load(4096, 256, 16)
         };
         let t = serving_time(&s, &l).expect("ρ < 1 is served");
-        assert!((t.utilisation.bytes - rho).abs() < 1e-9);
-        assert!(t.ttft.bytes > last, "ρ {rho}");
-        assert!(t.ttft_p99.bytes >= t.ttft_p90.bytes);
-        assert!(t.ttft_p90.bytes >= service);
+        assert!((t.utilisation.value - rho).abs() < 1e-9);
+        assert!(t.ttft.value > last, "ρ {rho}");
+        assert!(t.ttft_p99.value >= t.ttft_p90.value);
+        assert!(t.ttft_p90.value >= service);
         assert!(all_finite(&t));
-        last = t.ttft.bytes;
+        last = t.ttft.value;
     }
     // Near saturation the wait is huge but finite.
     assert!(last > 1e4 * service);
@@ -213,8 +213,8 @@ fn ttft_grows_with_utilisation_and_is_refused_at_saturation() {
     let mut last = 0.0;
     for c in [1u32, 4, 16, 64] {
         let t = serving_time(&s, &load(4096, 256, c)).expect("valid");
-        assert!(t.utilisation.bytes > last);
-        last = t.utilisation.bytes;
+        assert!(t.utilisation.value > last);
+        last = t.utilisation.value;
     }
 }
 
@@ -249,8 +249,8 @@ fn distinct_experts_match_a_brute_force() {
     let one = serving_time(&s, &load(512, 64, 1)).expect("valid");
     let many = serving_time(&s, &load(512, 64, 256)).expect("valid");
     let d = one.decode.distinct_experts.as_ref().expect("moe");
-    assert!((d.bytes - 2.0).abs() < 1e-12);
-    assert!(one.decode.weight_bytes.bytes < 0.5 * many.decode.weight_bytes.bytes);
+    assert!((d.value - 2.0).abs() < 1e-12);
+    assert!(one.decode.weight_bytes.value < 0.5 * many.decode.weight_bytes.value);
 }
 
 #[test]
@@ -295,8 +295,8 @@ fn tensor_parallel_decode_pays_latency_bound_all_reduces() {
     let t = serving_time(&s, &load(1024, 256, 1)).expect("valid");
     // 80 layers × 2 all-reduces × 2(n−1) ring steps × 3 µs ≈ 6.7 ms of α alone.
     let alpha = 80.0 * 2.0 * 14.0 * 3e-6;
-    assert!(t.decode.comm_time.bytes >= alpha);
-    assert!(t.decode.comm_time.bytes < 1.1 * alpha);
+    assert!(t.decode.comm_time.value >= alpha);
+    assert!(t.decode.comm_time.value < 1.1 * alpha);
     // EP for MoE swaps the FFN all-reduce for two all-to-alls.
     let m = scenario("mixtral-8x7b", 1, 8, 1);
     let tp = serving_time(&m, &load(1024, 256, 8)).expect("valid");
@@ -308,7 +308,7 @@ fn tensor_parallel_decode_pays_latency_bound_all_reduces() {
         },
     )
     .expect("valid");
-    assert!(ep.decode.comm_time.bytes != tp.decode.comm_time.bytes);
+    assert!(ep.decode.comm_time.value != tp.decode.comm_time.value);
     assert!(all_finite(&ep));
 }
 
@@ -344,10 +344,10 @@ proptest! {
         match serving_time(&s, &l) {
             Ok(t) => {
                 for x in t.terms() {
-                    prop_assert!(x.bytes.is_finite() && x.bytes >= 0.0, "{}: {}", x.key, x.bytes);
+                    prop_assert!(x.value.is_finite() && x.value >= 0.0, "{}: {}", x.key, x.value);
                 }
-                prop_assert!(t.tpot.bytes > 0.0);
-                prop_assert!(t.ttft.bytes >= t.prefill.time.bytes);
+                prop_assert!(t.tpot.value > 0.0);
+                prop_assert!(t.ttft.value >= t.prefill.time.value);
             }
             Err(e) => prop_assert!(!e.field.is_empty() && !e.reason.is_empty()),
         }
@@ -363,29 +363,29 @@ fn a_closed_loop_waits_only_once_prefill_is_saturated() {
     let s = scenario("llama-3.1-70b", 1, 8, 1);
     // One client: no wait, TTFT = its own prefill, throughput = O / (S + (O − 1)·TPOT).
     let one = serving_time(&s, &load(4096, 256, 1)).expect("valid");
-    let (sv, tpot) = (one.prefill.time.bytes, one.tpot.bytes);
-    assert_eq!(one.queue_wait.bytes, 0.0);
-    assert_eq!(one.ttft.bytes, sv);
-    assert_eq!(one.ttft_p99.bytes, sv);
+    let (sv, tpot) = (one.prefill.time.value, one.tpot.value);
+    assert_eq!(one.queue_wait.value, 0.0);
+    assert_eq!(one.ttft.value, sv);
+    assert_eq!(one.ttft_p99.value, sv);
     let x = 1.0 / (sv + 255.0 * tpot);
-    assert!((one.arrival_rate.bytes - x).abs() <= 1e-12 * x);
-    let per_replica = one.throughput_per_replica.bytes;
+    assert!((one.arrival_rate.value - x).abs() <= 1e-12 * x);
+    let per_replica = one.throughput_per_replica.value;
     assert!((per_replica - 256.0 * x).abs() <= 1e-9 * per_replica);
-    assert!(one.utilisation.bytes < 1.0);
+    assert!(one.utilisation.value < 1.0);
 
     // Short outputs and long prompts with many clients: the prefill server is the bottleneck,
     // X = 1/S, ρ = 1, and each request waits c·S − (S + (O − 1)·TPOT).
     let l = load(16384, 2, 64);
     let t = serving_time(&s, &l).expect("a closed loop is never refused for load");
-    let (sv, tpot) = (t.prefill.time.bytes, t.tpot.bytes);
+    let (sv, tpot) = (t.prefill.time.value, t.tpot.value);
     assert!(64.0 / (sv + tpot) > 1.0 / sv, "the case saturates prefill");
-    assert_eq!(t.utilisation.bytes, 1.0);
+    assert_eq!(t.utilisation.value, 1.0);
     let want = 64.0 * sv - (sv + tpot);
     assert!(
-        (t.queue_wait.bytes - want).abs() <= 1e-9 * want,
+        (t.queue_wait.value - want).abs() <= 1e-9 * want,
         "{} vs {want}",
-        t.queue_wait.bytes
+        t.queue_wait.value
     );
-    assert_eq!(t.ttft_p90.bytes, t.ttft.bytes);
+    assert_eq!(t.ttft_p90.value, t.ttft.value);
     assert!(all_finite(&t));
 }

@@ -87,26 +87,26 @@ fn a_static_batch_row_is_the_closed_form_of_its_terms() {
     let t = serving_time_for(&spec, &mapped.scenario, &mapped.load).expect("evaluates");
     // Throughput of a static batch: b · O / (O · step + b · prefill compute), i.e.
     // c / TPOT with TPOT = step + (c / O) · prefill compute (one GPU: per GPU = per replica).
-    let step = t.decode.time.bytes;
-    let prefill_compute = t.prefill.compute_time.bytes;
+    let step = t.decode.time.value;
+    let prefill_compute = t.prefill.compute_time.value;
     let by_hand = 256.0 * 128.0 / (128.0 * step + 256.0 * prefill_compute);
-    assert!((t.throughput_per_gpu.bytes / by_hand - 1.0).abs() < 1e-12);
+    assert!((t.throughput_per_gpu.value / by_hand - 1.0).abs() < 1e-12);
     // Llama 2 7B in FP16 on one A100 80 GB: the step streams 2 bytes × 6.74e9 parameters
     // (13.5 GB) plus 256 sequences × (128 + 63.5) cached tokens × 524,288 B (32 layers ×
     // 32 KV heads × 128 × 2 × 2 B) = 25.7 GB, at 2.039e12 B/s: (13.5 + 25.7) GB / 2.039 TB/s
     // ≈ 19.2 ms, the memory time the dataset's table prints for this row.
     let kv_per_token = 32.0 * 32.0 * 128.0 * 2.0 * 2.0;
     let kv = 256.0 * (128.0 + 127.0 / 2.0) * kv_per_token;
-    assert!((t.decode.kv_bytes.bytes / kv - 1.0).abs() < 1e-9);
-    let weights = t.decode.weight_bytes.bytes;
+    assert!((t.decode.kv_bytes.value / kv - 1.0).abs() < 1e-9);
+    let weights = t.decode.weight_bytes.value;
     assert!((weights / (2.0 * 6.738e9) - 1.0).abs() < 0.01, "{weights}");
     let hbm = mapped.scenario.cluster.gpu.hbm_bytes_per_s;
-    assert!((t.decode.memory_time.bytes / ((weights + kv) / hbm) - 1.0).abs() < 1e-9);
-    assert!((t.decode.memory_time.bytes - 0.0192).abs() < 0.0002);
+    assert!((t.decode.memory_time.value / ((weights + kv) / hbm) - 1.0).abs() < 1e-9);
+    assert!((t.decode.memory_time.value - 0.0192).abs() < 0.0002);
     let row = validate_serving_run(run);
     let c = &row.comparisons[0];
     assert_eq!(c.quantity, ServingQuantity::OutputTokensPerS);
-    assert!((c.predicted / t.throughput_per_gpu.bytes - 1.0).abs() < 1e-12);
+    assert!((c.predicted / t.throughput_per_gpu.value - 1.0).abs() < 1e-12);
     assert!((c.relative_error - (c.predicted / 5390.0 - 1.0)).abs() < 1e-12);
 }
 
@@ -121,11 +121,11 @@ fn a_maximum_load_row_takes_the_sequences_its_kv_pool_holds() {
     let mapped = map_serving_run(run).expect("maps");
     let spec = mapped.scenario.model_spec().expect("model");
     let t = serving_time_for(&spec, &mapped.scenario, &mapped.load).expect("evaluates");
-    let seqs = (t.kv_capacity_tokens.bytes / 2000.0).floor() as u32;
+    let seqs = (t.kv_capacity_tokens.value / 2000.0).floor() as u32;
     assert_eq!(mapped.load.concurrency, seqs);
     assert!(t.fits_kv);
     // One more sequence would not fit.
-    assert!(f64::from(seqs + 1) * 2000.0 > t.kv_capacity_tokens.bytes);
+    assert!(f64::from(seqs + 1) * 2000.0 > t.kv_capacity_tokens.value);
     assert!(mapped
         .defaults
         .iter()

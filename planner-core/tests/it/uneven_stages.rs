@@ -86,7 +86,7 @@ fn memory_of_the_first_stage_against_a_middle_one() {
             .terms
             .iter()
             .find(|t| t.key == key)
-            .map(|t| t.bytes)
+            .map(|t| t.value)
             .unwrap_or_else(|| panic!("{key} on stage {stage}"))
     };
     assert_eq!((mem.stages[0].layers, mem.stages[1].layers), (7, 8));

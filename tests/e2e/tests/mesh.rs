@@ -198,7 +198,9 @@ fn article_mesh_row_applies_to_every_view() {
     // Step breakdown (it recomputes once scrolled near the screen): the row's step time.
     scroll_to(&session, page::BREAKDOWN_VIEW);
     let step = session
-        .wait_text(page::STEP_TOTAL, SETTLE, |t| t == fmt_s(chosen.step_s))
+        .wait_text(page::STEP_TOTAL, SETTLE, |t| {
+            t == planner_core::base::explain::fmt_seconds(chosen.step_s)
+        })
         .expect("breakdown total follows the row");
     // Its segments add up to that step time and its volumes are planner-core's.
     let segs = session
@@ -392,14 +394,6 @@ fn bytes_text(b: f64) -> String {
     match frac {
         Some(f) => format!("{int}.{f} {unit}"),
         None => format!("{int} {unit}"),
-    }
-}
-
-fn fmt_s(s: f64) -> String {
-    if s >= 1.0 {
-        format!("{s:.2} s")
-    } else {
-        format!("{:.1} ms", s * 1e3)
     }
 }
 

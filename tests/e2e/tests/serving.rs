@@ -90,7 +90,7 @@ fn tpot_follows_concurrency_and_a_deployment_row_applies_its_layout() {
 
     // On load: the scenario's replica (TP 8) at its target concurrency.
     let c0 = base.serving.target_concurrency;
-    let want0 = serving_time(&base, &load(c0)).expect("native").tpot.bytes;
+    let want0 = serving_time(&base, &load(c0)).expect("native").tpot.value;
     let got0 = wait_tpot(&session, want0);
     assert!(
         (got0 - want0).abs() <= 1e-9 * want0,
@@ -119,7 +119,7 @@ fn tpot_follows_concurrency_and_a_deployment_row_applies_its_layout() {
             .unwrap();
         let mut sc = base.clone();
         sc.serving.target_concurrency = c;
-        let want = serving_time(&sc, &load(c)).expect("native").tpot.bytes;
+        let want = serving_time(&sc, &load(c)).expect("native").tpot.value;
         let got = wait_tpot(&session, want);
         assert!(
             (got - want).abs() <= 1e-9 * want,
@@ -159,7 +159,7 @@ fn tpot_follows_concurrency_and_a_deployment_row_applies_its_layout() {
     applied.serving.tp = tp;
     applied.serving.pp = best.deployment.serving_shape().1;
     applied.serving.target_concurrency = c;
-    let want = serving_time(&applied, &load(c)).expect("native").tpot.bytes;
+    let want = serving_time(&applied, &load(c)).expect("native").tpot.value;
     let got = wait_tpot(&session, want);
     assert!(
         (got - want).abs() <= 1e-9 * want,
