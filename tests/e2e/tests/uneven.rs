@@ -75,8 +75,10 @@ fn choosing_an_uneven_split_shows_planner_cores_stages() {
         )
     );
     assert_eq!(view.pacing_stage, 1);
-    // The share link carries it.
-    let url = session.current_url().unwrap();
-    assert!(url.contains("split=fl"), "{url}");
+    // The share link carries it, once the inputs have been still for the URL's settle time
+    // (app/src/share.rs URL_SETTLE): reading the URL at once raced it.
+    session
+        .wait_for_url("split=fl", SETTLE)
+        .expect("the share link carries the split");
     assert_no_console_errors(&session, "after choosing a stage split");
 }
