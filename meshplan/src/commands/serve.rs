@@ -3,7 +3,7 @@
 use std::fmt::Write;
 use std::path::PathBuf;
 
-use planner_core::base::explain::Term;
+use planner_core::base::explain::{Term, Unit};
 use planner_core::serving::latency::{serving_time, ServingLoad, ServingTime};
 
 use crate::error::CliError;
@@ -64,24 +64,17 @@ pub fn run(args: &Args) -> Result<String, CliError> {
     }
 }
 
+/// A term's value in the serving table's precision, chosen by the unit it carries.
 fn value(t: &Term) -> String {
     let v = t.value;
-    if t.label.ends_with("(s)") {
-        if v < 1e-3 {
-            format!("{:.1} µs", v * 1e6)
-        } else if v < 1.0 {
-            format!("{:.3} ms", v * 1e3)
-        } else {
-            format!("{v:.3} s")
-        }
-    } else if t.label.ends_with("(B)") {
-        format!("{:.3} GB", v / 1e9)
-    } else if t.label.ends_with("(FLOP)") {
-        format!("{:.3e}", v)
-    } else if v.abs() >= 100.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.4}")
+    match t.unit {
+        Unit::Seconds if v < 1e-3 => format!("{:.1} µs", v * 1e6),
+        Unit::Seconds if v < 1.0 => format!("{:.3} ms", v * 1e3),
+        Unit::Seconds => format!("{v:.3} s"),
+        Unit::Bytes => format!("{:.3} GB", v / 1e9),
+        Unit::Flops => format!("{:.3e}", v),
+        _ if v.abs() >= 100.0 => format!("{v:.0}"),
+        _ => format!("{v:.4}"),
     }
 }
 

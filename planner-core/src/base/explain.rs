@@ -108,13 +108,6 @@ pub struct Term {
     pub assumption: String,
 }
 
-impl Term {
-    /// The value for a person, formatted by its unit.
-    pub fn display_value(&self) -> String {
-        self.unit.format(self.value)
-    }
-}
-
 /// Decimal-unit byte count for `worked` strings ("17.5 GB").
 pub fn fmt_bytes(bytes: f64) -> String {
     let (value, unit) = if bytes.abs() >= 1e9 {

@@ -334,18 +334,7 @@ pub fn article_70b_scenario() -> Scenario {
         model: ModelChoice::Custom(spec),
         layout: Layout {
             dp: 64,
-            tp: 1,
-            pp: 1,
-            cp: 1,
-            ep: 1,
-            expert_tp: 1,
-            virtual_stages: 1,
-            micro_batch: 1,
-            schedule: Schedule::OneFOneB,
-            zero: ZeroStage::Ddp,
-            recompute: Recompute::None,
-            sequence_parallel: false,
-            stage_split: crate::input::layout::StageSplit::Even,
+            ..Layout::default()
         },
         ..base
     }
