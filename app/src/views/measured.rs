@@ -144,17 +144,6 @@ fn busbw_series(
         .collect()
 }
 
-fn gbps(bytes_per_s: f64) -> String {
-    format!("{} GB/s", format::sig3(bytes_per_s / 1e9))
-}
-
-fn signed_percent(f: f64) -> String {
-    if !f.is_finite() {
-        return "—".into();
-    }
-    format!("{}{:.1}%", if f > 0.0 { "+" } else { "" }, f * 100.0)
-}
-
 /// "Measured numbers on" in the page header while a calibration is in use.
 #[component]
 pub fn CalibrationBadge() -> impl IntoView {
@@ -366,7 +355,7 @@ fn StepTimesView(times: Memo<StepTimes>) -> impl IntoView {
                     {move || {
                         let t = t();
                         match (t.measured_s, t.measured_vs_assumed()) {
-                            (Some(m), Some(f)) => format!("{} ({} vs datasheet)", seconds(m), signed_percent(f)),
+                            (Some(m), Some(f)) => format!("{} ({} vs datasheet)", seconds(m), format::signed_percent(f)),
                             (Some(m), None) => seconds(m),
                             _ => "no calibration loaded".into(),
                         }
@@ -389,8 +378,8 @@ fn FitTables(summary: CalibrationSummary, assumed: CommModel) -> impl IntoView {
                 <tr>
                     <td>{l.op.id()}</td>
                     <td>{l.domain.id().replace('_', " ")}</td>
-                    <td class="num">{gbps(l.busbw_bytes_per_s)}</td>
-                    <td class="num">{gbps(preset.busbw_bytes_per_s)}</td>
+                    <td class="num">{format::bytes_per_s(l.busbw_bytes_per_s)}</td>
+                    <td class="num">{format::bytes_per_s(preset.busbw_bytes_per_s)}</td>
                     <td class="num">{seconds(l.latency_s)}</td>
                     <td class="num">{seconds(preset.latency_s)}</td>
                     <td class="num">{l.points}</td>
@@ -472,9 +461,9 @@ fn ImportTables(data: Imported) -> impl IntoView {
                     <td class="num">{format!("{} ({}/node)", s.ranks, s.ranks_per_node)}</td>
                     <td class="num">{format::bytes(s.bytes)}</td>
                     <td class="num">{seconds(s.time_s)}</td>
-                    <td class="num">{gbps(c.measured_busbw_bytes_per_s)}</td>
-                    <td class="num">{gbps(c.fitted_busbw_bytes_per_s)}</td>
-                    <td class="num">{gbps(c.assumed_busbw_bytes_per_s)}</td>
+                    <td class="num">{format::bytes_per_s(c.measured_busbw_bytes_per_s)}</td>
+                    <td class="num">{format::bytes_per_s(c.fitted_busbw_bytes_per_s)}</td>
+                    <td class="num">{format::bytes_per_s(c.assumed_busbw_bytes_per_s)}</td>
                 </tr>
             }
         })
@@ -508,7 +497,7 @@ fn ImportTables(data: Imported) -> impl IntoView {
                     <td class="num">{seconds(p.compute_s)}" / "{seconds(m.compute_s)}</td>
                     <td class="num">{seconds(p.comm_s)}" / "{seconds(m.comm_s)}</td>
                     <td class="num">{seconds(p.sequential_s)}" / "{seconds(m.sequential_s)}</td>
-                    <td class="num" data-testid="layer-step-error">{signed_percent(c.sequential_error())}</td>
+                    <td class="num" data-testid="layer-step-error">{format::signed_percent(c.sequential_error())}</td>
                 </tr>
             }
         })

@@ -40,11 +40,11 @@ pub fn term_color(key: &str) -> usize {
     TermCategory::of_key(key).index()
 }
 
-/// Tooltip of a term: its label, bytes and the formula with numbers.
+/// Tooltip of a term: its label, value in its unit and the formula with numbers.
 pub fn term_tip(t: &Term) -> Tip {
     Tip {
         title: t.label.clone(),
-        value: format::bytes(t.value),
+        value: t.unit.format(t.value),
         lines: vec![t.formula.clone(), t.worked.clone(), t.assumption.clone()],
     }
 }
@@ -123,7 +123,7 @@ fn host_memory_table(h: planner_core::memory::offload::HostMemory) -> impl IntoV
                             view! {
                                 <tr data-testid=format!("host-term-{}", t.key) data-bytes=t.value.to_string()>
                                     <th scope="row" title=tip>{t.label}</th>
-                                    <td>{format::bytes(t.value)}</td>
+                                    <td>{t.unit.format(t.value)}</td>
                                     <td>{t.formula}</td>
                                 </tr>
                             }
@@ -456,7 +456,7 @@ pub fn MemoryView() -> impl IntoView {
                                         view! {
                                             <tr tabindex="0" title=t.formula.clone()>
                                                 <td>{t.label.clone()}</td>
-                                                <td class="num">{format::bytes(t.value)}</td>
+                                                <td class="num">{t.unit.format(t.value)}</td>
                                                 <td><code>{t.worked.clone()}</code></td>
                                                 <td class="assumption">{t.assumption.clone()}</td>
                                             </tr>

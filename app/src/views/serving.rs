@@ -49,17 +49,9 @@ fn decision_label(d: Decision) -> &'static str {
 
 /// One figure: label, value, and its formula with numbers on hover/focus.
 #[component]
-fn Figure(
-    #[prop(into)] label: String,
-    #[prop(into)] testid: String,
-    term: Term,
-    #[prop(default = false)] count: bool,
-) -> impl IntoView {
-    let value = if count {
-        format::count(term.value)
-    } else {
-        format::bytes(term.value)
-    };
+fn Figure(#[prop(into)] label: String, #[prop(into)] testid: String, term: Term) -> impl IntoView {
+    // The term says its unit (bytes, or a count of sequences).
+    let value = term.unit.format(term.value);
     let title = format!("{}\n{}\n{}", term.formula, term.worked, term.assumption);
     view! {
         <div tabindex="0" title=title>
@@ -131,7 +123,7 @@ pub fn ServingView() -> impl IntoView {
                             })
                             .collect_view()}
                         <Figure label="KV pool per GPU" testid="kv-budget" term=p.kv_budget_per_gpu.clone() />
-                        <Figure label="Concurrent sequences per replica" testid="max-concurrent" term=p.max_concurrent_sequences.clone() count=true />
+                        <Figure label="Concurrent sequences per replica" testid="max-concurrent" term=p.max_concurrent_sequences.clone() />
                     </dl>
                     <div class="recommendation" data-testid="serving-recommendation" role="status">
                         <strong>{format!("{}: TP {} × PP {}", decision_label(r.decision), r.tp, r.pp)}</strong>

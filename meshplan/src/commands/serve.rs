@@ -3,7 +3,7 @@
 use std::fmt::Write;
 use std::path::PathBuf;
 
-use planner_core::base::explain::{Term, Unit};
+use planner_core::base::explain::Term;
 use planner_core::serving::latency::{serving_time, ServingLoad, ServingTime};
 
 use crate::error::CliError;
@@ -64,18 +64,9 @@ pub fn run(args: &Args) -> Result<String, CliError> {
     }
 }
 
-/// A term's value in the serving table's precision, chosen by the unit it carries.
+/// A term's value as every table and the page write it: the term's own unit formats it.
 fn value(t: &Term) -> String {
-    let v = t.value;
-    match t.unit {
-        Unit::Seconds if v < 1e-3 => format!("{:.1} µs", v * 1e6),
-        Unit::Seconds if v < 1.0 => format!("{:.3} ms", v * 1e3),
-        Unit::Seconds => format!("{v:.3} s"),
-        Unit::Bytes => format!("{:.3} GB", v / 1e9),
-        Unit::Flops => format!("{:.3e}", v),
-        _ if v.abs() >= 100.0 => format!("{v:.0}"),
-        _ => format!("{v:.4}"),
-    }
+    t.unit.format(t.value)
 }
 
 fn render_table(t: &ServingTime) -> String {
@@ -96,7 +87,7 @@ fn render_table(t: &ServingTime) -> String {
     );
     let _ = writeln!(
         out,
-        "  TTFT {} (p90 {}, p99 {}) | TPOT {} | {} tok/s per replica, {} per GPU",
+        "  TTFT {} (p90 {}, p99 {}) | TPOT {} | {} per replica, {} per GPU",
         value(&t.ttft),
         value(&t.ttft_p90),
         value(&t.ttft_p99),

@@ -28,19 +28,78 @@ pub enum Unit {
 
 impl Unit {
     /// `value` for a person, in this unit: bytes as `17.5 GB`, seconds as `12.3 ms`,
-    /// fractions as `41.2%`, counts as `70e9`, rates with their unit.
+    /// fractions as `41.2%`, counts as `1,024` or `70.6e9`, rates with their unit.
+    /// The page and the CLI tables display every value through this; `worked`
+    /// strings keep [`fmt_bytes`] / [`fmt_num`] operands so a formula reads exactly.
     pub fn format(self, value: f64) -> String {
         match self {
-            Unit::Bytes => fmt_bytes(value),
+            Unit::Bytes => display_bytes(value),
             Unit::Seconds => fmt_seconds(value),
-            Unit::Fraction => format!("{:.1}%", value * 100.0),
+            Unit::Fraction => percent(value),
             Unit::Ratio => format!("{}×", fmt_num(value)),
-            Unit::Count => fmt_num(value),
-            Unit::TokensPerSecond => format!("{} tokens/s", fmt_num(value)),
-            Unit::RequestsPerSecond => format!("{} requests/s", fmt_num(value)),
-            Unit::Flops => format!("{} FLOP", fmt_num(value)),
-            Unit::FlopsPerSecond => format!("{} TFLOP/s", fmt_num(value / 1e12)),
+            Unit::Count => display_count(value),
+            Unit::TokensPerSecond => format!("{} tokens/s", sig3(value)),
+            Unit::RequestsPerSecond => format!("{} requests/s", sig3(value)),
+            Unit::Flops if value.is_finite() => format!("{value:.3e} FLOP"),
+            Unit::Flops => "—".into(),
+            Unit::FlopsPerSecond => format!("{} TFLOP/s", sig3(value / 1e12)),
         }
+    }
+}
+
+/// Bytes for display, three significant digits in the largest decimal unit that keeps
+/// the number ≥ 1, and GB up to 100 TB so per-GPU figures read in one unit:
+/// `1.12e12` → `"1,120 GB"`, as the article labels its bars.
+pub fn display_bytes(b: f64) -> String {
+    if !b.is_finite() {
+        return "—".into();
+    }
+    let a = b.abs();
+    let (div, unit) = if a >= 1e14 {
+        (1e12, "TB")
+    } else if a >= 1e9 {
+        (1e9, "GB")
+    } else if a >= 1e6 {
+        (1e6, "MB")
+    } else if a >= 1e3 {
+        (1e3, "KB")
+    } else {
+        return format!("{} B", b.round());
+    };
+    format!("{} {unit}", sig3(b / div))
+}
+
+/// A fraction as a percentage with one decimal: `0.4286` → `"42.9%"`.
+pub fn percent(f: f64) -> String {
+    if !f.is_finite() {
+        return "—".into();
+    }
+    format!("{:.1}%", f * 100.0)
+}
+
+/// A relative error with its sign: `0.123` → `"+12.3%"`, `-0.05` → `"-5.0%"`.
+pub fn signed_percent(f: f64) -> String {
+    if !f.is_finite() {
+        return "—".into();
+    }
+    format!("{}{:.1}%", if f > 0.0 { "+" } else { "" }, f * 100.0)
+}
+
+/// A bandwidth for display, decimal GB/s with three significant digits: `4.5e11` → `"450 GB/s"`.
+pub fn display_bytes_per_s(bytes_per_s: f64) -> String {
+    format!("{} GB/s", sig3(bytes_per_s / 1e9))
+}
+
+/// A count for display: whole numbers below 1e9 with separators (`1,024`), larger or
+/// fractional ones as [`fmt_num`] writes them (`70.6e9`).
+pub fn display_count(n: f64) -> String {
+    if !n.is_finite() {
+        "—".into()
+    } else if n.fract() == 0.0 && n.abs() < 1e9 {
+        let sign = if n < 0.0 { "-" } else { "" };
+        format!("{sign}{}", thousands(n.abs() as u64))
+    } else {
+        fmt_num(n)
     }
 }
 
@@ -156,7 +215,31 @@ mod tests {
         assert_eq!(Unit::Seconds.format(125.0), "125 s");
         assert_eq!(Unit::Fraction.format(0.412), "41.2%");
         assert_eq!(Unit::Count.format(70.6e9), "70.6e9");
+        assert_eq!(Unit::Count.format(1024.0), "1,024");
+        assert_eq!(Unit::Count.format(f64::INFINITY), "—");
+        assert_eq!(Unit::Fraction.format(3.0 / 7.0), "42.9%");
+        assert_eq!(Unit::Fraction.format(f64::NAN), "—");
+        assert_eq!(super::signed_percent(0.123), "+12.3%");
+        assert_eq!(super::signed_percent(-0.05), "-5.0%");
+        assert_eq!(super::display_bytes_per_s(4.5e11), "450 GB/s");
         assert_eq!(Unit::Ratio.format(0.763), "0.763×");
-        assert_eq!(Unit::TokensPerSecond.format(1500.0), "1500 tokens/s");
+        assert_eq!(Unit::TokensPerSecond.format(1500.0), "1,500 tokens/s");
+        assert_eq!(Unit::Flops.format(1.4234e14), "1.423e14 FLOP");
+        assert_eq!(Unit::FlopsPerSecond.format(9.89e14), "989 TFLOP/s");
+    }
+
+    #[test]
+    fn article_figures_read_as_the_article_writes_them() {
+        use super::display_bytes as bytes;
+        assert_eq!(bytes(1120e9), "1,120 GB");
+        assert_eq!(bytes(293.125e9), "293 GB");
+        assert_eq!(bytes(155.3125e9), "155 GB");
+        assert_eq!(bytes(17.5e9), "17.5 GB");
+        assert_eq!(bytes(327_680.0), "328 KB");
+        assert_eq!(bytes(10_737_418_240.0), "10.7 GB");
+        assert_eq!(bytes(80e9), "80.0 GB");
+        assert_eq!(bytes(f64::NAN), "—");
+        assert_eq!(bytes(12.0), "12 B");
+        assert_eq!(bytes(250e12), "250 TB");
     }
 }
