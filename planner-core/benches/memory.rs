@@ -4,7 +4,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use planner_core::input::layout::{Layout, Recompute, Schedule, ZeroStage};
 use planner_core::input::precision::Precision;
 use planner_core::input::scenario::{ActivationOptions, Overheads, Training};
-use planner_core::memory::model_state::peak_memory_bytes;
+use planner_core::memory::stage_peak::peak_memory_bytes;
 use planner_core::resolve::presets::model_preset;
 use std::hint::black_box;
 

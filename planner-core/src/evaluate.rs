@@ -10,10 +10,11 @@ use serde::{Deserialize, Serialize};
 use crate::base::explain::Term;
 use crate::input::model::{ModelSpec, ParamBreakdown};
 use crate::input::scenario::Scenario;
-use crate::memory::model_state::{model_state_for, training_memory, ModelStateBar, TrainingMemory};
 use crate::memory::serving::{
     concurrency_table, serving_plan, ConcurrencyCell, Recommendation, ServingPlan,
 };
+use crate::memory::state_terms::{model_state_for, ModelStateBar};
+use crate::memory::training_memory::{training_memory, TrainingMemory};
 use crate::parallel::pipeline::{bubble, bubble_terms, timeline, Bubble, Timeline};
 use crate::resolve::validate::{layout_rule_violations, FieldError, RuleViolation};
 use crate::time::cost::{CostOptions, StepCost, StepModel};

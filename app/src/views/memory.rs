@@ -8,7 +8,8 @@ use planner_core::figures::memory_summary::{
     self, is_sharded, other_bytes, other_terms, peak_terms, TermCategory,
 };
 use planner_core::input::layout::ZeroStage;
-use planner_core::memory::model_state::{self, ModelStateBar, TrainingMemory};
+use planner_core::memory::state_terms::{model_state_for, ModelStateBar};
+use planner_core::memory::training_memory::{training_memory, TrainingMemory};
 
 use crate::app::Ctx;
 use crate::views::visibility::{near_screen, scenario_while_visible};
@@ -148,11 +149,11 @@ pub fn MemoryView() -> impl IntoView {
         crate::perf::timed("memory", || {
             let s = scenario.get();
             let model = ctx.model.get()?;
-            let bars = model_state::model_state_for(&model, &s.precision, &s.layout, &s.training);
+            let bars = model_state_for(&model, &s.precision, &s.layout, &s.training);
             let per_zero = ZeroStage::ALL.map(|z| {
                 let mut variant = s.clone();
                 variant.layout.zero = z;
-                model_state::training_memory(&variant, &model)
+                training_memory(&variant, &model)
             });
             Ok::<_, String>(MemoryData {
                 bars,

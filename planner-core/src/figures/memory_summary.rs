@@ -5,7 +5,8 @@
 //! share of device memory. The page only draws these.
 
 use crate::base::explain::Term;
-use crate::memory::model_state::{ModelStateBar, TrainingMemory};
+use crate::memory::state_terms::ModelStateBar;
+use crate::memory::training_memory::TrainingMemory;
 
 /// The category of a memory term, from its key (`memory.rs`, `activations.rs`,
 /// `loss_memory.rs`, `finetune.rs` name their terms with these words).

@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::base::explain::{fmt_bytes, fmt_num};
 use crate::base::explain::{Term, Unit};
 use crate::input::finetune::*;
 use crate::input::layout::{Layout, ZeroStage};
@@ -12,9 +13,9 @@ use crate::input::model::{FfnKind, ModelSpec, ParamBreakdown};
 use crate::input::precision::Precision;
 use crate::memory::activations::{LayerKind, TensorKind};
 use crate::memory::model_state::{
-    fmt_bytes, fmt_num, rank_params, stage_spans, ModelStateBar, ModelStateBytes, RankParams,
-    ShardGroups, StageSpan, StatePart,
+    rank_params, stage_spans, ModelStateBytes, RankParams, ShardGroups, StageSpan, StatePart,
 };
+use crate::memory::state_terms::ModelStateBar;
 
 /// Adapter parameters one rank of `span` holds, split like [`RankParams`] (dense part
 /// sharded by ZeRO over dp·cp, routed-expert adapters ÷EP over dp·cp/ep).

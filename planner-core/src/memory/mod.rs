@@ -10,5 +10,8 @@ pub mod loss_memory;
 pub mod model_state;
 pub mod offload;
 pub mod serving;
+pub mod stage_peak;
+pub mod state_terms;
 pub mod torchtitan_sac;
+pub mod training_memory;
 pub mod window_kv;

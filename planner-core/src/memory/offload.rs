@@ -5,12 +5,12 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::base::explain::{fmt_bytes, fmt_num};
 use crate::base::explain::{Term, Unit};
 use crate::input::host::HostSpec;
 use crate::input::layout::ZeroStage;
 use crate::input::offload::*;
 use crate::input::scenario::Scenario;
-use crate::memory::model_state::{fmt_bytes, fmt_num};
 use crate::resolve::offload_rules::zero_problem;
 use crate::resolve::validate::{RuleViolation, Severity};
 
@@ -456,7 +456,7 @@ pub fn layout_fits_host(
     if zero_problem(offload, layout.zero).is_some() {
         return false;
     }
-    let inputs = crate::memory::model_state::MemoryInputs {
+    let inputs = crate::memory::stage_peak::MemoryInputs {
         model,
         params,
         precision: &scenario.precision,
@@ -468,7 +468,7 @@ pub fn layout_fits_host(
     let spans = crate::memory::model_state::stage_spans_of(params, layout);
     let gpn = scenario.cluster.gpus_per_node;
     spans.as_slice().iter().all(|span| {
-        let n = crate::memory::model_state::stage_numbers(&inputs, span);
+        let n = crate::memory::stage_peak::stage_numbers(&inputs, span);
         let (ram, _, _) =
             ram_bytes_per_node(offload, layout.zero, &n.offload_host, n.params.total(), gpn);
         ram <= host.ram_bytes
@@ -478,7 +478,7 @@ pub fn layout_fits_host(
 
 /// The article's model-state bars (one per ZeRO stage) with what `offload` moves under each
 /// stage taken off the GPU: 0 bytes, labelled, and the bar's total lowered to match.
-pub fn offload_bars(bars: &mut [crate::memory::model_state::ModelStateBar], offload: Offload) {
+pub fn offload_bars(bars: &mut [crate::memory::state_terms::ModelStateBar], offload: Offload) {
     if offload.is_none() {
         return;
     }

@@ -1,20 +1,20 @@
 //! The mesh search's memo of memory sub-results shared by many candidates: a layout's
 //! stages ([`crate::memory::model_state::stage_spans_of`], which read only PP, the virtual stages and
-//! the split), its activation sums ([`crate::memory::model_state::activation_sums`], which read only
+//! the split), its activation sums ([`crate::memory::stage_peak::activation_sums`], which read only
 //! the per-rank batch shape and switches of its [`ActivationSetup`]) and each stage's
-//! model state ([`crate::memory::model_state::stage_state`], which reads the group sizes and the ZeRO
+//! model state ([`crate::memory::stage_peak::stage_state`], which reads the group sizes and the ZeRO
 //! stage, not the micro-batch, recompute or schedule). Each is computed once per distinct
 //! key and reused by every candidate that shares it; [`PeakMemo::peak_bytes`] equals
-//! [`crate::memory::model_state::peak_memory_bytes`] bit for bit (`tests/search_memo.rs`).
+//! [`crate::memory::stage_peak::peak_memory_bytes`] bit for bit (`tests/search_memo.rs`).
 
 use crate::input::layout::{Layout, Recompute, StageSplit};
 use crate::input::model::{ModelSpec, ParamBreakdown};
 use crate::input::scenario::Scenario;
 use crate::memory::activations::ActivationSetup;
-use crate::memory::model_state::{
-    activation_sums, peak_memory, peak_memory_from, stage_spans_of, stage_state,
-};
-use crate::memory::model_state::{ActivationSums, MemoryInputs, StageSpans, StageState};
+use crate::memory::model_state::stage_spans_of;
+use crate::memory::model_state::StageSpans;
+use crate::memory::stage_peak::{activation_sums, peak_memory, peak_memory_from, stage_state};
+use crate::memory::stage_peak::{ActivationSums, MemoryInputs, StageState};
 
 /// What [`stage_spans_of`] reads of a layout: PP, virtual stages, the split.
 type SpansKey = (u32, u32, StageSplit);
@@ -52,7 +52,7 @@ impl PeakMemo {
         PeakMemo::default()
     }
 
-    /// Peak training memory per GPU of `layout`, bytes: [`crate::memory::model_state::peak_memory_bytes`]
+    /// Peak training memory per GPU of `layout`, bytes: [`crate::memory::stage_peak::peak_memory_bytes`]
     /// of the scenario's precision, training, activation options and overheads.
     pub fn peak_bytes(
         &mut self,

@@ -13,7 +13,7 @@ use planner_core::input::model::ModelSpec;
 use planner_core::input::precision::{Precision, PrecisionRecipe};
 use planner_core::input::scenario::Scenario;
 use planner_core::memory::activations::{extras_bytes, layer_bytes, ActivationSetup, LayerKind};
-use planner_core::memory::model_state::training_memory;
+use planner_core::memory::training_memory::training_memory;
 use planner_core::resolve::presets::model_preset;
 use planner_core::time::cost::{CostOptions, StepModel};
 

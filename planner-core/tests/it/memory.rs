@@ -8,9 +8,10 @@ use planner_core::input::precision::{Precision, PrecisionRecipe};
 use planner_core::input::scenario::{
     ActivationOptions, ModelChoice, Overheads, Scenario, Serving, Training, SCENARIO_VERSION,
 };
-use planner_core::memory::model_state::{
-    model_state, peak_memory_bytes, rank_params, stage_spans, training_memory, StagePosition,
-};
+use planner_core::memory::model_state::{rank_params, stage_spans, StagePosition};
+use planner_core::memory::stage_peak::peak_memory_bytes;
+use planner_core::memory::state_terms::model_state;
+use planner_core::memory::training_memory::training_memory;
 use planner_core::resolve::presets::model_preset;
 use proptest::prelude::*;
 

@@ -13,8 +13,8 @@ use planner_core::input::scenario::{
 };
 use planner_core::memory::activations::ActivationSetup;
 use planner_core::memory::loss_memory::{logits_per_rank, loss_transient_bytes};
-use planner_core::memory::model_state::training_memory;
 use planner_core::memory::torchtitan_sac::dense_layer_saved_bytes;
+use planner_core::memory::training_memory::training_memory;
 use planner_core::resolve::presets::{default_scenario, model_preset};
 
 fn setup(

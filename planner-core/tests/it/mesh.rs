@@ -238,7 +238,7 @@ proptest! {
             s.training.offload = r.offload;
             let v = layout_rule_violations(&model, &s);
             prop_assert!(v.is_empty(), "{:?}: {:?}", s.layout, v);
-            let peak = planner_core::memory::model_state::peak_memory_bytes(
+            let peak = planner_core::memory::stage_peak::peak_memory_bytes(
                 &model, &params, &s.precision, &s.layout, &s.training, &s.activations, &s.overheads,
             );
             prop_assert!(peak <= usable);

@@ -11,10 +11,10 @@ use planner_core::input::layout::{Recompute, ZeroStage};
 use planner_core::input::model::{FfnKind, ModelSpec, NormKind};
 use planner_core::input::offload::Offload;
 use planner_core::input::scenario::{ModelChoice, Scenario};
-use planner_core::memory::model_state::training_memory;
 use planner_core::memory::offload::{
     host_memory, host_per_gpu, GpuState, DEEPSPEED_HOST_BUFFER_FACTOR,
 };
+use planner_core::memory::training_memory::training_memory;
 use planner_core::resolve::presets::{default_scenario, model_preset};
 use planner_core::time::offload::OffloadTime;
 

@@ -12,7 +12,8 @@ use planner_core::figures::memory_summary::{
 use planner_core::figures::teaching::{fsdp_lanes, FsdpLane, HeldMemory, LaneBar};
 use planner_core::input::layout::ZeroStage;
 use planner_core::input::scenario::Measured;
-use planner_core::memory::model_state::{model_state_for, training_memory, TrainingMemory};
+use planner_core::memory::state_terms::model_state_for;
+use planner_core::memory::training_memory::{training_memory, TrainingMemory};
 use planner_core::resolve::presets::{article_70b_scenario, default_scenario};
 use planner_core::time::calibrated_step::{step_times, StepTimes};
 use planner_core::time::cost::{evaluate_scenario, CostOptions};

@@ -7,7 +7,7 @@ use planner_core::input::finetune::FineTuneMode;
 use planner_core::input::framework::Framework;
 use planner_core::input::layout::{Layout, Recompute, Schedule, StageSplit, ZeroStage};
 use planner_core::input::scenario::{ModelChoice, Scenario};
-use planner_core::memory::model_state::peak_memory_bytes;
+use planner_core::memory::stage_peak::peak_memory_bytes;
 use planner_core::resolve::presets::article_mesh_scenario;
 use planner_core::search::memo::PeakMemo;
 use proptest::prelude::*;

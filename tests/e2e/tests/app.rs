@@ -11,7 +11,7 @@ use e2e::page;
 use e2e::{assert_no_console_errors, measure_latency, screenshot_path, Page, Session, DP_SLIDER};
 use planner_core::edges::link;
 use planner_core::input::scenario::Scenario;
-use planner_core::memory::model_state;
+use planner_core::memory::state_terms::model_state;
 use planner_core::resolve::presets;
 use serde_json::json;
 
@@ -30,7 +30,7 @@ fn bytes_attr(session: &Session, css: &str) -> f64 {
 
 fn zero3_bytes(s: &Scenario) -> f64 {
     let model = s.model_spec().expect("preset resolves");
-    model_state::model_state(&model, &s.precision, &s.layout)[3].total_bytes
+    model_state(&model, &s.precision, &s.layout)[3].total_bytes
 }
 
 fn close(a: f64, b: f64) -> bool {
@@ -763,7 +763,7 @@ fn memory_view_shows_allocated_and_reserved_peaks_of_planner_core() {
     s.overheads.framework = Framework::Torchtitan;
     let native = |sc: &Scenario| {
         let model = sc.model_spec().expect("preset resolves");
-        model_state::training_memory(sc, &model)
+        planner_core::memory::training_memory::training_memory(sc, &model)
     };
     let want = native(&s);
 

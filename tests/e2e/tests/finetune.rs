@@ -10,7 +10,7 @@ use e2e::{assert_no_console_errors, screenshot_path, Page, Session};
 use planner_core::edges::link;
 use planner_core::input::finetune::FineTuneMode;
 use planner_core::input::scenario::Scenario;
-use planner_core::memory::model_state::training_memory;
+use planner_core::memory::training_memory::training_memory;
 
 const SETTLE: Duration = Duration::from_secs(5);
 /// Llama 3.1 8B on one node of 8 H100s, DP 8, ZeRO-1.

@@ -17,7 +17,7 @@ use planner_core::edges::link;
 use planner_core::evaluate::evaluate;
 use planner_core::input::calibration::CalibrationSummary;
 use planner_core::input::scenario::{Measured, ModelChoice, Scenario};
-use planner_core::memory::model_state;
+use planner_core::memory::state_terms::model_state;
 use planner_core::resolve::presets;
 use serde_json::json;
 
@@ -495,7 +495,7 @@ fn hf_config_import_applies_a_custom_model_or_names_the_problem() {
     println!("{msg}");
     let mut s = presets::default_scenario();
     s.model = ModelChoice::Custom(spec.clone());
-    let want = model_state::model_state(&spec, &s.precision, &s.layout)[3].total_bytes;
+    let want = model_state(&spec, &s.precision, &s.layout)[3].total_bytes;
     let deadline = std::time::Instant::now() + SETTLE;
     loop {
         let got: Option<f64> = session

@@ -10,7 +10,7 @@ use e2e::{assert_no_console_errors, screenshot_path, Session};
 use planner_core::edges::link;
 use planner_core::input::offload::Offload;
 use planner_core::input::scenario::Scenario;
-use planner_core::memory::model_state::training_memory;
+use planner_core::memory::training_memory::training_memory;
 
 const SETTLE: Duration = Duration::from_secs(5);
 /// Llama 3.1 70B on 8 nodes of 8 H100s, TP 8 × DP 8, ZeRO-3.
