@@ -439,7 +439,7 @@ pub fn ram_bytes_per_node(
 }
 
 /// Whether `layout` under the scenario's offload fits the node's RAM and NVMe and obeys the
-/// offload rules ([`rule_violations`]): the mesh search's check, no text.
+/// offload rules ([`crate::resolve::offload_rules::rule_violations`]): the mesh search's check, no text.
 pub fn layout_fits_host(
     model: &crate::input::model::ModelSpec,
     params: &crate::input::model::ParamBreakdown,

@@ -424,7 +424,7 @@ fn offload_split(
 }
 
 /// Peak bytes per GPU over the pipeline stages, and the index (into
-/// [`stage_spans`]) of the stage that peaks. Allocation-free.
+/// [`crate::memory::model_state::stage_spans`]) of the stage that peaks. Allocation-free.
 pub fn peak_memory(inputs: &MemoryInputs) -> (f64, usize) {
     let spans = stage_spans_of(inputs.params, inputs.layout);
     let sums = activation_sums(inputs);
@@ -466,7 +466,7 @@ fn highest(totals: impl Iterator<Item = f64>) -> (f64, usize) {
 }
 
 /// Peak training memory per GPU, bytes: the mesh search's fast path (no text,
-/// no heap). Equals [`training_memory`]'s `peak_bytes` for the same inputs.
+/// no heap). Equals [`crate::memory::training_memory::training_memory`]'s `peak_bytes` for the same inputs.
 pub fn peak_memory_bytes(
     model: &ModelSpec,
     params: &ParamBreakdown,

@@ -4,7 +4,7 @@
 //! target, and every other one counted under the reason it fails.
 //!
 //! Work is bounded: replica shapes are priced once per concurrency of a doubling ladder
-//! ([`replica_numbers`]), disaggregated pools are combined from those numbers by arithmetic
+//! ([`crate::serving::disagg::replica_numbers`]), disaggregated pools are combined from those numbers by arithmetic
 //! only, and [`ServeSearchSpace::max_evaluated`] caps the deployments evaluated.
 
 use serde::{Deserialize, Serialize};

@@ -35,7 +35,7 @@ pub struct AdapterTime {
 
 impl AdapterTime {
     /// Average bytes per frozen base parameter: the working dtype under LoRA; NF4 linears
-    /// and fp32 rest under QLoRA (see [`adapter_state`]).
+    /// and fp32 rest under QLoRA (see `memory::adapters::adapter_state`).
     pub fn base_bytes_per_param(&self, precision: &Precision) -> f64 {
         match self.mode {
             FineTuneMode::Qlora if self.base_params > 0.0 => {
