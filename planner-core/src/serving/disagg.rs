@@ -514,7 +514,7 @@ pub fn disagg_time(
             "Prefill per request on a prefill replica (s)",
             Unit::Seconds,
             pre.prefill_s,
-            "Σ_chunks Σ_stages [max(bytes/HBM, FLOPs/rate) + TP comm] + PP hops",
+            "Σ_chunks Σ_stages [max(weights/HBM, GEMM FLOPs/rate) + max(KV/HBM, attention FLOPs/rate) + TP comm] + PP hops",
             format!("TP {} × PP {}: {}", d.prefill.tp, d.prefill.pp, ms(pre.prefill_s)),
             "serving_time's prefill of one request on the prefill pool's replica shape",
         ),

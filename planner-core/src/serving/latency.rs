@@ -154,7 +154,7 @@ pub struct DecodeStep {
     pub compute_time: Term,
     /// TP/EP collectives of the step, s.
     pub comm_time: Term,
-    /// `max(memory, compute) + comm`, s (one stage).
+    /// Per-kernel roofline: `max(weights, GEMM) + max(KV, attention) + comm`, s (one stage).
     pub time: Term,
     /// Which term holds.
     pub bound: Bound,
@@ -333,6 +333,10 @@ struct StepNumbers {
     total_s: f64,
     gemm_eff: f64,
     distinct: f64,
+    /// Weight GEMMs' own roofline, max(weights / HBM, GEMM FLOPs / rate), s.
+    gemm_op_s: f64,
+    /// Attention's own roofline, max(KV / HBM, attention FLOPs / rate), s.
+    attn_op_s: f64,
 }
 
 struct Ctx<'a> {
@@ -386,9 +390,21 @@ impl Ctx<'_> {
         };
         let gemm_eff = self.step.options.gemm.at(gemm_dim);
         let attn_eff = self.step.options.attention_efficiency.clamp(1e-3, 1.0);
-        // Roofline (Williams et al. 2009): time = max(bytes / bandwidth, FLOPs / attainable rate).
-        let memory_s = (weight_bytes + kv_bytes) / self.step.hbm_bytes_per_s.max(1.0);
-        let compute_s = gemm_flops / self.rate(gemm_eff) + attn_flops / self.rate(attn_eff);
+        let bw = self.step.hbm_bytes_per_s.max(1.0);
+        let (weights_s, kv_s) = (weight_bytes / bw, kv_bytes / bw);
+        let (gemm_s, attn_s) = (
+            gemm_flops / self.rate(gemm_eff),
+            attn_flops / self.rate(attn_eff),
+        );
+        let memory_s = weights_s + kv_s;
+        let compute_s = gemm_s + attn_s;
+        // Roofline per kernel (Williams et al. 2009 bound one kernel: max(bytes / bandwidth,
+        // FLOPs / attainable rate)). The weight GEMMs and attention are separate kernels run one
+        // after the other in each layer (vLLM model_executor/models/llama.py LlamaAttention.forward:
+        // qkv_proj, then self.attn over the paged KV, then o_proj), so their bounds add: one
+        // cannot hide the other's bytes or FLOPs.
+        let gemm_op_s = weights_s.max(gemm_s);
+        let attn_op_s = kv_s.max(attn_s);
         // Megatron TP (Shoeybi et al. 2019 §3): two all-reduces of the b·h activations per layer.
         let msg = tokens * hidden * self.act_bytes;
         let ar = self
@@ -420,7 +436,9 @@ impl Ctx<'_> {
             memory_s,
             compute_s,
             comm_s,
-            total_s: memory_s.max(compute_s) + comm_s,
+            total_s: gemm_op_s + attn_op_s + comm_s,
+            gemm_op_s,
+            attn_op_s,
             gemm_eff,
             distinct,
         }
@@ -659,7 +677,7 @@ pub fn serving_time_with(
             "Prefill time per request (s)",
             Unit::Seconds,
             prefill_s,
-            "Σ_chunks Σ_stages [max(bytes/HBM, FLOPs/rate) + TP comm] + PP hops",
+            "Σ_chunks Σ_stages [max(weights/HBM, GEMM FLOPs/rate) + max(KV/HBM, attention FLOPs/rate) + TP comm] + PP hops",
             format!(
                 "⌈{new_tokens} / {chunk}⌉ = {chunks} chunk(s) × {pp} stage(s) = {}",
                 secs(prefill_s)
@@ -813,15 +831,15 @@ pub fn serving_time_with(
             "Decode step per stage (s)",
             Unit::Seconds,
             decode_time,
-            "max(memory, compute) + comm",
+            "max(weights/HBM, GEMM FLOPs/rate) + max(KV/HBM, attention FLOPs/rate) + comm",
             format!(
-                "max({}, {}) + {} = {}",
-                secs(slowest.memory_s),
-                secs(slowest.compute_s),
+                "{} + {} + {} = {}",
+                secs(slowest.gemm_op_s),
+                secs(slowest.attn_op_s),
                 secs(slowest.comm_s),
                 secs(decode_time)
             ),
-            "roofline; communication is on the critical path between GEMMs (not overlapped)",
+            "roofline per kernel (Williams et al. 2009): the weight GEMMs and attention run one after the other, so their bounds add; communication is on the critical path between GEMMs (not overlapped)",
         ),
         bound: bound_of(&slowest),
         distinct_experts,

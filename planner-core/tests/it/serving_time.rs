@@ -10,7 +10,7 @@ use planner_core::serving::latency::{
     expected_distinct_experts, serving_time, Bound, ServingLoad, ServingTime,
 };
 use planner_core::serving::window_decode::mean_min_window;
-use planner_core::time::cost::flops_per_token;
+use planner_core::time::cost::{flops_per_token, CostOptions, StepModel};
 use proptest::prelude::*;
 
 /// `model` on `nodes` H100 nodes, one replica of TP `tp` × PP `pp`.
@@ -466,4 +466,40 @@ fn closed_loop_residence_is_the_schweitzer_root() {
     // the wait is about 1e-3 × 1e-3 / 10 = 1e-7 s, kept to its digits.
     let q = solve(2.0, 1e-3, 10.0, 1.0);
     assert!(close(q.wait_s, 1e-7, 1e-3), "{}", q.wait_s);
+}
+
+#[test]
+fn gemm_and_attention_kernels_add_their_own_rooflines() {
+    // Llama 3.1 8B, BF16, one H100, batch 256, prompt 1024, output 256. The weight GEMMs are
+    // compute-bound (2·N·256 FLOPs against 16 GB of weights), attention is memory-bound (the
+    // batch's KV, 256 × 131072 B × 1151.5 = 38.6 GB, against 256 × 1152.5 keys of FLOPs), so
+    // the step is GEMM FLOPs / rate + KV / HBM: more than max(memory, compute), which would
+    // let one kernel hide the other.
+    let s = scenario("llama-3.1-8b", 1, 1, 1);
+    let t = serving_time(&s, &load(1024, 256, 256)).expect("valid");
+    let model = model_preset("llama-3.1-8b").expect("preset");
+    let step = StepModel::for_scenario(&model, &s, CostOptions::default());
+    let bw = 3.35e12;
+    let (weights_s, kv_s) = (
+        t.decode.weight_bytes.value / bw,
+        t.decode.kv_bytes.value / bw,
+    );
+    assert!(close(
+        t.decode.kv_bytes.value,
+        256.0 * 131072.0 * 1151.5,
+        1e-12
+    ));
+    // Attention FLOPs: 2·L·a·(d_qk + d_v) per (query, key) pair × 256 × 1152.5 pairs, at the
+    // attention efficiency of the training model.
+    let attn_flops = flops_per_token(&model, 1, false).attention_forward * 256.0 * 1152.5;
+    let attn_s = attn_flops / (step.peak_flops_per_s * step.options.attention_efficiency);
+    let gemm_s = t.decode.compute_time.value - attn_s;
+    assert!(gemm_s > weights_s && kv_s > attn_s, "the case as described");
+    let want = gemm_s + kv_s;
+    assert!(
+        close(t.decode.time.value, want, 1e-9),
+        "{} vs {want}",
+        t.decode.time.value
+    );
+    assert!(t.decode.time.value > t.decode.memory_time.value.max(t.decode.compute_time.value));
 }
