@@ -626,7 +626,7 @@ pub const ALL_SERVING_GROUP: &str = "all quantities";
 pub fn serving_conventions() -> Vec<String> {
     vec![
         "|error| = |predicted / measured − 1| per measurement; a row measuring TTFT, TPOT and throughput gives three".to_string(),
-        "TTFT: the model's mean TTFT = M/D/1 queueing wait + the request's prefill; closed-loop rows (fixed concurrency) take the arrival rate Little's law gives, c / (O · TPOT); static-batch rows have no queue".to_string(),
+        "TTFT: the model's mean TTFT = queueing wait + the request's prefill; closed-loop rows (fixed concurrency) wait as approximate MVA of c clients gives it (Schweitzer 1979: prefill the queueing station, the rest of the cycle a delay); static-batch rows have no queue".to_string(),
         "TPOT: the model's time per output token = decode step at the concurrency + prefill compute amortised per step; compared with vLLM's TPOT and with genai-perf's ITL alike (both are per request (latency − TTFT)/(output − 1))".to_string(),
         "end-to-end latency: TTFT + (O − 1) · TPOT (vLLM benchmark_latency times a whole batch: its prefill, then O decode steps)".to_string(),
         "throughput: output tokens/s only (never total tokens), c / TPOT; per GPU or per replica (tp × pp GPUs) as the row's throughput_basis says".to_string(),

@@ -343,7 +343,7 @@ pub fn combine(
             q
         }
         // Closed loop of D·c clients: prefill on P servers, then the KV transfer and the decode
-        // pool's O − 1 steps (serving_time's closed-loop bound with P servers).
+        // pool's O − 1 steps (serving_time's closed loop, approximate MVA with P servers).
         None => closed_loop_queue(dr * c, s, transfer_s + (o - 1.0) * tpot, servers),
     };
     let (rate, rho, wait) = (queue.rate, queue.rho, queue.wait_s);
@@ -514,7 +514,7 @@ pub fn disagg_time(
             "Prefill per request on a prefill replica (s)",
             Unit::Seconds,
             pre.prefill_s,
-            "Σ_chunks Σ_stages [max(bytes/HBM, FLOPs/rate) + TP comm] + PP hops",
+            "Σ_chunks Σ_stages [max(weights/HBM, GEMM FLOPs/rate) + max(KV/HBM, attention FLOPs/rate) + TP comm] + PP hops",
             format!("TP {} × PP {}: {}", d.prefill.tp, d.prefill.pp, ms(pre.prefill_s)),
             "serving_time's prefill of one request on the prefill pool's replica shape",
         ),
@@ -553,13 +553,13 @@ pub fn disagg_time(
             if load.arrival_rate_per_s.is_some() {
                 "D × given rate per decode replica"
             } else {
-                "λ = min(D·c / (S + KV transfer + (O − 1)·TPOT), P / S)"
+                "λ = D·c / (R + KV transfer + (O − 1)·TPOT), R the prefill residence on P servers (approximate MVA)"
             },
             format!("{:.4} requests/s", n.arrival_rate_per_s),
             if load.arrival_rate_per_s.is_some() {
                 "an open loop: requests arrive at the given rate"
             } else {
-                "a closed loop of D·c clients at the throughput bound of a closed network (Lazowska et al. 1984, §5.2)"
+                "a closed loop of D·c clients, approximate MVA (Schweitzer 1979; Lazowska et al. 1984 §6.4.2), P servers as in Seidmann et al. 1987; tends to the bound P / S (§5.2)"
             },
         ),
         prefill_utilisation: term(

@@ -14,6 +14,8 @@ use crate::input::model::ModelSpec;
 use crate::input::scenario::Scenario;
 use crate::memory::serving::{self, ServingError, StagePlan, MAX_LISTED_STAGES};
 use crate::parallel::topology::{GroupKind, GroupPlacement};
+use crate::serving::closed_loop;
+use crate::serving::window_decode::{stage_decode_means, WindowedDecode};
 use crate::time::collectives::{Collective, CommModel, LinkDomain};
 use crate::time::cost::{flops_per_token, CostOptions, StepModel};
 
@@ -152,7 +154,7 @@ pub struct DecodeStep {
     pub compute_time: Term,
     /// TP/EP collectives of the step, s.
     pub comm_time: Term,
-    /// `max(memory, compute) + comm`, s (one stage).
+    /// Per-kernel roofline: `max(weights, GEMM) + max(KV, attention) + comm`, s (one stage).
     pub time: Term,
     /// Which term holds.
     pub bound: Bound,
@@ -313,6 +315,9 @@ struct StageShape {
     flop_share: f64,
     /// Whether the boundary after this stage crosses nodes.
     next_hop_inter: bool,
+    /// First decoder layer of the stage and its layer count (for windowed layers).
+    first_layer: u32,
+    layer_count: u32,
 }
 
 /// One step's seconds on one stage.
@@ -328,6 +333,10 @@ struct StepNumbers {
     total_s: f64,
     gemm_eff: f64,
     distinct: f64,
+    /// Weight GEMMs' own roofline, max(weights / HBM, GEMM FLOPs / rate), s.
+    gemm_op_s: f64,
+    /// Attention's own roofline, max(KV / HBM, attention FLOPs / rate), s.
+    attn_op_s: f64,
 }
 
 struct Ctx<'a> {
@@ -381,9 +390,21 @@ impl Ctx<'_> {
         };
         let gemm_eff = self.step.options.gemm.at(gemm_dim);
         let attn_eff = self.step.options.attention_efficiency.clamp(1e-3, 1.0);
-        // Roofline (Williams et al. 2009): time = max(bytes / bandwidth, FLOPs / attainable rate).
-        let memory_s = (weight_bytes + kv_bytes) / self.step.hbm_bytes_per_s.max(1.0);
-        let compute_s = gemm_flops / self.rate(gemm_eff) + attn_flops / self.rate(attn_eff);
+        let bw = self.step.hbm_bytes_per_s.max(1.0);
+        let (weights_s, kv_s) = (weight_bytes / bw, kv_bytes / bw);
+        let (gemm_s, attn_s) = (
+            gemm_flops / self.rate(gemm_eff),
+            attn_flops / self.rate(attn_eff),
+        );
+        let memory_s = weights_s + kv_s;
+        let compute_s = gemm_s + attn_s;
+        // Roofline per kernel (Williams et al. 2009 bound one kernel: max(bytes / bandwidth,
+        // FLOPs / attainable rate)). The weight GEMMs and attention are separate kernels run one
+        // after the other in each layer (vLLM model_executor/models/llama.py LlamaAttention.forward:
+        // qkv_proj, then self.attn over the paged KV, then o_proj), so their bounds add: one
+        // cannot hide the other's bytes or FLOPs.
+        let gemm_op_s = weights_s.max(gemm_s);
+        let attn_op_s = kv_s.max(attn_s);
         // Megatron TP (Shoeybi et al. 2019 §3): two all-reduces of the b·h activations per layer.
         let msg = tokens * hidden * self.act_bytes;
         let ar = self
@@ -415,7 +436,9 @@ impl Ctx<'_> {
             memory_s,
             compute_s,
             comm_s,
-            total_s: memory_s.max(compute_s) + comm_s,
+            total_s: gemm_op_s + attn_op_s + comm_s,
+            gemm_op_s,
+            attn_op_s,
             gemm_eff,
             distinct,
         }
@@ -486,6 +509,8 @@ fn stage_shapes(model: &ModelSpec, scenario: &Scenario, stages: &[StagePlan]) ->
             moe_layers: moe_here as f64,
             flop_share,
             next_hop_inter: last_gpu / gpn != next_first / gpn,
+            first_layer: u32::try_from(first).unwrap_or(u32::MAX),
+            layer_count: st.layers,
         });
     }
     out
@@ -652,7 +677,7 @@ pub fn serving_time_with(
             "Prefill time per request (s)",
             Unit::Seconds,
             prefill_s,
-            "Σ_chunks Σ_stages [max(bytes/HBM, FLOPs/rate) + TP comm] + PP hops",
+            "Σ_chunks Σ_stages [max(weights/HBM, GEMM FLOPs/rate) + max(KV/HBM, attention FLOPs/rate) + TP comm] + PP hops",
             format!(
                 "⌈{new_tokens} / {chunk}⌉ = {chunks} chunk(s) × {pp} stage(s) = {}",
                 secs(prefill_s)
@@ -672,9 +697,16 @@ pub fn serving_time_with(
     // Step j (1..=O) of a request reads P + j − 1 cached tokens: the mean over its output.
     let mean_ctx = p as f64 + (o - 1.0) / 2.0;
     let mut slowest = StepNumbers::default();
+    let mut slowest_means = None;
     let mut hops = 0.0;
     for (i, st) in shapes.iter().enumerate() {
-        let n = ctx.stage_step(st, mf, mf * (mean_ctx + 1.0), mf * mean_ctx, true);
+        // Sliding-window layers read min(w, context) cached tokens and attend to
+        // min(w, context + 1) keys (window_decode); full layers the whole context.
+        let means = stage_decode_means(model, st.first_layer, st.layer_count, p as f64, o);
+        let n = ctx.stage_step(st, mf, mf * means.attended_keys, mf * means.kv_tokens, true);
+        if n.total_s > slowest.total_s || i == 0 {
+            slowest_means = Some(means);
+        }
         if n.total_s > slowest.total_s || i == 0 {
             slowest = n;
         }
@@ -682,6 +714,11 @@ pub fn serving_time_with(
             hops += ctx.hop(st, mf);
         }
     }
+    let kv_means = slowest_means.unwrap_or(WindowedDecode {
+        kv_tokens: mean_ctx,
+        attended_keys: mean_ctx + 1.0,
+        windowed_layers: 0,
+    });
     let bw = ctx.step.hbm_bytes_per_s;
     let distinct_experts = model.moe.as_ref().map(|moe| {
         term(
@@ -717,15 +754,28 @@ pub fn serving_time_with(
             "KV read per GPU per step (B)",
             Unit::Bytes,
             slowest.kv_bytes,
-            "b · KV per token per GPU · (P + (O − 1)/2)",
+            if kv_means.windowed_layers > 0 {
+                "b · KV per token per GPU · mean over layers of (full: P + (O − 1)/2; windowed: mean_j min(w, P + j − 1))"
+            } else {
+                "b · KV per token per GPU · (P + (O − 1)/2)"
+            },
             format!(
-                "{m} × {:.4e} B × {mean_ctx} = {:.4e} B",
-                slowest.kv_bytes / (mf * mean_ctx),
+                "{m} × {:.4e} B × {:.1} = {:.4e} B",
+                slowest.kv_bytes / (mf * kv_means.kv_tokens).max(f64::MIN_POSITIVE),
+                kv_means.kv_tokens,
                 slowest.kv_bytes
             ),
             &format!(
-                "{} KV cache; the mean context over a request's output; cached prefixes are read like any KV",
-                serving.kv_dtype.id()
+                "{} KV cache; the mean context over a request's output; cached prefixes are read like any KV{}",
+                serving.kv_dtype.id(),
+                if kv_means.windowed_layers > 0 {
+                    format!(
+                        "; {} windowed layer(s) on the slowest stage read only the last window of tokens (Mistral 7B §2, rolling buffer)",
+                        kv_means.windowed_layers
+                    )
+                } else {
+                    String::new()
+                }
             ),
         ),
         flops: term(
@@ -781,15 +831,15 @@ pub fn serving_time_with(
             "Decode step per stage (s)",
             Unit::Seconds,
             decode_time,
-            "max(memory, compute) + comm",
+            "max(weights/HBM, GEMM FLOPs/rate) + max(KV/HBM, attention FLOPs/rate) + comm",
             format!(
-                "max({}, {}) + {} = {}",
-                secs(slowest.memory_s),
-                secs(slowest.compute_s),
+                "{} + {} + {} = {}",
+                secs(slowest.gemm_op_s),
+                secs(slowest.attn_op_s),
                 secs(slowest.comm_s),
                 secs(decode_time)
             ),
-            "roofline; communication is on the critical path between GEMMs (not overlapped)",
+            "roofline per kernel (Williams et al. 2009): the weight GEMMs and attention run one after the other, so their bounds add; communication is on the critical path between GEMMs (not overlapped)",
         ),
         bound: bound_of(&slowest),
         distinct_experts,
@@ -853,13 +903,13 @@ pub fn serving_time_with(
         if load.arrival_rate_per_s.is_some() {
             "given"
         } else {
-            "λ = min(c / (S + (O − 1)·TPOT), 1 / S)"
+            "λ = c / (R + (O − 1)·TPOT), R the prefill residence (approximate MVA)"
         },
         format!("{rate:.4} requests/s"),
         if load.arrival_rate_per_s.is_some() {
             "an open loop: requests arrive at the given rate whatever the replica does"
         } else {
-            "a closed loop of c clients (each sends its next request when its last one ends): the throughput bounds of a closed network (Lazowska et al. 1984, §5.2), reached with deterministic service"
+            "a closed loop of c clients (each sends its next request when its last one ends), solved by approximate MVA (Schweitzer 1979; Lazowska et al. 1984 §6.4.2); it tends to the bound 1 / S as c grows (§5.2)"
         },
     );
     let utilisation = term(
@@ -990,8 +1040,10 @@ pub struct Queue {
     pub rho: f64,
     /// Mean wait before the request's prefill starts, s.
     pub wait_s: f64,
-    /// Open loop (Poisson arrivals) or closed loop (deterministic cycle).
+    /// Open loop (Poisson arrivals) or closed loop of a fixed number of clients.
     pub open: bool,
+    /// Largest wait the queue allows, s (closed loop: the other clients' prefills).
+    max_wait_s: f64,
     formula: &'static str,
     assumption: &'static str,
     tail_formula: &'static str,
@@ -1009,18 +1061,26 @@ impl Queue {
                 secs(self.wait_s)
             )
         } else {
-            format!("c / λ − (S + (O − 1)·TPOT) = {}", secs(self.wait_s))
+            format!(
+                "ρ = {:.4}, λ = {:.4}/s: W = {}",
+                self.rho,
+                self.rate,
+                secs(self.wait_s)
+            )
         }
     }
 
     /// The q-quantile of the wait, s.
     pub fn quantile(&self, q: f64, service: f64) -> f64 {
-        if !self.open {
-            return self.wait_s;
-        }
         // M/M/1 waiting-time tail (Kleinrock 1975, Vol. I §3.2): P(W > t) = ρ·e^{−(1−ρ)t/S},
         // so the q-quantile is S·ln(ρ/(1 − q))/(1 − ρ) when ρ > 1 − q, else 0.
-        (service * (self.rho / (1.0 - q)).ln() / (1.0 - self.rho)).max(0.0)
+        let rho = self.rho.min(1.0 - 1e-12);
+        let tail = (service * (rho / (1.0 - q)).ln() / (1.0 - rho)).max(0.0);
+        if self.open {
+            tail
+        } else {
+            tail.min(self.max_wait_s).max(self.wait_s)
+        }
     }
 }
 
@@ -1045,6 +1105,7 @@ pub fn open_loop_queue(rate: f64, service: f64) -> Result<Queue, ServingError> {
         rho,
         wait_s: rho * service / (2.0 * (1.0 - rho)),
         open: true,
+        max_wait_s: f64::INFINITY,
         formula: "ρ·S / (2(1 − ρ))",
         assumption: "M/D/1 (Pollaczek–Khinchine, Kleinrock 1975): Poisson arrivals, deterministic prefill",
         tail_formula: "S·ln(ρ/(1 − q))/(1 − ρ) + S",
@@ -1054,25 +1115,20 @@ pub fn open_loop_queue(rate: f64, service: f64) -> Result<Queue, ServingError> {
 
 /// `clients` requests in a closed loop: each spends `service` in one of `servers` prefill
 /// servers and `decode_s` after it (decoding, a KV transfer: delay stations that serve every
-/// request at once), then returns.
+/// request at once), then returns. Solved by [`closed_loop::solve`] (approximate MVA).
 pub fn closed_loop_queue(clients: f64, service: f64, decode_s: f64, servers: f64) -> Queue {
-    // Asymptotic bounds of a closed network (Lazowska et al. 1984, Quantitative System
-    // Performance §5.2): X(N) = min(N / (D + Z), 1 / D_max) with D = S (prefill, the only
-    // queueing station; D_max = S / servers when requests spread over `servers` of them) and
-    // Z = the rest of the cycle; deterministic service reaches the bound.
-    let cycle = service + decode_s;
-    let rate = (clients / cycle).min(servers.max(1.0) / service.max(f64::MIN_POSITIVE));
-    // Little's law (Little 1961): N = X · (W + D + Z), so W = N / X − (D + Z).
-    let wait_s = (clients / rate - cycle).max(0.0);
+    let sol = closed_loop::solve(clients, service, decode_s, servers);
     Queue {
-        rate,
-        rho: (rate * service / servers.max(1.0)).min(1.0),
-        wait_s,
+        rate: sol.rate_per_s,
+        rho: sol.rho,
+        wait_s: sol.wait_s,
         open: false,
-        formula: "c / λ − (S + (O − 1)·TPOT)",
-        assumption: "closed loop at its throughput bound (Lazowska et al. 1984, §5.2): requests wait only once the prefill server is saturated",
-        tail_formula: "W + S (deterministic cycle: every request waits the same)",
-        tail_assumption: "a closed loop with deterministic service settles into a fixed cycle, so the tail equals the mean",
+        // A request can wait for at most the other N − 1 clients' prefills on the m servers.
+        max_wait_s: (clients - 1.0).max(0.0) * service / servers.max(1.0),
+        formula: "R − S/m, R the positive root of R² + (Z − N·S/m)·R − (S/m)·Z = 0",
+        assumption: "closed loop of N clients, approximate MVA (Schweitzer 1979; Lazowska et al. 1984 §6.4.2): random arrival phases queue at the prefill server before it saturates; m servers as one of S/m plus a delay (Seidmann et al. 1987)",
+        tail_formula: "min(S·ln(ρ/(1 − q))/(1 − ρ), (N − 1)·S/m) + S",
+        tail_assumption: "exponential tail of the M/M/1 wait at the closed loop's ρ (Kleinrock 1975), capped by the other N − 1 clients' prefills, never below the mean",
     }
 }
 

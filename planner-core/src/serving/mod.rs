@@ -2,5 +2,7 @@
 //!
 //! Invariant: Imports the layers below; never search, figures or edges.
 
+pub mod closed_loop;
 pub mod disagg;
 pub mod latency;
+pub mod window_decode;

@@ -5,10 +5,12 @@ use planner_core::input::scenario::{ModelChoice, Scenario, ServeDtype};
 use planner_core::memory::kv_cache;
 use planner_core::memory::serving::serving_plan;
 use planner_core::resolve::presets::{article_mesh_scenario, model_preset};
+use planner_core::serving::closed_loop::{schweitzer_residence_s, solve};
 use planner_core::serving::latency::{
     expected_distinct_experts, serving_time, Bound, ServingLoad, ServingTime,
 };
-use planner_core::time::cost::flops_per_token;
+use planner_core::serving::window_decode::mean_min_window;
+use planner_core::time::cost::{flops_per_token, CostOptions, StepModel};
 use proptest::prelude::*;
 
 /// `model` on `nodes` H100 nodes, one replica of TP `tp` × PP `pp`.
@@ -354,12 +356,12 @@ proptest! {
     }
 }
 
-/// A closed loop of c clients (`arrival_rate_per_s: None`) sits at the throughput bound of
-/// a closed network, X = min(c / (S + (O − 1)·TPOT), 1 / S) (Lazowska et al. 1984, §5.2):
-/// one client never queues; once c clients saturate the prefill server, the wait is what
-/// Little's law leaves, c/X − (S + (O − 1)·TPOT), and the tail equals the mean.
+/// A closed loop of c clients (`arrival_rate_per_s: None`) is solved by approximate MVA
+/// (Schweitzer 1979): one client never queues; with many clients it reaches the throughput
+/// bound of a closed network, X → 1/S (Lazowska et al. 1984, §5.2), the wait tends to what
+/// Little's law leaves, c/X − (S + (O − 1)·TPOT), and the tail to the other clients' prefills.
 #[test]
-fn a_closed_loop_waits_only_once_prefill_is_saturated() {
+fn a_closed_loop_waits_more_as_prefill_saturates() {
     let s = scenario("llama-3.1-70b", 1, 8, 1);
     // One client: no wait, TTFT = its own prefill, throughput = O / (S + (O − 1)·TPOT).
     let one = serving_time(&s, &load(4096, 256, 1)).expect("valid");
@@ -374,18 +376,130 @@ fn a_closed_loop_waits_only_once_prefill_is_saturated() {
     assert!(one.utilisation.value < 1.0);
 
     // Short outputs and long prompts with many clients: the prefill server is the bottleneck,
-    // X = 1/S, ρ = 1, and each request waits c·S − (S + (O − 1)·TPOT).
+    // X → 1/S, ρ → 1. With Z = (O − 1)·TPOT = TPOT: R = (b + √(b² + 4·S·Z))/2, b = 64·S − Z,
+    // wait R − S; Little's law's saturated wait c·S − (S + Z) is within 2% of it.
     let l = load(16384, 2, 64);
     let t = serving_time(&s, &l).expect("a closed loop is never refused for load");
     let (sv, tpot) = (t.prefill.time.value, t.tpot.value);
     assert!(64.0 / (sv + tpot) > 1.0 / sv, "the case saturates prefill");
-    assert_eq!(t.utilisation.value, 1.0);
-    let want = 64.0 * sv - (sv + tpot);
+    assert!(t.utilisation.value > 0.99, "{}", t.utilisation.value);
+    let b = 64.0 * sv - tpot;
+    let want = (b + (b * b + 4.0 * sv * tpot).sqrt()) / 2.0 - sv;
     assert!(
         (t.queue_wait.value - want).abs() <= 1e-9 * want,
         "{} vs {want}",
         t.queue_wait.value
     );
-    assert_eq!(t.ttft_p90.value, t.ttft.value);
+    let saturated = 64.0 * sv - (sv + tpot);
+    assert!((t.queue_wait.value - saturated).abs() <= 2e-2 * saturated);
+    // The p90 wait is capped by the other 63 clients' prefills, 63·S.
+    assert!((t.ttft_p90.value - 64.0 * sv).abs() <= 1e-9 * sv);
     assert!(all_finite(&t));
+}
+
+fn close(a: f64, b: f64, rel: f64) -> bool {
+    (a - b).abs() <= rel * b.abs().max(1e-300)
+}
+
+// Decode reads of sliding-window layers (serving/window_decode.rs) and the closed-loop prefill
+// queue (serving/closed_loop.rs), each against a closed form worked by hand.
+
+#[test]
+fn mean_of_a_clipped_range_is_the_hand_sum() {
+    // w = 4 over y = 2..6: min = 2, 3, 4, 4, 4, sum 17, mean 3.4.
+    assert!(close(mean_min_window(4.0, 2.0, 5.0), 3.4, 1e-12));
+    // The window above the range: the plain mean (2 + 6)/2 = 4.
+    assert!(close(mean_min_window(100.0, 2.0, 5.0), 4.0, 1e-12));
+    // The window below the range: every step reads w.
+    assert_eq!(mean_min_window(2.0, 5.0, 10.0), 2.0);
+}
+
+#[test]
+fn windowed_layers_read_only_the_window_per_decode_step() {
+    // Mistral 7B v0.1 windows every layer at 4096 tokens. KV per token: 32 layers × 8 KV
+    // heads × 128 × (K, V) × 2 B = 131072 B. An 8192-token prompt is past the window for all
+    // 256 steps, so each step reads 4096 tokens per sequence: 4 × 131072 × 4096 = 2.1475e9 B
+    // (full attention would read 4 × 131072 × (8192 + 127.5) = 4.362e9 B).
+    assert!(close(
+        kv_read("mistral-7b-v0.1", 8192),
+        4.0 * 131072.0 * 4096.0,
+        1e-12
+    ));
+    // Gemma 2 9B alternates windowed and full layers (21 of 42 windowed, w = 4096). KV per
+    // token: 42 × 8 × 256 × 2 × 2 B = 344064 B. Mean tokens read per layer:
+    // (21 × (8192 + 255/2) + 21 × 4096) / 42 = 6207.75; at batch 4: 4 × 344064 × 6207.75 B.
+    let per_batch = 4.0 * 344064.0;
+    assert!(close(
+        kv_read("gemma-2-9b", 8192),
+        per_batch * 6207.75,
+        1e-12
+    ));
+    // A short prompt inside the window reads like full attention: P + (O − 1)/2 = 1151.5.
+    assert!(close(
+        kv_read("gemma-2-9b", 1024),
+        per_batch * 1151.5,
+        1e-12
+    ));
+}
+
+/// Decode KV bytes per step of `model` on one H100 at batch 4, `prompt` + 256 output tokens.
+fn kv_read(model: &str, prompt: u32) -> f64 {
+    let mut s = scenario(model, 1, 1, 1);
+    s.serving.context_len = prompt + 256;
+    serving_time(&s, &load(prompt, 256, 4))
+        .expect("valid")
+        .decode
+        .kv_bytes
+        .value
+}
+
+#[test]
+fn closed_loop_residence_is_the_schweitzer_root() {
+    // N = 3, D = 1 s, Z = 2 s: R² + (2 − 3)·R − 2 = 0, (R − 2)(R + 1) = 0, R = 2 s:
+    // X = 3 / (2 + 2) = 0.75/s, wait R − D = 1 s, ρ = 0.75.
+    assert!(close(schweitzer_residence_s(3.0, 1.0, 2.0), 2.0, 1e-12));
+    let q = solve(3.0, 1.0, 2.0, 1.0);
+    assert!(close(q.rate_per_s, 0.75, 1e-12));
+    assert!(close(q.wait_s, 1.0, 1e-12));
+    assert!(close(q.rho, 0.75, 1e-12));
+    // Light load (N·D ≪ Z): R ≈ D·(1 + (N − 1)·D/Z); N = 2, D = 1 ms, Z = 10 s:
+    // the wait is about 1e-3 × 1e-3 / 10 = 1e-7 s, kept to its digits.
+    let q = solve(2.0, 1e-3, 10.0, 1.0);
+    assert!(close(q.wait_s, 1e-7, 1e-3), "{}", q.wait_s);
+}
+
+#[test]
+fn gemm_and_attention_kernels_add_their_own_rooflines() {
+    // Llama 3.1 8B, BF16, one H100, batch 256, prompt 1024, output 256. The weight GEMMs are
+    // compute-bound (2·N·256 FLOPs against 16 GB of weights), attention is memory-bound (the
+    // batch's KV, 256 × 131072 B × 1151.5 = 38.6 GB, against 256 × 1152.5 keys of FLOPs), so
+    // the step is GEMM FLOPs / rate + KV / HBM: more than max(memory, compute), which would
+    // let one kernel hide the other.
+    let s = scenario("llama-3.1-8b", 1, 1, 1);
+    let t = serving_time(&s, &load(1024, 256, 256)).expect("valid");
+    let model = model_preset("llama-3.1-8b").expect("preset");
+    let step = StepModel::for_scenario(&model, &s, CostOptions::default());
+    let bw = 3.35e12;
+    let (weights_s, kv_s) = (
+        t.decode.weight_bytes.value / bw,
+        t.decode.kv_bytes.value / bw,
+    );
+    assert!(close(
+        t.decode.kv_bytes.value,
+        256.0 * 131072.0 * 1151.5,
+        1e-12
+    ));
+    // Attention FLOPs: 2·L·a·(d_qk + d_v) per (query, key) pair × 256 × 1152.5 pairs, at the
+    // attention efficiency of the training model.
+    let attn_flops = flops_per_token(&model, 1, false).attention_forward * 256.0 * 1152.5;
+    let attn_s = attn_flops / (step.peak_flops_per_s * step.options.attention_efficiency);
+    let gemm_s = t.decode.compute_time.value - attn_s;
+    assert!(gemm_s > weights_s && kv_s > attn_s, "the case as described");
+    let want = gemm_s + kv_s;
+    assert!(
+        close(t.decode.time.value, want, 1e-9),
+        "{} vs {want}",
+        t.decode.time.value
+    );
+    assert!(t.decode.time.value > t.decode.memory_time.value.max(t.decode.compute_time.value));
 }
