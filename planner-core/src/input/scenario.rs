@@ -87,7 +87,10 @@ pub struct Overheads {
     pub framework: crate::input::framework::Framework,
     /// Which kernels run the layers' memory-bound work ([`crate::input::kernels`]); left out
     /// of the JSON when it is the framework's default, so older files read and write as before.
-    #[serde(default, skip_serializing_if = "crate::input::kernels::Kernels::is_default")]
+    #[serde(
+        default,
+        skip_serializing_if = "crate::input::kernels::Kernels::is_default"
+    )]
     pub kernels: crate::input::kernels::Kernels,
 }
 

@@ -451,6 +451,12 @@ impl StepModel {
         }
     }
 
+    /// A rank holds more than one routed expert (`E > ep`): Megatron's dispatcher sorts the
+    /// received tokens by local expert (token_dispatcher.py, `num_local_experts > 1`).
+    pub fn local_expert_sort(&self, layout: &Layout) -> bool {
+        self.expert_shape.1 > f64::from(layout.ep.max(1))
+    }
+
     /// Achievable HBM bandwidth for streaming (memory-bound) kernels, bytes/s.
     pub fn hbm_streaming_bytes_per_s(&self) -> f64 {
         (self.hbm_bytes_per_s * self.options.hbm_achievable_fraction.clamp(1e-3, 1.0)).max(1.0)
@@ -467,7 +473,7 @@ impl StepModel {
         let pp = f64::from(layout.pp.max(1));
         let tokens = f64::from(layout.micro_batch.max(1)) * self.comm_inputs.seq_len
             / f64::from(layout.cp.max(1));
-        let (fwd, bwd) = mb.per_layer(tp, layout.sequence_parallel);
+        let (fwd, bwd) = mb.per_layer(tp, layout.sequence_parallel, self.local_expert_sort(layout));
         let layers = f64::from(self.comm_inputs.layers) / pp;
         let per = |bytes: f64| tokens * layers * bytes / bw;
         let loss = |bytes: f64| tokens * bytes / tp / pp / bw;
@@ -945,7 +951,11 @@ impl StepModel {
         ];
         if s.memory_bound > 0.0 {
             let mb = &self.memory_bound;
-            let (fwd, bwd) = mb.per_layer(f64::from(layout.tp.max(1)), layout.sequence_parallel);
+            let (fwd, bwd) = mb.per_layer(
+                f64::from(layout.tp.max(1)),
+                layout.sequence_parallel,
+                self.local_expert_sort(layout),
+            );
             terms.push(Term {
                 key: "time.memory_bound".into(),
                 label: "Memory-bound ops (of compute)".into(),

@@ -27,6 +27,10 @@ pub enum Width {
     Ffn,
     /// One row of attention scores per head, `a·s` (split over TP); only without flash.
     Scores,
+    /// A token's routed copies, `k·h` (MoE layers; token-sharded like [`Width::Hidden`]).
+    RoutedCopies,
+    /// The router's logits, `E` per token in FP32 (MoE layers; token-sharded).
+    Experts,
 }
 
 /// What an op needs of the model to run at all.
@@ -48,6 +52,10 @@ pub enum When {
     NoFlash,
     /// No flash attention and dropout on: attention-probability dropout.
     NoFlashDropout,
+    /// MoE layers only (scaled by the share of layers that are MoE).
+    Moe,
+    /// MoE layers whose rank holds more than one expert: Megatron's second permutation.
+    MoeLocalSort,
 }
 
 /// One memory-bound op: bytes read and written per element of its width.
@@ -89,8 +97,21 @@ const fn op(
     }
 }
 
-use When::{Always, Dropout, Gated, Gelu, Gqa, NoFlash, NoFlashDropout, Rope};
-use Width::{Ffn, Hidden, KeyValue, Query, Scores};
+use When::{Always, Dropout, Gated, Gelu, Gqa, Moe, MoeLocalSort, NoFlash, NoFlashDropout, Rope};
+use Width::{Experts, Ffn, Hidden, KeyValue, Query, RoutedCopies, Scores};
+
+/// A MoE layer's routing and token shuffling, BF16 tokens (2 B), FP32 router logits (4 B):
+/// memory-bound copies around the all-to-all of Megatron-Core's MoEAlltoAllTokenDispatcher
+/// (megatron/core/transformer/moe/token_dispatcher.py); the same gathers and scatters run
+/// whichever kernels run the dense part, so every op list shares this table.
+pub const MOE_ROUTING: &[Op] = &[
+    // Softmax over E logits r4 w4 and top-k r4 forward; softmax backward r8 w4.
+    op("router softmax and top-k", "megatron/core/transformer/moe/router.py TopKRouter, moe_utils.py topk_softmax_with_capacity (FP32 logits)", Experts, 1.0, Moe, (8.0, 4.0), (8.0, 4.0)),
+    op("permute: each token's row gathered once per routed expert", "megatron/core/transformer/moe/moe_utils.py permute (index_select by the routing map); backward scatters the copies' gradients back", RoutedCopies, 1.0, Moe, (2.0, 2.0), (2.0, 2.0)),
+    op("sort by local expert after dispatch, and back before combine", "token_dispatcher.py 'Permutation 2: Sort tokens by local expert' (sort_chunks_by_idxs, when num_local_experts > 1), twice per layer", RoutedCopies, 2.0, MoeLocalSort, (2.0, 2.0), (2.0, 2.0)),
+    op("unpermute: the k copies read", "moe_utils.py unpermute: copies weighted by their probabilities and summed into the token; backward writes each copy's gradient and reads the copy for the probability's gradient", RoutedCopies, 1.0, Moe, (2.0, 0.0), (2.0, 2.0)),
+    op("unpermute: the token written", "moe_utils.py unpermute (scatter-add into the token's row); backward reads dY", Hidden, 1.0, Moe, (0.0, 2.0), (2.0, 0.0)),
+];
 
 /// Megatron-Core with Transformer Engine, BF16 activations (2 B): every op one fused kernel.
 /// Backward of a pointwise op reads dY and what it saved, writes dX.
@@ -300,6 +321,11 @@ pub struct MemoryBoundBytes {
     pub loss_fwd: f64,
     /// Cross-entropy per token, backward.
     pub loss_bwd: f64,
+    /// Per layer (averaged over all layers), Megatron's sort by local expert, forward;
+    /// token-sharded; paid only when a rank holds more than one expert.
+    pub moe_sort_fwd: f64,
+    /// Per layer, the sort's backward.
+    pub moe_sort_bwd: f64,
 }
 
 impl MemoryBoundBytes {
@@ -339,6 +365,14 @@ impl MemoryBoundBytes {
             None => f64::from(model.ffn),
         };
         let scores = f64::from(model.heads) * f64::from(seq_len);
+        let (routed_copies, experts, moe_share) = match &model.moe {
+            Some(m) => (
+                f64::from(m.experts_per_token) * h,
+                f64::from(m.routed_experts),
+                pb.moe_layers as f64 / layers,
+            ),
+            None => (0.0, 0.0, 0.0),
+        };
         let gated = model.ffn_kind == FfnKind::SwiGlu;
         let applies = |w: When| match w {
             Always => true,
@@ -349,19 +383,31 @@ impl MemoryBoundBytes {
             Dropout => model.dropout,
             NoFlash => !flash_attention,
             NoFlashDropout => !flash_attention && model.dropout,
+            Moe | MoeLocalSort => model.moe.is_some(),
         };
         let mut out = MemoryBoundBytes::default();
-        for o in op_list(applied).iter().filter(|o| applies(o.when)) {
+        let ops = op_list(applied).iter().chain(MOE_ROUTING.iter());
+        for o in ops.filter(|o| applies(o.when)) {
+            let per_layer = match o.when {
+                Moe | MoeLocalSort => moe_share,
+                _ => 1.0,
+            };
             let n = o.count
+                * per_layer
                 * match o.width {
                     Hidden => h,
+                    RoutedCopies => routed_copies,
                     Query => q,
                     KeyValue => kv,
                     Ffn => ffn,
                     Scores => scores,
+                    Experts => experts,
                 };
             let (f, b) = (n * (o.fwd.0 + o.fwd.1), n * (o.bwd.0 + o.bwd.1));
-            if o.width == Hidden {
+            if o.when == MoeLocalSort {
+                out.moe_sort_fwd += f;
+                out.moe_sort_bwd += b;
+            } else if matches!(o.width, Hidden | RoutedCopies | Experts) {
                 out.hidden_fwd += f;
                 out.hidden_bwd += b;
             } else {
@@ -382,14 +428,20 @@ impl MemoryBoundBytes {
         out
     }
 
-    /// Per-layer bytes per token on one GPU: hidden-width ops split over `tp` only under
-    /// sequence parallel, the others over `tp`; (forward, backward).
-    pub fn per_layer(&self, tp: f64, sequence_parallel: bool) -> (f64, f64) {
+    /// Per-layer bytes per token on one GPU: token-sharded ops (hidden width, MoE routing)
+    /// split over `tp` only under sequence parallel, the others over `tp`; Megatron's sort by
+    /// local expert when a rank holds more than one; (forward, backward).
+    pub fn per_layer(&self, tp: f64, sequence_parallel: bool, local_sort: bool) -> (f64, f64) {
         let tp = tp.max(1.0);
         let h_split = if sequence_parallel { tp } else { 1.0 };
+        let (sf, sb) = if local_sort {
+            (self.moe_sort_fwd, self.moe_sort_bwd)
+        } else {
+            (0.0, 0.0)
+        };
         (
-            self.hidden_fwd / h_split + self.split_fwd / tp,
-            self.hidden_bwd / h_split + self.split_bwd / tp,
+            (self.hidden_fwd + sf) / h_split + self.split_fwd / tp,
+            (self.hidden_bwd + sb) / h_split + self.split_bwd / tp,
         )
     }
 }

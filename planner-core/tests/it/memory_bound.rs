@@ -87,8 +87,8 @@ fn materialised_scores_and_sequence_parallel() {
     assert_eq!(math.split_bwd - flash.split_bwd, 6.0 * scores);
     assert_eq!(math.scores_fwd, 4.0 * scores);
     // TP 4: the hidden-width ops are replicated without sequence parallel, split with it.
-    let (f_rep, _) = flash.per_layer(4.0, false);
-    let (f_sp, _) = flash.per_layer(4.0, true);
+    let (f_rep, _) = flash.per_layer(4.0, false, false);
+    let (f_sp, _) = flash.per_layer(4.0, true, false);
     assert_eq!(f_rep, 20.0 * H + (4.0 * Q + 4.0 * KV + 6.0 * F) / 4.0);
     assert_eq!(f_sp, (20.0 * H + 4.0 * Q + 4.0 * KV + 6.0 * F) / 4.0);
 }
@@ -138,5 +138,28 @@ fn step_seconds_carry_the_closed_form() {
         "{} − {} vs {expected}",
         s.compute,
         t.compute
+    );
+}
+
+#[test]
+fn moe_routing_copies_by_hand() {
+    // Mixtral 8x7B: h = 4096, every layer MoE, top-2 of 8 experts, so k·h = 8192 copies.
+    // On top of Megatron's dense list (20h forward, 32h backward): router softmax + top-k
+    // 12 B per logit both ways (8 logits), permute 4 B per copy both ways, unpermute 2 B per
+    // copy forward and 4 B backward, its token write 2h both ways.
+    let model = model_preset("mixtral-8x7b").expect("preset");
+    let b = MemoryBoundBytes::of(&model, 4096, true, Kernels::Fused, Framework::MegatronCore);
+    let (h, kh, e) = (4096.0, 8192.0, 8.0);
+    assert_eq!(b.hidden_fwd, 20.0 * h + 12.0 * e + 6.0 * kh + 2.0 * h);
+    assert_eq!(b.hidden_bwd, 32.0 * h + 12.0 * e + 8.0 * kh + 2.0 * h);
+    // The sort by local expert and back: 2 × 4 B per copy each way, only when E > ep.
+    assert_eq!((b.moe_sort_fwd, b.moe_sort_bwd), (8.0 * kh, 8.0 * kh));
+    let (with_sort, _) = b.per_layer(1.0, false, true);
+    let (without, _) = b.per_layer(1.0, false, false);
+    assert_eq!(with_sort - without, 8.0 * kh);
+    // Expert SwiGLU over the two routed experts' width: 6 B per element forward, 2 × 14336.
+    assert_eq!(
+        b.split_fwd,
+        4.0 * 4096.0 + 4.0 * 1024.0 + 6.0 * 2.0 * 14336.0
     );
 }
