@@ -14,6 +14,7 @@ use crate::input::finetune::{FineTuneMode, LoraTargets};
 use crate::input::framework::Framework;
 use crate::input::hardware::{gpu_preset, gpu_presets, Cluster, GpuSpec, LinkSpec};
 use crate::input::host::HostSpec;
+use crate::input::kernels::Kernels;
 use crate::input::layout::{Recompute, Schedule, ZeroStage};
 use crate::input::model::{AttentionWindow, FfnKind, MlaSpec, ModelSpec, MoeSpec, NormKind};
 use crate::input::offload::Offload;
@@ -262,7 +263,7 @@ fn host_fields() -> [Field<HostSpec>; 6] {
 }
 
 /// Everything after the model, precision and cluster, compared with the default scenario.
-fn scenario_fields() -> [Field<Scenario>; 41] {
+fn scenario_fields() -> [Field<Scenario>; 42] {
     [
         field!("seq", Scenario, |s| s.training.seq_len, number),
         field!("gbs", Scenario, |s| s.training.global_batch, number),
@@ -379,6 +380,14 @@ fn scenario_fields() -> [Field<Scenario>; 41] {
             Framework::id,
             Framework::from_id,
             "article, megatron-core or torchtitan"
+        ),
+        field!(
+            "kernels",
+            Scenario,
+            |s| s.overheads.kernels,
+            Kernels::id,
+            Kernels::from_id,
+            "default, fused, eager or compile"
         ),
         field!(
             "serve_w",

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::evaluate::evaluate;
 use crate::input::framework::Framework;
 use crate::input::hardware::{gpu_preset, Cluster, GIB};
+use crate::input::kernels::Kernels;
 use crate::input::layout::{Layout, Recompute, Schedule, ZeroStage};
 use crate::input::model::{FfnKind, ModelSpec, MoeSpec, NormKind};
 use crate::input::precision::{Precision, PrecisionRecipe};
@@ -964,6 +965,18 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
         }
     ));
 
+    // torchtitan rows name eager or torch.compile in their notes ("FSDP eager BF16", "FSDP +
+    // torch.compile BF16"); a row that names neither takes the framework's default kernels.
+    let kernels = if fam != Family::Torchtitan {
+        Kernels::FrameworkDefault
+    } else if run.notes.contains("torch.compile") {
+        Kernels::Compiled
+    } else if run.notes.contains("eager") {
+        Kernels::Eager
+    } else {
+        defaults.push("kernels not stated: torchtitan's default, eager".into());
+        Kernels::FrameworkDefault
+    };
     let layout = Layout {
         dp: run.dp,
         tp: run.tp,
@@ -1007,6 +1020,7 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
             } else {
                 Framework::Article
             },
+            kernels,
             ..Overheads::default()
         },
         serving: Serving {

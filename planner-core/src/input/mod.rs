@@ -10,6 +10,7 @@ pub mod framework;
 pub mod gemm_efficiency;
 pub mod hardware;
 pub mod host;
+pub mod kernels;
 pub mod layout;
 pub mod model;
 pub mod offload;

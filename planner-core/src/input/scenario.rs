@@ -85,6 +85,13 @@ pub struct Overheads {
     /// Whose memory semantics the transients follow (the loss's logit-sized tensors).
     #[serde(default)]
     pub framework: crate::input::framework::Framework,
+    /// Which kernels run the layers' memory-bound work ([`crate::input::kernels`]); left out
+    /// of the JSON when it is the framework's default, so older files read and write as before.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::input::kernels::Kernels::is_default"
+    )]
+    pub kernels: crate::input::kernels::Kernels,
 }
 
 impl Default for Overheads {
@@ -112,6 +119,7 @@ impl Default for Overheads {
             allocator_fraction: 0.05,
             usable_fraction: 0.9,
             framework: crate::input::framework::Framework::Article,
+            kernels: crate::input::kernels::Kernels::FrameworkDefault,
         }
     }
 }

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::base::explain::{Term, Unit};
 use crate::input::finetune::DEQUANT_BYTES_PER_PARAM;
 pub use crate::input::gemm_efficiency::GemmEfficiency;
+use crate::input::kernels::Kernels;
 use crate::input::layout::{Layout, Recompute, ZeroStage};
 use crate::input::model::ModelSpec;
 use crate::input::precision::ComputeDtype;
@@ -19,6 +20,7 @@ use crate::parallel::topology::{GroupKind, Placement, RankOrder};
 use crate::time::adapters::AdapterTime;
 use crate::time::collectives::CommModel;
 use crate::time::comms::{step_comms, step_comms_paced, CommInputs, CommItem, Overlap, StepComms};
+use crate::time::elementwise::MemoryBoundBytes;
 
 /// Choices of the time model.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -35,10 +37,12 @@ pub struct CostOptions {
     /// Fraction of the BF16 peak the attention kernels reach (FlashAttention-2, Dao 2023:
     /// 50–73% of peak forward on A100, backward lower); BF16 under the FP8 recipe too.
     pub attention_efficiency: f64,
-    /// HBM bytes that memory-bound ops (norms, activations, residuals, RoPE) move per
-    /// token per layer per hidden unit, forward + backward: 3 × Korthikanti's 34
-    /// (each saved byte written, read back, and its gradient written).
-    pub elementwise_bytes_per_hidden: f64,
+    /// Price the memory-bound ops of [`crate::time::elementwise`] (norms, activations,
+    /// residuals, RoPE, copies, softmax without flash, the cross-entropy); on by default.
+    pub memory_bound_ops: bool,
+    /// Fraction of the datasheet HBM bandwidth that streaming kernels reach: one H200 here
+    /// copied device memory at ~4.3 of 4.8 TB/s (domain notes, "Achieved figures"), 0.9.
+    pub hbm_achievable_fraction: f64,
     /// Fraction of overlapped communication time that still slows the step: NCCL
     /// kernels running beside GEMMs take SMs and HBM bandwidth (assumption: 0.1).
     pub overlap_slowdown: f64,
@@ -57,7 +61,8 @@ impl Default for CostOptions {
             tp_overlap_fraction: 0.0,
             ep_overlap_fraction: 0.0,
             attention_efficiency: 0.5,
-            elementwise_bytes_per_hidden: 102.0,
+            memory_bound_ops: true,
+            hbm_achievable_fraction: 0.9,
             overlap_slowdown: 0.1,
             rank_order: RankOrder::default(),
             optimizer_bytes_per_param: 32.0,
@@ -284,6 +289,10 @@ pub struct StepSeconds {
     /// Of `compute`, the FP8 cast passes (activations per micro-batch, weights once per step).
     #[serde(default)]
     pub fp8_casts: f64,
+    /// Of `compute`, the memory-bound ops ([`crate::time::elementwise`]): layer ops forward,
+    /// backward and recomputed, and the cross-entropy.
+    #[serde(default)]
+    pub memory_bound: f64,
     /// Offload transfers and the CPU optimizer step ([`crate::input::offload`]), not overlapped.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub offload: f64,
@@ -370,6 +379,10 @@ pub struct StepModel {
     pub adapters: Option<AdapterTime>,
     /// Offload's transfers and CPU optimizer ([`crate::input::offload`]).
     pub offload: crate::time::offload::OffloadTime,
+    /// Memory-bound traffic per token ([`crate::time::elementwise`]); zero when switched off.
+    pub memory_bound: MemoryBoundBytes,
+    /// The op list the memory-bound traffic follows (never the framework default).
+    pub kernels: Kernels,
 }
 
 impl StepModel {
@@ -411,7 +424,6 @@ impl StepModel {
             fp8: fp8.then(|| Fp8Casts::of(model)),
             hbm_bytes_per_s: gpu.hbm_bytes_per_s,
             gpus_per_node: scenario.cluster.gpus_per_node,
-            options,
             gemm_measured: false,
             hidden: f64::from(model.hidden),
             expert_shape: model.moe.as_ref().map_or((0.0, 0.0), |m| {
@@ -420,7 +432,58 @@ impl StepModel {
             params: adapters.map_or_else(|| model.params(), |a| a.adapter_params),
             adapters,
             offload: crate::time::offload::OffloadTime::of(scenario),
+            memory_bound: if options.memory_bound_ops {
+                MemoryBoundBytes::of(
+                    model,
+                    scenario.training.seq_len,
+                    scenario.activations.flash_attention,
+                    scenario.overheads.kernels,
+                    scenario.overheads.framework,
+                )
+            } else {
+                MemoryBoundBytes::default()
+            },
+            kernels: scenario
+                .overheads
+                .kernels
+                .applied(scenario.overheads.framework),
+            options,
         }
+    }
+
+    /// A rank holds more than one routed expert (`E > ep`): Megatron's dispatcher sorts the
+    /// received tokens by local expert (token_dispatcher.py, `num_local_experts > 1`).
+    pub fn local_expert_sort(&self, layout: &Layout) -> bool {
+        self.expert_shape.1 > f64::from(layout.ep.max(1))
+    }
+
+    /// Achievable HBM bandwidth for streaming (memory-bound) kernels, bytes/s.
+    pub fn hbm_streaming_bytes_per_s(&self) -> f64 {
+        (self.hbm_bytes_per_s * self.options.hbm_achievable_fraction.clamp(1e-3, 1.0)).max(1.0)
+    }
+
+    /// Memory-bound seconds of one micro-batch on one GPU of an even stage, before the
+    /// pacing scale: (forward, backward, what selective recompute repeats, loss forward, loss
+    /// backward). Per layer, `tokens/cp · L/pp · bytes(tp, sp) / BW`; the loss is
+    /// `tokens/cp · V/tp · bytes / BW` on the last stage, spread as `1/pp` like the LM head.
+    pub fn memory_bound_seconds(&self, layout: &Layout) -> [f64; 5] {
+        let mb = &self.memory_bound;
+        let bw = self.hbm_streaming_bytes_per_s();
+        let tp = f64::from(layout.tp.max(1));
+        let pp = f64::from(layout.pp.max(1));
+        let tokens = f64::from(layout.micro_batch.max(1)) * self.comm_inputs.seq_len
+            / f64::from(layout.cp.max(1));
+        let (fwd, bwd) = mb.per_layer(tp, layout.sequence_parallel, self.local_expert_sort(layout));
+        let layers = f64::from(self.comm_inputs.layers) / pp;
+        let per = |bytes: f64| tokens * layers * bytes / bw;
+        let loss = |bytes: f64| tokens * bytes / tp / pp / bw;
+        [
+            per(fwd),
+            per(bwd),
+            per(mb.scores_fwd / tp),
+            loss(mb.loss_fwd),
+            loss(mb.loss_bwd),
+        ]
     }
 
     /// Parameters whose optimizer step one GPU of the pacing stage runs: Ψ over TP·PP and,
@@ -449,7 +512,8 @@ impl StepModel {
         let experts = a.quantized_expert_params / (f64::from(layout.ep.max(1)) * pp);
         // bitsandbytes MatMul4Bit.forward dequantizes each NF4 weight before its GEMM, once per
         // micro-batch: memory-bound, DEQUANT_BYTES_PER_PARAM of HBM traffic per parameter.
-        let dequant = (dense + experts) * DEQUANT_BYTES_PER_PARAM / self.hbm_bytes_per_s.max(1.0);
+        let dequant =
+            (dense + experts) * DEQUANT_BYTES_PER_PARAM / self.hbm_streaming_bytes_per_s();
         (adapter_f, dequant)
     }
 
@@ -519,7 +583,7 @@ impl StepModel {
         let shards = f64::from(layout.tp.max(1)) * f64::from(layout.cp.max(1)) * pp;
         let peak = self.peak_flops_per_s.max(1.0);
         let bf16 = self.bf16_flops_per_s.max(1.0);
-        let hbm = self.hbm_bytes_per_s.max(1.0);
+        let hbm = self.hbm_streaming_bytes_per_s();
         let eff = self.gemm_efficiency(layout);
         let gemm_rate = peak * eff;
         // FlashAttention-2/3 run QKᵀ and P·V in BF16: TE's DotProductAttention stays BF16 under FP8
@@ -529,12 +593,8 @@ impl StepModel {
         // One stage's share of one micro-batch: the model's work split over tp·cp·pp GPUs.
         let per_gpu = tokens_mb / shards;
         let attn_f = per_gpu * self.flops.attention_forward / attn_rate;
-        let elem_f = per_gpu
-            * f64::from(inp.layers)
-            * self.hidden
-            * self.options.elementwise_bytes_per_hidden
-            / 3.0
-            / hbm;
+        // Memory-bound ops of the op list (time/elementwise.rs), forward and backward apart.
+        let [elem_f, elem_b, elem_sel, loss_f, loss_b] = self.memory_bound_seconds(layout);
         // Routed experts at their own GEMM shape (expert_gemm_efficiency); 0 for dense models.
         let experts_fwd = self.flops.routed_expert_forward;
         let experts_s = if experts_fwd > 0.0 {
@@ -569,43 +629,65 @@ impl StepModel {
         // §2.2: the bubble is (p − 1) stage times; with unequal stages the slowest one's).
         // Its decoder layers scale the per-layer work; the LM head is on it only when it is the
         // last stage, where it runs for the stage's whole share (× pp) rather than 1/pp of it.
-        let (dense_f, attn_f, elem_f, cast_f, cast_b) = if pace.even {
-            (dense_f, attn_f, elem_f, cast_f, cast_b)
-        } else {
-            let head_rate = if self.fp8.is_some() {
-                bf16 * eff
+        let (dense_f, attn_f, elem_f, cast_f, cast_b, elem_b, elem_sel, loss_f, loss_b) =
+            if pace.even {
+                (
+                    dense_f, attn_f, elem_f, cast_f, cast_b, elem_b, elem_sel, loss_f, loss_b,
+                )
             } else {
-                gemm_rate
+                let head_rate = if self.fp8.is_some() {
+                    bf16 * eff
+                } else {
+                    gemm_rate
+                };
+                let head_f = per_gpu * self.flops.output_forward / head_rate;
+                let on_stage = if pace.output { pp * head_f } else { 0.0 };
+                // The cross-entropy runs where the LM head does.
+                let loss_on = if pace.output { pp } else { 0.0 };
+                let k = pace.layer_scale;
+                (
+                    (dense_f - head_f).max(0.0) * k + on_stage,
+                    attn_f * k,
+                    elem_f * k,
+                    cast_f * k,
+                    cast_b * k,
+                    elem_b * k,
+                    elem_sel * k,
+                    loss_f * loss_on,
+                    loss_b * loss_on,
+                )
             };
-            let head_f = per_gpu * self.flops.output_forward / head_rate;
-            let on_stage = if pace.output { pp * head_f } else { 0.0 };
-            let k = pace.layer_scale;
-            (
-                (dense_f - head_f).max(0.0) * k + on_stage,
-                attn_f * k,
-                elem_f * k,
-                cast_f * k,
-                cast_b * k,
-            )
-        };
         // LoRA adapters and QLoRA dequantization run per decoder layer, so they pace with it too.
         let (adapter_f, dequant) = self.adapter_seconds(layout, per_gpu);
         let per_layer = if pace.even { 1.0 } else { pace.layer_scale };
-        let t_f = dense_f + attn_f + elem_f + cast_f + (adapter_f + dequant) * per_layer;
-        // Backward: dgrad + wgrad = 2 × the forward's FLOPs and memory-bound traffic, plus dY's casts.
+        let t_f = dense_f + attn_f + elem_f + loss_f + cast_f + (adapter_f + dequant) * per_layer;
+        // Backward: dgrad + wgrad = 2 × the forward's FLOPs, the op list's backward traffic, dY's casts.
         let t_b = match &self.adapters {
-            None => 2.0 * (dense_f + attn_f + elem_f) + cast_b,
+            None => 2.0 * (dense_f + attn_f) + elem_b + loss_b + cast_b,
             // Frozen base weights: dgrad only (≈ 2N·tokens, no wgrad), the attention core and
             // element-wise backward unchanged; adapters dgrad + wgrad; QLoRA dequantizes again
             // (bitsandbytes MatMul4Bit.backward calls dequantize_4bit).
-            Some(_) => dense_f + 2.0 * (attn_f + elem_f) + cast_b + 2.0 * adapter_f + dequant,
+            Some(_) => {
+                dense_f + 2.0 * attn_f + elem_b + loss_b + cast_b + 2.0 * adapter_f + dequant
+            }
         };
         let t_rc = match layout.recompute {
             Recompute::None => 0.0,
-            // Korthikanti et al. 2022 §5: selective recomputes the attention core only.
-            Recompute::Selective => attn_f,
-            Recompute::Full => t_f,
+            // Korthikanti et al. 2022 §5: selective recomputes the attention core only (with the
+            // scores' softmax and dropout when they are materialised).
+            Recompute::Selective => attn_f + elem_sel,
+            // Full recompute repeats the layers' forward, not the loss outside them.
+            Recompute::Full => t_f - loss_f,
         };
+        let memory_bound_mb = elem_f
+            + elem_b
+            + loss_f
+            + loss_b
+            + match layout.recompute {
+                Recompute::None => 0.0,
+                Recompute::Selective => elem_sel,
+                Recompute::Full => elem_f,
+            };
         let t_attn = 3.0 * attn_f;
 
         let mut exposed = [0.0f64; 8];
@@ -708,7 +790,7 @@ impl StepModel {
         let optimizer = if self.offload.moves_optimizer(layout.zero) {
             0.0
         } else {
-            params_local * self.options.optimizer_bytes_per_param / self.hbm_bytes_per_s.max(1.0)
+            params_local * self.options.optimizer_bytes_per_param / hbm
         };
         // TE casts each weight to FP8 on the first micro-batch of a step and reuses the copy (TE user
         // guide, examples/advanced_optimizations "FP8 weight caching"; Megatron passes is_first_microbatch).
@@ -738,6 +820,7 @@ impl StepModel {
             bubble,
             optimizer,
             fp8_casts: m * (cast_f + cast_b + recast) + weight_cast,
+            memory_bound: m * memory_bound_mb,
             offload,
             total,
             micro_batches: m,
@@ -839,10 +922,9 @@ impl StepModel {
                     ms(s.recompute)
                 ),
                 assumption: format!(
-                    "{}; backward = 2 × forward; GEMM efficiency {} by the smallest GEMM dimension; memory-bound ops move {} B per token per layer per hidden unit",
+                    "{}; backward = 2 × forward FLOPs; GEMM efficiency {} by the smallest GEMM dimension; memory-bound ops as the term below prices them",
                     self.stage_balance(layout),
                     if self.gemm_measured { "measured" } else { "assumed" },
-                    self.options.elementwise_bytes_per_hidden
                 ),
             },
             Term {
@@ -867,6 +949,36 @@ impl StepModel {
                 ),
             },
         ];
+        if s.memory_bound > 0.0 {
+            let mb = &self.memory_bound;
+            let (fwd, bwd) = mb.per_layer(
+                f64::from(layout.tp.max(1)),
+                layout.sequence_parallel,
+                self.local_expert_sort(layout),
+            );
+            terms.push(Term {
+                key: "time.memory_bound".into(),
+                label: "Memory-bound ops (of compute)".into(),
+                unit: Unit::Seconds,
+                value: s.memory_bound,
+                formula: "m · b·s/cp · [L/pp · (bytes_fwd + bytes_bwd [+ recomputed]) + V/(tp·pp) · bytes_loss] / (HBM · achievable)".into(),
+                worked: format!(
+                    "{} op list: {:.0} + {:.0} B per token per layer on one GPU (tp {}, sequence parallel {}), loss {:.0} B per token over the vocabulary, at {:.2} TB/s = {}",
+                    self.kernels.label(),
+                    fwd,
+                    bwd,
+                    layout.tp,
+                    if layout.sequence_parallel { "on" } else { "off" },
+                    mb.loss_fwd + mb.loss_bwd,
+                    self.hbm_streaming_bytes_per_s() / 1e12,
+                    ms(s.memory_bound)
+                ),
+                assumption: format!(
+                    "Norms, activations, residual adds, RoPE, copies and (without flash attention) softmax and dropout over the scores, each reading and writing HBM once per op (time/elementwise.rs cites each); hidden-width ops replicated over TP without sequence parallel (Korthikanti et al. 2022 §4.2.2); HBM at {:.0}% of the datasheet",
+                    self.options.hbm_achievable_fraction * 100.0
+                ),
+            });
+        }
         if s.offload > 0.0 {
             let params_local = self.optimizer_partition_params(layout);
             let parts = self
@@ -890,7 +1002,7 @@ impl StepModel {
                     c.dense_weights,
                     c.expert_weights,
                     FP8_CAST_BYTES_PER_ELEMENT,
-                    self.hbm_bytes_per_s / 1e12,
+                    self.hbm_streaming_bytes_per_s() / 1e12,
                     ms(s.fp8_casts)
                 ),
                 assumption: "Delayed scaling: each FP8 GEMM input (X forward, dY backward, each weight once per step) is read in BF16 and written in FP8; FP8 transposes for wgrad and casts fused into norms are not counted separately; split over tp like the other memory-bound work".into(),

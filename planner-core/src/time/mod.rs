@@ -7,4 +7,5 @@ pub mod calibrated_step;
 pub mod collectives;
 pub mod comms;
 pub mod cost;
+pub mod elementwise;
 pub mod offload;

@@ -176,7 +176,7 @@ fn lora_step_time_against_full_fine_tuning() {
     // full training costs 3 × forward and LoRA 2 × forward plus the adapters: the ratio of
     // compute seconds is 2/3 + (3 × 2Ψ_A/rate_A) / (3 × 2N/rate), a little over 2/3.
     let options = CostOptions {
-        elementwise_bytes_per_hidden: 0.0,
+        memory_bound_ops: false,
         ..CostOptions::default()
     };
     let at = |mode: &str| {
@@ -186,7 +186,10 @@ fn lora_step_time_against_full_fine_tuning() {
         let model = s.model_spec().expect("model");
         let step = StepModel::new(&model, &s, options.clone());
         let placement = step.placement(&s.layout);
-        (step.seconds(&s.layout, &placement), step.hbm_bytes_per_s)
+        (
+            step.seconds(&s.layout, &placement),
+            step.hbm_streaming_bytes_per_s(),
+        )
     };
     let (full, _) = at("full");
     let (lora, _) = at("lora");

@@ -455,6 +455,8 @@ fn arb_rest() -> impl Strategy<Value = (Training, ActivationOptions, Overheads, 
                         usable_fraction: usable,
                         framework: planner_core::input::framework::Framework::ALL
                             [z3 as usize % planner_core::input::framework::Framework::ALL.len()],
+                        kernels: planner_core::input::kernels::Kernels::ALL
+                            [bucket as usize % planner_core::input::kernels::Kernels::ALL.len()],
                     },
                     Serving {
                         weight_dtype: w,
