@@ -262,7 +262,7 @@ fn host_fields() -> [Field<HostSpec>; 6] {
 }
 
 /// Everything after the model, precision and cluster, compared with the default scenario.
-fn scenario_fields() -> [Field<Scenario>; 41] {
+fn scenario_fields() -> [Field<Scenario>; 42] {
     [
         field!("seq", Scenario, |s| s.training.seq_len, number),
         field!("gbs", Scenario, |s| s.training.global_batch, number),
@@ -359,6 +359,12 @@ fn scenario_fields() -> [Field<Scenario>; 41] {
             number
         ),
         field!(
+            "cublas_ws",
+            Scenario,
+            |s| s.overheads.cublas_workspace_bytes,
+            number
+        ),
+        field!(
             "bucket",
             Scenario,
             |s| s.overheads.gradient_bucket_bytes,
@@ -378,7 +384,7 @@ fn scenario_fields() -> [Field<Scenario>; 41] {
             |s| s.overheads.framework,
             Framework::id,
             Framework::from_id,
-            "article, megatron-core or torchtitan"
+            "article, megatron-core, torchtitan or deepspeed"
         ),
         field!(
             "serve_w",

@@ -19,6 +19,7 @@ use crate::memory::activations::{
     ActivationSetup, LayerKind,
 };
 use crate::memory::adapters::{adapter_state, state_terms as adapter_state_terms, AdapterState};
+use crate::memory::deepspeed_zero;
 
 /// Where a pipeline stage sits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -435,6 +436,12 @@ pub struct StageNumbers {
     pub gradient_bucket_bytes: f64,
     /// The loss's logit-sized transients at the start of backward (framework semantics).
     pub loss_transient_bytes: f64,
+    /// cuBLAS workspaces (allocated through the caching allocator).
+    pub cublas_workspace_bytes: f64,
+    /// The optimizer step's transients (DeepSpeed's fp32 gradient partition).
+    pub step_transient_bytes: f64,
+    /// How far the optimizer step's peak exceeds the backward's (0 when it does not).
+    pub step_excess_bytes: f64,
     /// Live tensors at the peak: what `torch.cuda.max_memory_allocated` reports.
     pub allocated_bytes: f64,
     /// The caching allocator's blocks at the peak: `torch.cuda.max_memory_reserved`
@@ -582,6 +589,9 @@ pub struct StageState {
     pub nccl_groups: u32,
     /// NCCL buffers.
     pub nccl_bytes: f64,
+    /// Transients of the optimizer step held with the model state (DeepSpeed's fp32
+    /// gradient partition); 0 for other frameworks.
+    pub step_transient_bytes: f64,
 }
 
 /// The [`StageState`] of `span` under `inputs`' layout. No allocation.
@@ -611,6 +621,7 @@ pub fn stage_state(inputs: &MemoryInputs, span: &StageSpan) -> StageState {
         rank.dense / groups.dense + rank.expert / groups.expert
     };
     let (state, offload_host) = offload_split(state, partition_params, precision, layout, training);
+    let deepspeed = overheads.framework == Framework::DeepSpeed;
     let zero3_gathered_bytes = if layout.zero == ZeroStage::Zero3 {
         let unit_bytes = match &adapters {
             // FSDP-QLoRA gathers the packed 4-bit storage, not a dequantized copy.
@@ -618,9 +629,17 @@ pub fn stage_state(inputs: &MemoryInputs, span: &StageSpan) -> StageState {
                 rank.largest_unit * a.base_bytes_per_param
                     + a.adapters.largest_unit * precision.weight_bytes
             }
+            None if deepspeed => {
+                // DeepSpeed ZeRO-3: the unit computing plus the prefetch bucket, under the live cap.
+                deepspeed_zero::zero3_gathered_elements(rank.largest_unit) * precision.weight_bytes
+            }
             None => rank.largest_unit * precision.weight_bytes,
         };
-        f64::from(overheads.zero3_units_in_flight) * unit_bytes
+        if deepspeed && adapters.is_none() {
+            unit_bytes
+        } else {
+            f64::from(overheads.zero3_units_in_flight) * unit_bytes
+        }
     } else {
         0.0
     };
@@ -641,6 +660,20 @@ pub fn stage_state(inputs: &MemoryInputs, span: &StageSpan) -> StageState {
         Some(a) => gradient_bucket_bytes.min(a.adapters.total() * precision.grad_bytes),
         None => gradient_bucket_bytes,
     };
+    // DeepSpeed allocates its contiguous-gradient buffers at full size whatever the model.
+    let gradient_bucket_bytes = if deepspeed && layout.zero != ZeroStage::Ddp {
+        deepspeed_zero::ipg_buffer_bytes(layout.zero, precision.grad_bytes)
+    } else {
+        gradient_bucket_bytes
+    };
+    let step_transient_bytes = if deepspeed
+        && layout.zero != ZeroStage::Ddp
+        && training.offload.optimizer_device().is_none()
+    {
+        deepspeed_zero::fp32_grad_partition_bytes(partition_params)
+    } else {
+        0.0
+    };
     let nccl_groups = inputs.nccl_groups();
     StageState {
         params: rank,
@@ -652,6 +685,7 @@ pub fn stage_state(inputs: &MemoryInputs, span: &StageSpan) -> StageState {
         gradient_bucket_bytes,
         nccl_groups,
         nccl_bytes: f64::from(nccl_groups) * overheads.nccl_buffer_bytes_per_group,
+        step_transient_bytes,
     }
 }
 
@@ -692,12 +726,18 @@ pub fn stage_numbers_from(
     );
     let activation_bytes = in_flight * (layer_acts + extras);
     let loss_transient_bytes = sums.loss[usize::from(span.output)];
-    let allocated = st.state.total()
+    let backward_peak = st.state.total()
         + activation_bytes
         + transient
         + st.zero3_gathered_bytes
         + st.gradient_bucket_bytes
-        + loss_transient_bytes;
+        + loss_transient_bytes
+        + overheads.cublas_workspace_bytes;
+    // The optimizer step holds the model state and its own transients once activations are
+    // freed; where that is the larger, the excess over the backward peak is its own term.
+    let step_peak = st.state.total() + st.step_transient_bytes + overheads.cublas_workspace_bytes;
+    let step_excess_bytes = (step_peak - backward_peak).max(0.0);
+    let allocated = backward_peak + step_excess_bytes;
     let allocator_bytes = overheads.allocator_fraction * allocated;
     let reserved_bytes = allocated + allocator_bytes;
     // CUDA context and NCCL buffers are allocated outside PyTorch's caching allocator.
@@ -717,6 +757,9 @@ pub fn stage_numbers_from(
         zero3_gathered_bytes: st.zero3_gathered_bytes,
         gradient_bucket_bytes: st.gradient_bucket_bytes,
         loss_transient_bytes,
+        cublas_workspace_bytes: overheads.cublas_workspace_bytes,
+        step_transient_bytes: st.step_transient_bytes,
+        step_excess_bytes,
         allocated_bytes: allocated,
         reserved_bytes,
         cuda_context_bytes: overheads.cuda_context_bytes,
@@ -1211,7 +1254,23 @@ fn stage_memory(inputs: &MemoryInputs, n: &StageNumbers) -> StageMemory {
             format!("recompute {recompute}: one layer's dropped tensors are rebuilt and held during its backward"),
         ));
     }
-    if n.zero3_gathered_bytes > 0.0 {
+    let deepspeed = overheads.framework == Framework::DeepSpeed;
+    if n.zero3_gathered_bytes > 0.0 && deepspeed && n.adapters.is_none() {
+        terms.push(term(
+            "zero3.gathered",
+            "ZeRO-3 gathered parameters (DeepSpeed)",
+            n.zero3_gathered_bytes,
+            "min(P_unit + prefetch_bucket, max_live) × bytes_w",
+            format!(
+                "min({} + {}, {}) × {}",
+                fmt_num(n.params.largest_unit),
+                fmt_num(deepspeed_zero::STAGE3_PREFETCH_BUCKET_SIZE_ELEMENTS),
+                fmt_num(deepspeed_zero::STAGE3_MAX_LIVE_PARAMETERS),
+                fmt_num(inputs.precision.weight_bytes)
+            ),
+            "DeepSpeed deepspeed/runtime/zero/config.py defaults: stage3_prefetch_bucket_size 5e7 elements fetched ahead of the module computing, stage3_max_live_parameters 1e9 resident at most; parameters under stage3_param_persistence_threshold (1e5) stay whole (norms, biases)".to_string(),
+        ));
+    } else if n.zero3_gathered_bytes > 0.0 {
         terms.push(term(
             "zero3.gathered",
             "ZeRO-3 gathered units in flight",
@@ -1227,7 +1286,20 @@ fn stage_memory(inputs: &MemoryInputs, n: &StageNumbers) -> StageMemory {
         ));
     }
     if n.gradient_bucket_bytes > 0.0 {
-        let (formula, worked, assumption) = if layout.zero == ZeroStage::Zero3 {
+        let (formula, worked, assumption) = if deepspeed && layout.zero != ZeroStage::Ddp {
+            let buffers = n.gradient_bucket_bytes
+                / (deepspeed_zero::REDUCE_BUCKET_SIZE_ELEMENTS * inputs.precision.grad_bytes);
+            (
+                "buffers × reduce_bucket_size × bytes_g",
+                format!(
+                    "{} × {} × {}",
+                    fmt_num(buffers),
+                    fmt_num(deepspeed_zero::REDUCE_BUCKET_SIZE_ELEMENTS),
+                    fmt_num(inputs.precision.grad_bytes)
+                ),
+                "DeepSpeed contiguous_gradients (default on, config.py): stage_1_and_2.py backward() allocates torch.empty(reduce_bucket_size = 5e8) in the gradient dtype, a second with overlap_comm (default on only for stage 3); stage3.py keeps one flat IPG bucket of reduce_bucket_size".to_string(),
+            )
+        } else if layout.zero == ZeroStage::Zero3 {
             (
                 "P_unit × bytes_g",
                 format!(
@@ -1256,13 +1328,37 @@ fn stage_memory(inputs: &MemoryInputs, n: &StageNumbers) -> StageMemory {
     if n.loss_transient_bytes > 0.0 {
         terms.push(loss_term(inputs, n));
     }
+    if n.step_excess_bytes > 0.0 {
+        terms.push(term(
+            "deepspeed.step_fp32_gradients",
+            "optimizer step: fp32 gradient partition (DeepSpeed)",
+            n.step_excess_bytes,
+            "(state + 4 B × partition) − backward peak",
+            format!(
+                "4 × {} = {} at the step; its excess over the backward peak",
+                fmt_num(n.partition_params),
+                fmt_bytes(n.step_transient_bytes)
+            ),
+            "DeepSpeed stage_1_and_2.py step(): the rank's 16-bit gradient partition is flattened and converted .to(fp32) for the optimizer (docs memory.rst: 4 bytes per gradient at the step); activations are freed by then, so only the excess over the backward peak adds".to_string(),
+        ));
+    }
+    if n.cublas_workspace_bytes > 0.0 {
+        terms.push(term(
+            "cublas_workspace",
+            "cuBLAS workspaces",
+            n.cublas_workspace_bytes,
+            "2 handles × workspace per handle",
+            fmt_bytes(n.cublas_workspace_bytes),
+            "PyTorch aten/src/ATen/cuda/CublasHandlePool.cpp: one workspace per (handle, stream), 32 MiB on Hopper (4096 KiB × 8), else 4096 KiB × 2 + 16 KiB × 8; two handles, the forward's thread and the autograd engine's; cuBLASLt shares it (unified workspace); allocated through the caching allocator, so inside max_memory_allocated (adjustable)".to_string(),
+        ));
+    }
     terms.push(term(
         "cuda_context",
         "CUDA context",
         n.cuda_context_bytes,
         "context",
         fmt_bytes(n.cuda_context_bytes),
-        "CUDA context and kernels per process; outside the caching allocator (adjustable)"
+        "CUDA context and lazily loaded kernels per process, outside the caching allocator: pytorch/pytorch PR #86509 measured 287,047,680 B used after a first 6.4 MB tensor with lazy loading (the default since CUDA 11.7 / PyTorch 1.13; 666,632,192 B eager), 266,076,160 B without that tensor's 20 MiB segment; kernels loaded later add to it (\"around 400MB\", ptrblck, #109888) (adjustable)"
             .to_string(),
     ));
     if n.nccl_bytes > 0.0 {
@@ -1276,7 +1372,7 @@ fn stage_memory(inputs: &MemoryInputs, n: &StageNumbers) -> StageMemory {
                 n.nccl_groups,
                 fmt_bytes(overheads.nccl_buffer_bytes_per_group)
             ),
-            "one communicator per group with more than one rank: DP×CP, TP, PP, CP, EP (adjustable)".to_string(),
+            "one communicator per group with more than one rank: DP×CP, TP, PP, CP, EP; each holds NCCL's ring buffers, per channel one connection of Simple 4 MiB + LL 512 KiB + LL128 4,800 KiB in 2 MiB pages = 10 MiB (NVIDIA/nccl src/init.cc defaults; the 10485760-byte allocations of nccl #1685), 16 channels on an NVLink H100 node (nccl #1453) = 160 MiB; all-to-all and tree/NVLS connections add more (nccl #1685: +3.3 GB after a 32-channel all-to-all) (adjustable)".to_string(),
         ));
     }
     terms.push(term(
@@ -1290,7 +1386,7 @@ fn stage_memory(inputs: &MemoryInputs, n: &StageNumbers) -> StageMemory {
             fmt_bytes(n.allocated_bytes)
         ),
         format!(
-            "PyTorch caching allocator (docs: notes/cuda.html, memory management): max_memory_reserved = max_memory_allocated ({}) + cached blocks no request fits; this fraction is an adjustable assumption, not a measurement (the gap depends on allocation order; expandable_segments narrows it); reserved = {}",
+            "PyTorch caching allocator (docs: notes/cuda.html, memory management; c10/cuda/CUDACachingAllocator.cpp): max_memory_reserved = max_memory_allocated ({}) + cached blocks no request fits (requests rounded to 512 B; under 1 MiB packed in 2 MiB segments, 1-10 MiB in 20 MiB segments, larger rounded to 2 MiB). The default fraction is one run's measured gap: NeMo pretrain_qwen3_30b_a3b (NVIDIA-NeMo #14850) logged max_memory_reserved 57,466,159,104 B over max_memory_allocated 53,930,270,720 B = 6.56%; the gap depends on allocation order, so it is adjustable; expandable_segments narrows it. reserved = {}",
             fmt_bytes(n.allocated_bytes),
             fmt_bytes(n.reserved_bytes)
         ),
