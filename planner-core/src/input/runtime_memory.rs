@@ -77,8 +77,8 @@ pub fn nccl_connection_bytes() -> f64 {
     (raw / NCCL_CUMEM_GRANULARITY_BYTES).ceil() * NCCL_CUMEM_GRANULARITY_BYTES
 }
 
-/// Ring channels NCCL builds on an 8-GPU NVLink H100 node ("Channel 00/16", NCCL INFO log
-/// in NVIDIA/nccl #1453); NCCL's memory is "linearly tied to the number of channels"
+/// Ring channels NCCL builds over 8-GPU NVLink H100 nodes ("Channel 00/16", the NCCL INFO
+/// log of a 3-node, 24-GPU communicator in NVIDIA/nccl #1453); NCCL's memory is "linearly tied to the number of channels"
 /// (sjeaugey, NVIDIA/nccl #864).
 pub const NCCL_RING_CHANNELS: f64 = 16.0;
 

@@ -75,8 +75,8 @@ pub struct Overheads {
     /// NCCL buffers per communicator, bytes.
     pub nccl_buffer_bytes_per_group: f64,
     /// cuBLAS workspaces of the process, bytes (inside the caching allocator); files
-    /// without it read as 0 (not counted, as before the term existed).
-    #[serde(default)]
+    /// without it read as 0 (not counted, as before the term existed), and 0 is not written.
+    #[serde(default, skip_serializing_if = "is_zero")]
     pub cublas_workspace_bytes: f64,
     /// DDP/ZeRO gradient bucket size, bytes (PyTorch DDP default 25 MB).
     pub gradient_bucket_bytes: f64,
@@ -89,6 +89,11 @@ pub struct Overheads {
     /// Whose memory semantics the transients follow (the loss's logit-sized tensors).
     #[serde(default)]
     pub framework: crate::input::framework::Framework,
+}
+
+/// Whether a byte count is exactly 0 (serde: fields left out of files when not counted).
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 impl Default for Overheads {
