@@ -263,7 +263,7 @@ fn host_fields() -> [Field<HostSpec>; 6] {
 }
 
 /// Everything after the model, precision and cluster, compared with the default scenario.
-fn scenario_fields() -> [Field<Scenario>; 42] {
+fn scenario_fields() -> [Field<Scenario>; 43] {
     [
         field!("seq", Scenario, |s| s.training.seq_len, number),
         field!("gbs", Scenario, |s| s.training.global_batch, number),
@@ -360,6 +360,12 @@ fn scenario_fields() -> [Field<Scenario>; 42] {
             number
         ),
         field!(
+            "cublas_ws",
+            Scenario,
+            |s| s.overheads.cublas_workspace_bytes,
+            number
+        ),
+        field!(
             "bucket",
             Scenario,
             |s| s.overheads.gradient_bucket_bytes,
@@ -379,7 +385,7 @@ fn scenario_fields() -> [Field<Scenario>; 42] {
             |s| s.overheads.framework,
             Framework::id,
             Framework::from_id,
-            "article, megatron-core or torchtitan"
+            "article, megatron-core, torchtitan or deepspeed"
         ),
         field!(
             "kernels",

@@ -997,6 +997,7 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
         .into_iter()
         .find(|t| u64::from(*t) <= cluster.world_size())
         .unwrap_or(1);
+    let runtime = Overheads::for_gpu(&cluster.gpu.id);
     let scenario = Scenario {
         version: SCENARIO_VERSION,
         model: model_choice,
@@ -1021,7 +1022,8 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
                 Framework::Article
             },
             kernels,
-            ..Overheads::default()
+            // CUDA context, NCCL buffers and cuBLAS workspaces as measured (runtime_memory).
+            ..runtime
         },
         serving: Serving {
             tp: serve_tp,

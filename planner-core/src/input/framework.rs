@@ -18,14 +18,19 @@ pub enum Framework {
     /// torchtitan: fp32 logits (`self.output(h).float()`) into `F.cross_entropy`, the
     /// reserved peak in its logs.
     Torchtitan,
+    /// DeepSpeed ZeRO ([`crate::memory::deepspeed_zero`]): contiguous-gradient buffers of
+    /// `reduce_bucket_size`, ZeRO-3 prefetch bucket and live-parameter cap, the optimizer
+    /// step's fp32 gradient partition. The loss is the model code's (no transient added).
+    DeepSpeed,
 }
 
 impl Framework {
     /// All frameworks, in display order.
-    pub const ALL: [Framework; 3] = [
+    pub const ALL: [Framework; 4] = [
         Framework::Article,
         Framework::MegatronCore,
         Framework::Torchtitan,
+        Framework::DeepSpeed,
     ];
 
     /// Stable identifier used in links and the CLI.
@@ -34,6 +39,7 @@ impl Framework {
             Framework::Article => "article",
             Framework::MegatronCore => "megatron-core",
             Framework::Torchtitan => "torchtitan",
+            Framework::DeepSpeed => "deepspeed",
         }
     }
 
@@ -48,6 +54,7 @@ impl Framework {
             Framework::Article => "the article's accounting (no framework transients)",
             Framework::MegatronCore => "Megatron-Core semantics",
             Framework::Torchtitan => "torchtitan semantics",
+            Framework::DeepSpeed => "DeepSpeed ZeRO semantics (config.py defaults)",
         }
     }
 }

@@ -15,6 +15,7 @@ pub mod layout;
 pub mod model;
 pub mod offload;
 pub mod precision;
+pub mod runtime_memory;
 pub mod scenario;
 pub mod serving_engine;
 pub mod stage_split;

@@ -46,7 +46,8 @@ const MEGATRON_CORE: [LossTransient; 1] = [LossTransient {
 /// The framework's loss transients.
 pub fn loss_transients(framework: Framework) -> &'static [LossTransient] {
     match framework {
-        Framework::Article => &[],
+        // DeepSpeed wraps the model's own loss: no transient of its own.
+        Framework::Article | Framework::DeepSpeed => &[],
         Framework::MegatronCore => &MEGATRON_CORE,
         Framework::Torchtitan => &TORCHTITAN,
     }

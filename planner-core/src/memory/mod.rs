@@ -4,6 +4,7 @@
 
 pub mod activations;
 pub mod adapters;
+pub mod deepspeed_zero;
 pub mod engine_kv_pool;
 pub mod kv_cache;
 pub mod loss_memory;

@@ -17,6 +17,7 @@ use crate::memory::activations::{
     ActivationSetup, LayerKind,
 };
 use crate::memory::adapters::{adapter_state, AdapterState};
+use crate::memory::deepspeed_zero;
 
 use crate::memory::model_state::{
     model_state_bytes, rank_params, stage_spans_of, ModelStateBytes, RankParams, ShardGroups,
@@ -97,6 +98,12 @@ pub struct StageNumbers {
     pub gradient_bucket_bytes: f64,
     /// The loss's logit-sized transients at the start of backward (framework semantics).
     pub loss_transient_bytes: f64,
+    /// cuBLAS workspaces (allocated through the caching allocator).
+    pub cublas_workspace_bytes: f64,
+    /// The optimizer step's transients (DeepSpeed's fp32 gradient partition).
+    pub step_transient_bytes: f64,
+    /// How far the optimizer step's peak exceeds the backward's (0 when it does not).
+    pub step_excess_bytes: f64,
     /// Live tensors at the peak: what `torch.cuda.max_memory_allocated` reports.
     pub allocated_bytes: f64,
     /// The caching allocator's blocks at the peak: `torch.cuda.max_memory_reserved`
@@ -244,6 +251,9 @@ pub struct StageState {
     pub nccl_groups: u32,
     /// NCCL buffers.
     pub nccl_bytes: f64,
+    /// Transients of the optimizer step held with the model state (DeepSpeed's fp32
+    /// gradient partition); 0 for other frameworks.
+    pub step_transient_bytes: f64,
 }
 
 /// The [`StageState`] of `span` under `inputs`' layout. No allocation.
@@ -273,6 +283,7 @@ pub fn stage_state(inputs: &MemoryInputs, span: &StageSpan) -> StageState {
         rank.dense / groups.dense + rank.expert / groups.expert
     };
     let (state, offload_host) = offload_split(state, partition_params, precision, layout, training);
+    let deepspeed = overheads.framework == Framework::DeepSpeed;
     let zero3_gathered_bytes = if layout.zero == ZeroStage::Zero3 {
         let unit_bytes = match &adapters {
             // FSDP-QLoRA gathers the packed 4-bit storage, not a dequantized copy.
@@ -280,9 +291,17 @@ pub fn stage_state(inputs: &MemoryInputs, span: &StageSpan) -> StageState {
                 rank.largest_unit * a.base_bytes_per_param
                     + a.adapters.largest_unit * precision.weight_bytes
             }
+            None if deepspeed => {
+                // DeepSpeed ZeRO-3: the unit computing plus the prefetch bucket, under the live cap.
+                deepspeed_zero::zero3_gathered_elements(rank.largest_unit) * precision.weight_bytes
+            }
             None => rank.largest_unit * precision.weight_bytes,
         };
-        f64::from(overheads.zero3_units_in_flight) * unit_bytes
+        if deepspeed && adapters.is_none() {
+            unit_bytes
+        } else {
+            f64::from(overheads.zero3_units_in_flight) * unit_bytes
+        }
     } else {
         0.0
     };
@@ -303,6 +322,20 @@ pub fn stage_state(inputs: &MemoryInputs, span: &StageSpan) -> StageState {
         Some(a) => gradient_bucket_bytes.min(a.adapters.total() * precision.grad_bytes),
         None => gradient_bucket_bytes,
     };
+    // DeepSpeed allocates its contiguous-gradient buffers at full size whatever the model.
+    let gradient_bucket_bytes = if deepspeed && layout.zero != ZeroStage::Ddp {
+        deepspeed_zero::ipg_buffer_bytes(layout.zero, precision.grad_bytes)
+    } else {
+        gradient_bucket_bytes
+    };
+    let step_transient_bytes = if deepspeed
+        && layout.zero != ZeroStage::Ddp
+        && training.offload.optimizer_device().is_none()
+    {
+        deepspeed_zero::fp32_grad_partition_bytes(partition_params)
+    } else {
+        0.0
+    };
     let nccl_groups = inputs.nccl_groups();
     StageState {
         params: rank,
@@ -314,6 +347,7 @@ pub fn stage_state(inputs: &MemoryInputs, span: &StageSpan) -> StageState {
         gradient_bucket_bytes,
         nccl_groups,
         nccl_bytes: f64::from(nccl_groups) * overheads.nccl_buffer_bytes_per_group,
+        step_transient_bytes,
     }
 }
 
@@ -354,12 +388,18 @@ pub fn stage_numbers_from(
     );
     let activation_bytes = in_flight * (layer_acts + extras);
     let loss_transient_bytes = sums.loss[usize::from(span.output)];
-    let allocated = st.state.total()
+    let backward_peak = st.state.total()
         + activation_bytes
         + transient
         + st.zero3_gathered_bytes
         + st.gradient_bucket_bytes
-        + loss_transient_bytes;
+        + loss_transient_bytes
+        + overheads.cublas_workspace_bytes;
+    // The optimizer step holds the model state and its own transients once activations are
+    // freed; where that is the larger, the excess over the backward peak is its own term.
+    let step_peak = st.state.total() + st.step_transient_bytes + overheads.cublas_workspace_bytes;
+    let step_excess_bytes = (step_peak - backward_peak).max(0.0);
+    let allocated = backward_peak + step_excess_bytes;
     let allocator_bytes = overheads.allocator_fraction * allocated;
     let reserved_bytes = allocated + allocator_bytes;
     // CUDA context and NCCL buffers are allocated outside PyTorch's caching allocator.
@@ -379,6 +419,9 @@ pub fn stage_numbers_from(
         zero3_gathered_bytes: st.zero3_gathered_bytes,
         gradient_bucket_bytes: st.gradient_bucket_bytes,
         loss_transient_bytes,
+        cublas_workspace_bytes: overheads.cublas_workspace_bytes,
+        step_transient_bytes: st.step_transient_bytes,
+        step_excess_bytes,
         allocated_bytes: allocated,
         reserved_bytes,
         cuda_context_bytes: overheads.cuda_context_bytes,

@@ -6,10 +6,12 @@
 use serde::{Deserialize, Serialize};
 
 use crate::base::explain::{Term, Unit};
+use crate::input::framework::Framework;
 use crate::input::layout::ZeroStage;
 use crate::input::model::ModelSpec;
 use crate::input::scenario::Scenario;
 use crate::memory::adapters::state_terms as adapter_state_terms;
+use crate::memory::deepspeed_zero;
 
 use crate::base::explain::{fmt_bytes, fmt_num};
 use crate::memory::model_state::{stage_spans_of, ShardGroups, StagePosition};
@@ -166,7 +168,23 @@ fn stage_memory(inputs: &MemoryInputs, n: &StageNumbers) -> StageMemory {
             format!("recompute {recompute}: one layer's dropped tensors are rebuilt and held during its backward"),
         ));
     }
-    if n.zero3_gathered_bytes > 0.0 {
+    let deepspeed = overheads.framework == Framework::DeepSpeed;
+    if n.zero3_gathered_bytes > 0.0 && deepspeed && n.adapters.is_none() {
+        terms.push(term(
+            "zero3.gathered",
+            "ZeRO-3 gathered parameters (DeepSpeed)",
+            n.zero3_gathered_bytes,
+            "min(P_unit + prefetch_bucket, max_live) × bytes_w",
+            format!(
+                "min({} + {}, {}) × {}",
+                fmt_num(n.params.largest_unit),
+                fmt_num(deepspeed_zero::STAGE3_PREFETCH_BUCKET_SIZE_ELEMENTS),
+                fmt_num(deepspeed_zero::STAGE3_MAX_LIVE_PARAMETERS),
+                fmt_num(inputs.precision.weight_bytes)
+            ),
+            "DeepSpeed deepspeed/runtime/zero/config.py defaults: stage3_prefetch_bucket_size 5e7 elements fetched ahead of the module computing, stage3_max_live_parameters 1e9 resident at most; parameters under stage3_param_persistence_threshold (1e5) stay whole (norms, biases)".to_string(),
+        ));
+    } else if n.zero3_gathered_bytes > 0.0 {
         terms.push(term(
             "zero3.gathered",
             "ZeRO-3 gathered units in flight",
@@ -182,7 +200,20 @@ fn stage_memory(inputs: &MemoryInputs, n: &StageNumbers) -> StageMemory {
         ));
     }
     if n.gradient_bucket_bytes > 0.0 {
-        let (formula, worked, assumption) = if layout.zero == ZeroStage::Zero3 {
+        let (formula, worked, assumption) = if deepspeed && layout.zero != ZeroStage::Ddp {
+            let buffers = n.gradient_bucket_bytes
+                / (deepspeed_zero::REDUCE_BUCKET_SIZE_ELEMENTS * inputs.precision.grad_bytes);
+            (
+                "buffers × reduce_bucket_size × bytes_g",
+                format!(
+                    "{} × {} × {}",
+                    fmt_num(buffers),
+                    fmt_num(deepspeed_zero::REDUCE_BUCKET_SIZE_ELEMENTS),
+                    fmt_num(inputs.precision.grad_bytes)
+                ),
+                "DeepSpeed contiguous_gradients (default on, config.py): stage_1_and_2.py backward() allocates torch.empty(reduce_bucket_size = 5e8) in the gradient dtype, a second with overlap_comm (default on only for stage 3); stage3.py keeps one flat IPG bucket of reduce_bucket_size".to_string(),
+            )
+        } else if layout.zero == ZeroStage::Zero3 {
             (
                 "P_unit × bytes_g",
                 format!(
@@ -211,13 +242,37 @@ fn stage_memory(inputs: &MemoryInputs, n: &StageNumbers) -> StageMemory {
     if n.loss_transient_bytes > 0.0 {
         terms.push(loss_term(inputs, n));
     }
+    if n.step_excess_bytes > 0.0 {
+        terms.push(term(
+            "deepspeed.step_fp32_gradients",
+            "optimizer step: fp32 gradient partition (DeepSpeed)",
+            n.step_excess_bytes,
+            "(state + 4 B × partition) − backward peak",
+            format!(
+                "4 × {} = {} at the step; its excess over the backward peak",
+                fmt_num(n.partition_params),
+                fmt_bytes(n.step_transient_bytes)
+            ),
+            "DeepSpeed stage_1_and_2.py step(): the rank's 16-bit gradient partition is flattened and converted .to(fp32) for the optimizer (docs memory.rst: 4 bytes per gradient at the step); activations are freed by then, so only the excess over the backward peak adds".to_string(),
+        ));
+    }
+    if n.cublas_workspace_bytes > 0.0 {
+        terms.push(term(
+            "cublas_workspace",
+            "cuBLAS workspaces",
+            n.cublas_workspace_bytes,
+            "2 handles × workspace per handle",
+            fmt_bytes(n.cublas_workspace_bytes),
+            "PyTorch aten/src/ATen/cuda/CublasHandlePool.cpp: one workspace per (handle, stream), 32 MiB on Hopper (4096 KiB × 8), else 4096 KiB × 2 + 16 KiB × 8; two handles, the forward's thread and the autograd engine's; cuBLASLt shares it (unified workspace); allocated through the caching allocator, so inside max_memory_allocated (adjustable)".to_string(),
+        ));
+    }
     terms.push(term(
         "cuda_context",
         "CUDA context",
         n.cuda_context_bytes,
         "context",
         fmt_bytes(n.cuda_context_bytes),
-        "CUDA context and kernels per process; outside the caching allocator (adjustable)"
+        "CUDA context and lazily loaded kernels per process, outside the caching allocator: pytorch/pytorch PR #86509 measured 287,047,680 B used after a first 6.4 MB tensor with lazy loading (the default since CUDA 11.7 / PyTorch 1.13; 666,632,192 B eager), 266,076,160 B without that tensor's 20 MiB segment; kernels loaded later add to it (\"around 400MB\", ptrblck, #109888) (adjustable)"
             .to_string(),
     ));
     if n.nccl_bytes > 0.0 {
@@ -231,7 +286,7 @@ fn stage_memory(inputs: &MemoryInputs, n: &StageNumbers) -> StageMemory {
                 n.nccl_groups,
                 fmt_bytes(overheads.nccl_buffer_bytes_per_group)
             ),
-            "one communicator per group with more than one rank: DP×CP, TP, PP, CP, EP (adjustable)".to_string(),
+            "one communicator per group with more than one rank: DP×CP, TP, PP, CP, EP; each holds NCCL's ring buffers, per channel one connection of Simple 4 MiB + LL 512 KiB + LL128 4,800 KiB in 2 MiB pages = 10 MiB (NVIDIA/nccl src/init.cc defaults; the 10485760-byte allocations of nccl #1685), 16 channels on an NVLink H100 node (nccl #1453) = 160 MiB; all-to-all and tree/NVLS connections add more (nccl #1685: +3.3 GB after a 32-channel all-to-all) (adjustable)".to_string(),
         ));
     }
     terms.push(term(
@@ -245,7 +300,7 @@ fn stage_memory(inputs: &MemoryInputs, n: &StageNumbers) -> StageMemory {
             fmt_bytes(n.allocated_bytes)
         ),
         format!(
-            "PyTorch caching allocator (docs: notes/cuda.html, memory management): max_memory_reserved = max_memory_allocated ({}) + cached blocks no request fits; this fraction is an adjustable assumption, not a measurement (the gap depends on allocation order; expandable_segments narrows it); reserved = {}",
+            "PyTorch caching allocator (docs: notes/cuda.html, memory management; c10/cuda/CUDACachingAllocator.cpp): max_memory_reserved = max_memory_allocated ({}) + cached blocks no request fits (requests rounded to 512 B; under 1 MiB packed in 2 MiB segments, 1-10 MiB in 20 MiB segments, larger rounded to 2 MiB). The default fraction is one run's measured gap: NeMo pretrain_qwen3_30b_a3b (NVIDIA-NeMo #14850) logged max_memory_reserved 57,466,159,104 B over max_memory_allocated 53,930,270,720 B = 6.56%; the gap depends on allocation order, so it is adjustable; expandable_segments narrows it. reserved = {}",
             fmt_bytes(n.allocated_bytes),
             fmt_bytes(n.reserved_bytes)
         ),

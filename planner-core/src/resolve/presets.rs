@@ -75,6 +75,28 @@ fn mixtral(
     spec
 }
 
+/// A gpt-oss model (openai/gpt-oss-120b and -20b config.json): hidden 2880, 64 query heads
+/// of 64, 8 KV heads, top-4 of `experts` SwiGLU experts of width 2880 on every layer, biases
+/// on every linear layer, vocab 201088, untied, a 128-token window on even layers.
+fn gpt_oss(name: &str, layers: u32, experts: u32) -> ModelSpec {
+    ModelSpec {
+        head_dim: 64,
+        linear_bias: true,
+        moe: Some(MoeSpec {
+            routed_experts: experts,
+            experts_per_token: 4,
+            shared_experts: 0,
+            expert_ffn: 2880,
+            dense_layers: 0,
+        }),
+        attention_window: Some(AttentionWindow {
+            window_tokens: 128,
+            full_every: 2,
+        }),
+        ..llama(name, layers, 2880, 64, 8, 2880, 201_088)
+    }
+}
+
 /// Every model preset.
 pub fn model_presets() -> Vec<ModelPreset> {
     vec![
@@ -172,6 +194,24 @@ pub fn model_presets() -> Vec<ModelPreset> {
                 }),
                 ..llama("Gemma 2 9B", 42, 3584, 16, 8, 14336, 256_000)
             },
+        },
+        // openai/gpt-oss-120b config.json: 36 layers, hidden 2880, 64 heads, 8 KV, head_dim 64,
+        // 128 local experts of width 2880 (intermediate_size), top-4 (num_experts_per_tok), SwiGLU
+        // experts with biases, attention_bias true, vocab 201088, untied; "sliding_window": 128 with
+        // layer_types sliding on even layers, full on odd ones (full when (i + 1) % 2 == 0).
+        // Attention sinks (one learned logit per head, 64 per layer) and the router's bias are
+        // not counted (0.00002% of Ψ). OpenAI's model card (gpt-oss-120b & gpt-oss-20b, Aug 2025,
+        // Table 1): 116.83B parameters, 5.13B active. The checkpoint's MXFP4 expert weights
+        // (4.25 bits a parameter) are a serving dtype: `serve_w = int4` gives 4 bits to every weight.
+        ModelPreset {
+            id: "gpt-oss-120b",
+            spec: gpt_oss("gpt-oss-120b", 36, 128),
+        },
+        // openai/gpt-oss-20b config.json: as gpt-oss-120b with 24 layers and 32 local experts;
+        // the model card: 20.91B parameters, 3.61B active.
+        ModelPreset {
+            id: "gpt-oss-20b",
+            spec: gpt_oss("gpt-oss-20b", 24, 32),
         },
         // Qwen/Qwen2.5-72B config.json: 80 layers, hidden 8192, 64 heads, 8 KV, ffn 29568, vocab 152064,
         // untied, biases on Q/K/V (Qwen2 architecture).
@@ -313,7 +353,8 @@ pub fn default_scenario() -> Scenario {
             stage_split: crate::input::layout::StageSplit::Even,
         },
         activations: ActivationOptions::default(),
-        overheads: Overheads::default(),
+        // The article's scenario: its runtime allowance (Overheads::article), so its figures hold.
+        overheads: Overheads::article(),
         serving: Serving::default(),
         calibration: None,
     }

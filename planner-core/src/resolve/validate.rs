@@ -377,6 +377,7 @@ impl Scenario {
             o.nccl_buffer_bytes_per_group,
             bounds::BUFFER_BYTES,
         );
+        e.within("cublas_ws", o.cublas_workspace_bytes, bounds::BUFFER_BYTES);
         e.within("bucket", o.gradient_bucket_bytes, bounds::BUFFER_BYTES);
         e.range_u32("z3_units", o.zero3_units_in_flight, 1, MAX_LAYERS);
         e.fraction_from_zero("frag", o.allocator_fraction);

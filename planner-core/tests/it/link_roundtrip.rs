@@ -449,6 +449,8 @@ fn arb_rest() -> impl Strategy<Value = (Training, ActivationOptions, Overheads, 
                     Overheads {
                         cuda_context_bytes: ctx,
                         nccl_buffer_bytes_per_group: nccl,
+                        // Reuses the bucket draw: any buffer-sized value must round-trip.
+                        cublas_workspace_bytes: bucket,
                         gradient_bucket_bytes: bucket,
                         zero3_units_in_flight: z3,
                         allocator_fraction: frag,

@@ -32,6 +32,7 @@ mod page_sums;
 mod pipeline;
 mod report;
 mod report_schema;
+mod runtime_memory;
 mod search_memo;
 mod search_snapshot;
 mod serving;

@@ -182,9 +182,13 @@ fn allocated_reserved_and_device_peaks_nest() {
     assert_eq!(term("loss.transient"), 16_810_770_432.0);
     // 32 layers × 1,042,284,544 B saved by the op policy.
     assert_eq!(term("activations.layers"), 32.0 * 63_616.0 * 16_384.0);
-    // reserved = allocated × (1 + 0.05); device = reserved + 0.5 GB context + 1 × 0.1 GB NCCL.
-    assert!((stage.reserved_bytes - 1.05 * stage.allocated_bytes).abs() < 1.0);
-    assert!((stage.total_bytes - (stage.reserved_bytes + 0.5e9 + 0.1e9)).abs() < 1.0);
+    // reserved = allocated × (1 + 0.0655641, NVIDIA-NeMo #14850's measured gap); device =
+    // reserved + 266,076,160 B context (PR #86509) + 1 × 167,772,160 B NCCL (16 ring channels).
+    let f = planner_core::input::runtime_memory::reserved_over_allocated_fraction();
+    assert!((stage.reserved_bytes - (1.0 + f) * stage.allocated_bytes).abs() < 1.0);
+    assert!(
+        (stage.total_bytes - (stage.reserved_bytes + 266_076_160.0 + 167_772_160.0)).abs() < 1.0
+    );
     assert_eq!(m.peak_reserved_bytes, stage.reserved_bytes);
     assert_eq!(m.peak_allocated_bytes, stage.allocated_bytes);
     assert_eq!(m.peak_bytes, stage.total_bytes);

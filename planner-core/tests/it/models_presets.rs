@@ -37,6 +37,9 @@ fn totals_within_half_a_percent_of_published() {
         // Model cards: Mistral 7B v0.1 7.24B (safetensors index), Gemma 2 9B 9.24B.
         ("mistral-7b-v0.1", 7.24e9),
         ("gemma-2-9b", 9.24e9),
+        // OpenAI's gpt-oss model card, Table 1: 116.83B and 20.91B.
+        ("gpt-oss-120b", 116.83e9),
+        ("gpt-oss-20b", 20.91e9),
     ];
     assert_eq!(published.len(), model_presets().len());
     for (id, total) in published {

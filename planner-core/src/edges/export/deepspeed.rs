@@ -48,7 +48,37 @@ pub(super) fn deepspeed(c: &Ctx) -> (String, Vec<String>) {
         .max(1.0) as u64;
     let mut zero = serde_json::Map::new();
     zero.insert("stage".into(), c.s.layout.zero.number().into());
-    if l.zero != ZeroStage::Ddp {
+    let deepspeed_semantics =
+        c.s.overheads.framework == crate::input::framework::Framework::DeepSpeed;
+    if l.zero != ZeroStage::Ddp && deepspeed_semantics {
+        // The memory view used DeepSpeed's own defaults (memory::deepspeed_zero): write them.
+        use crate::memory::deepspeed_zero as ds;
+        let mut sizes = vec![
+            ("reduce_bucket_size", ds::REDUCE_BUCKET_SIZE_ELEMENTS),
+            ("allgather_bucket_size", ds::ALLGATHER_BUCKET_SIZE_ELEMENTS),
+        ];
+        if l.zero == ZeroStage::Zero3 {
+            sizes.extend([
+                (
+                    "stage3_prefetch_bucket_size",
+                    ds::STAGE3_PREFETCH_BUCKET_SIZE_ELEMENTS,
+                ),
+                ("stage3_max_live_parameters", ds::STAGE3_MAX_LIVE_PARAMETERS),
+                (
+                    "stage3_param_persistence_threshold",
+                    ds::STAGE3_PARAM_PERSISTENCE_THRESHOLD,
+                ),
+            ]);
+        }
+        let mut pairs: Vec<(&str, serde_json::Value)> = vec![
+            ("overlap_comm", ds::overlap_comm_default(l.zero).into()),
+            ("contiguous_gradients", true.into()),
+        ];
+        pairs.extend(sizes.into_iter().map(|(k, v)| (k, (v as u64).into())));
+        for (k, v) in pairs {
+            zero.insert(k.into(), v);
+        }
+    } else if l.zero != ZeroStage::Ddp {
         zero.insert("overlap_comm".into(), true.into());
         zero.insert("contiguous_gradients".into(), true.into());
         zero.insert("reduce_bucket_size".into(), bucket_elements.into());
