@@ -11,7 +11,7 @@ use planner_core::input::layout::ZeroStage;
 use planner_core::memory::model_state::{self, ModelStateBar, TrainingMemory};
 
 use crate::app::Ctx;
-use crate::views::visibility::{near_screen, scenario_while_visible};
+use crate::views::visibility::{model_while_visible, near_screen, scenario_while_visible};
 
 use crate::charts::{self, draw_stacked_bars, Bar, Limit, Segment, Tip};
 use crate::format;
@@ -144,10 +144,11 @@ pub fn MemoryView() -> impl IntoView {
     let terms_open = RwSignal::new(false);
     let section = NodeRef::<leptos::html::Section>::new();
     let scenario = scenario_while_visible(ctx.scenario, near_screen(section));
+    let model = model_while_visible(scenario);
     let data = Memo::new(move |_| {
         crate::perf::timed("memory", || {
             let s = scenario.get();
-            let model = ctx.model.get()?;
+            let model = model.get()?;
             let bars = model_state::model_state_for(&model, &s.precision, &s.layout, &s.training);
             let per_zero = ZeroStage::ALL.map(|z| {
                 let mut variant = s.clone();

@@ -211,4 +211,35 @@ fn first_chart_is_timed_cold_and_warm_and_the_loading_page_is_shown() {
         .screenshot(&screenshot_path("page-loaded-live"))
         .unwrap();
     assert_no_console_errors(&session, "the slow load");
+
+    // The same in the dark colour scheme: the copy's charts are its dark drawings.
+    let dark = slow.session().expect("session");
+    dark.set_window_size(1440, 1100).unwrap();
+    dark.cdp(
+        "Emulation.setEmulatedMedia",
+        json!({ "features": [{ "name": "prefers-color-scheme", "value": "dark" }] }),
+    )
+    .expect("emulate the dark scheme");
+    dark.execute(
+        "setTimeout(() => { location.href = arguments[0]; }, 0); return 0;",
+        vec![json!(slow.url())],
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+    let charts = dark
+        .execute(
+            "return [...document.querySelectorAll('#meshplan-prerender img.prerender-chart')].map(i => i.currentSrc && i.currentSrc !== i.src ? 'dark' : 'light');",
+            vec![],
+        )
+        .unwrap();
+    dark.screenshot(&screenshot_path("page-loading-before-wasm-dark"))
+        .unwrap();
+    println!("LOADING, dark scheme (wasm held back 3 s, 1.2 s after navigation): chart images drawn {charts}");
+    dark.wait_text(
+        "[data-testid=state-total-3]",
+        Duration::from_secs(60),
+        |t| t.ends_with('B'),
+    )
+    .expect("the dark page goes live");
+    assert_no_console_errors(&dark, "the slow load, dark scheme");
 }
