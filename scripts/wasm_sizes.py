@@ -1,10 +1,14 @@
 #!/usr/bin/env python3
 """Where a wasm module's bytes are: section sizes, and code bytes per crate and per
-module path from the module's `name` section (rustc writes one; wasm-opt -Oz drops it,
-so read the module rustc wrote, e.g.
-$CARGO_TARGET_DIR/wasm32-unknown-unknown/wasm-release/app.wasm).
+module path from the module's `name` section. rustc writes one; trunk's wasm-opt -Oz
+drops it, so for figures near the shipped module run the same steps keeping names:
 
-    python3 scripts/wasm_sizes.py app.wasm [--depth N] [--top K]
+    wasm-bindgen --target web --out-dir /tmp/wb \
+        $CARGO_TARGET_DIR/wasm32-unknown-unknown/wasm-release/app.wasm
+    wasm-opt -Oz -g --enable-bulk-memory --enable-nontrapping-float-to-int \
+        --enable-sign-ext --enable-mutable-globals --enable-reference-types \
+        --enable-multivalue /tmp/wb/app_bg.wasm -o /tmp/wb/named.wasm
+    python3 scripts/wasm_sizes.py /tmp/wb/named.wasm [--depth N] [--top K] [--under PATH]
 
 Function names are demangled roughly (legacy `_ZN…E` and v0 names are cut to their
 path); generic instances are grouped under the path that defines them. The grouping is

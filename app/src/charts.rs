@@ -685,6 +685,27 @@ mod tests {
         assert!(hit(&boxes, 15.0, 5.0).is_none());
     }
 
+    /// The hovered op's tip, built on demand, says what the eager one said: stage and
+    /// micro-batch 1-based, the chunk only when it is not the first, slots with sig3's
+    /// two decimals below 10 (start 1.5 + 0.5 = 2.00).
+    #[wasm_bindgen_test]
+    fn schedule_tip_names_the_op_and_its_slots() {
+        let op = GridOp {
+            stage: 2,
+            start: 1.5,
+            duration: 0.5,
+            micro_batch: 0,
+            chunk: 1,
+            shade: OpShade::Backward,
+        };
+        let t = schedule_tip(&op);
+        assert_eq!(t.title, "stage 3, micro-batch 1");
+        assert_eq!(t.value, "backward, chunk 2");
+        assert_eq!(t.lines, vec!["slots 1.50 to 2.00".to_string()]);
+        let first_chunk = schedule_tip(&GridOp { chunk: 0, ..op });
+        assert_eq!(first_chunk.value, "backward");
+    }
+
     #[wasm_bindgen_test]
     fn palette_css_colours() {
         assert_eq!(css_color(0), "#0072b2");
