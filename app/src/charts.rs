@@ -82,7 +82,7 @@ pub fn css_color(index: usize) -> String {
 }
 
 /// What a tooltip shows for one drawn item.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Tip {
     /// Heading (term label, op name).
     pub title: String,
@@ -108,10 +108,16 @@ pub struct HitBox {
 }
 
 /// The hit box under a point (CSS pixels), if any.
+#[cfg(test)]
 pub fn hit(boxes: &[HitBox], x: f64, y: f64) -> Option<&HitBox> {
+    hit_index(boxes, x, y).and_then(|i| boxes.get(i))
+}
+
+/// The index of the hit box under a point (CSS pixels), if any.
+pub fn hit_index(boxes: &[HitBox], x: f64, y: f64) -> Option<usize> {
     boxes
         .iter()
-        .find(|b| x >= b.x0 && x <= b.x1 && y >= b.y0 && y <= b.y1)
+        .position(|b| x >= b.x0 && x <= b.x1 && y >= b.y0 && y <= b.y1)
 }
 
 fn err<E: std::fmt::Debug>(e: E) -> String {
@@ -382,8 +388,28 @@ fn op_color(mb: u32, shade: OpShade, theme: &Theme) -> HSLColor {
     HSLColor(hue, s, l)
 }
 
+/// The tooltip of one op of the schedule grid.
+pub fn schedule_tip(op: &GridOp) -> Tip {
+    let chunk = if op.chunk > 0 {
+        format!(", chunk {}", op.chunk + 1)
+    } else {
+        String::new()
+    };
+    Tip {
+        title: format!("stage {}, micro-batch {}", op.stage + 1, op.micro_batch + 1),
+        value: format!("{}{chunk}", op.shade.label()),
+        lines: vec![format!(
+            "slots {} to {}",
+            format::sig3(op.start),
+            format::sig3(op.start + op.duration)
+        )],
+    }
+}
+
 /// The schedule grid: stages down, time slots across; idle time shows as the
-/// bare row background. Returns hit boxes per op.
+/// bare row background. Returns hit boxes per op, in `ops` order, with empty tips:
+/// a grid has thousands of ops (64 stages × 32 micro-batches × 2), so the caller
+/// builds the hovered one's tip with [`schedule_tip`] (`ChartCanvas`'s `tip_of`).
 pub fn draw_schedule(
     canvas: &HtmlCanvasElement,
     css_width: f64,
@@ -454,7 +480,11 @@ pub fn draw_schedule(
         let y0 = top + row_css * f64::from(op.stage) + 2.0;
         (x0, x1, y0, y0 + row_css - 4.0)
     };
-    for op in ops {
+    // Fills in colour order (a colour is a micro-batch and a shade): the context's
+    // fill style changes once per colour, not once per cell.
+    let mut by_colour: Vec<&GridOp> = ops.iter().collect();
+    by_colour.sort_by_key(|op| (op.micro_batch, op.shade as u8));
+    for op in by_colour {
         let (x0, x1, y0, y1) = cell(op);
         let color = op_color(op.micro_batch, op.shade, theme);
         root.draw(&Rectangle::new(
@@ -493,30 +523,19 @@ pub fn draw_schedule(
             }
         }
     }
-    let mut boxes = Vec::with_capacity(ops.len());
-    for op in ops {
-        let (x0, x1, y0, y1) = cell(op);
-        let chunk = if op.chunk > 0 {
-            format!(", chunk {}", op.chunk + 1)
-        } else {
-            String::new()
-        };
-        boxes.push(HitBox {
-            x0,
-            y0,
-            x1,
-            y1,
-            tip: Tip {
-                title: format!("stage {}, micro-batch {}", op.stage + 1, op.micro_batch + 1),
-                value: format!("{}{chunk}", op.shade.label()),
-                lines: vec![format!(
-                    "slots {} to {}",
-                    format::sig3(op.start),
-                    format::sig3(op.start + op.duration)
-                )],
-            },
-        });
-    }
+    let boxes = ops
+        .iter()
+        .map(|op| {
+            let (x0, x1, y0, y1) = cell(op);
+            HitBox {
+                x0,
+                y0,
+                x1,
+                y1,
+                tip: Tip::default(),
+            }
+        })
+        .collect();
     root.present().map_err(err)?;
     Ok(boxes)
 }
@@ -664,6 +683,27 @@ mod tests {
             Some("second")
         );
         assert!(hit(&boxes, 15.0, 5.0).is_none());
+    }
+
+    /// The hovered op's tip, built on demand, says what the eager one said: stage and
+    /// micro-batch 1-based, the chunk only when it is not the first, slots with sig3's
+    /// two decimals below 10 (start 1.5 + 0.5 = 2.00).
+    #[wasm_bindgen_test]
+    fn schedule_tip_names_the_op_and_its_slots() {
+        let op = GridOp {
+            stage: 2,
+            start: 1.5,
+            duration: 0.5,
+            micro_batch: 0,
+            chunk: 1,
+            shade: OpShade::Backward,
+        };
+        let t = schedule_tip(&op);
+        assert_eq!(t.title, "stage 3, micro-batch 1");
+        assert_eq!(t.value, "backward, chunk 2");
+        assert_eq!(t.lines, vec!["slots 1.50 to 2.00".to_string()]);
+        let first_chunk = schedule_tip(&GridOp { chunk: 0, ..op });
+        assert_eq!(first_chunk.value, "backward");
     }
 
     #[wasm_bindgen_test]

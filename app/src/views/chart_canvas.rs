@@ -6,7 +6,7 @@ use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 use web_sys::HtmlCanvasElement;
 
-use crate::charts::{hit, HitBox, Tip};
+use crate::charts::{hit_index, HitBox, Tip};
 use crate::views::visibility::near_screen;
 
 /// What a draw callback gets: the canvas and its CSS width.
@@ -24,6 +24,11 @@ pub fn ChartCanvas(
     testid: &'static str,
     /// Draws and returns the hit boxes.
     draw: Callback<DrawInput, Vec<HitBox>>,
+    /// The tooltip of the hit box at an index, built when it is hovered, for charts
+    /// whose boxes carry empty tips (the schedule grid's thousands of ops); without
+    /// it a box's own tip shows.
+    #[prop(optional)]
+    tip_of: Option<Callback<usize, Tip>>,
 ) -> impl IntoView {
     let canvas_ref = NodeRef::<leptos::html::Canvas>::new();
     let box_ref = NodeRef::<leptos::html::Div>::new();
@@ -84,7 +89,13 @@ pub fn ChartCanvas(
     });
     let on_move = move |ev: web_sys::MouseEvent| {
         let (x, y) = (f64::from(ev.offset_x()), f64::from(ev.offset_y()));
-        let found = boxes.with_value(|b| hit(b, x, y).map(|h| h.tip.clone()));
+        let found = boxes.with_value(|b| {
+            let i = hit_index(b, x, y)?;
+            match tip_of {
+                Some(tip_of) => Some(tip_of.run(i)),
+                None => b.get(i).map(|h| h.tip.clone()),
+            }
+        });
         hover.set(found.map(|tip| (x, y, tip)));
     };
     // PNG export: the canvas as a data URL, handed to the link just before the browser follows it.

@@ -8,7 +8,7 @@ use planner_core::edges::export::{exports, Export, ExportFormat};
 
 use crate::app::Ctx;
 use crate::views::files::{copy_text, data_url};
-use crate::views::visibility::{near_screen, scenario_while_visible};
+use crate::views::visibility::{model_while_visible, near_screen, scenario_while_visible};
 
 fn mime(language: &str) -> &'static str {
     match language {
@@ -94,8 +94,9 @@ pub fn ExportsView() -> impl IntoView {
     let section = NodeRef::<leptos::html::Section>::new();
     // Far below the fold: regenerate the files only when scrolled near.
     let scenario = scenario_while_visible(ctx.scenario, near_screen(section));
+    let model = model_while_visible(scenario);
     let all = Memo::new(move |_| {
-        ctx.model.with(|m| match m {
+        model.with(|m| match m {
             Ok(spec) => Ok(scenario.with(|s| exports(s, spec))),
             Err(e) => Err(e.clone()),
         })

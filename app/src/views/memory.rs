@@ -12,7 +12,7 @@ use planner_core::memory::state_terms::{model_state_for, ModelStateBar};
 use planner_core::memory::training_memory::{training_memory, TrainingMemory};
 
 use crate::app::Ctx;
-use crate::views::visibility::{near_screen, scenario_while_visible};
+use crate::views::visibility::{model_while_visible, near_screen, scenario_while_visible};
 
 use crate::charts::{self, draw_stacked_bars, Bar, Limit, Segment, Tip};
 use crate::format;
@@ -145,10 +145,11 @@ pub fn MemoryView() -> impl IntoView {
     let terms_open = RwSignal::new(false);
     let section = NodeRef::<leptos::html::Section>::new();
     let scenario = scenario_while_visible(ctx.scenario, near_screen(section));
+    let model = model_while_visible(scenario);
     let data = Memo::new(move |_| {
         crate::perf::timed("memory", || {
             let s = scenario.get();
-            let model = ctx.model.get()?;
+            let model = model.get()?;
             let bars = model_state_for(&model, &s.precision, &s.layout, &s.training);
             let per_zero = ZeroStage::ALL.map(|z| {
                 let mut variant = s.clone();

@@ -5,7 +5,9 @@
 //!
 //! The search runs in slices: a few (TP, PP, CP) blocks per animation frame,
 //! within a time budget, so the page stays responsive while it searches
-//! 16,384 GPUs; a progress bar shows how far it got.
+//! 16,384 GPUs; a progress bar shows how far it got. The input that restarts a
+//! search, its first slice, its ranking and the table's first rows each get a
+//! frame of their own.
 
 use leptos::prelude::*;
 use planner_core::input::layout::Layout;
@@ -96,7 +98,9 @@ impl SearchState {
         self.result.set(None);
         self.started_ms.set_value(now_ms());
         self.acc.set_value(Timing::default());
-        self.pump(generation);
+        // The first slice waits for the frame after the input's: the input's own work
+        // (every view on screen recomputed) and a slice never share a frame.
+        request_animation_frame(move || self.pump(generation));
     }
 
     fn pump(self, generation: u64) {

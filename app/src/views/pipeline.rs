@@ -4,12 +4,12 @@
 use leptos::prelude::*;
 use planner_core::base::explain::Term;
 use planner_core::input::layout::Schedule;
-use planner_core::parallel::pipeline::{self, Bubble, OpKind, Timeline};
+use planner_core::parallel::pipeline::{self, Bubble, Op, OpKind, Timeline};
 
 use crate::app::Ctx;
 use crate::views::visibility::{near_screen, scenario_while_visible};
 
-use crate::charts::{draw_lines, draw_schedule, GridOp, Line, OpShade};
+use crate::charts::{draw_lines, draw_schedule, schedule_tip, GridOp, Line, OpShade};
 use crate::format;
 use crate::views::chart_canvas::{ChartCanvas, DrawInput};
 
@@ -45,6 +45,19 @@ fn shade(kind: OpKind) -> OpShade {
         OpKind::Backward => OpShade::Backward,
         OpKind::BackwardInput => OpShade::BackwardInput,
         OpKind::BackwardWeight => OpShade::BackwardWeight,
+    }
+}
+
+/// One op of `t` in slots.
+fn grid_op(t: &Timeline, op: &Op) -> GridOp {
+    let per_slot = f64::from(t.ticks_per_slot.max(1));
+    GridOp {
+        stage: op.stage,
+        start: op.start_tick as f64 / per_slot,
+        duration: op.duration_ticks as f64 / per_slot,
+        micro_batch: op.micro_batch,
+        chunk: op.chunk,
+        shade: shade(op.kind),
     }
 }
 
@@ -177,23 +190,22 @@ pub fn PipelineView() -> impl IntoView {
         grid.with(|g| {
             let Ok(t) = g else { return Vec::new() };
             let per_slot = f64::from(t.ticks_per_slot.max(1));
-            let ops: Vec<GridOp> = t
-                .ops
-                .iter()
-                .map(|op| GridOp {
-                    stage: op.stage,
-                    start: op.start_tick as f64 / per_slot,
-                    duration: op.duration_ticks as f64 / per_slot,
-                    micro_batch: op.micro_batch,
-                    chunk: op.chunk,
-                    shade: shade(op.kind),
-                })
-                .collect();
+            // In the timeline's order: the hit boxes follow it (see `grid_tip`).
+            let ops: Vec<GridOp> = t.ops.iter().map(|op| grid_op(t, op)).collect();
             let span = t.makespan_ticks() as f64 / per_slot;
             draw_schedule(&canvas, css_width, t.stages, span, &ops, &theme).unwrap_or_else(|e| {
                 leptos::logging::warn!("{e}");
                 Vec::new()
             })
+        })
+    });
+    // The hovered op's tooltip, from the drawn grid (hit boxes follow its ops' order).
+    let grid_tip = Callback::new(move |i: usize| {
+        grid.with(|g| {
+            g.as_ref()
+                .ok()
+                .and_then(|t| t.ops.get(i).map(|op| schedule_tip(&grid_op(t, op))))
+                .unwrap_or_default()
         })
     });
     let draw_curve = Callback::new(move |(canvas, css_width): DrawInput| {
@@ -254,6 +266,7 @@ pub fn PipelineView() -> impl IntoView {
                     label=Signal::derive(grid_note)
                     testid="chart-schedule"
                     draw=draw_grid
+                    tip_of=grid_tip
                 />
                 <ul class="legend">
                     <li><span class="swatch fwd"></span>"forward (light)"</li>

@@ -11,7 +11,7 @@ use planner_core::memory::serving::{
 
 use crate::app::Ctx;
 use crate::views::serving_latency::ServingLatency;
-use crate::views::visibility::{near_screen, scenario_while_visible};
+use crate::views::visibility::{model_while_visible, near_screen, scenario_while_visible};
 
 use crate::format;
 use crate::inputs::{power_of_two_steps, DecimalField, NumberField, Select, StepSlider};
@@ -83,12 +83,13 @@ pub fn ServingView() -> impl IntoView {
     let section = NodeRef::<leptos::html::Section>::new();
     let near = near_screen(section);
     let scenario = scenario_while_visible(ctx.scenario, near);
+    let model = model_while_visible(scenario);
     // Serving depends on the model, the serving inputs and the GPU, not on the training layout.
     let inputs = Memo::new(move |_| scenario.with(|sc| (sc.serving.clone(), sc.cluster.clone())));
     let data = Memo::new(move |_| {
         crate::perf::timed("serving", || {
             let (serving, cluster) = inputs.get();
-            let model = ctx.model.get()?;
+            let model = model.get()?;
             let plan =
                 serving::serving_plan(&model, &serving, &cluster).map_err(|e| e.to_string())?;
             let table = serving::concurrency_table(&model, &serving, &cluster)

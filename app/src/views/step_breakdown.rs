@@ -12,7 +12,7 @@ use crate::app::Ctx;
 use crate::format;
 use crate::format::seconds;
 use crate::perf::timed;
-use crate::views::visibility::{near_screen, scenario_while_visible};
+use crate::views::visibility::{model_while_visible, near_screen, scenario_while_visible};
 
 /// Colour class per segment (same family as the memory chart's palette).
 fn segment_class(kind: SegmentKind) -> &'static str {
@@ -44,8 +44,9 @@ pub fn StepBreakdownView() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let section = NodeRef::<leptos::html::Section>::new();
     let scenario = scenario_while_visible(ctx.scenario, near_screen(section));
+    let model = model_while_visible(scenario);
     let data = Memo::new(move |_| {
-        ctx.model.with(|m| {
+        model.with(|m| {
             m.as_ref().ok().map(|model| {
                 scenario.with(|s| {
                     timed("breakdown", || {

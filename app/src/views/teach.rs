@@ -5,6 +5,7 @@
 use leptos::prelude::*;
 use planner_core::figures::teaching::{teaching_figures, CollectiveDemo, TeachingFigures};
 use planner_core::input::layout::ZeroStage;
+use planner_core::input::model::ModelSpec;
 use planner_core::input::scenario::Scenario;
 use planner_core::parallel::topology::{Domain, GroupKind};
 use planner_core::time::collectives::Collective;
@@ -15,7 +16,7 @@ use crate::app::Ctx;
 use crate::format;
 use crate::views::chart_canvas::{ChartCanvas, DrawInput};
 use crate::views::teach_draw::{self as draw, op_label, seconds};
-use crate::views::visibility::{near_screen, scenario_while_visible};
+use crate::views::visibility::{model_while_visible, near_screen, scenario_while_visible};
 
 /// The figures for the current scenario, and which sketches the layout uses.
 #[derive(Clone, Debug, PartialEq)]
@@ -24,9 +25,12 @@ struct TeachData {
     used: [bool; 6],
 }
 
-fn compute(ctx: &Ctx, scenario: Memo<Scenario>) -> Result<TeachData, String> {
+fn compute(
+    scenario: Memo<Scenario>,
+    model: Memo<Result<ModelSpec, String>>,
+) -> Result<TeachData, String> {
     scenario.with(|s| {
-        ctx.model.with(|m| {
+        model.with(|m| {
             let model = m.as_ref().map_err(Clone::clone)?;
             let figs = teaching_figures(s, model, &CostOptions::default());
             let l = &s.layout;
@@ -161,7 +165,11 @@ pub fn LearnView() -> impl IntoView {
     let section = NodeRef::<leptos::html::Section>::new();
     // Far below the fold: recompute only when scrolled near, so a slider move stays cheap.
     let scenario = scenario_while_visible(ctx.scenario, near_screen(section));
-    let data = Memo::new(move |_| compute(&ctx, scenario));
+    let model = model_while_visible(scenario);
+    let data = Memo::new(move |_| compute(scenario, model));
+    // The tab is built once per error state: new figures update its charts in place
+    // (reading `data` here would rebuild the whole tab, every chart, per input).
+    let error = Memo::new(move |_| data.with(|d| d.as_ref().err().cloned()));
     let tab = RwSignal::new(Tab::Collectives);
     view! {
         <section node_ref=section class="view learn" aria-labelledby="learn-title" data-testid="learn-view">
@@ -187,7 +195,7 @@ pub fn LearnView() -> impl IntoView {
                     })
                     .collect_view()}
             </div>
-            {move || match data.with(|d| d.as_ref().err().cloned()) {
+            {move || match error.get() {
                 Some(e) => view! { <p class="issue error">{e}</p> }.into_any(),
                 None => {
                     match tab.get() {

@@ -13,7 +13,7 @@ use planner_core::time::cost::CostOptions;
 use crate::app::Ctx;
 use crate::format;
 use crate::perf::timed;
-use crate::views::visibility::{near_screen, scenario_while_visible};
+use crate::views::visibility::{model_while_visible, near_screen, scenario_while_visible};
 
 const CELL: f64 = 14.0;
 const GAP: f64 = 2.0;
@@ -183,9 +183,10 @@ pub fn TopologyView() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let section = NodeRef::<leptos::html::Section>::new();
     let scenario = scenario_while_visible(ctx.scenario, near_screen(section));
+    let model = model_while_visible(scenario);
     let colour_by = RwSignal::new(GroupKind::Tp);
     let map = Memo::new(move |_| {
-        ctx.model.with(|m| {
+        model.with(|m| {
             m.as_ref().ok().map(|model| {
                 scenario.with(|s| {
                     timed("topology_map", || {

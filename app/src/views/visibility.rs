@@ -3,6 +3,7 @@
 //! shows every view, so while the page prints every view counts as near.
 
 use leptos::prelude::*;
+use planner_core::input::model::ModelSpec;
 use planner_core::input::scenario::Scenario;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
@@ -81,4 +82,12 @@ pub fn scenario_while_visible(
         Some(p) if !visible.get() => p.clone(),
         _ => scenario.get(),
     })
+}
+
+/// The model of a view's [`scenario_while_visible`], resolved from that scenario: a
+/// model change while the view is off screen recomputes nothing of it (a view reading
+/// the page's `Ctx::model` instead would rebuild, off screen, with the new model and
+/// its old scenario).
+pub fn model_while_visible(scenario: Memo<Scenario>) -> Memo<Result<ModelSpec, String>> {
+    Memo::new(move |_| scenario.with(|s| s.model_spec().map_err(|e| e.to_string())))
 }

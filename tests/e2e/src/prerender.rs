@@ -4,7 +4,12 @@
 //!
 //! Every number in the copy was drawn by the page itself from planner-core; nothing
 //! is typed in. The charts near the first screen become `<img>`s of their canvases,
-//! the rest keep an empty frame of their size. The copy is `inert` (clicks and focus
+//! the rest keep an empty frame of their size. The page is copied twice, in the light
+//! and in the dark colour scheme (Chromium's emulated `prefers-color-scheme`): the
+//! markup is the light copy's (its colours come from the stylesheet's variables, which
+//! follow the visitor's scheme), and each chart image is a `<picture>` whose dark
+//! source is the dark copy's drawing of the same canvas, so a dark-theme visitor sees
+//! dark charts, not a light flash. The copy is `inert` (clicks and focus
 //! go to the live page beneath it) and carries no `data-testid` or `id`, so nothing
 //! can mistake it for the live page; the app removes it once its first chart is drawn
 //! (`app/src/prerender.rs`).
@@ -31,6 +36,9 @@ pub struct Snapshot {
     pub html: String,
     /// Canvases copied as images.
     pub charts_as_images: u32,
+    /// Of those, how many carry a dark-scheme drawing too (all of them, unless the
+    /// dark copy laid out another set of charts near the first screen).
+    pub dark_images: u32,
     /// Canvases left as empty frames (below the first screen).
     pub empty_frames: u32,
     /// The copied page's query (`?v=1&…`, the default scenario's link): a visitor
@@ -40,15 +48,18 @@ pub struct Snapshot {
 
 /// Copies the live page's DOM once its views show numbers and its first charts have
 /// drawn (see the module doc).
+/// `arguments[0]`: the dark copy's chart images in document order (or null), laid
+/// under the light ones as `<picture>` sources; the script returns its own images too.
 const SNAPSHOT_SCRIPT: &str = r#"
 const done = arguments[arguments.length - 1];
+const dark = arguments[0];
 requestAnimationFrame(() => requestAnimationFrame(() => {
   const limit = window.innerHeight;
   // The smaller of a PNG and a high-quality WebP: the copy's bytes come before anything else.
   const encode = c => [c.toDataURL('image/png'), c.toDataURL('image/webp', 0.92)]
     .filter(u => u.startsWith('data:image/')).sort((a, b) => a.length - b.length)[0];
-  const parts = [];
-  let images = 0, frames = 0;
+  const parts = [], charts = [];
+  let images = 0, frames = 0, darkImages = 0;
   for (const root of document.body.children) {
     if (['SCRIPT', 'NOSCRIPT', 'TEMPLATE'].includes(root.tagName)) continue;
     if (root.id === 'meshplan-prerender') continue;
@@ -68,7 +79,20 @@ requestAnimationFrame(() => requestAnimationFrame(() => {
           img.className = 'prerender-chart';
           // In the first paint, not a later one.
           img.decoding = 'sync';
-          c.replaceWith(img);
+          charts.push(img.src);
+          if (dark && dark[images]) {
+            const picture = document.createElement('picture');
+            const source = document.createElement('source');
+            source.media = '(prefers-color-scheme: dark)';
+            source.srcset = dark[images];
+            picture.append(source, img);
+            c.replaceWith(picture);
+            darkImages++;
+          } else {
+            // No dark drawing: hidden in the dark scheme (public/prerender.css), only its frame shows.
+            img.classList.add('prerender-light-only');
+            c.replaceWith(img);
+          }
           images++;
         } else {
           c.setAttribute('style', `width:${r.width}px;height:${r.height}px`);
@@ -95,12 +119,17 @@ requestAnimationFrame(() => requestAnimationFrame(() => {
     }
     parts.push(copy.outerHTML);
   }
-  done({html: parts.join('\n'), images, frames, query: location.search});
+  done({html: parts.join('\n'), images, frames, darkImages, charts, query: location.search});
 }));
 "#;
 
-/// Opens `url` in `session`, waits until the page is live, and copies it.
-pub fn snapshot(session: &Session, url: &str) -> Result<Snapshot> {
+/// Opens `url` in `session` in the colour `scheme` (`light` or `dark`), waits until
+/// the page is live, and runs [`SNAPSHOT_SCRIPT`] with `dark_charts` (JSON array or null).
+fn capture(session: &Session, url: &str, scheme: &str, dark_charts: Value) -> Result<Value> {
+    session.cdp(
+        "Emulation.setEmulatedMedia",
+        serde_json::json!({ "features": [{ "name": "prefers-color-scheme", "value": scheme }] }),
+    )?;
     session.set_window_size(WIDTH_PX, HEIGHT_PX)?;
     session.goto(url)?;
     session.wait_text(
@@ -108,7 +137,14 @@ pub fn snapshot(session: &Session, url: &str) -> Result<Snapshot> {
         Duration::from_secs(60),
         |t| t.ends_with('B'),
     )?;
-    let v: Value = session.execute_async(SNAPSHOT_SCRIPT, vec![])?;
+    session.execute_async(SNAPSHOT_SCRIPT, vec![dark_charts])
+}
+
+/// Copies the page at `url` in the dark scheme (its chart images only), then in the
+/// light scheme with the dark images as `<picture>` sources (see the module doc).
+pub fn snapshot(session: &Session, url: &str) -> Result<Snapshot> {
+    let dark = capture(session, url, "dark", Value::Null)?;
+    let v = capture(session, url, "light", dark["charts"].clone())?;
     let html = v["html"]
         .as_str()
         .ok_or("the snapshot script returned no markup")?
@@ -119,6 +155,7 @@ pub fn snapshot(session: &Session, url: &str) -> Result<Snapshot> {
     Ok(Snapshot {
         html,
         charts_as_images: v["images"].as_u64().unwrap_or(0) as u32,
+        dark_images: v["darkImages"].as_u64().unwrap_or(0) as u32,
         empty_frames: v["frames"].as_u64().unwrap_or(0) as u32,
         query: v["query"].as_str().unwrap_or("").to_string(),
     })
@@ -194,9 +231,10 @@ pub fn prerender(dist: &Path) -> Result<Snapshot> {
 pub fn summary(shot: &Snapshot, index: &Path) -> String {
     let bytes = std::fs::metadata(index).map(|m| m.len()).unwrap_or(0);
     format!(
-        "pre-rendered the default page into {}: {} charts as images, {} empty chart frames, index.html now {:.1} KB raw",
+        "pre-rendered the default page into {}: {} charts as images ({} with a dark-scheme drawing), {} empty chart frames, index.html now {:.1} KB raw",
         index.display(),
         shot.charts_as_images,
+        shot.dark_images,
         shot.empty_frames,
         bytes as f64 / 1000.0
     )

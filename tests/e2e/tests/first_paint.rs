@@ -142,6 +142,18 @@ fn print_table(name: &str, loads: &[Load]) {
     );
 }
 
+/// Navigates to `url` from script, so the WebDriver call returns before the page has
+/// loaded, and waits 1.2 s: what a visitor sees while the wasm is held back.
+fn navigate_and_wait_1200_ms(session: &Session, url: &str) {
+    session
+        .execute(
+            "setTimeout(() => { location.href = arguments[0]; }, 0); return 0;",
+            vec![json!(url)],
+        )
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(1200));
+}
+
 #[test]
 #[ignore = "needs dist/ and chromedriver: run via `cargo xtask test`"]
 fn first_chart_is_timed_cold_and_warm_and_the_loading_page_is_shown() {
@@ -174,14 +186,7 @@ fn first_chart_is_timed_cold_and_warm_and_the_loading_page_is_shown() {
     .expect("start the slow server");
     let session = slow.session().expect("session");
     session.set_window_size(1440, 1100).unwrap();
-    // Navigated from script, so the WebDriver call returns before the page has loaded.
-    session
-        .execute(
-            "setTimeout(() => { location.href = arguments[0]; }, 0); return 0;",
-            vec![json!(slow.url())],
-        )
-        .unwrap();
-    std::thread::sleep(Duration::from_millis(1200));
+    navigate_and_wait_1200_ms(&session, &slow.url());
     let loading = session
         .execute(
             "return {prerender: !!document.getElementById('meshplan-prerender'), live: !!document.querySelector('[data-testid=state-total-3]'), text: (document.body ? document.body.innerText : '').length};",
@@ -211,4 +216,30 @@ fn first_chart_is_timed_cold_and_warm_and_the_loading_page_is_shown() {
         .screenshot(&screenshot_path("page-loaded-live"))
         .unwrap();
     assert_no_console_errors(&session, "the slow load");
+
+    // The same in the dark colour scheme: the copy's charts are its dark drawings.
+    let dark = slow.session().expect("session");
+    dark.set_window_size(1440, 1100).unwrap();
+    dark.cdp(
+        "Emulation.setEmulatedMedia",
+        json!({ "features": [{ "name": "prefers-color-scheme", "value": "dark" }] }),
+    )
+    .expect("emulate the dark scheme");
+    navigate_and_wait_1200_ms(&dark, &slow.url());
+    let charts = dark
+        .execute(
+            "return [...document.querySelectorAll('#meshplan-prerender img.prerender-chart')].map(i => i.currentSrc && i.currentSrc !== i.src ? 'dark' : 'light');",
+            vec![],
+        )
+        .unwrap();
+    dark.screenshot(&screenshot_path("page-loading-before-wasm-dark"))
+        .unwrap();
+    println!("LOADING, dark scheme (wasm held back 3 s, 1.2 s after navigation): chart images drawn {charts}");
+    dark.wait_text(
+        "[data-testid=state-total-3]",
+        Duration::from_secs(60),
+        |t| t.ends_with('B'),
+    )
+    .expect("the dark page goes live");
+    assert_no_console_errors(&dark, "the slow load, dark scheme");
 }

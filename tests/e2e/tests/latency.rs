@@ -64,11 +64,23 @@ fn table(page: &Page, case: &str, query: &str) {
     let mut pooled_work = Vec::new();
     let mut pooled_frame = Vec::new();
     let mut rows = Vec::new();
+    let mut views = Vec::new();
     for control in &INPUTS {
         // A fresh page per input: one input's last value does not change the next's case.
         let session: Session = page.open(query).expect("page loads");
         session.set_script_timeout(600_000).unwrap();
+        session
+            .execute(
+                "window.__meshplanMs = {}; window.__meshplanRuns = {};",
+                vec![],
+            )
+            .unwrap();
         let l = measure_latency(&session, control, MOVES).expect("measure");
+        views.push(format!(
+            "  {:<13} {}",
+            control.name,
+            view_costs(&session, l.work_ms.len())
+        ));
         assert!(
             l.work_ms.len() as u32 >= MOVES * 9 / 10,
             "{}: measured {} moves",
@@ -111,6 +123,39 @@ fn table(page: &Page, case: &str, query: &str) {
         percentile(&pooled_frame, 0.95),
         pooled_frame.last().copied().unwrap_or(f64::NAN),
     );
+    println!(
+        "VIEW WORK PER MOVE, {case} (app/src/perf.rs timings: ms per move, runs per move; the rest of a move is Leptos, the DOM and layout):"
+    );
+    for v in views {
+        println!("{v}");
+    }
+}
+
+/// The timed views' work per move (`window.__meshplanMs` / `__meshplanRuns` over
+/// `moves`), costliest first, the first six.
+fn view_costs(session: &Session, moves: usize) -> String {
+    let v = session
+        .execute(
+            "return [window.__meshplanMs || {}, window.__meshplanRuns || {}];",
+            vec![],
+        )
+        .unwrap_or_default();
+    let per_move = |x: &serde_json::Value| x.as_f64().unwrap_or(0.0) / moves.max(1) as f64;
+    let mut costs: Vec<(String, f64, f64)> = v[0]
+        .as_object()
+        .map(|ms| {
+            ms.iter()
+                .map(|(name, t)| (name.clone(), per_move(t), per_move(&v[1][name])))
+                .collect()
+        })
+        .unwrap_or_default();
+    costs.sort_by(|a, b| b.1.total_cmp(&a.1));
+    costs
+        .iter()
+        .take(6)
+        .map(|(name, ms, runs)| format!("{name} {ms:.2} ms ×{runs:.2}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[test]
