@@ -8,6 +8,7 @@ mod commands;
 mod error;
 mod input;
 
+use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -16,8 +17,15 @@ fn main() -> ExitCode {
     let cli = cli::Cli::parse();
     match commands::run(cli.command) {
         Ok(output) => {
-            println!("{output}");
-            ExitCode::SUCCESS
+            // `meshplan validate | head` closes stdout early: that ends the output, it is
+            // not a failure (println! would panic on the broken pipe).
+            match writeln!(std::io::stdout().lock(), "{output}") {
+                Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+                    eprintln!("cannot write the output: {e}");
+                    ExitCode::FAILURE
+                }
+                _ => ExitCode::SUCCESS,
+            }
         }
         Err(e) => {
             eprintln!("{e}");

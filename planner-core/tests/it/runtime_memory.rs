@@ -4,7 +4,7 @@
 
 use planner_core::input::runtime_memory as rt;
 use planner_core::input::scenario::{Overheads, ServeDtype};
-use planner_core::memory::model_state::training_memory;
+use planner_core::memory::training_memory::training_memory;
 use planner_core::memory::window_kv::kv_bytes_per_sequence_per_gpu_value;
 use planner_core::resolve::presets::{article_70b_scenario, default_scenario, model_preset};
 
