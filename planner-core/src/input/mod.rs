@@ -14,6 +14,7 @@ pub mod kernels;
 pub mod layout;
 pub mod model;
 pub mod offload;
+pub mod overlap;
 pub mod precision;
 pub mod scenario;
 pub mod serving_engine;
