@@ -18,6 +18,7 @@ use crate::input::kernels::Kernels;
 use crate::input::layout::{Recompute, Schedule, ZeroStage};
 use crate::input::model::{AttentionWindow, FfnKind, MlaSpec, ModelSpec, MoeSpec, NormKind};
 use crate::input::offload::Offload;
+use crate::input::overlap::Switch;
 use crate::input::precision::{ComputeDtype, Precision, PrecisionRecipe};
 use crate::input::scenario::{Measured, ModelChoice, Scenario, ServeDtype, SCENARIO_VERSION};
 use crate::memory::engine_kv_pool::{EngineProfile, ServingEngine};
@@ -263,7 +264,7 @@ fn host_fields() -> [Field<HostSpec>; 6] {
 }
 
 /// Everything after the model, precision and cluster, compared with the default scenario.
-fn scenario_fields() -> [Field<Scenario>; 43] {
+fn scenario_fields() -> [Field<Scenario>; 46] {
     [
         field!("seq", Scenario, |s| s.training.seq_len, number),
         field!("gbs", Scenario, |s| s.training.global_batch, number),
@@ -394,6 +395,30 @@ fn scenario_fields() -> [Field<Scenario>; 43] {
             Kernels::id,
             Kernels::from_id,
             "default, fused, eager or compile"
+        ),
+        field!(
+            "ov_tp",
+            Scenario,
+            |s| s.overheads.overlap.tp_comm,
+            Switch::id,
+            Switch::from_id,
+            "default, on or off"
+        ),
+        field!(
+            "ov_grad",
+            Scenario,
+            |s| s.overheads.overlap.grad_reduce,
+            Switch::id,
+            Switch::from_id,
+            "default, on or off"
+        ),
+        field!(
+            "ov_param",
+            Scenario,
+            |s| s.overheads.overlap.param_gather,
+            Switch::id,
+            Switch::from_id,
+            "default, on or off"
         ),
         field!(
             "serve_w",

@@ -14,6 +14,7 @@ pub mod kernels;
 pub mod layout;
 pub mod model;
 pub mod offload;
+pub mod overlap;
 pub mod precision;
 pub mod runtime_memory;
 pub mod scenario;

@@ -96,6 +96,13 @@ pub struct Overheads {
         skip_serializing_if = "crate::input::kernels::Kernels::is_default"
     )]
     pub kernels: crate::input::kernels::Kernels,
+    /// Which communication overlaps compute ([`crate::input::overlap`]); left out of the JSON
+    /// when every switch is the framework's default.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::input::overlap::OverlapChoice::is_default"
+    )]
+    pub overlap: crate::input::overlap::OverlapChoice,
 }
 
 /// Whether a byte count is exactly 0 (serde: fields left out of files when not counted).
@@ -121,6 +128,11 @@ impl Default for Overheads {
             usable_fraction: 0.9,
             framework: crate::input::framework::Framework::Article,
             kernels: crate::input::kernels::Kernels::FrameworkDefault,
+            overlap: crate::input::overlap::OverlapChoice {
+                tp_comm: crate::input::overlap::Switch::Default,
+                grad_reduce: crate::input::overlap::Switch::Default,
+                param_gather: crate::input::overlap::Switch::Default,
+            },
         }
     }
 }

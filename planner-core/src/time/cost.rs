@@ -14,11 +14,13 @@ pub use crate::input::gemm_efficiency::GemmEfficiency;
 use crate::input::kernels::Kernels;
 use crate::input::layout::{Layout, Recompute, ZeroStage};
 use crate::input::model::ModelSpec;
+use crate::input::overlap::AppliedOverlap;
 use crate::input::precision::ComputeDtype;
 use crate::input::scenario::Scenario;
 use crate::parallel::topology::{GroupKind, Placement, RankOrder};
 use crate::time::adapters::AdapterTime;
 use crate::time::collectives::CommModel;
+use crate::time::comms::Purpose;
 use crate::time::comms::{step_comms, step_comms_paced, CommInputs, CommItem, Overlap, StepComms};
 use crate::time::elementwise::MemoryBoundBytes;
 
@@ -302,6 +304,15 @@ pub struct StepSeconds {
     pub micro_batches: f64,
 }
 
+/// "on" or "off", for the explanations.
+fn on_off(b: bool) -> &'static str {
+    if b {
+        "on"
+    } else {
+        "off"
+    }
+}
+
 /// Serde: a zero offload time is left out, so results without offload read as before.
 fn is_zero(v: &f64) -> bool {
     *v == 0.0
@@ -383,6 +394,8 @@ pub struct StepModel {
     pub memory_bound: MemoryBoundBytes,
     /// The op list the memory-bound traffic follows (never the framework default).
     pub kernels: Kernels,
+    /// Which communication overlaps compute ([`crate::input::overlap`], framework defaults applied).
+    pub overlap: AppliedOverlap,
 }
 
 impl StepModel {
@@ -446,6 +459,10 @@ impl StepModel {
             kernels: scenario
                 .overheads
                 .kernels
+                .applied(scenario.overheads.framework),
+            overlap: scenario
+                .overheads
+                .overlap
                 .applied(scenario.overheads.framework),
             options,
         }
@@ -696,6 +713,9 @@ impl StepModel {
         // ZeRO-3 backward: the unit's all-gather and reduce-scatter cross the same link, so
         // their times add before they are set against one unit's backward (after the loop).
         let (mut unit_bwd_s, mut unit_bwd_units, mut unit_bwd_group) = (0.0, 1.0, 0);
+        // TP collectives pipelined with their GEMMs (when switched on), summed first: they
+        // share one micro-batch's GEMM time.
+        let mut tp_pipelined_s = 0.0;
         // Sum items by overlap class and group first (an item class may appear twice).
         for item in comms.iter() {
             let s = item.seconds_per_step;
@@ -704,6 +724,30 @@ impl StepModel {
                 unit_bwd_s += s;
                 unit_bwd_units = item.chunks_per_call;
                 unit_bwd_group = g;
+                continue;
+            }
+            // An overlap switched off (input/overlap.rs): Megatron then reduces gradients after
+            // the backward (finalize_model_grads) and gathers parameters before the forward, so
+            // the collective is on the critical path whole.
+            let switched_off = match item.purpose {
+                Purpose::GradAllReduce
+                | Purpose::GradReduceScatter
+                | Purpose::ExpertGradAllReduce => !self.overlap.grad_reduce,
+                Purpose::ParamAllGather => !self.overlap.param_gather,
+                _ => false,
+            };
+            if switched_off {
+                if item.overlap == Overlap::EachBackward {
+                    per_mb_critical += s / m;
+                } else {
+                    after_pipeline += s;
+                }
+                exposed[g] += s;
+                continue;
+            }
+            if self.overlap.tp_comm && item.group == GroupKind::Tp && item.overlap == Overlap::None
+            {
+                tp_pipelined_s += s;
                 continue;
             }
             let e = match item.overlap {
@@ -763,6 +807,24 @@ impl StepModel {
                 (unit_bwd_s - e).max(0.0) * self.options.overlap_slowdown.clamp(0.0, 1.0);
             per_mb_critical += (e + interference) / m;
             exposed[unit_bwd_group] += e + interference;
+        }
+        if tp_pipelined_s > 0.0 {
+            // Transformer Engine's userbuffers comm-GEMM overlap (Megatron --tp-comm-overlap):
+            // each TP collective is split into tp chunks, each chunk's transfer pipelined with the
+            // GEMM chunk it feeds (Wang et al. 2022, "Overlap Communication with Dependent
+            // Computation via Decomposition", ASPLOS, §3): per micro-batch the exposed time is
+            // max(comm − GEMM, comm/tp), the first chunk never hiding.
+            let gemm_mb = dense_f
+                * match layout.recompute {
+                    Recompute::Full => 4.0,
+                    _ => 3.0,
+                };
+            let comm_mb = tp_pipelined_s / m;
+            let e_mb = (comm_mb - gemm_mb).max(comm_mb / f64::from(layout.tp.max(1)));
+            let interference =
+                (comm_mb - e_mb).max(0.0) * self.options.overlap_slowdown.clamp(0.0, 1.0);
+            per_mb_critical += e_mb + interference;
+            exposed[GroupKind::Tp.index()] += m * (e_mb + interference);
         }
         let t_mb = t_f + t_b + t_rc + per_mb_critical;
         let ideal = m * t_mb;
@@ -1023,7 +1085,12 @@ impl StepModel {
                     value: e,
                     formula: "steps·α + bytes·factor(n)/busbw, minus what overlaps".into(),
                     worked: format!("{} of {} total", ms(e), ms(raw)),
-                    assumption: "α–β with nccl-tests bus-bandwidth factors; two-level when a group spans nodes".into(),
+                    assumption: format!(
+                        "α–β with nccl-tests bus-bandwidth factors; two-level when a group spans nodes; overlap (input/overlap.rs): TP comm {}, gradient reduce {}, parameter gather {}",
+                        on_off(self.overlap.tp_comm),
+                        on_off(self.overlap.grad_reduce),
+                        on_off(self.overlap.param_gather)
+                    ),
                 });
             }
         }

@@ -459,6 +459,13 @@ fn arb_rest() -> impl Strategy<Value = (Training, ActivationOptions, Overheads, 
                             [z3 as usize % planner_core::input::framework::Framework::ALL.len()],
                         kernels: planner_core::input::kernels::Kernels::ALL
                             [bucket as usize % planner_core::input::kernels::Kernels::ALL.len()],
+                        overlap: planner_core::input::overlap::OverlapChoice {
+                            tp_comm: planner_core::input::overlap::Switch::ALL[z3 as usize % 3],
+                            grad_reduce: planner_core::input::overlap::Switch::ALL
+                                [ctx as usize % 3],
+                            param_gather: planner_core::input::overlap::Switch::ALL
+                                [nccl as usize % 3],
+                        },
                     },
                     Serving {
                         weight_dtype: w,

@@ -27,6 +27,7 @@ mod models_hf_import;
 mod models_presets;
 mod models_validate;
 mod offload;
+mod overlap_choice;
 mod page_summary;
 mod page_sums;
 mod pipeline;
