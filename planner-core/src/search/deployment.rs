@@ -427,7 +427,8 @@ impl<'a> Pick<'a> {
         let fail = match outcome {
             Err((r, why)) => Some((vec![r], why)),
             Ok((e, n)) => {
-                let (r, why) = judge(&e, target);
+                // Only the first step's failure is kept: later steps skip the text.
+                let (r, why) = judge(&e, target, k == 0);
                 if r.is_empty() {
                     if self
                         .best
@@ -486,25 +487,30 @@ fn ms(s: f64) -> String {
     format!("{:.1} ms", s * 1e3)
 }
 
-/// Judges one evaluation against the target; the reasons it fails, with the numbers.
-fn judge(e: &Eval, target: &ServeTarget) -> (Vec<ServeRejectReason>, String) {
+/// Judges one evaluation against the target; the reasons it fails, with the numbers when
+/// `explain` (empty otherwise).
+fn judge(e: &Eval, target: &ServeTarget, explain: bool) -> (Vec<ServeRejectReason>, String) {
     let mut reasons = Vec::new();
     let mut detail = Vec::new();
     if let Some(b) = target.ttft_s {
         if e.ttft_target_s > b {
             reasons.push(ServeRejectReason::TtftOverTarget);
-            detail.push(format!(
-                "TTFT {} {} > {}",
-                target.percentile.id(),
-                ms(e.ttft_target_s),
-                ms(b)
-            ));
+            if explain {
+                detail.push(format!(
+                    "TTFT {} {} > {}",
+                    target.percentile.id(),
+                    ms(e.ttft_target_s),
+                    ms(b)
+                ));
+            }
         }
     }
     if let Some(b) = target.tpot_s {
         if e.tpot_s > b {
             reasons.push(ServeRejectReason::TpotOverTarget);
-            detail.push(format!("TPOT {} > {}", ms(e.tpot_s), ms(b)));
+            if explain {
+                detail.push(format!("TPOT {} > {}", ms(e.tpot_s), ms(b)));
+            }
         }
     }
     (reasons, detail.join("; "))

@@ -765,18 +765,18 @@ pub fn serving_time_with(
                 kv_means.kv_tokens,
                 slowest.kv_bytes
             ),
-            &format!(
-                "{} KV cache; the mean context over a request's output; cached prefixes are read like any KV{}",
-                serving.kv_dtype.id(),
-                if kv_means.windowed_layers > 0 {
-                    format!(
-                        "; {} windowed layer(s) on the slowest stage read only the last window of tokens (Mistral 7B §2, rolling buffer)",
-                        kv_means.windowed_layers
-                    )
-                } else {
-                    String::new()
-                }
-            ),
+            &if kv_means.windowed_layers > 0 {
+                format!(
+                    "{} KV cache; the mean context over a request's output; cached prefixes are read like any KV; {} windowed layer(s) on the slowest stage read only the last window of tokens (Mistral 7B §2, rolling buffer)",
+                    serving.kv_dtype.id(),
+                    kv_means.windowed_layers
+                )
+            } else {
+                format!(
+                    "{} KV cache; the mean context over a request's output; cached prefixes are read like any KV",
+                    serving.kv_dtype.id()
+                )
+            },
         ),
         flops: term(
             "serve.decode.flops",
