@@ -90,9 +90,11 @@ impl OverlapChoice {
     ///   compute by default (torch.distributed.fsdp fully_shard), async TP off
     ///   (`parallelism.enable_async_tensor_parallel` defaults to false);
     /// - DeepSpeed ZeRO: no TP of its own; gradient reduction overlaps backward only with
-    ///   `zero_optimization.overlap_comm` (documented default false, deepspeed.ai
-    ///   docs/config-json "overlap_comm"); ZeRO-3 prefetches the next parameters
-    ///   (`stage3_prefetch_bucket_size`), so gathers overlap.
+    ///   `zero_optimization.overlap_comm`, off unless set for stages 1–2 (deepspeed.ai
+    ///   docs/config-json; DeepSpeed's zero/config.py turns it on for stage 3 when unset,
+    ///   which this stage-free default does not see: set `ov_grad=on` for such runs);
+    ///   ZeRO-3 prefetches the next parameters (`stage3_prefetch_bucket_size`), so gathers
+    ///   overlap.
     pub fn applied(self, framework: Framework) -> AppliedOverlap {
         let (tp, grad, param) = match framework {
             Framework::Article => (false, true, true),

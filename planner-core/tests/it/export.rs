@@ -353,3 +353,38 @@ fn torchtitan_refuses_ep_not_a_multiple_of_tp() {
         e.notes
     );
 }
+
+/// The overlap a plan was priced with reaches Megatron-LM as its (default-off) switches:
+/// the article's accounting overlaps gradient reduction and the ZeRO-1 parameter gather, so
+/// the Mixtral plan (DP 8, ZeRO-1, sequence parallel) asks for both; TP overlap switched on
+/// adds `--tp-comm-overlap`; Megatron-Core's own defaults (all off) add none of them.
+#[test]
+fn megatron_overlap_flags_follow_the_plan() {
+    use planner_core::input::framework::Framework;
+    use planner_core::input::overlap::Switch;
+    let flags = |e: &Export| {
+        [
+            "--overlap-grad-reduce",
+            "--overlap-param-gather",
+            "--tp-comm-overlap",
+        ]
+        .map(|f| e.text.contains(f))
+    };
+    let mut s = mixtral_ep_scenario();
+    assert_eq!(flags(&one(ExportFormat::Megatron, &s)), [true, true, false]);
+    s.overheads.overlap.tp_comm = Switch::On;
+    assert_eq!(flags(&one(ExportFormat::Megatron, &s)), [true, true, true]);
+    s.overheads.overlap.tp_comm = Switch::Default;
+    s.overheads.framework = Framework::MegatronCore;
+    assert_eq!(
+        flags(&one(ExportFormat::Megatron, &s)),
+        [false, false, false]
+    );
+    // DDP has no distributed optimizer to gather from.
+    s.overheads.framework = Framework::Article;
+    s.layout.zero = ZeroStage::Ddp;
+    assert_eq!(
+        flags(&one(ExportFormat::Megatron, &s)),
+        [true, false, false]
+    );
+}

@@ -3,6 +3,32 @@
 use super::torchrun::torchrun_flags;
 use super::*;
 
+/// The overlap the plan was priced with ([`crate::input::overlap`]), as Megatron-LM's
+/// switches (megatron/training/arguments.py `_add_distributed_args`: `--overlap-grad-reduce`,
+/// `--overlap-param-gather`, which needs `--use-distributed-optimizer`; `--tp-comm-overlap`,
+/// which needs `--sequence-parallel` and Transformer Engine). All default off there.
+fn megatron_overlap_flags(c: &Ctx, par: &mut Vec<String>, notes: &mut Vec<String>) {
+    let l = &c.s.layout;
+    let applied = c.s.overheads.overlap.applied(c.s.overheads.framework);
+    if applied.grad_reduce && u64::from(l.dp) * u64::from(l.cp) > 1 {
+        par.push("--overlap-grad-reduce".to_string());
+    }
+    if applied.param_gather && l.zero == ZeroStage::Zero1 && u64::from(l.dp) * u64::from(l.cp) > 1 {
+        par.push("--overlap-param-gather".to_string());
+    }
+    if applied.tp_comm && l.tp > 1 {
+        if l.sequence_parallel {
+            par.push("--tp-comm-overlap".to_string());
+        } else {
+            notes.push(
+                "The plan overlaps TP communication, which Megatron-LM does only with \
+                 --sequence-parallel (--tp-comm-overlap); add both, or re-plan without the overlap."
+                    .to_string(),
+            );
+        }
+    }
+}
+
 // Megatron-LM: megatron/training/arguments.py (_add_network_size_args,
 // _add_distributed_args, _add_training_args, _add_moe_args, _add_mla_args).
 /// Megatron's flags for an uneven split (megatron/training/arguments.py):
@@ -151,6 +177,7 @@ pub(super) fn megatron(c: &Ctx) -> (String, Vec<String>) {
             l.zero.label()
         )),
     }
+    megatron_overlap_flags(c, &mut par, &mut notes);
     group("Parallelism", par);
 
     let mut rec = Vec::new();

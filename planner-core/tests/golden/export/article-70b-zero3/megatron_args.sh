@@ -4,6 +4,7 @@ MEGATRON_ARGS=(
   --tensor-model-parallel-size 1
   --pipeline-model-parallel-size 1
   --context-parallel-size 1
+  --overlap-grad-reduce
   # Batch
   --micro-batch-size 1
   --global-batch-size 512

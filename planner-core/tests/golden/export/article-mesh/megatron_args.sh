@@ -6,6 +6,8 @@ MEGATRON_ARGS=(
   --context-parallel-size 4
   --sequence-parallel
   --use-distributed-optimizer
+  --overlap-grad-reduce
+  --overlap-param-gather
   # Activation recomputation
   --recompute-granularity selective
   # Batch

@@ -9,6 +9,8 @@ MEGATRON_ARGS=(
   --num-layers-per-virtual-pipeline-stage 8
   --sequence-parallel
   --use-distributed-optimizer
+  --overlap-grad-reduce
+  --overlap-param-gather
   # Activation recomputation
   --recompute-granularity full
   --recompute-method uniform
