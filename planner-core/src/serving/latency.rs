@@ -390,7 +390,9 @@ impl Ctx<'_> {
         };
         let gemm_eff = self.step.options.gemm.at(gemm_dim);
         let attn_eff = self.step.options.attention_efficiency.clamp(1e-3, 1.0);
-        let bw = self.step.hbm_bytes_per_s.max(1.0);
+        // Weights and KV are streamed once per step: the achievable HBM bandwidth the training
+        // model prices streaming kernels at (`CostOptions::hbm_achievable_fraction`, one definition).
+        let bw = self.step.hbm_streaming_bytes_per_s();
         let (weights_s, kv_s) = (weight_bytes / bw, kv_bytes / bw);
         let (gemm_s, attn_s) = (
             gemm_flops / self.rate(gemm_eff),
@@ -719,7 +721,7 @@ pub fn serving_time_with(
         attended_keys: mean_ctx + 1.0,
         windowed_layers: 0,
     });
-    let bw = ctx.step.hbm_bytes_per_s;
+    let bw = ctx.step.hbm_streaming_bytes_per_s();
     let distinct_experts = model.moe.as_ref().map(|moe| {
         term(
             "serve.decode.distinct_experts",
@@ -795,14 +797,17 @@ pub fn serving_time_with(
             "Decode memory time (s)",
             Unit::Seconds,
             slowest.memory_s,
-            "(weight bytes + KV bytes) / HBM bandwidth",
+            "(weight bytes + KV bytes) / (HBM bandwidth · achievable fraction)",
             format!(
                 "({:.4e} + {:.4e}) / {bw:.4e} = {}",
                 slowest.weight_bytes,
                 slowest.kv_bytes,
                 secs(slowest.memory_s)
             ),
-            "roofline (Williams et al. 2009): bytes streamed from HBM at the datasheet bandwidth",
+            &format!(
+                "roofline (Williams et al. 2009): bytes streamed from HBM at {:.0}% of the datasheet bandwidth, the fraction streaming kernels reach (CostOptions::hbm_achievable_fraction)",
+                ctx.step.options.hbm_achievable_fraction.clamp(1e-3, 1.0) * 100.0
+            ),
         ),
         compute_time: term(
             "serve.decode.compute",

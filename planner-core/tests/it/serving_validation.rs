@@ -93,16 +93,17 @@ fn a_static_batch_row_is_the_closed_form_of_its_terms() {
     assert!((t.throughput_per_gpu.value / by_hand - 1.0).abs() < 1e-12);
     // Llama 2 7B in FP16 on one A100 80 GB: the step streams 2 bytes × 6.74e9 parameters
     // (13.5 GB) plus 256 sequences × (128 + 63.5) cached tokens × 524,288 B (32 layers ×
-    // 32 KV heads × 128 × 2 × 2 B) = 25.7 GB, at 2.039e12 B/s: (13.5 + 25.7) GB / 2.039 TB/s
-    // ≈ 19.2 ms, the memory time the dataset's table prints for this row.
+    // 32 KV heads × 128 × 2 × 2 B) = 25.7 GB, at 90% of 2.039e12 B/s (the achievable
+    // streaming fraction): (13.5 + 25.7) GB / 1.835 TB/s ≈ 21.4 ms, the memory time the
+    // dataset's table prints for this row.
     let kv_per_token = 32.0 * 32.0 * 128.0 * 2.0 * 2.0;
     let kv = 256.0 * (128.0 + 127.0 / 2.0) * kv_per_token;
     assert!((t.decode.kv_bytes.value / kv - 1.0).abs() < 1e-9);
     let weights = t.decode.weight_bytes.value;
     assert!((weights / (2.0 * 6.738e9) - 1.0).abs() < 0.01, "{weights}");
-    let hbm = mapped.scenario.cluster.gpu.hbm_bytes_per_s;
+    let hbm = 0.9 * mapped.scenario.cluster.gpu.hbm_bytes_per_s;
     assert!((t.decode.memory_time.value / ((weights + kv) / hbm) - 1.0).abs() < 1e-9);
-    assert!((t.decode.memory_time.value - 0.0192).abs() < 0.0002);
+    assert!((t.decode.memory_time.value - 0.0214).abs() < 0.0002);
     let row = validate_serving_run(run);
     let c = &row.comparisons[0];
     assert_eq!(c.quantity, ServingQuantity::OutputTokensPerS);
