@@ -87,8 +87,15 @@ pub fn prefill_pairs_per_layer(model: &ModelSpec, prompt: f64, cached: f64) -> f
     };
     let layers = f64::from(model.layers.max(1));
     let windowed = f64::from(windowed_layers_in(model, 0, model.layers));
-    let w = f64::from(w.window_tokens);
-    let (p_in, c_in) = (prompt.min(w), cached.min(w));
-    let windowed_pairs = (p_in * p_in - c_in * c_in) / 2.0 + w * (prompt - cached.max(w)).max(0.0);
+    let windowed_pairs = window_pairs(f64::from(w.window_tokens), prompt, cached);
     ((layers - windowed) * full + windowed * windowed_pairs) / layers
+}
+
+/// (query, key) pairs of one windowed layer of window `w` for the queries at positions
+/// `cached..prompt`: `(min(p,w)² − min(c,w)²)/2 + w·(p − max(c, w))⁺` (query `i` sees
+/// `min(i + 1, w)` keys, in the continuum of [`attended_keys_sum`]). Additive over
+/// adjacent ranges, so a run of prefill chunks covers the pairs of its whole span.
+pub fn window_pairs(w: f64, prompt: f64, cached: f64) -> f64 {
+    let (p_in, c_in) = (prompt.min(w), cached.min(w));
+    (p_in * p_in - c_in * c_in) / 2.0 + w * (prompt - cached.max(w)).max(0.0)
 }

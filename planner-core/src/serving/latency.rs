@@ -16,6 +16,7 @@ use crate::memory::serving::{self, ServingError, StagePlan, MAX_LISTED_STAGES};
 use crate::parallel::topology::{GroupKind, GroupPlacement};
 use crate::serving::closed_loop;
 use crate::serving::window_decode::{stage_decode_means, WindowedDecode};
+use crate::serving::window_prefill::stage_prefill_run;
 use crate::time::collectives::{Collective, CommModel, LinkDomain};
 use crate::time::cost::{flops_per_token, CostOptions, StepModel};
 
@@ -585,18 +586,14 @@ pub fn serving_time_with(
     // Whole-replica FLOPs (for the closed-form check).
     let gemm_total = ctx.dense_per_token * new_tokens as f64;
     // Causal self-attention (Kaplan et al. 2020 Table 1; Korthikanti et al. 2022 §4 halve it for
-    // the causal mask): token i attends to i keys, so new tokens cached..p cover (p² − cached²)/2 pairs.
-    let pairs_full = (p as f64 * p as f64 - cached as f64 * cached as f64) / 2.0;
+    // the causal mask): token i attends to i keys, so new tokens cached..p cover (p² − cached²)/2
+    // pairs on a full layer (prefill_pairs_per_layer averages in the windowed layers).
     // Sliding-window layers cover min(i + 1, w) keys per query (attention_window); the chunk
-    // runs below take the same share of their full-attention pairs (exact in total).
+    // runs below count them per stage and per run (window_prefill), the same total.
     let pairs_total =
         crate::input::attention_window::prefill_pairs_per_layer(model, p as f64, cached as f64);
-    let window_share = if pairs_full > 0.0 {
-        pairs_total / pairs_full
-    } else {
-        1.0
-    };
     let attn_total = ctx.attn_coeff * pairs_total;
+    let mut prefill_windowed_layers = 0u32;
     // Chunks repeat in shape except the attention they cover; a run of equal chunks is
     // summed in closed form so the work is O(stages), not O(chunks).
     let full = new_tokens / chunk;
@@ -609,16 +606,16 @@ pub fn serving_time_with(
             continue;
         }
         let (c, n, s0) = (count as f64, len as f64, start as f64);
-        // Σ over the run's chunks j of (e_j² − s_j²)/2 with s_j = s0 + j·n, e_j = s_j + n.
-        let pairs = c * n * n / 2.0 + n * (c * s0 + n * c * (c - 1.0) / 2.0);
-        // Mean cached tokens a chunk of the run reads: s0 + n·(c−1)/2.
-        let kv_read = c * (s0 + n * (c - 1.0) / 2.0);
         let mut per_chunk = 0.0;
         let mut chunk_numbers = StepNumbers::default();
         for (i, st) in shapes.iter().enumerate() {
+            // The run's attention pairs and cached-token reads on this stage's layers, full and
+            // windowed (window_prefill: a windowed layer attends to and reads at most w tokens).
+            let run = stage_prefill_run(model, st.first_layer, st.layer_count, s0, n, c);
+            prefill_windowed_layers = prefill_windowed_layers.max(run.windowed_layers);
             // The run's mean chunk: every term is linear in the attention pairs and the KV
             // read, so c × the mean chunk is the roofline of the run's sums.
-            let one = ctx.stage_step(st, n, pairs / c * window_share, kv_read / c, false);
+            let one = ctx.stage_step(st, n, run.attn_pairs / c, run.kv_tokens / c, false);
             let hop = if i + 1 < shapes.len() {
                 ctx.hop(st, n)
             } else {
@@ -685,7 +682,12 @@ pub fn serving_time_with(
                 secs(prefill_s)
             ),
             &format!(
-                "chunked prefill (Agrawal et al. 2024, Sarathi-Serve): every chunk reads the stage's weights and the KV before it; chunks pass the stages one after another; {comm_note}"
+                "chunked prefill (Agrawal et al. 2024, Sarathi-Serve): every chunk reads the stage's weights and the KV before it; chunks pass the stages one after another{}; {comm_note}",
+                if prefill_windowed_layers > 0 {
+                    format!("; {prefill_windowed_layers} windowed layer(s) on a stage attend to and read at most the last window of tokens (Mistral 7B §2)")
+                } else {
+                    String::new()
+                }
             ),
         ),
         bound: bound_of(&worst_chunk),

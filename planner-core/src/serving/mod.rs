@@ -6,3 +6,4 @@ pub mod closed_loop;
 pub mod disagg;
 pub mod latency;
 pub mod window_decode;
+pub mod window_prefill;

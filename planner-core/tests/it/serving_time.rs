@@ -10,6 +10,7 @@ use planner_core::serving::latency::{
     expected_distinct_experts, serving_time, Bound, ServingLoad, ServingTime,
 };
 use planner_core::serving::window_decode::mean_min_window;
+use planner_core::serving::window_prefill::{stage_prefill_run, sum_min_window_over_run};
 use planner_core::time::cost::{flops_per_token, CostOptions, StepModel};
 use proptest::prelude::*;
 
@@ -504,4 +505,90 @@ fn gemm_and_attention_kernels_add_their_own_rooflines() {
         t.decode.time.value
     );
     assert!(t.decode.time.value > t.decode.memory_time.value.max(t.decode.compute_time.value));
+}
+
+// Chunked prefill on sliding-window layers (serving/window_prefill.rs), against sums worked by hand.
+
+#[test]
+fn a_run_of_chunks_reads_the_clipped_prefixes() {
+    // w = 10, chunks of 4 from 3 cached tokens, 4 chunks: starts 3, 7, 11, 15 read
+    // min(s, 10) = 3, 7, 10, 10 cached tokens, 30 in all.
+    assert!(close(
+        sum_min_window_over_run(10.0, 3.0, 4.0, 4.0),
+        30.0,
+        1e-12
+    ));
+    // The window above every start: the plain sum 3 + 7 + 11 + 15 = 36.
+    assert!(close(
+        sum_min_window_over_run(100.0, 3.0, 4.0, 4.0),
+        36.0,
+        1e-12
+    ));
+    // The window below every start: each chunk reads w.
+    assert!(close(
+        sum_min_window_over_run(2.0, 3.0, 4.0, 4.0),
+        8.0,
+        1e-12
+    ));
+}
+
+#[test]
+fn windowed_prefill_chunks_attend_to_and_read_only_the_window() {
+    // Mistral 7B v0.1 windows all 32 layers at w = 4096. An 8192-token prompt in four chunks
+    // of 2048 from nothing cached: query i sees min(i + 1, 4096) keys, so the pairs are
+    // 4096²/2 + 4096 × (8192 − 4096) = 8,388,608 + 16,777,216 = 25,165,824 (full attention:
+    // 8192²/2 = 33,554,432); the chunks read 0, 2048, 4096 and 4096 cached tokens (full
+    // attention: 0 + 2048 + 4096 + 6144 = 12,288), 10,240 per layer.
+    let mistral = model_preset("mistral-7b-v0.1").expect("preset");
+    let run = stage_prefill_run(&mistral, 0, 32, 0.0, 2048.0, 4.0);
+    assert!(close(run.attn_pairs, 25_165_824.0, 1e-12));
+    assert!(close(run.kv_tokens, 10_240.0, 1e-12));
+    assert_eq!(run.windowed_layers, 32);
+    // Gemma 2 9B windows the even layers (w = 4096). Stage 0 of two, layers 0..21: 11
+    // windowed, 10 full; the layer mean is (10 × full + 11 × windowed) / 21.
+    let gemma = model_preset("gemma-2-9b").expect("preset");
+    let run = stage_prefill_run(&gemma, 0, 21, 0.0, 2048.0, 4.0);
+    assert_eq!(run.windowed_layers, 11);
+    let want_pairs = (10.0 * 33_554_432.0 + 11.0 * 25_165_824.0) / 21.0;
+    let want_kv = (10.0 * 12_288.0 + 11.0 * 10_240.0) / 21.0;
+    assert!(close(run.attn_pairs, want_pairs, 1e-12));
+    assert!(close(run.kv_tokens, want_kv, 1e-12));
+    // A model without a window: the full sums.
+    let llama = model_preset("llama-3.1-8b").expect("preset");
+    let run = stage_prefill_run(&llama, 0, 32, 0.0, 2048.0, 4.0);
+    assert!(close(run.attn_pairs, 33_554_432.0, 1e-12));
+    assert!(close(run.kv_tokens, 12_288.0, 1e-12));
+}
+
+#[test]
+fn windowed_prefill_compute_is_the_windowed_pairs_at_the_attention_rate() {
+    // Mistral 7B, one H100, prompt 8192 in chunks of 2048: the prefill compute is the GEMMs,
+    // 2·N·8192 at eff_gemm(min(2048, h)), plus the attention FLOPs of the 25,165,824 windowed
+    // pairs at the attention efficiency.
+    let mut s = scenario("mistral-7b-v0.1", 1, 1, 1);
+    s.serving.context_len = 8192 + 16;
+    let l = ServingLoad {
+        prefill_chunk_tokens: 2048,
+        ..load(8192, 16, 1)
+    };
+    let t = serving_time(&s, &l).expect("valid");
+    let model = model_preset("mistral-7b-v0.1").expect("preset");
+    let step = StepModel::for_scenario(&model, &s, CostOptions::default());
+    let f1 = flops_per_token(&model, 1, false);
+    let gemm_s = f1.dense_forward * 8192.0
+        / (step.peak_flops_per_s * step.options.gemm.at(2048.0_f64.min(4096.0)));
+    let attn_s = f1.attention_forward * 25_165_824.0
+        / (step.peak_flops_per_s * step.options.attention_efficiency);
+    assert_eq!(t.prefill.chunks, 4);
+    assert!(
+        close(t.prefill.compute_time.value, gemm_s + attn_s, 1e-9),
+        "{} vs {}",
+        t.prefill.compute_time.value,
+        gemm_s + attn_s
+    );
+    assert!(close(
+        t.prefill.attention_flops.value,
+        f1.attention_forward * 25_165_824.0,
+        1e-12
+    ));
 }
