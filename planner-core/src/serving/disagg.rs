@@ -16,7 +16,7 @@ use crate::input::scenario::Scenario;
 use crate::memory::kv_cache;
 use crate::memory::serving::{self, ServingError};
 use crate::serving::latency::{
-    closed_loop_queue, open_loop_queue, serving_time_with, term, Bound, ServingLoad,
+    closed_loop_queue, open_loop_queue, term, Bound, ReplicaTimer, ServingLoad,
 };
 use crate::time::collectives::{Collective, LinkDomain};
 use crate::time::cost::{CostOptions, StepModel};
@@ -163,9 +163,8 @@ pub struct ReplicaNumbers {
 /// memory plan and the time model, built once.
 #[derive(Clone, Debug)]
 pub struct ShapeModel {
-    scenario: Scenario,
-    plan: serving::ServingPlan,
     step: StepModel,
+    timer: ReplicaTimer,
 }
 
 impl ShapeModel {
@@ -188,11 +187,8 @@ impl ShapeModel {
         let scenario = with_shape(scenario, tp, pp);
         let plan = serving::serving_plan(model, &scenario.serving, &scenario.cluster)?;
         let step = StepModel::for_scenario(model, &scenario, CostOptions::default());
-        Ok(ShapeModel {
-            scenario,
-            plan,
-            step,
-        })
+        let timer = ReplicaTimer::new(model, &scenario, &plan);
+        Ok(ShapeModel { step, timer })
     }
 
     /// Prices the replica under `load` (validated by the caller; its arrival rate ignored:
@@ -206,17 +202,18 @@ impl ShapeModel {
             arrival_rate_per_s: Some(PROBE_RATE_PER_S),
             ..load.clone()
         };
-        let t = serving_time_with(model, &self.scenario, &probe, &self.plan, self.step.clone())?;
+        // The numbers serving_time_with computes, by the same functions, without its terms.
+        let t = self.timer.numbers(model, &self.step, &probe)?;
         Ok(ReplicaNumbers {
-            tp: t.tp,
-            pp: t.pp,
+            tp: self.timer.tp(),
+            pp: self.timer.pp(),
             concurrency: load.concurrency,
-            prefill_s: t.prefill.time.value,
-            prefill_bound: t.prefill.bound,
-            tpot_s: t.tpot.value,
-            decode_tpot_s: (t.tpot.value - t.interference.value).max(0.0),
-            decode_bound: t.decode.bound,
-            kv_capacity_tokens: t.kv_capacity_tokens.value,
+            prefill_s: t.prefill_s,
+            prefill_bound: t.prefill_bound,
+            tpot_s: t.tpot_s,
+            decode_tpot_s: (t.tpot_s - t.interference_s).max(0.0),
+            decode_bound: t.decode_bound,
+            kv_capacity_tokens: t.kv_capacity_tokens,
         })
     }
 }

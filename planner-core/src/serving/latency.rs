@@ -342,7 +342,7 @@ struct StepNumbers {
 
 struct Ctx<'a> {
     model: &'a ModelSpec,
-    step: StepModel,
+    step: &'a StepModel,
     tp: u32,
     ep: bool,
     act_bytes: f64,
@@ -519,6 +519,298 @@ fn stage_shapes(model: &ModelSpec, scenario: &Scenario, stages: &[StagePlan]) ->
     out
 }
 
+/// What of one replica shape does not depend on the load: its stages, the per-token FLOP
+/// coefficients, the TP group's placement and the KV capacity. Built once per shape; the
+/// deployment search prices every concurrency of its ladder from it.
+#[derive(Clone, Debug)]
+pub struct ReplicaTimer {
+    tp: u32,
+    pp: u32,
+    gpus: u64,
+    act_bytes: f64,
+    tp_group: GroupPlacement,
+    dense_per_token: f64,
+    attn_coeff: f64,
+    shapes: Vec<StageShape>,
+    /// ⌊KV pool / KV per token⌋ on the worst stage.
+    pub kv_capacity_tokens: f64,
+}
+
+/// The numbers of [`ServingTime`] the deployment search ranks by, without their explanations.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ServingNumbers {
+    /// Isolated prefill of one request, s.
+    pub prefill_s: f64,
+    /// Bound of the prefill's largest chunk.
+    pub prefill_bound: Bound,
+    /// TPOT (decode step plus the prefill chunks mixed in), s.
+    pub tpot_s: f64,
+    /// Prefill chunks amortised per decode step, s.
+    pub interference_s: f64,
+    /// Bound of the decode step.
+    pub decode_bound: Bound,
+    /// KV tokens the replica holds.
+    pub kv_capacity_tokens: f64,
+}
+
+impl ReplicaTimer {
+    /// The shape of `scenario.serving` with its memory plan.
+    pub fn new(model: &ModelSpec, scenario: &Scenario, plan: &serving::ServingPlan) -> Self {
+        let serving = &scenario.serving;
+        let (tp, pp) = (serving.tp, serving.pp);
+        let gpn = u64::from(scenario.cluster.gpus_per_node.max(1));
+        let f1 = flops_per_token(model, 1, false);
+        let capacity = plan
+            .stages
+            .iter()
+            .map(|s| {
+                if s.kv_per_token.value > 0.0 {
+                    (s.kv_budget.value.max(0.0) / s.kv_per_token.value).floor()
+                } else {
+                    0.0
+                }
+            })
+            .fold(f64::INFINITY, f64::min);
+        ReplicaTimer {
+            tp,
+            pp,
+            gpus: u64::from(tp) * u64::from(pp),
+            act_bytes: scenario.precision.activation_bytes,
+            tp_group: GroupPlacement::from_factors(GroupKind::Tp, &[(1, u64::from(tp))], gpn),
+            dense_per_token: f1.dense_forward,
+            attn_coeff: f1.attention_forward,
+            shapes: stage_shapes(model, scenario, &plan.stages),
+            kv_capacity_tokens: if capacity.is_finite() { capacity } else { 0.0 },
+        }
+    }
+
+    fn ctx<'a>(&self, model: &'a ModelSpec, step: &'a StepModel, load: &ServingLoad) -> Ctx<'a> {
+        Ctx {
+            model,
+            tp: self.tp,
+            ep: load.expert_parallel && model.moe.is_some(),
+            act_bytes: self.act_bytes,
+            tp_group: self.tp_group,
+            dense_per_token: self.dense_per_token,
+            attn_coeff: self.attn_coeff,
+            step,
+        }
+    }
+
+    /// Tensor-parallel degree.
+    pub fn tp(&self) -> u32 {
+        self.tp
+    }
+
+    /// Pipeline stages.
+    pub fn pp(&self) -> u32 {
+        self.pp
+    }
+
+    /// [`serving_time_with`]'s numbers under `load` (validated by the caller), computed by the
+    /// same functions, without building its terms.
+    pub fn numbers(
+        &self,
+        model: &ModelSpec,
+        step: &StepModel,
+        load: &ServingLoad,
+    ) -> Result<ServingNumbers, ServingError> {
+        let ctx = self.ctx(model, step, load);
+        let pre = prefill_numbers(&ctx, &self.shapes, load);
+        let dec = decode_numbers(&ctx, &self.shapes, self.pp, load, pre.p);
+        let b = batch_numbers(
+            self.pp,
+            pre.prefill_s,
+            pre.prefill_compute_s,
+            &dec.slowest,
+            dec.hops,
+            load,
+        )?;
+        Ok(ServingNumbers {
+            prefill_s: pre.prefill_s,
+            prefill_bound: bound_of(&pre.worst_chunk),
+            tpot_s: b.tpot_s,
+            interference_s: b.interference_s,
+            decode_bound: bound_of(&dec.slowest),
+            kv_capacity_tokens: self.kv_capacity_tokens,
+        })
+    }
+}
+
+/// One request's chunked prefill on the replica.
+struct PrefillNumbers {
+    p: u64,
+    cached: u64,
+    new_tokens: u64,
+    chunk: u64,
+    chunks: u64,
+    prefill_s: f64,
+    prefill_compute_s: f64,
+    worst_chunk: StepNumbers,
+    windowed_layers: u32,
+}
+
+fn prefill_numbers(ctx: &Ctx<'_>, shapes: &[StageShape], load: &ServingLoad) -> PrefillNumbers {
+    let model = ctx.model;
+    let p = u64::from(load.prompt_tokens);
+    let cached = ((p as f64 * load.prefix_hit_rate).floor() as u64).min(p - 1);
+    let new_tokens = p - cached;
+    let chunk = u64::from(load.prefill_chunk_tokens);
+    let chunks = new_tokens.div_ceil(chunk);
+    let (mut prefill_s, mut prefill_compute_s) = (0.0f64, 0.0f64);
+    let (mut worst_chunk, mut worst_chunk_s) = (StepNumbers::default(), -1.0f64);
+    let mut windowed_layers = 0u32;
+    // Chunks repeat in shape except the attention they cover; a run of equal chunks is
+    // summed in closed form so the work is O(stages), not O(chunks).
+    let full = new_tokens / chunk;
+    let rest = new_tokens % chunk;
+    for (count, len, start) in [
+        (full, chunk, cached),
+        (u64::from(rest > 0), rest, cached + full * chunk),
+    ] {
+        if count == 0 {
+            continue;
+        }
+        let (c, n, s0) = (count as f64, len as f64, start as f64);
+        let mut per_chunk = 0.0;
+        let mut chunk_numbers = StepNumbers::default();
+        for (i, st) in shapes.iter().enumerate() {
+            // The run's attention pairs and cached-token reads on this stage's layers, full and
+            // windowed (window_prefill: a windowed layer attends to and reads at most w tokens).
+            let run = stage_prefill_run(model, st.first_layer, st.layer_count, s0, n, c);
+            windowed_layers = windowed_layers.max(run.windowed_layers);
+            // The run's mean chunk: every term is linear in the attention pairs and the KV
+            // read, so c × the mean chunk is the roofline of the run's sums.
+            let one = ctx.stage_step(st, n, run.attn_pairs / c, run.kv_tokens / c, false);
+            let hop = if i + 1 < shapes.len() {
+                ctx.hop(st, n)
+            } else {
+                0.0
+            };
+            prefill_s += c * (one.total_s + hop);
+            prefill_compute_s += c * one.compute_s;
+            per_chunk += one.total_s;
+            if one.total_s > chunk_numbers.total_s {
+                chunk_numbers = one;
+            }
+        }
+        if per_chunk > worst_chunk_s {
+            worst_chunk_s = per_chunk;
+            worst_chunk = chunk_numbers;
+        }
+    }
+    PrefillNumbers {
+        p,
+        cached,
+        new_tokens,
+        chunk,
+        chunks,
+        prefill_s,
+        prefill_compute_s,
+        worst_chunk,
+        windowed_layers,
+    }
+}
+
+/// One decode step at the load's concurrency, on the slowest stage.
+struct DecodeNumbers {
+    c: u64,
+    m: u64,
+    slowest: StepNumbers,
+    kv_means: WindowedDecode,
+    hops: f64,
+}
+
+fn decode_numbers(
+    ctx: &Ctx<'_>,
+    shapes: &[StageShape],
+    pp: u32,
+    load: &ServingLoad,
+    p: u64,
+) -> DecodeNumbers {
+    let model = ctx.model;
+    let c = u64::from(load.concurrency);
+    let m = c.div_ceil(u64::from(pp));
+    let mf = m as f64;
+    let o = f64::from(load.output_tokens);
+    // Step j (1..=O) of a request reads P + j − 1 cached tokens: the mean over its output.
+    let mean_ctx = p as f64 + (o - 1.0) / 2.0;
+    let mut slowest = StepNumbers::default();
+    let mut slowest_means = None;
+    let mut hops = 0.0;
+    for (i, st) in shapes.iter().enumerate() {
+        // Sliding-window layers read min(w, context) cached tokens and attend to
+        // min(w, context + 1) keys (window_decode); full layers the whole context.
+        let means = stage_decode_means(model, st.first_layer, st.layer_count, p as f64, o);
+        let n = ctx.stage_step(st, mf, mf * means.attended_keys, mf * means.kv_tokens, true);
+        if n.total_s > slowest.total_s || i == 0 {
+            slowest_means = Some(means);
+        }
+        if n.total_s > slowest.total_s || i == 0 {
+            slowest = n;
+        }
+        if i + 1 < shapes.len() {
+            hops += ctx.hop(st, mf);
+        }
+    }
+    let kv_means = slowest_means.unwrap_or(WindowedDecode {
+        kv_tokens: mean_ctx,
+        attended_keys: mean_ctx + 1.0,
+        windowed_layers: 0,
+    });
+    DecodeNumbers {
+        c,
+        m,
+        slowest,
+        kv_means,
+        hops,
+    }
+}
+
+/// Continuous batching and the prefill queue.
+struct BatchNumbers {
+    interference_s: f64,
+    tpot_s: f64,
+    queue: Queue,
+    throughput_s: f64,
+}
+
+fn batch_numbers(
+    pp: u32,
+    prefill_s: f64,
+    prefill_compute_s: f64,
+    slowest: &StepNumbers,
+    hops: f64,
+    load: &ServingLoad,
+) -> Result<BatchNumbers, ServingError> {
+    let cf = f64::from(load.concurrency);
+    let o = f64::from(load.output_tokens);
+    let pipeline_step = f64::from(pp) * slowest.total_s + hops;
+    // Sarathi-Serve (Agrawal et al. 2024): chunks of new prompts ride in decode steps; at steady
+    // state c/O requests finish (and are replaced) per step, adding their prefill compute.
+    let interference_s = cf / o * prefill_compute_s;
+    let tpot_s = pipeline_step + interference_s;
+    let service = prefill_s;
+    let queue = match load.arrival_rate_per_s {
+        Some(rate) => open_loop_queue(rate, service)?,
+        None => closed_loop_queue(cf, service, (o - 1.0) * tpot_s, 1.0),
+    };
+    // Output tokens per second: every request emits O tokens, requests complete at λ (Little
+    // 1961); in the closed loop λ is the throughput bound above, open loop keeps c / TPOT
+    // (every running request emits one token per step, Orca, Yu et al. 2022).
+    let throughput_s = if load.arrival_rate_per_s.is_some() {
+        cf / tpot_s
+    } else {
+        queue.rate * o
+    };
+    Ok(BatchNumbers {
+        interference_s,
+        tpot_s,
+        queue,
+        throughput_s,
+    })
+}
+
 /// Serving time of a scenario's replica shape under `load` (model resolved from the scenario).
 pub fn serving_time(scenario: &Scenario, load: &ServingLoad) -> Result<ServingTime, ServingError> {
     let model = scenario
@@ -556,83 +848,31 @@ pub fn serving_time_with(
     plan: &serving::ServingPlan,
     step: StepModel,
 ) -> Result<ServingTime, ServingError> {
+    let timer = ReplicaTimer::new(model, scenario, plan);
+    let ctx = timer.ctx(model, &step, load);
+    let shapes = &timer.shapes;
     let serving = &scenario.serving;
-    let (tp, pp) = (serving.tp, serving.pp);
-    let gpus = u64::from(tp) * u64::from(pp);
-    let gpn = u64::from(scenario.cluster.gpus_per_node.max(1));
-    let tp_group = GroupPlacement::from_factors(GroupKind::Tp, &[(1, u64::from(tp))], gpn);
-    let f1 = flops_per_token(model, 1, false);
-    let ctx = Ctx {
-        model,
-        tp,
-        ep: load.expert_parallel && model.moe.is_some(),
-        act_bytes: scenario.precision.activation_bytes,
-        tp_group,
-        dense_per_token: f1.dense_forward,
-        attn_coeff: f1.attention_forward,
-        step,
-    };
-    let shapes = stage_shapes(model, scenario, &plan.stages);
+    let (tp, pp, gpus) = (timer.tp, timer.pp, timer.gpus);
     let comm_note = comm_assumption(&ctx.step.comm, tp, ctx.ep);
-
-    // ---- Prefill ----
-    let p = u64::from(load.prompt_tokens);
-    let cached = ((p as f64 * load.prefix_hit_rate).floor() as u64).min(p - 1);
-    let new_tokens = p - cached;
-    let chunk = u64::from(load.prefill_chunk_tokens);
-    let chunks = new_tokens.div_ceil(chunk);
-    let (mut prefill_s, mut prefill_compute_s) = (0.0f64, 0.0f64);
-    let (mut worst_chunk, mut worst_chunk_s) = (StepNumbers::default(), -1.0f64);
+    let PrefillNumbers {
+        p,
+        cached,
+        new_tokens,
+        chunk,
+        chunks,
+        prefill_s,
+        prefill_compute_s,
+        worst_chunk,
+        windowed_layers: prefill_windowed_layers,
+    } = prefill_numbers(&ctx, shapes, load);
     // Whole-replica FLOPs (for the closed-form check).
     let gemm_total = ctx.dense_per_token * new_tokens as f64;
     // Causal self-attention (Kaplan et al. 2020 Table 1; Korthikanti et al. 2022 §4 halve it for
     // the causal mask): token i attends to i keys, so new tokens cached..p cover (p² − cached²)/2
     // pairs on a full layer (prefill_pairs_per_layer averages in the windowed layers).
-    // Sliding-window layers cover min(i + 1, w) keys per query (attention_window); the chunk
-    // runs below count them per stage and per run (window_prefill), the same total.
     let pairs_total =
         crate::input::attention_window::prefill_pairs_per_layer(model, p as f64, cached as f64);
     let attn_total = ctx.attn_coeff * pairs_total;
-    let mut prefill_windowed_layers = 0u32;
-    // Chunks repeat in shape except the attention they cover; a run of equal chunks is
-    // summed in closed form so the work is O(stages), not O(chunks).
-    let full = new_tokens / chunk;
-    let rest = new_tokens % chunk;
-    for (count, len, start) in [
-        (full, chunk, cached),
-        (u64::from(rest > 0), rest, cached + full * chunk),
-    ] {
-        if count == 0 {
-            continue;
-        }
-        let (c, n, s0) = (count as f64, len as f64, start as f64);
-        let mut per_chunk = 0.0;
-        let mut chunk_numbers = StepNumbers::default();
-        for (i, st) in shapes.iter().enumerate() {
-            // The run's attention pairs and cached-token reads on this stage's layers, full and
-            // windowed (window_prefill: a windowed layer attends to and reads at most w tokens).
-            let run = stage_prefill_run(model, st.first_layer, st.layer_count, s0, n, c);
-            prefill_windowed_layers = prefill_windowed_layers.max(run.windowed_layers);
-            // The run's mean chunk: every term is linear in the attention pairs and the KV
-            // read, so c × the mean chunk is the roofline of the run's sums.
-            let one = ctx.stage_step(st, n, run.attn_pairs / c, run.kv_tokens / c, false);
-            let hop = if i + 1 < shapes.len() {
-                ctx.hop(st, n)
-            } else {
-                0.0
-            };
-            prefill_s += c * (one.total_s + hop);
-            prefill_compute_s += c * one.compute_s;
-            per_chunk += one.total_s;
-            if one.total_s > chunk_numbers.total_s {
-                chunk_numbers = one;
-            }
-        }
-        if per_chunk > worst_chunk_s {
-            worst_chunk_s = per_chunk;
-            worst_chunk = chunk_numbers;
-        }
-    }
     let peak_tf = ctx.step.peak_flops_per_s / 1e12;
     let prefill = Prefill {
         new_tokens,
@@ -694,35 +934,14 @@ pub fn serving_time_with(
     };
 
     // ---- Decode ----
-    let c = u64::from(load.concurrency);
-    let m = c.div_ceil(u64::from(pp));
+    let DecodeNumbers {
+        c,
+        m,
+        slowest,
+        kv_means,
+        hops,
+    } = decode_numbers(&ctx, shapes, pp, load, p);
     let mf = m as f64;
-    let o = f64::from(load.output_tokens);
-    // Step j (1..=O) of a request reads P + j − 1 cached tokens: the mean over its output.
-    let mean_ctx = p as f64 + (o - 1.0) / 2.0;
-    let mut slowest = StepNumbers::default();
-    let mut slowest_means = None;
-    let mut hops = 0.0;
-    for (i, st) in shapes.iter().enumerate() {
-        // Sliding-window layers read min(w, context) cached tokens and attend to
-        // min(w, context + 1) keys (window_decode); full layers the whole context.
-        let means = stage_decode_means(model, st.first_layer, st.layer_count, p as f64, o);
-        let n = ctx.stage_step(st, mf, mf * means.attended_keys, mf * means.kv_tokens, true);
-        if n.total_s > slowest.total_s || i == 0 {
-            slowest_means = Some(means);
-        }
-        if n.total_s > slowest.total_s || i == 0 {
-            slowest = n;
-        }
-        if i + 1 < shapes.len() {
-            hops += ctx.hop(st, mf);
-        }
-    }
-    let kv_means = slowest_means.unwrap_or(WindowedDecode {
-        kv_tokens: mean_ctx,
-        attended_keys: mean_ctx + 1.0,
-        windowed_layers: 0,
-    });
     let bw = ctx.step.hbm_streaming_bytes_per_s();
     let distinct_experts = model.moe.as_ref().map(|moe| {
         term(
@@ -853,12 +1072,12 @@ pub fn serving_time_with(
     };
 
     // ---- Continuous batching ----
-    let cf = c as f64;
-    let pipeline_step = f64::from(pp) * decode_time + hops;
-    // Sarathi-Serve (Agrawal et al. 2024): chunks of new prompts ride in decode steps; at steady
-    // state c/O requests finish (and are replaced) per step, adding their prefill compute.
-    let interference_s = cf / o * prefill_compute_s;
-    let tpot_s = pipeline_step + interference_s;
+    let BatchNumbers {
+        interference_s,
+        tpot_s,
+        queue,
+        throughput_s,
+    } = batch_numbers(pp, prefill_s, prefill_compute_s, &slowest, hops, load)?;
     let interference = term(
         "serve.interference",
         "Prefill interference per step (s)",
@@ -889,19 +1108,7 @@ pub fn serving_time_with(
         "continuous batching (Yu et al. 2022, Orca): every running request advances one token per step; with PP, pp micro-batches in flight and the slowest stage paces them",
     );
     let service = prefill_s;
-    let queue = match load.arrival_rate_per_s {
-        Some(rate) => open_loop_queue(rate, service)?,
-        None => closed_loop_queue(cf, service, (o - 1.0) * tpot_s, 1.0),
-    };
     let (rate, rho, wait_s) = (queue.rate, queue.rho, queue.wait_s);
-    // Output tokens per second: every request emits O tokens, requests complete at λ (Little
-    // 1961); in the closed loop λ is the throughput bound above, open loop keeps c / TPOT
-    // (every running request emits one token per step, Orca, Yu et al. 2022).
-    let throughput_s = if load.arrival_rate_per_s.is_some() {
-        cf / tpot_s
-    } else {
-        rate * o
-    };
     let arrival_rate = term(
         "serve.arrival_rate",
         "Arrival rate (requests/s)",
@@ -990,18 +1197,8 @@ pub fn serving_time_with(
         ),
         "every GPU of the replica counted",
     );
-    let capacity = plan
-        .stages
-        .iter()
-        .map(|s| {
-            if s.kv_per_token.value > 0.0 {
-                (s.kv_budget.value.max(0.0) / s.kv_per_token.value).floor()
-            } else {
-                0.0
-            }
-        })
-        .fold(f64::INFINITY, f64::min);
-    let capacity = if capacity.is_finite() { capacity } else { 0.0 };
+    let capacity = timer.kv_capacity_tokens;
+    let (cf, o) = (c as f64, f64::from(load.output_tokens));
     let needed = cf * (p as f64 + o);
     let kv_capacity_tokens = term(
         "serve.kv_capacity_tokens",
