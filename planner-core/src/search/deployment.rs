@@ -759,7 +759,8 @@ pub fn serve_search(
                         Some((e, dec)) => disagg_ranked.push((
                             RankedDeployment {
                                 deployment: dep_at(dec.concurrency),
-                                label: dep_at(dec.concurrency).label(),
+                                // Labelled once ranked (only the top few are kept).
+                                label: String::new(),
                                 gpus: d.gpus(),
                                 ttft_s: e.ttft_target_s,
                                 ttft_mean_s: e.ttft_mean_s,
@@ -787,7 +788,19 @@ pub fn serve_search(
             }
         }
         // The best disaggregated deployments' ladders join the tradeoff plane.
-        disagg_ranked.sort_by(|a, b| b.0.throughput_per_gpu.total_cmp(&a.0.throughput_per_gpu));
+        // A stable sort of indices: the order of sorting the (large) entries themselves.
+        let mut order: Vec<usize> = (0..disagg_ranked.len()).collect();
+        order.sort_by(|&a, &b| {
+            disagg_ranked[b]
+                .0
+                .throughput_per_gpu
+                .total_cmp(&disagg_ranked[a].0.throughput_per_gpu)
+        });
+        let mut slots: Vec<Option<_>> = disagg_ranked.into_iter().map(Some).collect();
+        let disagg_ranked: Vec<(RankedDeployment, usize, usize, DisaggDeployment, f64)> = order
+            .into_iter()
+            .filter_map(|i| slots.get_mut(i).and_then(Option::take))
+            .collect();
         for (r, ip, id, d, transfer_s) in disagg_ranked.iter().take(space.top.max(1)) {
             let (Some(Ok(pre)), Some(sd)) = (shapes[*ip].numbers.first(), shapes.get(*id)) else {
                 continue;
@@ -820,12 +833,24 @@ pub fn serve_search(
     }
 
     let feasible_count = ranked.len() as u64;
-    ranked.sort_by(|a, b| {
+    // A stable sort of indices (the order of sorting the entries themselves), keeping the top.
+    let mut order: Vec<usize> = (0..ranked.len()).collect();
+    order.sort_by(|&a, &b| {
+        let (a, b) = (&ranked[a], &ranked[b]);
         b.throughput_per_gpu
             .total_cmp(&a.throughput_per_gpu)
             .then(a.gpus.cmp(&b.gpus))
     });
-    ranked.truncate(space.top);
+    order.truncate(space.top);
+    let mut slots: Vec<Option<RankedDeployment>> = ranked.into_iter().map(Some).collect();
+    let ranked: Vec<RankedDeployment> = order
+        .into_iter()
+        .filter_map(|i| slots.get_mut(i).and_then(Option::take))
+        .map(|mut r| {
+            r.label = r.deployment.label();
+            r
+        })
+        .collect();
     mark_pareto(&mut points);
     let rejections = ServeRejectReason::ALL
         .iter()
@@ -920,7 +945,8 @@ fn aggregate_shape(
         Some((e, n)) => {
             let dep = dep_at(n.concurrency);
             ranked.push(RankedDeployment {
-                label: dep.label(),
+                // Labelled once ranked (only the top few are kept).
+                label: String::new(),
                 gpus: dep.gpus(),
                 deployment: dep,
                 ttft_s: e.ttft_target_s,
