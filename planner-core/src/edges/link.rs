@@ -620,6 +620,7 @@ fn custom_template() -> ModelSpec {
         moe: None,
         mla: None,
         attention_window: None,
+        mtp_layers: 0,
         nominal_params: None,
     }
 }
@@ -733,6 +734,9 @@ pub fn encode(s: &Scenario) -> String {
             }
             if let Some(psi) = m.nominal_params {
                 w.push("psi", &psi.to_string());
+            }
+            if m.mtp_layers > 0 {
+                w.push("mtp", &m.mtp_layers.to_string());
             }
         }
     }
@@ -944,6 +948,7 @@ fn model_keys() -> Vec<&'static str> {
     keys.extend(moe_fields().iter().map(|(f, _)| f.key));
     keys.extend(mla_fields().iter().map(|(f, _)| f.key));
     keys.push("psi");
+    keys.push("mtp");
     keys
 }
 
@@ -985,6 +990,15 @@ fn decode_custom_model(p: &mut Params, errors: &mut Vec<FieldError>) -> Option<M
         };
         ok &= p.apply_all(&window_fields(), &mut window, errors);
         m.attention_window = Some(window);
+    }
+    if let Some(v) = p.take("mtp") {
+        match num::<u32>(&v) {
+            Ok(n) => m.mtp_layers = n,
+            Err(e) => {
+                errors.push(FieldError::new("mtp", e));
+                ok = false;
+            }
+        }
     }
     if let Some(v) = p.take("psi") {
         match num::<f64>(&v) {

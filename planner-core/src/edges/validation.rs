@@ -408,6 +408,7 @@ fn gpt_like(
         moe: None,
         mla: None,
         attention_window: None,
+        mtp_layers: 0,
         nominal_params: None,
     }
 }
@@ -716,7 +717,7 @@ fn published_split(
             let mut list = vec![1];
             list.extend([2; 30]);
             list.push(0);
-            notes.push("stage split: Megatron-Bridge's layout \"Et|(tt|)*30mL\" (the MTP layer on the last chunk is not modelled)".to_string());
+            notes.push("stage split: Megatron-Bridge's layout \"Et|(tt|)*30mL\" (the MTP module and the loss on the last chunk)".to_string());
             StageSplit::Chunks(list)
         }
         // Llama 3.1 405B (126 layers) at PP 8 × VPP 8: Megatron-Bridge recipes/llama/llama3.py
@@ -907,7 +908,16 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
             run.seq_len
         ));
     }
-    let (model_choice, spec, model_source) = resolve_model(run, &mut defaults, &mut notes)?;
+    let (mut model_choice, mut spec, model_source) = resolve_model(run, &mut defaults, &mut notes)?;
+    // Megatron-Bridge 25.09 recipes/deepseek/deepseek_v3.py trains with `mtp_num_layers = 1`
+    // (its default; scripts/performance/run_script.py keeps it and lays it out as "...mL").
+    if run.source.starts_with("MBridge") && known_model_key(&run.model_name) == Some("deepseek-v3")
+    {
+        spec.mtp_layers = 1;
+        spec.name = format!("{} + 1 MTP module", spec.name);
+        model_choice = ModelChoice::Custom(spec.clone());
+        notes.push("MTP: 1 module (Megatron-Bridge deepseek_v3 recipe mtp_num_layers = 1), on the last pipeline stage; model FLOPs count it as Megatron's num_floating_point_operations does (one more MoE layer, the 2h·h projection, logits × 2)".to_string());
+    }
     if run.ep > 1 && spec.moe.is_none() {
         return Err(format!("ep = {} for a dense model", run.ep));
     }

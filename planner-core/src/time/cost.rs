@@ -87,6 +87,16 @@ pub struct FlopsPerToken {
     /// Of `dense_forward`, the routed experts' GEMMs: `2 × top-k × expert params × MoE layers`.
     #[serde(default)]
     pub routed_expert_forward: f64,
+    /// Of `dense_forward`, the MTP modules' matmuls other than their LM head (decoder layer
+    /// with its top-k experts, `2h → h` projection): they run on the last pipeline stage.
+    #[serde(default)]
+    pub mtp_forward: f64,
+    /// Of `attention_forward`, the MTP modules' attention cores (last pipeline stage).
+    #[serde(default)]
+    pub mtp_attention_forward: f64,
+    /// Of `mtp_forward` (and of `routed_expert_forward`), the MTP modules' routed experts.
+    #[serde(default)]
+    pub mtp_routed_expert_forward: f64,
 }
 
 impl FlopsPerToken {
@@ -122,7 +132,12 @@ pub fn flops_per_token(model: &ModelSpec, seq_len: u32, causal: bool) -> FlopsPe
     } else {
         pb.embedding
     };
-    let matmul_params = pb.active().saturating_sub(lookup) as f64 * scale;
+    // Each MTP module runs the shared LM head once more (DeepSeek-V3 §2.2: OutHead shared;
+    // Megatron training.py num_floating_point_operations: logits × (mtp_num_layers + 1)).
+    let mtp = pb.mtp_modules as f64;
+    let head_params = f64::from(model.vocab) * f64::from(model.hidden);
+    let matmul_params =
+        pb.active().saturating_sub(lookup) as f64 * scale + mtp * head_params * scale;
     let (d_qk, d_v) = match &model.mla {
         Some(mla) => (
             f64::from(mla.qk_nope_head_dim + mla.qk_rope_head_dim),
@@ -144,12 +159,26 @@ pub fn flops_per_token(model: &ModelSpec, seq_len: u32, causal: bool) -> FlopsPe
             * (d_qk + d_v)
             * causal_factor
     };
-    // The output layer multiplies every token by the V × h matrix (tied or not).
-    let output_forward = 2.0 * f64::from(model.vocab) * f64::from(model.hidden) * scale;
+    // An MTP module's decoder layer attends over the whole sequence like a full layer
+    // (Megatron counts it as one more layer: num_layers + mtp_num_layers).
+    let mtp_attention_forward =
+        2.0 * mtp * f64::from(seq_len) * f64::from(model.heads) * (d_qk + d_v) * causal_factor;
+    let attention_forward = attention_forward + mtp_attention_forward;
+    // The output layer multiplies every token by the V × h matrix (tied or not), once for the
+    // main model and once per MTP module.
+    let output_forward = 2.0 * head_params * (1.0 + mtp) * scale;
     // Each token runs top-k routed experts per MoE layer: 2 FLOPs per active expert parameter.
     let routed_expert_forward = model.moe.as_ref().map_or(0.0, |m| {
         let per_expert = pb.routed_experts_per_layer as f64 / f64::from(m.routed_experts.max(1));
-        2.0 * f64::from(m.experts_per_token) * per_expert * pb.moe_layers as f64 * scale
+        2.0 * f64::from(m.experts_per_token)
+            * per_expert
+            * (pb.moe_layers + pb.mtp_moe_layers()) as f64
+            * scale
+    });
+    let mtp_forward = 2.0 * pb.mtp_active() as f64 * scale;
+    let mtp_routed_expert_forward = model.moe.as_ref().map_or(0.0, |m| {
+        let per_expert = pb.routed_experts_per_layer as f64 / f64::from(m.routed_experts.max(1));
+        2.0 * f64::from(m.experts_per_token) * per_expert * pb.mtp_moe_layers() as f64 * scale
     });
     FlopsPerToken {
         matmul_params,
@@ -157,6 +186,9 @@ pub fn flops_per_token(model: &ModelSpec, seq_len: u32, causal: bool) -> FlopsPe
         attention_forward,
         output_forward: output_forward.min(2.0 * matmul_params),
         routed_expert_forward: routed_expert_forward.min(2.0 * matmul_params),
+        mtp_forward: mtp_forward.min(2.0 * matmul_params),
+        mtp_attention_forward: mtp_attention_forward.min(attention_forward),
+        mtp_routed_expert_forward: mtp_routed_expert_forward.min(mtp_forward),
     }
 }
 
@@ -238,20 +270,29 @@ impl Fp8Casts {
             }
             None => (0.0, 0.0),
         };
+        // MTP modules: one more layer of the model's kind each, and the `2h → h` projection
+        // (a Transformer Engine linear in Megatron's MTP spec).
+        let mtp = pb.mtp_modules as f64;
+        let mtp_moe = pb.mtp_moe_layers() as f64;
+        let (dense_layers, moe_layers) = (dense_layers + mtp - mtp_moe, moe_layers + mtp_moe);
         let layers = dense_layers + moe_layers;
         let scale = model.param_scale();
         let experts = pb.routed_experts_total() as f64;
         // The router stays outside Transformer Engine (Megatron's TopKRouter): not FP8.
-        let linear = (pb.layers_total()
-            - pb.norms_per_layer * (pb.dense_layers + pb.moe_layers)
-            - pb.router_per_layer * pb.moe_layers) as f64;
+        let linear = (pb.layers_total() + pb.mtp_total()
+            - pb.norms_per_layer * (pb.dense_layers + pb.moe_layers + pb.mtp_modules)
+            - pb.mtp_norms_per_module * pb.mtp_modules
+            - pb.router_per_layer * (pb.moe_layers + pb.mtp_moe_layers()))
+            as f64;
         Fp8Casts {
             forward_elements_per_token: layers * attn_k
                 + dense_layers * dense_k
-                + moe_layers * moe_k,
+                + moe_layers * moe_k
+                + mtp * 2.0 * h,
             backward_elements_per_token: layers * attn_n
                 + dense_layers * dense_n
-                + moe_layers * moe_n,
+                + moe_layers * moe_n
+                + mtp * h,
             dense_weights: (linear - experts).max(0.0) * scale,
             expert_weights: experts * scale,
         }
@@ -491,7 +532,9 @@ impl StepModel {
         let tokens = f64::from(layout.micro_batch.max(1)) * self.comm_inputs.seq_len
             / f64::from(layout.cp.max(1));
         let (fwd, bwd) = mb.per_layer(tp, layout.sequence_parallel, self.local_expert_sort(layout));
-        let layers = f64::from(self.comm_inputs.layers) / pp;
+        // MTP modules run their decoder layer's element-wise ops too, spread like the LM head.
+        let layers =
+            (f64::from(self.comm_inputs.layers) + f64::from(self.comm_inputs.mtp_layers)) / pp;
         let per = |bytes: f64| tokens * layers * bytes / bw;
         let loss = |bytes: f64| tokens * bytes / tp / pp / bw;
         [
@@ -658,13 +701,29 @@ impl StepModel {
                     gemm_rate
                 };
                 let head_f = per_gpu * self.flops.output_forward / head_rate;
-                let on_stage = if pace.output { pp * head_f } else { 0.0 };
+                // MTP modules sit on the last stage with the head (Megatron's layout `mL`): their
+                // matmuls (routed experts at the expert rate) and attention cores run there whole.
+                let mtp_experts = self.flops.mtp_routed_expert_forward;
+                let mtp_f = per_gpu
+                    * ((self.flops.mtp_forward - mtp_experts).max(0.0) / gemm_rate
+                        + if experts_fwd > 0.0 {
+                            experts_s * mtp_experts / experts_fwd
+                        } else {
+                            0.0
+                        });
+                let mtp_attn = per_gpu * self.flops.mtp_attention_forward / attn_rate;
+                let on_stage = if pace.output {
+                    pp * (head_f + mtp_f)
+                } else {
+                    0.0
+                };
+                let attn_on = if pace.output { pp * mtp_attn } else { 0.0 };
                 // The cross-entropy runs where the LM head does.
                 let loss_on = if pace.output { pp } else { 0.0 };
                 let k = pace.layer_scale;
                 (
-                    (dense_f - head_f).max(0.0) * k + on_stage,
-                    attn_f * k,
+                    (dense_f - head_f - mtp_f).max(0.0) * k + on_stage,
+                    (attn_f - mtp_attn).max(0.0) * k + attn_on,
                     elem_f * k,
                     cast_f * k,
                     cast_b * k,

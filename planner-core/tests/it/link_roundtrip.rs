@@ -198,6 +198,7 @@ fn arb_custom_model() -> impl Strategy<Value = ModelSpec> {
                     window_tokens: w,
                     full_every: k % (layers + 1),
                 }),
+                mtp_layers: kv % 2,
                 nominal_params: psi,
             }
         },
