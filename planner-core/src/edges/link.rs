@@ -264,7 +264,7 @@ fn host_fields() -> [Field<HostSpec>; 6] {
 }
 
 /// Everything after the model, precision and cluster, compared with the default scenario.
-fn scenario_fields() -> [Field<Scenario>; 46] {
+fn scenario_fields() -> [Field<Scenario>; 47] {
     [
         field!("seq", Scenario, |s| s.training.seq_len, number),
         field!("gbs", Scenario, |s| s.training.global_batch, number),
@@ -416,6 +416,14 @@ fn scenario_fields() -> [Field<Scenario>; 46] {
             "ov_param",
             Scenario,
             |s| s.overheads.overlap.param_gather,
+            Switch::id,
+            Switch::from_id,
+            "default, on or off"
+        ),
+        field!(
+            "ov_ep",
+            Scenario,
+            |s| s.overheads.overlap.ep_comm,
             Switch::id,
             Switch::from_id,
             "default, on or off"

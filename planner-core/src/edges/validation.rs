@@ -633,10 +633,12 @@ fn family(source: &str) -> Family {
 /// The overlap a row's source recipe sets, with where it says so; `None` when no published
 /// recipe or script for the row was found (the row then keeps its framework's defaults).
 fn recipe_overlap(run: &PublishedRun) -> Option<(OverlapChoice, &'static str)> {
+    let sw = |on: bool| if on { Switch::On } else { Switch::Off };
     let set = |tp: bool, grad: bool, param: bool| OverlapChoice {
-        tp_comm: if tp { Switch::On } else { Switch::Off },
-        grad_reduce: if grad { Switch::On } else { Switch::Off },
-        param_gather: if param { Switch::On } else { Switch::Off },
+        tp_comm: sw(tp),
+        grad_reduce: sw(grad),
+        param_gather: sw(param),
+        ep_comm: Switch::Off,
     };
     let name = normalize_name(&run.model_name);
     let src = run.source.as_str();
@@ -661,10 +663,15 @@ fn recipe_overlap(run: &PublishedRun) -> Option<(OverlapChoice, &'static str)> {
     }
     if src == "MBridge 25.09" {
         // Megatron-Bridge v0.1.0rc4 (the 25.09 line): recipes/**.py `DistributedDataParallelConfig(overlap_grad_reduce=True, overlap_param_gather=True)`; scripts/performance/run_script.py passes `CommOverlapConfig(tp_comm_overlap=True)` for qwen3, the llama3_70b / llama31_405b recipes set `tp_comm_overlap=True`, llama3_8b and deepseek_v3 `False`; for deepseek v3 on H100 it sets `comm_overlap.overlap_grad_reduce = False`.
+        // The same run_script.py sets `comm_overlap.overlap_moe_expert_parallel_comm = True` and
+        // `delay_wgrad_compute = True` for DeepSeek-V3 on H100 (A2A_1F1B); no other row's script does.
         return Some(if name.starts_with("deepseekv3") {
             (
-                set(false, false, true),
-                "Megatron-Bridge 25.09 recipes/deepseek/deepseek_v3.py tp_comm_overlap=False; scripts/performance/run_script.py H100: overlap_grad_reduce=False",
+                OverlapChoice {
+                    ep_comm: Switch::On,
+                    ..set(false, false, true)
+                },
+                "Megatron-Bridge 25.09 recipes/deepseek/deepseek_v3.py tp_comm_overlap=False; scripts/performance/run_script.py H100: overlap_grad_reduce=False, overlap_moe_expert_parallel_comm=True",
             )
         } else if name.starts_with("llama38b") {
             (
@@ -1086,10 +1093,11 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
         Some((choice, source)) => {
             let applied = choice.applied(Framework::Article);
             notes.push(format!(
-                "overlap: TP {}, gradient reduce {}, parameter gather {} ({source})",
+                "overlap: TP {}, gradient reduce {}, parameter gather {}, EP all-to-all {} ({source})",
                 on_off(applied.tp_comm),
                 on_off(applied.grad_reduce),
-                on_off(applied.param_gather)
+                on_off(applied.param_gather),
+                on_off(applied.ep_comm)
             ));
             choice
         }

@@ -34,8 +34,6 @@ pub struct CostOptions {
     pub causal_attention_flops: bool,
     /// Fraction of TP communication hidden behind GEMMs (Megatron `tp_comm_overlap`); 0 by default.
     pub tp_overlap_fraction: f64,
-    /// Fraction of EP all-to-all hidden (DualPipe-style overlap); 0 by default.
-    pub ep_overlap_fraction: f64,
     /// Fraction of the BF16 peak the attention kernels reach (FlashAttention-2, Dao 2023:
     /// 50–73% of peak forward on A100, backward lower); BF16 under the FP8 recipe too.
     pub attention_efficiency: f64,
@@ -61,7 +59,6 @@ impl Default for CostOptions {
             gemm: GemmEfficiency::default(),
             causal_attention_flops: false,
             tp_overlap_fraction: 0.0,
-            ep_overlap_fraction: 0.0,
             attention_efficiency: 0.5,
             memory_bound_ops: true,
             hbm_achievable_fraction: 0.9,
@@ -775,6 +772,11 @@ impl StepModel {
         // TP collectives pipelined with their GEMMs (when switched on), summed first: they
         // share one micro-batch's GEMM time.
         let mut tp_pipelined_s = 0.0;
+        // EP all-to-alls under Megatron's combined 1F1B (when switched on and the layout allows
+        // it, input/overlap.rs `ep_overlap_blocker`), summed first: priced per micro-batch below.
+        let ep_paired =
+            self.overlap.ep_comm && crate::input::overlap::ep_overlap_blocker(layout).is_none();
+        let mut ep_paired_s = 0.0;
         // Sum items by overlap class and group first (an item class may appear twice).
         for item in comms.iter() {
             let s = item.seconds_per_step;
@@ -804,6 +806,10 @@ impl StepModel {
                 exposed[g] += s;
                 continue;
             }
+            if ep_paired && item.group == GroupKind::Ep && item.overlap == Overlap::None {
+                ep_paired_s += s;
+                continue;
+            }
             if self.overlap.tp_comm && item.group == GroupKind::Tp && item.overlap == Overlap::None
             {
                 tp_pipelined_s += s;
@@ -813,7 +819,6 @@ impl StepModel {
                 Overlap::None => {
                     let hidden = match item.group {
                         GroupKind::Tp => self.options.tp_overlap_fraction,
-                        GroupKind::Ep => self.options.ep_overlap_fraction,
                         _ => 0.0,
                     };
                     let e = s * (1.0 - hidden.clamp(0.0, 1.0));
@@ -884,6 +889,32 @@ impl StepModel {
                 (comm_mb - e_mb).max(0.0) * self.options.overlap_slowdown.clamp(0.0, 1.0);
             per_mb_critical += e_mb + interference;
             exposed[GroupKind::Tp.index()] += m * (e_mb + interference);
+        }
+        if ep_paired_s > 0.0 {
+            // Megatron --overlap-moe-expert-parallel-comm (pipeline_parallel/combined_1f1b.py):
+            // one micro-batch's forward runs beside another's backward, "EP A2A in forward step is
+            // hidden by the attention/mlp computation in the backward step, and vice versa"; the
+            // first forward and the last backward run alone. With pp > 1 the interleaved
+            // schedule's warm-up chunk steps run alone too, as many cool-down ones: schedules.py
+            // num_warmup_microbatches = (pp − 1)·2 + (v − 1)·pp + 1 under this overlap (first rank).
+            let pp_f = f64::from(layout.pp.max(1));
+            let v = f64::from(layout.virtual_stages.max(1));
+            let alone_steps = if layout.pp > 1 {
+                (pp_f - 1.0) * 2.0 + (v - 1.0) * pp_f + 1.0
+            } else {
+                1.0
+            };
+            let alone = (alone_steps / (m * v)).clamp(0.0, 1.0);
+            let comm_mb = ep_paired_s / m;
+            // Of the 4 all-to-alls per MoE layer and micro-batch, dispatch and combine of the
+            // forward are 2 (hidden by the other's backward), those of the backward 2 (by its forward).
+            let half = comm_mb / 2.0;
+            let paired_mb = (half - (t_b + t_rc)).max(0.0) + (half - t_f).max(0.0);
+            let e_mb = alone * comm_mb + (1.0 - alone) * paired_mb;
+            let interference =
+                (comm_mb - e_mb).max(0.0) * self.options.overlap_slowdown.clamp(0.0, 1.0);
+            per_mb_critical += e_mb + interference;
+            exposed[GroupKind::Ep.index()] += m * (e_mb + interference);
         }
         let t_mb = t_f + t_b + t_rc + per_mb_critical;
         let ideal = m * t_mb;
@@ -1145,10 +1176,17 @@ impl StepModel {
                     formula: "steps·α + bytes·factor(n)/busbw, minus what overlaps".into(),
                     worked: format!("{} of {} total", ms(e), ms(raw)),
                     assumption: format!(
-                        "α–β with nccl-tests bus-bandwidth factors; two-level when a group spans nodes; overlap (input/overlap.rs): TP comm {}, gradient reduce {}, parameter gather {}",
+                        "α–β with nccl-tests bus-bandwidth factors; two-level when a group spans nodes; overlap (input/overlap.rs): TP comm {}, gradient reduce {}, parameter gather {}, EP all-to-all {}",
                         on_off(self.overlap.tp_comm),
                         on_off(self.overlap.grad_reduce),
-                        on_off(self.overlap.param_gather)
+                        on_off(self.overlap.param_gather),
+                        match (
+                            self.overlap.ep_comm,
+                            crate::input::overlap::ep_overlap_blocker(layout)
+                        ) {
+                            (true, Some(why)) => format!("off ({why})"),
+                            (on, _) => on_off(on).to_string(),
+                        }
                     ),
                 });
             }

@@ -466,6 +466,8 @@ fn arb_rest() -> impl Strategy<Value = (Training, ActivationOptions, Overheads, 
                                 [ctx as usize % 3],
                             param_gather: planner_core::input::overlap::Switch::ALL
                                 [nccl as usize % 3],
+                            ep_comm: planner_core::input::overlap::Switch::ALL
+                                [(z3 as usize + nccl as usize) % 3],
                         },
                     },
                     Serving {
