@@ -140,3 +140,35 @@ fn a_scenario_file_carries_mtp_and_is_checked() {
     let plain = serde_json::to_string(&custom(0)).expect("serializes");
     assert!(!plain.contains("mtp_layers"));
 }
+
+/// The Megatron-LM export trains the module: `--mtp-num-layers` (arguments.py), and an
+/// explicit layout puts it on the last chunk before the loss, as Megatron-Bridge's
+/// DeepSeek-V3 H100 layout "Et|(tt|)*30mL" does.
+#[test]
+fn the_megatron_export_carries_the_mtp_module() {
+    use planner_core::edges::export::{export, ExportFormat};
+    use planner_core::input::layout::{Schedule, StageSplit};
+    let mut s = custom(1);
+    s.layout = Layout {
+        pp: 8,
+        tp: 2,
+        dp: 4,
+        ep: 8,
+        expert_tp: 1,
+        virtual_stages: 4,
+        schedule: Schedule::Interleaved,
+        stage_split: StageSplit::Chunks({
+            let mut list = vec![1];
+            list.extend([2; 30]);
+            list.push(0);
+            list
+        }),
+        ..s.layout
+    };
+    let model = s.model_spec().expect("model");
+    let e = export(ExportFormat::Megatron, &s, &model);
+    assert!(e.text.contains("--mtp-num-layers 1"), "{}", e.text);
+    assert!(e.text.contains("|mL"), "{}", e.text);
+    let plain = export(ExportFormat::Megatron, &custom(0), &dsv3(0));
+    assert!(!plain.text.contains("--mtp-num-layers"));
+}

@@ -100,7 +100,12 @@ pub(super) fn megatron_split_flags(c: &Ctx, par: &mut Vec<String>) {
                         n => format!("t*{n}"),
                     };
                     let e = if k == 0 { "E" } else { "" };
-                    let lo = if k == last { "L" } else { "" };
+                    // MTP modules ride the last chunk before the loss (layout letter `m`).
+                    let lo = if k == last {
+                        format!("{}L", "m".repeat(c.m.mtp_layers as usize))
+                    } else {
+                        String::new()
+                    };
                     format!("{e}{t}{lo}")
                 })
                 .collect();
@@ -242,6 +247,10 @@ pub(super) fn megatron(c: &Ctx) -> (String, Vec<String>) {
         format!("--ffn-hidden-size {}", m.ffn),
         format!("--num-attention-heads {}", m.heads),
     ];
+    // megatron/training/arguments.py `--mtp-num-layers` (DeepSeek-V3 multi-token prediction).
+    if m.mtp_layers > 0 {
+        shape.push(format!("--mtp-num-layers {}", m.mtp_layers));
+    }
     if let Some(mla) = &m.mla {
         shape.push("--multi-latent-attention".to_string());
         if mla.q_lora_rank > 0 {
