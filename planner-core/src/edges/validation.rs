@@ -923,7 +923,7 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
         spec.mtp_layers = 1;
         spec.name = format!("{} + 1 MTP module", spec.name);
         model_choice = ModelChoice::Custom(spec.clone());
-        notes.push("MTP: 1 module (Megatron-Bridge deepseek_v3 recipe mtp_num_layers = 1), on the last pipeline stage; model FLOPs count it as Megatron's num_floating_point_operations does (one more MoE layer, the 2h·h projection, logits × 2)".to_string());
+        defaults.push("MTP not stated by the row: 1 module (Megatron-Bridge deepseek_v3 recipe mtp_num_layers = 1), on the last pipeline stage; model FLOPs count it as Megatron's num_floating_point_operations does (one more MoE layer, the 2h·h projection, logits × 2)".to_string());
     }
     if run.ep > 1 && spec.moe.is_none() {
         return Err(format!("ep = {} for a dense model", run.ep));
@@ -1092,8 +1092,8 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
     let overlap = match recipe_overlap(run) {
         Some((choice, source)) => {
             let applied = choice.applied(Framework::Article);
-            notes.push(format!(
-                "overlap: TP {}, gradient reduce {}, parameter gather {}, EP all-to-all {} ({source})",
+            defaults.push(format!(
+                "overlap not stated by the row: TP {}, gradient reduce {}, parameter gather {}, EP all-to-all {} ({source})",
                 on_off(applied.tp_comm),
                 on_off(applied.grad_reduce),
                 on_off(applied.param_gather),
@@ -1109,10 +1109,11 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
             };
             let applied = OverlapChoice::default().applied(framework);
             defaults.push(format!(
-                "overlap not found in a published recipe for this source: the framework's defaults, TP {}, gradient reduce {}, parameter gather {}",
+                "overlap not found in a published recipe for this source: the framework's defaults, TP {}, gradient reduce {}, parameter gather {}, EP all-to-all {}",
                 on_off(applied.tp_comm),
                 on_off(applied.grad_reduce),
-                on_off(applied.param_gather)
+                on_off(applied.param_gather),
+                on_off(applied.ep_comm)
             ));
             OverlapChoice::default()
         }
