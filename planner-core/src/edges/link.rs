@@ -264,7 +264,7 @@ fn host_fields() -> [Field<HostSpec>; 6] {
 }
 
 /// Everything after the model, precision and cluster, compared with the default scenario.
-fn scenario_fields() -> [Field<Scenario>; 46] {
+fn scenario_fields() -> [Field<Scenario>; 47] {
     [
         field!("seq", Scenario, |s| s.training.seq_len, number),
         field!("gbs", Scenario, |s| s.training.global_batch, number),
@@ -416,6 +416,14 @@ fn scenario_fields() -> [Field<Scenario>; 46] {
             "ov_param",
             Scenario,
             |s| s.overheads.overlap.param_gather,
+            Switch::id,
+            Switch::from_id,
+            "default, on or off"
+        ),
+        field!(
+            "ov_ep",
+            Scenario,
+            |s| s.overheads.overlap.ep_comm,
             Switch::id,
             Switch::from_id,
             "default, on or off"
@@ -620,6 +628,7 @@ fn custom_template() -> ModelSpec {
         moe: None,
         mla: None,
         attention_window: None,
+        mtp_layers: 0,
         nominal_params: None,
     }
 }
@@ -733,6 +742,9 @@ pub fn encode(s: &Scenario) -> String {
             }
             if let Some(psi) = m.nominal_params {
                 w.push("psi", &psi.to_string());
+            }
+            if m.mtp_layers > 0 {
+                w.push("mtp", &m.mtp_layers.to_string());
             }
         }
     }
@@ -944,6 +956,7 @@ fn model_keys() -> Vec<&'static str> {
     keys.extend(moe_fields().iter().map(|(f, _)| f.key));
     keys.extend(mla_fields().iter().map(|(f, _)| f.key));
     keys.push("psi");
+    keys.push("mtp");
     keys
 }
 
@@ -985,6 +998,15 @@ fn decode_custom_model(p: &mut Params, errors: &mut Vec<FieldError>) -> Option<M
         };
         ok &= p.apply_all(&window_fields(), &mut window, errors);
         m.attention_window = Some(window);
+    }
+    if let Some(v) = p.take("mtp") {
+        match num::<u32>(&v) {
+            Ok(n) => m.mtp_layers = n,
+            Err(e) => {
+                errors.push(FieldError::new("mtp", e));
+                ok = false;
+            }
+        }
     }
     if let Some(v) = p.take("psi") {
         match num::<f64>(&v) {

@@ -18,6 +18,7 @@ use crate::input::hardware::{gpu_preset, Cluster, GIB};
 use crate::input::kernels::Kernels;
 use crate::input::layout::{Layout, Recompute, Schedule, ZeroStage};
 use crate::input::model::{FfnKind, ModelSpec, MoeSpec, NormKind};
+use crate::input::overlap::{OverlapChoice, Switch};
 use crate::input::precision::{Precision, PrecisionRecipe};
 use crate::input::scenario::{
     ActivationOptions, ModelChoice, Overheads, Scenario, Serving, Training, SCENARIO_VERSION,
@@ -407,6 +408,7 @@ fn gpt_like(
         moe: None,
         mla: None,
         attention_window: None,
+        mtp_layers: 0,
         nominal_params: None,
     }
 }
@@ -605,6 +607,14 @@ enum Family {
     Other,
 }
 
+fn on_off(on: bool) -> &'static str {
+    if on {
+        "on"
+    } else {
+        "off"
+    }
+}
+
 fn family(source: &str) -> Family {
     if source.starts_with("Narayanan21") || source.starts_with("Korthikanti22") {
         Family::MegatronPaper
@@ -618,6 +628,78 @@ fn family(source: &str) -> Family {
     } else {
         Family::Other
     }
+}
+
+/// The overlap a row's source recipe sets, with where it says so; `None` when no published
+/// recipe or script for the row was found (the row then keeps its framework's defaults).
+fn recipe_overlap(run: &PublishedRun) -> Option<(OverlapChoice, &'static str)> {
+    let sw = |on: bool| if on { Switch::On } else { Switch::Off };
+    let set = |tp: bool, grad: bool, param: bool| OverlapChoice {
+        tp_comm: sw(tp),
+        grad_reduce: sw(grad),
+        param_gather: sw(param),
+        ep_comm: Switch::Off,
+    };
+    let name = normalize_name(&run.model_name);
+    let src = run.source.as_str();
+    if src == "Megatron README 2024" {
+        // Megatron-LM README (f2e5db402c, 2024-07 "New scaling figures on H100"), "Training Speed and Scalability": `--overlap-grad-reduce --overlap-param-gather`, `--tp-comm-overlap`, PP overlap by default.
+        return Some((set(true, true, true), "Megatron-LM README 2024 performance section: --overlap-grad-reduce --overlap-param-gather --tp-comm-overlap"));
+    }
+    if src == "NeMo 24.07" {
+        // NeMo-Framework-Launcher tag 24.07 launcher_scripts/conf/training/<family>/<model>.yaml: `optim` distributed_fused_adam with `overlap_grad_sync: True`, `overlap_param_sync: true` in every file; `ub_tp_comm_overlap` True only in gpt3/20b, llama/llama2_70b, llama/llama3_70b, nemotron/nemotron_8b, nemotron/nemotron_22b.
+        let tp = matches!(
+            name.as_str(),
+            "gpt320b" | "llama270b" | "llama370b" | "nemotron8b" | "nemotron22b"
+        );
+        return Some((
+            set(tp, true, true),
+            if tp {
+                "NeMo-Framework-Launcher 24.07 conf/training yaml: overlap_grad_sync, overlap_param_sync, ub_tp_comm_overlap: True"
+            } else {
+                "NeMo-Framework-Launcher 24.07 conf/training yaml: overlap_grad_sync, overlap_param_sync; ub_tp_comm_overlap: False"
+            },
+        ));
+    }
+    if src == "MBridge 25.09" {
+        // Megatron-Bridge v0.1.0rc4 (the 25.09 line): recipes/**.py `DistributedDataParallelConfig(overlap_grad_reduce=True, overlap_param_gather=True)`; scripts/performance/run_script.py passes `CommOverlapConfig(tp_comm_overlap=True)` for qwen3, the llama3_70b / llama31_405b recipes set `tp_comm_overlap=True`, llama3_8b and deepseek_v3 `False`; for deepseek v3 on H100 it sets `comm_overlap.overlap_grad_reduce = False`.
+        // The same run_script.py sets `comm_overlap.overlap_moe_expert_parallel_comm = True` and
+        // `delay_wgrad_compute = True` for DeepSeek-V3 on H100 (A2A_1F1B); no other row's script does.
+        return Some(if name.starts_with("deepseekv3") {
+            (
+                OverlapChoice {
+                    ep_comm: Switch::On,
+                    ..set(false, false, true)
+                },
+                "Megatron-Bridge 25.09 recipes/deepseek/deepseek_v3.py tp_comm_overlap=False; scripts/performance/run_script.py H100: overlap_grad_reduce=False, overlap_moe_expert_parallel_comm=True",
+            )
+        } else if name.starts_with("llama38b") {
+            (
+                set(false, true, true),
+                "Megatron-Bridge 25.09 recipes/llama/llama3_8b.py: overlap_grad_reduce, overlap_param_gather; tp_comm_overlap=False",
+            )
+        } else {
+            (
+                set(true, true, true),
+                "Megatron-Bridge 25.09 recipes (DDP overlap_grad_reduce, overlap_param_gather) and CommOverlapConfig tp_comm_overlap=True",
+            )
+        });
+    }
+    if src == "Megatron examples/llama" {
+        // Megatron-LM examples/llama/train_llama3_8b_h100_fp8.sh: `--overlap-grad-reduce --overlap-param-gather`, no `--tp-comm-overlap`; its README says the 70B/405B rows follow NeMo scripts/performance, whose recipes (NeMo ab020f6a72 llama3_70b.py, llama31_405b.py performance mode) set `MegatronCommOverlapCallback(tp_comm_overlap=True)`, the callback turning DP overlap on for DP > 1.
+        return Some(if name.starts_with("llama38b") {
+            (
+                set(false, true, true),
+                "Megatron-LM examples/llama/train_llama3_8b_h100_fp8.sh: --overlap-grad-reduce --overlap-param-gather",
+            )
+        } else {
+            (
+                set(true, true, true),
+                "NeMo scripts/performance recipes (examples/llama README): MegatronCommOverlapCallback tp_comm_overlap=True, DP overlap for DP > 1",
+            )
+        });
+    }
+    None
 }
 
 /// The stage split a row's source used when its layers do not divide `pp × vp`, from the
@@ -642,7 +724,7 @@ fn published_split(
             let mut list = vec![1];
             list.extend([2; 30]);
             list.push(0);
-            notes.push("stage split: Megatron-Bridge's layout \"Et|(tt|)*30mL\" (the MTP layer on the last chunk is not modelled)".to_string());
+            notes.push("stage split: Megatron-Bridge's layout \"Et|(tt|)*30mL\" (the MTP module and the loss on the last chunk)".to_string());
             StageSplit::Chunks(list)
         }
         // Llama 3.1 405B (126 layers) at PP 8 × VPP 8: Megatron-Bridge recipes/llama/llama3.py
@@ -833,7 +915,16 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
             run.seq_len
         ));
     }
-    let (model_choice, spec, model_source) = resolve_model(run, &mut defaults, &mut notes)?;
+    let (mut model_choice, mut spec, model_source) = resolve_model(run, &mut defaults, &mut notes)?;
+    // Megatron-Bridge 25.09 recipes/deepseek/deepseek_v3.py trains with `mtp_num_layers = 1`
+    // (its default; scripts/performance/run_script.py keeps it and lays it out as "...mL").
+    if run.source.starts_with("MBridge") && known_model_key(&run.model_name) == Some("deepseek-v3")
+    {
+        spec.mtp_layers = 1;
+        spec.name = format!("{} + 1 MTP module", spec.name);
+        model_choice = ModelChoice::Custom(spec.clone());
+        defaults.push("MTP not stated by the row: 1 module (Megatron-Bridge deepseek_v3 recipe mtp_num_layers = 1), on the last pipeline stage; model FLOPs count it as Megatron's num_floating_point_operations does (one more MoE layer, the 2h·h projection, logits × 2)".to_string());
+    }
     if run.ep > 1 && spec.moe.is_none() {
         return Err(format!("ep = {} for a dense model", run.ep));
     }
@@ -998,6 +1089,35 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
         .find(|t| u64::from(*t) <= cluster.world_size())
         .unwrap_or(1);
     let runtime = Overheads::for_gpu(&cluster.gpu.id);
+    let overlap = match recipe_overlap(run) {
+        Some((choice, source)) => {
+            let applied = choice.applied(Framework::Article);
+            defaults.push(format!(
+                "overlap not stated by the row: TP {}, gradient reduce {}, parameter gather {}, EP all-to-all {} ({source})",
+                on_off(applied.tp_comm),
+                on_off(applied.grad_reduce),
+                on_off(applied.param_gather),
+                on_off(applied.ep_comm)
+            ));
+            choice
+        }
+        None => {
+            let framework = if fam == Family::Torchtitan {
+                Framework::Torchtitan
+            } else {
+                Framework::Article
+            };
+            let applied = OverlapChoice::default().applied(framework);
+            defaults.push(format!(
+                "overlap not found in a published recipe for this source: the framework's defaults, TP {}, gradient reduce {}, parameter gather {}, EP all-to-all {}",
+                on_off(applied.tp_comm),
+                on_off(applied.grad_reduce),
+                on_off(applied.param_gather),
+                on_off(applied.ep_comm)
+            ));
+            OverlapChoice::default()
+        }
+    };
     let scenario = Scenario {
         version: SCENARIO_VERSION,
         model: model_choice,
@@ -1022,6 +1142,7 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
                 Framework::Article
             },
             kernels,
+            overlap,
             // CUDA context, NCCL buffers and cuBLAS workspaces as measured (runtime_memory).
             ..runtime
         },

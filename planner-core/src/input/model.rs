@@ -133,11 +133,20 @@ pub struct ModelSpec {
     /// Sliding-window attention layers, if any (files without it read as none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attention_window: Option<AttentionWindow>,
+    /// Multi-token-prediction modules trained beside the main model, on the last pipeline
+    /// stage (DeepSeek-V3 report §2.2, `num_nextn_predict_layers`; Megatron-Core
+    /// `--mtp-num-layers`); 0 for none (files without it read as none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub mtp_layers: u32,
     /// Nominal parameter count Ψ to use instead of the one computed from shapes
     /// (the article rounds Llama 3.1 70B to 70e9). All per-component counts are
     /// scaled by `Ψ_nominal / Ψ_computed` so shares stay consistent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub nominal_params: Option<f64>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// Parameter counts by component, from the shapes (not scaled by `nominal_params`).
@@ -168,6 +177,19 @@ pub struct ParamBreakdown {
     pub router_per_layer: u64,
     /// Routed-expert parameters of one MoE layer that one token uses (top-k experts).
     pub active_routed_per_layer: u64,
+    /// Multi-token-prediction modules ([`ModelSpec::mtp_layers`]); each is one decoder layer
+    /// (an MoE layer when the model has MoE layers, as Megatron's `last_layer_is_moe`) plus
+    /// its projection and norms, sharing the embedding and the LM head.
+    #[serde(default)]
+    pub mtp_modules: u64,
+    /// Of one MTP module, the `2h → h` projection `M_k` (Megatron `eh_proj`, split over TP).
+    #[serde(default)]
+    pub mtp_projection_per_module: u64,
+    /// Of one MTP module, its three norms: `enorm`, `hnorm` and the norm before the shared
+    /// head (Megatron multi_token_prediction.py `final_layernorm`, HF DeepSeek-V3
+    /// `shared_head.norm`); replicated in the TP group.
+    #[serde(default)]
+    pub mtp_norms_per_module: u64,
 }
 
 impl ParamBreakdown {
@@ -183,21 +205,59 @@ impl ParamBreakdown {
                 * self.moe_layers
     }
 
-    /// Every stored parameter.
+    /// Every stored parameter, the MTP modules included.
     pub fn total(&self) -> u64 {
-        self.embedding + self.output + self.final_norm + self.layers_total()
+        self.embedding + self.output + self.final_norm + self.layers_total() + self.mtp_total()
     }
 
     /// Parameters a token touches: the top-k routed experts instead of all of them.
     /// Embedding rows are counted in full, as the published figures do.
     pub fn active(&self) -> u64 {
         self.total()
-            - self.moe_layers * (self.routed_experts_per_layer - self.active_routed_per_layer)
+            - (self.moe_layers + self.mtp_moe_layers())
+                * (self.routed_experts_per_layer - self.active_routed_per_layer)
     }
 
-    /// Routed-expert parameters in the whole model (sharded over EP, not TP).
+    /// Routed-expert parameters in the whole model, the MTP modules' included (sharded
+    /// over EP, not TP).
     pub fn routed_experts_total(&self) -> u64 {
-        self.routed_experts_per_layer * self.moe_layers
+        self.routed_experts_per_layer * (self.moe_layers + self.mtp_moe_layers())
+    }
+
+    /// MTP modules whose decoder layer is an MoE layer (all of them in an MoE model).
+    pub fn mtp_moe_layers(&self) -> u64 {
+        if self.moe_layers > 0 {
+            self.mtp_modules
+        } else {
+            0
+        }
+    }
+
+    /// Parameters of one MTP module's decoder layer (attention, norms, FFN or experts).
+    pub fn mtp_layer_per_module(&self) -> u64 {
+        let common = self.attention_per_layer + self.norms_per_layer;
+        if self.moe_layers > 0 {
+            common
+                + self.routed_experts_per_layer
+                + self.shared_experts_per_layer
+                + self.router_per_layer
+        } else {
+            common + self.dense_ffn_per_layer
+        }
+    }
+
+    /// Parameters of every MTP module (the shared embedding and head not counted again).
+    pub fn mtp_total(&self) -> u64 {
+        self.mtp_modules
+            * (self.mtp_layer_per_module()
+                + self.mtp_projection_per_module
+                + self.mtp_norms_per_module)
+    }
+
+    /// Parameters one token touches in every MTP module (top-k routed experts).
+    pub fn mtp_active(&self) -> u64 {
+        self.mtp_total()
+            - self.mtp_moe_layers() * (self.routed_experts_per_layer - self.active_routed_per_layer)
     }
 }
 
@@ -219,6 +279,14 @@ impl ModelSpec {
         let dense_ffn_per_layer = ffn_params(u64::from(self.ffn), self.ffn_kind);
 
         let layers = u64::from(self.layers);
+        let mtp_modules = u64::from(self.mtp_layers);
+        // DeepSeek-V3 §2.2: M_k ∈ R^{d × 2d} projects [RMSNorm(h); RMSNorm(Emb)] to d; the
+        // head's own norm is the third (Megatron MultiTokenPredictionLayer.final_layernorm).
+        let (mtp_projection_per_module, mtp_norms_per_module) = if mtp_modules > 0 {
+            (2 * h * h, 3 * self.norm.params(h))
+        } else {
+            (0, 0)
+        };
         match &self.moe {
             None => ParamBreakdown {
                 embedding,
@@ -233,6 +301,9 @@ impl ModelSpec {
                 shared_experts_per_layer: 0,
                 router_per_layer: 0,
                 active_routed_per_layer: 0,
+                mtp_modules,
+                mtp_projection_per_module,
+                mtp_norms_per_module,
             },
             Some(moe) => {
                 let expert = ffn_params(u64::from(moe.expert_ffn), self.ffn_kind);
@@ -250,6 +321,9 @@ impl ModelSpec {
                     shared_experts_per_layer: expert * u64::from(moe.shared_experts),
                     router_per_layer: h * u64::from(moe.routed_experts),
                     active_routed_per_layer: expert * u64::from(moe.experts_per_token),
+                    mtp_modules,
+                    mtp_projection_per_module,
+                    mtp_norms_per_module,
                 }
             }
         }

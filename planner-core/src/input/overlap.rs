@@ -1,12 +1,14 @@
 //! Which communication a scenario overlaps with compute: tensor-parallel collectives
 //! with their GEMMs, the data-parallel gradient reduction with backward, the distributed
-//! optimizer's parameter all-gather with the next forward. Each switch follows the
+//! optimizer's parameter all-gather with the next forward, the expert-parallel all-to-alls
+//! with another micro-batch's compute. Each switch follows the
 //! scenario's framework unless set; how an overlapped or exposed collective is priced is
 //! [`crate::time::cost`]'s.
 
 use serde::{Deserialize, Serialize};
 
 use crate::input::framework::Framework;
+use crate::input::layout::{Layout, Recompute};
 
 /// One overlap switch: the framework's default, or set.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -61,6 +63,10 @@ pub struct OverlapChoice {
     /// (Megatron `--overlap-param-gather`).
     #[serde(default)]
     pub param_gather: Switch,
+    /// EP dispatch/combine all-to-alls hidden behind another micro-batch's compute
+    /// (Megatron `--overlap-moe-expert-parallel-comm`, its combined 1F1B schedule).
+    #[serde(default)]
+    pub ep_comm: Switch,
 }
 
 /// The switches after the framework's defaults: true = overlapped.
@@ -72,6 +78,8 @@ pub struct AppliedOverlap {
     pub grad_reduce: bool,
     /// Parameter all-gather hidden behind forward.
     pub param_gather: bool,
+    /// EP all-to-alls of one micro-batch hidden behind another's compute.
+    pub ep_comm: bool,
 }
 
 impl OverlapChoice {
@@ -95,6 +103,10 @@ impl OverlapChoice {
     ///   which this stage-free default does not see: set `ov_grad=on` for such runs);
     ///   ZeRO-3 prefetches the next parameters (`stage3_prefetch_bucket_size`), so gathers
     ///   overlap.
+    ///
+    /// EP overlap is off under every framework: Megatron-Core's `overlap_moe_expert_parallel_comm`
+    /// defaults to False (megatron/core/model_parallel_config.py), torchtitan and DeepSpeed
+    /// have no such schedule, and the article prices the all-to-alls exposed.
     pub fn applied(self, framework: Framework) -> AppliedOverlap {
         let (tp, grad, param) = match framework {
             Framework::Article => (false, true, true),
@@ -106,6 +118,25 @@ impl OverlapChoice {
             tp_comm: self.tp_comm.or(tp),
             grad_reduce: self.grad_reduce.or(grad),
             param_gather: self.param_gather.or(param),
+            ep_comm: self.ep_comm.or(false),
         }
+    }
+}
+
+/// Why `layout` cannot run Megatron's EP all-to-all overlap, if it cannot: the checks of
+/// megatron/core/transformer/transformer_config.py `__post_init__` under
+/// `overlap_moe_expert_parallel_comm` (expert parallelism, no full recompute, virtual
+/// stages when pp > 1). Its other requirements (alltoall or flex dispatcher, BF16/FP16
+/// parameters, at most one MTP layer, no `--moe-shared-expert-overlap`) are not scenario
+/// choices here.
+pub fn ep_overlap_blocker(layout: &Layout) -> Option<&'static str> {
+    if layout.ep <= 1 {
+        Some("it needs expert parallelism (ep > 1)")
+    } else if layout.recompute == Recompute::Full {
+        Some("it needs full recompute off")
+    } else if layout.pp > 1 && layout.virtual_stages <= 1 {
+        Some("with pp > 1 it needs virtual pipeline stages")
+    } else {
+        None
     }
 }

@@ -132,6 +132,7 @@ impl Default for Overheads {
                 tp_comm: crate::input::overlap::Switch::Default,
                 grad_reduce: crate::input::overlap::Switch::Default,
                 param_gather: crate::input::overlap::Switch::Default,
+                ep_comm: crate::input::overlap::Switch::Default,
             },
         }
     }

@@ -56,6 +56,9 @@ pub struct StageSpan {
     pub embedding: bool,
     /// Holds the final norm, output projection and loss.
     pub output: bool,
+    /// MTP modules on the stage: all of them on the last (Megatron places MTP on the last
+    /// pipeline stage: its layout letter `m` before the loss `L`), none elsewhere.
+    pub mtp_layers: u32,
 }
 
 /// The stages to evaluate: the single one (pp = 1), or first, middle (pp ≥ 3)
@@ -63,6 +66,7 @@ pub struct StageSpan {
 /// earliest stages; dense-FFN layers are the model's first layers (DeepSeek).
 pub fn stage_spans(params: &ParamBreakdown, pp: u32) -> ([StageSpan; 3], usize) {
     let p = pp.max(1);
+    let mtp = u32::try_from(params.mtp_modules).unwrap_or(u32::MAX);
     let total = u32::try_from(params.dense_layers + params.moe_layers).unwrap_or(u32::MAX);
     let dense_total = u32::try_from(params.dense_layers).unwrap_or(u32::MAX);
     let base = total / p;
@@ -81,6 +85,7 @@ pub fn stage_spans(params: &ParamBreakdown, pp: u32) -> ([StageSpan; 3], usize) 
             moe_layers: layers - dense_layers,
             embedding: index == 0,
             output: index == p - 1,
+            mtp_layers: if index == p - 1 { mtp } else { 0 },
         }
     };
     let only = span(StagePosition::Only, 0);
@@ -120,6 +125,7 @@ pub fn stage_spans_of(params: &ParamBreakdown, layout: &Layout) -> StageSpans {
     }
     let p = layout.pp.max(1);
     let dense_total = u32::try_from(params.dense_layers).unwrap_or(u32::MAX);
+    let mtp = u32::try_from(params.mtp_modules).unwrap_or(u32::MAX);
     let span = |index: u32| {
         let layers = split.rank_layers(sh, index);
         let dense_layers = split.rank_dense_layers(sh, index, dense_total).min(layers);
@@ -138,6 +144,7 @@ pub fn stage_spans_of(params: &ParamBreakdown, layout: &Layout) -> StageSpans {
             moe_layers: layers - dense_layers,
             embedding: index == 0,
             output: index + 1 == p,
+            mtp_layers: if index + 1 == p { mtp } else { 0 },
         }
     };
     let mut out = StageSpans {
@@ -252,13 +259,37 @@ pub fn rank_params(
         dense += embedding;
         largest = largest.max(embedding);
     }
+    // MTP modules (on the last stage): each one decoder layer of the model's kind (an MoE
+    // layer in an MoE model) split as above, its `2h → h` projection split over TP
+    // (Megatron's `eh_proj` is a column-parallel linear), its norms replicated.
+    let mtp = f64::from(span.mtp_layers);
+    let mtp_moe = if params.moe_layers > 0 { mtp } else { 0.0 };
+    if span.mtp_layers > 0 {
+        let layer = if params.moe_layers > 0 {
+            moe_dense_part
+        } else {
+            dense_layer
+        };
+        let extra =
+            params.mtp_projection_per_module as f64 / t + params.mtp_norms_per_module as f64;
+        dense += mtp * (layer + extra);
+        largest = largest.max(
+            layer
+                + extra
+                + if params.moe_layers > 0 {
+                    experts_per_layer
+                } else {
+                    0.0
+                },
+        );
+    }
     if span.output {
         dense += output + params.final_norm as f64;
         largest = largest.max(output + params.final_norm as f64);
     }
     RankParams {
         dense: scale(dense),
-        expert: scale(f64::from(span.moe_layers) * experts_per_layer),
+        expert: scale((f64::from(span.moe_layers) + mtp_moe) * experts_per_layer),
         largest_unit: scale(largest),
     }
 }

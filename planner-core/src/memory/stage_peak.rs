@@ -375,6 +375,17 @@ pub fn stage_numbers_from(
         layer_acts += f64::from(span.moe_layers) * kept;
         transient = transient.max(dropped);
     }
+    // An MTP module's decoder layer keeps what a layer of its kind keeps (the MoE kind in an
+    // MoE model); its `2h` projection input and the second logits are left out.
+    if span.mtp_layers > 0 {
+        let (kept, dropped) = if sums.moe.0 > 0.0 {
+            sums.moe
+        } else {
+            sums.dense
+        };
+        layer_acts += f64::from(span.mtp_layers) * kept;
+        transient = transient.max(dropped);
+    }
     if layout.recompute == Recompute::None {
         transient = 0.0;
     }

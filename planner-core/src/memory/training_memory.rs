@@ -131,8 +131,13 @@ fn stage_memory(inputs: &MemoryInputs, n: &StageNumbers) -> StageMemory {
             fmt_bytes(n.layer_activation_bytes_per_microbatch)
         ),
         format!(
-            "{flight}; {} layers; tensor-by-tensor accounting (Korthikanti et al. 2022 §4), recompute {recompute}, s = {}, b = {}, t = {}, cp = {}, SP {}",
+            "{flight}; {} layers{}; tensor-by-tensor accounting (Korthikanti et al. 2022 §4), recompute {recompute}, s = {}, b = {}, t = {}, cp = {}, SP {}",
             n.span.layers,
+            if n.span.mtp_layers > 0 {
+                format!(" + {} MTP module(s), each as one decoder layer", n.span.mtp_layers)
+            } else {
+                String::new()
+            },
             inputs.training.seq_len,
             layout.micro_batch,
             layout.tp,

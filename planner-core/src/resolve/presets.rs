@@ -49,6 +49,7 @@ pub(crate) fn llama(
         moe: None,
         mla: None,
         attention_window: None,
+        mtp_layers: 0,
         nominal_params: None,
     }
 }
@@ -128,7 +129,9 @@ pub fn model_presets() -> Vec<ModelPreset> {
         // deepseek-ai/DeepSeek-V3 config.json: 61 layers (first_k_dense_replace 3, intermediate 18432),
         // hidden 7168, 128 heads, MLA q_lora 1536 / kv_lora 512 / rope 64 / nope 128 / v 128,
         // 256 routed + 1 shared experts of width 2048, top-8, vocab 129280, untied.
-        // The one MTP layer (num_nextn_predict_layers = 1, ~14B) is not part of the 671B main model and is left out.
+        // The one MTP module (num_nextn_predict_layers = 1, ~14B with its copies of the embedding and
+        // head) is not part of the 671B main model, nor loaded by serving engines: the preset leaves it
+        // out (mtp_layers 0); a training scenario adds it with `mtp_layers` (link `mtp`).
         ModelPreset {
             id: "deepseek-v3",
             spec: ModelSpec {
@@ -163,6 +166,7 @@ pub fn model_presets() -> Vec<ModelPreset> {
                     v_head_dim: 128,
                 }),
                 attention_window: None,
+                mtp_layers: 0,
                 nominal_params: None,
             },
         },
@@ -244,6 +248,7 @@ pub fn model_presets() -> Vec<ModelPreset> {
                 moe: None,
                 mla: None,
                 attention_window: None,
+                mtp_layers: 0,
                 nominal_params: None,
             },
         },

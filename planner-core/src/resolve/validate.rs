@@ -193,6 +193,9 @@ fn check_model(e: &mut Errors, m: &ModelSpec) {
         e.range_u32("window", w.window_tokens, 1, MAX_SEQ_LEN);
         e.range_u32("full_every", w.full_every, 0, m.layers);
     }
+    // Each MTP module predicts one token further (DeepSeek-V3 §2.2, depth D = 1 there): more
+    // modules than decoder layers is no model anyone trains.
+    e.range_u32("mtp", m.mtp_layers, 0, m.layers);
     if let Some(psi) = m.nominal_params {
         if !(psi.is_finite() && psi > 0.0 && psi <= MAX_PARAMS) {
             e.push("psi", format!("{psi} must be in (0, {MAX_PARAMS:e}]"));
@@ -232,7 +235,10 @@ fn rough_params(m: &ModelSpec) -> f64 {
         None => f(m.ffn),
     };
     let per_layer = attention + 3.0 * (h + 1.0) * (ffn_width + 1.0) + 4.0 * h;
-    f(m.layers) * per_layer + (2.0 * f(m.vocab) + f(m.learned_positions) + 2.0) * h
+    // An MTP module is one more decoder layer plus its 2h → h projection and norms.
+    (f(m.layers) + f(m.mtp_layers)) * per_layer
+        + f(m.mtp_layers) * (2.0 * h * h + 3.0 * h)
+        + (2.0 * f(m.vocab) + f(m.learned_positions) + 2.0) * h
 }
 
 fn check_gpu(e: &mut Errors, g: &GpuSpec) {

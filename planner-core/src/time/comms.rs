@@ -22,6 +22,8 @@ pub struct CommInputs {
     pub expert_params: f64,
     /// Decoder layers.
     pub layers: u32,
+    /// MTP modules, each one more decoder layer on the last stage ([`ModelSpec::mtp_layers`]).
+    pub mtp_layers: u32,
     /// Layers with a routed-expert FFN.
     pub moe_layers: u32,
     /// Hidden size `h`.
@@ -47,9 +49,9 @@ pub struct CommInputs {
     pub activation_bytes: f64,
     /// Gradient bucket size, bytes (latency is paid once per bucket).
     pub bucket_bytes: f64,
-    /// The LM head in decoder-layer equivalents: its `V × h` matmul parameters over one
-    /// layer's active matmul parameters (both cost 2 FLOPs per parameter per token);
-    /// picks the stage that sets an uneven pipeline's pace.
+    /// The LM head (and any MTP modules with their heads) in decoder-layer equivalents: its
+    /// `V × h` matmul parameters over one layer's active matmul parameters (both cost 2 FLOPs
+    /// per parameter per token); picks the stage that sets an uneven pipeline's pace.
     pub head_layers: f64,
     /// Parameters with gradients outside the routed experts: all dense ones, or the
     /// LoRA adapters only ([`crate::input::finetune`]).
@@ -100,6 +102,7 @@ impl CommInputs {
             dense_params,
             expert_params,
             layers: model.layers,
+            mtp_layers: model.mtp_layers,
             moe_layers: pb.moe_layers as u32,
             hidden: f64::from(model.hidden),
             kv_values_per_token,
@@ -295,13 +298,17 @@ impl StepComms {
 }
 
 /// [`CommInputs::head_layers`]: `V·h` over one decoder layer's active parameters
-/// (attention, norms, FFN or shared + top-k routed experts, router), averaged over layers.
+/// (attention, norms, FFN or shared + top-k routed experts, router), averaged over layers;
+/// with MTP modules (all on the last stage), their active parameters and one more head each.
 fn head_layers(model: &ModelSpec, pb: &crate::input::model::ParamBreakdown) -> f64 {
     let ends = pb.embedding + pb.output + pb.final_norm;
-    let per_layer = pb.active().saturating_sub(ends) as f64 / f64::from(model.layers.max(1));
-    let head = f64::from(model.vocab) * f64::from(model.hidden);
+    let mtp = pb.mtp_active();
+    let per_layer = pb.active().saturating_sub(ends + mtp) as f64 / f64::from(model.layers.max(1));
+    // DeepSeek-V3 §2.2: every MTP module runs the shared output head on its own hidden states.
+    let heads = 1.0 + pb.mtp_modules as f64;
+    let head = f64::from(model.vocab) * f64::from(model.hidden) * heads;
     if per_layer > 0.0 {
-        head / per_layer
+        (head + mtp as f64) / per_layer
     } else {
         0.0
     }
@@ -339,8 +346,18 @@ pub fn step_comms_paced(
     let b = f64::from(layout.micro_batch.max(1));
     let m = inp.micro_batches(layout);
     // Per-layer traffic counts the layers of the stage that sets the pace (stage_split.rs).
-    let layers_per_stage = pace.layers;
-    let moe_layers_per_stage = pace.moe_layers;
+    // MTP modules are decoder layers of their own on the last stage (Megatron layout `m`): their
+    // TP, CP and EP traffic is the last stage's; the even split spreads them as it does the head.
+    let mtp = f64::from(inp.mtp_layers);
+    let mtp_here = if pace.even {
+        mtp / pp
+    } else if pace.output {
+        mtp
+    } else {
+        0.0
+    };
+    let layers_per_stage = pace.layers + mtp_here;
+    let moe_layers_per_stage = pace.moe_layers + if inp.moe_layers > 0 { mtp_here } else { 0.0 };
     let full = layout.recompute == Recompute::Full;
 
     let mut add = |group: GroupKind,

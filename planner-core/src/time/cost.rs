@@ -34,8 +34,6 @@ pub struct CostOptions {
     pub causal_attention_flops: bool,
     /// Fraction of TP communication hidden behind GEMMs (Megatron `tp_comm_overlap`); 0 by default.
     pub tp_overlap_fraction: f64,
-    /// Fraction of EP all-to-all hidden (DualPipe-style overlap); 0 by default.
-    pub ep_overlap_fraction: f64,
     /// Fraction of the BF16 peak the attention kernels reach (FlashAttention-2, Dao 2023:
     /// 50–73% of peak forward on A100, backward lower); BF16 under the FP8 recipe too.
     pub attention_efficiency: f64,
@@ -61,7 +59,6 @@ impl Default for CostOptions {
             gemm: GemmEfficiency::default(),
             causal_attention_flops: false,
             tp_overlap_fraction: 0.0,
-            ep_overlap_fraction: 0.0,
             attention_efficiency: 0.5,
             memory_bound_ops: true,
             hbm_achievable_fraction: 0.9,
@@ -87,6 +84,16 @@ pub struct FlopsPerToken {
     /// Of `dense_forward`, the routed experts' GEMMs: `2 × top-k × expert params × MoE layers`.
     #[serde(default)]
     pub routed_expert_forward: f64,
+    /// Of `dense_forward`, the MTP modules' matmuls other than their LM head (decoder layer
+    /// with its top-k experts, `2h → h` projection): they run on the last pipeline stage.
+    #[serde(default)]
+    pub mtp_forward: f64,
+    /// Of `attention_forward`, the MTP modules' attention cores (last pipeline stage).
+    #[serde(default)]
+    pub mtp_attention_forward: f64,
+    /// Of `mtp_forward` (and of `routed_expert_forward`), the MTP modules' routed experts.
+    #[serde(default)]
+    pub mtp_routed_expert_forward: f64,
 }
 
 impl FlopsPerToken {
@@ -122,7 +129,12 @@ pub fn flops_per_token(model: &ModelSpec, seq_len: u32, causal: bool) -> FlopsPe
     } else {
         pb.embedding
     };
-    let matmul_params = pb.active().saturating_sub(lookup) as f64 * scale;
+    // Each MTP module runs the shared LM head once more (DeepSeek-V3 §2.2: OutHead shared;
+    // Megatron training.py num_floating_point_operations: logits × (mtp_num_layers + 1)).
+    let mtp = pb.mtp_modules as f64;
+    let head_params = f64::from(model.vocab) * f64::from(model.hidden);
+    let matmul_params =
+        pb.active().saturating_sub(lookup) as f64 * scale + mtp * head_params * scale;
     let (d_qk, d_v) = match &model.mla {
         Some(mla) => (
             f64::from(mla.qk_nope_head_dim + mla.qk_rope_head_dim),
@@ -144,12 +156,26 @@ pub fn flops_per_token(model: &ModelSpec, seq_len: u32, causal: bool) -> FlopsPe
             * (d_qk + d_v)
             * causal_factor
     };
-    // The output layer multiplies every token by the V × h matrix (tied or not).
-    let output_forward = 2.0 * f64::from(model.vocab) * f64::from(model.hidden) * scale;
+    // An MTP module's decoder layer attends over the whole sequence like a full layer
+    // (Megatron counts it as one more layer: num_layers + mtp_num_layers).
+    let mtp_attention_forward =
+        2.0 * mtp * f64::from(seq_len) * f64::from(model.heads) * (d_qk + d_v) * causal_factor;
+    let attention_forward = attention_forward + mtp_attention_forward;
+    // The output layer multiplies every token by the V × h matrix (tied or not), once for the
+    // main model and once per MTP module.
+    let output_forward = 2.0 * head_params * (1.0 + mtp) * scale;
     // Each token runs top-k routed experts per MoE layer: 2 FLOPs per active expert parameter.
     let routed_expert_forward = model.moe.as_ref().map_or(0.0, |m| {
         let per_expert = pb.routed_experts_per_layer as f64 / f64::from(m.routed_experts.max(1));
-        2.0 * f64::from(m.experts_per_token) * per_expert * pb.moe_layers as f64 * scale
+        2.0 * f64::from(m.experts_per_token)
+            * per_expert
+            * (pb.moe_layers + pb.mtp_moe_layers()) as f64
+            * scale
+    });
+    let mtp_forward = 2.0 * pb.mtp_active() as f64 * scale;
+    let mtp_routed_expert_forward = model.moe.as_ref().map_or(0.0, |m| {
+        let per_expert = pb.routed_experts_per_layer as f64 / f64::from(m.routed_experts.max(1));
+        2.0 * f64::from(m.experts_per_token) * per_expert * pb.mtp_moe_layers() as f64 * scale
     });
     FlopsPerToken {
         matmul_params,
@@ -157,6 +183,9 @@ pub fn flops_per_token(model: &ModelSpec, seq_len: u32, causal: bool) -> FlopsPe
         attention_forward,
         output_forward: output_forward.min(2.0 * matmul_params),
         routed_expert_forward: routed_expert_forward.min(2.0 * matmul_params),
+        mtp_forward: mtp_forward.min(2.0 * matmul_params),
+        mtp_attention_forward: mtp_attention_forward.min(attention_forward),
+        mtp_routed_expert_forward: mtp_routed_expert_forward.min(mtp_forward),
     }
 }
 
@@ -238,20 +267,29 @@ impl Fp8Casts {
             }
             None => (0.0, 0.0),
         };
+        // MTP modules: one more layer of the model's kind each, and the `2h → h` projection
+        // (a Transformer Engine linear in Megatron's MTP spec).
+        let mtp = pb.mtp_modules as f64;
+        let mtp_moe = pb.mtp_moe_layers() as f64;
+        let (dense_layers, moe_layers) = (dense_layers + mtp - mtp_moe, moe_layers + mtp_moe);
         let layers = dense_layers + moe_layers;
         let scale = model.param_scale();
         let experts = pb.routed_experts_total() as f64;
         // The router stays outside Transformer Engine (Megatron's TopKRouter): not FP8.
-        let linear = (pb.layers_total()
-            - pb.norms_per_layer * (pb.dense_layers + pb.moe_layers)
-            - pb.router_per_layer * pb.moe_layers) as f64;
+        let linear = (pb.layers_total() + pb.mtp_total()
+            - pb.norms_per_layer * (pb.dense_layers + pb.moe_layers + pb.mtp_modules)
+            - pb.mtp_norms_per_module * pb.mtp_modules
+            - pb.router_per_layer * (pb.moe_layers + pb.mtp_moe_layers()))
+            as f64;
         Fp8Casts {
             forward_elements_per_token: layers * attn_k
                 + dense_layers * dense_k
-                + moe_layers * moe_k,
+                + moe_layers * moe_k
+                + mtp * 2.0 * h,
             backward_elements_per_token: layers * attn_n
                 + dense_layers * dense_n
-                + moe_layers * moe_n,
+                + moe_layers * moe_n
+                + mtp * h,
             dense_weights: (linear - experts).max(0.0) * scale,
             expert_weights: experts * scale,
         }
@@ -491,7 +529,9 @@ impl StepModel {
         let tokens = f64::from(layout.micro_batch.max(1)) * self.comm_inputs.seq_len
             / f64::from(layout.cp.max(1));
         let (fwd, bwd) = mb.per_layer(tp, layout.sequence_parallel, self.local_expert_sort(layout));
-        let layers = f64::from(self.comm_inputs.layers) / pp;
+        // MTP modules run their decoder layer's element-wise ops too, spread like the LM head.
+        let layers =
+            (f64::from(self.comm_inputs.layers) + f64::from(self.comm_inputs.mtp_layers)) / pp;
         let per = |bytes: f64| tokens * layers * bytes / bw;
         let loss = |bytes: f64| tokens * bytes / tp / pp / bw;
         [
@@ -658,13 +698,29 @@ impl StepModel {
                     gemm_rate
                 };
                 let head_f = per_gpu * self.flops.output_forward / head_rate;
-                let on_stage = if pace.output { pp * head_f } else { 0.0 };
+                // MTP modules sit on the last stage with the head (Megatron's layout `mL`): their
+                // matmuls (routed experts at the expert rate) and attention cores run there whole.
+                let mtp_experts = self.flops.mtp_routed_expert_forward;
+                let mtp_f = per_gpu
+                    * ((self.flops.mtp_forward - mtp_experts).max(0.0) / gemm_rate
+                        + if experts_fwd > 0.0 {
+                            experts_s * mtp_experts / experts_fwd
+                        } else {
+                            0.0
+                        });
+                let mtp_attn = per_gpu * self.flops.mtp_attention_forward / attn_rate;
+                let on_stage = if pace.output {
+                    pp * (head_f + mtp_f)
+                } else {
+                    0.0
+                };
+                let attn_on = if pace.output { pp * mtp_attn } else { 0.0 };
                 // The cross-entropy runs where the LM head does.
                 let loss_on = if pace.output { pp } else { 0.0 };
                 let k = pace.layer_scale;
                 (
-                    (dense_f - head_f).max(0.0) * k + on_stage,
-                    attn_f * k,
+                    (dense_f - head_f - mtp_f).max(0.0) * k + on_stage,
+                    (attn_f - mtp_attn).max(0.0) * k + attn_on,
                     elem_f * k,
                     cast_f * k,
                     cast_b * k,
@@ -716,6 +772,11 @@ impl StepModel {
         // TP collectives pipelined with their GEMMs (when switched on), summed first: they
         // share one micro-batch's GEMM time.
         let mut tp_pipelined_s = 0.0;
+        // EP all-to-alls under Megatron's combined 1F1B (when switched on and the layout allows
+        // it, input/overlap.rs `ep_overlap_blocker`), summed first: priced per micro-batch below.
+        let ep_paired =
+            self.overlap.ep_comm && crate::input::overlap::ep_overlap_blocker(layout).is_none();
+        let mut ep_paired_s = 0.0;
         // Sum items by overlap class and group first (an item class may appear twice).
         for item in comms.iter() {
             let s = item.seconds_per_step;
@@ -745,6 +806,10 @@ impl StepModel {
                 exposed[g] += s;
                 continue;
             }
+            if ep_paired && item.group == GroupKind::Ep && item.overlap == Overlap::None {
+                ep_paired_s += s;
+                continue;
+            }
             if self.overlap.tp_comm && item.group == GroupKind::Tp && item.overlap == Overlap::None
             {
                 tp_pipelined_s += s;
@@ -754,7 +819,6 @@ impl StepModel {
                 Overlap::None => {
                     let hidden = match item.group {
                         GroupKind::Tp => self.options.tp_overlap_fraction,
-                        GroupKind::Ep => self.options.ep_overlap_fraction,
                         _ => 0.0,
                     };
                     let e = s * (1.0 - hidden.clamp(0.0, 1.0));
@@ -825,6 +889,32 @@ impl StepModel {
                 (comm_mb - e_mb).max(0.0) * self.options.overlap_slowdown.clamp(0.0, 1.0);
             per_mb_critical += e_mb + interference;
             exposed[GroupKind::Tp.index()] += m * (e_mb + interference);
+        }
+        if ep_paired_s > 0.0 {
+            // Megatron --overlap-moe-expert-parallel-comm (pipeline_parallel/combined_1f1b.py):
+            // one micro-batch's forward runs beside another's backward, "EP A2A in forward step is
+            // hidden by the attention/mlp computation in the backward step, and vice versa"; the
+            // first forward and the last backward run alone. With pp > 1 the interleaved
+            // schedule's warm-up chunk steps run alone too, as many cool-down ones: schedules.py
+            // num_warmup_microbatches = (pp − 1)·2 + (v − 1)·pp + 1 under this overlap (first rank).
+            let pp_f = f64::from(layout.pp.max(1));
+            let v = f64::from(layout.virtual_stages.max(1));
+            let alone_steps = if layout.pp > 1 {
+                (pp_f - 1.0) * 2.0 + (v - 1.0) * pp_f + 1.0
+            } else {
+                1.0
+            };
+            let alone = (alone_steps / (m * v)).clamp(0.0, 1.0);
+            let comm_mb = ep_paired_s / m;
+            // Of the 4 all-to-alls per MoE layer and micro-batch, dispatch and combine of the
+            // forward are 2 (hidden by the other's backward), those of the backward 2 (by its forward).
+            let half = comm_mb / 2.0;
+            let paired_mb = (half - (t_b + t_rc)).max(0.0) + (half - t_f).max(0.0);
+            let e_mb = alone * comm_mb + (1.0 - alone) * paired_mb;
+            let interference =
+                (comm_mb - e_mb).max(0.0) * self.options.overlap_slowdown.clamp(0.0, 1.0);
+            per_mb_critical += e_mb + interference;
+            exposed[GroupKind::Ep.index()] += m * (e_mb + interference);
         }
         let t_mb = t_f + t_b + t_rc + per_mb_critical;
         let ideal = m * t_mb;
@@ -1086,10 +1176,17 @@ impl StepModel {
                     formula: "steps·α + bytes·factor(n)/busbw, minus what overlaps".into(),
                     worked: format!("{} of {} total", ms(e), ms(raw)),
                     assumption: format!(
-                        "α–β with nccl-tests bus-bandwidth factors; two-level when a group spans nodes; overlap (input/overlap.rs): TP comm {}, gradient reduce {}, parameter gather {}",
+                        "α–β with nccl-tests bus-bandwidth factors; two-level when a group spans nodes; overlap (input/overlap.rs): TP comm {}, gradient reduce {}, parameter gather {}, EP all-to-all {}",
                         on_off(self.overlap.tp_comm),
                         on_off(self.overlap.grad_reduce),
-                        on_off(self.overlap.param_gather)
+                        on_off(self.overlap.param_gather),
+                        match (
+                            self.overlap.ep_comm,
+                            crate::input::overlap::ep_overlap_blocker(layout)
+                        ) {
+                            (true, Some(why)) => format!("off ({why})"),
+                            (on, _) => on_off(on).to_string(),
+                        }
                     ),
                 });
             }

@@ -422,7 +422,8 @@ impl MemoryBoundBytes {
             Kernels::Eager | Kernels::Compiled => TORCH_LOSS,
             Kernels::Fused | Kernels::FrameworkDefault => MEGATRON_LOSS,
         };
-        let v = f64::from(model.vocab);
+        // One cross-entropy for the main head and one per MTP module (DeepSeek-V3 §2.2, L_MTP).
+        let v = f64::from(model.vocab) * (1.0 + f64::from(model.mtp_layers));
         out.loss_fwd = v * (loss.fwd.0 + loss.fwd.1);
         out.loss_bwd = v * (loss.bwd.0 + loss.bwd.1);
         out

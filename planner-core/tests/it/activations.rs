@@ -31,6 +31,7 @@ fn gpt(h: u32, a: u32) -> ModelSpec {
         moe: None,
         mla: None,
         attention_window: None,
+        mtp_layers: 0,
         nominal_params: None,
     }
 }

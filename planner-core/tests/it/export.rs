@@ -388,3 +388,27 @@ fn megatron_overlap_flags_follow_the_plan() {
         [true, false, false]
     );
 }
+
+/// EP overlap reaches Megatron-LM as `--overlap-moe-expert-parallel-comm` (arguments.py, off
+/// by default) when the layout meets its requirements (transformer_config.py: ep > 1, no full
+/// recompute, virtual stages when pp > 1); otherwise the export says it was priced without.
+#[test]
+fn megatron_ep_overlap_flag_follows_the_plan() {
+    use planner_core::input::layout::Recompute;
+    use planner_core::input::overlap::Switch;
+    let flag = "--overlap-moe-expert-parallel-comm";
+    let mut s = mixtral_ep_scenario();
+    assert!(!one(ExportFormat::Megatron, &s).text.contains(flag));
+    s.overheads.overlap.ep_comm = Switch::On;
+    s.layout.recompute = Recompute::Selective;
+    let e = one(ExportFormat::Megatron, &s);
+    assert!(e.text.contains(flag), "{}", e.text);
+    s.layout.recompute = Recompute::Full;
+    let e = one(ExportFormat::Megatron, &s);
+    assert!(!e.text.contains(flag), "{}", e.text);
+    assert!(
+        e.notes.iter().any(|n| n.contains("full recompute")),
+        "{:?}",
+        e.notes
+    );
+}

@@ -198,6 +198,7 @@ fn arb_custom_model() -> impl Strategy<Value = ModelSpec> {
                     window_tokens: w,
                     full_every: k % (layers + 1),
                 }),
+                mtp_layers: kv % 2,
                 nominal_params: psi,
             }
         },
@@ -465,6 +466,8 @@ fn arb_rest() -> impl Strategy<Value = (Training, ActivationOptions, Overheads, 
                                 [ctx as usize % 3],
                             param_gather: planner_core::input::overlap::Switch::ALL
                                 [nccl as usize % 3],
+                            ep_comm: planner_core::input::overlap::Switch::ALL
+                                [(z3 as usize + nccl as usize) % 3],
                         },
                     },
                     Serving {

@@ -26,6 +26,7 @@ mod mesh;
 mod models_hf_import;
 mod models_presets;
 mod models_validate;
+mod mtp;
 mod offload;
 mod overlap_choice;
 mod page_summary;

@@ -169,6 +169,7 @@ fn gpt2_10b_on_one_v100() -> Scenario {
         moe: None,
         mla: None,
         attention_window: None,
+        mtp_layers: 0,
         nominal_params: None,
     });
     // NVIDIA V100 datasheet (SXM3): 32 GB HBM2 (32 GiB), 900 GB/s, 125 TFLOPS tensor, NVLink

@@ -54,6 +54,7 @@ fn defaults_follow_the_framework() {
         tp_comm: Switch::On,
         grad_reduce: Switch::Off,
         param_gather: Switch::Default,
+        ep_comm: Switch::On,
     };
     let s = set.applied(Framework::MegatronCore);
     assert!(s.tp_comm && !s.grad_reduce && !s.param_gather);
@@ -124,4 +125,66 @@ fn tp_comm_overlap_leaves_one_chunk_per_micro_batch() {
         on.seconds.exposed_comm[tp]
     );
     assert!(on.seconds.total < off.seconds.total);
+}
+
+#[test]
+fn ep_overlap_is_off_by_default_and_travels_in_links() {
+    for f in [
+        Framework::Article,
+        Framework::MegatronCore,
+        Framework::Torchtitan,
+        Framework::DeepSpeed,
+    ] {
+        // Megatron-Core model_parallel_config.py: overlap_moe_expert_parallel_comm = False.
+        assert!(!OverlapChoice::default().applied(f).ep_comm, "{f:?}");
+    }
+    let mut s = default_scenario();
+    s.overheads.overlap.ep_comm = Switch::On;
+    let q = link::encode(&s);
+    assert!(q.contains("ov_ep=on"), "{q}");
+    let back = link::decode(&q).expect("decodes");
+    assert_eq!(back.overheads.overlap.ep_comm, Switch::On);
+    let errs = link::decode("ov_ep=maybe").expect_err("refused");
+    assert!(errs.iter().any(|e| e.field == "ov_ep"), "{errs:?}");
+    let json = serde_json::to_string(&s).expect("serializes");
+    assert!(json.contains("\"ep_comm\":\"on\""), "{json}");
+}
+
+/// Mixtral 8x7B, EP 8 on one node (NVLink), no pipeline, 8 micro-batches: each
+/// micro-batch's all-to-alls are far below its compute, so under the combined 1F1B
+/// schedule only the first forward's and the last backward's run alone — one
+/// micro-batch's worth, raw/m — and the hidden rest costs the overlap slowdown (0.1):
+/// exposed = raw · (1/m + 0.1 · (1 − 1/m)).
+#[test]
+fn ep_overlap_leaves_the_lone_first_forward_and_last_backward() {
+    let mut sc = mesh_scenario("mixtral-8x7b", 1, 4096, 64);
+    sc.layout = Layout {
+        ep: 8,
+        expert_tp: 1,
+        ..one_stage(&sc.layout, 8, 1, ZeroStage::Zero1, Recompute::Selective)
+    };
+    let off = step(&sc);
+    sc.overheads.overlap.ep_comm = Switch::On;
+    let on = step(&sc);
+    let ep = GroupKind::Ep.index();
+    let traffic = raw(&on, GroupKind::Ep);
+    assert!(traffic > 0.0);
+    assert_eq!(off.seconds.exposed_comm[ep], traffic);
+    let m = 64.0 / 8.0;
+    let want = traffic * (1.0 / m + 0.1 * (1.0 - 1.0 / m));
+    assert!(
+        (on.seconds.exposed_comm[ep] / want - 1.0).abs() < 1e-9,
+        "{} vs {want}",
+        on.seconds.exposed_comm[ep]
+    );
+    assert!(on.seconds.total < off.seconds.total);
+    // Full recompute: Megatron refuses the overlap (transformer_config.py), priced exposed.
+    sc.layout.recompute = Recompute::Full;
+    let full_on = step(&sc);
+    sc.overheads.overlap.ep_comm = Switch::Off;
+    let full_off = step(&sc);
+    assert_eq!(
+        full_on.seconds.exposed_comm[ep],
+        full_off.seconds.exposed_comm[ep]
+    );
 }

@@ -6,7 +6,10 @@ use super::*;
 /// The overlap the plan was priced with ([`crate::input::overlap`]), as Megatron-LM's
 /// switches (megatron/training/arguments.py `_add_distributed_args`: `--overlap-grad-reduce`,
 /// `--overlap-param-gather`, which needs `--use-distributed-optimizer`; `--tp-comm-overlap`,
-/// which needs `--sequence-parallel` and Transformer Engine). All default off there.
+/// which needs `--sequence-parallel` and Transformer Engine; `--overlap-moe-expert-parallel-comm`,
+/// the combined-1F1B EP all-to-all overlap, whose requirements
+/// megatron/core/transformer/transformer_config.py checks and `ep_overlap_blocker` mirrors).
+/// All default off there.
 fn megatron_overlap_flags(c: &Ctx, par: &mut Vec<String>, notes: &mut Vec<String>) {
     let l = &c.s.layout;
     let applied = c.s.overheads.overlap.applied(c.s.overheads.framework);
@@ -25,6 +28,25 @@ fn megatron_overlap_flags(c: &Ctx, par: &mut Vec<String>, notes: &mut Vec<String
                  --sequence-parallel (--tp-comm-overlap); add both, or re-plan without the overlap."
                     .to_string(),
             );
+        }
+    }
+    if applied.ep_comm {
+        match crate::input::overlap::ep_overlap_blocker(l) {
+            None => {
+                par.push("--overlap-moe-expert-parallel-comm".to_string());
+                notes.push(
+                    "EP all-to-all overlap (--overlap-moe-expert-parallel-comm) also needs the \
+                     alltoall or flex token dispatcher, BF16/FP16 parameters, at most one MTP \
+                     layer, no --moe-shared-expert-overlap and CUDA_DEVICE_MAX_CONNECTIONS > 1 \
+                     (megatron/core/transformer/moe/README.md); the MoE README pairs it with \
+                     --delay-wgrad-compute."
+                        .to_string(),
+                );
+            }
+            Some(why) => notes.push(format!(
+                "The plan asks for EP all-to-all overlap, which Megatron-LM cannot run here: {why}; \
+                 it was priced without it."
+            )),
         }
     }
 }
@@ -78,7 +100,12 @@ pub(super) fn megatron_split_flags(c: &Ctx, par: &mut Vec<String>) {
                         n => format!("t*{n}"),
                     };
                     let e = if k == 0 { "E" } else { "" };
-                    let lo = if k == last { "L" } else { "" };
+                    // MTP modules ride the last chunk before the loss (layout letter `m`).
+                    let lo = if k == last {
+                        format!("{}L", "m".repeat(c.m.mtp_layers as usize))
+                    } else {
+                        String::new()
+                    };
                     format!("{e}{t}{lo}")
                 })
                 .collect();
@@ -220,6 +247,10 @@ pub(super) fn megatron(c: &Ctx) -> (String, Vec<String>) {
         format!("--ffn-hidden-size {}", m.ffn),
         format!("--num-attention-heads {}", m.heads),
     ];
+    // megatron/training/arguments.py `--mtp-num-layers` (DeepSeek-V3 multi-token prediction).
+    if m.mtp_layers > 0 {
+        shape.push(format!("--mtp-num-layers {}", m.mtp_layers));
+    }
     if let Some(mla) = &m.mla {
         shape.push("--multi-latent-attention".to_string());
         if mla.q_lora_rank > 0 {

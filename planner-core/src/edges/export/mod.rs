@@ -275,6 +275,7 @@ fn preset_identity(id: &str) -> Option<Identity> {
 fn same_shapes(a: &ModelSpec, b: &ModelSpec) -> bool {
     let strip = |m: &ModelSpec| ModelSpec {
         name: String::new(),
+        mtp_layers: 0,
         nominal_params: None,
         ..m.clone()
     };
