@@ -257,12 +257,24 @@ pub struct StepComms {
     len: usize,
 }
 
+impl Default for StepComms {
+    fn default() -> Self {
+        StepComms::new()
+    }
+}
+
 impl StepComms {
-    fn new() -> Self {
+    /// No items.
+    pub fn new() -> Self {
         StepComms {
             items: [None; MAX_ITEMS],
             len: 0,
         }
+    }
+
+    /// Drops every item (the mesh search refills one in place: no copy of the array).
+    pub fn clear(&mut self) {
+        self.len = 0;
     }
 
     fn push(&mut self, item: CommItem) {
@@ -322,6 +334,8 @@ pub fn step_comms(
 
 /// [`step_comms`] with the layout's pacing stage ([`CommInputs::pace`]) already resolved:
 /// the mesh search resolves it once per (PP, virtual stages, split) for all its candidates.
+/// The items of [`data_parallel_comms`], then those of [`model_parallel_comms`] (the first
+/// [`MAX_ITEMS`] of them, as [`chained`] yields the two parts built apart).
 pub fn step_comms_paced(
     inp: &CommInputs,
     layout: &Layout,
@@ -330,26 +344,32 @@ pub fn step_comms_paced(
     pace: &crate::input::stage_split::StagePace,
 ) -> StepComms {
     let mut out = StepComms::new();
-    let tp = f64::from(layout.tp.max(1));
-    let pp = f64::from(layout.pp.max(1));
-    let cp = f64::from(layout.cp.max(1));
-    let ep = f64::from(layout.ep.max(1));
-    let etp = f64::from(layout.expert_tp.max(1));
-    let v = f64::from(layout.virtual_stages.max(1));
-    let b = f64::from(layout.micro_batch.max(1));
-    let m = inp.micro_batches(layout);
-    // Per-layer traffic counts the layers of the stage that sets the pace (stage_split.rs).
-    let layers_per_stage = pace.layers;
-    let moe_layers_per_stage = pace.moe_layers;
-    let full = layout.recompute == Recompute::Full;
+    data_parallel_comms(&mut out, inp, layout, placement, comm, pace);
+    model_parallel_comms(&mut out, inp, layout, placement, comm, pace);
+    out
+}
 
-    let mut add = |group: GroupKind,
-                   op: Collective,
-                   purpose: Purpose,
-                   message_bytes: f64,
-                   calls_per_step: f64,
-                   chunks_per_call: f64,
-                   overlap: Overlap| {
+/// The items of `dp` then those of `mp`, up to [`MAX_ITEMS`] in all: what
+/// [`step_comms_paced`] returns when `dp` and `mp` are its two parts for one layout, each
+/// built into an empty [`StepComms`]. The mesh search keeps the parts apart, since each
+/// depends on fewer of the layout's fields.
+pub fn chained<'a>(dp: &'a StepComms, mp: &'a StepComms) -> impl Iterator<Item = &'a CommItem> {
+    dp.iter().chain(mp.iter()).take(MAX_ITEMS)
+}
+
+/// Adds one item to `out`: its time on `placement`'s group under `comm`.
+fn adder<'a>(
+    out: &'a mut StepComms,
+    placement: &'a Placement,
+    comm: &'a CommModel,
+) -> impl FnMut(GroupKind, Collective, Purpose, f64, f64, f64, Overlap) + 'a {
+    move |group: GroupKind,
+          op: Collective,
+          purpose: Purpose,
+          message_bytes: f64,
+          calls_per_step: f64,
+          chunks_per_call: f64,
+          overlap: Overlap| {
         let g = placement.group(group);
         // Bucketed calls pay latency per chunk; bandwidth is the same in total.
         let chunks = chunks_per_call.max(1.0);
@@ -368,7 +388,29 @@ pub fn step_comms_paced(
             overlap,
             measured: comm.placement_measured(op, g),
         });
-    };
+    }
+}
+
+/// Appends the data-parallel items of [`step_comms_paced`] to `out`: gradient reduction
+/// and parameter gathers of the layout's ZeRO stage, and the routed experts' gradient
+/// all-reduce. They read the ZeRO stage, the group sizes, the micro-batch and the pace,
+/// never the recompute policy, schedule or virtual stages.
+pub fn data_parallel_comms(
+    out: &mut StepComms,
+    inp: &CommInputs,
+    layout: &Layout,
+    placement: &Placement,
+    comm: &CommModel,
+    pace: &crate::input::stage_split::StagePace,
+) {
+    let tp = f64::from(layout.tp.max(1));
+    let pp = f64::from(layout.pp.max(1));
+    let ep = f64::from(layout.ep.max(1));
+    let etp = f64::from(layout.expert_tp.max(1));
+    let m = inp.micro_batches(layout);
+    // Per-layer traffic counts the layers of the stage that sets the pace (stage_split.rs).
+    let layers_per_stage = pace.layers;
+    let mut add = adder(out, placement, comm);
 
     // Data-parallel gradient and parameter traffic for this rank's shard of the model.
     // An uneven split: the pacing stage's share, by its decoder layers over the average stage's.
@@ -479,6 +521,31 @@ pub fn step_comms_paced(
             Overlap::LastBackward,
         );
     }
+}
+
+/// Appends the model-parallel items of [`step_comms_paced`] to `out`: TP and expert-TP
+/// collectives, PP sends, the CP ring and EP's all-to-all. They read the group sizes, the
+/// micro-batch, virtual stages, sequence parallel, the pace and whether recompute is full,
+/// never the ZeRO stage or schedule.
+pub fn model_parallel_comms(
+    out: &mut StepComms,
+    inp: &CommInputs,
+    layout: &Layout,
+    placement: &Placement,
+    comm: &CommModel,
+    pace: &crate::input::stage_split::StagePace,
+) {
+    let tp = f64::from(layout.tp.max(1));
+    let cp = f64::from(layout.cp.max(1));
+    let etp = f64::from(layout.expert_tp.max(1));
+    let v = f64::from(layout.virtual_stages.max(1));
+    let b = f64::from(layout.micro_batch.max(1));
+    let m = inp.micro_batches(layout);
+    // Per-layer traffic counts the layers of the stage that sets the pace (stage_split.rs).
+    let layers_per_stage = pace.layers;
+    let moe_layers_per_stage = pace.moe_layers;
+    let full = layout.recompute == Recompute::Full;
+    let mut add = adder(out, placement, comm);
 
     // Tensor parallel: Shoeybi et al. 2019 §3 — one all-reduce after attention and one
     // after the MLP in forward (g), the same two in backward (f); with sequence parallel
@@ -602,5 +669,4 @@ pub fn step_comms_paced(
             Overlap::None,
         );
     }
-    out
 }

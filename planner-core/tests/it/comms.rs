@@ -381,3 +381,60 @@ fn two_level_all_reduce_is_the_sum_of_its_stages() {
     let got = model.time_s(Collective::AllReduce, s, &g);
     assert!((got / want - 1.0).abs() < 1e-12, "{got} vs {want}");
 }
+
+/// The mesh search builds a step's items in two parts, each shared by the candidates that
+/// differ only in what the other part reads (`comms::chained`); chained they must be the
+/// whole step's items, in order and bit for bit, whatever the ZeRO stage and recompute, on
+/// dense and MoE models, also where the items reach `MAX_ITEMS` (ZeRO-3 with TP and
+/// expert-TP under sequence parallel, DeepSeek-V3).
+#[test]
+fn the_two_parts_chained_are_the_step_items() {
+    use planner_core::time::comms::{
+        chained, data_parallel_comms, model_parallel_comms, StepComms, MAX_ITEMS,
+    };
+    let mut reached_cap = false;
+    for (name, ep, expert_tp) in [("llama-3.1-70b", 1, 1), ("deepseek-v3", 8, 2)] {
+        let model = model_preset(name).expect("preset");
+        let c = cluster(32);
+        let inp = CommInputs::new(
+            &model,
+            &Precision::default(),
+            &Training {
+                seq_len: 4096,
+                global_batch: 256,
+                finetune: Default::default(),
+                offload: Default::default(),
+            },
+            &Overheads::default(),
+        );
+        let comm = CommModel::assumed(&c);
+        for zero in ZeroStage::ALL {
+            for recompute in Recompute::ALL {
+                let layout = Layout {
+                    dp: 8,
+                    tp: 2,
+                    pp: 4,
+                    cp: 4,
+                    ep,
+                    expert_tp,
+                    micro_batch: 2,
+                    zero,
+                    recompute,
+                    sequence_parallel: true,
+                    ..Layout::default()
+                };
+                let placement = Placement::of(&layout, c.gpus_per_node, RankOrder::default());
+                let whole = step_comms(&inp, &layout, &placement, &comm);
+                let pace = inp.pace(&layout);
+                let (mut dp, mut mp) = (StepComms::new(), StepComms::new());
+                data_parallel_comms(&mut dp, &inp, &layout, &placement, &comm, &pace);
+                model_parallel_comms(&mut mp, &inp, &layout, &placement, &comm, &pace);
+                let parts: Vec<_> = chained(&dp, &mp).copied().collect();
+                let items: Vec<_> = whole.iter().copied().collect();
+                assert_eq!(parts, items, "{name} {zero:?} {recompute:?}");
+                reached_cap |= items.len() == MAX_ITEMS;
+            }
+        }
+    }
+    assert!(reached_cap, "no layout reached MAX_ITEMS");
+}
