@@ -1040,6 +1040,19 @@ fn search_blocks<P: PeakSource>(
                     // stage and not the recompute policy, the model-parallel items only whether
                     // recompute is full; each is built on its first feasible candidate.
                     let (mut dp_built, mut mp_built) = ([false; 4], [false; 2]);
+                    // The layout of this micro-batch, built once: each candidate sets its ZeRO
+                    // stage and recompute policy (the only fields of `layout_of` they change).
+                    let mut layout = layout_of(
+                        dims,
+                        Knobs {
+                            zero: ZeroStage::Ddp,
+                            recompute: Recompute::None,
+                            schedule,
+                            virtual_stages: v,
+                            micro_batch: mb,
+                            split,
+                        },
+                    );
                     for (zi, &zero) in space.zero_stages.iter().enumerate() {
                         for (ri, &recompute) in space.recompute.iter().enumerate() {
                             let slot = zi * space.recompute.len() + ri;
@@ -1052,7 +1065,8 @@ fn search_blocks<P: PeakSource>(
                                 split,
                             };
                             let known = oom[slot].filter(|&(at, _)| mb > at);
-                            let layout = layout_of(dims, knobs);
+                            layout.zero = zero;
+                            layout.recompute = recompute;
                             let peak = match known {
                                 Some((_, lower_bound)) => lower_bound,
                                 None => {
