@@ -11,7 +11,8 @@
 //! whole result is printed as JSON (floats round-trip), so two builds can be compared.
 //! With `--slices`, the search runs as the page runs it ([`SlicedSearch`], one (TP, PP, CP)
 //! block per `step`) and prints the wall time of the slowest blocks and of the ranking
-//! (native; the page's wasm is slower by its own factor).
+//! (native; the page's wasm is slower by its own factor). With `--repeat N`, the search runs
+//! N times (for a CPU-time figure: `/usr/bin/time -f %U`, less swayed by load than wall time).
 
 use planner_core::resolve::presets::mesh_scenario;
 use planner_core::search::mesh::{search, SearchSpace, SlicedSearch};
@@ -34,6 +35,18 @@ fn main() {
     let sm = StepModel::new(&model, &sc, CostOptions::default());
     if std::env::args().nth(2).as_deref() == Some("--slices") {
         slices(&case, model, sc, sm);
+        return;
+    }
+    if std::env::args().nth(2).as_deref() == Some("--repeat") {
+        let n: u32 = std::env::args()
+            .nth(3)
+            .and_then(|a| a.parse().ok())
+            .unwrap_or(10);
+        let space = SearchSpace::default();
+        let total: u64 = (0..n)
+            .map(|_| search(&model, &sc, &space, &sm).candidates)
+            .sum();
+        println!("{case}: {n} searches, {total} candidates");
         return;
     }
     let r = search(&model, &sc, &SearchSpace::default(), &sm);
