@@ -5,8 +5,10 @@
 //!
 //! Built for speed: divisibility is checked once per mesh and once per knob
 //! value, so a rule that fails rejects a whole block of candidates in one
-//! record; per-mesh quantities (group placement) are computed once; the inner
-//! loop neither allocates nor formats.
+//! record; per-mesh quantities (group placement) are computed once, and the
+//! communication items once per micro-batch in two parts (data-parallel per ZeRO
+//! stage, model-parallel per full recompute or not: [`crate::time::comms::chained`]);
+//! the inner loop neither allocates nor formats.
 //!
 //! Counting: a candidate is one mesh (`dp·tp·pp·cp` = the cluster's GPUs, EP over
 //! the divisors of the routed experts) crossed with one value of every knob in
