@@ -7,6 +7,8 @@
 //! key and reused by every candidate that shares it; [`PeakMemo::peak_bytes`] equals
 //! [`crate::memory::stage_peak::peak_memory_bytes`] bit for bit (`tests/search_memo.rs`).
 
+use std::collections::HashMap;
+
 use crate::input::layout::{Layout, Recompute, StageSplit};
 use crate::input::model::{ModelSpec, ParamBreakdown};
 use crate::input::scenario::Scenario;
@@ -37,10 +39,14 @@ type StateEntry = (StateKey, StageSpans, [StageState; 3]);
 pub struct PeakMemo {
     /// Every (key, stages) seen: tens of entries, searched only when a state slot misses.
     spans: Vec<(SpansKey, StageSpans)>,
-    /// Every (key, sums) seen: a few hundred entries, searched only when a recent slot misses.
-    sums: Vec<(SumsKey, ActivationSums)>,
-    /// The sums last used per (recompute, micro-batch mod 8), checked against the whole setup.
-    recent_sums: [Option<ActivationSums>; 3 * 8],
+    /// Every sums seen, by key: a few hundred to a few thousand entries (DeepSeek-V3 on
+    /// 2,048 GPUs: 1,370), looked up only when a recent slot misses (a scan of them was a
+    /// fifth of that search's instructions).
+    sums: HashMap<SumsKey, ActivationSums>,
+    /// The sums last used per (recompute, micro-batch mod 8, expert-TP above 1), checked
+    /// against the whole setup: the search alternates expert-TP 1 and TP innermost of
+    /// each mesh, so each of the two has its own slots.
+    recent_sums: [[Option<ActivationSums>; 2]; 3 * 8],
     /// The last [`StateEntry`] of each ZeRO stage: the search varies the micro-batch,
     /// recompute and ZeRO stage innermost, so each slot serves a run of candidates.
     states: [Option<StateEntry>; 4],
@@ -89,26 +95,25 @@ impl PeakMemo {
             layout.expert_tp,
             layout.recompute,
         );
-        // First level: one slot per (recompute, micro-batch mod 8), which the search's
-        // innermost loops revisit; second level: every setup seen.
+        // First level: one slot per (recompute, micro-batch mod 8, expert-TP above 1), which
+        // the search's innermost loops revisit; second level: every setup seen.
         let slot = (layout.recompute as usize) * 8 + (layout.micro_batch as usize) % 8;
         let sums = {
-            let recent = &mut self.recent_sums;
-            match recent.get(slot).copied().flatten() {
+            let recent = self
+                .recent_sums
+                .get_mut(slot)
+                .map(|pair| &mut pair[usize::from(layout.expert_tp > 1)]);
+            match recent.as_deref().copied().flatten() {
                 Some(hit) if hit.setup == setup => hit,
                 _ => {
-                    let at = match self.sums.iter().position(|(k, _)| *k == sums_key) {
-                        Some(at) => at,
-                        None => {
-                            self.sums.push((sums_key, activation_sums(&inputs)));
-                            self.sums.len() - 1
-                        }
-                    };
-                    let entry = &mut self.sums[at].1;
+                    let entry = self
+                        .sums
+                        .entry(sums_key)
+                        .or_insert_with(|| activation_sums(&inputs));
                     if entry.setup != setup {
                         *entry = activation_sums(&inputs);
                     }
-                    if let Some(r) = recent.get_mut(slot) {
+                    if let Some(r) = recent {
                         *r = Some(*entry);
                     }
                     *entry

@@ -5,8 +5,10 @@
 //!
 //! Built for speed: divisibility is checked once per mesh and once per knob
 //! value, so a rule that fails rejects a whole block of candidates in one
-//! record; per-mesh quantities (group placement) are computed once; the inner
-//! loop neither allocates nor formats.
+//! record; per-mesh quantities (group placement) are computed once, and the
+//! communication items once per micro-batch in two parts (data-parallel per ZeRO
+//! stage, model-parallel per full recompute or not: [`crate::time::comms::chained`]);
+//! the inner loop neither allocates nor formats.
 //!
 //! Counting: a candidate is one mesh (`dp·tp·pp·cp` = the cluster's GPUs, EP over
 //! the divisors of the routed experts) crossed with one value of every knob in
@@ -36,6 +38,7 @@ use crate::input::model::ModelSpec;
 use crate::input::scenario::Scenario;
 use crate::input::stage_split::SplitProposal;
 use crate::parallel::topology::{GroupKind, Placement};
+use crate::time::comms::{chained, data_parallel_comms, model_parallel_comms, StepComms};
 use crate::time::cost::StepModel;
 
 /// Why a candidate was rejected; a bit in [`Reasons`].
@@ -870,6 +873,10 @@ fn search_blocks<P: PeakSource>(
     let mut mbs: Vec<u32> = Vec::new();
     // Per (ZeRO, recompute): the micro-batch that overflowed first and its peak bytes.
     let mut oom: Vec<Option<(u32, f64)>> = Vec::new();
+    // One micro-batch's communication parts (by ZeRO stage; by full recompute or not), filled
+    // in place when first needed (reused: no copy of an item array per candidate).
+    let mut dp_comms = [StepComms::new(); 4];
+    let mut mp_comms = [StepComms::new(); 2];
 
     for (done, &(tp, pp, cp)) in blocks.iter().enumerate() {
         let Some(dp64) = world
@@ -1030,6 +1037,24 @@ fn search_blocks<P: PeakSource>(
                         reject(block(r, n_zero * n_rc), counts, rejected);
                         continue;
                     }
+                    // This micro-batch's communication, in its two parts
+                    // (crate::time::comms::chained): the data-parallel items read the ZeRO
+                    // stage and not the recompute policy, the model-parallel items only whether
+                    // recompute is full; each is built on its first feasible candidate.
+                    let (mut dp_built, mut mp_built) = ([false; 4], [false; 2]);
+                    // The layout of this micro-batch, built once: each candidate sets its ZeRO
+                    // stage and recompute policy (the only fields of `layout_of` they change).
+                    let mut layout = layout_of(
+                        dims,
+                        Knobs {
+                            zero: ZeroStage::Ddp,
+                            recompute: Recompute::None,
+                            schedule,
+                            virtual_stages: v,
+                            micro_batch: mb,
+                            split,
+                        },
+                    );
                     for (zi, &zero) in space.zero_stages.iter().enumerate() {
                         for (ri, &recompute) in space.recompute.iter().enumerate() {
                             let slot = zi * space.recompute.len() + ri;
@@ -1042,7 +1067,8 @@ fn search_blocks<P: PeakSource>(
                                 split,
                             };
                             let known = oom[slot].filter(|&(at, _)| mb > at);
-                            let layout = layout_of(dims, knobs);
+                            layout.zero = zero;
+                            layout.recompute = recompute;
                             let peak = match known {
                                 Some((_, lower_bound)) => lower_bound,
                                 None => {
@@ -1082,7 +1108,23 @@ fn search_blocks<P: PeakSource>(
                                 );
                                 continue;
                             }
-                            let s = step_model.seconds_paced(&layout, &placement, pace);
+                            let (inp, comm) = (&step_model.comm_inputs, &step_model.comm);
+                            let z = usize::from(zero.number().min(3));
+                            if !dp_built[z] {
+                                dp_comms[z].clear();
+                                let out = &mut dp_comms[z];
+                                data_parallel_comms(out, inp, &layout, &placement, comm, pace);
+                                dp_built[z] = true;
+                            }
+                            let f = usize::from(recompute == Recompute::Full);
+                            if !mp_built[f] {
+                                mp_comms[f].clear();
+                                let out = &mut mp_comms[f];
+                                model_parallel_comms(out, inp, &layout, &placement, comm, pace);
+                                mp_built[f] = true;
+                            }
+                            let items = chained(&dp_comms[z], &mp_comms[f]);
+                            let s = step_model.seconds_with(&layout, items, pace);
                             *feasible_count += 1;
                             feasible.push(Feasible {
                                 dims,

@@ -250,8 +250,13 @@ pub struct CommItem {
     pub measured: bool,
 }
 
-/// Most items a step can have.
-pub const MAX_ITEMS: usize = 12;
+/// Most items a step can have: ZeRO-3's gather, re-gather and reduce-scatter and the
+/// routed experts' gradient all-reduce (4, [`data_parallel_comms`]); TP and expert-TP each a
+/// gather + reduce-scatter pair per forward, backward and recompute pass under sequence
+/// parallel (2 × 6); one PP send, one CP ring and EP's all-to-all (3, [`model_parallel_comms`]).
+/// It was 12, which silently dropped the last items (EP's all-to-all first) of MoE layouts
+/// with expert TP, CP and sequence parallel.
+pub const MAX_ITEMS: usize = 19;
 
 /// The items of one step; a fixed array so the mesh search never allocates.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -260,18 +265,35 @@ pub struct StepComms {
     len: usize,
 }
 
+impl Default for StepComms {
+    fn default() -> Self {
+        StepComms::new()
+    }
+}
+
 impl StepComms {
-    fn new() -> Self {
+    /// No items.
+    pub fn new() -> Self {
         StepComms {
             items: [None; MAX_ITEMS],
             len: 0,
         }
     }
 
+    /// Drops every item (the mesh search refills one in place: no copy of the array).
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+
     fn push(&mut self, item: CommItem) {
         if item.calls_per_step <= 0.0 || item.ranks <= 1 && item.op != Collective::SendRecv {
             return;
         }
+        // MAX_ITEMS counts every item the two builders can add, so no item is ever dropped.
+        debug_assert!(
+            self.len < MAX_ITEMS,
+            "a step's communication items exceed MAX_ITEMS"
+        );
         if let Some(slot) = self.items.get_mut(self.len) {
             *slot = Some(item);
             self.len += 1;
@@ -329,6 +351,8 @@ pub fn step_comms(
 
 /// [`step_comms`] with the layout's pacing stage ([`CommInputs::pace`]) already resolved:
 /// the mesh search resolves it once per (PP, virtual stages, split) for all its candidates.
+/// The items of [`data_parallel_comms`], then those of [`model_parallel_comms`] (the first
+/// [`MAX_ITEMS`] of them, as [`chained`] yields the two parts built apart).
 pub fn step_comms_paced(
     inp: &CommInputs,
     layout: &Layout,
@@ -337,36 +361,32 @@ pub fn step_comms_paced(
     pace: &crate::input::stage_split::StagePace,
 ) -> StepComms {
     let mut out = StepComms::new();
-    let tp = f64::from(layout.tp.max(1));
-    let pp = f64::from(layout.pp.max(1));
-    let cp = f64::from(layout.cp.max(1));
-    let ep = f64::from(layout.ep.max(1));
-    let etp = f64::from(layout.expert_tp.max(1));
-    let v = f64::from(layout.virtual_stages.max(1));
-    let b = f64::from(layout.micro_batch.max(1));
-    let m = inp.micro_batches(layout);
-    // Per-layer traffic counts the layers of the stage that sets the pace (stage_split.rs).
-    // MTP modules are decoder layers of their own on the last stage (Megatron layout `m`): their
-    // TP, CP and EP traffic is the last stage's; the even split spreads them as it does the head.
-    let mtp = f64::from(inp.mtp_layers);
-    let mtp_here = if pace.even {
-        mtp / pp
-    } else if pace.output {
-        mtp
-    } else {
-        0.0
-    };
-    let layers_per_stage = pace.layers + mtp_here;
-    let moe_layers_per_stage = pace.moe_layers + if inp.moe_layers > 0 { mtp_here } else { 0.0 };
-    let full = layout.recompute == Recompute::Full;
+    data_parallel_comms(&mut out, inp, layout, placement, comm, pace);
+    model_parallel_comms(&mut out, inp, layout, placement, comm, pace);
+    out
+}
 
-    let mut add = |group: GroupKind,
-                   op: Collective,
-                   purpose: Purpose,
-                   message_bytes: f64,
-                   calls_per_step: f64,
-                   chunks_per_call: f64,
-                   overlap: Overlap| {
+/// The items of `dp` then those of `mp`, up to [`MAX_ITEMS`] in all: what
+/// [`step_comms_paced`] returns when `dp` and `mp` are its two parts for one layout, each
+/// built into an empty [`StepComms`]. The mesh search keeps the parts apart, since each
+/// depends on fewer of the layout's fields.
+pub fn chained<'a>(dp: &'a StepComms, mp: &'a StepComms) -> impl Iterator<Item = &'a CommItem> {
+    dp.iter().chain(mp.iter()).take(MAX_ITEMS)
+}
+
+/// Adds one item to `out`: its time on `placement`'s group under `comm`.
+fn adder<'a>(
+    out: &'a mut StepComms,
+    placement: &'a Placement,
+    comm: &'a CommModel,
+) -> impl FnMut(GroupKind, Collective, Purpose, f64, f64, f64, Overlap) + 'a {
+    move |group: GroupKind,
+          op: Collective,
+          purpose: Purpose,
+          message_bytes: f64,
+          calls_per_step: f64,
+          chunks_per_call: f64,
+          overlap: Overlap| {
         let g = placement.group(group);
         // Bucketed calls pay latency per chunk; bandwidth is the same in total.
         let chunks = chunks_per_call.max(1.0);
@@ -385,7 +405,50 @@ pub fn step_comms_paced(
             overlap,
             measured: comm.placement_measured(op, g),
         });
+    }
+}
+
+/// Decoder layers and MoE layers of the pacing stage, MTP modules included: they are decoder
+/// layers of their own on the last stage (Megatron layout `m`), so their TP, CP, EP and
+/// ZeRO-3 traffic is the last stage's; the even split spreads them as it does the head.
+fn paced_layers(
+    inp: &CommInputs,
+    layout: &Layout,
+    pace: &crate::input::stage_split::StagePace,
+) -> (f64, f64) {
+    let pp = f64::from(layout.pp.max(1));
+    let mtp = f64::from(inp.mtp_layers);
+    let mtp_here = if pace.even {
+        mtp / pp
+    } else if pace.output {
+        mtp
+    } else {
+        0.0
     };
+    let moe_mtp = if inp.moe_layers > 0 { mtp_here } else { 0.0 };
+    (pace.layers + mtp_here, pace.moe_layers + moe_mtp)
+}
+
+/// Appends the data-parallel items of [`step_comms_paced`] to `out`: gradient reduction
+/// and parameter gathers of the layout's ZeRO stage, and the routed experts' gradient
+/// all-reduce. They read the ZeRO stage, the group sizes, the micro-batch and the pace,
+/// never the recompute policy, schedule or virtual stages.
+pub fn data_parallel_comms(
+    out: &mut StepComms,
+    inp: &CommInputs,
+    layout: &Layout,
+    placement: &Placement,
+    comm: &CommModel,
+    pace: &crate::input::stage_split::StagePace,
+) {
+    let tp = f64::from(layout.tp.max(1));
+    let pp = f64::from(layout.pp.max(1));
+    let ep = f64::from(layout.ep.max(1));
+    let etp = f64::from(layout.expert_tp.max(1));
+    let m = inp.micro_batches(layout);
+    // Per-layer traffic counts the layers of the stage that sets the pace (stage_split.rs).
+    let (layers_per_stage, _) = paced_layers(inp, layout, pace);
+    let mut add = adder(out, placement, comm);
 
     // Data-parallel gradient and parameter traffic for this rank's shard of the model.
     // An uneven split: the pacing stage's share, by its decoder layers over the average stage's.
@@ -496,6 +559,30 @@ pub fn step_comms_paced(
             Overlap::LastBackward,
         );
     }
+}
+
+/// Appends the model-parallel items of [`step_comms_paced`] to `out`: TP and expert-TP
+/// collectives, PP sends, the CP ring and EP's all-to-all. They read the group sizes, the
+/// micro-batch, virtual stages, sequence parallel, the pace and whether recompute is full,
+/// never the ZeRO stage or schedule.
+pub fn model_parallel_comms(
+    out: &mut StepComms,
+    inp: &CommInputs,
+    layout: &Layout,
+    placement: &Placement,
+    comm: &CommModel,
+    pace: &crate::input::stage_split::StagePace,
+) {
+    let tp = f64::from(layout.tp.max(1));
+    let cp = f64::from(layout.cp.max(1));
+    let etp = f64::from(layout.expert_tp.max(1));
+    let v = f64::from(layout.virtual_stages.max(1));
+    let b = f64::from(layout.micro_batch.max(1));
+    let m = inp.micro_batches(layout);
+    // Per-layer traffic counts the layers of the stage that sets the pace (stage_split.rs).
+    let (layers_per_stage, moe_layers_per_stage) = paced_layers(inp, layout, pace);
+    let full = layout.recompute == Recompute::Full;
+    let mut add = adder(out, placement, comm);
 
     // Tensor parallel: Shoeybi et al. 2019 §3 — one all-reduce after attention and one
     // after the MLP in forward (g), the same two in backward (f); with sequence parallel
@@ -619,5 +706,4 @@ pub fn step_comms_paced(
             Overlap::None,
         );
     }
-    out
 }

@@ -21,7 +21,7 @@ use crate::parallel::topology::{GroupKind, Placement, RankOrder};
 use crate::time::adapters::AdapterTime;
 use crate::time::collectives::CommModel;
 use crate::time::comms::Purpose;
-use crate::time::comms::{step_comms, step_comms_paced, CommInputs, CommItem, Overlap, StepComms};
+use crate::time::comms::{step_comms, step_comms_paced, CommInputs, CommItem, Overlap};
 use crate::time::elementwise::MemoryBoundBytes;
 
 /// Choices of the time model.
@@ -624,13 +624,17 @@ impl StepModel {
         pace: &crate::input::stage_split::StagePace,
     ) -> StepSeconds {
         let comms = step_comms_paced(&self.comm_inputs, layout, placement, &self.comm, pace);
-        self.seconds_with(layout, &comms, pace)
+        self.seconds_with(layout, comms.iter(), pace)
     }
 
-    fn seconds_with(
+    /// [`StepModel::seconds_paced`] with the layout's communication items already built, in
+    /// [`step_comms_paced`]'s order (the mesh search builds their data-parallel and
+    /// model-parallel parts once for the candidates that share them and passes them
+    /// [`crate::time::comms::chained`]).
+    pub fn seconds_with<'c>(
         &self,
         layout: &Layout,
-        comms: &StepComms,
+        comms: impl IntoIterator<Item = &'c CommItem>,
         pace: &crate::input::stage_split::StagePace,
     ) -> StepSeconds {
         let inp = &self.comm_inputs;
@@ -778,7 +782,7 @@ impl StepModel {
             self.overlap.ep_comm && crate::input::overlap::ep_overlap_blocker(layout).is_none();
         let mut ep_paired_s = 0.0;
         // Sum items by overlap class and group first (an item class may appear twice).
-        for item in comms.iter() {
+        for item in comms {
             let s = item.seconds_per_step;
             let g = item.group.index();
             if item.overlap == Overlap::EachUnitBackward {
@@ -1045,7 +1049,7 @@ impl StepModel {
     pub fn evaluate(&self, layout: &Layout) -> StepCost {
         let placement = self.placement(layout);
         let comms = step_comms(&self.comm_inputs, layout, &placement, &self.comm);
-        let s = self.seconds_with(layout, &comms, &self.comm_inputs.pace(layout));
+        let s = self.seconds_with(layout, comms.iter(), &self.comm_inputs.pace(layout));
         let gpus = layout.world_size() as f64;
         let tokens = self.tokens_per_step();
         let mfu = self.mfu(s.total, gpus);

@@ -381,3 +381,107 @@ fn two_level_all_reduce_is_the_sum_of_its_stages() {
     let got = model.time_s(Collective::AllReduce, s, &g);
     assert!((got / want - 1.0).abs() < 1e-12, "{got} vs {want}");
 }
+
+/// The mesh search builds a step's items in two parts, each shared by the candidates that
+/// differ only in what the other part reads (`comms::chained`); chained they must be the
+/// whole step's items, in order and bit for bit, whatever the ZeRO stage and recompute, on
+/// dense and MoE models, also where the items reach `MAX_ITEMS` (DeepSeek-V3 with TP,
+/// expert-TP and CP under sequence parallel has 13-16 items at 4ff11ce, so `StepComms`
+/// keeps the first 12 and both paths drop the same tail).
+#[test]
+fn the_two_parts_chained_are_the_step_items() {
+    use planner_core::time::comms::{
+        chained, data_parallel_comms, model_parallel_comms, StepComms, MAX_ITEMS,
+    };
+    for (name, ep, expert_tp) in [("llama-3.1-70b", 1, 1), ("deepseek-v3", 8, 2)] {
+        let model = model_preset(name).expect("preset");
+        let c = cluster(32);
+        let inp = CommInputs::new(
+            &model,
+            &Precision::default(),
+            &Training {
+                seq_len: 4096,
+                global_batch: 256,
+                finetune: Default::default(),
+                offload: Default::default(),
+            },
+            &Overheads::default(),
+        );
+        let comm = CommModel::assumed(&c);
+        for zero in ZeroStage::ALL {
+            for recompute in Recompute::ALL {
+                let layout = Layout {
+                    dp: 8,
+                    tp: 2,
+                    pp: 4,
+                    cp: 4,
+                    ep,
+                    expert_tp,
+                    micro_batch: 2,
+                    zero,
+                    recompute,
+                    sequence_parallel: true,
+                    ..Layout::default()
+                };
+                let placement = Placement::of(&layout, c.gpus_per_node, RankOrder::default());
+                let whole = step_comms(&inp, &layout, &placement, &comm);
+                let pace = inp.pace(&layout);
+                let (mut dp, mut mp) = (StepComms::new(), StepComms::new());
+                data_parallel_comms(&mut dp, &inp, &layout, &placement, &comm, &pace);
+                model_parallel_comms(&mut mp, &inp, &layout, &placement, &comm, &pace);
+                let parts: Vec<_> = chained(&dp, &mp).copied().collect();
+                let items: Vec<_> = whole.iter().copied().collect();
+                assert_eq!(parts, items, "{name} {zero:?} {recompute:?}");
+                assert!(items.len() <= MAX_ITEMS);
+            }
+        }
+    }
+}
+
+/// The largest step there is: DeepSeek-V3 with ZeRO-3, full recompute, sequence parallel,
+/// TP and expert TP, PP, CP and EP has every kind of item, and none is dropped (12 slots
+/// once dropped EP's all-to-all, the CP ring and the PP sends of such layouts).
+#[test]
+fn the_largest_step_keeps_every_item() {
+    use planner_core::time::comms::{Purpose, MAX_ITEMS};
+    let model = model_preset("deepseek-v3").expect("preset");
+    let c = cluster(32);
+    let inp = CommInputs::new(
+        &model,
+        &Precision::default(),
+        &Training {
+            seq_len: 4096,
+            global_batch: 256,
+            finetune: Default::default(),
+            offload: Default::default(),
+        },
+        &Overheads::default(),
+    );
+    let comm = CommModel::assumed(&c);
+    let layout = Layout {
+        dp: 8,
+        tp: 2,
+        pp: 4,
+        cp: 4,
+        ep: 8,
+        expert_tp: 2,
+        micro_batch: 2,
+        zero: ZeroStage::Zero3,
+        recompute: Recompute::Full,
+        sequence_parallel: true,
+        ..Layout::default()
+    };
+    let placement = Placement::of(&layout, c.gpus_per_node, RankOrder::default());
+    let items = step_comms(&inp, &layout, &placement, &comm);
+    assert_eq!(items.iter().count(), MAX_ITEMS);
+    for purpose in [
+        Purpose::EpDispatchCombine,
+        Purpose::CpKvRing,
+        Purpose::PpActivations,
+    ] {
+        assert!(
+            items.iter().any(|i| i.purpose == purpose),
+            "{purpose:?} priced"
+        );
+    }
+}
