@@ -1187,6 +1187,24 @@ pub struct ErrorStats {
     pub within_25: Option<f64>,
 }
 
+impl ErrorStats {
+    /// Reads the fields serde writes for these statistics from a JSON object, through
+    /// `serde_json::Value` as [`PageReply::from_json`] reads (see there why).
+    pub fn from_value(v: &serde_json::Value) -> Result<Self, String> {
+        use crate::base::json_value::{count, maybe};
+        Ok(ErrorStats {
+            rows: count(v, "rows")?,
+            compared: count(v, "compared")?,
+            not_representable: count(v, "not_representable")?,
+            median: maybe(v, "median")?,
+            p90: maybe(v, "p90")?,
+            max: maybe(v, "max")?,
+            within_10: maybe(v, "within_10")?,
+            within_25: maybe(v, "within_25")?,
+        })
+    }
+}
+
 /// The `q`-quantile (0..=1) of ascending `sorted` by linear interpolation between the
 /// order statistics at `q·(n−1)` (Hyndman & Fan 1996, type 7; numpy's default).
 pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
@@ -1789,25 +1807,15 @@ pub fn run_validation(
     Ok(validate_runs(&runs, options))
 }
 
-/// One summary row of the page's accuracy section ([`PageSummary`]).
+/// One summary row of the page's accuracy section ([`PageSummary`]): a group's name and
+/// its [`ErrorStats`], whose fields sit beside `group` in the JSON.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PageGroup {
     /// Group name (a quantity id, [`TIME_GROUP`] or [`ALL_GROUP`]).
     pub group: String,
-    /// Rows in the group.
-    pub rows: usize,
-    /// Rows compared.
-    pub compared: usize,
-    /// Median |error|.
-    pub median: Option<f64>,
-    /// 90th percentile |error|.
-    pub p90: Option<f64>,
-    /// Largest |error|.
-    pub max: Option<f64>,
-    /// Share of compared rows with |error| ≤ 10%.
-    pub within_10: Option<f64>,
-    /// Share of compared rows with |error| ≤ 25%.
-    pub within_25: Option<f64>,
+    /// |error| statistics of the group.
+    #[serde(flatten)]
+    pub stats: ErrorStats,
 }
 
 /// One compared row of the page's accuracy section ([`PageSummary`]).
@@ -1890,7 +1898,7 @@ impl PageReply {
     /// through `serde_json::Value`, whose parser the page links anyway (the model
     /// importer's): the derived visitors would add about 8 KB gzipped to the page.
     pub fn from_json(text: &str) -> Result<Self, String> {
-        use crate::base::json_value::{count, field, list, maybe, number, string};
+        use crate::base::json_value::{count, field, list, number, string};
         use serde_json::Value;
         let v: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
         if v.as_str() == Some("Ready") {
@@ -1908,13 +1916,7 @@ impl PageReply {
             groups: list(s, "groups", |g| {
                 Ok(PageGroup {
                     group: string(g, "group")?,
-                    rows: count(g, "rows")?,
-                    compared: count(g, "compared")?,
-                    median: maybe(g, "median")?,
-                    p90: maybe(g, "p90")?,
-                    max: maybe(g, "max")?,
-                    within_10: maybe(g, "within_10")?,
-                    within_25: maybe(g, "within_25")?,
+                    stats: ErrorStats::from_value(g)?,
                 })
             })?,
             rows: list(s, "rows", |r| {
@@ -1950,13 +1952,7 @@ pub fn page_summary(json: &str) -> Result<PageSummary, FieldError> {
         .iter()
         .map(|g| PageGroup {
             group: g.group.clone(),
-            rows: g.stats.rows,
-            compared: g.stats.compared,
-            median: g.stats.median,
-            p90: g.stats.p90,
-            max: g.stats.max,
-            within_10: g.stats.within_10,
-            within_25: g.stats.within_25,
+            stats: g.stats.clone(),
         })
         .collect();
     let rows = runs
