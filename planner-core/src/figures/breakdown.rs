@@ -131,7 +131,7 @@ pub fn step_breakdown(
             formula: "steps·α + bytes·factor(n)/busbw per call × calls, minus what overlaps"
                 .to_string(),
             worked: format!("{} exposed of {} ({what})", ms(e), ms(raw)),
-            assumption: format!("{COMM_TIME_ASSUMPTION} (cost.rs)"),
+            assumption: format!("{COMM_TIME_ASSUMPTION} (time/collectives.rs)"),
         }
     };
     let dp_kinds = [GroupKind::Dp, GroupKind::DpCp, GroupKind::ExpertDp];
