@@ -10,7 +10,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::edges::validation::{
-    check_row_text, error_stats, model_for_key, parse_checked_rows, GroupSummary, ReasonTally,
+    check_row_text, error_stats, model_for_key, parse_checked_rows, summarize_by_source,
+    tally_reason, GroupSummary, ReasonTally, ALL_GROUP,
 };
 use crate::input::hardware::{gpu_preset, Cluster};
 use crate::input::precision::{Precision, PrecisionRecipe};
@@ -619,8 +620,8 @@ pub struct ServingValidationReport {
     pub conventions: Vec<String>,
 }
 
-/// The group of every quantity together.
-pub const ALL_SERVING_GROUP: &str = "all quantities";
+/// The group of every quantity together (named as the training report's).
+pub const ALL_SERVING_GROUP: &str = ALL_GROUP;
 
 /// How the comparison reads each quantity.
 pub fn serving_conventions() -> Vec<String> {
@@ -657,13 +658,7 @@ fn summarize(
         match &r.not_representable {
             Some(reason) => {
                 not_representable += wanted.len();
-                match tallies.iter_mut().find(|t| &t.reason == reason) {
-                    Some(t) => t.rows.push(r.id.clone()),
-                    None => tallies.push(ReasonTally {
-                        reason: reason.clone(),
-                        rows: vec![r.id.clone()],
-                    }),
-                }
+                tally_reason(&mut tallies, reason, &r.id);
             }
             None => errors.extend(
                 r.comparisons
@@ -689,19 +684,11 @@ pub fn validate_serving_runs(runs: &[ServingRun]) -> ServingValidationReport {
         .map(|q| summarize(q.id(), &all, Some(*q)))
         .collect();
     by_quantity.push(summarize(ALL_SERVING_GROUP, &all, None));
-    let mut sources: Vec<&str> = Vec::new();
-    for r in &rows {
-        if !sources.contains(&r.source.as_str()) {
-            sources.push(&r.source);
-        }
-    }
-    let by_source = sources
-        .iter()
-        .map(|s| {
-            let group: Vec<&ServingRowResult> = rows.iter().filter(|r| r.source == *s).collect();
-            summarize(s, &group, None)
-        })
-        .collect();
+    let by_source = summarize_by_source(
+        &rows,
+        |r| r.source.as_str(),
+        |s, group| summarize(s, group, None),
+    );
     ServingValidationReport {
         dataset_rows: runs.len(),
         rows,

@@ -1259,6 +1259,39 @@ pub struct GroupSummary {
     pub not_representable: Vec<ReasonTally>,
 }
 
+/// Adds row `id` to the tally of `reason` in `tallies`, or a new tally after the others.
+pub fn tally_reason(tallies: &mut Vec<ReasonTally>, reason: &str, id: &str) {
+    match tallies.iter_mut().find(|t| t.reason == reason) {
+        Some(t) => t.rows.push(id.to_string()),
+        None => tallies.push(ReasonTally {
+            reason: reason.to_string(),
+            rows: vec![id.to_string()],
+        }),
+    }
+}
+
+/// One [`GroupSummary`] per source of `rows`, in first-seen order, each made by
+/// `summarize(source, the rows of that source)`.
+pub fn summarize_by_source<R>(
+    rows: &[R],
+    source: impl Fn(&R) -> &str,
+    summarize: impl Fn(&str, &[&R]) -> GroupSummary,
+) -> Vec<GroupSummary> {
+    let mut sources: Vec<&str> = Vec::new();
+    for r in rows {
+        if !sources.contains(&source(r)) {
+            sources.push(source(r));
+        }
+    }
+    sources
+        .iter()
+        .map(|s| {
+            let group: Vec<&R> = rows.iter().filter(|r| source(r) == *s).collect();
+            summarize(s, &group)
+        })
+        .collect()
+}
+
 fn summarize_group(group: &str, rows: &[&RowResult]) -> GroupSummary {
     let errors: Vec<f64> = rows
         .iter()
@@ -1267,13 +1300,7 @@ fn summarize_group(group: &str, rows: &[&RowResult]) -> GroupSummary {
     let mut tallies: Vec<ReasonTally> = Vec::new();
     for r in rows {
         if let Some(reason) = &r.not_representable {
-            match tallies.iter_mut().find(|t| &t.reason == reason) {
-                Some(t) => t.rows.push(r.id.clone()),
-                None => tallies.push(ReasonTally {
-                    reason: reason.clone(),
-                    rows: vec![r.id.clone()],
-                }),
-            }
+            tally_reason(&mut tallies, reason, &r.id);
         }
     }
     let not_representable = rows.len() - errors.len();
@@ -1735,19 +1762,7 @@ pub fn summarize(
     let all: Vec<&RowResult> = rows.iter().collect();
     by_quantity.push(summarize_group(ALL_GROUP, &all));
 
-    let mut sources: Vec<&str> = Vec::new();
-    for r in &rows {
-        if !sources.contains(&r.source.as_str()) {
-            sources.push(r.source.as_str());
-        }
-    }
-    let by_source = sources
-        .iter()
-        .map(|s| {
-            let group: Vec<&RowResult> = rows.iter().filter(|r| r.source == *s).collect();
-            summarize_group(s, &group)
-        })
-        .collect();
+    let by_source = summarize_by_source(&rows, |r| r.source.as_str(), summarize_group);
 
     let search = searches.map(|n| search_summary(&rows, n));
     ValidationReport {
@@ -1777,13 +1792,7 @@ fn search_summary(rows: &[RowResult], searches: usize) -> SearchSummary {
     let mut rejected: Vec<ReasonTally> = Vec::new();
     for (row, s) in &searched {
         for rc in &s.rejected_reasons {
-            match rejected.iter_mut().find(|t| t.reason == rc.reason) {
-                Some(t) => t.rows.push(row.id.clone()),
-                None => rejected.push(ReasonTally {
-                    reason: rc.reason.clone(),
-                    rows: vec![row.id.clone()],
-                }),
-            }
+            tally_reason(&mut rejected, &rc.reason, &row.id);
         }
     }
     SearchSummary {
