@@ -10,8 +10,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::edges::validation::{
-    check_row_text, error_stats, model_for_key, parse_checked_rows, summarize_by_source,
-    tally_reason, GroupSummary, ReasonTally, ALL_GROUP,
+    check_row_text, dataset_gpu_preset, error_stats, model_for_key, parse_checked_rows,
+    summarize_by_source, tally_reason, GroupSummary, ReasonTally, ALL_GROUP,
 };
 use crate::input::hardware::{gpu_preset, Cluster};
 use crate::input::precision::{Precision, PrecisionRecipe};
@@ -102,7 +102,7 @@ pub struct ServingRun {
     pub engine_version: String,
     /// The model's name as the source prints it.
     pub model_name: String,
-    /// `A100-80GB`, `H100-80GB`, `H200`, `MI300X`.
+    /// A GPU name of [`crate::edges::validation::DATASET_GPUS`] (`A100-80GB`, `H100-80GB`, `H200`, `MI300X`…).
     pub gpu_type: String,
     /// Tensor parallel of the replica.
     pub tp: u32,
@@ -294,21 +294,11 @@ pub struct MappedServing {
     pub defaults: Vec<String>,
 }
 
-fn gpu_id(gpu_type: &str) -> Option<&'static str> {
-    match gpu_type {
-        "A100-80GB" => Some("a100-80gb"),
-        "H100-80GB" => Some("h100-sxm"),
-        "H200" => Some("h200"),
-        "MI300X" => Some("mi300x"),
-        _ => None,
-    }
-}
-
 /// Maps a row to a scenario and load; `Err` says why the row is not representable.
 /// A row without a stated concurrency (maximum load) gets the KV pool's sequences, which
 /// needs one evaluation of the replica first.
 pub fn map_serving_run(run: &ServingRun) -> Result<MappedServing, String> {
-    let Some(id) = gpu_id(&run.gpu_type) else {
+    let Some(id) = dataset_gpu_preset(&run.gpu_type) else {
         return Err(format!("no GPU preset for gpu_type '{}'", run.gpu_type));
     };
     let Some(gpu) = gpu_preset(id) else {

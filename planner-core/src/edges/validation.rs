@@ -1714,12 +1714,7 @@ pub fn shape_nearness(
     pp: u32,
 ) -> f64 {
     let ratio = |a: f64, b: f64| (a.max(1e-9) / b.max(1e-9)).log10().abs();
-    let run_gpu = match run.gpu_type {
-        "A100-80GB" => "a100-80gb",
-        "H100-80GB" => "h100-sxm",
-        "H100-96GB" => "h100-96gb",
-        _ => "",
-    };
+    let run_gpu = dataset_gpu_preset(run.gpu_type).unwrap_or("");
     let mut d = ratio(run.params_b, params_b) + ratio(f64::from(run.gpus), gpus as f64);
     if run_gpu != gpu_id {
         d += 1.0;
@@ -1731,6 +1726,24 @@ pub fn shape_nearness(
         d += 0.5;
     }
     d
+}
+
+/// The GPU names of the published datasets (`public-runs.json`, `serving-runs.json`) and
+/// the [`gpu_preset`] id of each.
+pub const DATASET_GPUS: [(&str, &str); 5] = [
+    ("A100-80GB", "a100-80gb"),
+    ("H100-80GB", "h100-sxm"),
+    ("H100-96GB", "h100-96gb"),
+    ("H200", "h200"),
+    ("MI300X", "mi300x"),
+];
+
+/// The [`gpu_preset`] id of a dataset's GPU name ([`DATASET_GPUS`]), matched exactly.
+pub fn dataset_gpu_preset(gpu_type: &str) -> Option<&'static str> {
+    DATASET_GPUS
+        .iter()
+        .find(|(name, _)| *name == gpu_type)
+        .map(|(_, id)| *id)
 }
 
 /// The published dataset built into meshplan (`validation/public-runs.json`).
