@@ -122,15 +122,15 @@ fn summary_table(groups: Vec<PageGroup>) -> impl IntoView {
                         view! {
                             <tr data-group=g.group.clone()>
                                 <td>{g.group.clone()}</td>
-                                <td>{g.rows}</td>
-                                <td data-testid="accuracy-compared">{g.compared}</td>
-                                <td data-median=g.median.unwrap_or(f64::NAN).to_string()>
-                                    {stat(g.median)}
+                                <td>{g.stats.rows}</td>
+                                <td data-testid="accuracy-compared">{g.stats.compared}</td>
+                                <td data-median=g.stats.median.unwrap_or(f64::NAN).to_string()>
+                                    {stat(g.stats.median)}
                                 </td>
-                                <td>{stat(g.p90)}</td>
-                                <td>{stat(g.max)}</td>
-                                <td>{stat(g.within_10)}</td>
-                                <td>{stat(g.within_25)}</td>
+                                <td>{stat(g.stats.p90)}</td>
+                                <td>{stat(g.stats.max)}</td>
+                                <td>{stat(g.stats.within_10)}</td>
+                                <td>{stat(g.stats.within_25)}</td>
                             </tr>
                         }
                     })

@@ -10,7 +10,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::edges::validation::{
-    check_row_text, error_stats, model_for_key, parse_checked_rows, GroupSummary, ReasonTally,
+    check_row_text, dataset_gpu_preset, error_stats, model_for_key, parse_checked_rows,
+    summarize_by_source, tally_reason, GroupSummary, ReasonTally, ALL_GROUP,
 };
 use crate::input::hardware::{gpu_preset, Cluster};
 use crate::input::precision::{Precision, PrecisionRecipe};
@@ -101,7 +102,7 @@ pub struct ServingRun {
     pub engine_version: String,
     /// The model's name as the source prints it.
     pub model_name: String,
-    /// `A100-80GB`, `H100-80GB`, `H200`, `MI300X`.
+    /// A GPU name of [`crate::edges::validation::DATASET_GPUS`] (`A100-80GB`, `H100-80GB`, `H200`, `MI300X`…).
     pub gpu_type: String,
     /// Tensor parallel of the replica.
     pub tp: u32,
@@ -293,21 +294,11 @@ pub struct MappedServing {
     pub defaults: Vec<String>,
 }
 
-fn gpu_id(gpu_type: &str) -> Option<&'static str> {
-    match gpu_type {
-        "A100-80GB" => Some("a100-80gb"),
-        "H100-80GB" => Some("h100-sxm"),
-        "H200" => Some("h200"),
-        "MI300X" => Some("mi300x"),
-        _ => None,
-    }
-}
-
 /// Maps a row to a scenario and load; `Err` says why the row is not representable.
 /// A row without a stated concurrency (maximum load) gets the KV pool's sequences, which
 /// needs one evaluation of the replica first.
 pub fn map_serving_run(run: &ServingRun) -> Result<MappedServing, String> {
-    let Some(id) = gpu_id(&run.gpu_type) else {
+    let Some(id) = dataset_gpu_preset(&run.gpu_type) else {
         return Err(format!("no GPU preset for gpu_type '{}'", run.gpu_type));
     };
     let Some(gpu) = gpu_preset(id) else {
@@ -619,8 +610,8 @@ pub struct ServingValidationReport {
     pub conventions: Vec<String>,
 }
 
-/// The group of every quantity together.
-pub const ALL_SERVING_GROUP: &str = "all quantities";
+/// The group of every quantity together (named as the training report's).
+pub const ALL_SERVING_GROUP: &str = ALL_GROUP;
 
 /// How the comparison reads each quantity.
 pub fn serving_conventions() -> Vec<String> {
@@ -657,13 +648,7 @@ fn summarize(
         match &r.not_representable {
             Some(reason) => {
                 not_representable += wanted.len();
-                match tallies.iter_mut().find(|t| &t.reason == reason) {
-                    Some(t) => t.rows.push(r.id.clone()),
-                    None => tallies.push(ReasonTally {
-                        reason: reason.clone(),
-                        rows: vec![r.id.clone()],
-                    }),
-                }
+                tally_reason(&mut tallies, reason, &r.id);
             }
             None => errors.extend(
                 r.comparisons
@@ -689,19 +674,11 @@ pub fn validate_serving_runs(runs: &[ServingRun]) -> ServingValidationReport {
         .map(|q| summarize(q.id(), &all, Some(*q)))
         .collect();
     by_quantity.push(summarize(ALL_SERVING_GROUP, &all, None));
-    let mut sources: Vec<&str> = Vec::new();
-    for r in &rows {
-        if !sources.contains(&r.source.as_str()) {
-            sources.push(&r.source);
-        }
-    }
-    let by_source = sources
-        .iter()
-        .map(|s| {
-            let group: Vec<&ServingRowResult> = rows.iter().filter(|r| r.source == *s).collect();
-            summarize(s, &group, None)
-        })
-        .collect();
+    let by_source = summarize_by_source(
+        &rows,
+        |r| r.source.as_str(),
+        |s, group| summarize(s, group, None),
+    );
     ServingValidationReport {
         dataset_rows: runs.len(),
         rows,

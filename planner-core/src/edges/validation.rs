@@ -1308,6 +1308,24 @@ pub struct ErrorStats {
     pub within_25: Option<f64>,
 }
 
+impl ErrorStats {
+    /// Reads the fields serde writes for these statistics from a JSON object, through
+    /// `serde_json::Value` as [`PageReply::from_json`] reads (see there why).
+    pub fn from_value(v: &serde_json::Value) -> Result<Self, String> {
+        use crate::base::json_value::{count, maybe};
+        Ok(ErrorStats {
+            rows: count(v, "rows")?,
+            compared: count(v, "compared")?,
+            not_representable: count(v, "not_representable")?,
+            median: maybe(v, "median")?,
+            p90: maybe(v, "p90")?,
+            max: maybe(v, "max")?,
+            within_10: maybe(v, "within_10")?,
+            within_25: maybe(v, "within_25")?,
+        })
+    }
+}
+
 /// The `q`-quantile (0..=1) of ascending `sorted` by linear interpolation between the
 /// order statistics at `q·(n−1)` (Hyndman & Fan 1996, type 7; numpy's default).
 pub fn quantile(sorted: &[f64], q: f64) -> Option<f64> {
@@ -1362,6 +1380,39 @@ pub struct GroupSummary {
     pub not_representable: Vec<ReasonTally>,
 }
 
+/// Adds row `id` to the tally of `reason` in `tallies`, or a new tally after the others.
+pub fn tally_reason(tallies: &mut Vec<ReasonTally>, reason: &str, id: &str) {
+    match tallies.iter_mut().find(|t| t.reason == reason) {
+        Some(t) => t.rows.push(id.to_string()),
+        None => tallies.push(ReasonTally {
+            reason: reason.to_string(),
+            rows: vec![id.to_string()],
+        }),
+    }
+}
+
+/// One [`GroupSummary`] per source of `rows`, in first-seen order, each made by
+/// `summarize(source, the rows of that source)`.
+pub fn summarize_by_source<R>(
+    rows: &[R],
+    source: impl Fn(&R) -> &str,
+    summarize: impl Fn(&str, &[&R]) -> GroupSummary,
+) -> Vec<GroupSummary> {
+    let mut sources: Vec<&str> = Vec::new();
+    for r in rows {
+        if !sources.contains(&source(r)) {
+            sources.push(source(r));
+        }
+    }
+    sources
+        .iter()
+        .map(|s| {
+            let group: Vec<&R> = rows.iter().filter(|r| source(r) == *s).collect();
+            summarize(s, &group)
+        })
+        .collect()
+}
+
 fn summarize_group(group: &str, rows: &[&RowResult]) -> GroupSummary {
     let errors: Vec<f64> = rows
         .iter()
@@ -1370,13 +1421,7 @@ fn summarize_group(group: &str, rows: &[&RowResult]) -> GroupSummary {
     let mut tallies: Vec<ReasonTally> = Vec::new();
     for r in rows {
         if let Some(reason) = &r.not_representable {
-            match tallies.iter_mut().find(|t| &t.reason == reason) {
-                Some(t) => t.rows.push(r.id.clone()),
-                None => tallies.push(ReasonTally {
-                    reason: reason.clone(),
-                    rows: vec![r.id.clone()],
-                }),
-            }
+            tally_reason(&mut tallies, reason, &r.id);
         }
     }
     let not_representable = rows.len() - errors.len();
@@ -1790,12 +1835,7 @@ pub fn shape_nearness(
     pp: u32,
 ) -> f64 {
     let ratio = |a: f64, b: f64| (a.max(1e-9) / b.max(1e-9)).log10().abs();
-    let run_gpu = match run.gpu_type {
-        "A100-80GB" => "a100-80gb",
-        "H100-80GB" => "h100-sxm",
-        "H100-96GB" => "h100-96gb",
-        _ => "",
-    };
+    let run_gpu = dataset_gpu_preset(run.gpu_type).unwrap_or("");
     let mut d = ratio(run.params_b, params_b) + ratio(f64::from(run.gpus), gpus as f64);
     if run_gpu != gpu_id {
         d += 1.0;
@@ -1807,6 +1847,24 @@ pub fn shape_nearness(
         d += 0.5;
     }
     d
+}
+
+/// The GPU names of the published datasets (`public-runs.json`, `serving-runs.json`) and
+/// the [`gpu_preset`] id of each.
+pub const DATASET_GPUS: [(&str, &str); 5] = [
+    ("A100-80GB", "a100-80gb"),
+    ("H100-80GB", "h100-sxm"),
+    ("H100-96GB", "h100-96gb"),
+    ("H200", "h200"),
+    ("MI300X", "mi300x"),
+];
+
+/// The [`gpu_preset`] id of a dataset's GPU name ([`DATASET_GPUS`]), matched exactly.
+pub fn dataset_gpu_preset(gpu_type: &str) -> Option<&'static str> {
+    DATASET_GPUS
+        .iter()
+        .find(|(name, _)| *name == gpu_type)
+        .map(|(_, id)| *id)
 }
 
 /// The published dataset built into meshplan (`validation/public-runs.json`).
@@ -1838,19 +1896,7 @@ pub fn summarize(
     let all: Vec<&RowResult> = rows.iter().collect();
     by_quantity.push(summarize_group(ALL_GROUP, &all));
 
-    let mut sources: Vec<&str> = Vec::new();
-    for r in &rows {
-        if !sources.contains(&r.source.as_str()) {
-            sources.push(r.source.as_str());
-        }
-    }
-    let by_source = sources
-        .iter()
-        .map(|s| {
-            let group: Vec<&RowResult> = rows.iter().filter(|r| r.source == *s).collect();
-            summarize_group(s, &group)
-        })
-        .collect();
+    let by_source = summarize_by_source(&rows, |r| r.source.as_str(), summarize_group);
 
     let search = searches.map(|n| search_summary(&rows, n));
     ValidationReport {
@@ -1880,13 +1926,7 @@ fn search_summary(rows: &[RowResult], searches: usize) -> SearchSummary {
     let mut rejected: Vec<ReasonTally> = Vec::new();
     for (row, s) in &searched {
         for rc in &s.rejected_reasons {
-            match rejected.iter_mut().find(|t| t.reason == rc.reason) {
-                Some(t) => t.rows.push(row.id.clone()),
-                None => rejected.push(ReasonTally {
-                    reason: rc.reason.clone(),
-                    rows: vec![row.id.clone()],
-                }),
-            }
+            tally_reason(&mut rejected, &rc.reason, &row.id);
         }
     }
     SearchSummary {
@@ -1910,25 +1950,15 @@ pub fn run_validation(
     Ok(validate_runs(&runs, options))
 }
 
-/// One summary row of the page's accuracy section ([`PageSummary`]).
+/// One summary row of the page's accuracy section ([`PageSummary`]): a group's name and
+/// its [`ErrorStats`], whose fields sit beside `group` in the JSON.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PageGroup {
     /// Group name (a quantity id, [`TIME_GROUP`] or [`ALL_GROUP`]).
     pub group: String,
-    /// Rows in the group.
-    pub rows: usize,
-    /// Rows compared.
-    pub compared: usize,
-    /// Median |error|.
-    pub median: Option<f64>,
-    /// 90th percentile |error|.
-    pub p90: Option<f64>,
-    /// Largest |error|.
-    pub max: Option<f64>,
-    /// Share of compared rows with |error| ≤ 10%.
-    pub within_10: Option<f64>,
-    /// Share of compared rows with |error| ≤ 25%.
-    pub within_25: Option<f64>,
+    /// |error| statistics of the group.
+    #[serde(flatten)]
+    pub stats: ErrorStats,
 }
 
 /// One compared row of the page's accuracy section ([`PageSummary`]).
@@ -2011,7 +2041,7 @@ impl PageReply {
     /// through `serde_json::Value`, whose parser the page links anyway (the model
     /// importer's): the derived visitors would add about 8 KB gzipped to the page.
     pub fn from_json(text: &str) -> Result<Self, String> {
-        use crate::base::json_value::{count, field, list, maybe, number, string};
+        use crate::base::json_value::{count, field, list, number, string};
         use serde_json::Value;
         let v: Value = serde_json::from_str(text).map_err(|e| e.to_string())?;
         if v.as_str() == Some("Ready") {
@@ -2029,13 +2059,7 @@ impl PageReply {
             groups: list(s, "groups", |g| {
                 Ok(PageGroup {
                     group: string(g, "group")?,
-                    rows: count(g, "rows")?,
-                    compared: count(g, "compared")?,
-                    median: maybe(g, "median")?,
-                    p90: maybe(g, "p90")?,
-                    max: maybe(g, "max")?,
-                    within_10: maybe(g, "within_10")?,
-                    within_25: maybe(g, "within_25")?,
+                    stats: ErrorStats::from_value(g)?,
                 })
             })?,
             rows: list(s, "rows", |r| {
@@ -2071,13 +2095,7 @@ pub fn page_summary(json: &str) -> Result<PageSummary, FieldError> {
         .iter()
         .map(|g| PageGroup {
             group: g.group.clone(),
-            rows: g.stats.rows,
-            compared: g.stats.compared,
-            median: g.stats.median,
-            p90: g.stats.p90,
-            max: g.stats.max,
-            within_10: g.stats.within_10,
-            within_25: g.stats.within_25,
+            stats: g.stats.clone(),
         })
         .collect();
     let rows = runs

@@ -9,7 +9,7 @@ use crate::figures::topology_map::domain_bytes;
 use crate::input::model::ModelSpec;
 use crate::input::scenario::Scenario;
 use crate::parallel::topology::{Domain, GroupKind};
-use crate::time::collectives::Collective;
+use crate::time::collectives::{Collective, COMM_TIME_ASSUMPTION};
 use crate::time::comms::{CommItem, Purpose};
 use crate::time::cost::{CostOptions, StepModel, StepSeconds};
 
@@ -131,7 +131,7 @@ pub fn step_breakdown(
             formula: "steps·α + bytes·factor(n)/busbw per call × calls, minus what overlaps"
                 .to_string(),
             worked: format!("{} exposed of {} ({what})", ms(e), ms(raw)),
-            assumption: "α–β with nccl-tests bus-bandwidth factors; two-level when a group spans nodes (cost.rs)".to_string(),
+            assumption: format!("{COMM_TIME_ASSUMPTION} (time/collectives.rs)"),
         }
     };
     let dp_kinds = [GroupKind::Dp, GroupKind::DpCp, GroupKind::ExpertDp];

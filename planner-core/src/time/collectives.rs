@@ -13,6 +13,10 @@ pub use crate::input::collective::{AlphaBeta, Collective, LinkDomain};
 use crate::input::hardware::Cluster;
 use crate::parallel::topology::{Domain, GroupPlacement};
 
+/// How a collective's time is priced, in words, for the explanations ([`CommModel::time_s`]:
+/// [`Domain::Hierarchical`] runs two levels, [`Domain::InterNode`] the network link alone).
+pub const COMM_TIME_ASSUMPTION: &str = "α–β with nccl-tests bus-bandwidth factors; two-level when a group has several GPUs on each of several nodes, the network link alone when it has one GPU per node";
+
 /// α–β parameters for every (operation, link), each marked measured or assumed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CommModel {

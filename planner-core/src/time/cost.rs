@@ -19,7 +19,7 @@ use crate::input::precision::ComputeDtype;
 use crate::input::scenario::Scenario;
 use crate::parallel::topology::{GroupKind, Placement, RankOrder};
 use crate::time::adapters::AdapterTime;
-use crate::time::collectives::CommModel;
+use crate::time::collectives::{CommModel, COMM_TIME_ASSUMPTION};
 use crate::time::comms::Purpose;
 use crate::time::comms::{step_comms, step_comms_paced, CommInputs, CommItem, Overlap};
 use crate::time::elementwise::MemoryBoundBytes;
@@ -1180,7 +1180,7 @@ impl StepModel {
                     formula: "steps·α + bytes·factor(n)/busbw, minus what overlaps".into(),
                     worked: format!("{} of {} total", ms(e), ms(raw)),
                     assumption: format!(
-                        "α–β with nccl-tests bus-bandwidth factors; two-level when a group spans nodes; overlap (input/overlap.rs): TP comm {}, gradient reduce {}, parameter gather {}, EP all-to-all {}",
+                        "{COMM_TIME_ASSUMPTION}; overlap (input/overlap.rs): TP comm {}, gradient reduce {}, parameter gather {}, EP all-to-all {}",
                         on_off(self.overlap.tp_comm),
                         on_off(self.overlap.grad_reduce),
                         on_off(self.overlap.param_gather),
