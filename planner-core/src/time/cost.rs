@@ -46,7 +46,9 @@ pub struct CostOptions {
     /// Fractional slowdown of compute while communication runs beside it (its time beside
     /// the communication over its time alone, minus 1): NCCL kernels take SMs and HBM
     /// bandwidth from the GEMMs. Each hidden second of communication then costs
-    /// `slowdown / (1 + slowdown)` seconds ([`overlap_interference_s`]).
+    /// `slowdown / (1 + slowdown)` seconds ([`overlap_interference_s`]). One figure for every
+    /// overlap path: no published measurement of its own was found for Transformer Engine's
+    /// userbuffers TP overlap or Megatron's EP overlap (combined 1F1B).
     pub overlap_slowdown: f64,
     /// Rank numbering order.
     pub rank_order: RankOrder,
