@@ -108,8 +108,8 @@ fn gradient_reduce_switched_off_is_exposed_whole() {
 fn tp_comm_overlap_leaves_one_chunk_per_micro_batch() {
     // Llama 3.1 70B, TP 8 on one node, 8 micro-batches: TP traffic per micro-batch is far
     // below its GEMM time, so with the switch on each micro-batch exposes the first of its
-    // tp = 8 chunks, c/8, plus the overlap slowdown on the hidden 7c/8 (0.1):
-    // exposed = raw · (1/8 + 0.1 · 7/8).
+    // tp = 8 chunks, c/8, plus the hidden 7c/8 times σ/(1 + σ), σ = 0.189 the compute
+    // slowdown beside communication (Lee et al. 2025): exposed = raw · (1/8 + σ/(1+σ) · 7/8).
     let mut sc = mesh_scenario("llama-3.1-70b", 1, 4096, 8);
     sc.layout = one_stage(&sc.layout, 1, 8, ZeroStage::Zero1, Recompute::Full);
     let off = step(&sc);
@@ -118,13 +118,38 @@ fn tp_comm_overlap_leaves_one_chunk_per_micro_batch() {
     let tp = GroupKind::Tp.index();
     let traffic = raw(&on, GroupKind::Tp);
     assert_eq!(off.seconds.exposed_comm[tp], traffic);
-    let want = traffic * (1.0 / 8.0 + 0.1 * 7.0 / 8.0);
+    let share = 0.189 / 1.189;
+    let want = traffic * (1.0 / 8.0 + share * 7.0 / 8.0);
     assert!(
         (on.seconds.exposed_comm[tp] / want - 1.0).abs() < 1e-9,
         "{} vs {want}",
         on.seconds.exposed_comm[tp]
     );
     assert!(on.seconds.total < off.seconds.total);
+    // Without the slowdown only the first chunk shows: exactly raw/8.
+    let model = sc.model_spec().expect("model");
+    let opts = CostOptions {
+        overlap_slowdown: 0.0,
+        ..CostOptions::default()
+    };
+    let bare = StepModel::new(&model, &sc, opts).evaluate(&sc.layout);
+    assert!((bare.seconds.exposed_comm[tp] / (traffic / 8.0) - 1.0).abs() < 1e-9);
+}
+
+#[test]
+fn the_overlap_slowdown_is_the_published_mean_and_prices_the_lost_compute() {
+    // Lee et al. 2025 (arXiv 2507.03114): compute beside communication runs 18.9% slower
+    // on average. A second of hidden communication leaves 1/1.189 s of compute done, so the
+    // step pays 0.189/1.189 ≈ 0.159 s for it; the 40.0% maximum costs 0.4/1.4 ≈ 0.286 s.
+    assert_eq!(CostOptions::default().overlap_slowdown, 0.189);
+    let f = planner_core::time::cost::overlap_interference_s;
+    assert!((f(1.0, 0.189) - 0.189 / 1.189).abs() < 1e-15);
+    assert!((f(2.0, 0.4) - 2.0 * 0.4 / 1.4).abs() < 1e-15);
+    assert_eq!(f(1.0, 0.0), 0.0);
+    assert_eq!(f(1.0, -0.5), 0.0);
+    assert_eq!(f(1.0, f64::NAN), 0.0);
+    assert_eq!(f(3.0, f64::INFINITY), 3.0);
+    assert_eq!(f(-1.0, 0.189), 0.0);
 }
 
 #[test]
@@ -153,8 +178,8 @@ fn ep_overlap_is_off_by_default_and_travels_in_links() {
 /// Mixtral 8x7B, EP 8 on one node (NVLink), no pipeline, 8 micro-batches: each
 /// micro-batch's all-to-alls are far below its compute, so under the combined 1F1B
 /// schedule only the first forward's and the last backward's run alone — one
-/// micro-batch's worth, raw/m — and the hidden rest costs the overlap slowdown (0.1):
-/// exposed = raw · (1/m + 0.1 · (1 − 1/m)).
+/// micro-batch's worth, raw/m — and the hidden rest costs σ/(1 + σ) of its time, σ = 0.189
+/// (Lee et al. 2025): exposed = raw · (1/m + σ/(1+σ) · (1 − 1/m)).
 #[test]
 fn ep_overlap_leaves_the_lone_first_forward_and_last_backward() {
     let mut sc = mesh_scenario("mixtral-8x7b", 1, 4096, 64);
@@ -171,7 +196,7 @@ fn ep_overlap_leaves_the_lone_first_forward_and_last_backward() {
     assert!(traffic > 0.0);
     assert_eq!(off.seconds.exposed_comm[ep], traffic);
     let m = 64.0 / 8.0;
-    let want = traffic * (1.0 / m + 0.1 * (1.0 - 1.0 / m));
+    let want = traffic * (1.0 / m + 0.189 / 1.189 * (1.0 - 1.0 / m));
     assert!(
         (on.seconds.exposed_comm[ep] / want - 1.0).abs() < 1e-9,
         "{} vs {want}",

@@ -159,9 +159,11 @@ fn a_dense_row_is_recomputed_by_hand() {
     let ag_intra = 7.0 * intra_lat + chunk * (7.0 / 8.0) / intra_bw;
     let all_reduce = buckets * (rs_intra + ar_inter + ag_intra);
     // Overlapped with the last micro-batch's backward; the last bucket never hides;
-    // what hides still costs `overlap_slowdown` of its time.
+    // compute beside the hidden part runs `overlap_slowdown` slower, so the step loses
+    // σ/(1 + σ) of each hidden second.
     let exposed = (all_reduce - t_b).max(all_reduce / buckets);
-    let interference = (all_reduce - exposed) * opts.overlap_slowdown;
+    let sigma = opts.overlap_slowdown;
+    let interference = (all_reduce - exposed) * sigma / (1.0 + sigma);
     // Optimizer step: every parameter's 32 bytes of HBM traffic (DDP, nothing sharded).
     let optimizer = params * opts.optimizer_bytes_per_param / bw;
     let step = ideal + exposed + interference + optimizer;

@@ -26,14 +26,22 @@ const SLACK: f64 = 0.002;
 /// `ub_tp_comm_overlap`, Megatron-Bridge 25.09 `CommOverlapConfig`, the Megatron-LM README's
 /// `--tp-comm-overlap`), and the TP overlap those recipes switch on makes the already
 /// optimistic NeMo 24.07 and Megatron-Bridge rows faster still (median 11.5% → 17.3%).
-const TIME_TODAY: (f64, f64, f64, f64) = (0.1731, 0.4035, 0.5521, 0.6923);
+/// Raised on 2026-12-01 from (0.1731, 0.4035, 0.5521, 0.6923) by the cited compute slowdown
+/// beside overlapped communication (CostOptions::overlap_slowdown 0.1 assumed → 0.189, Lee
+/// et al. 2025, each hidden second costing σ/(1 + σ)).
+const TIME_TODAY: (f64, f64, f64, f64) = (0.1666, 0.3956, 0.5512, 0.6923);
 /// All quantities lowered again from (0.1155, …, 0.7833) by the EP overlap the
 /// Megatron-Bridge DeepSeek-V3 row's script switches on (run_script.py
 /// `overlap_moe_expert_parallel_comm = True`): its TFLOP/s row moves from −11% to +36%.
-const ALL_TODAY: (f64, f64, f64, f64) = (0.1187, 0.4130, 3.2589, 0.7750);
+/// Raised again from (0.1187, 0.4130, 3.2589, 0.7750) by the same cited overlap slowdown.
+const ALL_TODAY: (f64, f64, f64, f64) = (0.1172, 0.4030, 3.0581, 0.7750);
 /// Rows with the published mesh in the search's top 10, as measured (49 before the recipes'
-/// overlap, 55 after: `meshplan validate`, 2026-12-01).
-const TOP_10_TODAY: usize = 55;
+/// overlap, 55 after: `meshplan validate`, 2026-12-01). Lowered to 51 by the cited compute
+/// slowdown beside overlapped communication (CostOptions::overlap_slowdown 0.1 assumed →
+/// 0.189, Lee et al. 2025): it charges the hidden collectives of the published meshes more,
+/// and megatron24-16b (tflops, mfu: #1 → #20) and torchtitan-t3-8b-128gpu (tps, mem:
+/// #1 → #14) leave the top 10.
+const TOP_10_TODAY: usize = 51;
 
 fn check(group: &str, s: &ErrorStats, today: (f64, f64, f64, f64)) {
     let (median, p90, max, within_25) = today;
