@@ -63,6 +63,9 @@ struct SearchState {
     timing: RwSignal<Option<Timing>>,
     started_ms: StoredValue<f64>,
     acc: StoredValue<Timing>,
+    /// Rankings shown since the page loaded (the status's `data-searches`): a test waits
+    /// for this to pass the count it read before its input.
+    shown_results: RwSignal<u64>,
 }
 
 impl SearchState {
@@ -158,6 +161,7 @@ impl SearchState {
                 t.wall_ms = now_ms() - self.started_ms.get_value();
                 self.timing.set(Some(t));
                 self.result.set(Some(Ok(ranked)));
+                self.shown_results.update(|n| *n += 1);
             });
         });
     }
@@ -244,6 +248,7 @@ pub fn MeshView() -> impl IntoView {
         timing: RwSignal::new(None),
         started_ms: StoredValue::new(0.0),
         acc: StoredValue::new(Timing::default()),
+        shown_results: RwSignal::new(0),
     };
     Effect::new(move |_| key.with(|k| state.start(k)));
 
@@ -356,7 +361,12 @@ pub fn MeshView() -> impl IntoView {
             <p class="explain">
                 "Every way to split the cluster's GPUs into DP × TP × PP × CP (and EP for mixture-of-experts models), crossed with ZeRO stage, micro-batch, pipeline schedule and recompute. Candidates that break a divisibility rule or do not fit in memory are rejected; the rest are ranked by predicted step time. Click a row to apply its layout to every view."
             </p>
-            <div class="mesh-status" data-testid="mesh-status" data-done=move || state.result.with(|r| r.is_some().to_string())>
+            <div
+                class="mesh-status"
+                data-testid="mesh-status"
+                data-done=move || state.result.with(|r| r.is_some().to_string())
+                data-searches=move || state.shown_results.get().to_string()
+            >
                 <progress
                     max=move || state.progress.get().1.max(1)
                     value=move || state.progress.get().0
