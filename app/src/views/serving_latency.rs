@@ -258,10 +258,17 @@ pub fn ServingLatency(
             SETTLE,
         );
     });
-    let computing = move || {
-        (channel.sent.get() > channel.received.get()).then(|| {
-            view! { <p class="hint" data-testid="serve-computing">"computing…"</p> }
-        })
+    // The note keeps its line while hidden: removed, the section below it moved up and the
+    // page laid out again in the frame after each answer.
+    let busy = move || channel.sent.get() > channel.received.get();
+    let computing = view! {
+        <p
+            class="hint"
+            data-testid=move || if busy() { "serve-computing" } else { "serve-answered" }
+            style:visibility=move || if busy() { "visible" } else { "hidden" }
+        >
+            "computing…"
+        </p>
     };
     let error = move || {
         channel
