@@ -10,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 use e2e::page;
-use e2e::{assert_no_console_errors, Page, Session};
+use e2e::{assert_no_console_errors, screenshot_path, Page, Session};
 use planner_core::edges::link;
 use planner_core::input::kernels::Kernels;
 use planner_core::input::overlap::{OverlapChoice, Switch};
@@ -164,6 +164,21 @@ fn kernel_and_overlap_choices_move_the_step_time_to_planner_cores() {
         let decoded = link::decode(query).expect("the share link decodes");
         assert_eq!(decoded.overheads.kernels, want.overheads.kernels);
         assert_eq!(decoded.overheads.overlap, want.overheads.overlap);
+    }
+    // The controls as chosen (a picture for the reader, under target/screenshots).
+    let fieldset = session
+        .execute(
+            "const e = document.querySelector(arguments[0]); const f = e && e.closest('fieldset'); if (f) { f.setAttribute('data-shot', 'step-choices'); f.scrollIntoView({block: 'start'}); } return f !== null;",
+            vec![json!(page::INPUT_KERNELS)],
+        )
+        .expect("find the controls' fieldset");
+    if fieldset == json!(true) {
+        session
+            .element_screenshot(
+                "fieldset[data-shot=step-choices]",
+                &screenshot_path("step-time-choices"),
+            )
+            .expect("screenshot of the controls");
     }
     assert_no_console_errors(&session, "after the kernel and overlap choices");
 }
