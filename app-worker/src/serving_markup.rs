@@ -7,11 +7,16 @@
 
 use std::fmt::Write;
 
-use planner_core::edges::serving_page::{ConcurrencyPoint, SearchPage, ServingPage};
+use planner_core::edges::serving_page::{
+    ConcurrencyPoint, SearchPage, ServingPage, MARKUP_PIECE, POINTS_TESTID,
+};
 
 const W: f64 = 360.0;
 const H: f64 = 180.0;
 const PAD: f64 = 34.0;
+/// Points of the tradeoff chart per markup piece (one animation frame each on the page):
+/// small enough that a piece's parse, style and paint leave the frame room.
+const POINTS_PER_PIECE: usize = 250;
 
 /// `text` escaped for HTML text and attribute values.
 pub fn html(text: &str) -> String {
@@ -167,7 +172,8 @@ pub fn curve(p: &ServingPage) -> String {
 /// Tokens/s per GPU against TPOT for every (deployment, concurrency), Pareto front joined.
 /// The TPOT axis ends at twice the target (or the slowest point, if sooner), so one slow
 /// deployment does not squeeze the rest; points beyond it are counted under the chart.
-fn tradeoff_svg(r: &SearchPage, tpot_target_s: f64) -> String {
+/// Returns the chart with an empty points group, and the points in pieces for that group.
+fn tradeoff_svg(r: &SearchPage, tpot_target_s: f64) -> (String, Vec<String>) {
     let slowest = r.points.iter().map(|p| p.tpot_s).fold(1e-6, f64::max);
     let x1 = if tpot_target_s > 0.0 {
         slowest.min(2.0 * tpot_target_s)
@@ -193,22 +199,28 @@ fn tradeoff_svg(r: &SearchPage, tpot_target_s: f64) -> String {
         H - 10.0,
         ms(x1)
     );
-    for p in &shown {
-        let class = match (p.pareto, p.aggregated) {
-            (true, _) => "dot front",
-            (false, true) => "dot agg",
-            (false, false) => "dot disagg",
-        };
-        let _ = write!(
-            body,
-            r#"<circle cx="{:.1}" cy="{:.1}" r="2.5" class="{class}"><title>{} at c = {}: TPOT {}, {:.0} tok/s/GPU</title></circle>"#,
-            px(p.tpot_s),
-            py(p.throughput_per_gpu),
-            html(&p.label),
-            p.concurrency,
-            ms(p.tpot_s),
-            p.throughput_per_gpu
-        );
+    let _ = write!(body, r#"<g data-testid="{POINTS_TESTID}"></g>"#);
+    let mut pieces = Vec::new();
+    for chunk in shown.chunks(POINTS_PER_PIECE) {
+        let mut piece = String::new();
+        for p in chunk {
+            let class = match (p.pareto, p.aggregated) {
+                (true, _) => "dot front",
+                (false, true) => "dot agg",
+                (false, false) => "dot disagg",
+            };
+            let _ = write!(
+                piece,
+                r#"<circle cx="{:.1}" cy="{:.1}" r="2.5" class="{class}"><title>{} at c = {}: TPOT {}, {:.0} tok/s/GPU</title></circle>"#,
+                px(p.tpot_s),
+                py(p.throughput_per_gpu),
+                html(&p.label),
+                p.concurrency,
+                ms(p.tpot_s),
+                p.throughput_per_gpu
+            );
+        }
+        pieces.push(piece);
     }
     let mut front: Vec<(f64, f64)> = shown
         .iter()
@@ -229,7 +241,7 @@ fn tradeoff_svg(r: &SearchPage, tpot_target_s: f64) -> String {
             ms(x1)
         );
     }
-    out
+    (out, pieces)
 }
 
 /// The tradeoff chart, the search's summary and the deployment table; each row carries
@@ -239,7 +251,7 @@ pub fn search(p: &ServingPage) -> Option<String> {
         return Some(error("serve-search-error", e));
     }
     let r = p.search.as_ref()?;
-    let mut out = tradeoff_svg(r, p.tpot_target_s);
+    let (mut out, pieces) = tradeoff_svg(r, p.tpot_target_s);
     let _ = write!(
         out,
         r#"<p class="hint" data-testid="serve-search-summary">{} deployments of {} GPUs, {} meet the target. Rejected: {}</p><div class="table-scroll"><table class="deployments" data-testid="deployment-table"><caption>Deployments meeting the target, most output tokens/s per GPU first (click a row to apply it)</caption><thead><tr><th>Deployment</th><th>Concurrency</th><th>TTFT p99</th><th>TPOT</th><th>tok/s/GPU</th></tr></thead><tbody>"#,
@@ -263,6 +275,10 @@ pub fn search(p: &ServingPage) -> Option<String> {
         );
     }
     out.push_str("</tbody></table></div>");
+    for piece in pieces {
+        out.push_str(MARKUP_PIECE);
+        out.push_str(&piece);
+    }
     Some(out)
 }
 

@@ -5,8 +5,10 @@ use leptos::prelude::*;
 use planner_core::input::finetune::{FineTuneMode, LoraTargets, TARGET_PRESETS};
 use planner_core::input::framework::Framework;
 use planner_core::input::hardware::{gpu_presets, Cluster};
+use planner_core::input::kernels::Kernels;
 use planner_core::input::layout::{Recompute, Schedule, ZeroStage};
 use planner_core::input::model::ModelSpec;
+use planner_core::input::overlap::{AppliedOverlap, OverlapChoice, Switch};
 use planner_core::input::precision::{Precision, PrecisionRecipe};
 use planner_core::input::scenario::{ModelChoice, Scenario};
 use planner_core::resolve::presets::{self, model_presets};
@@ -255,6 +257,151 @@ const DEGREE_SLIDERS: [DegreeSlider; 6] = [
         "Splits each routed expert's FFN across this many GPUs; 1 keeps experts whole."
     ),
 ];
+
+/// One overlap switch of the panel: its label, link parameter, hint, and the member of
+/// [`OverlapChoice`] it sets and of [`AppliedOverlap`] the framework's default resolves to.
+struct OverlapControl {
+    label: &'static str,
+    field: &'static str,
+    hint: &'static str,
+    get: fn(&OverlapChoice) -> Switch,
+    put: fn(&mut OverlapChoice, Switch),
+    applied: fn(&AppliedOverlap) -> bool,
+}
+
+/// An [`OverlapControl`] of `OverlapChoice`'s (and `AppliedOverlap`'s) `member`.
+macro_rules! overlap_control {
+    ($label:literal, $field:literal, $member:ident, $hint:literal) => {
+        OverlapControl {
+            label: $label,
+            field: $field,
+            hint: $hint,
+            get: |o| o.$member,
+            put: |o, v| o.$member = v,
+            applied: |a| a.$member,
+        }
+    };
+}
+
+/// The overlap switches, in the panel's order: one line each.
+const OVERLAP_CONTROLS: [OverlapControl; 3] = [
+    overlap_control!(
+        "TP communication overlap",
+        "ov_tp",
+        tp_comm,
+        "Tensor-parallel collectives pipelined with the GEMMs they feed (Megatron --tp-comm-overlap)."
+    ),
+    overlap_control!(
+        "Gradient reduce overlap",
+        "ov_grad",
+        grad_reduce,
+        "Data-parallel gradient reduce-scatter / all-reduce during backward (Megatron --overlap-grad-reduce)."
+    ),
+    overlap_control!(
+        "Parameter gather overlap",
+        "ov_param",
+        param_gather,
+        "The distributed optimizer's parameter all-gather during the next forward (Megatron --overlap-param-gather)."
+    ),
+];
+
+/// The framework's short name in an option's text (display only).
+fn framework_name(framework: Framework) -> &'static str {
+    match framework {
+        Framework::Article => "the article",
+        Framework::MegatronCore => "Megatron-Core",
+        Framework::Torchtitan => "torchtitan",
+        Framework::DeepSpeed => "DeepSpeed",
+    }
+}
+
+/// A switch's options, the default's text naming what `framework`'s default resolves to.
+fn overlap_options(framework: Framework, default_on: bool) -> Vec<(String, String)> {
+    Switch::ALL
+        .iter()
+        .map(|sw| {
+            let text = match sw {
+                Switch::Default => format!(
+                    "Default: {} ({})",
+                    if default_on {
+                        "overlapped"
+                    } else {
+                        "not overlapped"
+                    },
+                    framework_name(framework)
+                ),
+                Switch::On => "On: overlapped with compute".to_string(),
+                Switch::Off => "Off: on the critical path".to_string(),
+            };
+            (sw.id().to_string(), text)
+        })
+        .collect()
+}
+
+/// The kernel choices, the default's text naming what `framework`'s default resolves to.
+fn kernel_options(framework: Framework) -> Vec<(String, String)> {
+    Kernels::ALL
+        .iter()
+        .map(|k| {
+            let text = match k {
+                Kernels::FrameworkDefault => format!(
+                    "Default: {} ({})",
+                    k.applied(framework).label(),
+                    framework_name(framework)
+                ),
+                _ => k.label().to_string(),
+            };
+            (k.id().to_string(), text)
+        })
+        .collect()
+}
+
+/// The step-time choices of the framework: kernels and every overlap switch. Their
+/// options are rebuilt only when the framework (which names each default) changes.
+#[component]
+fn StepTimeChoices() -> impl IntoView {
+    let s = expect_context::<Ctx>().scenario;
+    let framework = Memo::new(move |_| s.with(|sc| sc.overheads.framework));
+    move || {
+        let fw = framework.get();
+        let defaults = OverlapChoice::default().applied(fw);
+        let kernels = view! {
+            <Select
+                label="Kernels"
+                field="kernels"
+                hint="Which kernels run each layer's memory-bound work (norms, activations, residuals, RoPE): fused, PyTorch eager, or torch.compile."
+                options=kernel_options(fw)
+                value=Signal::derive(move || s.with(|sc| sc.overheads.kernels.id().to_string()))
+                on_change=Callback::new(move |id: String| {
+                    if let Some(k) = Kernels::from_id(&id) {
+                        s.update(|sc| sc.overheads.kernels = k);
+                    }
+                })
+            />
+        };
+        let switches = OVERLAP_CONTROLS
+            .iter()
+            .map(|c| {
+                let (get, put) = (c.get, c.put);
+                view! {
+                    <Select
+                        label=c.label
+                        field=c.field
+                        hint=c.hint
+                        options=overlap_options(fw, (c.applied)(&defaults))
+                        value=Signal::derive(move || s.with(|sc| get(&sc.overheads.overlap).id().to_string()))
+                        on_change=Callback::new(move |id: String| {
+                            if let Some(v) = Switch::from_id(&id) {
+                                s.update(|sc| put(&mut sc.overheads.overlap, v));
+                            }
+                        })
+                    />
+                }
+            })
+            .collect_view();
+        view! { {kernels} {switches} }
+    }
+}
 
 /// The input panel.
 #[component]
@@ -583,6 +730,7 @@ fn Controls() -> impl IntoView {
                     }
                 })
             />
+            <StepTimeChoices />
             <Toggle
                 label="Sequence parallel"
                 field="sp"

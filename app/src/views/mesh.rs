@@ -7,7 +7,8 @@
 //! within a time budget, so the page stays responsive while it searches
 //! 16,384 GPUs; a progress bar shows how far it got. The input that restarts a
 //! search, its first slice, its ranking and the table's first rows each get a
-//! frame of their own.
+//! frame of their own, and the table's later rows arrive [`ROWS_PER_FRAME`] a
+//! frame after that.
 
 use leptos::prelude::*;
 use planner_core::input::layout::Layout;
@@ -30,6 +31,12 @@ const KEPT_RESULTS: usize = 5000;
 /// and layout in headless Chromium here; the table's box shows ~25).
 const FIRST_ROWS: usize = 30;
 const MORE_ROWS: usize = 50;
+/// Rows added to the table per animation frame once a ranking is shown: the frame that
+/// applied a 16,384-GPU ranking and drew all 30 first rows at once was the search's
+/// longest (24–123 ms measured under load 4–5 here, issue 16), so they are drawn a chunk a
+/// frame (10 a frame still measured 20–42 ms a chunk frame under that load). [`FIRST_ROWS`] and
+/// [`MORE_ROWS`] are multiples of it, so every chunk but the list's last is full.
+const ROWS_PER_FRAME: usize = 5;
 /// Rejected candidates listed.
 const REJECTED_ROWS: usize = 100;
 
@@ -63,6 +70,13 @@ struct SearchState {
     timing: RwSignal<Option<Timing>>,
     started_ms: StoredValue<f64>,
     acc: StoredValue<Timing>,
+    /// Rankings shown since the page loaded (the status's `data-searches`): a test waits
+    /// for this to pass the count it read before its input.
+    shown_results: RwSignal<u64>,
+    /// Rows the table may show ("show more" adds [`MORE_ROWS`]).
+    shown: RwSignal<usize>,
+    /// Rows drawn so far: grows by [`ROWS_PER_FRAME`] a frame up to `shown`.
+    drawn: RwSignal<usize>,
 }
 
 impl SearchState {
@@ -156,9 +170,27 @@ impl SearchState {
                     return;
                 }
                 t.wall_ms = now_ms() - self.started_ms.get_value();
+                // Set before the result, so the new ranking's first draw has one chunk.
+                self.drawn.set(ROWS_PER_FRAME);
                 self.timing.set(Some(t));
                 self.result.set(Some(Ok(ranked)));
+                self.shown_results.update(|n| *n += 1);
+                self.reveal(generation);
             });
+        });
+    }
+
+    /// Draws [`ROWS_PER_FRAME`] more rows in each following frame until `shown` are drawn.
+    fn reveal(self, generation: u64) {
+        if self.drawn.get_untracked() >= self.shown.get_untracked() {
+            return;
+        }
+        request_animation_frame(move || {
+            if self.generation.get_value() != generation {
+                return;
+            }
+            self.drawn.update(|d| *d += ROWS_PER_FRAME);
+            self.reveal(generation);
         });
     }
 }
@@ -244,11 +276,14 @@ pub fn MeshView() -> impl IntoView {
         timing: RwSignal::new(None),
         started_ms: StoredValue::new(0.0),
         acc: StoredValue::new(Timing::default()),
+        shown_results: RwSignal::new(0),
+        shown: RwSignal::new(FIRST_ROWS),
+        drawn: RwSignal::new(0),
     };
     Effect::new(move |_| key.with(|k| state.start(k)));
 
     let tab = RwSignal::new("feasible");
-    let shown = RwSignal::new(FIRST_ROWS);
+    let shown = state.shown;
     let sort = RwSignal::new((Col::Rank, false));
     let filter = RwSignal::new(Filter::default());
 
@@ -356,7 +391,16 @@ pub fn MeshView() -> impl IntoView {
             <p class="explain">
                 "Every way to split the cluster's GPUs into DP × TP × PP × CP (and EP for mixture-of-experts models), crossed with ZeRO stage, micro-batch, pipeline schedule and recompute. Candidates that break a divisibility rule or do not fit in memory are rejected; the rest are ranked by predicted step time. Click a row to apply its layout to every view."
             </p>
-            <div class="mesh-status" data-testid="mesh-status" data-done=move || state.result.with(|r| r.is_some().to_string())>
+            <div
+                class="mesh-status"
+                data-testid="mesh-status"
+                data-done=move || state.result.with(|r| r.is_some().to_string())
+                data-searches=move || state.shown_results.get().to_string()
+                data-rows-pending=move || {
+                    let want = shown.get().min(rows.with(Vec::len));
+                    (state.drawn.get() < want).to_string()
+                }
+            >
                 <progress
                     max=move || state.progress.get().1.max(1)
                     value=move || state.progress.get().0
@@ -452,11 +496,18 @@ pub fn MeshView() -> impl IntoView {
                             </tr>
                         </thead>
                         <tbody>
-                            {move || timed("mesh_rows", || {
+                            // One reactive chunk of rows each; the list of chunks is rebuilt
+                            // only when "show more" changes `shown`.
+                            {move || (0..shown.get().div_ceil(ROWS_PER_FRAME)).map(|chunk| move || timed("mesh_rows", || {
+                                let first = chunk * ROWS_PER_FRAME;
+                                if state.drawn.get() <= first {
+                                    return Vec::new();
+                                }
                                 rows.with(|rows| {
                                     ctx.scenario.with_untracked(|sc| {
                                         rows.iter()
-                                            .take(shown.get())
+                                            .skip(first)
+                                            .take(ROWS_PER_FRAME)
                                             .map(|(rank, f, _)| {
                                                 let f = *f;
                                                 let offload = state.result.with_untracked(|r| match r {
@@ -515,10 +566,10 @@ pub fn MeshView() -> impl IntoView {
                                                     </tr>
                                                 }
                                             })
-                                            .collect_view()
+                                            .collect::<Vec<_>>()
                                     })
                                 })
-                            })}
+                            })).collect_view()}
                         </tbody>
                     </table>
                 </div>
@@ -526,7 +577,11 @@ pub fn MeshView() -> impl IntoView {
                     <button
                         class="more"
                         data-testid="mesh-more"
-                        on:click=move |_| shown.update(|n| *n += MORE_ROWS)
+                        on:click=move |_| {
+                            shown.update(|n| *n += MORE_ROWS);
+                            // A click draws its rows at once, as before chunking.
+                            state.drawn.set(shown.get_untracked());
+                        }
                     >
                         {format!("Show {MORE_ROWS} more")}
                     </button>

@@ -13,7 +13,8 @@ use std::time::Duration;
 use leptos::prelude::*;
 use planner_core::edges::link;
 use planner_core::edges::serving_page::{
-    default_tokens, search_scenario, ServingRequest, ViewReply,
+    default_tokens, search_scenario, view_inputs, ServingRequest, ViewReply, MARKUP_PIECE,
+    POINTS_TESTID,
 };
 use planner_core::input::scenario::Scenario;
 use wasm_bindgen::prelude::*;
@@ -43,6 +44,10 @@ struct Channel {
     /// The worker's markup of the curve, and of the search.
     curve: RwSignal<String>,
     search: RwSignal<String>,
+    /// Where the search's markup is placed, and the number of the latest placement (a later
+    /// reply stops an earlier one's remaining pieces).
+    search_box: NodeRef<leptos::html::Div>,
+    placing: StoredValue<u64>,
 }
 
 impl Channel {
@@ -56,6 +61,8 @@ impl Channel {
             error: RwSignal::new(None),
             curve: RwSignal::new(String::new()),
             search: RwSignal::new(String::new()),
+            search_box: NodeRef::new(),
+            placing: StoredValue::new(0),
         }
     }
 
@@ -75,18 +82,59 @@ impl Channel {
             Ok(ViewReply::View(v)) => {
                 crate::perf::record("serving-latency", v.curve_ms);
                 self.curve.set(v.curve_html);
-                if let Some(html) = v.search_html {
-                    if let Some(ms) = v.search_ms {
-                        crate::perf::record("serving-search", ms);
-                    }
-                    self.search.set(html);
-                }
                 self.error.set(None);
-                self.received.set(v.seq);
+                match v.search_html {
+                    // The search's markup is placed in the following frames: its chart,
+                    // summary and table in the next, then a piece of the chart's points a
+                    // frame (placed with the curve at once, they made one frame of over 60 ms).
+                    Some(html) => {
+                        if let Some(ms) = v.search_ms {
+                            crate::perf::record("serving-search", ms);
+                        }
+                        let token = self.placing.get_value().wrapping_add(1);
+                        self.placing.set_value(token);
+                        let mut pieces = html.split(MARKUP_PIECE).map(str::to_string);
+                        let first = pieces.next().unwrap_or_default();
+                        let rest: Vec<String> = pieces.collect();
+                        request_animation_frame(move || {
+                            if self.placing.get_value() != token {
+                                return;
+                            }
+                            self.search.set(first);
+                            self.place_pieces(rest.into_iter(), token, v.seq);
+                        });
+                    }
+                    None => self.received.update(|r| *r = (*r).max(v.seq)),
+                }
             }
             Ok(ViewReply::Failed(e)) => self.fail(e),
             Err(e) => self.fail(format!("the serving worker's reply did not parse: {e}")),
         }
+    }
+
+    /// Adds the search's point pieces to its chart, one per animation frame; the reply
+    /// counts as read once the last is placed.
+    fn place_pieces(self, mut pieces: std::vec::IntoIter<String>, token: u64, seq: u64) {
+        request_animation_frame(move || {
+            if self.placing.get_value() != token {
+                return;
+            }
+            let Some(piece) = pieces.next() else {
+                // A later reply may have been read in between: keep the latest.
+                self.received.update(|r| *r = (*r).max(seq));
+                return;
+            };
+            let group = self.search_box.get_untracked().and_then(|b| {
+                b.query_selector(&format!("[data-testid={POINTS_TESTID}]"))
+                    .ok()
+                    .flatten()
+            });
+            if let Some(group) = group {
+                // Markup from the worker (`serving_markup`), which escapes every label.
+                let _ = group.insert_adjacent_html("beforeend", &piece);
+            }
+            self.place_pieces(pieces, token, seq);
+        });
     }
 
     fn start(self) -> Option<Worker> {
@@ -169,9 +217,11 @@ pub fn ServingLatency(
     let generation = StoredValue::new(0_u64);
     // Ask the worker once the inputs have been still for SETTLE, while near the screen; the
     // search only when its own inputs changed.
+    // What the worker reads of the scenario: a training or layout edit changes nothing here.
+    let inputs = Memo::new(move |_| scenario.with(view_inputs));
     Effect::new(move |_| {
         let key = SearchKey {
-            scenario: scenario.get(),
+            scenario: inputs.get(),
             prompt_tokens: prompt.get(),
             output_tokens: output.get(),
             ttft_ms: ttft_ms.get(),
@@ -208,10 +258,17 @@ pub fn ServingLatency(
             SETTLE,
         );
     });
-    let computing = move || {
-        (channel.sent.get() > channel.received.get()).then(|| {
-            view! { <p class="hint" data-testid="serve-computing">"computing…"</p> }
-        })
+    // The note keeps its line while hidden: removed, the section below it moved up and the
+    // page laid out again in the frame after each answer.
+    let busy = move || channel.sent.get() > channel.received.get();
+    let computing = view! {
+        <p
+            class="hint"
+            data-testid=move || if busy() { "serve-computing" } else { "serve-answered" }
+            style:visibility=move || if busy() { "visible" } else { "hidden" }
+        >
+            "computing…"
+        </p>
     };
     let error = move || {
         channel
@@ -250,6 +307,6 @@ pub fn ServingLatency(
         {computing}
         {error}
         <div inner_html=move || channel.curve.get()></div>
-        <div on:click=apply inner_html=move || channel.search.get()></div>
+        <div node_ref=channel.search_box on:click=apply inner_html=move || channel.search.get()></div>
     }
 }

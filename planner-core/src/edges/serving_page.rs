@@ -21,6 +21,13 @@ use crate::serving::latency::ServingLoad;
 pub const CURVE_MAX_CONCURRENCY: u32 = 512;
 /// Deployment rows the page's table lists.
 pub const TABLE_ROWS: usize = 10;
+/// Separates the search markup's pieces: the first is the chart, summary and table with the
+/// chart's points left out; each later one is a run of points for the element
+/// [`POINTS_TESTID`] names, which the page adds one piece per animation frame (placed at
+/// once, a search's few thousand points made one frame of over 60 ms, issue 16).
+pub const MARKUP_PIECE: &str = "<!--meshplan-piece-->";
+/// `data-testid` of the tradeoff chart's group that the later pieces go into.
+pub const POINTS_TESTID: &str = "tradeoff-points";
 /// The percentile of TTFT the page plots and targets.
 pub const PERCENTILE: Percentile = Percentile::P99;
 
@@ -186,6 +193,19 @@ pub fn search_scenario(s: &crate::input::scenario::Scenario) -> crate::input::sc
     sc.serving.tp = 1;
     sc.serving.pp = 1;
     sc.serving.target_concurrency = 1;
+    sc
+}
+
+/// What the serving view reads of a scenario: the scenario with its training batch and
+/// layout reset to their defaults. Neither the concurrency curve nor the deployment search
+/// reads them (the serving code reads the model, precision, cluster, calibration, overheads
+/// and serving inputs; of the step model, only its link, HBM and peak figures), so the page
+/// keys its requests on this and a training edit asks the worker nothing
+/// (`tests/it/serving_page.rs` checks equal answers).
+pub fn view_inputs(s: &crate::input::scenario::Scenario) -> crate::input::scenario::Scenario {
+    let mut sc = s.clone();
+    sc.training = crate::resolve::presets::default_scenario().training;
+    sc.layout = crate::input::layout::Layout::default();
     sc
 }
 

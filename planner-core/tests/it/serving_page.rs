@@ -3,7 +3,8 @@
 
 use planner_core::edges::link;
 use planner_core::edges::serving_page::{
-    answer, search_inputs, search_scenario, PageView, ServingReply, ServingRequest, ViewReply,
+    answer, search_inputs, search_scenario, view_inputs, PageView, ServingReply, ServingRequest,
+    ViewReply,
 };
 use planner_core::resolve::presets;
 use planner_core::search::deployment::serve_search;
@@ -154,4 +155,40 @@ fn hostile_requests_fail_with_a_message() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+/// The page keys its requests on `view_inputs`: scenarios that differ only in what it resets
+/// (training batch, sequence, fine-tuning, offload, layout) get the same answer, curve and
+/// search alike.
+#[test]
+fn training_and_layout_edits_do_not_change_the_serving_answer() {
+    use planner_core::input::layout::{Recompute, ZeroStage};
+    let base = presets::default_scenario();
+    let answer_for = |sc: &planner_core::input::scenario::Scenario| {
+        let req = ServingRequest {
+            query: link::encode(sc),
+            ..request(true)
+        };
+        match answer(&req.to_text(), &|| 0.0) {
+            ServingReply::Page(p) => p,
+            other => panic!("not a page: {other:?}"),
+        }
+    };
+    let want = answer_for(&base);
+    assert!(want.search.is_some() && !want.curve.is_empty());
+    let mut edited = base.clone();
+    edited.training.global_batch *= 2;
+    edited.training.seq_len *= 2;
+    edited.layout.dp = (base.layout.dp / 2).max(1);
+    edited.layout.tp = base.layout.tp * 2;
+    edited.layout.micro_batch = 2;
+    edited.layout.recompute = Recompute::Full;
+    edited.layout.zero = ZeroStage::Zero3;
+    assert_ne!(edited, base);
+    assert_eq!(view_inputs(&edited), view_inputs(&base));
+    assert_eq!(answer_for(&edited), want);
+    // What it keeps does change the answer: the serving inputs are in the key.
+    let mut served = base.clone();
+    served.serving.target_concurrency *= 2;
+    assert_ne!(view_inputs(&served), view_inputs(&base));
 }
