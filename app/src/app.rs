@@ -284,7 +284,7 @@ macro_rules! overlap_control {
 }
 
 /// The overlap switches, in the panel's order: one line each.
-const OVERLAP_CONTROLS: [OverlapControl; 3] = [
+const OVERLAP_CONTROLS: [OverlapControl; 4] = [
     overlap_control!(
         "TP communication overlap",
         "ov_tp",
@@ -302,6 +302,12 @@ const OVERLAP_CONTROLS: [OverlapControl; 3] = [
         "ov_param",
         param_gather,
         "The distributed optimizer's parameter all-gather during the next forward (Megatron --overlap-param-gather)."
+    ),
+    overlap_control!(
+        "EP all-to-all overlap",
+        "ov_ep",
+        ep_comm,
+        "MoE dispatch/combine of one micro-batch hidden behind another's compute (Megatron --overlap-moe-expert-parallel-comm, combined 1F1B; needs EP > 1, no full recompute, virtual stages with PP)."
     ),
 ];
 

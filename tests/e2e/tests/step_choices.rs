@@ -90,6 +90,7 @@ fn kernel_and_overlap_choices_move_the_step_time_to_planner_cores() {
         (page::INPUT_OV_TP, applied.tp_comm),
         (page::INPUT_OV_GRAD, applied.grad_reduce),
         (page::INPUT_OV_PARAM, applied.param_gather),
+        (page::INPUT_OV_EP, applied.ep_comm),
     ] {
         let text = option_text(&session, css, "default");
         assert!(
