@@ -396,17 +396,7 @@ fn the_two_parts_chained_are_the_step_items() {
     for (name, ep, expert_tp) in [("llama-3.1-70b", 1, 1), ("deepseek-v3", 8, 2)] {
         let model = model_preset(name).expect("preset");
         let c = cluster(32);
-        let inp = CommInputs::new(
-            &model,
-            &Precision::default(),
-            &Training {
-                seq_len: 4096,
-                global_batch: 256,
-                finetune: Default::default(),
-                offload: Default::default(),
-            },
-            &Overheads::default(),
-        );
+        let inp = inputs_4k_by_256(&model);
         let comm = CommModel::assumed(&c);
         for zero in ZeroStage::ALL {
             for recompute in Recompute::ALL {
@@ -446,17 +436,7 @@ fn the_largest_step_keeps_every_item() {
     use planner_core::time::comms::{Purpose, MAX_ITEMS};
     let model = model_preset("deepseek-v3").expect("preset");
     let c = cluster(32);
-    let inp = CommInputs::new(
-        &model,
-        &Precision::default(),
-        &Training {
-            seq_len: 4096,
-            global_batch: 256,
-            finetune: Default::default(),
-            offload: Default::default(),
-        },
-        &Overheads::default(),
-    );
+    let inp = inputs_4k_by_256(&model);
     let comm = CommModel::assumed(&c);
     let layout = Layout {
         dp: 8,
@@ -484,4 +464,19 @@ fn the_largest_step_keeps_every_item() {
             "{purpose:?} priced"
         );
     }
+}
+
+/// Communication inputs of `model` at BF16, 4,096 tokens × a global batch of 256.
+fn inputs_4k_by_256(model: &planner_core::input::model::ModelSpec) -> CommInputs {
+    CommInputs::new(
+        model,
+        &Precision::default(),
+        &Training {
+            seq_len: 4096,
+            global_batch: 256,
+            finetune: Default::default(),
+            offload: Default::default(),
+        },
+        &Overheads::default(),
+    )
 }
