@@ -351,8 +351,8 @@ pub fn step_comms(
 
 /// [`step_comms`] with the layout's pacing stage ([`CommInputs::pace`]) already resolved:
 /// the mesh search resolves it once per (PP, virtual stages, split) for all its candidates.
-/// The items of [`data_parallel_comms`], then those of [`model_parallel_comms`] (the first
-/// [`MAX_ITEMS`] of them, as [`chained`] yields the two parts built apart).
+/// The items of [`data_parallel_comms`], then those of [`model_parallel_comms`], as
+/// [`chained`] yields the two parts built apart.
 pub fn step_comms_paced(
     inp: &CommInputs,
     layout: &Layout,
@@ -366,12 +366,12 @@ pub fn step_comms_paced(
     out
 }
 
-/// The items of `dp` then those of `mp`, up to [`MAX_ITEMS`] in all: what
-/// [`step_comms_paced`] returns when `dp` and `mp` are its two parts for one layout, each
+/// The items of `dp` then those of `mp` (at most [`MAX_ITEMS`] together, since that counts
+/// every item either can add): what [`step_comms_paced`] returns when `dp` and `mp` are its two parts for one layout, each
 /// built into an empty [`StepComms`]. The mesh search keeps the parts apart, since each
 /// depends on fewer of the layout's fields.
 pub fn chained<'a>(dp: &'a StepComms, mp: &'a StepComms) -> impl Iterator<Item = &'a CommItem> {
-    dp.iter().chain(mp.iter()).take(MAX_ITEMS)
+    dp.iter().chain(mp.iter())
 }
 
 /// Adds one item to `out`: its time on `placement`'s group under `comm`.
