@@ -214,9 +214,10 @@ pub(crate) fn row_notes_and_conventions<'a>(
 fn rank(row: &RowResult) -> String {
     match &row.search {
         None => "—".to_string(),
-        Some(s) => match s.rank {
-            Some(n) => format!("#{n}"),
-            None => "rej".to_string(),
+        Some(s) => match (s.rank, s.mesh_rank) {
+            (Some(n), Some(m)) => format!("#{n} (mesh #{m})"),
+            (Some(n), None) => format!("#{n}"),
+            (None, _) => "rej".to_string(),
         },
     }
 }
@@ -263,6 +264,13 @@ fn summary_tables(out: &mut String, r: &ValidationReport) {
             s.top_10,
             pct(s.top_10_share),
             s.median_rank.map_or("—".to_string(), |m| format!("{m:.0}"))
+        );
+        let _ = writeln!(
+            out,
+            "  counting each faster mesh once (at its best ZeRO stage, recompute, micro-batch and schedule): in the top 10 in {} ({}); median rank {}",
+            s.mesh_top_10,
+            pct(s.mesh_top_10_share),
+            s.median_mesh_rank.map_or("—".to_string(), |m| format!("{m:.0}"))
         );
         for t in &s.rejected {
             let _ = writeln!(out, "  rejected ({}): {} rows", t.reason, t.rows.len());

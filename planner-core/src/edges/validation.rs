@@ -1226,6 +1226,11 @@ pub struct SearchRank {
     /// 1-based rank of the best feasible candidate with the published dp, tp, pp, cp, ep.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rank: Option<u64>,
+    /// 1-based rank of the published mesh among distinct meshes: each mesh counted once,
+    /// at its best candidate (ZeRO stage, recompute, micro-batch, schedule as the search
+    /// chose them), so one faster mesh's several knob settings count as one mesh.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mesh_rank: Option<u64>,
     /// The knobs of that candidate.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub best_knobs: Option<Knobs>,
@@ -1449,6 +1454,12 @@ pub struct SearchSummary {
     pub top_10_share: Option<f64>,
     /// Median rank of the ranked rows.
     pub median_rank: Option<f64>,
+    /// Rows whose published mesh is in the top 10 distinct meshes ([`SearchRank::mesh_rank`]).
+    pub mesh_top_10: usize,
+    /// `mesh_top_10 / rows`.
+    pub mesh_top_10_share: Option<f64>,
+    /// Median [`SearchRank::mesh_rank`] of the ranked rows.
+    pub median_mesh_rank: Option<f64>,
     /// Rows whose published mesh the search rejects, by reason (a row may have several).
     pub rejected: Vec<ReasonTally>,
 }
@@ -1687,10 +1698,16 @@ fn search_rank(run: &PublishedRun, scenario: &Scenario) -> Result<SearchRank, St
         }
     }
     let top = result.feasible.first();
+    let mesh_rank = at.map(|i| {
+        let faster: std::collections::HashSet<MeshDims> =
+            result.feasible[..i].iter().map(|f| f.dims).collect();
+        faster.len() as u64 + 1
+    });
     Ok(SearchRank {
         candidates: result.candidates,
         feasible: result.feasible_count,
         rank: at.map(|i| i as u64 + 1),
+        mesh_rank,
         best_knobs: at.map(|i| result.feasible[i].knobs),
         published_step_s: at.map(|i| result.feasible[i].step_s),
         top_dims: top.map(|f| f.dims),
@@ -1923,6 +1940,12 @@ fn search_summary(rows: &[RowResult], searches: usize) -> SearchSummary {
         .iter()
         .filter(|(_, s)| s.rank.is_some_and(|r| r <= 10))
         .count();
+    let mut mesh_ranks: Vec<f64> = searched
+        .iter()
+        .filter_map(|(_, s)| s.mesh_rank.map(|r| r as f64))
+        .collect();
+    mesh_ranks.sort_by(f64::total_cmp);
+    let mesh_top_10 = mesh_ranks.iter().filter(|r| **r <= 10.0).count();
     let mut rejected: Vec<ReasonTally> = Vec::new();
     for (row, s) in &searched {
         for rc in &s.rejected_reasons {
@@ -1930,13 +1953,17 @@ fn search_summary(rows: &[RowResult], searches: usize) -> SearchSummary {
         }
     }
     SearchSummary {
-        method: "planner_core::mesh::search_scenario on each row's scenario with the default SearchSpace (output caps lifted so every feasible candidate is ranked); rank = 1-based position of the best candidate with the published dp, tp, pp, cp, ep over all knobs, by predicted step time".to_string(),
+        method: "planner_core::mesh::search_scenario on each row's scenario with the default SearchSpace (output caps lifted so every feasible candidate is ranked); rank = 1-based position of the best candidate with the published dp, tp, pp, cp, ep over all knobs, by predicted step time; mesh rank = the same position counting each faster mesh once".to_string(),
         rows: searched.len(),
         searches,
         ranked: ranks.len(),
         top_10,
         top_10_share: (!searched.is_empty()).then(|| top_10 as f64 / searched.len() as f64),
         median_rank: quantile(&ranks, 0.5),
+        mesh_top_10,
+        mesh_top_10_share: (!searched.is_empty())
+            .then(|| mesh_top_10 as f64 / searched.len() as f64),
+        median_mesh_rank: quantile(&mesh_ranks, 0.5),
         rejected,
     }
 }
