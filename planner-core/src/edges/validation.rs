@@ -607,6 +607,18 @@ enum Family {
     Other,
 }
 
+/// The framework a row ran: torchtitan rows follow torchtitan's loss; Megatron-LM, NeMo and
+/// Megatron-Bridge rows Megatron-Core's (and the search proposes only its schedules); the
+/// ZeRO-3 rows of Narayanan et al. 2021 (DeepSpeed) and the rest keep the article's accounting.
+fn row_framework(run: &PublishedRun, fam: Family) -> Framework {
+    match fam {
+        Family::Torchtitan => Framework::Torchtitan,
+        Family::MegatronCore => Framework::MegatronCore,
+        Family::MegatronPaper if !run.fsdp => Framework::MegatronCore,
+        Family::MegatronPaper | Family::Other => Framework::Article,
+    }
+}
+
 fn on_off(on: bool) -> &'static str {
     if on {
         "on"
@@ -1109,13 +1121,22 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
             };
             let applied = OverlapChoice::default().applied(framework);
             defaults.push(format!(
-                "overlap not found in a published recipe for this source: the framework's defaults, TP {}, gradient reduce {}, parameter gather {}, EP all-to-all {}",
+                "overlap not found in a published recipe for this source: {} defaults, TP {}, gradient reduce {}, parameter gather {}, EP all-to-all {}",
+                if framework == Framework::Torchtitan { "torchtitan's" } else { "the article's" },
                 on_off(applied.tp_comm),
                 on_off(applied.grad_reduce),
                 on_off(applied.param_gather),
                 on_off(applied.ep_comm)
             ));
-            OverlapChoice::default()
+            // Spelled out, so the row's framework (its memory semantics and schedules) does
+            // not change what is assumed here.
+            let sw = |on: bool| if on { Switch::On } else { Switch::Off };
+            OverlapChoice {
+                tp_comm: sw(applied.tp_comm),
+                grad_reduce: sw(applied.grad_reduce),
+                param_gather: sw(applied.param_gather),
+                ep_comm: sw(applied.ep_comm),
+            }
         }
     };
     let scenario = Scenario {
@@ -1135,12 +1156,7 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
             ..ActivationOptions::default()
         },
         overheads: Overheads {
-            // torchtitan rows follow torchtitan's loss; the others keep the article's accounting.
-            framework: if fam == Family::Torchtitan {
-                Framework::Torchtitan
-            } else {
-                Framework::Article
-            },
+            framework: row_framework(run, fam),
             kernels,
             overlap,
             // CUDA context, NCCL buffers and cuBLAS workspaces as measured (runtime_memory).

@@ -48,6 +48,26 @@ impl Framework {
         Self::ALL.into_iter().find(|f| f.id() == id)
     }
 
+    /// Whether the framework can run `schedule` (the search proposes only what it can).
+    pub fn runs_schedule(self, schedule: crate::input::layout::Schedule) -> bool {
+        use crate::input::layout::Schedule;
+        match self {
+            // Megatron-LM megatron/core/pipeline_parallel/schedules.py get_forward_backward_func
+            // (NVIDIA/Megatron-LM d98e8a64dd): 1F1B without or with interleaving, no zero
+            // bubble, no GPipe.
+            Framework::MegatronCore => {
+                matches!(schedule, Schedule::OneFOneB | Schedule::Interleaved)
+            }
+            // DeepSpeed deepspeed/runtime/pipe/engine.py trains with schedule.TrainSchedule
+            // (1F1B) only: no virtual stages, no zero bubble (deepspeedai/DeepSpeed edaa72212).
+            Framework::DeepSpeed => schedule == Schedule::OneFOneB,
+            // torch.distributed.pipelining (torchtitan's schedules) has ScheduleGPipe,
+            // Schedule1F1B, ScheduleInterleaved1F1B and ScheduleInterleavedZeroBubble; the
+            // article draws them all.
+            Framework::Torchtitan | Framework::Article => true,
+        }
+    }
+
     /// What the page says it used.
     pub fn label(self) -> &'static str {
         match self {

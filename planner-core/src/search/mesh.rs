@@ -22,7 +22,10 @@
 //! divide `pp × v`, each valid uneven split ([`SplitProposal::proposals`]) is one more
 //! knob value (and none is a rejected block).
 //! Sequence parallelism is on whenever TP > 1 (same traffic, less memory);
-//! GPipe is left out by default (1F1B has its bubble with less memory).
+//! GPipe is left out by default (1F1B has its bubble with less memory), and a schedule
+//! the scenario's framework cannot run is not proposed
+//! ([`crate::input::framework::Framework::runs_schedule`]: no zero bubble under Megatron-Core,
+//! 1F1B only under DeepSpeed).
 //!
 //! Bounded work: a candidate that passes the rules costs a memory and a time
 //! evaluation; at most [`SearchSpace::max_evaluated`] are made. A space with more
@@ -576,9 +579,11 @@ struct SchedOption {
     pace: crate::input::stage_split::StagePace,
 }
 
-/// The schedule options the search tries at `pp` for a model of `layers` layers.
+/// The schedule options the search tries at `pp` for a model of `layers` layers: the
+/// space's schedules that `framework` runs ([`crate::input::framework::Framework::runs_schedule`]).
 fn sched_options(
     space: &SearchSpace,
+    framework: crate::input::framework::Framework,
     inputs: &crate::time::comms::CommInputs,
     layers: u32,
     pp: u32,
@@ -620,7 +625,11 @@ fn sched_options(
         push(&mut out, Schedule::OneFOneB, 1);
         return out;
     }
-    for &s in &space.schedules {
+    for &s in space
+        .schedules
+        .iter()
+        .filter(|&&s| framework.runs_schedule(s))
+    {
         if s != Schedule::Interleaved {
             push(&mut out, s, 1);
             continue;
@@ -894,7 +903,13 @@ fn search_blocks<P: PeakSource>(
             None => {
                 per_pp.push((
                     pp,
-                    sched_options(space, &step_model.comm_inputs, layers, pp),
+                    sched_options(
+                        space,
+                        scenario.overheads.framework,
+                        &step_model.comm_inputs,
+                        layers,
+                        pp,
+                    ),
                 ));
                 per_pp.len() - 1
             }

@@ -35,6 +35,7 @@ mod pipeline;
 mod report;
 mod report_schema;
 mod runtime_memory;
+mod search_framework;
 mod search_memo;
 mod search_snapshot;
 mod serving;
