@@ -684,6 +684,13 @@ pub fn layout_rule_violations(model: &ModelSpec, scenario: &Scenario) -> Vec<Rul
             Warning,
             format!("tp = {tp} spans more than one node of {gpn} GPUs: its all-reduces cross the network"),
         );
+    } else if !gpn.is_multiple_of(tp) {
+        add(
+            "tp",
+            "tp_within_node",
+            Warning,
+            format!("tp = {tp} does not divide a node of {gpn} GPUs: some TP groups straddle two nodes and their all-reduces cross the network (the step is priced on a group inside one node)"),
+        );
     }
     out.extend(crate::resolve::offload_rules::rule_violations(scenario));
     out

@@ -207,7 +207,7 @@ impl Deployment {
 pub enum ServeRejectReason {
     /// Query or KV heads do not split over TP the way vLLM accepts.
     TpSplitsHeads,
-    /// TP larger than a node.
+    /// TP larger than a node or not dividing it.
     TpExceedsNode,
     /// Weights and workspace leave no KV room for one request.
     DoesNotFit,
@@ -254,7 +254,7 @@ impl ServeRejectReason {
     pub fn message(self) -> &'static str {
         match self {
             ServeRejectReason::TpSplitsHeads => "TP does not split the attention heads",
-            ServeRejectReason::TpExceedsNode => "TP larger than a node",
+            ServeRejectReason::TpExceedsNode => "TP larger than a node or not dividing it",
             ServeRejectReason::DoesNotFit => "does not fit: no KV room for one request",
             ServeRejectReason::KvPoolBelowConcurrency => "KV pool below the concurrency",
             ServeRejectReason::PrefillSaturated => "prefill cannot keep up (ρ ≥ 1)",
@@ -600,7 +600,8 @@ pub fn serve_search(
                 if !serving::tp_valid_for_model(model, tp) {
                     rule.push(ServeRejectReason::TpSplitsHeads);
                 }
-                if tp > gpn {
+                // A TP that does not divide the node leaves some replicas straddling two nodes.
+                if tp > gpn || !gpn.is_multiple_of(tp) {
                     rule.push(ServeRejectReason::TpExceedsNode);
                 }
                 if !rule.is_empty() {

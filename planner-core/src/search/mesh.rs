@@ -56,7 +56,9 @@ pub enum RejectReason {
     FfnNotDivisibleByTp,
     /// Expert FFN width not divisible by expert-TP.
     ExpertFfnNotDivisibleByEtp,
-    /// TP larger than a node: every layer's collectives would cross the network.
+    /// TP larger than a node, or not dividing it: every layer's collectives would cross the
+    /// network (a TP of 6 on 8-GPU nodes puts ranks 6–11 on two nodes, and the slowest
+    /// group paces the step).
     TpExceedsNode,
     /// Layers not divisible by `pp × virtual_stages`.
     LayersNotDivisibleByPp,
@@ -126,7 +128,7 @@ impl RejectReason {
             RejectReason::ExpertFfnNotDivisibleByEtp => {
                 "expert FFN width not divisible by expert-TP"
             }
-            RejectReason::TpExceedsNode => "TP larger than a node",
+            RejectReason::TpExceedsNode => "TP larger than a node or not dividing it",
             RejectReason::LayersNotDivisibleByPp => "layers not divisible by PP × virtual stages",
             RejectReason::SeqNotDivisibleBy2Cp => "sequence not divisible by 2 × CP",
             RejectReason::ExpertsNotDivisibleByEp => "experts not divisible by EP",
@@ -963,7 +965,10 @@ fn search_blocks<P: PeakSource>(
             if !expert_ffn.is_multiple_of(expert_tp) {
                 mesh_reasons.add(RejectReason::ExpertFfnNotDivisibleByEtp);
             }
-            if tp > gpn {
+            // Ranks fill nodes TP-first (RankOrder's innermost axis): a TP that does not divide
+            // the node leaves some groups straddling two nodes, which the placement (priced on
+            // the group through rank 0) would not see.
+            if tp > gpn || !gpn.is_multiple_of(tp) {
                 mesh_reasons.add(RejectReason::TpExceedsNode);
             }
             if !any_split {

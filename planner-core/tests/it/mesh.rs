@@ -343,7 +343,7 @@ fn reasons_have_messages_and_keys() {
     assert_eq!(RejectReason::from_key("nope"), None);
     assert_eq!(
         RejectReason::TpExceedsNode.message(),
-        "TP larger than a node"
+        "TP larger than a node or not dividing it"
     );
 }
 

@@ -101,7 +101,9 @@ fn divisibility_rules() {
             "heads_divisible_by_tp",
             "kv_heads_divisible_by_tp",
             "ffn_divisible_by_tp",
-            "world_below_cluster"
+            "world_below_cluster",
+            // 3 does not divide a node of 8: ranks 6–8 straddle two nodes.
+            "tp_within_node"
         ]
     );
 

@@ -49,3 +49,21 @@ fn each_framework_gets_only_the_schedules_it_runs() {
         BTreeSet::from([Schedule::OneFOneB.id()])
     );
 }
+
+/// GPT-3's 96 heads divide by 6, but a TP of 6 on 8-GPU nodes puts ranks 6–11 on two
+/// nodes: the search rejects it with `tp_within_node` instead of pricing it on NVLink.
+#[test]
+fn a_tp_that_does_not_divide_the_node_is_rejected() {
+    let sc = mesh_scenario("gpt3-175b", 24, 2048, 384);
+    let space = SearchSpace {
+        max_results: usize::MAX,
+        ..SearchSpace::default()
+    };
+    let r = search_scenario(&sc, &space, CostOptions::default(), None).expect("searches");
+    assert!(r.feasible.iter().all(|f| 8 % f.dims.tp == 0));
+    let tp6: Vec<_> = r.rejected.iter().filter(|b| b.dims.tp == 6).collect();
+    assert!(!tp6.is_empty());
+    assert!(tp6
+        .iter()
+        .all(|b| b.reasons.iter().any(|x| x.key() == "tp_within_node")));
+}

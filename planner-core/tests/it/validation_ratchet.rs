@@ -43,7 +43,7 @@ const ALL_TODAY: (f64, f64, f64, f64) = (0.1172, 0.4030, 3.0581, 0.7750);
 /// #1 → #14) leave the top 10.
 const TOP_10_TODAY: usize = 63;
 /// The same count with each faster mesh counted once (`SearchRank::mesh_rank`).
-const MESH_TOP_10_TODAY: usize = 81;
+const MESH_TOP_10_TODAY: usize = 82;
 
 fn check(group: &str, s: &ErrorStats, today: (f64, f64, f64, f64)) {
     let (median, p90, max, within_25) = today;
