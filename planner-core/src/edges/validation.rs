@@ -1038,6 +1038,13 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
         Some(RunRecompute::None) => Recompute::None,
         Some(RunRecompute::Selective) => Recompute::Selective,
         Some(RunRecompute::Full) => Recompute::Full,
+        // DeepSpeedExamples 7c97fe72 (2021-03-08, "Megatron + ZeRO-3"),
+        // Megatron-LM-v1.1.5-ZeRO3/examples/ds_pretrain_gpt2-zero3.sh: the Megatron + ZeRO-3
+        // recipe of the time passes `--checkpoint-activations` (`--checkpoint-num-layers 1`).
+        None if run.fsdp && fam == Family::MegatronPaper => {
+            defaults.push("recompute not stated: full (DeepSpeedExamples Megatron-LM-v1.1.5-ZeRO3 ds_pretrain_gpt2-zero3.sh: --checkpoint-activations)".to_string());
+            Recompute::Full
+        }
         None => {
             defaults.push("recompute not stated: none".to_string());
             Recompute::None

@@ -34,3 +34,24 @@ impl GemmEfficiency {
         (self.max_fraction * d / (d + self.half_dim.max(0.0))).clamp(1e-3, 1.0)
     }
 }
+
+/// The share of its own datasheet peak an FP8 GEMM reaches, relative to the share a BF16
+/// GEMM reaches on the same GPU: the ratio of the two measured Maximum Achievable Matmul
+/// FLOPS fractions (stas00/ml-engineering compute/accelerator/README.md, "Maximum
+/// Achievable Matmul FLOPS comparison table", mamf-finder.py, BF16 and `float8_e4m3fn`).
+/// The GEMM curve ([`GemmEfficiency`]) is a BF16 figure; an FP8 GEMM runs at the curve
+/// times this ratio. 1 for a GPU whose FP8 row is not measured there (or which has no FP8).
+pub fn fp8_relative_gemm_efficiency(gpu_id: &str) -> f64 {
+    match gpu_id {
+        // H100 SXM: FP8 1402.6 of 1979 (70.9%), BF16 794.5 of 989 (80.3%). H800 and the
+        // 96 GB HBM2e H100 are the same GH100 die; no row of their own.
+        "h100-sxm" | "h800" | "h100-96gb" => 0.709 / 0.803,
+        // H200 SXM: FP8 1453.4 of 1979 (73.4%); BF16 as the H100 SXM row ("H200 is the same").
+        "h200" => 0.734 / 0.803,
+        // B200 SXM: FP8 3432.5 of 4500 (76.3%), BF16 1745.0 of 2250 (77.6%).
+        "b200" => 0.763 / 0.776,
+        // GB200: FP8 3615.6 of 5000 (72.3%), BF16 1822.0 of 2500 (72.9%).
+        "gb200-nvl72" => 0.723 / 0.729,
+        _ => 1.0,
+    }
+}

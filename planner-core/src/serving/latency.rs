@@ -395,8 +395,10 @@ impl Ctx<'_> {
         // model prices streaming kernels at (`CostOptions::hbm_achievable_fraction`, one definition).
         let bw = self.step.hbm_streaming_bytes_per_s();
         let (weights_s, kv_s) = (weight_bytes / bw, kv_bytes / bw);
+        // FP8 weight GEMMs reach FP8's lower achievable share of its peak (the training model's
+        // `peak_gemm_efficiency_ratio`, ml-engineering's MAMF table; 1 for BF16).
         let (gemm_s, attn_s) = (
-            gemm_flops / self.rate(gemm_eff),
+            gemm_flops / (self.rate(gemm_eff) * self.step.peak_gemm_efficiency_ratio),
             attn_flops / self.rate(attn_eff),
         );
         let memory_s = weights_s + kv_s;
@@ -903,10 +905,11 @@ pub fn serving_time_with(
             "Prefill compute per request (s)",
             Unit::Seconds,
             prefill_compute_s,
-            "Σ_chunks,stages GEMM FLOPs/(peak·eff_gemm(min(chunk, h/tp))) + attention FLOPs/(peak·eff_attn)",
+            "Σ_chunks,stages GEMM FLOPs/(peak·r_fp8·eff_gemm(min(chunk, h/tp))) + attention FLOPs/(peak·eff_attn)",
             format!(
-                "{chunks} chunk(s) at {peak_tf:.0} TFLOP/s peak, GEMM eff {:.3} = {}",
+                "{chunks} chunk(s) at {peak_tf:.0} TFLOP/s peak, GEMM eff {:.3} × FP8 share {:.3} = {}",
                 worst_chunk.gemm_eff,
+                ctx.step.peak_gemm_efficiency_ratio,
                 secs(prefill_compute_s)
             ),
             "the training model's GEMM efficiency curve and peak (StepModel); what a chunk adds to a decode step it joins",
@@ -1035,10 +1038,11 @@ pub fn serving_time_with(
             "Decode compute time (s)",
             Unit::Seconds,
             slowest.compute_s,
-            "GEMM FLOPs/(peak·eff_gemm(h/tp)) + attention FLOPs/(peak·eff_attn)",
+            "GEMM FLOPs/(peak·r_fp8·eff_gemm(h/tp)) + attention FLOPs/(peak·eff_attn)",
             format!(
-                "{peak_tf:.0} TFLOP/s × GEMM eff {:.4} = {}",
+                "{peak_tf:.0} TFLOP/s × GEMM eff {:.4} × FP8 share {:.3} = {}",
                 slowest.gemm_eff,
+                ctx.step.peak_gemm_efficiency_ratio,
                 secs(slowest.compute_s)
             ),
             "the training model's GEMM efficiency curve at h/tp: its fall-off at few tokens is the memory roof, priced by the bytes term",

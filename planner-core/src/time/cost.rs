@@ -431,6 +431,10 @@ pub struct StepModel {
     pub peak_flops_per_s: f64,
     /// Peak BF16 rate, FLOP/s: attention, and the GEMMs FP8 does not cover (LM head).
     pub bf16_flops_per_s: f64,
+    /// Multiplies the GEMM curve for the GEMMs that run at `peak_flops_per_s`: 1 for BF16;
+    /// under FP8, the share of its peak an FP8 GEMM reaches relative to a BF16 GEMM's
+    /// ([`crate::input::gemm_efficiency::fp8_relative_gemm_efficiency`]).
+    pub peak_gemm_efficiency_ratio: f64,
     /// The FP8 casts, when the linear layers run in FP8; `None` for BF16.
     pub fp8: Option<Fp8Casts>,
     /// HBM bandwidth, bytes/s.
@@ -495,6 +499,13 @@ impl StepModel {
             ),
             peak_flops_per_s: peak,
             bf16_flops_per_s: gpu.bf16_flops_per_s,
+            // ml-engineering's MAMF table: FP8 GEMMs reach a smaller share of their peak than
+            // BF16 GEMMs on the same GPU (H100 SXM 70.9% against 80.3%).
+            peak_gemm_efficiency_ratio: if fp8 {
+                crate::input::gemm_efficiency::fp8_relative_gemm_efficiency(&gpu.id)
+            } else {
+                1.0
+            },
             fp8: fp8.then(|| Fp8Casts::of(model)),
             hbm_bytes_per_s: gpu.hbm_bytes_per_s,
             gpus_per_node: scenario.cluster.gpus_per_node,
@@ -585,7 +596,9 @@ impl StepModel {
         };
         // Hu et al. 2021 §4.1: x·Aᵀ·Bᵀ costs 2·Ψ_A FLOPs per token; both GEMMs have the rank r
         // as one dimension, so they run at the GEMM curve's efficiency for r.
-        let rate = self.peak_flops_per_s.max(1.0) * self.options.gemm.at(a.rank).max(1e-3);
+        let rate = self.peak_flops_per_s.max(1.0)
+            * self.peak_gemm_efficiency_ratio
+            * self.options.gemm.at(a.rank).max(1e-3);
         let adapter_f = per_gpu_tokens * 2.0 * a.active_adapter_params / rate;
         let pp = f64::from(layout.pp.max(1));
         let dense = a.quantized_dense_params / (f64::from(layout.tp.max(1)) * pp);
@@ -665,7 +678,9 @@ impl StepModel {
         let b = f64::from(layout.micro_batch.max(1));
         let pp = f64::from(layout.pp.max(1));
         let shards = f64::from(layout.tp.max(1)) * f64::from(layout.cp.max(1)) * pp;
-        let peak = self.peak_flops_per_s.max(1.0);
+        // The GEMMs at the compute dtype's peak, FP8's lower achievable share applied
+        // (`peak_gemm_efficiency_ratio`); MFU keeps the datasheet peak.
+        let peak = self.peak_flops_per_s.max(1.0) * self.peak_gemm_efficiency_ratio;
         let bf16 = self.bf16_flops_per_s.max(1.0);
         let hbm = self.hbm_streaming_bytes_per_s();
         let eff = self.gemm_efficiency(layout);
@@ -1086,7 +1101,7 @@ impl StepModel {
                 label: "Compute".into(),
                 unit: Unit::Seconds,
                 value: s.compute,
-                formula: "m · b·s/(tp·cp·pp) · 3 · ((2N − F_head − F_exp)/(peak·eff_gemm) + F_exp/(peak·eff_expert) + F_head/(peak_bf16·eff_gemm) + F_attn/(peak_bf16·eff_attn) + bytes_elem/HBM) + FP8 casts + recompute (peak = peak_bf16 unless FP8)".into(),
+                formula: "m · b·s/(tp·cp·pp) · 3 · ((2N − F_head − F_exp)/(peak·eff_gemm) + F_exp/(peak·eff_expert) + F_head/(peak_bf16·eff_gemm) + F_attn/(peak_bf16·eff_attn) + bytes_elem/HBM) + FP8 casts + recompute (peak = peak_bf16, or peak_fp8 · r_fp8 under FP8: r_fp8 the FP8-over-BF16 achievable share, ml-engineering MAMF table)".into(),
                 worked: format!(
                     "{} micro-batches × {} tokens over {} GPUs per replica, GEMMs {:.0} TFLOP/s × {:.2} (routed experts × {:.2}), attention and LM head at BF16 {:.0} TFLOP/s (attention × {:.2}) = {} (of which recompute {})",
                     s.micro_batches,

@@ -80,7 +80,7 @@ fn single_gpu_step_is_compute_over_rate() {
 
 #[test]
 fn fp8_runs_the_linear_gemms_at_fp8_and_attention_and_lm_head_at_bf16() {
-    // One H100, Llama 3.1 8B, FP8 recipe: linear-layer GEMMs at the FP8 peak, the LM head
+    // One H100, Llama 3.1 8B, FP8 recipe: linear-layer GEMMs at FP8 (its achievable share), the LM head
     // and attention at the BF16 peak, plus the FP8 casts (3 B per GEMM-input element).
     let m = model_preset("llama-3.1-8b").expect("m");
     let mut sc = scenario("llama-3.1-8b", 1, 4096, 1, Layout::default());
@@ -89,7 +89,9 @@ fn fp8_runs_the_linear_gemms_at_fp8_and_attention_and_lm_head_at_bf16() {
     let c = sm.evaluate(&sc.layout);
     let eff = sm.gemm_efficiency(&sc.layout);
     let (l, h, a, kv, d, f, v) = (32.0, 4096.0, 32.0, 8.0, 128.0, 14336.0, 128_256.0);
-    let (fp8, bf16, hbm) = (1979e12, 989e12, 3.35e12);
+    // ml-engineering's MAMF table, H100 SXM: FP8 GEMMs reach 70.9% of their peak where BF16
+    // GEMMs reach 80.3%, so the FP8 GEMMs run at the curve × 0.709/0.803 of 1979 TFLOP/s.
+    let (fp8, bf16, hbm) = (1979e12 * 0.709 / 0.803, 989e12, 3.35e12);
     let head = 2.0 * v * h;
     // Σ K (forward X) and Σ N (backward dY) over QKV, output projection, fc1 (gate+up), fc2.
     let fwd_elements = l * (h + a * d + h + f);

@@ -187,19 +187,22 @@ fn bad_input_names_the_field() {
 /// percentage points fails here; lower these when the model improves (never raise them).
 #[test]
 fn serving_accuracy_does_not_regress_from_todays_measurement() {
-    // Measured on 2026-12-01 with `meshplan validate --serving`: median |error|.
+    // Measured on 2026-12-01 with `meshplan validate --serving`: median |error|. Lowered on
+    // 2026-12-02 where FP8 weight GEMMs at FP8's lower achievable share (ml-engineering's MAMF
+    // table, input/gemm_efficiency.rs) improved them: TTFT 0.296 → 0.250, TPOT 0.235 → 0.221,
+    // all 0.275 → 0.254 (output tokens/s moved 0.247 → 0.261, inside its bound).
     const BY_QUANTITY: [(&str, f64); 5] = [
-        ("ttft_ms", 0.335),
-        ("tpot_ms", 0.295),
+        ("ttft_ms", 0.250),
+        ("tpot_ms", 0.221),
         ("output_tokens_per_s", 0.297),
         ("e2e_latency_ms", 0.314),
-        (ALL_SERVING_GROUP, 0.307),
+        (ALL_SERVING_GROUP, 0.254),
     ];
     const BY_SOURCE: [(&str, f64); 6] = [
-        ("TRT-LLM 0.9 throughput", 0.416),
-        ("TRT-LLM 0.9 first token", 0.315),
-        ("TRT-LLM 1.0 perf-overview", 0.156),
-        ("NIM 1.8.0 benchmarks", 0.340),
+        ("TRT-LLM 0.9 throughput", 0.289),
+        ("TRT-LLM 0.9 first token", 0.251),
+        ("TRT-LLM 1.0 perf-overview", 0.138),
+        ("NIM 1.8.0 benchmarks", 0.221),
         ("vLLM CI latency", 0.305),
         ("OCI MI300X blog", 0.519),
     ];
