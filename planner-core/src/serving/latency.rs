@@ -13,8 +13,9 @@ use crate::base::explain::{Term, Unit};
 use crate::input::model::ModelSpec;
 use crate::input::scenario::Scenario;
 use crate::memory::serving::{self, ServingError, StagePlan, MAX_LISTED_STAGES};
-use crate::parallel::topology::{GroupKind, GroupPlacement};
+use crate::parallel::topology::{Domain, GroupKind, GroupPlacement};
 use crate::serving::closed_loop;
+use crate::serving::custom_all_reduce;
 use crate::serving::window_decode::{stage_decode_means, WindowedDecode};
 use crate::serving::window_prefill::stage_prefill_run;
 use crate::time::collectives::{Collective, CommModel, LinkDomain};
@@ -347,6 +348,8 @@ struct Ctx<'a> {
     ep: bool,
     act_bytes: f64,
     tp_group: GroupPlacement,
+    /// Whether the TP all-reduce runs the engines' custom kernel ([`custom_all_reduce`]).
+    custom_ar: bool,
     /// 2·N_active (matmul FLOPs per token, whole model).
     dense_per_token: f64,
     /// Attention FLOPs per (query token × key token), whole model: `2·L·a·(d_qk + d_v)`.
@@ -410,10 +413,7 @@ impl Ctx<'_> {
         let attn_op_s = kv_s.max(attn_s);
         // Megatron TP (Shoeybi et al. 2019 §3): two all-reduces of the b·h activations per layer.
         let msg = tokens * hidden * self.act_bytes;
-        let ar = self
-            .step
-            .comm
-            .time_s(Collective::AllReduce, msg, &self.tp_group);
+        let ar = self.all_reduce_s(msg);
         let comm_s = if self.ep && self.tp > 1 {
             let k = self
                 .model
@@ -445,6 +445,21 @@ impl Ctx<'_> {
             gemm_eff,
             distinct,
         }
+    }
+
+    /// One TP all-reduce of `bytes`: the engines' custom kernel where it was measured
+    /// (vLLM/SGLang on an NVLink 4 node, messages up to 1 MiB), NCCL's α–β otherwise.
+    fn all_reduce_s(&self, bytes: f64) -> f64 {
+        let custom = if self.custom_ar {
+            custom_all_reduce::latency_s(self.tp, bytes)
+        } else {
+            None
+        };
+        custom.unwrap_or_else(|| {
+            self.step
+                .comm
+                .time_s(Collective::AllReduce, bytes, &self.tp_group)
+        })
     }
 
     /// Activation hop to the next stage (point-to-point, α–β on its link).
@@ -529,6 +544,7 @@ pub struct ReplicaTimer {
     gpus: u64,
     act_bytes: f64,
     tp_group: GroupPlacement,
+    custom_ar: bool,
     dense_per_token: f64,
     attn_coeff: f64,
     shapes: Vec<StageShape>,
@@ -571,12 +587,18 @@ impl ReplicaTimer {
                 }
             })
             .fold(f64::INFINITY, f64::min);
+        let tp_group = GroupPlacement::from_factors(GroupKind::Tp, &[(1, u64::from(tp))], gpn);
         ReplicaTimer {
             tp,
             pp,
             gpus: u64::from(tp) * u64::from(pp),
             act_bytes: scenario.precision.activation_bytes,
-            tp_group: GroupPlacement::from_factors(GroupKind::Tp, &[(1, u64::from(tp))], gpn),
+            tp_group,
+            custom_ar: custom_all_reduce::applies(
+                &scenario.cluster.gpu,
+                tp,
+                tp_group.domain == Domain::IntraNode,
+            ),
             dense_per_token: f1.dense_forward,
             attn_coeff: f1.attention_forward,
             shapes: stage_shapes(model, scenario, &plan.stages),
@@ -591,6 +613,7 @@ impl ReplicaTimer {
             ep: load.expert_parallel && model.moe.is_some(),
             act_bytes: self.act_bytes,
             tp_group: self.tp_group,
+            custom_ar: self.custom_ar,
             dense_per_token: self.dense_per_token,
             attn_coeff: self.attn_coeff,
             step,
@@ -853,7 +876,7 @@ pub fn serving_time_with(
     let shapes = &timer.shapes;
     let serving = &scenario.serving;
     let (tp, pp, gpus) = (timer.tp, timer.pp, timer.gpus);
-    let comm_note = comm_assumption(&ctx.step.comm, tp, ctx.ep);
+    let comm_note = comm_assumption(&ctx.step.comm, tp, ctx.ep, ctx.custom_ar);
     let PrefillNumbers {
         p,
         cached,
@@ -1336,10 +1359,18 @@ pub fn closed_loop_queue(clients: f64, service: f64, decode_s: f64, servers: f64
     }
 }
 
-fn comm_assumption(comm: &CommModel, tp: u32, ep: bool) -> String {
+fn comm_assumption(comm: &CommModel, tp: u32, ep: bool, custom_ar: bool) -> String {
     let l = comm.link(Collective::AllReduce, LinkDomain::IntraNode);
+    let custom = if custom_ar {
+        format!(
+            "; all-reduces up to 1 MiB at the engines' custom kernel's measured latency ({})",
+            custom_all_reduce::SOURCE
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "α–β as collectives.rs prices them (intra-node α {:.1} µs, {:.0} GB/s bus); TP {tp}{}; small messages, so α dominates",
+        "α–β as collectives.rs prices them (intra-node α {:.1} µs, {:.0} GB/s bus); TP {tp}{}; small messages, so α dominates{custom}",
         l.latency_s * 1e6,
         l.busbw_bytes_per_s / 1e9,
         if ep { ", EP over the TP ranks" } else { "" }

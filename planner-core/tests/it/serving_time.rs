@@ -6,6 +6,7 @@ use planner_core::memory::kv_cache;
 use planner_core::memory::serving::serving_plan;
 use planner_core::resolve::presets::{article_mesh_scenario, model_preset};
 use planner_core::serving::closed_loop::{schweitzer_residence_s, solve};
+use planner_core::serving::custom_all_reduce;
 use planner_core::serving::latency::{
     expected_distinct_experts, serving_time, Bound, ServingLoad, ServingTime,
 };
@@ -296,12 +297,24 @@ fn bad_load_names_the_field() {
 
 #[test]
 fn tensor_parallel_decode_pays_latency_bound_all_reduces() {
-    let s = scenario("llama-3.1-70b", 1, 8, 1);
-    let t = serving_time(&s, &load(1024, 256, 1)).expect("valid");
-    // 80 layers × 2 all-reduces × 2(n−1) ring steps × 3 µs ≈ 6.7 ms of α alone.
+    // Off the measured NVLink 4 fabric (A100), NCCL's ring: 80 layers × 2 all-reduces ×
+    // 2(n−1) ring steps × 3 µs ≈ 6.7 ms of α alone.
+    let mut a100 = scenario("llama-3.1-70b", 1, 8, 1);
+    a100.cluster = Cluster::of(gpu_preset("a100-80gb").expect("preset"), 1);
+    let t = serving_time(&a100, &load(1024, 256, 1)).expect("valid");
     let alpha = 80.0 * 2.0 * 14.0 * 3e-6;
     assert!(t.decode.comm_time.value >= alpha);
     assert!(t.decode.comm_time.value < 1.1 * alpha);
+    // On H100 the engines' custom all-reduce: one token × 8192 × 2 bytes = 16 KiB, between
+    // the measured 4 KiB (9.3 µs) and 32 KiB (11.8 µs) at TP 8 (sglang PR #2904's vLLM table).
+    let s = scenario("llama-3.1-70b", 1, 8, 1);
+    let t = serving_time(&s, &load(1024, 256, 1)).expect("valid");
+    let one = 9.3e-6 + (11.8e-6 - 9.3e-6) * (16384.0 - 4096.0) / (32768.0 - 4096.0);
+    assert_eq!(custom_all_reduce::latency_s(8, 16384.0), Some(one));
+    assert!((t.decode.comm_time.value / (80.0 * 2.0 * one) - 1.0).abs() < 1e-9);
+    // Beyond the largest measured message (1 MiB), or at an unmeasured TP, NCCL's α–β again.
+    assert_eq!(custom_all_reduce::latency_s(8, 2.0 * 1_048_576.0), None);
+    assert_eq!(custom_all_reduce::latency_s(3, 16384.0), None);
     // EP for MoE swaps the FFN all-reduce for two all-to-alls.
     let m = scenario("mixtral-8x7b", 1, 8, 1);
     let tp = serving_time(&m, &load(1024, 256, 8)).expect("valid");

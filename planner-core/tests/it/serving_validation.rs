@@ -227,19 +227,24 @@ fn serving_accuracy_does_not_regress_from_todays_measurement() {
     // and their pool is kv_cache_free_gpu_mem_fraction of the memory left after weights
     // (`_torch/pyexecutor/_util.py` cal_max_tokens). The TensorRT-LLM 1.0 rows went from
     // −30…+25% to +18…+56% (median 15.4% → 25.3%): raised, not tuned back.
+    // Then the engines' custom all-reduce on H100/H200 (serving/custom_all_reduce.rs, vLLM's
+    // kernel measured in sglang PR #2904): TPOT 23.5% → 21.0%, throughput 27.1% → 26.7%,
+    // TRT-LLM 0.9 throughput 27.4% → 26.6%, NIM 29.1% → 28.1%; TTFT 29.6% → 31.0% (the NIM
+    // closed loops' queue follows their slower TP 2 decode) and vLLM CI 23.8% → 24.3% (its
+    // TP 4 rows get faster): recorded as measured.
     const BY_QUANTITY: [(&str, f64); 5] = [
-        ("ttft_ms", 0.296),
-        ("tpot_ms", 0.236),
-        ("output_tokens_per_s", 0.271),
+        ("ttft_ms", 0.310),
+        ("tpot_ms", 0.211),
+        ("output_tokens_per_s", 0.267),
         ("e2e_latency_ms", 0.280),
         (ALL_SERVING_GROUP, 0.280),
     ];
     const BY_SOURCE: [(&str, f64); 6] = [
-        ("TRT-LLM 0.9 throughput", 0.275),
+        ("TRT-LLM 0.9 throughput", 0.267),
         ("TRT-LLM 0.9 first token", 0.316),
         ("TRT-LLM 1.0 perf-overview", 0.254),
-        ("NIM 1.8.0 benchmarks", 0.292),
-        ("vLLM CI latency", 0.239),
+        ("NIM 1.8.0 benchmarks", 0.281),
+        ("vLLM CI latency", 0.243),
         ("OCI MI300X blog", 0.508),
     ];
     const SLACK: f64 = 0.02;
