@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::explain::{Term, Unit};
 use crate::input::model::ModelSpec;
-use crate::input::scenario::Scenario;
+use crate::input::scenario::{Scenario, ServeDtype};
 use crate::memory::serving::{self, ServingError, StagePlan, MAX_LISTED_STAGES};
 use crate::parallel::topology::{Domain, GroupKind, GroupPlacement};
 use crate::serving::closed_loop;
@@ -350,6 +350,8 @@ struct Ctx<'a> {
     tp_group: GroupPlacement,
     /// Whether the TP all-reduce runs the engines' custom kernel ([`custom_all_reduce`]).
     custom_ar: bool,
+    /// Whether attention runs in FP8 (an FP8 KV cache): else at the BF16 peak.
+    fp8_attention: bool,
     /// 2·N_active (matmul FLOPs per token, whole model).
     dense_per_token: f64,
     /// Attention FLOPs per (query token × key token), whole model: `2·L·a·(d_qk + d_v)`.
@@ -359,6 +361,21 @@ struct Ctx<'a> {
 impl Ctx<'_> {
     fn rate(&self, eff: f64) -> f64 {
         (self.step.peak_flops_per_s * eff).max(1.0)
+    }
+
+    /// Attention's rate. QKᵀ and P·V read the KV cache in its own dtype: with a BF16 cache they
+    /// run at the BF16 tensor peak even when the linear layers are FP8 (W8A8 quantizes the
+    /// linear layers only; the training model prices attention the same way, time/cost.rs);
+    /// with an FP8 cache at the GEMMs' peak (vLLM docs "Quantized KV Cache": with FlashAttention
+    /// 3 and an FP8 KV cache "attention operations are also performed in the quantized (FP8)
+    /// domain").
+    fn attention_rate(&self, eff: f64) -> f64 {
+        let peak = if self.fp8_attention {
+            self.step.peak_flops_per_s
+        } else {
+            self.step.bf16_flops_per_s
+        };
+        (peak * eff).max(1.0)
     }
 
     /// One stage's step over `tokens` new tokens whose attention covers `attn_pairs`
@@ -400,7 +417,7 @@ impl Ctx<'_> {
         let (weights_s, kv_s) = (weight_bytes / bw, kv_bytes / bw);
         let (gemm_s, attn_s) = (
             gemm_flops / self.rate(gemm_eff),
-            attn_flops / self.rate(attn_eff),
+            attn_flops / self.attention_rate(attn_eff),
         );
         let memory_s = weights_s + kv_s;
         let compute_s = gemm_s + attn_s;
@@ -545,6 +562,7 @@ pub struct ReplicaTimer {
     act_bytes: f64,
     tp_group: GroupPlacement,
     custom_ar: bool,
+    fp8_attention: bool,
     dense_per_token: f64,
     attn_coeff: f64,
     shapes: Vec<StageShape>,
@@ -599,6 +617,7 @@ impl ReplicaTimer {
                 tp,
                 tp_group.domain == Domain::IntraNode,
             ),
+            fp8_attention: serving.kv_dtype == ServeDtype::Fp8,
             dense_per_token: f1.dense_forward,
             attn_coeff: f1.attention_forward,
             shapes: stage_shapes(model, scenario, &plan.stages),
@@ -614,6 +633,7 @@ impl ReplicaTimer {
             act_bytes: self.act_bytes,
             tp_group: self.tp_group,
             custom_ar: self.custom_ar,
+            fp8_attention: self.fp8_attention,
             dense_per_token: self.dense_per_token,
             attn_coeff: self.attn_coeff,
             step,
@@ -926,7 +946,7 @@ pub fn serving_time_with(
             "Prefill compute per request (s)",
             Unit::Seconds,
             prefill_compute_s,
-            "Σ_chunks,stages GEMM FLOPs/(peak·eff_gemm(min(chunk, h/tp))) + attention FLOPs/(peak·eff_attn)",
+            "Σ_chunks,stages GEMM FLOPs/(peak·eff_gemm(min(chunk, h/tp))) + attention FLOPs/(peak of the KV dtype·eff_attn)",
             format!(
                 "{chunks} chunk(s) at {peak_tf:.0} TFLOP/s peak, GEMM eff {:.3} = {}",
                 worst_chunk.gemm_eff,
@@ -1058,7 +1078,7 @@ pub fn serving_time_with(
             "Decode compute time (s)",
             Unit::Seconds,
             slowest.compute_s,
-            "GEMM FLOPs/(peak·eff_gemm(h/tp)) + attention FLOPs/(peak·eff_attn)",
+            "GEMM FLOPs/(peak·eff_gemm(h/tp)) + attention FLOPs/(peak of the KV dtype·eff_attn)",
             format!(
                 "{peak_tf:.0} TFLOP/s × GEMM eff {:.4} = {}",
                 slowest.gemm_eff,

@@ -605,3 +605,34 @@ fn windowed_prefill_compute_is_the_windowed_pairs_at_the_attention_rate() {
         1e-12
     ));
 }
+
+#[test]
+fn attention_runs_at_the_peak_of_the_kv_dtype() {
+    // Llama 3.1 8B, FP8 linear layers (W8A8) on one H100, one 4096-token prompt. With a BF16 KV
+    // cache attention runs at the BF16 peak; with an FP8 cache at the FP8 peak. The GEMMs are
+    // the same in both, so the prefill compute differs by attention FLOPs × (1/BF16 − 1/FP8).
+    use planner_core::input::precision::{Precision, PrecisionRecipe};
+    let mut bf16_kv = scenario("llama-3.1-8b", 1, 1, 1);
+    bf16_kv.precision = Precision::from_recipe(PrecisionRecipe::Fp8Bf16Master);
+    bf16_kv.serving.weight_dtype = ServeDtype::Fp8;
+    bf16_kv.serving.kv_dtype = ServeDtype::Bf16;
+    let mut fp8_kv = bf16_kv.clone();
+    fp8_kv.serving.kv_dtype = ServeDtype::Fp8;
+    let l = ServingLoad {
+        prefill_chunk_tokens: 4096,
+        ..load(4096, 16, 1)
+    };
+    let a = serving_time(&bf16_kv, &l).expect("valid");
+    let b = serving_time(&fp8_kv, &l).expect("valid");
+    let model = model_preset("llama-3.1-8b").expect("preset");
+    let step = StepModel::for_scenario(&model, &bf16_kv, CostOptions::default());
+    assert!(
+        step.peak_flops_per_s > 1.9 * step.bf16_flops_per_s,
+        "FP8 GEMMs"
+    );
+    let eff = step.options.attention_efficiency;
+    let attn = a.prefill.attention_flops.value;
+    let want = attn / (step.bf16_flops_per_s * eff) - attn / (step.peak_flops_per_s * eff);
+    let got = a.prefill.compute_time.value - b.prefill.compute_time.value;
+    assert!(close(got, want, 1e-9), "{got} vs {want}");
+}
