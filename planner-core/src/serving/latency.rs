@@ -348,8 +348,8 @@ struct Ctx<'a> {
     ep: bool,
     act_bytes: f64,
     tp_group: GroupPlacement,
-    /// Whether the TP all-reduce runs the engines' custom kernel ([`custom_all_reduce`]).
-    custom_ar: bool,
+    /// The engines' custom all-reduce's measured row, where it applies ([`custom_all_reduce`]).
+    custom_ar: Option<custom_all_reduce::LatencyRow>,
     /// Whether attention runs in FP8 (an FP8 KV cache): else at the BF16 peak.
     fp8_attention: bool,
     /// 2·N_active (matmul FLOPs per token, whole model).
@@ -467,11 +467,7 @@ impl Ctx<'_> {
     /// One TP all-reduce of `bytes`: the engines' custom kernel where it was measured
     /// (vLLM/SGLang on an NVLink 4 node, messages up to 1 MiB), NCCL's α–β otherwise.
     fn all_reduce_s(&self, bytes: f64) -> f64 {
-        let custom = if self.custom_ar {
-            custom_all_reduce::latency_s(self.tp, bytes)
-        } else {
-            None
-        };
+        let custom = self.custom_ar.and_then(|row| row.latency_s(bytes));
         custom.unwrap_or_else(|| {
             self.step
                 .comm
@@ -561,7 +557,7 @@ pub struct ReplicaTimer {
     gpus: u64,
     act_bytes: f64,
     tp_group: GroupPlacement,
-    custom_ar: bool,
+    custom_ar: Option<custom_all_reduce::LatencyRow>,
     fp8_attention: bool,
     dense_per_token: f64,
     attn_coeff: f64,
@@ -612,7 +608,7 @@ impl ReplicaTimer {
             gpus: u64::from(tp) * u64::from(pp),
             act_bytes: scenario.precision.activation_bytes,
             tp_group,
-            custom_ar: custom_all_reduce::applies(
+            custom_ar: custom_all_reduce::row_for(
                 &scenario.cluster.gpu,
                 tp,
                 tp_group.domain == Domain::IntraNode,
@@ -896,7 +892,7 @@ pub fn serving_time_with(
     let shapes = &timer.shapes;
     let serving = &scenario.serving;
     let (tp, pp, gpus) = (timer.tp, timer.pp, timer.gpus);
-    let comm_note = comm_assumption(&ctx.step.comm, tp, ctx.ep, ctx.custom_ar);
+    let comm_note = comm_assumption(&ctx.step.comm, tp, ctx.ep, ctx.custom_ar.is_some());
     let PrefillNumbers {
         p,
         cached,
