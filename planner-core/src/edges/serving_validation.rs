@@ -281,6 +281,42 @@ pub fn engine_max_seqs(engine: &str) -> Option<(u32, &'static str)> {
     }
 }
 
+/// Whether a row's engine is TensorRT-LLM: the engine itself, or a NIM FP8 profile, which
+/// NIM serves with its TensorRT-LLM backend (docs.nvidia.com/nim/large-language-models
+/// optimization: "The TensorRT-LLM accelerated NIM backend provides support for optimized
+/// versions of common models"; the FP8 profiles are its prebuilt engines).
+pub fn runs_tensorrt_llm(run: &ServingRun) -> bool {
+    run.engine == "TensorRT-LLM"
+        || (run.engine == "NVIDIA NIM" && run.weight_dtype == RunDtype::Fp8)
+}
+
+/// The KV-cache format a row that does not state one runs with, and why.
+pub fn unstated_kv_dtype(run: &ServingRun) -> (ServeDtype, &'static str) {
+    if run.engine == "NVIDIA NIM" && run.weight_dtype == RunDtype::Fp8 {
+        // The NIM 1.8.0 Llama 3.3 70B fp8 TP2 sweep at concurrency 100 completes 917.26 / 500
+        // requests/s, each 499 × 92.91 ms in decode: 85 decoding at once (Little's law), each
+        // holding ≥ 5,250 tokens. In BF16 (327,680 B/token) that is 146 GB, beside 70.6 GB of
+        // FP8 weights on two H100s of 85.5 GB: more than the GPUs hold. In FP8, 73 GB.
+        (
+            ServeDtype::Fp8,
+            "fp8 (at concurrency 100 the page's throughput and ITL put 85 requests of at least 5,250 tokens in decode at once: 146 GB of BF16 KV beside 70.6 GB of weights, more than two H100s hold; a TensorRT-LLM FP8 profile)",
+        )
+    } else if run.engine == "TensorRT-LLM" && run.weight_dtype == RunDtype::Fp8 {
+        // NVIDIA's FP8 checkpoints are ModelOpt exports: TensorRT-Model-Optimizer
+        // examples/llm_ptq/hf_ptq.py `--kv_cache_qformat` defaults to "fp8" ("default to fp8 if
+        // not provided"), written to hf_quant_config.json as kv_cache_quant_algo, which
+        // TensorRT-LLM's kv_cache_config dtype "auto" (trtllm-bench's default,
+        // tensorrt_llm/bench/benchmark/utils/general.py get_settings) reads.
+        (
+            ServeDtype::Fp8,
+            "fp8 (ModelOpt hf_ptq.py --kv_cache_qformat default fp8 in the checkpoint's hf_quant_config.json, read by TensorRT-LLM kv_cache_config dtype auto)",
+        )
+    } else {
+        // vLLM kv_cache_dtype "auto": the model's activation dtype.
+        (ServeDtype::Bf16, "bf16")
+    }
+}
+
 /// A row as a scenario and a load, with what was assumed to get there.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MappedServing {
@@ -332,12 +368,13 @@ pub fn map_serving_run(run: &ServingRun) -> Result<MappedServing, String> {
     let kv = match run.kv_dtype {
         Some(d) => d.serve(),
         None => {
-            defaults.push("kv_dtype not stated: bf16".to_string());
-            ServeDtype::Bf16
+            let (d, why) = unstated_kv_dtype(run);
+            defaults.push(format!("kv_dtype not stated: {why}"));
+            d
         }
     };
     let context_len = run.prompt_tokens.saturating_add(run.output_tokens);
-    let serving = Serving {
+    let mut serving = Serving {
         weight_dtype: run.weight_dtype.serve(),
         kv_dtype: kv,
         context_len,
@@ -346,11 +383,39 @@ pub fn map_serving_run(run: &ServingRun) -> Result<MappedServing, String> {
         pp: run.pp,
         ..Serving::default()
     };
-    defaults.push(format!(
-        "memory_utilization not stated: {} (vLLM gpu_memory_utilization / TensorRT-LLM kv_cache_free_gpu_mem_fraction default 0.9), workspace {:.0} GB",
-        serving.memory_utilization,
-        serving.workspace_bytes / 1e9
-    ));
+    if runs_tensorrt_llm(run) {
+        let fraction = serving.memory_utilization;
+        // TensorRT-LLM gives the KV cache a fraction of the memory left after weights and the
+        // profiled activations (tensorrt_llm/_torch/pyexecutor/_util.py cal_max_tokens:
+        // (total_gpu_memory − peak_memory) × free_gpu_memory_fraction, default 0.9; the C++
+        // runtime likewise, docs/source/reference/memory.md "freeGpuMemoryFraction ... of the
+        // remaining free GPU memory"). In the planner's accounting (pool = u·T − W − S) that
+        // fraction f is u = f + (1 − f)·(W + S)/T.
+        let plan =
+            crate::memory::serving::serving_plan(&spec, &serving, &cluster).map_err(|e| {
+                format!(
+                    "the serving model refuses the replica: {}: {}",
+                    e.field, e.reason
+                )
+            })?;
+        let total = cluster.gpu.memory_bytes;
+        let held = plan.usable_per_gpu.value - plan.kv_budget_per_gpu.value;
+        if total > 0.0 && held > 0.0 && held < total {
+            serving.memory_utilization = fraction + (1.0 - fraction) * held / total;
+        }
+        defaults.push(format!(
+            "kv_cache_free_gpu_mem_fraction not stated: {fraction} (TensorRT-LLM default) of the {:.1} GB left after weights and workspace, as memory_utilization {:.4}, workspace {:.0} GB",
+            (total - held) / 1e9,
+            serving.memory_utilization,
+            serving.workspace_bytes / 1e9
+        ));
+    } else {
+        defaults.push(format!(
+            "memory_utilization not stated: {} (vLLM gpu_memory_utilization default 0.9), workspace {:.0} GB",
+            serving.memory_utilization,
+            serving.workspace_bytes / 1e9
+        ));
+    }
     let scenario = Scenario {
         version: SCENARIO_VERSION,
         model: model_choice,

@@ -11,10 +11,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::explain::{Term, Unit};
 use crate::input::model::ModelSpec;
-use crate::input::scenario::Scenario;
+use crate::input::scenario::{Scenario, ServeDtype};
 use crate::memory::serving::{self, ServingError, StagePlan, MAX_LISTED_STAGES};
-use crate::parallel::topology::{GroupKind, GroupPlacement};
+use crate::parallel::topology::{Domain, GroupKind, GroupPlacement};
 use crate::serving::closed_loop;
+use crate::serving::custom_all_reduce;
 use crate::serving::window_decode::{stage_decode_means, WindowedDecode};
 use crate::serving::window_prefill::stage_prefill_run;
 use crate::time::collectives::{Collective, CommModel, LinkDomain};
@@ -347,6 +348,10 @@ struct Ctx<'a> {
     ep: bool,
     act_bytes: f64,
     tp_group: GroupPlacement,
+    /// The engines' custom all-reduce's measured row, where it applies ([`custom_all_reduce`]).
+    custom_ar: Option<custom_all_reduce::LatencyRow>,
+    /// Whether attention runs in FP8 (an FP8 KV cache): else at the BF16 peak.
+    fp8_attention: bool,
     /// 2·N_active (matmul FLOPs per token, whole model).
     dense_per_token: f64,
     /// Attention FLOPs per (query token × key token), whole model: `2·L·a·(d_qk + d_v)`.
@@ -356,6 +361,21 @@ struct Ctx<'a> {
 impl Ctx<'_> {
     fn rate(&self, eff: f64) -> f64 {
         (self.step.peak_flops_per_s * eff).max(1.0)
+    }
+
+    /// Attention's rate. QKᵀ and P·V read the KV cache in its own dtype: with a BF16 cache they
+    /// run at the BF16 tensor peak even when the linear layers are FP8 (W8A8 quantizes the
+    /// linear layers only; the training model prices attention the same way, time/cost.rs);
+    /// with an FP8 cache at the GEMMs' peak (vLLM docs "Quantized KV Cache": with FlashAttention
+    /// 3 and an FP8 KV cache "attention operations are also performed in the quantized (FP8)
+    /// domain").
+    fn attention_rate(&self, eff: f64) -> f64 {
+        let peak = if self.fp8_attention {
+            self.step.peak_flops_per_s
+        } else {
+            self.step.bf16_flops_per_s
+        };
+        (peak * eff).max(1.0)
     }
 
     /// One stage's step over `tokens` new tokens whose attention covers `attn_pairs`
@@ -399,7 +419,7 @@ impl Ctx<'_> {
         // `peak_gemm_efficiency_ratio`, ml-engineering's MAMF table; 1 for BF16).
         let (gemm_s, attn_s) = (
             gemm_flops / (self.rate(gemm_eff) * self.step.peak_gemm_efficiency_ratio),
-            attn_flops / self.rate(attn_eff),
+            attn_flops / self.attention_rate(attn_eff),
         );
         let memory_s = weights_s + kv_s;
         let compute_s = gemm_s + attn_s;
@@ -412,10 +432,7 @@ impl Ctx<'_> {
         let attn_op_s = kv_s.max(attn_s);
         // Megatron TP (Shoeybi et al. 2019 §3): two all-reduces of the b·h activations per layer.
         let msg = tokens * hidden * self.act_bytes;
-        let ar = self
-            .step
-            .comm
-            .time_s(Collective::AllReduce, msg, &self.tp_group);
+        let ar = self.all_reduce_s(msg);
         let comm_s = if self.ep && self.tp > 1 {
             let k = self
                 .model
@@ -447,6 +464,17 @@ impl Ctx<'_> {
             gemm_eff,
             distinct,
         }
+    }
+
+    /// One TP all-reduce of `bytes`: the engines' custom kernel where it was measured
+    /// (vLLM/SGLang on an NVLink 4 node, messages up to 1 MiB), NCCL's α–β otherwise.
+    fn all_reduce_s(&self, bytes: f64) -> f64 {
+        let custom = self.custom_ar.and_then(|row| row.latency_s(bytes));
+        custom.unwrap_or_else(|| {
+            self.step
+                .comm
+                .time_s(Collective::AllReduce, bytes, &self.tp_group)
+        })
     }
 
     /// Activation hop to the next stage (point-to-point, α–β on its link).
@@ -531,6 +559,8 @@ pub struct ReplicaTimer {
     gpus: u64,
     act_bytes: f64,
     tp_group: GroupPlacement,
+    custom_ar: Option<custom_all_reduce::LatencyRow>,
+    fp8_attention: bool,
     dense_per_token: f64,
     attn_coeff: f64,
     shapes: Vec<StageShape>,
@@ -573,12 +603,19 @@ impl ReplicaTimer {
                 }
             })
             .fold(f64::INFINITY, f64::min);
+        let tp_group = GroupPlacement::from_factors(GroupKind::Tp, &[(1, u64::from(tp))], gpn);
         ReplicaTimer {
             tp,
             pp,
             gpus: u64::from(tp) * u64::from(pp),
             act_bytes: scenario.precision.activation_bytes,
-            tp_group: GroupPlacement::from_factors(GroupKind::Tp, &[(1, u64::from(tp))], gpn),
+            tp_group,
+            custom_ar: custom_all_reduce::row_for(
+                &scenario.cluster.gpu,
+                tp,
+                tp_group.domain == Domain::IntraNode,
+            ),
+            fp8_attention: serving.kv_dtype == ServeDtype::Fp8,
             dense_per_token: f1.dense_forward,
             attn_coeff: f1.attention_forward,
             shapes: stage_shapes(model, scenario, &plan.stages),
@@ -593,6 +630,8 @@ impl ReplicaTimer {
             ep: load.expert_parallel && model.moe.is_some(),
             act_bytes: self.act_bytes,
             tp_group: self.tp_group,
+            custom_ar: self.custom_ar,
+            fp8_attention: self.fp8_attention,
             dense_per_token: self.dense_per_token,
             attn_coeff: self.attn_coeff,
             step,
@@ -855,7 +894,7 @@ pub fn serving_time_with(
     let shapes = &timer.shapes;
     let serving = &scenario.serving;
     let (tp, pp, gpus) = (timer.tp, timer.pp, timer.gpus);
-    let comm_note = comm_assumption(&ctx.step.comm, tp, ctx.ep);
+    let comm_note = comm_assumption(&ctx.step.comm, tp, ctx.ep, ctx.custom_ar.is_some());
     let PrefillNumbers {
         p,
         cached,
@@ -905,7 +944,7 @@ pub fn serving_time_with(
             "Prefill compute per request (s)",
             Unit::Seconds,
             prefill_compute_s,
-            "Σ_chunks,stages GEMM FLOPs/(peak·r_fp8·eff_gemm(min(chunk, h/tp))) + attention FLOPs/(peak·eff_attn)",
+            "Σ_chunks,stages GEMM FLOPs/(peak·r_fp8·eff_gemm(min(chunk, h/tp))) + attention FLOPs/(peak of the KV dtype·eff_attn)",
             format!(
                 "{chunks} chunk(s) at {peak_tf:.0} TFLOP/s peak, GEMM eff {:.3} × FP8 share {:.3} = {}",
                 worst_chunk.gemm_eff,
@@ -1038,7 +1077,7 @@ pub fn serving_time_with(
             "Decode compute time (s)",
             Unit::Seconds,
             slowest.compute_s,
-            "GEMM FLOPs/(peak·r_fp8·eff_gemm(h/tp)) + attention FLOPs/(peak·eff_attn)",
+            "GEMM FLOPs/(peak·r_fp8·eff_gemm(h/tp)) + attention FLOPs/(peak of the KV dtype·eff_attn)",
             format!(
                 "{peak_tf:.0} TFLOP/s × GEMM eff {:.4} × FP8 share {:.3} = {}",
                 slowest.gemm_eff,
@@ -1340,10 +1379,18 @@ pub fn closed_loop_queue(clients: f64, service: f64, decode_s: f64, servers: f64
     }
 }
 
-fn comm_assumption(comm: &CommModel, tp: u32, ep: bool) -> String {
+fn comm_assumption(comm: &CommModel, tp: u32, ep: bool, custom_ar: bool) -> String {
     let l = comm.link(Collective::AllReduce, LinkDomain::IntraNode);
+    let custom = if custom_ar {
+        format!(
+            "; all-reduces up to 1 MiB at the engines' custom kernel's measured latency ({})",
+            custom_all_reduce::SOURCE
+        )
+    } else {
+        String::new()
+    };
     format!(
-        "α–β as collectives.rs prices them (intra-node α {:.1} µs, {:.0} GB/s bus); TP {tp}{}; small messages, so α dominates",
+        "α–β as collectives.rs prices them (intra-node α {:.1} µs, {:.0} GB/s bus); TP {tp}{}; small messages, so α dominates{custom}",
         l.latency_s * 1e6,
         l.busbw_bytes_per_s / 1e9,
         if ep { ", EP over the TP ranks" } else { "" }

@@ -3,6 +3,7 @@
 //! Invariant: Imports the layers below; never search, figures or edges.
 
 pub mod closed_loop;
+pub mod custom_all_reduce;
 pub mod disagg;
 pub mod latency;
 pub mod window_decode;

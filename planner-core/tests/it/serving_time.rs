@@ -6,6 +6,7 @@ use planner_core::memory::kv_cache;
 use planner_core::memory::serving::serving_plan;
 use planner_core::resolve::presets::{article_mesh_scenario, model_preset};
 use planner_core::serving::closed_loop::{schweitzer_residence_s, solve};
+use planner_core::serving::custom_all_reduce;
 use planner_core::serving::latency::{
     expected_distinct_experts, serving_time, Bound, ServingLoad, ServingTime,
 };
@@ -296,12 +297,24 @@ fn bad_load_names_the_field() {
 
 #[test]
 fn tensor_parallel_decode_pays_latency_bound_all_reduces() {
-    let s = scenario("llama-3.1-70b", 1, 8, 1);
-    let t = serving_time(&s, &load(1024, 256, 1)).expect("valid");
-    // 80 layers × 2 all-reduces × 2(n−1) ring steps × 3 µs ≈ 6.7 ms of α alone.
+    // Off the measured NVLink 4 fabric (A100), NCCL's ring: 80 layers × 2 all-reduces ×
+    // 2(n−1) ring steps × 3 µs ≈ 6.7 ms of α alone.
+    let mut a100 = scenario("llama-3.1-70b", 1, 8, 1);
+    a100.cluster = Cluster::of(gpu_preset("a100-80gb").expect("preset"), 1);
+    let t = serving_time(&a100, &load(1024, 256, 1)).expect("valid");
     let alpha = 80.0 * 2.0 * 14.0 * 3e-6;
     assert!(t.decode.comm_time.value >= alpha);
     assert!(t.decode.comm_time.value < 1.1 * alpha);
+    // On H100 the engines' custom all-reduce: one token × 8192 × 2 bytes = 16 KiB, between
+    // the measured 4 KiB (9.3 µs) and 32 KiB (11.8 µs) at TP 8 (sglang PR #2904's vLLM table).
+    let s = scenario("llama-3.1-70b", 1, 8, 1);
+    let t = serving_time(&s, &load(1024, 256, 1)).expect("valid");
+    let one = 9.3e-6 + (11.8e-6 - 9.3e-6) * (16384.0 - 4096.0) / (32768.0 - 4096.0);
+    assert_eq!(custom_all_reduce::latency_s(8, 16384.0), Some(one));
+    assert!((t.decode.comm_time.value / (80.0 * 2.0 * one) - 1.0).abs() < 1e-9);
+    // Beyond the largest measured message (1 MiB), or at an unmeasured TP, NCCL's α–β again.
+    assert_eq!(custom_all_reduce::latency_s(8, 2.0 * 1_048_576.0), None);
+    assert_eq!(custom_all_reduce::latency_s(3, 16384.0), None);
     // EP for MoE swaps the FFN all-reduce for two all-to-alls.
     let m = scenario("mixtral-8x7b", 1, 8, 1);
     let tp = serving_time(&m, &load(1024, 256, 8)).expect("valid");
@@ -591,4 +604,35 @@ fn windowed_prefill_compute_is_the_windowed_pairs_at_the_attention_rate() {
         f1.attention_forward * 25_165_824.0,
         1e-12
     ));
+}
+
+#[test]
+fn attention_runs_at_the_peak_of_the_kv_dtype() {
+    // Llama 3.1 8B, FP8 linear layers (W8A8) on one H100, one 4096-token prompt. With a BF16 KV
+    // cache attention runs at the BF16 peak; with an FP8 cache at the FP8 peak. The GEMMs are
+    // the same in both, so the prefill compute differs by attention FLOPs × (1/BF16 − 1/FP8).
+    use planner_core::input::precision::{Precision, PrecisionRecipe};
+    let mut bf16_kv = scenario("llama-3.1-8b", 1, 1, 1);
+    bf16_kv.precision = Precision::from_recipe(PrecisionRecipe::Fp8Bf16Master);
+    bf16_kv.serving.weight_dtype = ServeDtype::Fp8;
+    bf16_kv.serving.kv_dtype = ServeDtype::Bf16;
+    let mut fp8_kv = bf16_kv.clone();
+    fp8_kv.serving.kv_dtype = ServeDtype::Fp8;
+    let l = ServingLoad {
+        prefill_chunk_tokens: 4096,
+        ..load(4096, 16, 1)
+    };
+    let a = serving_time(&bf16_kv, &l).expect("valid");
+    let b = serving_time(&fp8_kv, &l).expect("valid");
+    let model = model_preset("llama-3.1-8b").expect("preset");
+    let step = StepModel::for_scenario(&model, &bf16_kv, CostOptions::default());
+    assert!(
+        step.peak_flops_per_s > 1.9 * step.bf16_flops_per_s,
+        "FP8 GEMMs"
+    );
+    let eff = step.options.attention_efficiency;
+    let attn = a.prefill.attention_flops.value;
+    let want = attn / (step.bf16_flops_per_s * eff) - attn / (step.peak_flops_per_s * eff);
+    let got = a.prefill.compute_time.value - b.prefill.compute_time.value;
+    assert!(close(got, want, 1e-9), "{got} vs {want}");
 }
