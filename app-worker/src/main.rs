@@ -14,7 +14,13 @@
 //! ([`serving_markup`], a [`ViewReply`]), so `serving_time`, `serving_search`,
 //! `serving_disagg` and the charts' code stay out of the page's wasm. That worker stays
 //! alive and answers in order.
+//!
+//! And it reads the page's imports ([`bench_import`]): a message that is a
+//! [`planner_core::edges::import_page::Job`] (a `config.json`, or a benchmark file with the
+//! scenario's link) is answered with that module's plain-text reply, so the parsers and the
+//! fit stay out of the page's wasm too.
 
+mod bench_import;
 mod serving_markup;
 
 use planner_core::edges::serving_page::{self, PageView, ServingReply, ViewReply};
@@ -53,6 +59,12 @@ fn main() {
         let clock = worker_scope.performance();
         let now = || clock.as_ref().map_or(0.0, |p| p.now());
         let text = ev.data().as_string().unwrap_or_default();
+        if let Some(reply) = bench_import::answer(&text) {
+            if let Err(e) = worker_scope.post_message(&JsValue::from_str(&reply)) {
+                web_sys::console::error_1(&e);
+            }
+            return;
+        }
         if text != "validate" {
             post(&worker_scope, &serving_view(&text, &now));
             return;
