@@ -38,7 +38,7 @@ pub fn ask(request: String, done: impl FnOnce(Result<String, String>) + 'static)
         let text = ev.data().as_string().unwrap_or_default();
         // The worker's first message says it has loaded.
         if let Some(req) = request.take() {
-            if matches!(PageReply::from_json(&text), Ok(PageReply::Ready)) {
+            if matches!(PageReply::from_text(&text), Ok(PageReply::Ready)) {
                 if let Err(e) = handle.post_message(&JsValue::from_str(&req)) {
                     finish(Err(format!("posting to the import worker failed: {e:?}")));
                 }
