@@ -321,6 +321,12 @@ pub fn MeshView() -> impl IntoView {
             })
         })
     });
+    // Counts the changes of `rows` (a new ranking, a sort, a filter): what a chunk of the
+    // table shows.
+    let rows_version = Memo::new(move |prev: Option<&u64>| {
+        rows.track();
+        prev.map_or(0, |v| v + 1)
+    });
     let current_layout = Memo::new(move |_| scenario.with(|s| s.layout.clone()));
 
     let header = move |c: Col, label: &'static str, title: &'static str| {
@@ -511,13 +517,22 @@ pub fn MeshView() -> impl IntoView {
                         </thead>
                         <tbody>
                             // One reactive chunk of rows each; the list of chunks is rebuilt
-                            // only when "show more" changes `shown`.
-                            {move || (0..shown.get().div_ceil(ROWS_PER_FRAME)).map(|chunk| move || timed("mesh_rows", || {
+                            // only when "show more" changes `shown`. A chunk redraws only when
+                            // the version of the rows it shows changes: the current one once
+                            // the reveal reaches it, until then the one it already shows, so a
+                            // new ranking replaces the last one's rows a chunk a frame and the
+                            // table keeps its height (and a frame's reveal redraws one chunk).
+                            {move || (0..shown.get().div_ceil(ROWS_PER_FRAME)).map(|chunk| {
                                 let first = chunk * ROWS_PER_FRAME;
-                                if state.drawn.get() <= first {
+                                let shows = Memo::new(move |prev: Option<&Option<u64>>| {
+                                    let current = rows_version.get();
+                                    if state.drawn.get() > first { Some(current) } else { prev.copied().flatten() }
+                                });
+                                move || timed("mesh_rows", || {
+                                if shows.get().is_none() {
                                     return Vec::new();
                                 }
-                                rows.with(|rows| {
+                                rows.with_untracked(|rows| {
                                     ctx.scenario.with_untracked(|sc| {
                                         rows.iter()
                                             .skip(first)
@@ -583,7 +598,7 @@ pub fn MeshView() -> impl IntoView {
                                             .collect::<Vec<_>>()
                                     })
                                 })
-                            })).collect_view()}
+                            })}).collect_view()}
                         </tbody>
                     </table>
                 </div>
