@@ -6,7 +6,7 @@
 //! trunk builds it as a classic worker (`data-type="worker"`, wasm-bindgen
 //! `no-modules`, `app-worker_loader.js`). On load it posts [`PageReply::Ready`];
 //! on the page's `validate` message it replies with [`PageReply::Summary`] (or
-//! [`PageReply::Failed`]) as JSON text.
+//! [`PageReply::Failed`]) as record text (`PageReply::to_text`).
 //!
 //! It is also the serving latency view's worker: any other message is a
 //! [`planner_core::edges::serving_page::ServingRequest`] (JSON text): the worker computes the
@@ -14,7 +14,13 @@
 //! ([`serving_markup`], a [`ViewReply`]), so `serving_time`, `serving_search`,
 //! `serving_disagg` and the charts' code stay out of the page's wasm. That worker stays
 //! alive and answers in order.
+//!
+//! And it reads the page's imports ([`bench_import`]): a message that is a
+//! [`planner_core::edges::import_page::Job`] (a `config.json`, or a benchmark file with the
+//! scenario's link) is answered with that module's plain-text reply, so the parsers and the
+//! fit stay out of the page's wasm too.
 
+mod bench_import;
 mod serving_markup;
 
 use planner_core::edges::serving_page::{self, PageView, ServingReply, ViewReply};
@@ -22,10 +28,9 @@ use planner_core::edges::validation::{page_summary, PageReply, PUBLIC_RUNS_JSON}
 use wasm_bindgen::prelude::*;
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
-fn post<R: serde::Serialize>(scope: &DedicatedWorkerGlobalScope, reply: &R) {
-    let text = serde_json::to_string(reply)
-        .unwrap_or_else(|e| format!("{{\"Failed\":\"serialising the reply: {e}\"}}"));
-    if let Err(e) = scope.post_message(&JsValue::from_str(&text)) {
+/// Posts a reply's record text (`PageReply::to_text`, `ViewReply::to_text`, the import replies).
+fn post(scope: &DedicatedWorkerGlobalScope, text: &str) {
+    if let Err(e) = scope.post_message(&JsValue::from_str(text)) {
         web_sys::console::error_1(&e);
     }
 }
@@ -53,8 +58,12 @@ fn main() {
         let clock = worker_scope.performance();
         let now = || clock.as_ref().map_or(0.0, |p| p.now());
         let text = ev.data().as_string().unwrap_or_default();
+        if let Some(reply) = bench_import::answer(&text) {
+            post(&worker_scope, &reply);
+            return;
+        }
         if text != "validate" {
-            post(&worker_scope, &serving_view(&text, &now));
+            post(&worker_scope, &serving_view(&text, &now).to_text());
             return;
         }
         let t0 = now();
@@ -65,10 +74,10 @@ fn main() {
             }
             Err(e) => PageReply::Failed(format!("{}: {}", e.field, e.message)),
         };
-        post(&worker_scope, &reply);
+        post(&worker_scope, &reply.to_text());
     });
     scope.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
     // The worker lives as long as its handler: the page terminates it after the reply.
     onmessage.forget();
-    post(&scope, &PageReply::Ready);
+    post(&scope, &PageReply::Ready.to_text());
 }

@@ -6,7 +6,7 @@
 //! worker next to the page) that is not fetched until the section is opened, so the
 //! page's first-load wasm carries neither the dataset nor its evaluation. The page
 //! creates the worker on open, posts one message once the worker says it is ready,
-//! and parses the reply ([`PageReply`], JSON text); it never blocks on the work.
+//! and parses the reply ([`PageReply`], record text: `PageReply::from_text`); it never blocks on the work.
 //! The nearest rows are ranked here from the reply's fields by planner-core's
 //! [`nearest_rows`], so they follow the scenario without asking the worker again.
 
@@ -59,7 +59,7 @@ fn start(state: RwSignal<Progress>) {
     let handle = worker.clone();
     let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
         let text = ev.data().as_string().unwrap_or_default();
-        match PageReply::from_json(&text) {
+        match PageReply::from_text(&text) {
             Ok(PageReply::Ready) => {
                 if let Err(e) = handle.post_message(&JsValue::from_str("validate")) {
                     state.set(Progress::Failed(format!(

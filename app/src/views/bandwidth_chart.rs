@@ -1,42 +1,21 @@
 //! Bus bandwidth against message size (log scale): measured points, the fitted
 //! α–β curve and the preset's assumption, one colour per collective. The
-//! curves are planner-core's predictions at each drawn size.
+//! curves are planner-core's predictions at each drawn size, computed in the import
+//! worker (`app-worker/src/bench_import.rs`); the page only draws them.
 
 use crate::canvas_backend::Canvas2d;
+use planner_core::edges::import_page::BusbwSeries;
 use plotters::prelude::*;
 use web_sys::HtmlCanvasElement;
 
 use crate::charts::{prepare, HitBox, Theme, Tip, PALETTE};
 use crate::format;
 
-/// One collective on one group shape.
-#[derive(Clone, Debug, PartialEq)]
-pub struct BusbwSeries {
-    /// "all_reduce, 2 ranks".
-    pub label: String,
-    /// Palette index.
-    pub color: usize,
-    /// (bytes, bytes/s) measured.
-    pub measured: Vec<(f64, f64)>,
-    /// (bytes, bytes/s) of the fit.
-    pub fitted: Vec<(f64, f64)>,
-    /// (bytes, bytes/s) of the preset assumption.
-    pub preset: Vec<(f64, f64)>,
-}
-
 /// Chart height in CSS pixels.
 pub const HEIGHT: f64 = 260.0;
 
 fn err<E: std::fmt::Debug>(e: E) -> String {
     format!("chart: {e:?}")
-}
-
-/// Log-spaced sizes covering `[lo/8, hi·8]`, `n` of them.
-pub fn sizes_around(lo: f64, hi: f64, n: usize) -> Vec<f64> {
-    let (a, b) = ((lo / 8.0).max(1.0).log10(), (hi * 8.0).max(2.0).log10());
-    (0..n)
-        .map(|i| 10f64.powf(a + (b - a) * i as f64 / (n.max(2) - 1) as f64))
-        .collect()
 }
 
 /// Draws the series; returns hit boxes around measured points.

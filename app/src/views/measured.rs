@@ -1,21 +1,15 @@
 //! Measured numbers: a gpu-bench report or nccl-tests output, read in the
-//! browser (never uploaded), fitted by `planner_core::input::calibration` and stored
+//! browser (never uploaded: the page's worker parses it, `views/worker_job.rs`), fitted by `planner_core::input::calibration` and stored
 //! in `Scenario.calibration` so that every view and the share link (`cal=`,
 //! fitted numbers only) use it. Shows each measurement next to the fit and the
 //! preset's assumption, GEMM rates against peak, and measured layer steps
 //! against their prediction. A file that cannot be used leaves the state as it was.
 
 use leptos::prelude::*;
-use planner_core::edges::calibration_fit::{
-    compare_comm, compare_gemm, predicted_busbw_bytes_per_s, CommComparison, GemmComparison,
-};
-use planner_core::edges::import_sniff::{
-    fit_measurements, gpu_for_device, read_measurements, NcclContext, MAX_MEASUREMENT_FILE_BYTES,
-};
-use planner_core::edges::layer_step::{check_all, gate_up_matrices_for, LayerStepCheck};
+use planner_core::edges::import_page::{BenchImport, Job};
+use planner_core::edges::import_sniff::MAX_MEASUREMENT_FILE_BYTES;
 use planner_core::input::calibration::CalibrationSummary;
-use planner_core::input::hardware::GpuSpec;
-use planner_core::input::scenario::{Measured, Scenario};
+use planner_core::input::scenario::Measured;
 use planner_core::time::calibrated_step::{step_times, StepTimes};
 use planner_core::time::collectives::CommModel;
 use planner_core::time::cost::GemmEfficiency;
@@ -23,126 +17,14 @@ use planner_core::time::cost::GemmEfficiency;
 use crate::app::Ctx;
 use crate::format;
 use crate::format::seconds;
-use crate::views::bandwidth_chart::{draw_busbw, sizes_around, BusbwSeries};
+use crate::views::bandwidth_chart::draw_busbw;
 use crate::views::chart_canvas::{ChartCanvas, DrawInput};
 use crate::views::files::{file_of_drop, file_of_input_event, read_text};
 use crate::views::visibility::{near_screen, scenario_while_visible};
+use crate::views::worker_job;
 
 /// Largest file read: both parsers' own limit (32 MiB).
 const MAX_FILE_BYTES: usize = MAX_MEASUREMENT_FILE_BYTES;
-
-/// What the last accepted file held (kept in this panel only; the scenario keeps the fit).
-#[derive(Clone, Debug, PartialEq)]
-struct Imported {
-    file_name: String,
-    /// "gpu-bench report" or "nccl-tests output".
-    kind: &'static str,
-    /// The GPU the GEMM fit is relative to, and why that one.
-    gpu: GpuSpec,
-    gpu_note: String,
-    /// The summary fitted from this file (to tell whether the scenario still holds it).
-    summary: CalibrationSummary,
-    comm: Vec<CommComparison>,
-    /// Per collective and group shape: measured, fitted and preset bus bandwidth.
-    busbw: Vec<BusbwSeries>,
-    gemm: Vec<GemmComparison>,
-    layer_steps: Vec<LayerStepCheck>,
-    /// Remarks the report carries (skipped sizes...), and whether it is synthetic.
-    notes: Vec<String>,
-}
-
-/// Parses and fits one file against the scenario's GPU (or the report's, when it names a preset).
-fn import(name: &str, text: &str, scenario: &Scenario) -> Result<Imported, String> {
-    let read =
-        read_measurements(text, &NcclContext::default()).map_err(|e| format!("{name}: {e}"))?;
-    let (gpu, gpu_note) = gpu_for_device(read.device.as_deref(), &scenario.cluster.gpu);
-    let fit = fit_measurements(&read.comm, &read.gemm, &gpu).map_err(|e| format!("{name}: {e}"))?;
-    let (summary, assumed) = (fit.summary, fit.assumed);
-    let mut fitted = assumed.clone();
-    fitted.apply_calibration(&summary);
-    let (gemm_curve, peak) = summary
-        .gemm
-        .as_ref()
-        .map_or((GemmEfficiency::default(), gpu.bf16_flops_per_s), |g| {
-            (g.efficiency, g.peak_flops_per_s)
-        });
-    let layer_steps = read
-        .layer_steps
-        .iter()
-        .flat_map(|s| {
-            check_all(
-                std::slice::from_ref(s),
-                gate_up_matrices_for(s.hidden, s.ffn),
-                &fitted,
-                &gemm_curve,
-                peak,
-                read.ranks_per_node,
-            )
-        })
-        .collect();
-    let comm = compare_comm(&read.comm, &summary, &assumed);
-    let busbw = busbw_series(&comm, &fitted, &assumed);
-    Ok(Imported {
-        file_name: name.to_string(),
-        kind: read.format.label(),
-        comm,
-        busbw,
-        gemm: compare_gemm(&read.gemm, summary.gemm.as_ref(), gpu.bf16_flops_per_s),
-        gpu,
-        gpu_note,
-        summary,
-        layer_steps,
-        notes: read.notes,
-    })
-}
-
-/// One chart series per (collective, ranks, ranks per node), curves at 48 sizes around the measured ones.
-fn busbw_series(
-    rows: &[CommComparison],
-    fitted: &CommModel,
-    assumed: &CommModel,
-) -> Vec<BusbwSeries> {
-    let mut keys: Vec<(planner_core::time::collectives::Collective, u64, u64)> = Vec::new();
-    for r in rows {
-        let k = (r.sample.op, r.sample.ranks, r.sample.ranks_per_node);
-        if !keys.contains(&k) {
-            keys.push(k);
-        }
-    }
-    keys.into_iter()
-        .enumerate()
-        .map(|(i, (op, ranks, rpn))| {
-            let mine: Vec<&CommComparison> = rows
-                .iter()
-                .filter(|r| {
-                    (r.sample.op, r.sample.ranks, r.sample.ranks_per_node) == (op, ranks, rpn)
-                })
-                .collect();
-            let lo = mine
-                .iter()
-                .map(|r| r.sample.bytes)
-                .fold(f64::INFINITY, f64::min);
-            let hi = mine.iter().map(|r| r.sample.bytes).fold(0.0, f64::max);
-            let sizes = sizes_around(lo, hi, 48);
-            let curve = |m: &CommModel| {
-                sizes
-                    .iter()
-                    .map(|&b| (b, predicted_busbw_bytes_per_s(m, op, ranks, rpn, b)))
-                    .collect()
-            };
-            BusbwSeries {
-                label: format!("{}, {ranks} ranks ({rpn} per node)", op.id()),
-                color: i,
-                measured: mine
-                    .iter()
-                    .map(|r| (r.sample.bytes, r.measured_busbw_bytes_per_s))
-                    .collect(),
-                fitted: curve(fitted),
-                preset: curve(assumed),
-            }
-        })
-        .collect()
-}
 
 /// "Measured numbers on" in the page header while a calibration is in use.
 #[component]
@@ -171,7 +53,7 @@ pub fn CalibrationBadge() -> impl IntoView {
 pub fn MeasuredView() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let s = ctx.scenario;
-    let imported = RwSignal::new(None::<Imported>);
+    let imported = RwSignal::new(None::<BenchImport>);
     // (message, is_error)
     let message = RwSignal::new(None::<(String, bool)>);
     let busy = RwSignal::new(false);
@@ -180,36 +62,46 @@ pub fn MeasuredView() -> impl IntoView {
     let take_file = move |file: Option<web_sys::File>| {
         let Some(file) = file else { return };
         busy.set(true);
+        // The last file's message goes until this one is read ("Reading…" meanwhile).
+        message.set(None);
         leptos::task::spawn_local(async move {
             let name = file.name();
-            let result = match read_text(&file, MAX_FILE_BYTES).await {
-                Ok(text) => s.with_untracked(|sc| import(&name, &text, sc)),
-                Err(e) => Err(e),
-            };
-            busy.set(false);
-            match result {
-                Ok(data) => {
-                    let links = data.summary.links.len();
-                    let gemm = if data.summary.gemm.is_some() {
-                        "a GEMM curve"
-                    } else {
-                        "no GEMM curve"
-                    };
-                    message.set(Some((
-                        format!("{}: {} read; fitted {links} link figure(s) and {gemm}. Measured numbers are on.", data.file_name, data.kind),
-                        false,
-                    )));
-                    let summary = data.summary.clone();
-                    imported.set(Some(data));
-                    s.update(|sc| {
-                        sc.calibration = Some(Measured {
-                            summary,
-                            enabled: true,
-                        })
-                    });
+            let text = match read_text(&file, MAX_FILE_BYTES).await {
+                Ok(text) => text,
+                Err(e) => {
+                    busy.set(false);
+                    message.set(Some((format!("{e}. Nothing was changed."), true)));
+                    return;
                 }
-                Err(e) => message.set(Some((format!("{e}. Nothing was changed."), true))),
-            }
+            };
+            // The worker parses and fits the file (off the page's wasm and thread).
+            let request = s.with_untracked(|sc| Job::bench(&name, sc, text)).to_text();
+            worker_job::ask(request, move |reply| {
+                busy.set(false);
+                match reply.and_then(|t| BenchImport::from_text(&t)) {
+                    Ok(data) => {
+                        let links = data.summary.links.len();
+                        let gemm = if data.summary.gemm.is_some() {
+                            "a GEMM curve"
+                        } else {
+                            "no GEMM curve"
+                        };
+                        message.set(Some((
+                            format!("{}: {} read; fitted {links} link figure(s) and {gemm}. Measured numbers are on.", data.file_name, data.kind),
+                            false,
+                        )));
+                        let summary = data.summary.clone();
+                        imported.set(Some(data));
+                        s.update(|sc| {
+                            sc.calibration = Some(Measured {
+                                summary,
+                                enabled: true,
+                            })
+                        });
+                    }
+                    Err(e) => message.set(Some((format!("{e}. Nothing was changed."), true))),
+                }
+            });
         });
     };
 
@@ -425,8 +317,10 @@ fn FitTables(summary: CalibrationSummary, assumed: CommModel) -> impl IntoView {
     }
 }
 
+/// The accepted file's measurements: the worker's markup of its notes and tables
+/// (`app-worker/src/bench_import.rs`), and the bus-bandwidth chart drawn here.
 #[component]
-fn ImportTables(data: Imported) -> impl IntoView {
+fn ImportTables(data: BenchImport) -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let series = StoredValue::new(data.busbw.clone());
     let draw = Callback::new(move |(canvas, css_width): DrawInput| {
@@ -450,70 +344,9 @@ fn ImportTables(data: Imported) -> impl IntoView {
             }
         })
         .collect_view();
-    let comm_rows = data
-        .comm
-        .iter()
-        .map(|c| {
-            let s = c.sample;
-            view! {
-                <tr>
-                    <td>{s.op.id()}</td>
-                    <td class="num">{format!("{} ({}/node)", s.ranks, s.ranks_per_node)}</td>
-                    <td class="num">{format::bytes(s.bytes)}</td>
-                    <td class="num">{seconds(s.time_s)}</td>
-                    <td class="num">{format::bytes_per_s(c.measured_busbw_bytes_per_s)}</td>
-                    <td class="num">{format::bytes_per_s(c.fitted_busbw_bytes_per_s)}</td>
-                    <td class="num">{format::bytes_per_s(c.assumed_busbw_bytes_per_s)}</td>
-                </tr>
-            }
-        })
-        .collect_view();
-    let peak_tflops = data.gpu.bf16_flops_per_s / 1e12;
-    let gemm_rows = data
-        .gemm
-        .iter()
-        .map(|g| {
-            let s = g.sample;
-            view! {
-                <tr>
-                    <td>{format!("{} × {} × {}", s.m, s.n, s.k)}</td>
-                    <td class="num">{format::sig3(s.flops_per_s / 1e12)}</td>
-                    <td class="num">{format::sig3(peak_tflops)}</td>
-                    <td class="num">{format::percent(g.measured_fraction)}</td>
-                    <td class="num">{g.fitted_fraction.map_or("—".into(), format::percent)}</td>
-                    <td class="num">{format::percent(g.assumed_fraction)}</td>
-                </tr>
-            }
-        })
-        .collect_view();
-    let step_rows = data
-        .layer_steps
-        .iter()
-        .map(|c| {
-            let (p, m) = (c.predicted, c.measured);
-            view! {
-                <tr>
-                    <td>{c.label.clone()}</td>
-                    <td class="num">{seconds(p.compute_s)}" / "{seconds(m.compute_s)}</td>
-                    <td class="num">{seconds(p.comm_s)}" / "{seconds(m.comm_s)}</td>
-                    <td class="num">{seconds(p.sequential_s)}" / "{seconds(m.sequential_s)}</td>
-                    <td class="num" data-testid="layer-step-error">{format::signed_percent(c.sequential_error())}</td>
-                </tr>
-            }
-        })
-        .collect_view();
-    let has_comm = !data.comm.is_empty();
-    let n_comm = data.comm.len();
-    // Long nccl-tests tables start folded; the chart above shows them.
-    let open_samples = n_comm <= 8;
-    let has_gemm = !data.gemm.is_empty();
-    let has_steps = !data.layer_steps.is_empty();
+    let has_comm = !data.comm_html.is_empty();
     view! {
-        <h3>{format!("From {} ({})", data.file_name, data.kind)}</h3>
-        <ul class="hint bench-notes" data-testid="bench-notes">
-            <li>{format!("GEMM rates are relative to the {} BF16 peak, {} TFLOP/s ({}).", data.gpu.name, format::sig3(peak_tflops), data.gpu_note)}</li>
-            {data.notes.iter().map(|n| view! { <li>{n.clone()}</li> }).collect_view()}
-        </ul>
+        <div inner_html=data.head_html></div>
         {has_comm.then(|| view! {
             <h4>"Bus bandwidth against message size"</h4>
             <figure class="busbw">
@@ -527,61 +360,8 @@ fn ImportTables(data: Imported) -> impl IntoView {
                     <li>"dots: measured; solid: fit; dashed: preset assumption"</li>
                 </ul>
             </figure>
-            <details class="samples" open=open_samples>
-                <summary>{format!("{n_comm} measurement(s), with the fit and the preset at each size")}</summary>
-            <div class="table-scroll">
-                <table class="data" data-testid="bench-collectives">
-                    <thead>
-                        <tr>
-                            <th>"collective"</th>
-                            <th class="num">"ranks"</th>
-                            <th class="num">"size"</th>
-                            <th class="num">"time"</th>
-                            <th class="num">"bus bw, measured"</th>
-                            <th class="num">"fit"</th>
-                            <th class="num">"preset assumption"</th>
-                        </tr>
-                    </thead>
-                    <tbody>{comm_rows}</tbody>
-                </table>
-            </div>
-            </details>
+            <div inner_html=data.comm_html></div>
         })}
-        {has_gemm.then(|| view! {
-            <h4>"GEMM rate against peak"</h4>
-            <div class="table-scroll">
-                <table class="data" data-testid="bench-gemms">
-                    <thead>
-                        <tr>
-                            <th>"m × n × k"</th>
-                            <th class="num">"TFLOP/s"</th>
-                            <th class="num">"peak"</th>
-                            <th class="num">"of peak"</th>
-                            <th class="num">"fit"</th>
-                            <th class="num">"assumed"</th>
-                        </tr>
-                    </thead>
-                    <tbody>{gemm_rows}</tbody>
-                </table>
-            </div>
-        })}
-        {has_steps.then(|| view! {
-            <h4>"Measured layer steps: predicted / measured"</h4>
-            <div class="table-scroll">
-                <table class="data" data-testid="bench-layer-steps">
-                    <thead>
-                        <tr>
-                            <th>"step"</th>
-                            <th class="num">"compute"</th>
-                            <th class="num">"communication"</th>
-                            <th class="num">"sequential"</th>
-                            <th class="num">"error"</th>
-                        </tr>
-                    </thead>
-                    <tbody>{step_rows}</tbody>
-                </table>
-            </div>
-            <p class="hint">"Predicted with the fitted links and GEMM curve on the step's own shapes (planner_core::edges::layer_step); error = (predicted − measured) ÷ measured of the sequential step."</p>
-        })}
+        <div inner_html=data.rest_html></div>
     }
 }

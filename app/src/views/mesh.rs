@@ -65,7 +65,12 @@ struct Timing {
 struct SearchState {
     generation: StoredValue<u64>,
     running: StoredValue<Option<SlicedSearch>>,
+    /// The latest ranking (or why there is none): kept, dimmed, while the next search runs,
+    /// so an input that restarts the search leaves the table laid out (clearing it emptied
+    /// the table and reflowed the page in the input's own frame, issue 16).
     result: RwSignal<Option<Result<SearchResult, String>>>,
+    /// Whether a search is running (its result is not `result` yet).
+    searching: RwSignal<bool>,
     progress: RwSignal<(usize, usize)>,
     timing: RwSignal<Option<Timing>>,
     started_ms: StoredValue<f64>,
@@ -87,6 +92,7 @@ impl SearchState {
             Ok(m) => m,
             Err(e) => {
                 self.running.set_value(None);
+                self.searching.set(false);
                 self.result.set(Some(Err(e.to_string())));
                 return;
             }
@@ -97,6 +103,7 @@ impl SearchState {
                 .map(|e| format!("{}: {}", e.field, e.message))
                 .unwrap_or_default();
             self.running.set_value(None);
+            self.searching.set(false);
             self.result.set(Some(Err(first)));
             return;
         }
@@ -109,7 +116,7 @@ impl SearchState {
         let search = SlicedSearch::new(model, key.clone(), space, step_model);
         self.progress.set(search.progress());
         self.running.set_value(Some(search));
-        self.result.set(None);
+        self.searching.set(true);
         self.started_ms.set_value(now_ms());
         self.acc.set_value(Timing::default());
         // The first slice waits for the frame after the input's: the input's own work
@@ -173,6 +180,7 @@ impl SearchState {
                 // Set before the result, so the new ranking's first draw has one chunk.
                 self.drawn.set(ROWS_PER_FRAME);
                 self.timing.set(Some(t));
+                self.searching.set(false);
                 self.result.set(Some(Ok(ranked)));
                 self.shown_results.update(|n| *n += 1);
                 self.reveal(generation);
@@ -272,6 +280,7 @@ pub fn MeshView() -> impl IntoView {
         generation: StoredValue::new(0),
         running: StoredValue::new(None),
         result: RwSignal::new(None),
+        searching: RwSignal::new(false),
         progress: RwSignal::new((0, 0)),
         timing: RwSignal::new(None),
         started_ms: StoredValue::new(0.0),
@@ -311,6 +320,12 @@ pub fn MeshView() -> impl IntoView {
                 v
             })
         })
+    });
+    // Counts the changes of `rows` (a new ranking, a sort, a filter): what a chunk of the
+    // table shows.
+    let rows_version = Memo::new(move |prev: Option<&u64>| {
+        rows.track();
+        prev.map_or(0, |v| v + 1)
     });
     let current_layout = Memo::new(move |_| scenario.with(|s| s.layout.clone()));
 
@@ -365,6 +380,9 @@ pub fn MeshView() -> impl IntoView {
 
     let status = move || {
         let (done, all) = state.progress.get();
+        if state.searching.get() {
+            return format!("Searching… {done} of {all} (TP, PP, CP) blocks");
+        }
         state.result.with(|r| match r {
             None => format!("Searching… {done} of {all} (TP, PP, CP) blocks"),
             Some(Err(e)) => format!("No search: {e}"),
@@ -394,7 +412,7 @@ pub fn MeshView() -> impl IntoView {
             <div
                 class="mesh-status"
                 data-testid="mesh-status"
-                data-done=move || state.result.with(|r| r.is_some().to_string())
+                data-done=move || (!state.searching.get() && state.result.with(Option::is_some)).to_string()
                 data-searches=move || state.shown_results.get().to_string()
                 data-rows-pending=move || {
                     let want = shown.get().min(rows.with(Vec::len));
@@ -472,7 +490,9 @@ pub fn MeshView() -> impl IntoView {
                         )
                     }}
                 </p>
-                <div class="table-scroll mesh-table">
+                // The previous ranking stays laid out while the next search runs: dimmed and
+                // inert (opacity and pointer-events repaint, they reflow nothing).
+                <div class="table-scroll mesh-table" class:stale=move || state.searching.get()>
                     <table data-testid="mesh-table">
                         <thead>
                             <tr>
@@ -497,13 +517,22 @@ pub fn MeshView() -> impl IntoView {
                         </thead>
                         <tbody>
                             // One reactive chunk of rows each; the list of chunks is rebuilt
-                            // only when "show more" changes `shown`.
-                            {move || (0..shown.get().div_ceil(ROWS_PER_FRAME)).map(|chunk| move || timed("mesh_rows", || {
+                            // only when "show more" changes `shown`. A chunk redraws only when
+                            // the version of the rows it shows changes: the current one once
+                            // the reveal reaches it, until then the one it already shows, so a
+                            // new ranking replaces the last one's rows a chunk a frame and the
+                            // table keeps its height (and a frame's reveal redraws one chunk).
+                            {move || (0..shown.get().div_ceil(ROWS_PER_FRAME)).map(|chunk| {
                                 let first = chunk * ROWS_PER_FRAME;
-                                if state.drawn.get() <= first {
+                                let shows = Memo::new(move |prev: Option<&Option<u64>>| {
+                                    let current = rows_version.get();
+                                    if state.drawn.get() > first { Some(current) } else { prev.copied().flatten() }
+                                });
+                                move || timed("mesh_rows", || {
+                                if shows.get().is_none() {
                                     return Vec::new();
                                 }
-                                rows.with(|rows| {
+                                rows.with_untracked(|rows| {
                                     ctx.scenario.with_untracked(|sc| {
                                         rows.iter()
                                             .skip(first)
@@ -569,7 +598,7 @@ pub fn MeshView() -> impl IntoView {
                                             .collect::<Vec<_>>()
                                     })
                                 })
-                            })).collect_view()}
+                            })}).collect_view()}
                         </tbody>
                     </table>
                 </div>

@@ -18,6 +18,7 @@ mod teach;
 mod teach_draw;
 mod topology;
 mod visibility;
+mod worker_job;
 
 pub use accuracy::AccuracyView;
 pub use exports::ExportsView;

@@ -1,15 +1,18 @@
 //! Model import: paste or drop a Hugging Face `config.json`; planner-core's
-//! importer (`hf_config::import_hf_config`) turns it into custom shapes or
-//! names the field it cannot use. A rejected config changes nothing.
+//! importer (`hf_config::import_hf_config`, run in the page's worker: `views/worker_job.rs`)
+//! turns it into custom shapes or names the field it cannot use. A rejected config changes nothing.
 
 use leptos::prelude::*;
-use planner_core::edges::hf_config::{import_hf_config, SUPPORTED_ARCHITECTURES};
+use planner_core::edges::hf_config::SUPPORTED_ARCHITECTURES;
+use planner_core::edges::import_page::{ConfigReply, Job};
+use planner_core::input::model::ModelSpec;
 use planner_core::input::scenario::ModelChoice;
 use planner_core::resolve::validate::MAX_NAME_CHARS;
 
 use crate::app::Ctx;
 use crate::format;
 use crate::views::files::{file_of_drop, file_of_input_event, read_text};
+use crate::views::worker_job;
 
 /// Largest config read (real ones are a few KB).
 const MAX_CONFIG_BYTES: usize = 1_000_000;
@@ -24,41 +27,49 @@ pub fn ModelImport() -> impl IntoView {
 
     // `file`: the text came from a picked or dropped file, whose name names the
     // model when the config does not (`_name_or_path`).
-    let apply = move |source: String, file: bool, json: String| match import_hf_config(&json) {
-        Ok(mut spec) => {
-            let stem_ok = !source
-                .strip_suffix(".json")
-                .unwrap_or(&source)
-                .trim()
-                .is_empty();
-            if file && stem_ok && spec.name.starts_with("Imported ") {
-                let stem = source.strip_suffix(".json").unwrap_or(&source);
-                spec.name = stem.chars().take(MAX_NAME_CHARS).collect();
-            }
-            let moe = if spec.moe.is_some() {
-                format!(
-                    ", {}B active per token",
-                    format::sig3(spec.active_params() / 1e9)
-                )
-            } else {
-                String::new()
-            };
-            message.set(Some((
-                    format!(
-                        "{source}: applied “{}” as a custom model — {} layers, hidden {}, Ψ = {}B{moe}.",
-                        spec.name,
-                        spec.layers,
-                        spec.hidden,
-                        format::sig3(spec.params() / 1e9)
-                    ),
-                    false,
-                )));
-            ctx.scenario.update(|s| s.model = ModelChoice::Custom(spec));
+    let applied = move |source: String, file: bool, mut spec: ModelSpec| {
+        let stem_ok = !source
+            .strip_suffix(".json")
+            .unwrap_or(&source)
+            .trim()
+            .is_empty();
+        if file && stem_ok && spec.name.starts_with("Imported ") {
+            let stem = source.strip_suffix(".json").unwrap_or(&source);
+            spec.name = stem.chars().take(MAX_NAME_CHARS).collect();
         }
-        Err(e) => message.set(Some((
-            format!("{source}: {e}. The model was not changed."),
-            true,
-        ))),
+        let moe = if spec.moe.is_some() {
+            format!(
+                ", {}B active per token",
+                format::sig3(spec.active_params() / 1e9)
+            )
+        } else {
+            String::new()
+        };
+        message.set(Some((
+            format!(
+                "{source}: applied “{}” as a custom model — {} layers, hidden {}, Ψ = {}B{moe}.",
+                spec.name,
+                spec.layers,
+                spec.hidden,
+                format::sig3(spec.params() / 1e9)
+            ),
+            false,
+        )));
+        ctx.scenario.update(|s| s.model = ModelChoice::Custom(spec));
+    };
+    // The worker reads the config (`hf_config::import_hf_config`, off the page's wasm).
+    let apply = move |source: String, file: bool, json: String| {
+        // No message until the worker answers (the last one would read as this one's).
+        message.set(None);
+        worker_job::ask(Job::Config { json }.to_text(), move |reply| {
+            match reply.map(|t| ConfigReply::from_text(&t)) {
+                Ok(ConfigReply::Imported(spec)) => applied(source, file, spec),
+                Ok(ConfigReply::Failed(e)) | Err(e) => message.set(Some((
+                    format!("{source}: {e}. The model was not changed."),
+                    true,
+                ))),
+            }
+        });
     };
     let take_file = move |file: Option<web_sys::File>| {
         let Some(file) = file else { return };

@@ -70,7 +70,7 @@ pub fn ServingView() -> impl IntoView {
     let dtype_options = || {
         ServeDtype::ALL
             .iter()
-            .map(|d| (d.id().to_string(), d.id().to_uppercase()))
+            .map(|d| (d.id().to_string(), d.id().to_ascii_uppercase()))
             .collect::<Vec<_>>()
     };
     let node = Signal::derive(move || s.with(|sc| sc.cluster.gpus_per_node));

@@ -72,7 +72,7 @@ impl Channel {
     }
 
     fn read(self, text: &str) {
-        match ViewReply::from_json(text) {
+        match ViewReply::from_text(text) {
             Ok(ViewReply::Ready) => {
                 self.ready.set_value(true);
                 if let Some(q) = self.queued.try_update_value(Option::take).flatten() {

@@ -165,7 +165,7 @@ pub fn StepBreakdownView() -> impl IntoView {
                                     <tbody>
                                         {b.volume.iter().map(|v| view! {
                                             <tr>
-                                                <th scope="row">{v.group.id().to_uppercase().replace('_', "×")}</th>
+                                                <th scope="row">{v.group.id().to_ascii_uppercase().replace('_', "×")}</th>
                                                 <td>{v.purpose.id().replace('_', " ")}</td>
                                                 <td>{v.op.id()}</td>
                                                 <td>{domain_label(v.domain)}</td>

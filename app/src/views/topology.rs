@@ -89,7 +89,7 @@ fn gpu_text(map: &TopologyMap, i: usize, kind: GroupKind) -> String {
             k.dp,
             k.pp,
             k.ep,
-            kind.id().to_uppercase(),
+            kind.id().to_ascii_uppercase(),
             c.groups.get(kind.index()).copied().unwrap_or(0)
         ),
         _ => format!("node {}, GPU {}: idle", c.node, c.slot),
@@ -171,7 +171,7 @@ fn svg_figure(map: &TopologyMap, kind: GroupKind) -> (String, String, String) {
             "{} nodes × {} GPUs coloured by {} group",
             map.drawn_nodes,
             map.gpus_per_node,
-            kind.id().to_uppercase()
+            kind.id().to_ascii_uppercase()
         ),
         out,
     )
@@ -244,7 +244,7 @@ pub fn TopologyView() -> impl IntoView {
                         GroupKind::DpCp => "DP × CP (gradients, ZeRO)".to_string(),
                         GroupKind::ExpertDp => "expert DP".to_string(),
                         GroupKind::ExpertTp => "expert TP".to_string(),
-                        k => k.id().to_uppercase(),
+                        k => k.id().to_ascii_uppercase(),
                     };
                     let warn = map.warnings.iter().find(|w| w.kind == t.kind);
                     view! {
@@ -315,7 +315,7 @@ pub fn TopologyView() -> impl IntoView {
                                 format::bytes(t.intra_node_bytes_per_step),
                                 format::bytes(t.inter_node_bytes_per_step),
                             ),
-                            None => format!("{} = 1: every GPU is its own group, no traffic", kind.id().to_uppercase()),
+                            None => format!("{} = 1: every GPU is its own group, no traffic", kind.id().to_ascii_uppercase()),
                         }
                     }).unwrap_or_default())
                 }}

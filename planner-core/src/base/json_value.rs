@@ -1,7 +1,7 @@
-//! Field readers over `serde_json::Value` for the page's hand-written reply decoders
-//! (`validation::PageReply::from_json`, `serving_page::ServingReply::from_json`): the page
-//! links `serde_json`'s `Value` parser anyway, and these keep it from linking derived
-//! visitors. Each error names the field.
+//! Field readers over `serde_json::Value` for the hand-written reply decoders
+//! (`validation::PageReply::from_json`, `serving_page::ServingReply::from_json`), which keep
+//! a reader of those JSON forms from linking derived visitors. The page itself reads the
+//! record text (`base::record_text`) and links no JSON parser. Each error names the field.
 
 use serde_json::Value;
 

@@ -1,4 +1,4 @@
-//! Vocabulary every layer shares: the explained number ([`explain::Term`]), the bounds an input must lie in, validated free text and the JSON value reader.
+//! Vocabulary every layer shares: the explained number ([`explain::Term`]), the bounds an input must lie in, validated free text, the JSON value reader and the worker messages' record text.
 //!
 //! Invariant: Imports nothing from the crate: every other layer may use it.
 
@@ -6,3 +6,4 @@ pub mod bounds;
 pub mod explain;
 pub mod free_text;
 pub(crate) mod json_value;
+pub mod record_text;

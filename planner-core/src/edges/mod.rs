@@ -1,4 +1,4 @@
-//! Text in and out: share links, HF config import, benchmark reports, nccl-tests logs, exports, published-run validation, the page's serving request format.
+//! Text in and out: share links, HF config import, benchmark reports, nccl-tests logs, exports, published-run validation, the page's serving and import worker request formats.
 //!
 //! Invariant: The top layer: may import anything below; nothing imports it.
 
@@ -6,6 +6,7 @@ pub mod calibration_fit;
 pub mod export;
 pub mod finetune_export;
 pub mod hf_config;
+pub mod import_page;
 pub mod import_sniff;
 pub mod layer_step;
 pub mod link;

@@ -422,7 +422,8 @@ pub struct PageView {
     pub search_ms: Option<f64>,
 }
 
-/// A message from the serving worker to the page as the page reads it (JSON text).
+/// A message from the serving worker to the page as the page reads it (record text,
+/// [`ViewReply::to_text`]; its JSON form is kept for tests and tools).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum ViewReply {
     /// The worker is loaded and listening.
@@ -434,6 +435,50 @@ pub enum ViewReply {
 }
 
 impl ViewReply {
+    /// The reply as the worker posts it: one record ([`crate::base::record_text`]), which
+    /// the page reads with [`ViewReply::from_text`] and no JSON parser.
+    pub fn to_text(&self) -> String {
+        use crate::base::record_text::{maybe_field, record};
+        match self {
+            ViewReply::Ready => "Ready".to_string(),
+            ViewReply::Failed(e) => record(&["Failed".into(), e.clone()]),
+            ViewReply::View(v) => record(&[
+                "View".into(),
+                v.seq.to_string(),
+                v.curve_html.clone(),
+                if v.search_html.is_some() { "1" } else { "0" }.into(),
+                v.search_html.clone().unwrap_or_default(),
+                v.curve_ms.to_string(),
+                maybe_field(v.search_ms),
+            ]),
+        }
+    }
+
+    /// Reads what [`ViewReply::to_text`] wrote.
+    pub fn from_text(text: &str) -> Result<Self, String> {
+        use crate::base::record_text::{count, maybe_number, number, split, text as field};
+        let records = split(text);
+        let [f] = records.as_slice() else {
+            return Err("a serving reply is one record".to_string());
+        };
+        match f.first().map(String::as_str) {
+            Some("Ready") if f.len() == 1 => Ok(ViewReply::Ready),
+            Some("Failed") if f.len() == 2 => Ok(ViewReply::Failed(field(f, 1, "Failed")?)),
+            Some("View") if f.len() == 7 => Ok(ViewReply::View(PageView {
+                seq: count(f, 1, "seq")?,
+                curve_html: field(f, 2, "curve_html")?,
+                search_html: match f[3].as_str() {
+                    "1" => Some(field(f, 4, "search_html")?),
+                    "0" => None,
+                    other => return Err(format!("`search_html` flag `{other}`")),
+                },
+                curve_ms: number(f, 5, "curve_ms")?,
+                search_ms: maybe_number(f, 6, "search_ms")?,
+            })),
+            _ => Err("not a serving reply".to_string()),
+        }
+    }
+
     /// Reads a reply from its JSON text; equal to `serde_json::from_str::<ViewReply>` (the
     /// tests check it), read through `serde_json::Value` as [`ServingReply::from_json`].
     pub fn from_json(text: &str) -> Result<Self, String> {

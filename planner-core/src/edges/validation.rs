@@ -2073,7 +2073,8 @@ pub struct PageSummary {
     pub worker_ms: f64,
 }
 
-/// A message from the page's validation worker to the page (JSON text).
+/// A message from the page's validation worker to the page (record text,
+/// [`PageReply::to_text`]; its JSON form is kept for tests and tools).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum PageReply {
     /// The worker's wasm is loaded and listening: the page may post its request.
@@ -2085,11 +2086,124 @@ pub enum PageReply {
 }
 
 impl PageReply {
+    /// The reply as the worker posts it ([`crate::base::record_text`]): a head record
+    /// (`Summary`, dataset rows, worker ms), then one record per group (`g`) and per
+    /// row (`r`). The page reads it with [`PageReply::from_text`] and no JSON parser.
+    pub fn to_text(&self) -> String {
+        use crate::base::record_text::{maybe_field, record, RECORD};
+        match self {
+            PageReply::Ready => "Ready".to_string(),
+            PageReply::Failed(e) => record(&["Failed".into(), e.clone()]),
+            PageReply::Summary(s) => {
+                let mut records = vec![record(&[
+                    "Summary".into(),
+                    s.dataset_rows.to_string(),
+                    s.worker_ms.to_string(),
+                ])];
+                for g in &s.groups {
+                    let t = &g.stats;
+                    records.push(record(&[
+                        "g".into(),
+                        g.group.clone(),
+                        t.rows.to_string(),
+                        t.compared.to_string(),
+                        t.not_representable.to_string(),
+                        maybe_field(t.median),
+                        maybe_field(t.p90),
+                        maybe_field(t.max),
+                        maybe_field(t.within_10),
+                        maybe_field(t.within_25),
+                    ]));
+                }
+                for r in &s.rows {
+                    records.push(record(&[
+                        "r".into(),
+                        r.id.clone(),
+                        r.model_name.clone(),
+                        r.source.clone(),
+                        r.layout.clone(),
+                        r.quantity.clone(),
+                        r.measured.to_string(),
+                        r.predicted.to_string(),
+                        r.relative_error.to_string(),
+                        r.params_b.to_string(),
+                        r.gpus.to_string(),
+                        r.gpu_type.clone(),
+                        r.tp.to_string(),
+                        r.pp.to_string(),
+                        r.notes.clone(),
+                    ]));
+                }
+                records.join(&RECORD.to_string())
+            }
+        }
+    }
+
+    /// Reads what [`PageReply::to_text`] wrote.
+    pub fn from_text(text: &str) -> Result<Self, String> {
+        use crate::base::record_text::{count, maybe_number, number, split, text as field};
+        let records = split(text);
+        let Some((head, rest)) = records.split_first() else {
+            return Err("an empty validation reply".to_string());
+        };
+        match (head.first().map(String::as_str), head.len()) {
+            (Some("Ready"), 1) if rest.is_empty() => return Ok(PageReply::Ready),
+            (Some("Failed"), 2) if rest.is_empty() => {
+                return Ok(PageReply::Failed(field(head, 1, "Failed")?))
+            }
+            (Some("Summary"), 3) => {}
+            _ => return Err("not a validation reply".to_string()),
+        }
+        let mut summary = PageSummary {
+            dataset_rows: count(head, 1, "dataset_rows")?,
+            groups: Vec::new(),
+            rows: Vec::new(),
+            worker_ms: number(head, 2, "worker_ms")?,
+        };
+        for f in rest {
+            match (f.first().map(String::as_str), f.len()) {
+                (Some("g"), 10) => summary.groups.push(PageGroup {
+                    group: field(f, 1, "group")?,
+                    stats: ErrorStats {
+                        rows: count(f, 2, "rows")?,
+                        compared: count(f, 3, "compared")?,
+                        not_representable: count(f, 4, "not_representable")?,
+                        median: maybe_number(f, 5, "median")?,
+                        p90: maybe_number(f, 6, "p90")?,
+                        max: maybe_number(f, 7, "max")?,
+                        within_10: maybe_number(f, 8, "within_10")?,
+                        within_25: maybe_number(f, 9, "within_25")?,
+                    },
+                }),
+                (Some("r"), 15) => summary.rows.push(PageRow {
+                    id: field(f, 1, "id")?,
+                    model_name: field(f, 2, "model_name")?,
+                    source: field(f, 3, "source")?,
+                    layout: field(f, 4, "layout")?,
+                    quantity: field(f, 5, "quantity")?,
+                    measured: number(f, 6, "measured")?,
+                    predicted: number(f, 7, "predicted")?,
+                    relative_error: number(f, 8, "relative_error")?,
+                    params_b: number(f, 9, "params_b")?,
+                    gpus: count(f, 10, "gpus")?,
+                    gpu_type: field(f, 11, "gpu_type")?,
+                    tp: count(f, 12, "tp")?,
+                    pp: count(f, 13, "pp")?,
+                    notes: field(f, 14, "notes")?,
+                }),
+                _ => {
+                    return Err("a validation reply record of neither a group nor a row".to_string())
+                }
+            }
+        }
+        Ok(PageReply::Summary(summary))
+    }
+
     /// Reads a reply from its JSON text (what `serde_json::to_string` wrote).
     ///
-    /// Equal to `serde_json::from_str::<PageReply>` (the tests check it), but read
-    /// through `serde_json::Value`, whose parser the page links anyway (the model
-    /// importer's): the derived visitors would add about 8 KB gzipped to the page.
+    /// Equal to `serde_json::from_str::<PageReply>` (the tests check it), read through
+    /// `serde_json::Value`. The page reads the record text instead ([`PageReply::from_text`]),
+    /// so it links no JSON parser.
     pub fn from_json(text: &str) -> Result<Self, String> {
         use crate::base::json_value::{count, field, list, number, string};
         use serde_json::Value;

@@ -16,6 +16,7 @@ mod finetune;
 mod fold;
 mod fuzz;
 mod hostile_input;
+mod import_page;
 mod import_sniff;
 mod layers;
 mod link_roundtrip;

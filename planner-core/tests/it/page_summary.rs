@@ -51,6 +51,37 @@ fn from_json_reads_what_serde_writes() {
     assert!(PageReply::from_json("not json").is_err());
 }
 
+/// The record text the worker posts reads back to the same reply: every row of the
+/// published runs, texts with the separators and a backslash, NaN and absent statistics.
+#[test]
+fn from_text_reads_what_the_worker_posts() {
+    let mut summary = page_summary(PUBLIC_RUNS_JSON).expect("dataset");
+    summary.worker_ms = 0.1 + 0.2;
+    assert!(!summary.rows.is_empty() && !summary.groups.is_empty());
+    let mut odd = summary.clone();
+    odd.rows[0].notes = "tab\tand \\u backslash, \u{1f} unit, \u{1e} record, \n newline".into();
+    odd.rows[0].relative_error = f64::INFINITY;
+    odd.groups[0].stats.median = None;
+    odd.groups[0].stats.p90 = Some(f64::MIN_POSITIVE);
+    for reply in [
+        PageReply::Ready,
+        PageReply::Failed("runs[3].gpus: not a count \u{1e}".to_string()),
+        PageReply::Summary(summary),
+        PageReply::Summary(odd),
+    ] {
+        assert_eq!(PageReply::from_text(&reply.to_text()), Ok(reply));
+    }
+    let mut nan = page_summary(PUBLIC_RUNS_JSON).expect("dataset");
+    nan.rows[0].predicted = f64::NAN;
+    let Ok(PageReply::Summary(back)) = PageReply::from_text(&PageReply::Summary(nan).to_text())
+    else {
+        panic!("a NaN row reads back");
+    };
+    assert!(back.rows[0].predicted.is_nan());
+    assert!(PageReply::from_text("Summary").is_err());
+    assert!(PageReply::from_text("\"Ready\"").is_err());
+}
+
 #[test]
 fn nearest_rows_rank_as_nearness_ranks_the_published_runs() {
     let page = page_summary(PUBLIC_RUNS_JSON).expect("dataset");

@@ -119,7 +119,21 @@ fn the_pages_decoder_equals_serdes() {
         let text = serde_json::to_string(&reply).expect("serialise");
         let by_serde: ViewReply = serde_json::from_str(&text).expect("serde");
         assert_eq!(ViewReply::from_json(&text), Ok(by_serde));
+        // The record text the worker posts reads back the same.
+        assert_eq!(ViewReply::from_text(&reply.to_text()), Ok(reply.clone()));
     }
+    let empty_search = ViewReply::View(PageView {
+        seq: 0,
+        curve_html: "a \u{1f} b \\ c".into(),
+        search_html: Some(String::new()),
+        curve_ms: 0.1 + 0.2,
+        search_ms: Some(f64::MIN_POSITIVE),
+    });
+    assert_eq!(
+        ViewReply::from_text(&empty_search.to_text()),
+        Ok(empty_search)
+    );
+    assert!(ViewReply::from_text("View").is_err());
     // The request's lines read back to the request (floats print round-trip exact).
     let mut req = request(true);
     req.ttft_target_s = 0.1 + 0.2;

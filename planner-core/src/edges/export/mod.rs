@@ -455,7 +455,7 @@ fn weight_quant_note(notes: &mut Vec<String>, dtype: ServeDtype, tool: &str) {
             "{} weights need a pre-quantized checkpoint (GPTQ, AWQ or compressed-tensors); \
              {tool} reads the method from its config, so no --quantization flag is written. \
              Replace the model id with that checkpoint.",
-            dtype.id().to_uppercase()
+            dtype.id().to_ascii_uppercase()
         ));
     }
 }

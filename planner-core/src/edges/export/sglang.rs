@@ -42,7 +42,7 @@ pub(super) fn sglang_parts(c: &Ctx) -> (Vec<String>, Vec<String>) {
         other => notes.push(format!(
             "An {} KV cache is not an SGLang --kv-cache-dtype choice (auto, fp8_e4m3, \
              fp8_e5m2); the cache stays in the model dtype, larger than planned.",
-            other.id().to_uppercase()
+            other.id().to_ascii_uppercase()
         )),
     }
     if sv.weight_dtype == ServeDtype::Fp8 {

@@ -29,7 +29,7 @@ pub(super) fn vllm_parts(c: &Ctx) -> (Vec<String>, Vec<String>) {
         other => notes.push(format!(
             "An {} KV cache is not a vLLM --kv-cache-dtype choice (auto, fp8); the cache stays \
              in the model dtype, larger than planned.",
-            other.id().to_uppercase()
+            other.id().to_ascii_uppercase()
         )),
     }
     if sv.weight_dtype == ServeDtype::Fp8 {
