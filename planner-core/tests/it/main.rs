@@ -33,6 +33,7 @@ mod overlap_choice;
 mod page_summary;
 mod page_sums;
 mod pipeline;
+mod record_text;
 mod report;
 mod report_schema;
 mod runtime_memory;
