@@ -35,6 +35,21 @@ impl GemmEfficiency {
     }
 }
 
+/// The share of its BF16 datasheet peak a BF16 GEMM reaches on `gpu_id`, relative to the
+/// share on the H100 SXM whose class of GPU the default curve ([`GemmEfficiency`]) was measured
+/// on: the ratio of the two BF16 Maximum Achievable Matmul FLOPS fractions (stas00/ml-engineering
+/// compute/accelerator/README.md, "Maximum Achievable Matmul FLOPS comparison table", BF16,
+/// mamf-finder.py). 1 for a GPU whose row is not lower there or not measured. A calibration's
+/// fitted curve replaces the scaled default.
+pub fn bf16_relative_gemm_efficiency(gpu_id: &str) -> f64 {
+    match gpu_id {
+        // AMD MI300X: 668.4 of 1300 TFLOPS (51.4%, torch 2.5.1+rocm6.3, PYTORCH_TUNABLEOP_ENABLED=1)
+        // against the H100 SXM's 794.5 of 989 (80.3%).
+        "mi300x" => 0.514 / 0.803,
+        _ => 1.0,
+    }
+}
+
 /// The share of its own datasheet peak an FP8 GEMM reaches, relative to the share a BF16
 /// GEMM reaches on the same GPU: the ratio of the two measured Maximum Achievable Matmul
 /// FLOPS fractions (stas00/ml-engineering compute/accelerator/README.md, "Maximum
@@ -52,6 +67,10 @@ pub fn fp8_relative_gemm_efficiency(gpu_id: &str) -> f64 {
         "b200" => 0.763 / 0.776,
         // GB200: FP8 3615.6 of 5000 (72.3%), BF16 1822.0 of 2500 (72.9%).
         "gb200-nvl72" => 0.723 / 0.729,
+        // MI300X: the table's FP8 row is empty; Azure/AI-benchmarking-guide
+        // Azure_Results/ND_MI300X_v5_results.md, "GEMM HipBLASLt" FP8: 1159.23 TFLOPS at
+        // 8192³ of the datasheet's 2615 (44.3%), over the table's BF16 51.4%.
+        "mi300x" => (1159.23 / 2615.0) / 0.514,
         _ => 1.0,
     }
 }

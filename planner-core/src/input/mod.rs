@@ -9,6 +9,7 @@ pub mod finetune;
 pub mod framework;
 pub mod gemm_efficiency;
 pub mod hardware;
+pub mod hbm_achievable;
 pub mod host;
 pub mod kernels;
 pub mod layout;

@@ -412,7 +412,7 @@ impl Ctx<'_> {
         let gemm_eff = self.step.options.gemm.at(gemm_dim);
         let attn_eff = self.step.options.attention_efficiency.clamp(1e-3, 1.0);
         // Weights and KV are streamed once per step: the achievable HBM bandwidth the training
-        // model prices streaming kernels at (`CostOptions::hbm_achievable_fraction`, one definition).
+        // model prices streaming kernels at (`StepModel::hbm_achievable_fraction`, one definition).
         let bw = self.step.hbm_streaming_bytes_per_s();
         let (weights_s, kv_s) = (weight_bytes / bw, kv_bytes / bw);
         // FP8 weight GEMMs reach FP8's lower achievable share of its peak (the training model's
@@ -1068,8 +1068,8 @@ pub fn serving_time_with(
                 secs(slowest.memory_s)
             ),
             &format!(
-                "roofline (Williams et al. 2009): bytes streamed from HBM at {:.0}% of the datasheet bandwidth, the fraction streaming kernels reach (CostOptions::hbm_achievable_fraction)",
-                ctx.step.options.hbm_achievable_fraction.clamp(1e-3, 1.0) * 100.0
+                "roofline (Williams et al. 2009): bytes streamed from HBM at {:.0}% of the datasheet bandwidth, the fraction streaming kernels reach (the GPU's measured figure, else CostOptions::hbm_achievable_fraction)",
+                ctx.step.hbm_achievable_fraction.clamp(1e-3, 1.0) * 100.0
             ),
         ),
         compute_time: term(

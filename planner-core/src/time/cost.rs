@@ -42,6 +42,8 @@ pub struct CostOptions {
     pub memory_bound_ops: bool,
     /// Fraction of the datasheet HBM bandwidth that streaming kernels reach: one H200 here
     /// copied device memory at ~4.3 of 4.8 TB/s (domain notes, "Achieved figures"), 0.9.
+    /// GPUs with a measured figure of their own take it instead
+    /// ([`crate::input::hbm_achievable::measured_hbm_fraction`]).
     pub hbm_achievable_fraction: f64,
     /// Fractional slowdown of compute while communication runs beside it (its time beside
     /// the communication over its time alone, minus 1): NCCL kernels take SMs and HBM
@@ -439,6 +441,10 @@ pub struct StepModel {
     pub fp8: Option<Fp8Casts>,
     /// HBM bandwidth, bytes/s.
     pub hbm_bytes_per_s: f64,
+    /// Share of `hbm_bytes_per_s` streaming kernels reach: the GPU's own measured figure
+    /// ([`crate::input::hbm_achievable::measured_hbm_fraction`]), else
+    /// `CostOptions::hbm_achievable_fraction`.
+    pub hbm_achievable_fraction: f64,
     /// GPUs per node.
     pub gpus_per_node: u32,
     /// Options.
@@ -484,6 +490,11 @@ impl StepModel {
             gpu.bf16_flops_per_s
         };
         let adapters = AdapterTime::of(model, &scenario.training.finetune);
+        // The default curve is an H100-class BF16 figure: GPUs whose measured BF16 share of peak
+        // is lower reach proportionally less (`bf16_relative_gemm_efficiency`, ml-engineering MAMF).
+        let mut options = options;
+        options.gemm.max_fraction *=
+            crate::input::gemm_efficiency::bf16_relative_gemm_efficiency(&gpu.id);
         StepModel {
             comm_inputs: CommInputs::new(
                 model,
@@ -508,6 +519,8 @@ impl StepModel {
             },
             fp8: fp8.then(|| Fp8Casts::of(model)),
             hbm_bytes_per_s: gpu.hbm_bytes_per_s,
+            hbm_achievable_fraction: crate::input::hbm_achievable::measured_hbm_fraction(&gpu.id)
+                .unwrap_or(options.hbm_achievable_fraction),
             gpus_per_node: scenario.cluster.gpus_per_node,
             gemm_measured: false,
             hidden: f64::from(model.hidden),
@@ -548,7 +561,7 @@ impl StepModel {
 
     /// Achievable HBM bandwidth for streaming (memory-bound) kernels, bytes/s.
     pub fn hbm_streaming_bytes_per_s(&self) -> f64 {
-        (self.hbm_bytes_per_s * self.options.hbm_achievable_fraction.clamp(1e-3, 1.0)).max(1.0)
+        (self.hbm_bytes_per_s * self.hbm_achievable_fraction.clamp(1e-3, 1.0)).max(1.0)
     }
 
     /// Memory-bound seconds of one micro-batch on one GPU of an even stage, before the
@@ -1169,7 +1182,7 @@ impl StepModel {
                 ),
                 assumption: format!(
                     "Norms, activations, residual adds, RoPE, copies and (without flash attention) softmax and dropout over the scores, each reading and writing HBM once per op (time/elementwise.rs cites each); hidden-width ops replicated over TP without sequence parallel (Korthikanti et al. 2022 §4.2.2); HBM at {:.0}% of the datasheet",
-                    self.options.hbm_achievable_fraction * 100.0
+                    self.hbm_achievable_fraction * 100.0
                 ),
             });
         }
