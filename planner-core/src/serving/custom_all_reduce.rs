@@ -28,7 +28,7 @@ static LATENCY_S: [(u32, [f64; 6]); 3] = [
 /// Where the measurement was taken, for explanations.
 pub const SOURCE: &str = "vLLM custom all-reduce on H100, sgl-project/sglang PR #2904";
 
-/// One TP size's measured latencies, at [`SIZES_BYTES`].
+/// One TP size's measured latencies, at `SIZES_BYTES`.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct LatencyRow(&'static [f64; 6]);
 
