@@ -348,12 +348,16 @@ impl StageSplit {
 
     /// The stage that sets the schedule's pace: the rank with the most work per
     /// micro-batch, counting `head_layers` (the LM head and loss in decoder-layer
-    /// equivalents) on the last rank. The even split keeps the averaged stage the
-    /// model has always priced (`⌈layers / pp⌉`, head spread over the stages); so does a
-    /// split validation refuses (its rule is reported as an error; the numbers stay finite).
+    /// equivalents) on the last rank. The even split is no exception: Megatron-Core builds
+    /// the output layer and loss only where `post_process` is set, the last pipeline stage
+    /// (megatron/core/models/gpt/gpt_model.py), so with equal layers that stage carries the
+    /// head on top (what `--account-for-loss-in-pipeline-split` exists to offset). Without a
+    /// pipeline (pp 1), and for a split validation refuses (its rule is reported as an error;
+    /// the numbers stay finite), the averaged stage (`⌈layers / pp⌉`, head spread over the
+    /// stages) is priced.
     pub fn pace(&self, sh: SplitShape, moe_layers: u32, head_layers: f64) -> StagePace {
         let p = f64::from(sh.pp);
-        if self.is_even() || self.problem(sh).is_some() {
+        if sh.pp < 2 || self.problem(sh).is_some() {
             return StagePace {
                 rank: 0,
                 layers: (f64::from(sh.layers) / p).ceil(),
@@ -811,6 +815,24 @@ mod tests {
             StageSplit::Chunks(vec![63, 63]).problem(SplitShape::new(126, 2, 1)),
             None
         );
+    }
+
+    #[test]
+    fn an_equal_layer_split_is_paced_by_the_last_stage_with_the_head() {
+        // Nemotron 22B on PP 4 × VP 10: 40 layers, one per chunk, ten per stage; the last
+        // stage adds the LM head, so it is the slowest even though the layers are equal.
+        let sh = SplitShape::new(40, 4, 10);
+        let pace = StageSplit::Even.pace(sh, 0, 4.0);
+        assert_eq!((pace.rank, pace.layers, pace.output), (3, 10.0, true));
+        assert!(!pace.even);
+        assert!((pace.layer_scale - 1.0).abs() < 1e-12);
+        // 30 layers on PP 4: chunks of 8, 8, 7, 7; the head (0.5) on 7 layers does not beat 8.
+        let pace = StageSplit::Even.pace(SplitShape::new(30, 4, 1), 0, 0.5);
+        assert_eq!((pace.rank, pace.layers, pace.output), (0, 8.0, false));
+        // Without a pipeline there is one stage, the averaged one, head and all.
+        let pace = StageSplit::Even.pace(SplitShape::new(40, 1, 1), 0, 4.0);
+        assert!(pace.even && !pace.output);
+        assert_eq!(pace.layers, 40.0);
     }
 
     #[test]
