@@ -212,6 +212,24 @@ impl StageSplit {
 
     /// Decoder layers of pipeline rank `r`: its `v` chunks `r, r + pp, r + 2·pp, …`.
     pub fn rank_layers(&self, sh: SplitShape, r: u32) -> u32 {
+        // The even split in closed form (the search asks for every candidate's pace): rank r
+        // holds chunks c·pp + r, each ⌊l / s⌋ layers, one more for the first l mod s chunks.
+        if matches!(self, StageSplit::Even) && r < sh.pp {
+            let (l, p, v, r) = (
+                u64::from(sh.layers),
+                u64::from(sh.pp.max(1)),
+                u64::from(sh.v.max(1)),
+                u64::from(r),
+            );
+            let s = p * v;
+            let rem = l % s;
+            let extra = if rem > r {
+                ((rem - r - 1) / p + 1).min(v)
+            } else {
+                0
+            };
+            return sat_u32(v * (l / s) + extra);
+        }
         if let StageSplit::FirstLast { first, last } = self {
             let per_chunk =
                 Self::first_last_rank(*first, *last, sh, u64::from(r)) / u64::from(sh.v);
@@ -372,7 +390,14 @@ impl StageSplit {
         let mut best: Option<(f64, u32, u32, u32)> = None;
         for r in self.ranks_to_check(sh.pp) {
             let n = self.rank_layers(sh, r);
-            let moe = n - self.rank_dense_layers(sh, r, dense).min(n);
+            // All dense or all MoE: no need to walk the rank's chunks for the dense prefix.
+            let moe = if moe_layers == 0 {
+                0
+            } else if dense == 0 {
+                n
+            } else {
+                n - self.rank_dense_layers(sh, r, dense).min(n)
+            };
             let last = r + 1 == sh.pp;
             let work = f64::from(n) + if last { head_layers.max(0.0) } else { 0.0 };
             if best.is_none_or(|(w, m, _, _)| work > w || (work == w && moe > m)) {
@@ -815,6 +840,30 @@ mod tests {
             StageSplit::Chunks(vec![63, 63]).problem(SplitShape::new(126, 2, 1)),
             None
         );
+    }
+
+    #[test]
+    fn the_even_rank_layers_closed_form_is_the_sum_of_its_chunks() {
+        for (l, p, v) in [
+            (126, 16, 1),
+            (40, 4, 10),
+            (30, 4, 1),
+            (61, 8, 4),
+            (80, 8, 5),
+            (7, 4, 3),
+        ] {
+            let sh = SplitShape::new(l, p, v);
+            for r in 0..p {
+                let sum: u32 = (0..u64::from(v))
+                    .map(|c| StageSplit::Even.chunk_layers(sh, c * u64::from(p) + u64::from(r)))
+                    .sum();
+                assert_eq!(
+                    StageSplit::Even.rank_layers(sh, r),
+                    sum,
+                    "{l} {p} {v} rank {r}"
+                );
+            }
+        }
     }
 
     #[test]
