@@ -731,7 +731,8 @@ pub struct StagePace {
     pub layer_scale: f64,
     /// It holds the LM head and loss (the last rank).
     pub output: bool,
-    /// The even split: the averaged stage, as the model has always priced it.
+    /// The averaged stage (`⌈layers / pp⌉`, the head spread over the stages): no pipeline
+    /// (pp 1), or a split validation refuses. An equal-layer pipeline is paced like any other.
     pub even: bool,
 }
 
