@@ -212,6 +212,24 @@ impl StageSplit {
 
     /// Decoder layers of pipeline rank `r`: its `v` chunks `r, r + pp, r + 2·pp, …`.
     pub fn rank_layers(&self, sh: SplitShape, r: u32) -> u32 {
+        // The even split in closed form (the search asks for every candidate's pace): rank r
+        // holds chunks c·pp + r, each ⌊l / s⌋ layers, one more for the first l mod s chunks.
+        if matches!(self, StageSplit::Even) && r < sh.pp {
+            let (l, p, v, r) = (
+                u64::from(sh.layers),
+                u64::from(sh.pp.max(1)),
+                u64::from(sh.v.max(1)),
+                u64::from(r),
+            );
+            let s = p * v;
+            let rem = l % s;
+            let extra = if rem > r {
+                ((rem - r - 1) / p + 1).min(v)
+            } else {
+                0
+            };
+            return sat_u32(v * (l / s) + extra);
+        }
         if let StageSplit::FirstLast { first, last } = self {
             let per_chunk =
                 Self::first_last_rank(*first, *last, sh, u64::from(r)) / u64::from(sh.v);
@@ -348,12 +366,16 @@ impl StageSplit {
 
     /// The stage that sets the schedule's pace: the rank with the most work per
     /// micro-batch, counting `head_layers` (the LM head and loss in decoder-layer
-    /// equivalents) on the last rank. The even split keeps the averaged stage the
-    /// model has always priced (`⌈layers / pp⌉`, head spread over the stages); so does a
-    /// split validation refuses (its rule is reported as an error; the numbers stay finite).
+    /// equivalents) on the last rank. The even split is no exception: Megatron-Core builds
+    /// the output layer and loss only where `post_process` is set, the last pipeline stage
+    /// (megatron/core/models/gpt/gpt_model.py), so with equal layers that stage carries the
+    /// head on top (what `--account-for-loss-in-pipeline-split` exists to offset). Without a
+    /// pipeline (pp 1), and for a split validation refuses (its rule is reported as an error;
+    /// the numbers stay finite), the averaged stage (`⌈layers / pp⌉`, head spread over the
+    /// stages) is priced.
     pub fn pace(&self, sh: SplitShape, moe_layers: u32, head_layers: f64) -> StagePace {
         let p = f64::from(sh.pp);
-        if self.is_even() || self.problem(sh).is_some() {
+        if sh.pp < 2 || self.problem(sh).is_some() {
             return StagePace {
                 rank: 0,
                 layers: (f64::from(sh.layers) / p).ceil(),
@@ -368,7 +390,14 @@ impl StageSplit {
         let mut best: Option<(f64, u32, u32, u32)> = None;
         for r in self.ranks_to_check(sh.pp) {
             let n = self.rank_layers(sh, r);
-            let moe = n - self.rank_dense_layers(sh, r, dense).min(n);
+            // All dense or all MoE: no need to walk the rank's chunks for the dense prefix.
+            let moe = if moe_layers == 0 {
+                0
+            } else if dense == 0 {
+                n
+            } else {
+                n - self.rank_dense_layers(sh, r, dense).min(n)
+            };
             let last = r + 1 == sh.pp;
             let work = f64::from(n) + if last { head_layers.max(0.0) } else { 0.0 };
             if best.is_none_or(|(w, m, _, _)| work > w || (work == w && moe > m)) {
@@ -702,7 +731,8 @@ pub struct StagePace {
     pub layer_scale: f64,
     /// It holds the LM head and loss (the last rank).
     pub output: bool,
-    /// The even split: the averaged stage, as the model has always priced it.
+    /// The averaged stage (`⌈layers / pp⌉`, the head spread over the stages): no pipeline
+    /// (pp 1), or a split validation refuses. An equal-layer pipeline is paced like any other.
     pub even: bool,
 }
 
@@ -811,6 +841,48 @@ mod tests {
             StageSplit::Chunks(vec![63, 63]).problem(SplitShape::new(126, 2, 1)),
             None
         );
+    }
+
+    #[test]
+    fn the_even_rank_layers_closed_form_is_the_sum_of_its_chunks() {
+        for (l, p, v) in [
+            (126, 16, 1),
+            (40, 4, 10),
+            (30, 4, 1),
+            (61, 8, 4),
+            (80, 8, 5),
+            (7, 4, 3),
+        ] {
+            let sh = SplitShape::new(l, p, v);
+            for r in 0..p {
+                let sum: u32 = (0..u64::from(v))
+                    .map(|c| StageSplit::Even.chunk_layers(sh, c * u64::from(p) + u64::from(r)))
+                    .sum();
+                assert_eq!(
+                    StageSplit::Even.rank_layers(sh, r),
+                    sum,
+                    "{l} {p} {v} rank {r}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn an_equal_layer_split_is_paced_by_the_last_stage_with_the_head() {
+        // Nemotron 22B on PP 4 × VP 10: 40 layers, one per chunk, ten per stage; the last
+        // stage adds the LM head, so it is the slowest even though the layers are equal.
+        let sh = SplitShape::new(40, 4, 10);
+        let pace = StageSplit::Even.pace(sh, 0, 4.0);
+        assert_eq!((pace.rank, pace.layers, pace.output), (3, 10.0, true));
+        assert!(!pace.even);
+        assert!((pace.layer_scale - 1.0).abs() < 1e-12);
+        // 30 layers on PP 4: chunks of 8, 8, 7, 7; the head (0.5) on 7 layers does not beat 8.
+        let pace = StageSplit::Even.pace(SplitShape::new(30, 4, 1), 0, 0.5);
+        assert_eq!((pace.rank, pace.layers, pace.output), (0, 8.0, false));
+        // Without a pipeline there is one stage, the averaged one, head and all.
+        let pace = StageSplit::Even.pace(SplitShape::new(40, 1, 1), 0, 4.0);
+        assert!(pace.even && !pace.output);
+        assert_eq!(pace.layers, 40.0);
     }
 
     #[test]

@@ -128,8 +128,8 @@ impl CommInputs {
         }
     }
 
-    /// The stage whose layers set the pace of `layout`'s pipeline (the even split:
-    /// `⌈layers / pp⌉`, as always priced).
+    /// The stage whose layers (and, on the last stage, LM head) set the pace of `layout`'s
+    /// pipeline ([`crate::input::stage_split::StageSplit::pace`]).
     pub fn pace(&self, layout: &Layout) -> crate::input::stage_split::StagePace {
         let sh = crate::input::stage_split::SplitShape::new(
             self.layers,
@@ -410,7 +410,7 @@ fn adder<'a>(
 
 /// Decoder layers and MoE layers of the pacing stage, MTP modules included: they are decoder
 /// layers of their own on the last stage (Megatron layout `m`), so their TP, CP, EP and
-/// ZeRO-3 traffic is the last stage's; the even split spreads them as it does the head.
+/// ZeRO-3 traffic is the last stage's; the averaged stage (pp 1, or a refused split) spreads them as it does the head.
 fn paced_layers(
     inp: &CommInputs,
     layout: &Layout,

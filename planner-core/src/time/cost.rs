@@ -736,7 +736,23 @@ impl StepModel {
                 )
             }
         };
-        // An uneven split (stage_split.rs): the stage with the most work per micro-batch sets
+        // The LM head's GEMM runs BF16 under FP8 (see above), at the GEMM rate otherwise.
+        let head_rate = if self.fp8.is_some() {
+            bf16 * eff
+        } else {
+            gemm_rate
+        };
+        let head_f = per_gpu * self.flops.output_forward / head_rate;
+        // Of the pacing stage's forward, the LM head's GEMM: spread over the stages on the
+        // averaged stage, whole on the last stage when it paces, none on another.
+        let head_on_stage = if pace.even {
+            head_f
+        } else if pace.output {
+            pp * head_f
+        } else {
+            0.0
+        };
+        // The pacing stage (stage_split.rs): the stage with the most work per micro-batch sets
         // the pace of every schedule's steady state and of its bubble (Narayanan et al. 2021
         // §2.2: the bubble is (p − 1) stage times; with unequal stages the slowest one's).
         // Its decoder layers scale the per-layer work; the LM head is on it only when it is the
@@ -747,12 +763,6 @@ impl StepModel {
                     dense_f, attn_f, elem_f, cast_f, cast_b, elem_b, elem_sel, loss_f, loss_b,
                 )
             } else {
-                let head_rate = if self.fp8.is_some() {
-                    bf16 * eff
-                } else {
-                    gemm_rate
-                };
-                let head_f = per_gpu * self.flops.output_forward / head_rate;
                 // MTP modules sit on the last stage with the head (Megatron's layout `mL`): their
                 // matmuls (routed experts at the expert rate) and attention cores run there whole.
                 let mtp_experts = self.flops.mtp_routed_expert_forward;
@@ -804,8 +814,11 @@ impl StepModel {
             // Korthikanti et al. 2022 §5: selective recomputes the attention core only (with the
             // scores' softmax and dropout when they are materialised).
             Recompute::Selective => attn_f + elem_sel,
-            // Full recompute repeats the layers' forward, not the loss outside them.
-            Recompute::Full => t_f - loss_f,
+            // Full recompute repeats the layers' forward, not the LM head and loss outside them:
+            // Megatron-Core checkpoints the TransformerBlock's layers (`_checkpointed_forward`,
+            // megatron/core/transformer/transformer_block.py), the output layer runs after it;
+            // torchtitan's full AC wraps each TransformerBlock, not `model.output`.
+            Recompute::Full => t_f - loss_f - head_on_stage,
         };
         let memory_bound_mb = elem_f
             + elem_b
@@ -1086,7 +1099,8 @@ impl StepModel {
             layout.virtual_stages,
         );
         format!(
-            "Uneven stages ({}): stage {} sets the pace with {} decoder layers{} ({:.3} × the average stage's layers; LM head ≈ {:.2} layers)",
+            "{} stages ({}): stage {} sets the pace with {} decoder layers{} ({:.3} × the average stage's layers; LM head ≈ {:.2} layers)",
+            if layout.stage_split.is_even() { "Equal-layer" } else { "Uneven" },
             layout.stage_split.describe(sh),
             pace.rank,
             pace.layers,

@@ -143,7 +143,10 @@ fn a_dense_row_is_recomputed_by_hand() {
     let (t_loss_f, t_loss_b) = (tokens * v * 38.0 / bw, tokens * v * 14.0 / bw);
     let t_f = t_dense + t_attn + t_elem_f + t_loss_f;
     let t_b = 2.0 * (t_dense + t_attn) + t_elem_b + t_loss_b;
-    let t_rc = t_f - t_loss_f; // full recompute repeats the layers' forward, not the loss
+    // Full recompute repeats the layers' forward, not the LM head (the tied embedding matrix,
+    // `2·V·h` per token at the GEMM rate) and the loss after them.
+    let t_head = tokens * 2.0 * v * h / (peak * eff);
+    let t_rc = t_f - t_loss_f - t_head;
     let m = gbs / (gpus * mb);
     let ideal = m * (t_f + t_b + t_rc);
 
