@@ -645,11 +645,10 @@ fn family(source: &str) -> Family {
 /// The overlap a row's source recipe sets, with where it says so; `None` when no published
 /// recipe or script for the row was found (the row then keeps its framework's defaults).
 fn recipe_overlap(run: &PublishedRun) -> Option<(OverlapChoice, &'static str)> {
-    let sw = |on: bool| if on { Switch::On } else { Switch::Off };
     let set = |tp: bool, grad: bool, param: bool| OverlapChoice {
-        tp_comm: sw(tp),
-        grad_reduce: sw(grad),
-        param_gather: sw(param),
+        tp_comm: Switch::set(tp),
+        grad_reduce: Switch::set(grad),
+        param_gather: Switch::set(param),
         ep_comm: Switch::Off,
     };
     let name = normalize_name(&run.model_name);
@@ -1137,13 +1136,7 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
             ));
             // Spelled out, so the row's framework (its memory semantics and schedules) does
             // not change what is assumed here.
-            let sw = |on: bool| if on { Switch::On } else { Switch::Off };
-            OverlapChoice {
-                tp_comm: sw(applied.tp_comm),
-                grad_reduce: sw(applied.grad_reduce),
-                param_gather: sw(applied.param_gather),
-                ep_comm: sw(applied.ep_comm),
-            }
+            OverlapChoice::spelled_out(applied)
         }
     };
     let scenario = Scenario {

@@ -84,6 +84,15 @@ pub struct Cluster {
     pub host: Option<crate::input::host::HostSpec>,
 }
 
+/// Whether a TP group of `tp` ranks stays inside one node of `gpus_per_node` GPUs for every
+/// group: ranks fill nodes TP-first (the innermost axis of the rank order), so a TP larger
+/// than the node, or one that does not divide it (TP 6 on 8-GPU nodes puts ranks 6–11 on two
+/// nodes), sends some group's per-layer collectives over the network. The placement prices the
+/// group through rank 0, which would not see the straddle.
+pub fn tp_within_node(tp: u32, gpus_per_node: u32) -> bool {
+    tp <= gpus_per_node && gpus_per_node.is_multiple_of(tp.max(1))
+}
+
 impl Cluster {
     /// `nodes` nodes of the GPU's usual server, links from its datasheet.
     pub fn of(gpu: GpuSpec, nodes: u32) -> Self {
@@ -319,5 +328,18 @@ mod device_name_tests {
         assert_eq!(id("NVIDIA A100-SXM4-40GB").as_deref(), Some("a100-40gb"));
         assert_eq!(id("NVIDIA A100-SXM4-80GB").as_deref(), Some("a100-80gb"));
         assert_eq!(id("Example GPU"), None);
+    }
+}
+
+#[cfg(test)]
+mod tp_within_node_tests {
+    use super::tp_within_node;
+
+    #[test]
+    fn only_divisors_of_the_node_stay_inside_it() {
+        let inside: Vec<u32> = (1..=16).filter(|&t| tp_within_node(t, 8)).collect();
+        assert_eq!(inside, [1, 2, 4, 8]);
+        // GB200 NVL72: the rack is the node, so 6, 9 and 12 divide it.
+        assert!(tp_within_node(6, 72) && tp_within_node(9, 72) && !tp_within_node(10, 72));
     }
 }

@@ -36,6 +36,15 @@ impl Switch {
         }
     }
 
+    /// `On` or `Off`: a switch set, never left to the framework.
+    pub fn set(on: bool) -> Self {
+        if on {
+            Switch::On
+        } else {
+            Switch::Off
+        }
+    }
+
     /// Parses [`Switch::id`].
     pub fn from_id(id: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|s| s.id() == id)
@@ -83,6 +92,17 @@ pub struct AppliedOverlap {
 }
 
 impl OverlapChoice {
+    /// Every switch set as `applied` resolved it, so a later change of framework does not
+    /// change what overlaps.
+    pub fn spelled_out(applied: AppliedOverlap) -> Self {
+        OverlapChoice {
+            tp_comm: Switch::set(applied.tp_comm),
+            grad_reduce: Switch::set(applied.grad_reduce),
+            param_gather: Switch::set(applied.param_gather),
+            ep_comm: Switch::set(applied.ep_comm),
+        }
+    }
+
     /// True when every switch is the framework's default (serde leaves it out).
     pub fn is_default(&self) -> bool {
         *self == OverlapChoice::default()

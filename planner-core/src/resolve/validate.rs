@@ -684,7 +684,7 @@ pub fn layout_rule_violations(model: &ModelSpec, scenario: &Scenario) -> Vec<Rul
             Warning,
             format!("tp = {tp} spans more than one node of {gpn} GPUs: its all-reduces cross the network"),
         );
-    } else if !gpn.is_multiple_of(tp) {
+    } else if !crate::input::hardware::tp_within_node(tp, gpn) {
         add(
             "tp",
             "tp_within_node",

@@ -600,8 +600,7 @@ pub fn serve_search(
                 if !serving::tp_valid_for_model(model, tp) {
                     rule.push(ServeRejectReason::TpSplitsHeads);
                 }
-                // A TP that does not divide the node leaves some replicas straddling two nodes.
-                if tp > gpn || !gpn.is_multiple_of(tp) {
+                if !crate::input::hardware::tp_within_node(tp, gpn) {
                     rule.push(ServeRejectReason::TpExceedsNode);
                 }
                 if !rule.is_empty() {

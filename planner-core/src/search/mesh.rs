@@ -965,10 +965,7 @@ fn search_blocks<P: PeakSource>(
             if !expert_ffn.is_multiple_of(expert_tp) {
                 mesh_reasons.add(RejectReason::ExpertFfnNotDivisibleByEtp);
             }
-            // Ranks fill nodes TP-first (RankOrder's innermost axis): a TP that does not divide
-            // the node leaves some groups straddling two nodes, which the placement (priced on
-            // the group through rank 0) would not see.
-            if tp > gpn || !gpn.is_multiple_of(tp) {
+            if !crate::input::hardware::tp_within_node(tp, gpn) {
                 mesh_reasons.add(RejectReason::TpExceedsNode);
             }
             if !any_split {
