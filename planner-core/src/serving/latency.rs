@@ -16,6 +16,7 @@ use crate::memory::serving::{self, ServingError, StagePlan, MAX_LISTED_STAGES};
 use crate::parallel::topology::{Domain, GroupKind, GroupPlacement};
 use crate::serving::closed_loop;
 use crate::serving::custom_all_reduce;
+use crate::serving::kernel_gaps;
 use crate::serving::window_decode::{stage_decode_means, WindowedDecode};
 use crate::serving::window_prefill::stage_prefill_run;
 use crate::time::collectives::{Collective, CommModel, LinkDomain};
@@ -156,7 +157,10 @@ pub struct DecodeStep {
     pub compute_time: Term,
     /// TP/EP collectives of the step, s.
     pub comm_time: Term,
-    /// Per-kernel roofline: `max(weights, GEMM) + max(KV, attention) + comm`, s (one stage).
+    /// Fixed launch time of the stage's kernels inside the CUDA graph, s (0 where unmeasured).
+    pub kernel_gaps: Term,
+    /// Per-kernel roofline: `max(weights, GEMM) + max(KV, attention) + comm + kernel gaps`, s
+    /// (one stage).
     pub time: Term,
     /// Which term holds.
     pub bound: Bound,
@@ -244,6 +248,7 @@ impl ServingTime {
             &self.decode.memory_time,
             &self.decode.compute_time,
             &self.decode.comm_time,
+            &self.decode.kernel_gaps,
             &self.decode.time,
             &self.interference,
             &self.tpot,
@@ -332,6 +337,8 @@ struct StepNumbers {
     memory_s: f64,
     compute_s: f64,
     comm_s: f64,
+    /// Fixed launch time of the stage's kernels ([`kernel_gaps`]), s.
+    launch_s: f64,
     total_s: f64,
     gemm_eff: f64,
     distinct: f64,
@@ -352,6 +359,8 @@ struct Ctx<'a> {
     custom_ar: Option<custom_all_reduce::LatencyRow>,
     /// Whether attention runs in FP8 (an FP8 KV cache): else at the BF16 peak.
     fp8_attention: bool,
+    /// Measured launch cost of one kernel inside a CUDA graph, where measured ([`kernel_gaps`]).
+    kernel_launch_s: Option<f64>,
     /// 2·N_active (matmul FLOPs per token, whole model).
     dense_per_token: f64,
     /// Attention FLOPs per (query token × key token), whole model: `2·L·a·(d_qk + d_v)`.
@@ -450,6 +459,12 @@ impl Ctx<'_> {
         } else {
             st.layers * 2.0 * ar
         };
+        // Every forward (a decode step, a prefill chunk) runs each layer's kernels one after
+        // another; each launch streams nothing (kernel_gaps: measured per kernel, counted from
+        // vLLM's Llama layer).
+        let launch_s = self
+            .kernel_launch_s
+            .map_or(0.0, |k| kernel_gaps::layers_launch_s(st.layers, k));
         StepNumbers {
             weight_bytes,
             kv_bytes,
@@ -458,7 +473,8 @@ impl Ctx<'_> {
             memory_s,
             compute_s,
             comm_s,
-            total_s: gemm_op_s + attn_op_s + comm_s,
+            launch_s,
+            total_s: gemm_op_s + attn_op_s + comm_s + launch_s,
             gemm_op_s,
             attn_op_s,
             gemm_eff,
@@ -561,6 +577,7 @@ pub struct ReplicaTimer {
     tp_group: GroupPlacement,
     custom_ar: Option<custom_all_reduce::LatencyRow>,
     fp8_attention: bool,
+    kernel_launch_s: Option<f64>,
     dense_per_token: f64,
     attn_coeff: f64,
     shapes: Vec<StageShape>,
@@ -616,6 +633,7 @@ impl ReplicaTimer {
                 tp_group.domain == Domain::IntraNode,
             ),
             fp8_attention: serving.kv_dtype == ServeDtype::Fp8,
+            kernel_launch_s: kernel_gaps::launch_s_for(&scenario.cluster.gpu),
             dense_per_token: f1.dense_forward,
             attn_coeff: f1.attention_forward,
             shapes: stage_shapes(model, scenario, &plan.stages),
@@ -632,6 +650,7 @@ impl ReplicaTimer {
             tp_group: self.tp_group,
             custom_ar: self.custom_ar,
             fp8_attention: self.fp8_attention,
+            kernel_launch_s: self.kernel_launch_s,
             dense_per_token: self.dense_per_token,
             attn_coeff: self.attn_coeff,
             step,
@@ -958,7 +977,7 @@ pub fn serving_time_with(
             "Prefill time per request (s)",
             Unit::Seconds,
             prefill_s,
-            "Σ_chunks Σ_stages [max(weights/HBM, GEMM FLOPs/rate) + max(KV/HBM, attention FLOPs/rate) + TP comm] + PP hops",
+            "Σ_chunks Σ_stages [max(weights/HBM, GEMM FLOPs/rate) + max(KV/HBM, attention FLOPs/rate) + TP comm + kernel launches] + PP hops",
             format!(
                 "⌈{new_tokens} / {chunk}⌉ = {chunks} chunk(s) × {pp} stage(s) = {}",
                 secs(prefill_s)
@@ -1095,20 +1114,49 @@ pub fn serving_time_with(
             secs(slowest.comm_s),
             &comm_note,
         ),
+        kernel_gaps: term(
+            "serve.decode.kernel_gaps",
+            "Decode kernel launches per stage (s)",
+            Unit::Seconds,
+            slowest.launch_s,
+            "layers × kernels per layer × launch cost per kernel",
+            match ctx.kernel_launch_s {
+                Some(k) => format!(
+                    "{} × {} × {} = {}",
+                    slowest.launch_s / (kernel_gaps::KERNELS_PER_DECODER_LAYER * k).max(f64::MIN_POSITIVE),
+                    kernel_gaps::KERNELS_PER_DECODER_LAYER,
+                    secs(k),
+                    secs(slowest.launch_s)
+                ),
+                None => "0 (no per-kernel launch cost measured on this GPU)".to_string(),
+            },
+            &if ctx.kernel_launch_s.is_some() {
+                format!(
+                    "each kernel of a CUDA-graph step waits for the one before and streams nothing while it launches: {}",
+                    kernel_gaps::SOURCE
+                )
+            } else {
+                format!(
+                    "priced only on the GPUs where it was measured (H100 SXM, H200): {}",
+                    kernel_gaps::SOURCE
+                )
+            },
+        ),
         time: term(
             "serve.decode.step",
             "Decode step per stage (s)",
             Unit::Seconds,
             decode_time,
-            "max(weights/HBM, GEMM FLOPs/rate) + max(KV/HBM, attention FLOPs/rate) + comm",
+            "max(weights/HBM, GEMM FLOPs/rate) + max(KV/HBM, attention FLOPs/rate) + comm + kernel launches",
             format!(
-                "{} + {} + {} = {}",
+                "{} + {} + {} + {} = {}",
                 secs(slowest.gemm_op_s),
                 secs(slowest.attn_op_s),
                 secs(slowest.comm_s),
+                secs(slowest.launch_s),
                 secs(decode_time)
             ),
-            "roofline per kernel (Williams et al. 2009): the weight GEMMs and attention run one after the other, so their bounds add; communication is on the critical path between GEMMs (not overlapped)",
+            "roofline per kernel (Williams et al. 2009): the weight GEMMs and attention run one after the other, so their bounds add; communication is on the critical path between GEMMs (not overlapped); each kernel's launch adds its fixed cost",
         ),
         bound: bound_of(&slowest),
         distinct_experts,

@@ -5,6 +5,7 @@
 pub mod closed_loop;
 pub mod custom_all_reduce;
 pub mod disagg;
+pub mod kernel_gaps;
 pub mod latency;
 pub mod window_decode;
 pub mod window_prefill;

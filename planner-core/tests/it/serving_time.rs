@@ -7,6 +7,7 @@ use planner_core::memory::serving::serving_plan;
 use planner_core::resolve::presets::{article_mesh_scenario, model_preset};
 use planner_core::serving::closed_loop::{schweitzer_residence_s, solve};
 use planner_core::serving::custom_all_reduce;
+use planner_core::serving::kernel_gaps;
 use planner_core::serving::latency::{
     expected_distinct_experts, serving_time, Bound, ServingLoad, ServingTime,
 };
@@ -58,9 +59,19 @@ fn memory_bound_decode_step_is_bytes_over_bandwidth() {
     assert_eq!(t.decode.weight_bytes.value, weights);
     assert!((t.decode.kv_bytes.value - kv).abs() <= 1e-6 * kv);
     assert!((t.decode.memory_time.value - expected).abs() <= 1e-12 * expected);
-    // One GPU: no communication, so the step is the memory time exactly.
+    // One GPU: no communication, so the step is the memory time plus the 32 layers' kernel
+    // launches: 32 × 10 kernels × 1.3 µs = 416 µs (serving/kernel_gaps.rs).
     assert_eq!(t.decode.comm_time.value, 0.0);
-    assert_eq!(t.decode.time.value, t.decode.memory_time.value);
+    assert!(close(
+        t.decode.kernel_gaps.value,
+        32.0 * 10.0 * 1.3e-6,
+        1e-12
+    ));
+    assert!(close(
+        t.decode.time.value,
+        t.decode.memory_time.value + 416e-6,
+        1e-12
+    ));
     // ~16 GB of weights at 3.35 TB/s: about 5 ms.
     assert!(expected > 4e-3 && expected < 6e-3, "{expected}");
 }
@@ -219,7 +230,10 @@ fn int4_weights_speed_up_a_memory_bound_step_by_the_byte_ratio() {
     );
     let ratio = (a.decode.weight_bytes.value + a.decode.kv_bytes.value)
         / (b.decode.weight_bytes.value + b.decode.kv_bytes.value);
-    let speedup = a.decode.time.value / b.decode.time.value;
+    // The kernel launches cost the same at any dtype: the byte ratio holds for the rest.
+    let launches = a.decode.kernel_gaps.value;
+    assert_eq!(launches, b.decode.kernel_gaps.value);
+    let speedup = (a.decode.time.value - launches) / (b.decode.time.value - launches);
     assert!(
         (speedup - ratio).abs() < 1e-12 * ratio,
         "{speedup} vs {ratio}"
@@ -227,7 +241,7 @@ fn int4_weights_speed_up_a_memory_bound_step_by_the_byte_ratio() {
     // Both weights and KV in INT4: exactly the 2 / 0.5 byte ratio.
     int4.serving.kv_dtype = ServeDtype::Int4;
     let c = serving_time(&int4, &l).expect("valid");
-    let speedup = a.decode.time.value / c.decode.time.value;
+    let speedup = (a.decode.time.value - launches) / (c.decode.time.value - launches);
     assert!((speedup - 4.0).abs() < 1e-12, "{speedup}");
 }
 
@@ -557,7 +571,7 @@ fn gemm_and_attention_kernels_add_their_own_rooflines() {
     let attn_s = attn_flops / (step.peak_flops_per_s * step.options.attention_efficiency);
     let gemm_s = t.decode.compute_time.value - attn_s;
     assert!(gemm_s > weights_s && kv_s > attn_s, "the case as described");
-    let want = gemm_s + kv_s;
+    let want = gemm_s + kv_s + t.decode.kernel_gaps.value;
     assert!(
         close(t.decode.time.value, want, 1e-9),
         "{} vs {want}",
@@ -681,4 +695,47 @@ fn attention_runs_at_the_peak_of_the_kv_dtype() {
     let want = attn / (step.bf16_flops_per_s * eff) - attn / (step.peak_flops_per_s * eff);
     let got = a.prefill.compute_time.value - b.prefill.compute_time.value;
     assert!(close(got, want, 1e-9), "{got} vs {want}");
+}
+
+#[test]
+fn each_layer_kernel_adds_its_measured_launch_on_hopper_only() {
+    // Llama 3.1 70B at TP 4 on H100: 80 layers × 10 kernels (vLLM's LlamaDecoderLayer) ×
+    // 1.3 µs (Hazy Research, CUDA graphs on H100) = 1.04 ms per decode step, whatever the batch.
+    let s = scenario("llama-3.1-70b", 1, 4, 1);
+    for c in [1, 64] {
+        let t = serving_time(&s, &load(1024, 256, c)).expect("valid");
+        assert!(close(
+            t.decode.kernel_gaps.value,
+            80.0 * 10.0 * 1.3e-6,
+            1e-12
+        ));
+        // Memory-bound at batch 1: the step is the bytes, the all-reduces and the launches.
+        if c == 1 {
+            let want =
+                t.decode.memory_time.value + t.decode.comm_time.value + t.decode.kernel_gaps.value;
+            assert!(
+                close(t.decode.time.value, want, 1e-9),
+                "{}",
+                t.decode.time.value
+            );
+        }
+    }
+    // Two stages of 40 layers: each stage pays its own 40 layers' launches.
+    let t = serving_time(&scenario("llama-3.1-70b", 1, 4, 2), &load(1024, 256, 8)).expect("pp");
+    assert!(close(
+        t.decode.kernel_gaps.value,
+        40.0 * 10.0 * 1.3e-6,
+        1e-12
+    ));
+    // No per-kernel figure was measured on an A100 or an MI300X: the plain roofline there.
+    for gpu in ["a100-80gb", "mi300x"] {
+        let mut s = scenario("llama-3.1-8b", 1, 1, 1);
+        s.cluster = Cluster::of(gpu_preset(gpu).expect("preset"), 1);
+        let t = serving_time(&s, &load(1024, 256, 1)).expect("valid");
+        assert_eq!(t.decode.kernel_gaps.value, 0.0, "{gpu}");
+    }
+    assert_eq!(
+        kernel_gaps::layers_launch_s(32.0, 1.3e-6),
+        32.0 * 10.0 * 1.3e-6
+    );
 }

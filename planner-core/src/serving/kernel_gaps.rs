@@ -1,0 +1,41 @@
+//! The fixed time each kernel of a decoder layer costs inside a captured CUDA graph.
+//!
+//! A decode step is one forward pass replayed from a CUDA graph (vLLM captures decode batch
+//! sizes, `vllm/worker/model_runner.py` `capture_model`). The graph removes the host's launch
+//! calls, not the gap between two dependent kernels: the next kernel's blocks start only after
+//! the last block of the one before has finished, and during that launch no weight is streamed.
+//! The roofline's `bytes / bandwidth` has no such term, so it is added here, per kernel.
+//!
+//! Only what was measured is priced: Hopper (H100 SXM, and H200, the same GH100 die and
+//! front end with faster HBM); other GPUs keep the plain roofline.
+
+use crate::input::hardware::GpuSpec;
+
+/// Launch cost of one kernel inside a CUDA graph on an H100, s: Hazy Research, "Look Ma, No
+/// Bubbles! Designing a Low-Latency Megakernel for Llama-1B" (Spector, Juravsky et al.,
+/// 2025-05-27, hazyresearch.stanford.edu/blog/2025-05-27-no-bubbles): "even with CUDA graphs"
+/// they measured launch costs of about 1.3 µs per kernel on an H100.
+pub const GRAPH_KERNEL_LAUNCH_S: f64 = 1.3e-6;
+
+/// Kernels one Llama decoder layer runs per forward, TP all-reduces aside (those are priced by
+/// the communication term): vLLM `vllm/model_executor/models/llama.py` `LlamaDecoderLayer.forward`
+/// (2024): input_layernorm (fused add + RMSNorm), qkv_proj, rotary_emb, the attention backend's
+/// KV-cache write and attention (FlashAttention backend: `reshape_and_cache_flash`, then
+/// `flash_attn_with_kvcache`), o_proj, post_attention_layernorm, gate_up_proj, SiluAndMul,
+/// down_proj: 10. A fused-MoE layer runs more (router, top-k, alignment, two grouped GEMMs,
+/// activation, sum); they are not counted, so MoE layers take the dense count (a lower bound).
+pub const KERNELS_PER_DECODER_LAYER: f64 = 10.0;
+
+/// Where the figures come from, for explanations.
+pub const SOURCE: &str = "1.3 µs per kernel inside a CUDA graph on H100 (Hazy Research, \"Look Ma, No Bubbles!\", 2025), 10 kernels per layer (vLLM llama.py LlamaDecoderLayer.forward)";
+
+/// The measured per-kernel launch cost for `gpu`, s, or `None` where none was measured.
+pub fn launch_s_for(gpu: &GpuSpec) -> Option<f64> {
+    // H200 is the GH100 die of the H100 SXM with HBM3e: the same SMs and launch front end.
+    matches!(gpu.id.as_str(), "h100-sxm" | "h200").then_some(GRAPH_KERNEL_LAUNCH_S)
+}
+
+/// Fixed time of `layers` decoder layers' kernels per forward at `launch_s` per kernel, s.
+pub fn layers_launch_s(layers: f64, launch_s: f64) -> f64 {
+    layers.max(0.0) * KERNELS_PER_DECODER_LAYER * launch_s.max(0.0)
+}
