@@ -17,6 +17,7 @@ use crate::parallel::topology::{Domain, GroupKind, GroupPlacement};
 use crate::serving::closed_loop;
 use crate::serving::custom_all_reduce;
 use crate::serving::kernel_gaps;
+use crate::serving::weight_stream;
 use crate::serving::window_decode::{stage_decode_means, WindowedDecode};
 use crate::serving::window_prefill::stage_prefill_run;
 use crate::time::collectives::{Collective, CommModel, LinkDomain};
@@ -361,6 +362,9 @@ struct Ctx<'a> {
     fp8_attention: bool,
     /// Measured launch cost of one kernel inside a CUDA graph, where measured ([`kernel_gaps`]).
     kernel_launch_s: Option<f64>,
+    /// Measured streaming share of the datasheet HBM bandwidth the weight GEMMs reach, where a
+    /// decode GEMM of the weights' dtype was measured on the GPU ([`weight_stream`]).
+    weight_stream_fraction: Option<f64>,
     /// 2·N_active (matmul FLOPs per token, whole model).
     dense_per_token: f64,
     /// Attention FLOPs per (query token × key token), whole model: `2·L·a·(d_qk + d_v)`.
@@ -423,7 +427,12 @@ impl Ctx<'_> {
         // Weights and KV are streamed once per step: the achievable HBM bandwidth the training
         // model prices streaming kernels at (`StepModel::hbm_achievable_fraction`, one definition).
         let bw = self.step.hbm_streaming_bytes_per_s();
-        let (weights_s, kv_s) = (weight_bytes / bw, kv_bytes / bw);
+        // Weight GEMMs stream at their own measured share where one was measured (FP8 on H100,
+        // weight_stream.rs), else at the copy share like the KV read.
+        let weight_bw = self.weight_stream_fraction.map_or(bw, |f| {
+            (self.step.hbm_bytes_per_s * f.clamp(1e-3, 1.0)).max(1.0)
+        });
+        let (weights_s, kv_s) = (weight_bytes / weight_bw, kv_bytes / bw);
         // FP8 weight GEMMs reach FP8's lower achievable share of its peak (the training model's
         // `peak_gemm_efficiency_ratio`, ml-engineering's MAMF table; 1 for BF16).
         let (gemm_s, attn_s) = (
@@ -578,6 +587,7 @@ pub struct ReplicaTimer {
     custom_ar: Option<custom_all_reduce::LatencyRow>,
     fp8_attention: bool,
     kernel_launch_s: Option<f64>,
+    weight_stream_fraction: Option<f64>,
     dense_per_token: f64,
     attn_coeff: f64,
     shapes: Vec<StageShape>,
@@ -634,6 +644,10 @@ impl ReplicaTimer {
             ),
             fp8_attention: serving.kv_dtype == ServeDtype::Fp8,
             kernel_launch_s: kernel_gaps::launch_s_for(&scenario.cluster.gpu),
+            weight_stream_fraction: weight_stream::measured_weight_stream_fraction(
+                &scenario.cluster.gpu,
+                serving.weight_dtype,
+            ),
             dense_per_token: f1.dense_forward,
             attn_coeff: f1.attention_forward,
             shapes: stage_shapes(model, scenario, &plan.stages),
@@ -651,6 +665,7 @@ impl ReplicaTimer {
             custom_ar: self.custom_ar,
             fp8_attention: self.fp8_attention,
             kernel_launch_s: self.kernel_launch_s,
+            weight_stream_fraction: self.weight_stream_fraction,
             dense_per_token: self.dense_per_token,
             attn_coeff: self.attn_coeff,
             step,
@@ -1079,17 +1094,34 @@ pub fn serving_time_with(
             "Decode memory time (s)",
             Unit::Seconds,
             slowest.memory_s,
-            "(weight bytes + KV bytes) / (HBM bandwidth · achievable fraction)",
-            format!(
-                "({:.4e} + {:.4e}) / {bw:.4e} = {}",
-                slowest.weight_bytes,
-                slowest.kv_bytes,
-                secs(slowest.memory_s)
-            ),
-            &format!(
-                "roofline (Williams et al. 2009): bytes streamed from HBM at {:.0}% of the datasheet bandwidth, the fraction streaming kernels reach (the GPU's measured figure, else CostOptions::hbm_achievable_fraction)",
-                ctx.step.hbm_achievable_fraction.clamp(1e-3, 1.0) * 100.0
-            ),
+            "weight bytes / (HBM bandwidth · weight GEMM share) + KV bytes / (HBM bandwidth · achievable fraction)",
+            match ctx.weight_stream_fraction {
+                Some(f) => format!(
+                    "{:.4e} / {:.4e} + {:.4e} / {bw:.4e} = {}",
+                    slowest.weight_bytes,
+                    ctx.step.hbm_bytes_per_s * f,
+                    slowest.kv_bytes,
+                    secs(slowest.memory_s)
+                ),
+                None => format!(
+                    "({:.4e} + {:.4e}) / {bw:.4e} = {}",
+                    slowest.weight_bytes,
+                    slowest.kv_bytes,
+                    secs(slowest.memory_s)
+                ),
+            },
+            &match ctx.weight_stream_fraction {
+                Some(f) => format!(
+                    "roofline (Williams et al. 2009): the weight GEMMs stream at {:.1}% of the datasheet bandwidth ({}), the KV at {:.0}%, the fraction streaming kernels reach (the GPU's measured figure, else CostOptions::hbm_achievable_fraction)",
+                    f * 100.0,
+                    weight_stream::SOURCE,
+                    ctx.step.hbm_achievable_fraction.clamp(1e-3, 1.0) * 100.0
+                ),
+                None => format!(
+                    "roofline (Williams et al. 2009): bytes streamed from HBM at {:.0}% of the datasheet bandwidth, the fraction streaming kernels reach (the GPU's measured figure, else CostOptions::hbm_achievable_fraction)",
+                    ctx.step.hbm_achievable_fraction.clamp(1e-3, 1.0) * 100.0
+                ),
+            },
         ),
         compute_time: term(
             "serve.decode.compute",

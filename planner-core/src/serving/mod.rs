@@ -7,5 +7,6 @@ pub mod custom_all_reduce;
 pub mod disagg;
 pub mod kernel_gaps;
 pub mod latency;
+pub mod weight_stream;
 pub mod window_decode;
 pub mod window_prefill;
