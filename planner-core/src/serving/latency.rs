@@ -471,9 +471,9 @@ impl Ctx<'_> {
         // Every forward (a decode step, a prefill chunk) runs each layer's kernels one after
         // another; each launch streams nothing (kernel_gaps: measured per kernel, counted from
         // vLLM's Llama layer).
-        let launch_s = self
-            .kernel_launch_s
-            .map_or(0.0, |k| kernel_gaps::layers_launch_s(st.layers, k));
+        let launch_s = self.kernel_launch_s.map_or(0.0, |k| {
+            kernel_gaps::layers_launch_s(st.layers, st.moe_layers, k)
+        });
         StepNumbers {
             weight_bytes,
             kv_bytes,
@@ -1151,12 +1151,11 @@ pub fn serving_time_with(
             "Decode kernel launches per stage (s)",
             Unit::Seconds,
             slowest.launch_s,
-            "layers × kernels per layer × launch cost per kernel",
+            "(layers × 10 + MoE layers × (9 − 3)) kernels × launch cost per kernel",
             match ctx.kernel_launch_s {
                 Some(k) => format!(
-                    "{} × {} × {} = {}",
-                    slowest.launch_s / (kernel_gaps::KERNELS_PER_DECODER_LAYER * k).max(f64::MIN_POSITIVE),
-                    kernel_gaps::KERNELS_PER_DECODER_LAYER,
+                    "{:.0} kernels × {} = {}",
+                    slowest.launch_s / k.max(f64::MIN_POSITIVE),
                     secs(k),
                     secs(slowest.launch_s)
                 ),

@@ -735,9 +735,13 @@ fn each_layer_kernel_adds_its_measured_launch_on_hopper_only() {
         assert_eq!(t.decode.kernel_gaps.value, 0.0, "{gpu}");
     }
     assert_eq!(
-        kernel_gaps::layers_launch_s(32.0, 1.3e-6),
+        kernel_gaps::layers_launch_s(32.0, 0.0, 1.3e-6),
         32.0 * 10.0 * 1.3e-6
     );
+    // Mixtral 8x7B: 32 fused-MoE layers run 16 kernels each (the dense MLP's 3 become 9).
+    assert_eq!(kernel_gaps::layers_kernels(32.0, 32.0), 512.0);
+    let t = serving_time(&scenario("mixtral-8x7b", 1, 2, 1), &load(1024, 256, 8)).expect("moe");
+    assert!(close(t.decode.kernel_gaps.value, 512.0 * 1.3e-6, 1e-12));
 }
 
 #[test]
