@@ -1159,6 +1159,12 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
             framework: row_framework(run, fam),
             kernels,
             overlap,
+            // The published run fit its device: fits are checked against the capacity the device
+            // reports (issue 12, "Capacity as the device has it"), with every runtime term that
+            // PyTorch holds beyond the tensors counted in the peak (CUDA context, NCCL buffers,
+            // cuBLAS workspaces, the allocator's reserved-over-allocated gap: runtime_memory.rs),
+            // not against the planner's uncited 90% planning margin.
+            usable_fraction: 1.0,
             // CUDA context, NCCL buffers and cuBLAS workspaces as measured (runtime_memory).
             ..runtime
         },
