@@ -1679,11 +1679,20 @@ fn expert_tp_of(run: &PublishedRun, defaults: &mut Vec<String>) -> u32 {
 /// Runs the search on a row's scenario and finds its published mesh.
 fn search_rank(run: &PublishedRun, scenario: &Scenario) -> Result<SearchRank, String> {
     // The default space; only the output caps are lifted so every candidate is ranked.
-    let space = SearchSpace {
+    let mut space = SearchSpace {
         max_results: usize::MAX,
         max_rejected: usize::MAX,
         ..SearchSpace::default()
     };
+    // The search proposes what the row's framework ran (as `Framework::runs_schedule` does for
+    // schedules): the Megatron-LM of Narayanan et al. 2021 and Korthikanti et al. 2022 keeps a
+    // full model copy per data-parallel worker (Narayanan et al. 2021 §2.1; its Table 2 runs
+    // ZeRO-3 through DeepSpeed as the alternative), without the distributed optimizer of later
+    // Megatron-LM (`--use-distributed-optimizer`, megatron/optimizer/distrib_optimizer.py); the
+    // rows map to DDP (map_run's stated default), so their searches propose DDP only.
+    if family(&run.source) == Family::MegatronPaper && !run.fsdp {
+        space.zero_stages = vec![ZeroStage::Ddp];
+    }
     let result = search_scenario(scenario, &space, CostOptions::default(), None)
         .map_err(|e| e.to_string())?;
     let published = MeshDims {
