@@ -1159,6 +1159,12 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
             framework: row_framework(run, fam),
             kernels,
             overlap,
+            // The published run fit its device: fits are checked against the capacity the device
+            // reports (issue 12, "Capacity as the device has it"), with every runtime term that
+            // PyTorch holds beyond the tensors counted in the peak (CUDA context, NCCL buffers,
+            // cuBLAS workspaces, the allocator's reserved-over-allocated gap: runtime_memory.rs),
+            // not against the planner's uncited 90% planning margin.
+            usable_fraction: 1.0,
             // CUDA context, NCCL buffers and cuBLAS workspaces as measured (runtime_memory).
             ..runtime
         },
@@ -1673,11 +1679,20 @@ fn expert_tp_of(run: &PublishedRun, defaults: &mut Vec<String>) -> u32 {
 /// Runs the search on a row's scenario and finds its published mesh.
 fn search_rank(run: &PublishedRun, scenario: &Scenario) -> Result<SearchRank, String> {
     // The default space; only the output caps are lifted so every candidate is ranked.
-    let space = SearchSpace {
+    let mut space = SearchSpace {
         max_results: usize::MAX,
         max_rejected: usize::MAX,
         ..SearchSpace::default()
     };
+    // The search proposes what the row's framework ran (as `Framework::runs_schedule` does for
+    // schedules): the Megatron-LM of Narayanan et al. 2021 and Korthikanti et al. 2022 keeps a
+    // full model copy per data-parallel worker (Narayanan et al. 2021 §2.1; its Table 2 runs
+    // ZeRO-3 through DeepSpeed as the alternative), without the distributed optimizer of later
+    // Megatron-LM (`--use-distributed-optimizer`, megatron/optimizer/distrib_optimizer.py); the
+    // rows map to DDP (map_run's stated default), so their searches propose DDP only.
+    if family(&run.source) == Family::MegatronPaper && !run.fsdp {
+        space.zero_stages = vec![ZeroStage::Ddp];
+    }
     let result = search_scenario(scenario, &space, CostOptions::default(), None)
         .map_err(|e| e.to_string())?;
     let published = MeshDims {

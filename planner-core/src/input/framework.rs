@@ -68,6 +68,20 @@ impl Framework {
         }
     }
 
+    /// Parameters per data-parallel gradient bucket when the framework sizes its buckets itself
+    /// (`None`: the scenario's `gradient_bucket_bytes`, PyTorch DDP's `bucket_cap_mb`).
+    /// Megatron-Core with `--ddp-bucket-size` unset: `ddp_config.bucket_size = max(40000000,
+    /// 1000000 * get_data_parallel_world_size(with_context_parallel=True))` parameters
+    /// (megatron/training/training.py `get_model`, megatron/core/distributed/
+    /// distributed_data_parallel.py: "make buckets larger to ensure that chunks used in NCCL
+    /// ring-reduce implementations are large enough to remain bandwidth-bound").
+    pub fn dp_bucket_params(self, dp_cp: u32) -> Option<f64> {
+        match self {
+            Framework::MegatronCore => Some((1e6 * f64::from(dp_cp.max(1))).max(40e6)),
+            Framework::Article | Framework::Torchtitan | Framework::DeepSpeed => None,
+        }
+    }
+
     /// What the page says it used.
     pub fn label(self) -> &'static str {
         match self {

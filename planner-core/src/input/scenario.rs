@@ -78,7 +78,9 @@ pub struct Overheads {
     /// without it read as 0 (not counted, as before the term existed), and 0 is not written.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub cublas_workspace_bytes: f64,
-    /// DDP/ZeRO gradient bucket size, bytes (PyTorch DDP default 25 MB).
+    /// DDP/ZeRO gradient bucket size, bytes (PyTorch DDP default 25 MB). Under Megatron-Core
+    /// semantics the time model counts Megatron's own buckets instead
+    /// ([`crate::input::framework::Framework::dp_bucket_params`]); memory keeps this figure.
     pub gradient_bucket_bytes: f64,
     /// ZeRO-3 units held gathered at once (the one computing plus prefetch).
     pub zero3_units_in_flight: u32,

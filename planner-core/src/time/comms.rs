@@ -61,6 +61,18 @@ pub struct CommInputs {
     /// Bytes per frozen base parameter a ZeRO-3 gather moves (LoRA/QLoRA; 0 for full training,
     /// whose weights are all trainable).
     pub frozen_weight_bytes: f64,
+    /// Whose rule sizes the data-parallel gradient buckets
+    /// ([`crate::input::framework::Framework::dp_bucket_params`]); older files read as the article's.
+    #[serde(default)]
+    pub framework: crate::input::framework::Framework,
+    /// Gradient reduction overlaps backward (the scenario's switch, framework default applied).
+    #[serde(default = "yes")]
+    pub grad_reduce_overlap: bool,
+}
+
+/// Serde default of [`CommInputs::grad_reduce_overlap`].
+fn yes() -> bool {
+    true
 }
 
 impl CommInputs {
@@ -125,6 +137,8 @@ impl CommInputs {
             trainable_dense_params,
             trainable_expert_params,
             frozen_weight_bytes,
+            framework: overheads.framework,
+            grad_reduce_overlap: overheads.overlap.applied(overheads.framework).grad_reduce,
         }
     }
 
@@ -459,7 +473,18 @@ pub fn data_parallel_comms(
     // Liu et al. 2025 (arXiv 2504.14960) §3: each rank holds routed/(EP·ETP) of the expert weights.
     let expert_grads =
         inp.trainable_expert_params / (ep * etp * pp) * pace.layer_scale * inp.grad_bytes;
-    let buckets = |bytes: f64| (bytes / inp.bucket_bytes.max(1.0)).ceil();
+    let v = f64::from(layout.virtual_stages.max(1));
+    let dp_cp = layout.dp.max(1).saturating_mul(layout.cp.max(1));
+    // Buckets of one call: latency is paid per bucket.
+    let buckets = |params: f64, bytes: f64| match inp.framework.dp_bucket_params(dp_cp) {
+        None => (bytes / inp.bucket_bytes.max(1.0)).ceil(),
+        // Megatron-Core (megatron/training/training.py `get_model`): with overlap_grad_reduce off
+        // `bucket_size = None`, one bucket per model chunk; with it on, the first model chunk is
+        // bucketed and the others are not (`disable_bucketing=(model_chunk_idx > 0)`, "since
+        // communication for these model chunks is overlapped with compute anyway").
+        Some(_) if !inp.grad_reduce_overlap => v,
+        Some(per_bucket) => (params / v / per_bucket.max(1.0)).ceil().max(1.0) + (v - 1.0),
+    };
     match layout.zero {
         ZeroStage::Ddp => {
             // Li et al. 2020 (PyTorch DDP): one bucketed all-reduce of all gradients per step.
@@ -469,7 +494,7 @@ pub fn data_parallel_comms(
                 Purpose::GradAllReduce,
                 grads,
                 1.0,
-                buckets(grads),
+                buckets(trainable_per_rank, grads),
                 Overlap::LastBackward,
             );
         }
@@ -488,7 +513,7 @@ pub fn data_parallel_comms(
                 Purpose::GradReduceScatter,
                 grads,
                 calls,
-                buckets(grads),
+                buckets(trainable_per_rank, grads),
                 overlap,
             );
             add(
@@ -497,7 +522,7 @@ pub fn data_parallel_comms(
                 Purpose::ParamAllGather,
                 trainable_per_rank * inp.weight_bytes,
                 1.0,
-                buckets(trainable_per_rank * inp.weight_bytes),
+                buckets(trainable_per_rank, trainable_per_rank * inp.weight_bytes),
                 Overlap::FirstForward,
             );
         }
@@ -555,7 +580,7 @@ pub fn data_parallel_comms(
             Purpose::ExpertGradAllReduce,
             expert_grads,
             1.0,
-            buckets(expert_grads),
+            buckets(expert_grads / inp.grad_bytes.max(1.0), expert_grads),
             Overlap::LastBackward,
         );
     }

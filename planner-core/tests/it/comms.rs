@@ -480,3 +480,61 @@ fn inputs_4k_by_256(model: &planner_core::input::model::ModelSpec) -> CommInputs
         &Overheads::default(),
     )
 }
+
+/// Megatron-Core sizes its gradient buckets itself: `max(40000000, 1000000 · dp·cp)` parameters
+/// (megatron/training/training.py `get_model`), the first model chunk bucketed and every other
+/// chunk one bucket; with gradient-reduce overlap off, one bucket per chunk.
+#[test]
+fn megatron_core_buckets_hold_max_40m_or_1m_per_dp_rank_parameters() {
+    use planner_core::input::framework::Framework;
+    use planner_core::input::layout::Schedule;
+    use planner_core::input::overlap::Switch;
+    let model = llama70();
+    let c = cluster(16);
+    let training = Training {
+        seq_len: 4096,
+        global_batch: 128,
+        finetune: Default::default(),
+        offload: Default::default(),
+    };
+    let chunks = |overheads: &Overheads, layout: &Layout| {
+        let inp = CommInputs::new(&model, &Precision::default(), &training, overheads);
+        let placement = Placement::of(layout, c.gpus_per_node, RankOrder::default());
+        let s = step_comms(&inp, layout, &placement, &CommModel::assumed(&c));
+        let rs = s.get(Purpose::GradReduceScatter).expect("reduce-scatter");
+        (rs.chunks_per_call, inp.dense_params)
+    };
+    // Megatron-LM's --overlap-grad-reduce is off by default: switched on here.
+    let mut megatron = Overheads {
+        framework: Framework::MegatronCore,
+        ..Overheads::default()
+    };
+    megatron.overlap.grad_reduce = Switch::On;
+    // DP 64 × PP 2 with 2 virtual stages: 64M parameters per bucket (1M · 64 > 40M).
+    let layout = Layout {
+        dp: 64,
+        pp: 2,
+        virtual_stages: 2,
+        schedule: Schedule::Interleaved,
+        zero: ZeroStage::Zero1,
+        ..Layout::default()
+    };
+    let (got, params) = chunks(&megatron, &layout);
+    let per_rank = params / 2.0;
+    assert_eq!(got, (per_rank / 2.0 / 64e6).ceil() + 1.0);
+    // DP 16: the 40M floor.
+    let small = Layout {
+        dp: 16,
+        ..layout.clone()
+    };
+    let (got, _) = chunks(&megatron, &small);
+    assert_eq!(got, (per_rank / 2.0 / 40e6).ceil() + 1.0);
+    // Overlap off: bucket_size = None, one bucket per model chunk.
+    let mut off = megatron.clone();
+    off.overlap.grad_reduce = Switch::Off;
+    assert_eq!(chunks(&off, &layout).0, 2.0);
+    // The article's accounting keeps the scenario's byte-sized buckets (25 MB, fp32 gradients).
+    let (got, _) = chunks(&Overheads::default(), &layout);
+    let grad_bytes = Precision::default().grad_bytes;
+    assert_eq!(got, (per_rank * grad_bytes / 25e6).ceil());
+}

@@ -6,7 +6,6 @@ use planner_core::edges::validation::{
     ValidationReport, ALL_GROUP,
 };
 use planner_core::input::hardware::gpu_preset;
-use planner_core::input::scenario::Overheads;
 use planner_core::time::cost::CostOptions;
 
 const DATASET: &str = include_str!("../../../validation/public-runs.json");
@@ -109,7 +108,6 @@ fn a_dense_row_is_recomputed_by_hand() {
 
     let gpu = gpu_preset("a100-80gb").expect("preset");
     let opts = CostOptions::default();
-    let overheads = Overheads::default();
     let (h, l, a, v, s) = (2304.0f64, 24.0f64, 24.0f64, 51200.0f64, 2048.0f64);
     let (gpus, gbs, mb) = (32.0f64, 512.0f64, 1.0f64);
     let d = h / a;
@@ -152,8 +150,10 @@ fn a_dense_row_is_recomputed_by_hand() {
 
     // DDP: one bucketed all-reduce of fp16 gradients over 32 ranks = 8 per node × 4 nodes,
     // two-level: intra reduce-scatter, inter all-reduce of 1/8, intra all-gather.
+    // The row runs Megatron-Core semantics, whose buckets hold max(40M, 1M · dp·cp) parameters
+    // (megatron/training/training.py `get_model`), not `gradient_bucket_bytes`.
     let grads = params * 2.0;
-    let buckets = (grads / overheads.gradient_bucket_bytes).ceil();
+    let buckets = (params / 40e6_f64.max(1e6 * gpus)).ceil();
     let chunk = grads / buckets;
     let (intra_bw, inter_bw) = (gpu.intra_node_bytes_per_s, gpu.inter_node_bytes_per_s);
     let (intra_lat, inter_lat) = (3e-6, 10e-6);
