@@ -1688,7 +1688,8 @@ fn search_rank(run: &PublishedRun, scenario: &Scenario) -> Result<SearchRank, St
     // schedules): the Megatron-LM of Narayanan et al. 2021 and Korthikanti et al. 2022 keeps a
     // full model copy per data-parallel worker (Narayanan et al. 2021 §2.1; its Table 2 runs
     // ZeRO-3 through DeepSpeed as the alternative), without the distributed optimizer of later
-    // Megatron-LM (`--use-distributed-optimizer`, megatron/optimizer/distrib_optimizer.py); the
+    // Megatron-LM (`--use-distributed-optimizer`, megatron/optimizer/distrib_optimizer.py, first
+    // committed 2022-03-09 in NVIDIA/Megatron-LM 28b63ec78b, after Narayanan's runs); the
     // rows map to DDP (map_run's stated default), so their searches propose DDP only.
     if family(&run.source) == Family::MegatronPaper && !run.fsdp {
         space.zero_stages = vec![ZeroStage::Ddp];
