@@ -15,6 +15,12 @@
 //! `serving_disagg` and the charts' code stay out of the page's wasm. That worker stays
 //! alive and answers in order.
 //!
+//! It searches the mesh explorer's cluster too: a message that is a
+//! [`planner_core::edges::mesh_page::MeshRequest`] is answered with the search's progress
+//! (at most every [`PROGRESS_MS`]) and then its whole result as record text
+//! (`mesh_page::MeshReply::to_text`), so the mesh search never runs on the page's thread
+//! and its code stays out of the page's wasm.
+//!
 //! And it reads the page's imports ([`bench_import`]): a message that is a
 //! [`planner_core::edges::import_page::Job`] (a `config.json`, or a benchmark file with the
 //! scenario's link) is answered with that module's plain-text reply, so the parsers and the
@@ -23,6 +29,7 @@
 mod bench_import;
 mod serving_markup;
 
+use planner_core::edges::mesh_page::{self, MeshReply, MeshRequest};
 use planner_core::edges::serving_page::{self, PageView, ServingReply, ViewReply};
 use planner_core::edges::validation::{page_summary, PageReply, PUBLIC_RUNS_JSON};
 use wasm_bindgen::prelude::*;
@@ -33,6 +40,33 @@ fn post(scope: &DedicatedWorkerGlobalScope, text: &str) {
     if let Err(e) = scope.post_message(&JsValue::from_str(text)) {
         web_sys::console::error_1(&e);
     }
+}
+
+/// Milliseconds between two progress messages of a mesh search: a bar that moves without
+/// a message per block (a 16,384-GPU search has hundreds).
+const PROGRESS_MS: f64 = 50.0;
+
+/// Searches a mesh request, posting its progress and then its result.
+fn mesh_search(
+    scope: &DedicatedWorkerGlobalScope,
+    request: Result<MeshRequest, String>,
+    now: &dyn Fn() -> f64,
+) {
+    let request = match request {
+        Ok(r) => r,
+        Err(message) => {
+            post(scope, &MeshReply::Failed { seq: 0, message }.to_text());
+            return;
+        }
+    };
+    let mut last = now();
+    let reply = mesh_page::answer(&request, now, &mut |p| {
+        if now() - last >= PROGRESS_MS {
+            last = now();
+            post(scope, &p.to_text());
+        }
+    });
+    post(scope, &reply.to_text());
 }
 
 /// The serving view's answer to `request`, drawn.
@@ -58,6 +92,10 @@ fn main() {
         let clock = worker_scope.performance();
         let now = || clock.as_ref().map_or(0.0, |p| p.now());
         let text = ev.data().as_string().unwrap_or_default();
+        if let Some(request) = MeshRequest::from_text(&text) {
+            mesh_search(&worker_scope, request, &now);
+            return;
+        }
         if let Some(reply) = bench_import::answer(&text) {
             post(&worker_scope, &reply);
             return;

@@ -41,7 +41,9 @@ fn key(c: BackendColor) -> ColorKey {
     (c.rgb.0, c.rgb.1, c.rgb.2, c.alpha.to_bits())
 }
 
-fn css(c: BackendColor) -> String {
+/// The CSS colour the backend sets for `c` (also what `charts::draw_schedule` sets when it
+/// fills a path of cells itself).
+pub(crate) fn css(c: BackendColor) -> String {
     let (r, g, b) = c.rgb;
     format!("rgba({r},{g},{b},{})", c.alpha)
 }

@@ -418,6 +418,47 @@ pub fn draw_schedule(
     ops: &[GridOp],
     theme: &Theme,
 ) -> Result<Vec<HitBox>, String> {
+    draw_schedule_with(
+        canvas,
+        css_width,
+        stages,
+        span,
+        ops,
+        theme,
+        CellFills::OnePathPerColour,
+    )
+}
+
+/// How the schedule grid fills its cells.
+#[derive(Clone, Copy)]
+enum CellFills {
+    /// One path per colour (the page's).
+    OnePathPerColour,
+    /// A plotters `Rectangle` per cell (as before issue 16): the pixel test's reference.
+    #[cfg(test)]
+    OneRectanglePerCell,
+}
+
+/// The canvas's 2D context.
+fn context_2d(canvas: &HtmlCanvasElement) -> Result<web_sys::CanvasRenderingContext2d, String> {
+    use wasm_bindgen::JsCast;
+    canvas
+        .get_context("2d")
+        .ok()
+        .flatten()
+        .and_then(|c| c.dyn_into().ok())
+        .ok_or_else(|| "chart: no 2d context".to_string())
+}
+
+fn draw_schedule_with(
+    canvas: &HtmlCanvasElement,
+    css_width: f64,
+    stages: u32,
+    span: f64,
+    ops: &[GridOp],
+    theme: &Theme,
+    fills: CellFills,
+) -> Result<Vec<HitBox>, String> {
     let row_css = if stages > 16 { 14.0 } else { 26.0 };
     let css_height = 34.0 + row_css * f64::from(stages.max(1)) + 8.0;
     let Some((r, _)) = prepare(canvas, css_width, css_height) else {
@@ -480,30 +521,93 @@ pub fn draw_schedule(
         let y0 = top + row_css * f64::from(op.stage) + 2.0;
         (x0, x1, y0, y0 + row_css - 4.0)
     };
-    // Fills in colour order (a colour is a micro-batch and a shade): the context's
-    // fill style changes once per colour, not once per cell.
-    let mut by_colour: Vec<&GridOp> = ops.iter().collect();
-    by_colour.sort_by_key(|op| (op.micro_batch, op.shade as u8));
-    for op in by_colour {
+    // The device-pixel corners plotters' `Rectangle` hands the backend (smaller first).
+    let corners = |op: &GridOp| {
         let (x0, x1, y0, y1) = cell(op);
-        let color = op_color(op.micro_batch, op.shade, theme);
-        root.draw(&Rectangle::new(
-            [(px(x0), px(y0)), (px(x1), px(y1))],
-            color.filled(),
-        ))
-        .map_err(err)?;
-    }
-    let outline = theme.bg.stroke_width(r.max(1.0) as u32);
-    for op in ops {
-        let (x0, x1, y0, y1) = cell(op);
-        if x1 - x0 >= 4.0 {
-            root.draw(&Rectangle::new(
-                [(px(x0), px(y0)), (px(x1), px(y1))],
-                outline,
-            ))
-            .map_err(err)?;
+        let (a, b) = ((px(x0), px(y0)), (px(x1), px(y1)));
+        ((a.0.min(b.0), a.1.min(b.1)), (a.0.max(b.0), a.1.max(b.1)))
+    };
+    match fills {
+        CellFills::OnePathPerColour => {
+            // Fills in colour order (a colour is a micro-batch and a shade), each colour one
+            // path of its cells filled once: the same pixels as a `fillRect` per cell (the
+            // corners are whole device pixels and the colours opaque; `schedule_grid_pixels`
+            // compares them), with one fill per colour instead of one per cell (issue 16:
+            // the grid was the costliest view of a PP move, 64 stages × 32 micro-batches × 2).
+            let context = context_2d(canvas)?;
+            let mut by_colour: Vec<&GridOp> = ops.iter().collect();
+            by_colour.sort_by_key(|op| (op.micro_batch, op.shade as u8));
+            for group in by_colour
+                .chunk_by(|a, b| (a.micro_batch, a.shade as u8) == (b.micro_batch, b.shade as u8))
+            {
+                let color =
+                    op_color(group[0].micro_batch, group[0].shade, theme).to_backend_color();
+                if color.alpha == 0.0 {
+                    continue;
+                }
+                context.set_fill_style_str(&crate::canvas_backend::css(color));
+                context.begin_path();
+                for op in group {
+                    let ((x0, y0), (x1, y1)) = corners(op);
+                    context.rect(
+                        f64::from(x0),
+                        f64::from(y0),
+                        f64::from(x1 - x0),
+                        f64::from(y1 - y0),
+                    );
+                }
+                context.fill();
+            }
+            // Outlines stay one `strokeRect` per cell (neighbouring outlines share their
+            // anti-aliased pixels: one stroked path would cover them once, not twice), set
+            // here as the backend sets them, without a plotters element per cell.
+            let outline = theme.bg.to_backend_color();
+            context.set_stroke_style_str(&crate::canvas_backend::css(outline));
+            context.set_line_width(f64::from(r.max(1.0) as u32));
+            for op in ops {
+                let (x0, x1, _, _) = cell(op);
+                if x1 - x0 >= 4.0 {
+                    let ((x0, y0), (x1, y1)) = corners(op);
+                    context.stroke_rect(
+                        f64::from(x0),
+                        f64::from(y0),
+                        f64::from(x1 - x0),
+                        f64::from(y1 - y0),
+                    );
+                }
+            }
+        }
+        #[cfg(test)]
+        CellFills::OneRectanglePerCell => {
+            // Fills in colour order (a colour is a micro-batch and a shade): the context's
+            // fill style changes once per colour, not once per cell.
+            let mut by_colour: Vec<&GridOp> = ops.iter().collect();
+            by_colour.sort_by_key(|op| (op.micro_batch, op.shade as u8));
+            for op in by_colour {
+                let (x0, x1, y0, y1) = cell(op);
+                let color = op_color(op.micro_batch, op.shade, theme);
+                root.draw(&Rectangle::new(
+                    [(px(x0), px(y0)), (px(x1), px(y1))],
+                    color.filled(),
+                ))
+                .map_err(err)?;
+            }
+            let outline = theme.bg.stroke_width(r.max(1.0) as u32);
+            for op in ops {
+                let (x0, x1, y0, y1) = cell(op);
+                if x1 - x0 >= 4.0 {
+                    root.draw(&Rectangle::new(
+                        [(px(x0), px(y0)), (px(x1), px(y1))],
+                        outline,
+                    ))
+                    .map_err(err)?;
+                }
+            }
         }
     }
+    // The labels through a backend of their own: its state cache starts empty, so it sets
+    // every style the fills above set on the context directly.
+    let root = area(canvas)?;
     if row_css >= 20.0 {
         let on_light = |shade: OpShade| matches!(shade, OpShade::Forward | OpShade::BackwardWeight);
         let dark_label = ("sans-serif", 10.0 * r).into_font().color(&BLACK);
@@ -683,6 +787,129 @@ mod tests {
             Some("second")
         );
         assert!(hit(&boxes, 15.0, 5.0).is_none());
+    }
+
+    /// A canvas in the test page, `css_width` wide.
+    fn test_canvas() -> HtmlCanvasElement {
+        use wasm_bindgen::JsCast;
+        let document = web_sys::window()
+            .and_then(|w| w.document())
+            .expect("a document");
+        let canvas: HtmlCanvasElement = document
+            .create_element("canvas")
+            .expect("canvas")
+            .dyn_into()
+            .expect("a canvas element");
+        document
+            .body()
+            .expect("body")
+            .append_child(&canvas)
+            .expect("appended");
+        canvas
+    }
+
+    fn pixels(canvas: &HtmlCanvasElement) -> Vec<u8> {
+        context_2d(canvas)
+            .expect("2d")
+            .get_image_data(
+                0.0,
+                0.0,
+                f64::from(canvas.width()),
+                f64::from(canvas.height()),
+            )
+            .expect("image data")
+            .data()
+            .0
+    }
+
+    /// A pipeline of `stages` × `micro_batches` with half-slot backward-weight ops and two
+    /// chunks, so cells start and end between device pixels and some are narrower than the
+    /// outline and label thresholds.
+    fn grid_ops(stages: u32, micro_batches: u32) -> Vec<GridOp> {
+        let mut ops = Vec::new();
+        for s in 0..stages {
+            for mb in 0..micro_batches {
+                let f = f64::from(s + mb);
+                ops.push(GridOp {
+                    stage: s,
+                    start: f,
+                    duration: 1.0,
+                    micro_batch: mb,
+                    chunk: mb % 2,
+                    shade: OpShade::Forward,
+                });
+                let b = f64::from(stages + micro_batches + mb) + f64::from(stages - s);
+                ops.push(GridOp {
+                    stage: s,
+                    start: b,
+                    duration: 1.5,
+                    micro_batch: mb,
+                    chunk: 0,
+                    shade: if mb % 3 == 0 {
+                        OpShade::BackwardInput
+                    } else {
+                        OpShade::Backward
+                    },
+                });
+                ops.push(GridOp {
+                    stage: s,
+                    start: b + 1.5,
+                    duration: 0.5,
+                    micro_batch: mb,
+                    chunk: 0,
+                    shade: OpShade::BackwardWeight,
+                });
+            }
+        }
+        ops
+    }
+
+    /// The grid with one path per colour is the grid with a plotters rectangle per cell,
+    /// pixel for pixel: 4 and 16 stages (labelled cells), 64 stages × 32 micro-batches
+    /// (the search's largest), light and dark, at two widths.
+    #[wasm_bindgen_test]
+    fn schedule_grid_pixels_are_those_of_a_rectangle_per_cell() {
+        for (stages, mbs) in [(4, 8), (16, 16), (64, 32)] {
+            let ops = grid_ops(stages, mbs);
+            let span = ops.iter().map(|o| o.start + o.duration).fold(0.0, f64::max);
+            for dark in [false, true] {
+                let theme = Theme::new(dark);
+                for width in [640.0, 1203.0] {
+                    let (a, b) = (test_canvas(), test_canvas());
+                    draw_schedule_with(
+                        &a,
+                        width,
+                        stages,
+                        span,
+                        &ops,
+                        &theme,
+                        CellFills::OnePathPerColour,
+                    )
+                    .expect("drawn");
+                    draw_schedule_with(
+                        &b,
+                        width,
+                        stages,
+                        span,
+                        &ops,
+                        &theme,
+                        CellFills::OneRectanglePerCell,
+                    )
+                    .expect("drawn");
+                    let (pa, pb) = (pixels(&a), pixels(&b));
+                    assert_eq!(pa.len(), pb.len());
+                    let differ = pa.iter().zip(&pb).filter(|(x, y)| x != y).count();
+                    assert_eq!(
+                        differ, 0,
+                        "{stages} stages × {mbs}, dark {dark}, width {width}"
+                    );
+                    // The grid drew something: the cells' colours are on the canvas.
+                    assert!(pa.chunks(4).any(|p| p[..3] != pa[..3]));
+                    a.remove();
+                    b.remove();
+                }
+            }
+        }
     }
 
     /// The hovered op's tip, built on demand, says what the eager one said: stage and

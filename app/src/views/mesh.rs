@@ -3,29 +3,38 @@
 //! filterable, with the rejected meshes and why. Clicking a row applies its
 //! layout to the whole page.
 //!
-//! The search runs in slices: a few (TP, PP, CP) blocks per animation frame,
-//! within a time budget, so the page stays responsive while it searches
-//! 16,384 GPUs; a progress bar shows how far it got. The input that restarts a
-//! search, its first slice, its ranking and the table's first rows each get a
-//! frame of their own, and the table's later rows arrive [`ROWS_PER_FRAME`] a
-//! frame after that.
+//! The search runs in the page's Web Worker (`app-worker/`,
+//! `planner_core::edges::mesh_page`), never on the page's thread: one (TP, PP, CP) block
+//! of the 16,384-GPU search could outlast a frame there (issue 16). The page posts the
+//! scenario as its share link, shows the worker's progress, and reads the finished
+//! search's records within a time budget per animation frame; a request made while the
+//! worker searches waits for its reply (only the latest waits), and a reply to an older
+//! scenario is dropped. The ranking, the table's first rows and each later chunk of
+//! [`ROWS_PER_FRAME`] rows each get a frame of their own.
 
 use leptos::prelude::*;
+use planner_core::edges::link;
+use planner_core::edges::mesh_page::{MeshReader, MeshReply, MeshRequest, Read, REJECTED_ROWS};
+use planner_core::edges::validation::PageReply;
 use planner_core::input::layout::Layout;
 use planner_core::input::offload::Offload;
 use planner_core::input::scenario::{Scenario, Serving};
-use planner_core::search::mesh::{Feasible, RejectReason, SearchResult, SearchSpace, SlicedSearch};
-use planner_core::time::cost::{CostOptions, StepModel};
+use planner_core::search::mesh::{Feasible, RejectReason, SearchResult};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{ErrorEvent, MessageEvent, Worker};
 
 use crate::app::Ctx;
 use crate::format;
 use crate::perf::{now_ms, timed};
+use crate::views::accuracy::WORKER_URL;
 use crate::views::visibility::{near_screen, scenario_while_visible};
 
-/// Milliseconds of search per animation frame: leaves room for the page's own work.
+/// Milliseconds of reading the worker's reply per animation frame: leaves room for the
+/// page's own work.
 const SLICE_BUDGET_MS: f64 = 3.0;
-/// Feasible candidates kept by the search (the table filters and sorts these).
-const KEPT_RESULTS: usize = 5000;
+/// Records of the reply read between two looks at the clock.
+const RECORDS_PER_LOOK: usize = 64;
 /// Ranked rows drawn at first, and how many more each "show more" adds: each
 /// row costs the frame that shows a new ranking (100 rows took ~40 ms of style
 /// and layout in headless Chromium here; the table's box shows ~25).
@@ -37,8 +46,6 @@ const MORE_ROWS: usize = 50;
 /// frame (10 a frame still measured 20–42 ms a chunk frame under that load). [`FIRST_ROWS`] and
 /// [`MORE_ROWS`] are multiples of it, so every chunk but the list's last is full.
 const ROWS_PER_FRAME: usize = 5;
-/// Rejected candidates listed.
-const REJECTED_ROWS: usize = 100;
 
 /// What the search depends on: the scenario without its layout and serving inputs.
 fn search_key(s: &Scenario) -> Scenario {
@@ -51,20 +58,30 @@ fn search_key(s: &Scenario) -> Scenario {
 /// How long the last search took in this browser.
 #[derive(Clone, Copy, Debug, PartialEq, Default)]
 struct Timing {
-    /// From the first slice to the ranked result, wall clock.
+    /// From the request to the ranked result shown, wall clock.
     wall_ms: f64,
-    /// Time spent inside search slices.
+    /// The worker's search, its clock.
     busy_ms: f64,
-    /// Longest single slice.
+    /// Longest slice of the page's own work on the reply (reading its records).
     longest_slice_ms: f64,
-    /// Animation frames used.
+    /// Animation frames the page spent reading the reply.
     frames: u32,
 }
 
 #[derive(Clone, Copy)]
 struct SearchState {
+    /// Number of the latest request (the scenario on the page); replies to others are dropped.
     generation: StoredValue<u64>,
-    running: StoredValue<Option<SlicedSearch>>,
+    /// The mesh explorer's worker: created with the first search, kept for the page.
+    worker: StoredValue<Option<Worker>, LocalStorage>,
+    /// Whether the worker has said it is ready.
+    ready: StoredValue<bool>,
+    /// Whether a request is with the worker (it searches one at a time, to the end).
+    in_flight: StoredValue<bool>,
+    /// The latest request not sent yet (the worker was busy or not ready).
+    queued: StoredValue<Option<String>>,
+    /// The latest finished search's records, being read a slice a frame.
+    reading: StoredValue<Option<Box<MeshReader>>>,
     /// The latest ranking (or why there is none): kept, dimmed, while the next search runs,
     /// so an input that restarts the search leaves the table laid out (clearing it emptied
     /// the table and reflowed the page in the input's own frame, issue 16).
@@ -88,103 +105,178 @@ impl SearchState {
     fn start(self, key: &Scenario) {
         let generation = self.generation.get_value() + 1;
         self.generation.set_value(generation);
-        let model = match key.model_spec() {
-            Ok(m) => m,
-            Err(e) => {
-                self.running.set_value(None);
-                self.searching.set(false);
-                self.result.set(Some(Err(e.to_string())));
-                return;
-            }
-        };
-        if let Err(errors) = key.validate() {
-            let first = errors
-                .first()
-                .map(|e| format!("{}: {}", e.field, e.message))
-                .unwrap_or_default();
-            self.running.set_value(None);
-            self.searching.set(false);
-            self.result.set(Some(Err(first)));
-            return;
-        }
-        let step_model = StepModel::for_scenario(&model, key, CostOptions::default());
-        let space = SearchSpace {
-            max_results: KEPT_RESULTS,
-            max_rejected: 20_000,
-            ..SearchSpace::default()
-        };
-        let search = SlicedSearch::new(model, key.clone(), space, step_model);
-        self.progress.set(search.progress());
-        self.running.set_value(Some(search));
+        self.reading.set_value(None);
         self.searching.set(true);
+        self.progress.set((0, 0));
         self.started_ms.set_value(now_ms());
         self.acc.set_value(Timing::default());
-        // The first slice waits for the frame after the input's: the input's own work
-        // (every view on screen recomputed) and a slice never share a frame.
-        request_animation_frame(move || self.pump(generation));
+        let request = MeshRequest {
+            seq: generation,
+            query: link::encode(key),
+        }
+        .to_text();
+        if self.ready.get_value() && !self.in_flight.get_value() {
+            self.post_now(request);
+        } else {
+            // Only the latest waits: an older scenario's request is never searched.
+            self.queued.set_value(Some(request));
+            self.worker();
+        }
     }
 
+    /// A search that ended without a ranking (the message says why).
+    fn fail(self, message: String) {
+        self.searching.set(false);
+        self.result.set(Some(Err(message)));
+    }
+
+    fn worker(self) -> Option<Worker> {
+        if let Some(w) = self.worker.with_value(Clone::clone) {
+            return Some(w);
+        }
+        let worker = match Worker::new(WORKER_URL) {
+            Ok(w) => w,
+            Err(e) => {
+                self.fail(format!("the mesh search's worker did not start: {e:?}"));
+                return None;
+            }
+        };
+        let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
+            self.read(ev.data().as_string().unwrap_or_default());
+        });
+        let onerror = Closure::<dyn FnMut(ErrorEvent)>::new(move |ev: ErrorEvent| {
+            // A worker that failed answers nothing more: the next search starts another.
+            if let Some(w) = self.worker.try_update_value(Option::take).flatten() {
+                w.terminate();
+            }
+            self.ready.set_value(false);
+            self.in_flight.set_value(false);
+            self.fail(format!("the mesh search's worker failed: {}", ev.message()));
+        });
+        worker.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
+        worker.set_onerror(Some(onerror.as_ref().unchecked_ref()));
+        // One pair per worker, and one worker per page unless it fails.
+        onmessage.forget();
+        onerror.forget();
+        self.worker.set_value(Some(worker.clone()));
+        Some(worker)
+    }
+
+    fn post_now(self, request: String) {
+        let Some(worker) = self.worker() else { return };
+        match worker.post_message(&JsValue::from_str(&request)) {
+            Ok(()) => self.in_flight.set_value(true),
+            Err(e) => self.fail(format!("posting to the mesh search's worker failed: {e:?}")),
+        }
+    }
+
+    /// The worker is free again: sends the request that waited, if any.
+    fn send_queued(self) {
+        if let Some(q) = self.queued.try_update_value(Option::take).flatten() {
+            self.post_now(q);
+        }
+    }
+
+    fn read(self, text: String) {
+        // Compared whole: reading a 16,384-GPU reply as a `PageReply` first split all of its
+        // records (16 ms of the page's thread per reply, measured).
+        if text == PageReply::Ready.to_text() {
+            self.ready.set_value(true);
+            self.send_queued();
+            return;
+        }
+        let generation = self.generation.get_value();
+        match Read::from_text(text) {
+            Ok(Read::Reply(MeshReply::Progress { seq, done, all })) => {
+                if seq == generation {
+                    self.progress.set((done, all));
+                }
+            }
+            Ok(Read::Reply(MeshReply::Failed { seq, message })) => {
+                self.in_flight.set_value(false);
+                self.send_queued();
+                if seq == generation {
+                    self.fail(message);
+                }
+            }
+            Ok(Read::Reply(MeshReply::Done(_))) => {}
+            Ok(Read::Records(reader)) => {
+                self.in_flight.set_value(false);
+                self.send_queued();
+                // A reply to an older scenario: its ranking is never shown.
+                if reader.seq() != generation {
+                    return;
+                }
+                self.reading.set_value(Some(reader));
+                self.pump(generation);
+            }
+            Err(e) => {
+                self.in_flight.set_value(false);
+                self.send_queued();
+                self.fail(format!("the mesh search's reply did not parse: {e}"));
+            }
+        }
+    }
+
+    /// Reads the reply's records within [`SLICE_BUDGET_MS`] per animation frame.
     fn pump(self, generation: u64) {
         request_animation_frame(move || {
             if self.generation.get_value() != generation {
                 return;
             }
             let t0 = now_ms();
-            let mut done = false;
-            let mut progress = (0, 0);
-            self.running.update_value(|r| {
-                if let Some(s) = r {
-                    while !s.step(1) && now_ms() - t0 < SLICE_BUDGET_MS {}
-                    done = s.is_done();
-                    progress = s.progress();
-                }
+            let mut outcome = Ok(false);
+            timed("mesh_read", || {
+                self.reading.update_value(|r| {
+                    if let Some(reader) = r {
+                        loop {
+                            outcome = reader.read(RECORDS_PER_LOOK);
+                            if !matches!(outcome, Ok(false)) || now_ms() - t0 >= SLICE_BUDGET_MS {
+                                break;
+                            }
+                        }
+                    }
+                })
             });
             let slice = now_ms() - t0;
             self.acc.update_value(|a| {
-                a.busy_ms += slice;
                 a.longest_slice_ms = a.longest_slice_ms.max(slice);
                 a.frames += 1;
             });
-            self.progress.set(progress);
-            if !done {
-                self.pump(generation);
-                return;
+            match outcome {
+                Ok(false) => self.pump(generation),
+                Ok(true) => self.show(generation),
+                Err(e) => {
+                    self.reading.set_value(None);
+                    self.fail(format!("the mesh search's reply did not parse: {e}"));
+                }
             }
-            self.rank(generation);
         });
     }
 
-    /// Ranks the searched candidates in the next frame and shows them in the one after:
-    /// the last slice, the ranking and the table's first rows each get a frame of their
-    /// own, so none of them adds to another's frame.
-    fn rank(self, generation: u64) {
+    /// Shows the read ranking in the next frame: the last read slice and the ranking each
+    /// get a frame of their own.
+    fn show(self, generation: u64) {
         request_animation_frame(move || {
             if self.generation.get_value() != generation {
                 return;
             }
-            let t1 = now_ms();
-            let Some(search) = self.running.try_update_value(|r| r.take()).flatten() else {
+            let Some(reader) = self.reading.try_update_value(Option::take).flatten() else {
                 return;
             };
-            let ranked = search.finish();
-            let finish_ms = now_ms() - t1;
+            let page = reader.finish();
+            crate::perf::record("mesh_worker", page.worker_ms);
             let mut t = self.acc.get_value();
-            t.busy_ms += finish_ms;
-            t.longest_slice_ms = t.longest_slice_ms.max(finish_ms);
-            t.frames += 1;
-            request_animation_frame(move || {
-                if self.generation.get_value() != generation {
-                    return;
-                }
-                t.wall_ms = now_ms() - self.started_ms.get_value();
-                // Set before the result, so the new ranking's first draw has one chunk.
-                self.drawn.set(ROWS_PER_FRAME);
-                self.timing.set(Some(t));
-                self.searching.set(false);
-                self.result.set(Some(Ok(ranked)));
-                self.shown_results.update(|n| *n += 1);
-                self.reveal(generation);
-            });
+            t.busy_ms = page.worker_ms;
+            t.wall_ms = now_ms() - self.started_ms.get_value();
+            self.progress.set(page.blocks);
+            // Set before the result, so the new ranking's first draw has one chunk.
+            self.drawn.set(ROWS_PER_FRAME);
+            self.timing.set(Some(t));
+            self.searching.set(false);
+            self.result.set(Some(Ok(page.result)));
+            self.shown_results.update(|n| *n += 1);
+            self.reveal(generation);
         });
     }
 
@@ -278,7 +370,11 @@ pub fn MeshView() -> impl IntoView {
     let key = Memo::new(move |_| timed("mesh_key", || scenario.with(search_key)));
     let state = SearchState {
         generation: StoredValue::new(0),
-        running: StoredValue::new(None),
+        worker: StoredValue::new_local(None),
+        ready: StoredValue::new(false),
+        in_flight: StoredValue::new(false),
+        queued: StoredValue::new(None),
+        reading: StoredValue::new(None),
         result: RwSignal::new(None),
         searching: RwSignal::new(false),
         progress: RwSignal::new((0, 0)),
@@ -389,12 +485,13 @@ pub fn MeshView() -> impl IntoView {
             Some(Ok(r)) => {
                 let t = state.timing.get().unwrap_or_default();
                 format!(
-                    "{} candidates on {} GPUs: {} feasible, {} rejected. Searched in {:.0} ms over {} frame{} (longest slice {:.1} ms).",
+                    "{} candidates on {} GPUs: {} feasible, {} rejected. Searched in {:.0} ms ({:.0} ms in the page's worker; its reply read over {} frame{}, longest slice {:.1} ms).",
                     format::thousands(r.candidates),
                     format::thousands(r.world),
                     format::thousands(r.feasible_count),
                     format::thousands(r.candidates.saturating_sub(r.feasible_count)),
                     t.wall_ms,
+                    t.busy_ms,
                     t.frames,
                     if t.frames == 1 { "" } else { "s" },
                     t.longest_slice_ms,

@@ -10,6 +10,7 @@ pub mod import_page;
 pub mod import_sniff;
 pub mod layer_step;
 pub mod link;
+pub mod mesh_page;
 pub mod nccl_tests;
 pub mod offload_export;
 pub mod report;

@@ -769,3 +769,67 @@ fn fuzz_serving_dataset() {
         },
     );
 }
+
+// ---- the mesh explorer's worker protocol ----
+
+#[test]
+fn fuzz_mesh_page() {
+    use planner_core::edges::mesh_page::{answer, MeshReply, MeshRequest};
+    // The worker's request: a mutated link either searches (every number finite) or fails
+    // naming why; clusters up to 512 GPUs, a twentieth of the cases (a debug build searches
+    // slowly).
+    let strategy = mutated_link().prop_filter("≤ 512 GPUs", |q| {
+        decode_lenient(q).0.cluster.world_size() <= 512
+    });
+    fuzz_n("mesh request", cases().div_ceil(20), strategy, |query| {
+        let request = MeshRequest { seq: 1, query };
+        let text = request.to_text();
+        assert_eq!(MeshRequest::from_text(&text), Some(Ok(request.clone())));
+        match answer(&request, &|| 0.0, &mut |_| {}) {
+            MeshReply::Done(page) => {
+                evaluated();
+                assert_finite("mesh search", &page.result);
+                let reply = MeshReply::Done(page);
+                assert_eq!(MeshReply::from_text(reply.to_text()), Ok(reply));
+            }
+            MeshReply::Failed { seq, message } => {
+                assert_eq!(seq, 1);
+                assert!(!message.is_empty());
+            }
+            other => panic!("a last message that is progress: {other:?}"),
+        }
+    });
+    // The page's reader: a damaged reply is read or refused, never a panic.
+    let seed = {
+        let mut key = planner_core::resolve::presets::article_mesh_scenario();
+        key.layout = Default::default();
+        let request = MeshRequest {
+            seq: 2,
+            query: planner_core::edges::link::encode(&key),
+        };
+        answer(&request, &|| 0.0, &mut |_| {}).to_text()
+    };
+    let edits = proptest::collection::vec((any::<usize>(), "\\PC{0,3}|\u{1e}|\u{1f}|\\\\"), 1..6);
+    fuzz("mesh reply", (edits, any::<usize>()), |(edits, cut)| {
+        let mut text = seed.clone();
+        for (at, with) in edits {
+            let mut at = at % text.len().max(1);
+            while !text.is_char_boundary(at) {
+                at -= 1;
+            }
+            let mut end = (at + 1).min(text.len());
+            while !text.is_char_boundary(end) {
+                end += 1;
+            }
+            text.replace_range(at..end, &with);
+        }
+        let mut cut = text.len() - cut % (text.len() / 4 + 1);
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        text.truncate(cut);
+        if MeshReply::from_text(text).is_ok() {
+            evaluated();
+        }
+    });
+}

@@ -24,6 +24,7 @@ mod memory;
 mod memory_as_measured;
 mod memory_bound;
 mod mesh;
+mod mesh_page;
 mod models_hf_import;
 mod models_presets;
 mod models_validate;
