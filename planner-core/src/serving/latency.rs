@@ -49,6 +49,11 @@ pub struct ServingLoad {
     /// (Little's law, `c / (output × TPOT)`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arrival_rate_per_s: Option<f64>,
+    /// The CUDA-graph batch a decode step without a prefill is padded to (TensorRT-LLM's
+    /// `cuda_graph_config.enable_padding`: the running batch is rounded up to the next captured
+    /// size, and the padding tokens run every GEMM); `None`: no padding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph_padded_batch: Option<u32>,
 }
 
 impl Default for ServingLoad {
@@ -61,6 +66,7 @@ impl Default for ServingLoad {
             prefill_chunk_tokens: 2048,
             expert_parallel: false,
             arrival_rate_per_s: None,
+            graph_padded_batch: None,
         }
     }
 }
@@ -101,6 +107,17 @@ impl ServingLoad {
                 return Err(err(
                     "load.arrival_rate_per_s",
                     format!("must be in (0, 1e9] requests/s, got {r}"),
+                ));
+            }
+        }
+        if let Some(b) = self.graph_padded_batch {
+            if b < self.concurrency || b > MAX_CONCURRENCY {
+                return Err(err(
+                    "load.graph_padded_batch",
+                    format!(
+                        "must be in {}..={MAX_CONCURRENCY} (at least the concurrency), got {b}",
+                        self.concurrency
+                    ),
                 ));
             }
         }
@@ -817,7 +834,13 @@ fn decode_numbers(
         // Sliding-window layers read min(w, context) cached tokens and attend to
         // min(w, context + 1) keys (window_decode); full layers the whole context.
         let means = stage_decode_means(model, st.first_layer, st.layer_count, p as f64, o);
-        let n = ctx.stage_step(st, mf, mf * means.attended_keys, mf * means.kv_tokens, true);
+        let n = ctx.stage_step(
+            st,
+            graph_padded_tokens(load, mf),
+            mf * means.attended_keys,
+            mf * means.kv_tokens,
+            true,
+        );
         if n.total_s > slowest.total_s || i == 0 {
             slowest_means = Some(means);
         }
@@ -839,6 +862,25 @@ fn decode_numbers(
         slowest,
         kv_means,
         hops,
+    }
+}
+
+/// Tokens a decode step's GEMMs (and its all-reduces) run over: the micro-batch `m`, or where
+/// the engine pads its CUDA graphs ([`ServingLoad::graph_padded_batch`]), `m` plus the padding
+/// on the share of steps that carry no prefill. A step that admits a prompt runs outside the
+/// graph (TensorRT-LLM captures generation-only batches), unpadded. With every request decoding
+/// O steps, c requests admit c / O prompts per step (Little's law), so a share
+/// max(0, 1 − c / O) of the steps is pure decode. Attention and the KV read are not padded:
+/// a padding sequence has no cached tokens.
+pub fn graph_padded_tokens(load: &ServingLoad, m: f64) -> f64 {
+    match load.graph_padded_batch {
+        Some(b) if f64::from(b) > m => {
+            let c = f64::from(load.concurrency);
+            let o = f64::from(load.output_tokens.max(1));
+            let pure_decode_share = (1.0 - c / o).clamp(0.0, 1.0);
+            m + (f64::from(b) - m) * pure_decode_share
+        }
+        _ => m,
     }
 }
 

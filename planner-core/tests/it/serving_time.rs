@@ -254,6 +254,7 @@ fn ttft_grows_with_utilisation_and_is_refused_at_saturation() {
     for rho in [0.1, 0.3, 0.5, 0.7, 0.9, 0.99, 0.999_999] {
         let l = ServingLoad {
             arrival_rate_per_s: Some(rho / service),
+            graph_padded_batch: None,
             ..load(4096, 256, 16)
         };
         let t = serving_time(&s, &l).expect("ρ < 1 is served");
@@ -269,6 +270,7 @@ fn ttft_grows_with_utilisation_and_is_refused_at_saturation() {
     for rho in [1.0, 1.5, 1e6] {
         let l = ServingLoad {
             arrival_rate_per_s: Some(rho / service),
+            graph_padded_batch: None,
             ..load(4096, 256, 16)
         };
         let e = serving_time(&s, &l).expect_err("ρ ≥ 1 is refused");
@@ -322,7 +324,7 @@ fn distinct_experts_match_a_brute_force() {
 #[test]
 fn bad_load_names_the_field() {
     let s = scenario("llama-3.1-8b", 1, 1, 1);
-    let cases: [(ServingLoad, &str); 7] = [
+    let cases: [(ServingLoad, &str); 8] = [
         (load(0, 10, 1), "load.prompt_tokens"),
         (load(10, 0, 1), "load.output_tokens"),
         (load(10, 10, 0), "load.concurrency"),
@@ -344,9 +346,18 @@ fn bad_load_names_the_field() {
         (
             ServingLoad {
                 arrival_rate_per_s: Some(f64::INFINITY),
+                graph_padded_batch: None,
                 ..load(10, 10, 1)
             },
             "load.arrival_rate_per_s",
+        ),
+        (
+            // A padded graph smaller than the running batch cannot hold it.
+            ServingLoad {
+                graph_padded_batch: Some(4),
+                ..load(10, 10, 8)
+            },
+            "load.graph_padded_batch",
         ),
     ];
     for (l, field) in cases {
@@ -418,6 +429,7 @@ proptest! {
             prefill_chunk_tokens: chunk,
             expert_parallel: ep,
             arrival_rate_per_s: rate,
+            graph_padded_batch: None,
         };
         match serving_time(&s, &l) {
             Ok(t) => {
