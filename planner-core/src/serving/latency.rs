@@ -331,6 +331,12 @@ struct StageShape {
     weight_bytes: f64,
     /// Routed-expert bytes per GPU among them.
     routed_bytes: f64,
+    /// Bytes of the input embedding table on this GPU that a forward does not stream (it looks
+    /// up one row per token); 0 where it holds none, or where the table is also the output
+    /// projection (tied, one stage), which every step reads whole.
+    embedding_table_bytes: f64,
+    /// Bytes of one embedding row on this GPU (h / TP values): what a token's lookup reads.
+    embedding_row_bytes: f64,
     /// KV bytes per cached token per GPU.
     kv_per_token: f64,
     /// Layers, and MoE layers among them.
@@ -426,7 +432,13 @@ impl Ctx<'_> {
             }
             _ => (0.0, 1.0),
         };
-        let weight_bytes = st.weight_bytes - st.routed_bytes * (1.0 - expert_fraction);
+        // The embedding lookup reads one row per token (vLLM VocabParallelEmbedding: F.embedding
+        // over the rank's shard), not the table: the table's bytes leave the stream, the rows
+        // come back, at most the table.
+        let embedding_read = (tokens * st.embedding_row_bytes).min(st.embedding_table_bytes);
+        let weight_bytes =
+            st.weight_bytes - st.routed_bytes * (1.0 - expert_fraction) - st.embedding_table_bytes
+                + embedding_read;
         let kv_bytes = st.kv_per_token * kv_tokens;
         let gemm_flops = self.dense_per_token * tokens * st.flop_share / tp;
         let attn_flops = self.attn_coeff * attn_pairs * st.flop_share / tp;
@@ -576,9 +588,22 @@ fn stage_shapes(model: &ModelSpec, scenario: &Scenario, stages: &[StagePlan]) ->
         };
         let last_gpu = (u64::from(st.stage) + 1) * u64::from(tp) - 1;
         let next_first = last_gpu + 1;
+        // A tied table on a one-stage replica is also the output projection (read whole).
+        let lookup_only = st.stage == 0 && !(model.tied_embeddings && pp == 1);
+        let vocab_bytes = serving::vocab_dtype_bytes(serving.weight_dtype);
+        let (embedding_table_bytes, embedding_row_bytes) = if lookup_only {
+            (
+                b.embedding as f64 * model.param_scale() / f64::from(tp) * vocab_bytes,
+                f64::from(model.hidden) * model.param_scale() / f64::from(tp) * vocab_bytes,
+            )
+        } else {
+            (0.0, 0.0)
+        };
         out.push(StageShape {
             weight_bytes: st.weights.value,
             routed_bytes,
+            embedding_table_bytes,
+            embedding_row_bytes,
             kv_per_token: st.kv_per_token.value,
             layers: f64::from(st.layers),
             moe_layers: moe_here as f64,
