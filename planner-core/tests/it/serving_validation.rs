@@ -154,17 +154,18 @@ fn a_static_batch_row_is_the_closed_form_of_its_terms() {
     // Llama 2 7B in FP16 on one A100 80 GB: the step streams 2 bytes × 6.74e9 parameters
     // less the 32,000 × 4,096 embedding table (a lookup reads the batch's 256 rows): 13.2 GB,
     // plus 256 sequences × (128 + 63.5) cached tokens × 524,288 B (32 layers × 32 KV heads ×
-    // 128 × 2 × 2 B) = 25.7 GB, at 90% of 2.039e12 B/s (the achievable streaming fraction):
-    // (13.2 + 25.7) GB / 1.835 TB/s ≈ 21.2 ms, the memory time the dataset's table prints.
+    // 128 × 2 × 2 B) = 25.7 GB, at the A100 80 GB's measured BabelStream Copy, 1.61 TB/s
+    // (input/hbm_achievable.rs, Azure's ND A100 v4 results): (13.2 + 25.7) GB / 1.61 TB/s
+    // ≈ 24.2 ms, the memory time the dataset's table prints.
     let kv_per_token = 32.0 * 32.0 * 128.0 * 2.0 * 2.0;
     let kv = 256.0 * (128.0 + 127.0 / 2.0) * kv_per_token;
     assert!((t.decode.kv_bytes.value / kv - 1.0).abs() < 1e-9);
     let weights = t.decode.weight_bytes.value;
     let streamed = 2.0 * (6.738e9 - 32_000.0 * 4096.0 + 256.0 * 4096.0);
     assert!((weights / streamed - 1.0).abs() < 0.01, "{weights}");
-    let hbm = 0.9 * mapped.scenario.cluster.gpu.hbm_bytes_per_s;
+    let hbm = 1.61 / 2.039 * mapped.scenario.cluster.gpu.hbm_bytes_per_s;
     assert!((t.decode.memory_time.value / ((weights + kv) / hbm) - 1.0).abs() < 1e-9);
-    assert!((t.decode.memory_time.value - 0.0212).abs() < 0.0002);
+    assert!((t.decode.memory_time.value - 0.0242).abs() < 0.0002);
     let row = validate_serving_run(run);
     let c = &row.comparisons[0];
     assert_eq!(c.quantity, ServingQuantity::OutputTokensPerS);
@@ -327,19 +328,24 @@ fn serving_accuracy_does_not_regress_from_todays_measurement() {
     // `vocab_dtype_bytes`): TRT-LLM 1.0 14.8% → 14.3% (smaller pools on the FP8 rows);
     // e2e 23.4% → 25.3%, all 18.9% → 19.5%, vLLM CI 23.4% → 25.3% (its BF16 rows, already
     // too fast, drop the 8B's 1.05 GB table read): recorded as measured, not tuned back.
+    // Then the A100 80 GB's and H200's measured BabelStream Copy share in place of the 0.9
+    // default (input/hbm_achievable.rs: Azure AI-benchmarking-guide, ND A100 v4 1.61 of 2.039
+    // TB/s, ND H200 v5 4.01 of 4.8 TB/s): throughput 17.4% → 15.3%, e2e 25.3% → 20.1%, all
+    // 19.5% → 17.6%, TRT-LLM 1.0 14.3% → 13.3%, vLLM CI 25.3% → 19.8%; TRT-LLM 0.9
+    // throughput 20.1% → 20.3% (its A100 rows that were too slow get slower): recorded.
     const BY_QUANTITY: [(&str, f64); 5] = [
         ("ttft_ms", 0.227),
         ("tpot_ms", 0.115),
-        ("output_tokens_per_s", 0.174),
-        ("e2e_latency_ms", 0.253),
-        (ALL_SERVING_GROUP, 0.195),
+        ("output_tokens_per_s", 0.153),
+        ("e2e_latency_ms", 0.201),
+        (ALL_SERVING_GROUP, 0.176),
     ];
     const BY_SOURCE: [(&str, f64); 6] = [
-        ("TRT-LLM 0.9 throughput", 0.201),
+        ("TRT-LLM 0.9 throughput", 0.203),
         ("TRT-LLM 0.9 first token", 0.239),
-        ("TRT-LLM 1.0 perf-overview", 0.143),
+        ("TRT-LLM 1.0 perf-overview", 0.133),
         ("NIM 1.8.0 benchmarks", 0.129),
-        ("vLLM CI latency", 0.253),
+        ("vLLM CI latency", 0.198),
         ("OCI MI300X blog", 0.324),
     ];
     const SLACK: f64 = 0.02;
