@@ -98,6 +98,7 @@ pub fn run(args: &Args) -> Result<String, CliError> {
         prefill_chunk_tokens: args.chunk,
         expert_parallel: false,
         arrival_rate_per_s: None,
+        graph_padded_batch: None,
     };
     if args.max_concurrency == 0
         || args.max_concurrency > planner_core::serving::latency::MAX_CONCURRENCY

@@ -265,6 +265,29 @@ pub const SERVING_MODEL_NAMES: [(&str, &str); 10] = [
 // default max_num_batched_tokens differs by version, so rows of other engines state theirs.
 pub const DEFAULT_CHUNK_TOKENS: u32 = 8192;
 
+/// The CUDA-graph batch sizes the TensorRT-LLM 1.0 perf-overview runs capture, padding each
+/// generation-only batch up to the next one.
+// NVIDIA/TensorRT-LLM docs/source/performance/perf-overview.md (the rows' commit 00f37686),
+// "Running the Benchmark", llm_options.yml: cuda_graph_config enable_padding: true, batch_sizes
+// 1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 1024, 2048, 4096, 8192.
+pub const TRTLLM_PERF_OVERVIEW_GRAPH_BATCHES: [u32; 15] = [
+    1, 2, 4, 8, 16, 32, 64, 128, 256, 384, 512, 1024, 2048, 4096, 8192,
+];
+
+/// Whether a row was run with the perf-overview's `llm_options.yml` (CUDA-graph padding).
+pub fn pads_cuda_graphs(run: &ServingRun) -> bool {
+    run.source == "TRT-LLM 1.0 perf-overview"
+}
+
+/// The captured batch a running batch of `concurrency` is padded to (the smallest captured
+/// size at least as large), or `None` above the largest.
+pub fn perf_overview_padded_batch(concurrency: u32) -> Option<u32> {
+    TRTLLM_PERF_OVERVIEW_GRAPH_BATCHES
+        .iter()
+        .copied()
+        .find(|&b| b >= concurrency)
+}
+
 /// Arrival rate given to rows whose queue is not compared, requests/s: low enough that
 /// the M/D/1 wait is zero to the printed precision.
 pub const NO_QUEUE_RATE_PER_S: f64 = 1e-6;
@@ -464,6 +487,7 @@ pub fn map_serving_run(run: &ServingRun) -> Result<MappedServing, String> {
         prefill_chunk_tokens: chunk.max(1),
         expert_parallel: false,
         arrival_rate_per_s: arrival,
+        graph_padded_batch: None,
     };
     if run.concurrency.is_none() {
         let probe = serving_time_for(&spec, &scenario, &load).map_err(|e| {
@@ -496,6 +520,18 @@ pub fn map_serving_run(run: &ServingRun) -> Result<MappedServing, String> {
             }
         };
         load.concurrency = c;
+    }
+    if pads_cuda_graphs(run) {
+        load.graph_padded_batch = perf_overview_padded_batch(load.concurrency);
+        if let Some(b) = load.graph_padded_batch {
+            let pure = (1.0 - f64::from(load.concurrency) / f64::from(run.output_tokens.max(1)))
+                .clamp(0.0, 1.0);
+            defaults.push(format!(
+                "CUDA graphs padded (perf-overview llm_options.yml cuda_graph_config enable_padding): a generation-only step of {} runs its GEMMs over the captured batch {b}; {:.0}% of steps admit no prompt (1 − c / O)",
+                load.concurrency,
+                pure * 100.0
+            ));
+        }
     }
     let mut scenario = scenario;
     scenario.serving.target_concurrency = load.concurrency;

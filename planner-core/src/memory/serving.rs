@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::base::explain::{Term, Unit};
 use crate::input::hardware::Cluster;
 use crate::input::model::{ModelSpec, ParamBreakdown};
-use crate::input::scenario::Serving;
+use crate::input::scenario::{ServeDtype, Serving};
 use crate::memory::kv_cache::{self, fmt_bytes};
 use crate::{input::attention_window, memory::engine_kv_pool};
 
@@ -255,6 +255,43 @@ fn validate(model: &ModelSpec, serving: &Serving, cluster: &Cluster) -> Result<(
     Ok(())
 }
 
+/// Parameters of the embedding table and the output projection one GPU of `stage` holds at
+/// TP `tp` (nominal scale applied): the part of [`stage_params`] that quantized checkpoints
+/// keep in 16 bits ([`vocab_dtype_bytes`]).
+pub fn stage_vocab_params(
+    model: &ModelSpec,
+    b: &ParamBreakdown,
+    tp: u32,
+    pp: u32,
+    stage: u32,
+) -> f64 {
+    let tp = f64::from(tp.max(1));
+    let mut total = 0.0;
+    if stage == 0 {
+        total += b.embedding as f64 / tp;
+    }
+    if stage + 1 == pp {
+        let output = if model.tied_embeddings && pp > 1 {
+            u64::from(model.vocab) * u64::from(model.hidden)
+        } else {
+            b.output
+        };
+        total += output as f64 / tp;
+    }
+    total * model.param_scale()
+}
+
+/// Bytes per weight of the embedding table and the output projection: the 16-bit dtype when
+/// the linear layers are quantized. ModelOpt's FP8, INT8 and INT4-AWQ configs leave the output
+/// projection unquantized (NVIDIA/TensorRT-Model-Optimizer modelopt/torch/quantization/config.py
+/// `_default_disabled_quantizer_cfg`: `"*lm_head*": {"enable": False}`) and quantize linear
+/// layers only, not `nn.Embedding`; vLLM's FP8 method likewise returns `Fp8LinearMethod` for
+/// `LinearBase` layers only (model_executor/layers/quantization/fp8.py `get_quant_method`),
+/// so `ParallelLMHead` and `VocabParallelEmbedding` keep the unquantized method.
+pub fn vocab_dtype_bytes(weight_dtype: ServeDtype) -> f64 {
+    weight_dtype.bytes().max(ServeDtype::Bf16.bytes())
+}
+
 /// Parameters one GPU of `stage` holds at TP `tp` (nominal scale applied).
 fn stage_params(
     model: &ModelSpec,
@@ -327,7 +364,10 @@ fn stage_numbers(
     layers: u32,
 ) -> StageNumbers {
     let params = stage_params(model, breakdown, tp, pp, stage, first_layer, layers);
-    let weight_bytes = params * serving.weight_dtype.bytes();
+    let vocab = stage_vocab_params(model, breakdown, tp, pp, stage);
+    // The embedding and output projection in 16 bits under quantized linear layers.
+    let weight_bytes = params * serving.weight_dtype.bytes()
+        + vocab * (vocab_dtype_bytes(serving.weight_dtype) - serving.weight_dtype.bytes());
     // Windowed layers hold only their window (attention_window); the rest every token.
     let kv_per_sequence = crate::memory::window_kv::kv_bytes_per_sequence_per_gpu_value(
         model,
@@ -577,22 +617,49 @@ fn evaluate(
             (false, true) => "output",
             (false, false) => "no embedding or output",
         };
+        let vocab = stage_vocab_params(model, &breakdown, tp, pp, stage);
+        let vocab_bytes = vocab_dtype_bytes(serving.weight_dtype);
+        let sixteen_bit_vocab = vocab > 0.0 && vocab_bytes > dtype_bytes;
         let weights = Term {
             key: "serving.weights".to_string(),
             label: format!("Weights ({})", serving.weight_dtype.id()),
             unit: Unit::Bytes,
             value: weight_bytes,
-            formula: "(stage params sharded / TP + replicated norms) × bytes_per_weight".to_string(),
-            worked: format!(
-                "{:.3}e9 params × {} B = {}",
-                params / 1e9,
-                dtype_bytes,
-                fmt_bytes(weight_bytes)
-            ),
-            assumption: format!(
-                "stage {stage}: {layers} layers, {holds}; all weights in {} (quantization scales ignored)",
-                serving.weight_dtype.id()
-            ),
+            formula: if sixteen_bit_vocab {
+                "(stage params − embedding/output) × bytes_per_weight + embedding/output × 2 B"
+                    .to_string()
+            } else {
+                "(stage params sharded / TP + replicated norms) × bytes_per_weight".to_string()
+            },
+            worked: if sixteen_bit_vocab {
+                format!(
+                    "({:.3}e9 − {:.3}e9) params × {} B + {:.3}e9 × {} B = {}",
+                    params / 1e9,
+                    vocab / 1e9,
+                    dtype_bytes,
+                    vocab / 1e9,
+                    vocab_bytes,
+                    fmt_bytes(weight_bytes)
+                )
+            } else {
+                format!(
+                    "{:.3}e9 params × {} B = {}",
+                    params / 1e9,
+                    dtype_bytes,
+                    fmt_bytes(weight_bytes)
+                )
+            },
+            assumption: if sixteen_bit_vocab {
+                format!(
+                    "stage {stage}: {layers} layers, {holds}; linear layers in {}, the embedding and output projection in BF16 (ModelOpt's lm_head exclusion, vLLM's linear-only quantization; scales ignored)",
+                    serving.weight_dtype.id()
+                )
+            } else {
+                format!(
+                    "stage {stage}: {layers} layers, {holds}; all weights in {} (quantization scales ignored)",
+                    serving.weight_dtype.id()
+                )
+            },
         };
         let kv_per_token =
             kv_cache::kv_bytes_per_token_per_gpu(model, serving.kv_dtype, tp, layers);

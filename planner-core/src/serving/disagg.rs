@@ -200,6 +200,7 @@ impl ShapeModel {
     ) -> Result<ReplicaNumbers, ServingError> {
         let probe = ServingLoad {
             arrival_rate_per_s: Some(PROBE_RATE_PER_S),
+            graph_padded_batch: None,
             ..load.clone()
         };
         // The numbers serving_time_with computes, by the same functions, without its terms.

@@ -49,6 +49,11 @@ pub struct ServingLoad {
     /// (Little's law, `c / (output × TPOT)`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arrival_rate_per_s: Option<f64>,
+    /// The CUDA-graph batch a decode step without a prefill is padded to (TensorRT-LLM's
+    /// `cuda_graph_config.enable_padding`: the running batch is rounded up to the next captured
+    /// size, and the padding tokens run every GEMM); `None`: no padding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graph_padded_batch: Option<u32>,
 }
 
 impl Default for ServingLoad {
@@ -61,6 +66,7 @@ impl Default for ServingLoad {
             prefill_chunk_tokens: 2048,
             expert_parallel: false,
             arrival_rate_per_s: None,
+            graph_padded_batch: None,
         }
     }
 }
@@ -101,6 +107,17 @@ impl ServingLoad {
                 return Err(err(
                     "load.arrival_rate_per_s",
                     format!("must be in (0, 1e9] requests/s, got {r}"),
+                ));
+            }
+        }
+        if let Some(b) = self.graph_padded_batch {
+            if b < self.concurrency || b > MAX_CONCURRENCY {
+                return Err(err(
+                    "load.graph_padded_batch",
+                    format!(
+                        "must be in {}..={MAX_CONCURRENCY} (at least the concurrency), got {b}",
+                        self.concurrency
+                    ),
                 ));
             }
         }
@@ -314,6 +331,12 @@ struct StageShape {
     weight_bytes: f64,
     /// Routed-expert bytes per GPU among them.
     routed_bytes: f64,
+    /// Bytes of the input embedding table on this GPU that a forward does not stream (it looks
+    /// up one row per token); 0 where it holds none, or where the table is also the output
+    /// projection (tied, one stage), which every step reads whole.
+    embedding_table_bytes: f64,
+    /// Bytes of one embedding row on this GPU (h / TP values): what a token's lookup reads.
+    embedding_row_bytes: f64,
     /// KV bytes per cached token per GPU.
     kv_per_token: f64,
     /// Layers, and MoE layers among them.
@@ -409,7 +432,13 @@ impl Ctx<'_> {
             }
             _ => (0.0, 1.0),
         };
-        let weight_bytes = st.weight_bytes - st.routed_bytes * (1.0 - expert_fraction);
+        // The embedding lookup reads one row per token (vLLM VocabParallelEmbedding: F.embedding
+        // over the rank's shard), not the table: the table's bytes leave the stream, the rows
+        // come back, at most the table.
+        let embedding_read = (tokens * st.embedding_row_bytes).min(st.embedding_table_bytes);
+        let weight_bytes =
+            st.weight_bytes - st.routed_bytes * (1.0 - expert_fraction) - st.embedding_table_bytes
+                + embedding_read;
         let kv_bytes = st.kv_per_token * kv_tokens;
         let gemm_flops = self.dense_per_token * tokens * st.flop_share / tp;
         let attn_flops = self.attn_coeff * attn_pairs * st.flop_share / tp;
@@ -559,9 +588,22 @@ fn stage_shapes(model: &ModelSpec, scenario: &Scenario, stages: &[StagePlan]) ->
         };
         let last_gpu = (u64::from(st.stage) + 1) * u64::from(tp) - 1;
         let next_first = last_gpu + 1;
+        // A tied table on a one-stage replica is also the output projection (read whole).
+        let lookup_only = st.stage == 0 && !(model.tied_embeddings && pp == 1);
+        let vocab_bytes = serving::vocab_dtype_bytes(serving.weight_dtype);
+        let (embedding_table_bytes, embedding_row_bytes) = if lookup_only {
+            (
+                b.embedding as f64 * model.param_scale() / f64::from(tp) * vocab_bytes,
+                f64::from(model.hidden) * model.param_scale() / f64::from(tp) * vocab_bytes,
+            )
+        } else {
+            (0.0, 0.0)
+        };
         out.push(StageShape {
             weight_bytes: st.weights.value,
             routed_bytes,
+            embedding_table_bytes,
+            embedding_row_bytes,
             kv_per_token: st.kv_per_token.value,
             layers: f64::from(st.layers),
             moe_layers: moe_here as f64,
@@ -817,7 +859,13 @@ fn decode_numbers(
         // Sliding-window layers read min(w, context) cached tokens and attend to
         // min(w, context + 1) keys (window_decode); full layers the whole context.
         let means = stage_decode_means(model, st.first_layer, st.layer_count, p as f64, o);
-        let n = ctx.stage_step(st, mf, mf * means.attended_keys, mf * means.kv_tokens, true);
+        let n = ctx.stage_step(
+            st,
+            graph_padded_tokens(load, mf),
+            mf * means.attended_keys,
+            mf * means.kv_tokens,
+            true,
+        );
         if n.total_s > slowest.total_s || i == 0 {
             slowest_means = Some(means);
         }
@@ -839,6 +887,25 @@ fn decode_numbers(
         slowest,
         kv_means,
         hops,
+    }
+}
+
+/// Tokens a decode step's GEMMs (and its all-reduces) run over: the micro-batch `m`, or where
+/// the engine pads its CUDA graphs ([`ServingLoad::graph_padded_batch`]), `m` plus the padding
+/// on the share of steps that carry no prefill. A step that admits a prompt runs outside the
+/// graph (TensorRT-LLM captures generation-only batches), unpadded. With every request decoding
+/// O steps, c requests admit c / O prompts per step (Little's law), so a share
+/// max(0, 1 − c / O) of the steps is pure decode. Attention and the KV read are not padded:
+/// a padding sequence has no cached tokens.
+pub fn graph_padded_tokens(load: &ServingLoad, m: f64) -> f64 {
+    match load.graph_padded_batch {
+        Some(b) if f64::from(b) > m => {
+            let c = f64::from(load.concurrency);
+            let o = f64::from(load.output_tokens.max(1));
+            let pure_decode_share = (1.0 - c / o).clamp(0.0, 1.0);
+            m + (f64::from(b) - m) * pure_decode_share
+        }
+        _ => m,
     }
 }
 

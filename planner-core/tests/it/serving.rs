@@ -104,7 +104,16 @@ fn weights_per_gpu_follow_dtype_and_tp() {
         &h100(1),
     )
     .unwrap();
-    assert!((int4.weights_per_gpu.value * 4.0 - w).abs() < 1.0);
+    // INT4 linear layers, the embedding and output projection kept in BF16 (ModelOpt's lm_head
+    // exclusion, vLLM's linear-only quantization): 2 × V·h / 8 bytes each.
+    let b = m.param_breakdown();
+    let vocab_bf16 = 2.0 * (b.embedding + b.output) as f64 * m.param_scale() / 8.0;
+    let want = (w - vocab_bf16) / 4.0 + vocab_bf16;
+    assert!(
+        (int4.weights_per_gpu.value - want).abs() < 1.0,
+        "{}",
+        int4.weights_per_gpu.value
+    );
     // PP puts the embedding on the first and the output on the last stage.
     let pp2 = serving_plan(
         &m,

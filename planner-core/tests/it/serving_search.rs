@@ -87,6 +87,7 @@ fn disaggregated_ttft_is_prefill_plus_kv_transfer_by_hand() {
     // A slow open-loop rate keeps the prefill queue empty (ρ ≈ 1e-3 · S).
     let l = ServingLoad {
         arrival_rate_per_s: Some(1e-3),
+        graph_padded_batch: None,
         ..load(1024, 256, 8)
     };
     let t = disagg_time(&model, &s, &d, &l).expect("valid");
@@ -203,6 +204,7 @@ fn disaggregated_deployment_input_is_checked_by_field() {
     assert!(close(t.queue_wait.value, 1792.0 * sv - cycle, 1e-3));
     let open = ServingLoad {
         arrival_rate_per_s: Some(2.0 / sv / 7.0),
+        graph_padded_batch: None,
         ..load(8192, 16, 256)
     };
     let e = disagg_time(&model, &s, &d, &open).map(|_| ()).unwrap_err();

@@ -152,18 +152,20 @@ fn a_static_batch_row_is_the_closed_form_of_its_terms() {
     let by_hand = 256.0 * 128.0 / (128.0 * step + 256.0 * prefill_compute);
     assert!((t.throughput_per_gpu.value / by_hand - 1.0).abs() < 1e-12);
     // Llama 2 7B in FP16 on one A100 80 GB: the step streams 2 bytes × 6.74e9 parameters
-    // (13.5 GB) plus 256 sequences × (128 + 63.5) cached tokens × 524,288 B (32 layers ×
-    // 32 KV heads × 128 × 2 × 2 B) = 25.7 GB, at 90% of 2.039e12 B/s (the achievable
-    // streaming fraction): (13.5 + 25.7) GB / 1.835 TB/s ≈ 21.4 ms, the memory time the
-    // dataset's table prints for this row.
+    // less the 32,000 × 4,096 embedding table (a lookup reads the batch's 256 rows): 13.2 GB,
+    // plus 256 sequences × (128 + 63.5) cached tokens × 524,288 B (32 layers × 32 KV heads ×
+    // 128 × 2 × 2 B) = 25.7 GB, at the A100 80 GB's measured BabelStream Copy, 1.61 TB/s
+    // (input/hbm_achievable.rs, Azure's ND A100 v4 results): (13.2 + 25.7) GB / 1.61 TB/s
+    // ≈ 24.2 ms, the memory time the dataset's table prints.
     let kv_per_token = 32.0 * 32.0 * 128.0 * 2.0 * 2.0;
     let kv = 256.0 * (128.0 + 127.0 / 2.0) * kv_per_token;
     assert!((t.decode.kv_bytes.value / kv - 1.0).abs() < 1e-9);
     let weights = t.decode.weight_bytes.value;
-    assert!((weights / (2.0 * 6.738e9) - 1.0).abs() < 0.01, "{weights}");
-    let hbm = 0.9 * mapped.scenario.cluster.gpu.hbm_bytes_per_s;
+    let streamed = 2.0 * (6.738e9 - 32_000.0 * 4096.0 + 256.0 * 4096.0);
+    assert!((weights / streamed - 1.0).abs() < 0.01, "{weights}");
+    let hbm = 1.61 / 2.039 * mapped.scenario.cluster.gpu.hbm_bytes_per_s;
     assert!((t.decode.memory_time.value / ((weights + kv) / hbm) - 1.0).abs() < 1e-9);
-    assert!((t.decode.memory_time.value - 0.0214).abs() < 0.0002);
+    assert!((t.decode.memory_time.value - 0.0242).abs() < 0.0002);
     let row = validate_serving_run(run);
     let c = &row.comparisons[0];
     assert_eq!(c.quantity, ServingQuantity::OutputTokensPerS);
@@ -191,6 +193,41 @@ fn a_maximum_load_row_takes_the_sequences_its_kv_pool_holds() {
         .defaults
         .iter()
         .any(|d| d.starts_with("concurrency not stated (maximum load)")));
+}
+
+#[test]
+fn a_perf_overview_row_pads_its_decode_gemms_to_the_next_captured_graph() {
+    use planner_core::edges::serving_validation::perf_overview_padded_batch;
+    use planner_core::serving::latency::graph_padded_tokens;
+    // perf-overview.md llm_options.yml: batch_sizes … 256, 384, 512, 1024 …
+    assert_eq!(perf_overview_padded_batch(265), Some(384));
+    assert_eq!(perf_overview_padded_batch(256), Some(256));
+    assert_eq!(perf_overview_padded_batch(8193), None);
+    let runs = parse_serving_runs(SERVING_RUNS_JSON).expect("parses");
+    let run = runs
+        .iter()
+        .find(|r| r.id == "trt10-h100-llama33-70b-tp2-1000-1000")
+        .expect("row");
+    let mapped = map_serving_run(run).expect("maps");
+    let c = mapped.load.concurrency;
+    assert_eq!(
+        mapped.load.graph_padded_batch,
+        perf_overview_padded_batch(c)
+    );
+    // c / O of the steps admit a prompt and run unpadded: m + (b − m)·(1 − c/O).
+    let b = f64::from(mapped.load.graph_padded_batch.expect("padded"));
+    let m = f64::from(c);
+    let want = m + (b - m) * (1.0 - m / 1000.0);
+    assert!((graph_padded_tokens(&mapped.load, m) - want).abs() < 1e-9);
+    // Rows of other sources are not padded.
+    let nim = runs
+        .iter()
+        .find(|r| r.source == "NIM 1.8.0 benchmarks")
+        .expect("row");
+    assert_eq!(
+        map_serving_run(nim).expect("maps").load.graph_padded_batch,
+        None
+    );
 }
 
 #[test]
@@ -281,19 +318,38 @@ fn serving_accuracy_does_not_regress_from_todays_measurement() {
     // benchmark measured at M = 1–64 (serving/weight_stream.rs, vllm-project/vllm PR #49363;
     // its BF16 column confirms the 0.9 copy share): TPOT 16.1% → 11.5%, throughput 20.1% →
     // 17.9%, all 21.3% → 19.6%; TRT-LLM 0.9 throughput 22.1% → 20.1%, NIM 17.3% → 12.9%.
+    // Then the TensorRT-LLM 1.0 perf-overview rows' CUDA-graph padding (their llm_options.yml
+    // cuda_graph_config enable_padding, batch_sizes … 256, 384, 512, 1024 …; ServingLoad
+    // graph_padded_batch on the steps that admit no prompt): throughput 17.9% → 17.4%, all
+    // 19.6% → 18.9%, TRT-LLM 1.0 16.0% → 14.8%.
+    // Then the embedding lookup (a step reads its tokens' rows, not the table) and the
+    // embedding and output projection in BF16 under quantized linear layers (ModelOpt's
+    // `"*lm_head*": {"enable": False}`, vLLM's linear-only FP8 method; memory/serving.rs
+    // `vocab_dtype_bytes`): TRT-LLM 1.0 14.8% → 14.3% (smaller pools on the FP8 rows);
+    // e2e 23.4% → 25.3%, all 18.9% → 19.5%, vLLM CI 23.4% → 25.3% (its BF16 rows, already
+    // too fast, drop the 8B's 1.05 GB table read): recorded as measured, not tuned back.
+    // Then the A100 80 GB's and H200's measured BabelStream Copy share in place of the 0.9
+    // default (input/hbm_achievable.rs: Azure AI-benchmarking-guide, ND A100 v4 1.61 of 2.039
+    // TB/s, ND H200 v5 4.01 of 4.8 TB/s): throughput 17.4% → 15.3%, e2e 25.3% → 20.1%, all
+    // 19.5% → 17.6%, TRT-LLM 1.0 14.3% → 13.3%, vLLM CI 25.3% → 19.8%; TRT-LLM 0.9
+    // throughput 20.1% → 20.3% (its A100 rows that were too slow get slower): recorded.
+    // Then, at the merge, H200 back to its own measurement (domain notes, "Achieved figures":
+    // one H200 copied device memory at ~4.3 TB/s, the figure the 0.9 default stands on), not
+    // the second, 7% lower BabelStream reading: throughput 15.3% → 17.4%, all 17.6% → 18.7%,
+    // TRT-LLM 0.9 throughput 20.3% → 20.6%, TRT-LLM 1.0 13.3% → 14.3%: recorded as measured.
     const BY_QUANTITY: [(&str, f64); 5] = [
         ("ttft_ms", 0.227),
         ("tpot_ms", 0.115),
-        ("output_tokens_per_s", 0.179),
-        ("e2e_latency_ms", 0.234),
-        (ALL_SERVING_GROUP, 0.196),
+        ("output_tokens_per_s", 0.174),
+        ("e2e_latency_ms", 0.201),
+        (ALL_SERVING_GROUP, 0.187),
     ];
     const BY_SOURCE: [(&str, f64); 6] = [
-        ("TRT-LLM 0.9 throughput", 0.201),
+        ("TRT-LLM 0.9 throughput", 0.206),
         ("TRT-LLM 0.9 first token", 0.239),
-        ("TRT-LLM 1.0 perf-overview", 0.160),
+        ("TRT-LLM 1.0 perf-overview", 0.143),
         ("NIM 1.8.0 benchmarks", 0.129),
-        ("vLLM CI latency", 0.234),
+        ("vLLM CI latency", 0.198),
         ("OCI MI300X blog", 0.324),
     ];
     const SLACK: f64 = 0.02;
