@@ -74,3 +74,28 @@ pub fn fp8_relative_gemm_efficiency(gpu_id: &str) -> f64 {
         _ => 1.0,
     }
 }
+
+/// HBM bytes per element that an FP8 GEMM input's second, transposed FP8 copy adds to its
+/// cast on `gpu_id`: 1 (one more FP8 write) where FP8 GEMMs run in the TN layout only, 0
+/// where any layout runs. Hopper's FP8 GEMMs are TN-only, so every FP8 operand is kept in
+/// both layouts: Transformer Engine casts a linear layer's input with
+/// `fp8_cast_transpose_fused` ("FP8 input for forward, FP8 input transpose for backward
+/// wgrad", transformer_engine/pytorch/module/linear.py), its `dY` likewise in
+/// `grad_output_preprocess`, and its weight into `weight_fp8` and `weight_t_fp8`;
+/// transformer_engine/common/gemm/cublaslt_gemm.cu: "Hopper only supports TN GEMMs for FP8",
+/// "Blackwell supports any GEMM layout for FP8" (cuBLAS docs, `cublasLtMatmul`: "A must be
+/// transposed and B non-transposed (The "TN" format)"). The fused kernel writes the second
+/// copy in the same pass (one BF16 read, two FP8 writes); a transpose run as its own pass
+/// (`fp8_transpose`, TE's sequence-parallel and LayerNormLinear paths) reads 1 B more, which
+/// this lower bound leaves out. torchao's Float8 training (torchtitan) keeps the second copy
+/// too: torchao/float8/float8_linear.py casts `dY` and `X` again for grad_weight
+/// (`grad_output_reshaped_maybe_fp8_dim1`), `torch._scaled_mm` taking its second operand
+/// column-major. 0 for a GPU without FP8 or whose FP8 layout rule was not found
+/// (MI300X, MI325X).
+pub fn fp8_transpose_bytes_per_element(gpu_id: &str) -> f64 {
+    match gpu_id {
+        // Hopper (GH100): H100 SXM, the 96 GB HBM2e H100, H800, H200.
+        "h100-sxm" | "h100-96gb" | "h800" | "h200" => 1.0,
+        _ => 0.0,
+    }
+}

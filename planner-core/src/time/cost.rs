@@ -439,6 +439,10 @@ pub struct StepModel {
     pub peak_gemm_efficiency_ratio: f64,
     /// The FP8 casts, when the linear layers run in FP8; `None` for BF16.
     pub fp8: Option<Fp8Casts>,
+    /// HBM bytes per element of one FP8 cast of a GEMM input: [`FP8_CAST_BYTES_PER_ELEMENT`]
+    /// plus the transposed copy where the GPU's FP8 GEMMs are TN-only
+    /// ([`crate::input::gemm_efficiency::fp8_transpose_bytes_per_element`]).
+    pub fp8_cast_bytes_per_element: f64,
     /// HBM bandwidth, bytes/s.
     pub hbm_bytes_per_s: f64,
     /// Share of `hbm_bytes_per_s` streaming kernels reach: the GPU's own measured figure
@@ -518,6 +522,9 @@ impl StepModel {
                 1.0
             },
             fp8: fp8.then(|| Fp8Casts::of(model)),
+            // Hopper keeps each FP8 GEMM operand in both layouts (TN-only FP8 GEMMs).
+            fp8_cast_bytes_per_element: FP8_CAST_BYTES_PER_ELEMENT
+                + crate::input::gemm_efficiency::fp8_transpose_bytes_per_element(&gpu.id),
             hbm_bytes_per_s: gpu.hbm_bytes_per_s,
             hbm_achievable_fraction: crate::input::hbm_achievable::measured_hbm_fraction(&gpu.id)
                 .unwrap_or(options.hbm_achievable_fraction),
@@ -727,8 +734,10 @@ impl StepModel {
                 let dense = (self.flops.dense_forward - lm - experts_fwd) / gemm_rate
                     + lm / (bf16 * eff)
                     + experts_s;
-                // Per FP8 GEMM input, one BF16 read + one FP8 write (FP8_CAST_BYTES_PER_ELEMENT).
-                let cast = |elements: f64| per_gpu * elements * FP8_CAST_BYTES_PER_ELEMENT / hbm;
+                // Per FP8 GEMM input, one BF16 read + one FP8 write (FP8_CAST_BYTES_PER_ELEMENT),
+                // and on Hopper the transposed FP8 copy wgrad/dgrad read (fp8_cast_bytes_per_element).
+                let bytes = self.fp8_cast_bytes_per_element;
+                let cast = |elements: f64| per_gpu * elements * bytes / hbm;
                 (
                     per_gpu * dense,
                     cast(c.forward_elements_per_token),
@@ -1022,7 +1031,7 @@ impl StepModel {
                 let experts = pp * f64::from(layout.ep.max(1)) * f64::from(layout.expert_tp.max(1));
                 (c.dense_weights / stage + c.expert_weights / experts)
                     * pace.layer_scale
-                    * FP8_CAST_BYTES_PER_ELEMENT
+                    * self.fp8_cast_bytes_per_element
                     / hbm
             }
         };
@@ -1215,18 +1224,18 @@ impl StepModel {
                 label: "FP8 casts (of compute)".into(),
                 unit: Unit::Seconds,
                 value: s.fp8_casts,
-                formula: "m · b·s/(tp·cp·pp) · (ΣK fwd + ΣN bwd [+ ΣK recomputed]) · 3 B / HBM + (W_dense/(tp·pp) + W_experts/(ep·etp·pp)) · 3 B / HBM".into(),
+                formula: "m · b·s/(tp·cp·pp) · (ΣK fwd + ΣN bwd [+ ΣK recomputed]) · c / HBM + (W_dense/(tp·pp) + W_experts/(ep·etp·pp)) · c / HBM, c = 3 B (+1 B transposed copy on Hopper)".into(),
                 worked: format!(
                     "{:.3e} forward + {:.3e} backward elements per token, {:.3e} + {:.3e} weights, {} B each at {:.2} TB/s = {}",
                     c.forward_elements_per_token,
                     c.backward_elements_per_token,
                     c.dense_weights,
                     c.expert_weights,
-                    FP8_CAST_BYTES_PER_ELEMENT,
+                    self.fp8_cast_bytes_per_element,
                     self.hbm_streaming_bytes_per_s() / 1e12,
                     ms(s.fp8_casts)
                 ),
-                assumption: "Delayed scaling: each FP8 GEMM input (X forward, dY backward, each weight once per step) is read in BF16 and written in FP8; FP8 transposes for wgrad and casts fused into norms are not counted separately; split over tp like the other memory-bound work".into(),
+                assumption: "Delayed scaling: each FP8 GEMM input (X forward, dY backward, each weight once per step) is read in BF16 and written in FP8, on Hopper also as its transposed FP8 copy (TN-only FP8 GEMMs: TE fp8_cast_transpose_fused, one pass); a transpose run as its own pass and casts fused into norms are not counted separately; split over tp like the other memory-bound work".into(),
             });
         }
         for kind in GroupKind::ALL {

@@ -81,7 +81,8 @@ fn single_gpu_step_is_compute_over_rate() {
 #[test]
 fn fp8_runs_the_linear_gemms_at_fp8_and_attention_and_lm_head_at_bf16() {
     // One H100, Llama 3.1 8B, FP8 recipe: linear-layer GEMMs at FP8 (its achievable share), the LM head
-    // and attention at the BF16 peak, plus the FP8 casts (3 B per GEMM-input element).
+    // and attention at the BF16 peak, plus the FP8 casts (3 B per GEMM-input element, and 1 B
+    // more for the transposed FP8 copy Hopper's TN-only FP8 GEMMs need).
     let m = model_preset("llama-3.1-8b").expect("m");
     let mut sc = scenario("llama-3.1-8b", 1, 4096, 1, Layout::default());
     sc.precision = Precision::from_recipe(PrecisionRecipe::Fp8Bf16Master);
@@ -99,7 +100,7 @@ fn fp8_runs_the_linear_gemms_at_fp8_and_attention_and_lm_head_at_bf16() {
     let weights = l * (h * (a + 2.0 * kv) * d + a * d * h + 3.0 * h * f);
     // Memory-bound work streams at 0.9 of the datasheet HBM bandwidth.
     let bw = hbm * 0.9;
-    let casts = 4096.0 * (fwd_elements + bwd_elements) * 3.0 / bw + weights * 3.0 / bw;
+    let casts = 4096.0 * (fwd_elements + bwd_elements) * 4.0 / bw + weights * 4.0 / bw;
     // Megatron's fused op list per token per layer (q = a·d, kv heads × d) and the loss.
     let (q, kvd) = (a * d, kv * d);
     let elementwise = (l * (52.0 * h + 8.0 * q + 8.0 * kvd + 16.0 * f) + 52.0 * v) / bw;
@@ -127,6 +128,12 @@ fn fp8_runs_the_linear_gemms_at_fp8_and_attention_and_lm_head_at_bf16() {
     assert_eq!(b.seconds.fp8_casts, 0.0);
     assert!(!b.terms.iter().any(|t| t.key == "time.fp8_casts"));
     assert!(c.seconds.compute < b.seconds.compute);
+    // Blackwell runs FP8 GEMMs in any layout (TE cublaslt_gemm.cu): no transposed copy, 3 B.
+    let mut b200 = sc.clone();
+    b200.cluster.gpu = planner_core::input::hardware::gpu_preset("b200").expect("b200");
+    let bw = StepModel::new(&m, &b200, CostOptions::default());
+    assert_eq!(bw.fp8_cast_bytes_per_element, 3.0);
+    assert_eq!(sm.fp8_cast_bytes_per_element, 4.0);
 }
 
 #[test]
