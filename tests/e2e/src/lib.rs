@@ -677,6 +677,18 @@ impl Page {
         })
     }
 
+    /// Serves `root` (not the release build: a comparison page) as `options` say,
+    /// and starts chromedriver.
+    pub fn serve_dir_with(root: &Path, options: ServeOptions) -> Result<Self> {
+        if !root.join("index.html").exists() {
+            return Err(format!("{} has no index.html", root.display()));
+        }
+        Ok(Page {
+            server: StaticServer::start_with(root, options)?,
+            driver: Driver::start()?,
+        })
+    }
+
     /// The page's address on the loopback server.
     pub fn url(&self) -> String {
         self.server.url()

@@ -243,3 +243,94 @@ fn first_chart_is_timed_cold_and_warm_and_the_loading_page_is_shown() {
     .expect("the dark page goes live");
     assert_no_console_errors(&dark, "the slow load, dark scheme");
 }
+
+/// The browser's own floor: a heading and one small inline PNG, served by the same
+/// server with the same caching, in the same Chromium, window and cold/warm pattern as
+/// the release page above. What is left of the release page's first paint above this
+/// is the page's own; this is what the browser costs on the machine.
+const MINIMAL_PAGE: &str = r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8" /><title>floor</title><link rel="icon" href="data:," /></head>
+<body><h1>meshplan</h1><img alt="chart" width="240" height="120" src="data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="></body></html>
+"#;
+
+/// Waits for the load event and two frames, then returns FCP and LCP (ms since navigation).
+const COLLECT_PAINT: &str = r#"
+const done = arguments[arguments.length - 1];
+(function wait() {
+  if (document.readyState === 'complete') {
+    requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(() => {
+      const fcp = (performance.getEntriesByName('first-contentful-paint')[0] || {}).startTime;
+      done({ fcp: fcp, lcp: window.__mp ? window.__mp.lcp : undefined });
+    }, 0)));
+  } else { setTimeout(wait, 10); }
+})();
+"#;
+
+/// FCP and LCP medians, cold (fresh profile, 5) and warm (cached, 10), of the page in
+/// `root`, measured as the release page's are.
+fn paint_medians(root: &std::path::Path) -> ((f64, f64), (f64, f64)) {
+    let page = Page::serve_dir_with(
+        root,
+        ServeOptions {
+            cache: true,
+            wasm_delay: Duration::ZERO,
+        },
+    )
+    .expect("start server and chromedriver");
+    let url = page.url();
+    let (mut cold, mut warm) = (Vec::new(), Vec::new());
+    let once = |session: &Session| -> (f64, f64) {
+        session
+            .cdp(
+                "Page.addScriptToEvaluateOnNewDocument",
+                json!({ "source": WATCH }),
+            )
+            .expect("install the paint watcher");
+        session.goto(&url).expect("navigate");
+        session.set_script_timeout(60_000).expect("script timeout");
+        let v: Value = session
+            .execute_async(COLLECT_PAINT, vec![])
+            .expect("timings");
+        let n = |k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+        (n("fcp"), n("lcp"))
+    };
+    for _ in 0..5 {
+        let session = page.session().expect("session");
+        session.set_window_size(1440, 1100).expect("window size");
+        cold.push(once(&session));
+        warm.push(once(&session));
+        warm.push(once(&session));
+    }
+    let med = |v: &[(f64, f64)], f: fn(&(f64, f64)) -> f64| {
+        let mut x: Vec<f64> = v.iter().map(f).collect();
+        x.sort_by(f64::total_cmp);
+        percentile(&x, 0.5)
+    };
+    (
+        (med(&cold, |p| p.0), med(&cold, |p| p.1)),
+        (med(&warm, |p| p.0), med(&warm, |p| p.1)),
+    )
+}
+
+#[test]
+#[ignore = "needs chromedriver: run via `cargo xtask test`"]
+fn the_browsers_own_first_paint_floor_is_timed() {
+    let root = e2e::workspace_root()
+        .join("target")
+        .join("first-paint-floor");
+    std::fs::create_dir_all(&root).expect("create the floor page's folder");
+    std::fs::write(root.join("index.html"), MINIMAL_PAGE).expect("write the floor page");
+    let ((cold_fcp, cold_lcp), (warm_fcp, warm_lcp)) = paint_medians(&root);
+    println!(
+        "FIRST PAINT FLOOR (a heading and one inline PNG, same server and browser): cold FCP {cold_fcp:.0} ms, LCP {cold_lcp:.0} ms; warm FCP {warm_fcp:.0} ms, LCP {warm_lcp:.0} ms (medians of 5 and 10)"
+    );
+    // A variant of the release page to compare (a folder with its own index.html).
+    if let Some(dir) = std::env::var_os("MESHPLAN_FCP_DIR") {
+        let ((cold_fcp, cold_lcp), (warm_fcp, warm_lcp)) =
+            paint_medians(std::path::Path::new(&dir));
+        println!(
+            "FIRST PAINT of {}: cold FCP {cold_fcp:.0} ms, LCP {cold_lcp:.0} ms; warm FCP {warm_fcp:.0} ms, LCP {warm_lcp:.0} ms",
+            std::path::Path::new(&dir).display()
+        );
+    }
+}
