@@ -391,7 +391,7 @@ fn report_bundle_size(dist: &Path) -> Result<String, String> {
     );
     if !on_demand.files.is_empty() {
         line.push_str(&format!(
-            "\n  worker wasm+js ({}): {:.1} KB raw, {:.1} KB gzipped, on demand when the accuracy section opens, the serving section comes into view or a file is imported",
+            "\n  worker wasm+js ({}): {:.1} KB raw, {:.1} KB gzipped, on demand when the mesh explorer nears the screen, the accuracy section opens, the serving section comes into view or a file is imported",
             on_demand.files.join(", "),
             on_demand.raw as f64 / 1000.0,
             on_demand.gz as f64 / 1000.0
@@ -611,7 +611,7 @@ mod tests {
             "{line}"
         );
         assert!(
-            line.contains("on demand when the accuracy section opens"),
+            line.contains("on demand when the mesh explorer nears the screen"),
             "{line}"
         );
     }

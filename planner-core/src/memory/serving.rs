@@ -256,7 +256,7 @@ fn validate(model: &ModelSpec, serving: &Serving, cluster: &Cluster) -> Result<(
 }
 
 /// Parameters of the embedding table and the output projection one GPU of `stage` holds at
-/// TP `tp` (nominal scale applied): the part of [`stage_params`] that quantized checkpoints
+/// TP `tp` (nominal scale applied): the part of `stage_params` that quantized checkpoints
 /// keep in 16 bits ([`vocab_dtype_bytes`]).
 pub fn stage_vocab_params(
     model: &ModelSpec,
