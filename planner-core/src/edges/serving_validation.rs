@@ -459,6 +459,13 @@ pub fn map_serving_run(run: &ServingRun) -> Result<MappedServing, String> {
     };
     let chunk = match run.batching {
         Batching::Static => run.prompt_tokens,
+        Batching::Continuous if pads_cuda_graphs(run) => {
+            defaults.push(format!(
+                "prefill chunk not stated: the whole prompt ({} tokens), chunked prefill off (tensorrt_llm/llmapi/llm_args.py enable_chunked_prefill default False; the perf-overview llm_options.yml does not set it); trtllm-bench's max_num_tokens (tensorrt_llm/bench/build/tuning.py finetune_setting: at least 2048, about max_batch · (1 + I / O)) bounds a step's tokens at the mean step's by construction, so it does not bind in the mean model",
+                run.prompt_tokens
+            ));
+            run.prompt_tokens
+        }
         Batching::Continuous => {
             defaults.push(format!(
                 "prefill chunk not stated: {DEFAULT_CHUNK_TOKENS} tokens (TensorRT-LLM max_num_tokens default)"

@@ -231,6 +231,30 @@ fn a_perf_overview_row_pads_its_decode_gemms_to_the_next_captured_graph() {
 }
 
 #[test]
+fn a_perf_overview_row_runs_each_prompt_as_one_context_chunk() {
+    // trtllm-bench leaves chunked prefill off (llm_args.py enable_chunked_prefill default
+    // False): every prompt of the TensorRT-LLM 1.0 rows, 5,000 tokens included, is one chunk.
+    let runs = parse_serving_runs(SERVING_RUNS_JSON).expect("parses");
+    let rows: Vec<_> = runs
+        .iter()
+        .filter(|r| r.source == "TRT-LLM 1.0 perf-overview")
+        .collect();
+    assert!(rows.len() >= 10);
+    for run in rows {
+        let mapped = map_serving_run(run).expect("maps");
+        assert_eq!(
+            mapped.load.prefill_chunk_tokens, run.prompt_tokens,
+            "{}",
+            run.id
+        );
+        assert!(mapped
+            .defaults
+            .iter()
+            .any(|d| d.contains("enable_chunked_prefill default False")));
+    }
+}
+
+#[test]
 fn a_vllm_maximum_load_row_is_capped_at_max_num_seqs() {
     let runs = parse_serving_runs(SERVING_RUNS_JSON).expect("parses");
     let run = runs
