@@ -265,6 +265,19 @@ pub fn stage_vocab_params(
     pp: u32,
     stage: u32,
 ) -> f64 {
+    vocab_params_unscaled(model, b, tp, pp, stage) * model.param_scale()
+}
+
+/// [`stage_vocab_params`] before the nominal scale: the vocab-parallel embedding (Megatron
+/// `VocabParallelEmbedding`) on the first stage, the output projection on the last; with tied
+/// embeddings and PP > 1 the last stage keeps its own copy for the output layer.
+fn vocab_params_unscaled(
+    model: &ModelSpec,
+    b: &ParamBreakdown,
+    tp: u32,
+    pp: u32,
+    stage: u32,
+) -> f64 {
     let tp = f64::from(tp.max(1));
     let mut total = 0.0;
     if stage == 0 {
@@ -278,7 +291,7 @@ pub fn stage_vocab_params(
         };
         total += output as f64 / tp;
     }
-    total * model.param_scale()
+    total
 }
 
 /// Bytes per weight of the embedding table and the output projection: the 16-bit dtype when
@@ -302,6 +315,7 @@ fn stage_params(
     first_layer: u32,
     layers: u32,
 ) -> f64 {
+    let vocab = vocab_params_unscaled(model, b, tp, pp, stage);
     let tp = f64::from(tp.max(1));
     let dense_layers = b.dense_layers as u32;
     let range_end = first_layer + layers;
@@ -319,19 +333,9 @@ fn stage_params(
         as f64
         / tp;
     let replicated = (b.norms_per_layer * u64::from(layers) + b.router_per_layer * moe_here) as f64;
-    let mut total = sharded + replicated;
-    if stage == 0 {
-        // Vocab-parallel embedding (Megatron `VocabParallelEmbedding`).
-        total += b.embedding as f64 / tp;
-    }
+    let mut total = sharded + replicated + vocab;
     if stage + 1 == pp {
-        // Tied embeddings with PP > 1: the last stage keeps its own copy for the output layer.
-        let output = if model.tied_embeddings && pp > 1 {
-            u64::from(model.vocab) * u64::from(model.hidden)
-        } else {
-            b.output
-        };
-        total += output as f64 / tp + b.final_norm as f64;
+        total += b.final_norm as f64;
     }
     total * model.param_scale()
 }
