@@ -257,21 +257,10 @@ fn validate(model: &ModelSpec, serving: &Serving, cluster: &Cluster) -> Result<(
 
 /// Parameters of the embedding table and the output projection one GPU of `stage` holds at
 /// TP `tp` (nominal scale applied): the part of `stage_params` that quantized checkpoints
-/// keep in 16 bits ([`vocab_dtype_bytes`]).
+/// keep in 16 bits ([`vocab_dtype_bytes`]). The vocab-parallel embedding (Megatron
+/// `VocabParallelEmbedding`) sits on the first stage, the output projection on the last;
+/// with tied embeddings and PP > 1 the last stage keeps its own copy for the output layer.
 pub fn stage_vocab_params(
-    model: &ModelSpec,
-    b: &ParamBreakdown,
-    tp: u32,
-    pp: u32,
-    stage: u32,
-) -> f64 {
-    vocab_params_unscaled(model, b, tp, pp, stage) * model.param_scale()
-}
-
-/// [`stage_vocab_params`] before the nominal scale: the vocab-parallel embedding (Megatron
-/// `VocabParallelEmbedding`) on the first stage, the output projection on the last; with tied
-/// embeddings and PP > 1 the last stage keeps its own copy for the output layer.
-fn vocab_params_unscaled(
     model: &ModelSpec,
     b: &ParamBreakdown,
     tp: u32,
@@ -291,7 +280,7 @@ fn vocab_params_unscaled(
         };
         total += output as f64 / tp;
     }
-    total
+    total * model.param_scale()
 }
 
 /// Bytes per weight of the embedding table and the output projection: the 16-bit dtype when
@@ -315,7 +304,7 @@ fn stage_params(
     first_layer: u32,
     layers: u32,
 ) -> f64 {
-    let vocab = vocab_params_unscaled(model, b, tp, pp, stage);
+    let vocab = stage_vocab_params(model, b, tp, pp, stage);
     let tp = f64::from(tp.max(1));
     let dense_layers = b.dense_layers as u32;
     let range_end = first_layer + layers;
@@ -333,11 +322,11 @@ fn stage_params(
         as f64
         / tp;
     let replicated = (b.norms_per_layer * u64::from(layers) + b.router_per_layer * moe_here) as f64;
-    let mut total = sharded + replicated + vocab;
+    let mut total = sharded + replicated;
     if stage + 1 == pp {
         total += b.final_norm as f64;
     }
-    total * model.param_scale()
+    total * model.param_scale() + vocab
 }
 
 /// The numbers of one stage, without text: what [`evaluate`] explains and what the
