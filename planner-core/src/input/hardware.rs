@@ -232,8 +232,9 @@ pub fn gpu_presets() -> Vec<GpuSpec> {
         ),
         // torchtitan docs/performance.md (Grand Teton): "96GB HBM2e with 2.4 TB/sec peak
         // memory bandwidth", 400 Gb/s RDMA per GPU, the default 500 W power limit. Same
-        // GH100 die and tensor peaks as the SXM5 datasheet; the power cap lowers sustained
-        // clocks, which the model does not price (it shows up as lower GEMM efficiency).
+        // GH100 die and datasheet tensor peaks as the SXM5 (MFU's denominator); the power cap
+        // lowers sustained clocks, which the step time prices as the vendor's tensor rating
+        // for 500 W (input/power_limit.rs, between the NVL's 400 W and the SXM's 700 W).
         // Capacity derived, no public readout found: 6 HBM2e stacks of 16 GiB = 98,304 MiB,
         // less the 361 MiB the H100 80GB's driver withholds from its 5 × 16 GiB (81,920 − 81,559).
         gpu(

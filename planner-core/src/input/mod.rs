@@ -16,6 +16,7 @@ pub mod layout;
 pub mod model;
 pub mod offload;
 pub mod overlap;
+pub mod power_limit;
 pub mod precision;
 pub mod runtime_memory;
 pub mod scenario;

@@ -395,8 +395,10 @@ struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
+    /// The GEMMs' rate: the peak at `eff`, less what a power limit below the datasheet's takes
+    /// of the tensor rates (time/cost.rs `gemm_power_fraction`).
     fn rate(&self, eff: f64) -> f64 {
-        (self.step.peak_flops_per_s * eff).max(1.0)
+        (self.step.peak_flops_per_s * self.step.gemm_power_fraction() * eff).max(1.0)
     }
 
     /// Attention's rate. QKᵀ and P·V read the KV cache in its own dtype: with a BF16 cache they
@@ -411,7 +413,7 @@ impl Ctx<'_> {
         } else {
             self.step.bf16_flops_per_s
         };
-        (peak * eff).max(1.0)
+        (peak * self.step.tensor_power_fraction() * eff).max(1.0)
     }
 
     /// One stage's step over `tokens` new tokens whose attention covers `attn_pairs`

@@ -437,6 +437,12 @@ pub struct StepModel {
     /// under FP8, the share of its peak an FP8 GEMM reaches relative to a BF16 GEMM's
     /// ([`crate::input::gemm_efficiency::fp8_relative_gemm_efficiency`]).
     pub peak_gemm_efficiency_ratio: f64,
+    /// Share of the datasheet tensor rates (BF16 and FP8) the GPU sustains at the power limit
+    /// it runs at ([`crate::input::power_limit::tensor_throughput_fraction_at_power_limit`]):
+    /// multiplies the GEMMs' and attention's rates, not HBM-bound work; MFU keeps the
+    /// datasheet peak. A measured GEMM curve ([`StepModel::with_calibration`]) already holds
+    /// the device's clocks, so the GEMMs then take it as measured (attention still scaled).
+    pub tensor_fraction_at_power_limit: f64,
     /// The FP8 casts, when the linear layers run in FP8; `None` for BF16.
     pub fp8: Option<Fp8Casts>,
     /// HBM bytes per element of one FP8 cast of a GEMM input: [`FP8_CAST_BYTES_PER_ELEMENT`]
@@ -521,6 +527,10 @@ impl StepModel {
             } else {
                 1.0
             },
+            // A power limit below the datasheet's lowers the SM clock: torchtitan's 500 W H100
+            // sits between the vendor's SXM and NVL ratings (input/power_limit.rs).
+            tensor_fraction_at_power_limit:
+                crate::input::power_limit::tensor_throughput_fraction_at_power_limit(&gpu.id),
             fp8: fp8.then(|| Fp8Casts::of(model)),
             // Hopper keeps each FP8 GEMM operand in both layouts (TN-only FP8 GEMMs).
             fp8_cast_bytes_per_element: FP8_CAST_BYTES_PER_ELEMENT
@@ -571,6 +581,23 @@ impl StepModel {
         (self.hbm_bytes_per_s * self.hbm_achievable_fraction.clamp(1e-3, 1.0)).max(1.0)
     }
 
+    /// What the power limit leaves of the tensor rates for attention and other tensor work the
+    /// GEMM curve does not cover ([`StepModel::tensor_fraction_at_power_limit`]).
+    pub fn tensor_power_fraction(&self) -> f64 {
+        self.tensor_fraction_at_power_limit.clamp(1e-3, 1.0)
+    }
+
+    /// What the power limit leaves of the tensor rates for the GEMMs priced by the GEMM curve:
+    /// 1 when the curve was measured (its clocks are the device's own), else
+    /// [`StepModel::tensor_power_fraction`].
+    pub fn gemm_power_fraction(&self) -> f64 {
+        if self.gemm_measured {
+            1.0
+        } else {
+            self.tensor_power_fraction()
+        }
+    }
+
     /// Memory-bound seconds of one micro-batch on one GPU of an even stage, before the
     /// pacing scale: (forward, backward, what selective recompute repeats, loss forward, loss
     /// backward). Per layer, `tokens/cp · L/pp · bytes(tp, sp) / BW`; the loss is
@@ -618,6 +645,7 @@ impl StepModel {
         // as one dimension, so they run at the GEMM curve's efficiency for r.
         let rate = self.peak_flops_per_s.max(1.0)
             * self.peak_gemm_efficiency_ratio
+            * self.gemm_power_fraction()
             * self.options.gemm.at(a.rank).max(1e-3);
         let adapter_f = per_gpu_tokens * 2.0 * a.active_adapter_params / rate;
         let pp = f64::from(layout.pp.max(1));
@@ -699,15 +727,19 @@ impl StepModel {
         let pp = f64::from(layout.pp.max(1));
         let shards = f64::from(layout.tp.max(1)) * f64::from(layout.cp.max(1)) * pp;
         // The GEMMs at the compute dtype's peak, FP8's lower achievable share applied
-        // (`peak_gemm_efficiency_ratio`); MFU keeps the datasheet peak.
-        let peak = self.peak_flops_per_s.max(1.0) * self.peak_gemm_efficiency_ratio;
-        let bf16 = self.bf16_flops_per_s.max(1.0);
+        // (`peak_gemm_efficiency_ratio`) and what the power limit leaves of the tensor rates
+        // (`gemm_power_fraction`); MFU keeps the datasheet peak.
+        let gemm_power = self.gemm_power_fraction();
+        let peak = self.peak_flops_per_s.max(1.0) * self.peak_gemm_efficiency_ratio * gemm_power;
+        let bf16 = self.bf16_flops_per_s.max(1.0) * gemm_power;
         let hbm = self.hbm_streaming_bytes_per_s();
         let eff = self.gemm_efficiency(layout);
         let gemm_rate = peak * eff;
         // FlashAttention-2/3 run QKᵀ and P·V in BF16: TE's DotProductAttention stays BF16 under FP8
         // unless fp8_dpa is set (DelayedScaling, transformer_engine/common/recipe: default False).
-        let attn_rate = bf16 * self.options.attention_efficiency.clamp(1e-3, 1.0);
+        let attn_rate = self.bf16_flops_per_s.max(1.0)
+            * self.tensor_power_fraction()
+            * self.options.attention_efficiency.clamp(1e-3, 1.0);
         let tokens_mb = b * inp.seq_len;
         // One stage's share of one micro-batch: the model's work split over tp·cp·pp GPUs.
         let per_gpu = tokens_mb / shards;
@@ -1139,7 +1171,7 @@ impl StepModel {
                 value: s.compute,
                 formula: "m · b·s/(tp·cp·pp) · 3 · ((2N − F_head − F_exp)/(peak·eff_gemm) + F_exp/(peak·eff_expert) + F_head/(peak_bf16·eff_gemm) + F_attn/(peak_bf16·eff_attn) + bytes_elem/HBM) + FP8 casts + recompute (peak = peak_bf16, or peak_fp8 · r_fp8 under FP8: r_fp8 the FP8-over-BF16 achievable share, ml-engineering MAMF table)".into(),
                 worked: format!(
-                    "{} micro-batches × {} tokens over {} GPUs per replica, GEMMs {:.0} TFLOP/s × {:.2} (routed experts × {:.2}), attention and LM head at BF16 {:.0} TFLOP/s (attention × {:.2}) = {} (of which recompute {})",
+                    "{} micro-batches × {} tokens over {} GPUs per replica, GEMMs {:.0} TFLOP/s × {:.2} (routed experts × {:.2}), attention and LM head at BF16 {:.0} TFLOP/s (attention × {:.2}){} = {} (of which recompute {})",
                     s.micro_batches,
                     f64::from(layout.micro_batch) * self.comm_inputs.seq_len,
                     u64::from(layout.tp) * u64::from(layout.cp) * u64::from(layout.pp),
@@ -1148,13 +1180,27 @@ impl StepModel {
                     self.expert_gemm_efficiency(layout),
                     self.bf16_flops_per_s / 1e12,
                     self.options.attention_efficiency,
+                    if self.tensor_power_fraction() < 1.0 {
+                        format!(
+                            ", tensor rates × {:.3} at the power limit (GEMMs × {:.3})",
+                            self.tensor_power_fraction(),
+                            self.gemm_power_fraction()
+                        )
+                    } else {
+                        String::new()
+                    },
                     ms(s.compute),
                     ms(s.recompute)
                 ),
                 assumption: format!(
-                    "{}; backward = 2 × forward FLOPs; GEMM efficiency {} by the smallest GEMM dimension; memory-bound ops as the term below prices them",
+                    "{}; backward = 2 × forward FLOPs; GEMM efficiency {} by the smallest GEMM dimension; memory-bound ops as the term below prices them{}",
                     self.stage_balance(layout),
                     if self.gemm_measured { "measured" } else { "assumed" },
+                    if self.tensor_power_fraction() < 1.0 {
+                        "; the power limit lowers the SM clock: tensor work runs at the share of the datasheet rates the vendor's ratings give that board power (input/power_limit.rs), HBM-bound work at the HBM figure"
+                    } else {
+                        ""
+                    },
                 ),
             },
             Term {

@@ -79,6 +79,52 @@ fn single_gpu_step_is_compute_over_rate() {
 }
 
 #[test]
+fn the_500_w_h100_runs_tensor_work_at_its_power_limit_share_and_hbm_work_as_is() {
+    // One 96 GB HBM2e H100 at torchtitan's 500 W: GEMMs and attention at the vendor's tensor
+    // rating for 500 W, linear between the H100 NVL (835.5 dense BF16 TFLOP/s at 400 W) and
+    // the SXM (989.5 at 700 W) = 886.83 of 989.5; memory-bound ops at 0.9 of its 2.4 TB/s.
+    let m = model_preset("llama-3.1-70b").expect("m");
+    let mut sc = scenario("llama-3.1-70b", 1, 4096, 1, Layout::default());
+    sc.cluster = Cluster::of(gpu_preset("h100-96gb").expect("gpu"), 1);
+    let sm = StepModel::new(&m, &sc, CostOptions::default());
+    let share = (835.5 + (500.0 - 400.0) / (700.0 - 400.0) * (989.5 - 835.5)) / 989.5;
+    assert!((sm.tensor_fraction_at_power_limit - share).abs() < 1e-12);
+    let c = sm.evaluate(&sc.layout);
+    let eff = sm.gemm_efficiency(&sc.layout);
+    let (h, q, kv, f, v) = (8192.0, 8192.0, 1024.0, 28672.0, 128_256.0);
+    let elementwise =
+        (80.0 * (52.0 * h + 8.0 * q + 8.0 * kv + 16.0 * f) + 52.0 * v) / (2.4e12 * 0.9);
+    let want = 4096.0
+        * (3.0 * sm.flops.dense_forward / (989e12 * share * eff)
+            + 3.0 * sm.flops.attention_forward / (989e12 * share * 0.5)
+            + elementwise);
+    assert!(
+        (c.seconds.compute / want - 1.0).abs() < 1e-12,
+        "{} vs {want}",
+        c.seconds.compute
+    );
+    // A measured GEMM curve holds the device's own clocks: the GEMMs take it as measured,
+    // attention (not calibrated) keeps the share.
+    let mut measured = sm.clone();
+    measured.gemm_measured = true;
+    let cal = measured.evaluate(&sc.layout);
+    let want_cal = 4096.0
+        * (3.0 * sm.flops.dense_forward / (989e12 * eff)
+            + 3.0 * sm.flops.attention_forward / (989e12 * share * 0.5)
+            + elementwise);
+    assert!((cal.seconds.compute / want_cal - 1.0).abs() < 1e-12);
+    // MFU keeps the datasheet peak in its denominator.
+    let mfu = sm.tokens_per_step() * sm.flops.model() / (989e12 * c.seconds.total);
+    assert!((c.mfu / mfu - 1.0).abs() < 1e-12);
+    // The SXM at its 700 W datasheet rating: no share.
+    let sxm = scenario("llama-3.1-70b", 1, 4096, 1, Layout::default());
+    assert_eq!(
+        StepModel::new(&m, &sxm, CostOptions::default()).tensor_fraction_at_power_limit,
+        1.0
+    );
+}
+
+#[test]
 fn fp8_runs_the_linear_gemms_at_fp8_and_attention_and_lm_head_at_bf16() {
     // One H100, Llama 3.1 8B, FP8 recipe: linear-layer GEMMs at FP8 (its achievable share), the LM head
     // and attention at the BF16 peak, plus the FP8 casts (3 B per GEMM-input element, and 1 B
