@@ -30,7 +30,7 @@ use crate::resolve::validate::FieldError;
 use crate::search::mesh::{
     search_scenario, Knobs, MeshDims, ReasonCount, RejectReason, SearchSpace,
 };
-use crate::time::cost::{CostOptions, StepModel};
+use crate::time::cost::{flops_per_token, CostOptions, StepModel};
 
 /// Largest dataset read, bytes (the published set is about 100 KB).
 pub const MAX_DATASET_BYTES: usize = 8 << 20;
@@ -1515,7 +1515,8 @@ pub fn conventions() -> Vec<String> {
         "error = predicted / measured − 1; summaries are over |error|: median and p90 by linear interpolation between order statistics (numpy's default), max, and the share of rows within 10% and 25%",
         "every prediction is planner_core::evaluate::evaluate on the row's scenario with the default CostOptions and datasheet links (no calibration)",
         "tokens_per_s_per_gpu: global batch × seq_len / predicted step time / GPUs; iteration_time_s: predicted step time",
-        "tflops_per_gpu_reported with flop_convention model (or none stated): predicted tokens/s per GPU × meshplan's model FLOPs per token, 3 × forward = 6·N_matmul + the full s × s attention (non-causal, as PaLM and Megatron count MFU)",
+        "tflops_per_gpu_reported with flop_convention model (or none stated): predicted tokens/s per GPU × meshplan's model FLOPs per token, 3 × forward = 6·N_matmul + the full s × s attention (non-causal, as PaLM and Megatron before 2025-03 count MFU)",
+        "tflops_per_gpu_reported and mfu of MBridge 25.09 rows: the attention core on its causal half, as its formula counts it (Megatron-Bridge src/megatron/bridge/training/utils/flop_utils.py, seq_length / hidden_size / 2; Megatron-LM !2789)",
         "tflops_per_gpu_reported with hardware_incl_recompute: predicted tokens/s per GPU × hardware FLOPs per token (model FLOPs + the recomputed forward: all of it for full recompute, the attention core for selective)",
         "tflops_per_gpu_reported with megatron_examples: counted as model FLOPs too; that formula counts 7–13% more per token, which stays in these rows' error",
         "mfu: model convention → predicted MFU (model FLOPs over the datasheet peak of the compute dtype: BF16, or FP8 for fp8 rows); hardware_incl_recompute → predicted HFU",
@@ -1540,6 +1541,19 @@ fn layout_words(run: &PublishedRun) -> String {
     s
 }
 
+/// Whether `source` counts the attention core on its causal half in the model FLOPs behind its
+/// TFLOP/s and MFU. Megatron-Bridge 25.09 does: src/megatron/bridge/training/utils/flop_utils.py
+/// `transformer_flops` adds `seq_length / hidden_size / 2` ("Only half of the attention matrix
+/// is non-zero and needs to be multiplied with V"), MLA's core attention `/ 2` likewise, as
+/// Megatron-LM's `num_floating_point_operations` does since !2789 (2025-03-06, "Fixes in number
+/// of floating-point operation estimates for MoE and attention layer"); each of its six rows'
+/// TFLOP/s ÷ tokens/s is that count (Qwen3-30B-A3B: 2.297e10 FLOP per token against the
+/// formula's 2.301e10). The sources published before it count the full `s × s` (NeMo 24.07's
+/// TFLOP/s ÷ tokens/s is meshplan's full count to 0.1%).
+fn counts_causal_attention(source: &str) -> bool {
+    source == "MBridge 25.09"
+}
+
 /// Evaluates one mapped row and compares its quantity.
 fn compare(run: &PublishedRun, mapped: &MappedRun) -> Result<(Comparison, f64), String> {
     let sc = &mapped.scenario;
@@ -1557,6 +1571,14 @@ fn compare(run: &PublishedRun, mapped: &MappedRun) -> Result<(Comparison, f64), 
     }
     let model_fpt = flops.model();
     let hardware_fpt = flops.hardware(sc.layout.recompute);
+    // The model FLOPs the row's source counts: meshplan's, or with the attention core on its
+    // causal half where the source's formula counts it so (`counts_causal_attention`).
+    let causal = counts_causal_attention(&run.source);
+    let source_model_fpt = if causal {
+        flops_per_token(&eval.model, sc.training.seq_len, true).model()
+    } else {
+        model_fpt
+    };
     let breakdown = Breakdown {
         step_s: s.total,
         compute_s: s.compute,
@@ -1587,6 +1609,13 @@ fn compare(run: &PublishedRun, mapped: &MappedRun) -> Result<(Comparison, f64), 
                 step.hfu,
                 Some("HFU: hardware FLOPs (recompute counted) over the datasheet peak".to_string()),
             ),
+            _ if causal => (
+                step.mfu * source_model_fpt / model_fpt,
+                Some(
+                    "MFU: model FLOPs with the attention core on its causal half (Megatron-Bridge flop_utils.py) over the datasheet peak"
+                        .to_string(),
+                ),
+            ),
             _ => (
                 step.mfu,
                 Some("MFU: meshplan model FLOPs over the datasheet peak".to_string()),
@@ -1603,6 +1632,12 @@ fn compare(run: &PublishedRun, mapped: &MappedRun) -> Result<(Comparison, f64), 
                 step.tokens_per_s_per_gpu * model_fpt / 1e12,
                 Some(format!(
                     "meshplan model FLOPs ({model_fpt:.4e} per token) for Megatron's examples formula, which counts 7–13% more"
+                )),
+            ),
+            Some(FlopConvention::Model) | None if causal => (
+                step.tokens_per_s_per_gpu * source_model_fpt / 1e12,
+                Some(format!(
+                    "model FLOPs with the attention core on its causal half, as Megatron-Bridge's flop_utils.py counts them: {source_model_fpt:.4e} per token"
                 )),
             ),
             Some(FlopConvention::Model) | None => (

@@ -395,3 +395,43 @@ fn one_row_at_a_time_gives_the_rows_of_the_whole_run() {
     let other_gpu = nearness(r, r.params_b, u64::from(r.gpus), "h100-sxm", r.tp, r.pp);
     assert_eq!(other_gpu, 1.0);
 }
+
+#[test]
+fn megatron_bridge_tflops_count_the_attention_core_on_its_causal_half() {
+    // Megatron-Bridge 25.09 flop_utils.py `transformer_flops` for Qwen3-30B-A3B (config.json:
+    // h 2048, 48 layers, 32 heads of 128, 4 KV groups, 128 experts top-8 of width 768, vocab
+    // 151,936; seq 4096), per token: routed experts 12·L·h·(f_e·k·3/2), attention
+    // 12·L·h²·(1 + g/n + s/h/2)·(n·d/h), logits 6·h·V.
+    let (l, h, n, d, g, fe, k, v, s): (f64, f64, f64, f64, f64, f64, f64, f64, f64) = (
+        48.0, 2048.0, 32.0, 128.0, 4.0, 768.0, 8.0, 151_936.0, 4096.0,
+    );
+    let megatron = 12.0 * l * h * (fe * k * 1.5)
+        + 12.0 * l * h * h * (1.0 + g / n + s / h / 2.0) * (n * d / h)
+        + 6.0 * h * v;
+    // The row's own figures: 241 TFLOP/s at 10,494 tokens/s per GPU is that count (0.2%).
+    assert!((241e12 / 10_494.0 / megatron - 1.0).abs() < 3e-3);
+    let r = report();
+    let row = |id: &str| {
+        r.rows
+            .iter()
+            .find(|x| x.id == id)
+            .and_then(|x| x.comparison.clone())
+            .expect("compared")
+    };
+    let tflops = row("mbridge2509-qwen3-30b-tokendrop-h100-tflops");
+    let tps = row("mbridge2509-qwen3-30b-tokendrop-h100-tps");
+    let per_token = tflops.predicted * 1e12 / tps.predicted;
+    // meshplan's causal count adds the router and norms the formula leaves out (< 0.5%).
+    assert!((per_token / megatron - 1.0).abs() < 5e-3, "{per_token:e}");
+    assert!(per_token < tflops.breakdown.model_flops_per_token);
+    assert!(tflops
+        .flop_convention
+        .as_deref()
+        .unwrap_or("")
+        .contains("causal half"));
+    // NeMo 24.07 counts the full s × s: its row keeps meshplan's model FLOPs.
+    let nemo = row("nemo2407-llama3-8b-tflops");
+    let nemo_tps = row("nemo2407-llama3-8b-tps");
+    let full = nemo.predicted * 1e12 / nemo_tps.predicted;
+    assert!((full / nemo.breakdown.model_flops_per_token - 1.0).abs() < 1e-9);
+}
