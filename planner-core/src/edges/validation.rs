@@ -749,6 +749,17 @@ fn published_split(
                 loss: true,
             }
         }
+        // Qwen3-235B-A22B (94 layers) at PP 8 × VPP 4: Megatron-Bridge
+        // recipes/qwen/qwen3_235b_a22b.py `model_config`, which scripts/performance/run_script.py
+        // builds through `pretrain_config`, sets account_for_embedding_in_pipeline_split and
+        // account_for_loss_in_pipeline_split (94 + 2 = 96 = 32 chunks × 3).
+        (true, 94, _, _) => {
+            notes.push("stage split: embedding and loss counted as layers (Megatron-Bridge qwen3_235b_a22b recipe)".to_string());
+            StageSplit::AccountEmbeddingLoss {
+                embedding: true,
+                loss: true,
+            }
+        }
         _ => StageSplit::Even,
     }
 }
