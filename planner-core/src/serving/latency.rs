@@ -16,6 +16,7 @@ use crate::memory::serving::{self, ServingError, StagePlan, MAX_LISTED_STAGES};
 use crate::parallel::topology::{Domain, GroupKind, GroupPlacement};
 use crate::serving::closed_loop;
 use crate::serving::custom_all_reduce;
+use crate::serving::decode_attention::{self, DecodeAttentionKernel};
 use crate::serving::kernel_gaps;
 use crate::serving::weight_stream;
 use crate::serving::window_decode::{stage_decode_means, WindowedDecode};
@@ -54,6 +55,10 @@ pub struct ServingLoad {
     /// size, and the padding tokens run every GEMM); `None`: no padding.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub graph_padded_batch: Option<u32>,
+    /// The engine's decode-attention kernel where its KV read was measured
+    /// ([`decode_attention`]); `None`: the KV is read at the copy share.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode_attention: Option<DecodeAttentionKernel>,
 }
 
 impl Default for ServingLoad {
@@ -67,6 +72,7 @@ impl Default for ServingLoad {
             expert_parallel: false,
             arrival_rate_per_s: None,
             graph_padded_batch: None,
+            decode_attention: None,
         }
     }
 }
@@ -388,6 +394,10 @@ struct Ctx<'a> {
     /// Measured streaming share of the datasheet HBM bandwidth the weight GEMMs reach, where a
     /// decode GEMM of the weights' dtype was measured on the GPU ([`weight_stream`]).
     weight_stream_fraction: Option<f64>,
+    /// Measured share of the datasheet HBM bandwidth the decode step's KV read reaches, where
+    /// the engine's decode-attention kernel was measured on the GPU with the cache's dtype
+    /// ([`decode_attention`]); `None`: the copy share.
+    kv_stream_fraction: Option<f64>,
     /// 2·N_active (matmul FLOPs per token, whole model).
     dense_per_token: f64,
     /// Attention FLOPs per (query token × key token), whole model: `2·L·a·(d_qk + d_v)`.
@@ -461,7 +471,14 @@ impl Ctx<'_> {
         let weight_bw = self.weight_stream_fraction.map_or(bw, |f| {
             (self.step.hbm_bytes_per_s * f.clamp(1e-3, 1.0)).max(1.0)
         });
-        let (weights_s, kv_s) = (weight_bytes / weight_bw, kv_bytes / bw);
+        // A decode step's KV is read by the engine's decode-attention kernel: at its measured
+        // share where one was measured (TensorRT-LLM's XQA with an FP8 cache on Hopper,
+        // decode_attention.rs); prefill chunks (context attention) keep the copy share.
+        let kv_bw = match self.kv_stream_fraction {
+            Some(f) if decode => (self.step.hbm_bytes_per_s * f.clamp(1e-3, 1.0)).max(1.0),
+            _ => bw,
+        };
+        let (weights_s, kv_s) = (weight_bytes / weight_bw, kv_bytes / kv_bw);
         // FP8 weight GEMMs reach FP8's lower achievable share of its peak (the training model's
         // `peak_gemm_efficiency_ratio`, ml-engineering's MAMF table; 1 for BF16).
         let (gemm_s, attn_s) = (
@@ -630,6 +647,8 @@ pub struct ReplicaTimer {
     fp8_attention: bool,
     kernel_launch_s: Option<f64>,
     weight_stream_fraction: Option<f64>,
+    /// The KV share TensorRT-LLM's XQA reaches on this GPU with this cache, where measured.
+    xqa_kv_fraction: Option<f64>,
     dense_per_token: f64,
     attn_coeff: f64,
     shapes: Vec<StageShape>,
@@ -690,6 +709,11 @@ impl ReplicaTimer {
                 &scenario.cluster.gpu,
                 serving.weight_dtype,
             ),
+            xqa_kv_fraction: decode_attention::measured_kv_stream_fraction(
+                &scenario.cluster.gpu,
+                serving.kv_dtype,
+                Some(DecodeAttentionKernel::TrtllmXqa),
+            ),
             dense_per_token: f1.dense_forward,
             attn_coeff: f1.attention_forward,
             shapes: stage_shapes(model, scenario, &plan.stages),
@@ -708,6 +732,10 @@ impl ReplicaTimer {
             fp8_attention: self.fp8_attention,
             kernel_launch_s: self.kernel_launch_s,
             weight_stream_fraction: self.weight_stream_fraction,
+            kv_stream_fraction: match load.decode_attention {
+                Some(DecodeAttentionKernel::TrtllmXqa) => self.xqa_kv_fraction,
+                None => None,
+            },
             dense_per_token: self.dense_per_token,
             attn_coeff: self.attn_coeff,
             step,
@@ -1086,6 +1114,12 @@ pub fn serving_time_with(
     } = decode_numbers(&ctx, shapes, pp, load, p);
     let mf = m as f64;
     let bw = ctx.step.hbm_streaming_bytes_per_s();
+    let weight_bw = ctx
+        .weight_stream_fraction
+        .map_or(bw, |f| ctx.step.hbm_bytes_per_s * f);
+    let kv_bw = ctx
+        .kv_stream_fraction
+        .map_or(bw, |f| ctx.step.hbm_bytes_per_s * f);
     let distinct_experts = model.moe.as_ref().map(|moe| {
         term(
             "serve.decode.distinct_experts",
@@ -1161,33 +1195,43 @@ pub fn serving_time_with(
             "Decode memory time (s)",
             Unit::Seconds,
             slowest.memory_s,
-            "weight bytes / (HBM bandwidth · weight GEMM share) + KV bytes / (HBM bandwidth · achievable fraction)",
-            match ctx.weight_stream_fraction {
-                Some(f) => format!(
-                    "{:.4e} / {:.4e} + {:.4e} / {bw:.4e} = {}",
+            "weight bytes / (HBM bandwidth · weight GEMM share) + KV bytes / (HBM bandwidth · KV read share)",
+            if ctx.weight_stream_fraction.is_some() || ctx.kv_stream_fraction.is_some() {
+                format!(
+                    "{:.4e} / {weight_bw:.4e} + {:.4e} / {kv_bw:.4e} = {}",
                     slowest.weight_bytes,
-                    ctx.step.hbm_bytes_per_s * f,
                     slowest.kv_bytes,
                     secs(slowest.memory_s)
-                ),
-                None => format!(
+                )
+            } else {
+                format!(
                     "({:.4e} + {:.4e}) / {bw:.4e} = {}",
                     slowest.weight_bytes,
                     slowest.kv_bytes,
                     secs(slowest.memory_s)
-                ),
+                )
             },
-            &match ctx.weight_stream_fraction {
-                Some(f) => format!(
-                    "roofline (Williams et al. 2009): the weight GEMMs stream at {:.1}% of the datasheet bandwidth ({}), the KV at {:.0}%, the fraction streaming kernels reach (the GPU's measured figure, else CostOptions::hbm_achievable_fraction)",
-                    f * 100.0,
-                    weight_stream::SOURCE,
-                    ctx.step.hbm_achievable_fraction.clamp(1e-3, 1.0) * 100.0
-                ),
-                None => format!(
-                    "roofline (Williams et al. 2009): bytes streamed from HBM at {:.0}% of the datasheet bandwidth, the fraction streaming kernels reach (the GPU's measured figure, else CostOptions::hbm_achievable_fraction)",
-                    ctx.step.hbm_achievable_fraction.clamp(1e-3, 1.0) * 100.0
-                ),
+            &{
+                let copy = ctx.step.hbm_achievable_fraction.clamp(1e-3, 1.0) * 100.0;
+                let weights = match ctx.weight_stream_fraction {
+                    Some(f) => format!(
+                        "the weight GEMMs stream at {:.1}% of the datasheet bandwidth ({})",
+                        f * 100.0,
+                        weight_stream::SOURCE
+                    ),
+                    None => format!("the weights stream at {copy:.0}% of the datasheet bandwidth"),
+                };
+                let kv = match ctx.kv_stream_fraction {
+                    Some(f) => format!(
+                        "the KV at {:.1}% ({})",
+                        f * 100.0,
+                        decode_attention::SOURCE
+                    ),
+                    None => format!("the KV at {copy:.0}%"),
+                };
+                format!(
+                    "roofline (Williams et al. 2009): {weights}, {kv}; {copy:.0}% is the fraction streaming kernels reach (the GPU's measured figure, else CostOptions::hbm_achievable_fraction)"
+                )
             },
         ),
         compute_time: term(

@@ -4,6 +4,7 @@
 
 pub mod closed_loop;
 pub mod custom_all_reduce;
+pub mod decode_attention;
 pub mod disagg;
 pub mod kernel_gaps;
 pub mod latency;

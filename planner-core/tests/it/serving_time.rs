@@ -454,6 +454,7 @@ proptest! {
             expert_parallel: ep,
             arrival_rate_per_s: rate,
             graph_padded_batch: None,
+            decode_attention: None,
         };
         match serving_time(&s, &l) {
             Ok(t) => {
@@ -831,4 +832,71 @@ fn fp8_weights_on_h100_stream_at_the_measured_gemm_share() {
         want_memory + 32.0 * 10.0 * 1.3e-6,
         1e-12
     ));
+}
+
+#[test]
+fn xqa_reads_an_fp8_kv_cache_at_its_measured_share_in_decode_only() {
+    use planner_core::serving::decode_attention::{
+        measured_kv_stream_fraction, DecodeAttentionKernel, H200_HBM_BYTES_PER_S,
+        XQA_BF16_KV_H200_BYTES_PER_S, XQA_FP8_KV_H200_BYTES_PER_S,
+    };
+    // TensorRT-LLM tech blog 16's decode baseline on H200 (batch 64, 64 q / 4 kv heads, 16k):
+    // FP8 4.03 TB/s of 4.8, 83.96%; BF16 4.31 TB/s, the 4.3 TB/s copy within a quarter point.
+    let xqa = Some(DecodeAttentionKernel::TrtllmXqa);
+    let fp8 = XQA_FP8_KV_H200_BYTES_PER_S / H200_HBM_BYTES_PER_S;
+    assert!((fp8 - 0.8396).abs() < 1e-4, "{fp8}");
+    assert!((XQA_BF16_KV_H200_BYTES_PER_S / 4.3e12 - 1.0).abs() < 0.003);
+    // The kernel's own bytes: 64 × 16,384 tokens × 4 heads × (K + V) × 128 × 1 B in 266 µs.
+    let bytes = 64.0 * 16384.0 * 4.0 * 2.0 * 128.0;
+    assert!((bytes / 266e-6 / XQA_FP8_KV_H200_BYTES_PER_S - 1.0).abs() < 0.005);
+    let h100 = gpu_preset("h100-sxm").expect("preset");
+    let h200 = gpu_preset("h200").expect("preset");
+    let a100 = gpu_preset("a100-80gb").expect("preset");
+    assert_eq!(
+        measured_kv_stream_fraction(&h200, ServeDtype::Fp8, xqa),
+        Some(fp8)
+    );
+    assert_eq!(
+        measured_kv_stream_fraction(&h100, ServeDtype::Fp8, xqa),
+        Some(fp8)
+    );
+    assert_eq!(
+        measured_kv_stream_fraction(&h200, ServeDtype::Bf16, xqa),
+        None
+    );
+    assert_eq!(
+        measured_kv_stream_fraction(&a100, ServeDtype::Fp8, xqa),
+        None
+    );
+    assert_eq!(
+        measured_kv_stream_fraction(&h200, ServeDtype::Fp8, None),
+        None
+    );
+
+    // Llama 3.1 8B, BF16 weights, FP8 KV, one H100, batch 64: the step's KV read at 83.96% of
+    // 3.35 TB/s under XQA, at 90% without; the weights at 90% either way.
+    let mut s = scenario("llama-3.1-8b", 1, 1, 1);
+    s.serving.kv_dtype = ServeDtype::Fp8;
+    let plain = load(1024, 256, 64);
+    let with = ServingLoad {
+        decode_attention: xqa,
+        ..plain.clone()
+    };
+    let (a, b) = (
+        serving_time(&s, &plain).expect("valid"),
+        serving_time(&s, &with).expect("valid"),
+    );
+    let (w, kv) = (b.decode.weight_bytes.value, b.decode.kv_bytes.value);
+    assert!(close(
+        a.decode.memory_time.value,
+        (w + kv) / (0.9 * 3.35e12),
+        1e-12
+    ));
+    assert!(close(
+        b.decode.memory_time.value,
+        w / (0.9 * 3.35e12) + kv / (fp8 * 3.35e12),
+        1e-12
+    ));
+    // Prefill (context attention) keeps the copy share: the same prefill either way.
+    assert_eq!(a.prefill.time.value, b.prefill.time.value);
 }
