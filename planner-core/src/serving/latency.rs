@@ -18,6 +18,7 @@ use crate::serving::closed_loop;
 use crate::serving::custom_all_reduce;
 use crate::serving::decode_attention::{self, DecodeAttentionKernel};
 use crate::serving::kernel_gaps;
+use crate::serving::layer_traffic;
 use crate::serving::weight_stream;
 use crate::serving::window_decode::{stage_decode_means, WindowedDecode};
 use crate::serving::window_prefill::stage_prefill_run;
@@ -183,6 +184,8 @@ pub struct DecodeStep {
     pub comm_time: Term,
     /// Fixed launch time of the stage's kernels inside the CUDA graph, s (0 where unmeasured).
     pub kernel_gaps: Term,
+    /// The batch's activation traffic through the memory-bound kernels ([`layer_traffic`]), s.
+    pub traffic_time: Term,
     /// Per-kernel roofline: `max(weights, GEMM) + max(KV, attention) + comm + kernel gaps`, s
     /// (one stage).
     pub time: Term,
@@ -204,8 +207,10 @@ pub struct Prefill {
     pub gemm_flops: Term,
     /// Attention FLOPs of the whole replica.
     pub attention_flops: Term,
-    /// Compute time only (what a chunk adds to a decode step it joins), s.
+    /// Compute time only (what a chunk adds to a decode step it joins, with its traffic), s.
     pub compute_time: Term,
+    /// The prompt's activation traffic through the memory-bound kernels ([`layer_traffic`]), s.
+    pub traffic_time: Term,
     /// Isolated prefill time: chunks × stages, roofline plus communication, s.
     pub time: Term,
     /// Bound of the largest chunk.
@@ -260,6 +265,7 @@ impl ServingTime {
             &self.prefill.gemm_flops,
             &self.prefill.attention_flops,
             &self.prefill.compute_time,
+            &self.prefill.traffic_time,
             &self.prefill.time,
         ];
         if let Some(d) = &self.decode.distinct_experts {
@@ -273,6 +279,7 @@ impl ServingTime {
             &self.decode.compute_time,
             &self.decode.comm_time,
             &self.decode.kernel_gaps,
+            &self.decode.traffic_time,
             &self.decode.time,
             &self.interference,
             &self.tpot,
@@ -369,6 +376,10 @@ struct StepNumbers {
     comm_s: f64,
     /// Fixed launch time of the stage's kernels ([`kernel_gaps`]), s.
     launch_s: f64,
+    /// Activation bytes the stage's memory-bound kernels move ([`layer_traffic`]).
+    traffic_bytes: f64,
+    /// Their time at the streaming bandwidth, s.
+    traffic_s: f64,
     total_s: f64,
     gemm_eff: f64,
     distinct: f64,
@@ -398,6 +409,9 @@ struct Ctx<'a> {
     /// the engine's decode-attention kernel was measured on the GPU with the cache's dtype
     /// ([`decode_attention`]); `None`: the copy share.
     kv_stream_fraction: Option<f64>,
+    /// Bytes one token moves through a dense and a MoE decoder layer's memory-bound kernels
+    /// on one GPU ([`layer_traffic`]).
+    traffic_bytes_per_token_per_layer: (f64, f64),
     /// 2·N_active (matmul FLOPs per token, whole model).
     dense_per_token: f64,
     /// Attention FLOPs per (query token × key token), whole model: `2·L·a·(d_qk + d_v)`.
@@ -485,7 +499,13 @@ impl Ctx<'_> {
             gemm_flops / (self.rate(gemm_eff) * self.step.peak_gemm_efficiency_ratio),
             attn_flops / self.attention_rate(attn_eff),
         );
-        let memory_s = weights_s + kv_s;
+        // The kernels between the GEMMs (norms, RoPE, KV write, activation) stream the batch's
+        // activations once per token per layer, at the copy share (layer_traffic.rs).
+        let (dense_layer, moe_layer) = self.traffic_bytes_per_token_per_layer;
+        let traffic_bytes = tokens.max(0.0)
+            * ((st.layers - st.moe_layers).max(0.0) * dense_layer + st.moe_layers * moe_layer);
+        let traffic_s = traffic_bytes / bw;
+        let memory_s = weights_s + kv_s + traffic_s;
         let compute_s = gemm_s + attn_s;
         // Roofline per kernel (Williams et al. 2009 bound one kernel: max(bytes / bandwidth,
         // FLOPs / attainable rate)). The weight GEMMs and attention are separate kernels run one
@@ -529,7 +549,9 @@ impl Ctx<'_> {
             compute_s,
             comm_s,
             launch_s,
-            total_s: gemm_op_s + attn_op_s + comm_s + launch_s,
+            traffic_bytes,
+            traffic_s,
+            total_s: gemm_op_s + attn_op_s + traffic_s + comm_s + launch_s,
             gemm_op_s,
             attn_op_s,
             gemm_eff,
@@ -649,6 +671,7 @@ pub struct ReplicaTimer {
     weight_stream_fraction: Option<f64>,
     /// The KV share TensorRT-LLM's XQA reaches on this GPU with this cache, where measured.
     xqa_kv_fraction: Option<f64>,
+    traffic_bytes_per_token_per_layer: (f64, f64),
     dense_per_token: f64,
     attn_coeff: f64,
     shapes: Vec<StageShape>,
@@ -714,6 +737,22 @@ impl ReplicaTimer {
                 serving.kv_dtype,
                 Some(DecodeAttentionKernel::TrtllmXqa),
             ),
+            traffic_bytes_per_token_per_layer: (
+                layer_traffic::layer_bytes_per_token(
+                    model,
+                    tp,
+                    false,
+                    scenario.precision.activation_bytes,
+                    serving.kv_dtype.bytes(),
+                ),
+                layer_traffic::layer_bytes_per_token(
+                    model,
+                    tp,
+                    true,
+                    scenario.precision.activation_bytes,
+                    serving.kv_dtype.bytes(),
+                ),
+            ),
             dense_per_token: f1.dense_forward,
             attn_coeff: f1.attention_forward,
             shapes: stage_shapes(model, scenario, &plan.stages),
@@ -736,6 +775,7 @@ impl ReplicaTimer {
                 Some(DecodeAttentionKernel::TrtllmXqa) => self.xqa_kv_fraction,
                 None => None,
             },
+            traffic_bytes_per_token_per_layer: self.traffic_bytes_per_token_per_layer,
             dense_per_token: self.dense_per_token,
             attn_coeff: self.attn_coeff,
             step,
@@ -766,7 +806,7 @@ impl ReplicaTimer {
         let b = batch_numbers(
             self.pp,
             pre.prefill_s,
-            pre.prefill_compute_s,
+            pre.prefill_compute_s + pre.prefill_traffic_s,
             &dec.slowest,
             dec.hops,
             load,
@@ -791,6 +831,8 @@ struct PrefillNumbers {
     chunks: u64,
     prefill_s: f64,
     prefill_compute_s: f64,
+    /// The prefill's activation traffic through the memory-bound kernels ([`layer_traffic`]), s.
+    prefill_traffic_s: f64,
     worst_chunk: StepNumbers,
     windowed_layers: u32,
 }
@@ -802,7 +844,7 @@ fn prefill_numbers(ctx: &Ctx<'_>, shapes: &[StageShape], load: &ServingLoad) -> 
     let new_tokens = p - cached;
     let chunk = u64::from(load.prefill_chunk_tokens);
     let chunks = new_tokens.div_ceil(chunk);
-    let (mut prefill_s, mut prefill_compute_s) = (0.0f64, 0.0f64);
+    let (mut prefill_s, mut prefill_compute_s, mut prefill_traffic_s) = (0.0f64, 0.0f64, 0.0f64);
     let (mut worst_chunk, mut worst_chunk_s) = (StepNumbers::default(), -1.0f64);
     let mut windowed_layers = 0u32;
     // Chunks repeat in shape except the attention they cover; a run of equal chunks is
@@ -834,6 +876,7 @@ fn prefill_numbers(ctx: &Ctx<'_>, shapes: &[StageShape], load: &ServingLoad) -> 
             };
             prefill_s += c * (one.total_s + hop);
             prefill_compute_s += c * one.compute_s;
+            prefill_traffic_s += c * one.traffic_s;
             per_chunk += one.total_s;
             if one.total_s > chunk_numbers.total_s {
                 chunk_numbers = one;
@@ -852,6 +895,7 @@ fn prefill_numbers(ctx: &Ctx<'_>, shapes: &[StageShape], load: &ServingLoad) -> 
         chunks,
         prefill_s,
         prefill_compute_s,
+        prefill_traffic_s,
         worst_chunk,
         windowed_layers,
     }
@@ -948,7 +992,7 @@ struct BatchNumbers {
 fn batch_numbers(
     pp: u32,
     prefill_s: f64,
-    prefill_compute_s: f64,
+    prefill_added_s: f64,
     slowest: &StepNumbers,
     hops: f64,
     load: &ServingLoad,
@@ -957,8 +1001,9 @@ fn batch_numbers(
     let o = f64::from(load.output_tokens);
     let pipeline_step = f64::from(pp) * slowest.total_s + hops;
     // Sarathi-Serve (Agrawal et al. 2024): chunks of new prompts ride in decode steps; at steady
-    // state c/O requests finish (and are replaced) per step, adding their prefill compute.
-    let interference_s = cf / o * prefill_compute_s;
+    // state c/O requests finish (and are replaced) per step, adding their prefill compute and
+    // their tokens' activation traffic (layer_traffic.rs: per token, not shared with the step).
+    let interference_s = cf / o * prefill_added_s;
     let tpot_s = pipeline_step + interference_s;
     let service = prefill_s;
     let queue = match load.arrival_rate_per_s {
@@ -1032,6 +1077,7 @@ pub fn serving_time_with(
         chunks,
         prefill_s,
         prefill_compute_s,
+        prefill_traffic_s,
         worst_chunk,
         windowed_layers: prefill_windowed_layers,
     } = prefill_numbers(&ctx, shapes, load);
@@ -1082,12 +1128,32 @@ pub fn serving_time_with(
             ),
             "the training model's GEMM efficiency curve and peak (StepModel); what a chunk adds to a decode step it joins",
         ),
+        traffic_time: term(
+            "serve.prefill.traffic",
+            "Prefill activation traffic per request (s)",
+            Unit::Seconds,
+            prefill_traffic_s,
+            "Σ_stages (prompt − cached) · layer bytes per token · layers / (HBM bandwidth · achievable fraction)",
+            {
+                let (dense, moe) = ctx.traffic_bytes_per_token_per_layer;
+                let per_token: f64 = shapes
+                    .iter()
+                    .map(|st| (st.layers - st.moe_layers).max(0.0) * dense + st.moe_layers * moe)
+                    .sum();
+                format!(
+                    "{new_tokens} tokens × {per_token:.4e} B over the layers / {:.4e} B/s = {}",
+                    ctx.step.hbm_streaming_bytes_per_s(),
+                    secs(prefill_traffic_s)
+                )
+            },
+            layer_traffic::SOURCE,
+        ),
         time: term(
             "serve.prefill.time",
             "Prefill time per request (s)",
             Unit::Seconds,
             prefill_s,
-            "Σ_chunks Σ_stages [max(weights/HBM, GEMM FLOPs/rate) + max(KV/HBM, attention FLOPs/rate) + TP comm + kernel launches] + PP hops",
+            "Σ_chunks Σ_stages [max(weights/HBM, GEMM FLOPs/rate) + max(KV/HBM, attention FLOPs/rate) + activation traffic/HBM + TP comm + kernel launches] + PP hops",
             format!(
                 "⌈{new_tokens} / {chunk}⌉ = {chunks} chunk(s) × {pp} stage(s) = {}",
                 secs(prefill_s)
@@ -1195,19 +1261,21 @@ pub fn serving_time_with(
             "Decode memory time (s)",
             Unit::Seconds,
             slowest.memory_s,
-            "weight bytes / (HBM bandwidth · weight GEMM share) + KV bytes / (HBM bandwidth · KV read share)",
+            "weight bytes / (HBM bandwidth · weight GEMM share) + KV bytes / (HBM bandwidth · KV read share) + activation traffic / (HBM bandwidth · achievable fraction)",
             if ctx.weight_stream_fraction.is_some() || ctx.kv_stream_fraction.is_some() {
                 format!(
-                    "{:.4e} / {weight_bw:.4e} + {:.4e} / {kv_bw:.4e} = {}",
+                    "{:.4e} / {weight_bw:.4e} + {:.4e} / {kv_bw:.4e} + {:.4e} / {bw:.4e} = {}",
                     slowest.weight_bytes,
                     slowest.kv_bytes,
+                    slowest.traffic_bytes,
                     secs(slowest.memory_s)
                 )
             } else {
                 format!(
-                    "({:.4e} + {:.4e}) / {bw:.4e} = {}",
+                    "({:.4e} + {:.4e} + {:.4e}) / {bw:.4e} = {}",
                     slowest.weight_bytes,
                     slowest.kv_bytes,
+                    slowest.traffic_bytes,
                     secs(slowest.memory_s)
                 )
             },
@@ -1284,21 +1352,35 @@ pub fn serving_time_with(
                 )
             },
         ),
+        traffic_time: term(
+            "serve.decode.traffic",
+            "Decode activation traffic per stage (s)",
+            Unit::Seconds,
+            slowest.traffic_s,
+            "tokens · layer bytes per token · layers / (HBM bandwidth · achievable fraction)",
+            format!(
+                "{:.4e} B / {bw:.4e} B/s = {}",
+                slowest.traffic_bytes,
+                secs(slowest.traffic_s)
+            ),
+            layer_traffic::SOURCE,
+        ),
         time: term(
             "serve.decode.step",
             "Decode step per stage (s)",
             Unit::Seconds,
             decode_time,
-            "max(weights/HBM, GEMM FLOPs/rate) + max(KV/HBM, attention FLOPs/rate) + comm + kernel launches",
+            "max(weights/HBM, GEMM FLOPs/rate) + max(KV/HBM, attention FLOPs/rate) + activation traffic/HBM + comm + kernel launches",
             format!(
-                "{} + {} + {} + {} = {}",
+                "{} + {} + {} + {} + {} = {}",
                 secs(slowest.gemm_op_s),
                 secs(slowest.attn_op_s),
+                secs(slowest.traffic_s),
                 secs(slowest.comm_s),
                 secs(slowest.launch_s),
                 secs(decode_time)
             ),
-            "roofline per kernel (Williams et al. 2009): the weight GEMMs and attention run one after the other, so their bounds add; communication is on the critical path between GEMMs (not overlapped); each kernel's launch adds its fixed cost",
+            "roofline per kernel (Williams et al. 2009): the weight GEMMs, attention and the memory-bound kernels between them run one after the other, so their bounds add; communication is on the critical path between GEMMs (not overlapped); each kernel's launch adds its fixed cost",
         ),
         bound: bound_of(&slowest),
         distinct_experts,
@@ -1310,20 +1392,28 @@ pub fn serving_time_with(
         tpot_s,
         queue,
         throughput_s,
-    } = batch_numbers(pp, prefill_s, prefill_compute_s, &slowest, hops, load)?;
+    } = batch_numbers(
+        pp,
+        prefill_s,
+        prefill_compute_s + prefill_traffic_s,
+        &slowest,
+        hops,
+        load,
+    )?;
     let interference = term(
         "serve.interference",
         "Prefill interference per step (s)",
         Unit::Seconds,
         interference_s,
-        "(c / O) · prefill compute per request",
+        "(c / O) · (prefill compute + prefill activation traffic) per request",
         format!(
-            "({c} / {}) × {} = {}",
+            "({c} / {}) × ({} + {}) = {}",
             load.output_tokens,
             secs(prefill_compute_s),
+            secs(prefill_traffic_s),
             secs(interference_s)
         ),
-        "Sarathi-Serve-style mixed batches; the chunk's FLOPs are added to the step (no overlap with its memory time: an upper bound)",
+        "Sarathi-Serve-style mixed batches; the chunk's FLOPs and its tokens' activation traffic are added to the step (no overlap with its memory time: an upper bound)",
     );
     let tpot = term(
         "serve.tpot",
@@ -1526,7 +1616,8 @@ impl Queue {
 pub fn open_loop_queue(rate: f64, service: f64) -> Result<Queue, ServingError> {
     // Utilisation of a single server (Kleinrock 1975, Vol. I §2): ρ = λ · S.
     let rho = rate * service;
-    if rho.is_nan() || rho >= 1.0 {
+    // ρ within rounding of 1 is saturation: λ = 1/S multiplied back by S lands either side of 1.
+    if rho.is_nan() || rho >= 1.0 - f64::EPSILON {
         return Err(err(
             "load.arrival_rate_per_s",
             format!(

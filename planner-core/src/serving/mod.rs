@@ -8,6 +8,7 @@ pub mod decode_attention;
 pub mod disagg;
 pub mod kernel_gaps;
 pub mod latency;
+pub mod layer_traffic;
 pub mod weight_stream;
 pub mod window_decode;
 pub mod window_prefill;
