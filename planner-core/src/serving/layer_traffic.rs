@@ -9,7 +9,13 @@
 //! 2024): each one's bytes per element follow from what it reads and writes. TensorRT-LLM's
 //! layer runs the same tensors through its own fused kernels (residual + RMSNorm, RoPE fused
 //! with the KV-cache write, SwiGLU); counted alike, its FP8-quantised outputs aside (they
-//! write 1 B where this counts the activation dtype).
+//! write 1 B where this counts the activation dtype). Its SwiGLU is a kernel of its own
+//! there too: TensorRT-LLM's `docs/source/performance.md` (the 0.6-era page, "Known Issues",
+//! "Fused Matmul + Gated-SiLU (LLaMA)"): "combines two Matmul operations into one Matmul
+//! followed by a separate SwiGLU kernel (when `--use_fused_mlp` is enabled)". Not counted:
+//! the GEMMs' own activation reads and writes (at the batches where they would matter the
+//! decode GEMMs are compute-bound), the logits and sampling, vLLM's separate FP8 input
+//! quantisation kernel.
 
 use crate::input::model::{FfnKind, ModelSpec};
 use crate::memory::kv_cache;
