@@ -54,6 +54,7 @@ pub fn run(args: &Args) -> Result<String, CliError> {
         expert_parallel: args.expert_parallel,
         arrival_rate_per_s: args.arrival_rate,
         graph_padded_batch: None,
+        decode_attention: None,
     };
     let t = serving_time(&scenario, &load)
         .map_err(|e| CliError::BadInput(format!("invalid serving load: {e}")))?;

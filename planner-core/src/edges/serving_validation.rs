@@ -304,6 +304,25 @@ pub fn engine_max_seqs(engine: &str) -> Option<(u32, &'static str)> {
     }
 }
 
+/// The decode-attention kernel a row's engine runs for generation, where its bandwidth was
+/// measured, and why: TensorRT-LLM 1.0's PyTorch backend (`tensorrt_llm/llmapi/llm_args.py`
+/// `attn_backend` default `'TRTLLM'`, `TrtllmAttention` over the C++ `AttentionOp`, whose
+/// `mEnableXQA = true` sends generation-phase GQA to XQA). The measured kernel is the Hopper
+/// XQA of TensorRT-LLM's 2025 tree; TensorRT-LLM 0.9's rows (its own XQA generation, built
+/// without a paged cache, and MHA models that run masked MHA instead) and NIM's (TensorRT-LLM
+/// version not stated) keep the copy share.
+pub fn decode_attention_kernel(
+    run: &ServingRun,
+) -> Option<(
+    crate::serving::decode_attention::DecodeAttentionKernel,
+    &'static str,
+)> {
+    (run.engine == "TensorRT-LLM" && run.engine_version.starts_with("1.0")).then_some((
+        crate::serving::decode_attention::DecodeAttentionKernel::TrtllmXqa,
+        "TensorRT-LLM 1.0 PyTorch backend: attn_backend default TRTLLM, AttentionOp mEnableXQA default true",
+    ))
+}
+
 /// Whether a row's engine is TensorRT-LLM: the engine itself, or a NIM FP8 profile, which
 /// NIM serves with its TensorRT-LLM backend (docs.nvidia.com/nim/large-language-models
 /// optimization: "The TensorRT-LLM accelerated NIM backend provides support for optimized
@@ -495,7 +514,28 @@ pub fn map_serving_run(run: &ServingRun) -> Result<MappedServing, String> {
         expert_parallel: false,
         arrival_rate_per_s: arrival,
         graph_padded_batch: None,
+        decode_attention: None,
     };
+    if let Some((kernel, why)) = decode_attention_kernel(run) {
+        load.decode_attention = Some(kernel);
+        let measured = crate::serving::decode_attention::measured_kv_stream_fraction(
+            &scenario.cluster.gpu,
+            scenario.serving.kv_dtype,
+            Some(kernel),
+        );
+        defaults.push(match measured {
+            Some(f) => format!(
+                "decode attention: {} ({why}): the KV read at {:.1}% of the datasheet bandwidth ({})",
+                kernel.id(),
+                f * 100.0,
+                crate::serving::decode_attention::SOURCE
+            ),
+            None => format!(
+                "decode attention: {} ({why}); no measured bandwidth for this GPU and KV dtype: the KV read at the copy share",
+                kernel.id()
+            ),
+        });
+    }
     if run.concurrency.is_none() {
         let probe = serving_time_for(&spec, &scenario, &load).map_err(|e| {
             format!(

@@ -201,6 +201,7 @@ impl ShapeModel {
         let probe = ServingLoad {
             arrival_rate_per_s: Some(PROBE_RATE_PER_S),
             graph_padded_batch: None,
+            decode_attention: None,
             ..load.clone()
         };
         // The numbers serving_time_with computes, by the same functions, without its terms.

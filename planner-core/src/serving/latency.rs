@@ -16,7 +16,9 @@ use crate::memory::serving::{self, ServingError, StagePlan, MAX_LISTED_STAGES};
 use crate::parallel::topology::{Domain, GroupKind, GroupPlacement};
 use crate::serving::closed_loop;
 use crate::serving::custom_all_reduce;
+use crate::serving::decode_attention::{self, DecodeAttentionKernel};
 use crate::serving::kernel_gaps;
+use crate::serving::layer_traffic;
 use crate::serving::weight_stream;
 use crate::serving::window_decode::{stage_decode_means, WindowedDecode};
 use crate::serving::window_prefill::stage_prefill_run;
@@ -54,6 +56,10 @@ pub struct ServingLoad {
     /// size, and the padding tokens run every GEMM); `None`: no padding.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub graph_padded_batch: Option<u32>,
+    /// The engine's decode-attention kernel where its KV read was measured
+    /// ([`decode_attention`]); `None`: the KV is read at the copy share.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decode_attention: Option<DecodeAttentionKernel>,
 }
 
 impl Default for ServingLoad {
@@ -67,6 +73,7 @@ impl Default for ServingLoad {
             expert_parallel: false,
             arrival_rate_per_s: None,
             graph_padded_batch: None,
+            decode_attention: None,
         }
     }
 }
@@ -177,6 +184,8 @@ pub struct DecodeStep {
     pub comm_time: Term,
     /// Fixed launch time of the stage's kernels inside the CUDA graph, s (0 where unmeasured).
     pub kernel_gaps: Term,
+    /// The batch's activation traffic through the memory-bound kernels ([`layer_traffic`]), s.
+    pub traffic_time: Term,
     /// Per-kernel roofline: `max(weights, GEMM) + max(KV, attention) + comm + kernel gaps`, s
     /// (one stage).
     pub time: Term,
@@ -198,8 +207,10 @@ pub struct Prefill {
     pub gemm_flops: Term,
     /// Attention FLOPs of the whole replica.
     pub attention_flops: Term,
-    /// Compute time only (what a chunk adds to a decode step it joins), s.
+    /// Compute time only (what a chunk adds to a decode step it joins, with its traffic), s.
     pub compute_time: Term,
+    /// The prompt's activation traffic through the memory-bound kernels ([`layer_traffic`]), s.
+    pub traffic_time: Term,
     /// Isolated prefill time: chunks × stages, roofline plus communication, s.
     pub time: Term,
     /// Bound of the largest chunk.
@@ -254,6 +265,7 @@ impl ServingTime {
             &self.prefill.gemm_flops,
             &self.prefill.attention_flops,
             &self.prefill.compute_time,
+            &self.prefill.traffic_time,
             &self.prefill.time,
         ];
         if let Some(d) = &self.decode.distinct_experts {
@@ -267,6 +279,7 @@ impl ServingTime {
             &self.decode.compute_time,
             &self.decode.comm_time,
             &self.decode.kernel_gaps,
+            &self.decode.traffic_time,
             &self.decode.time,
             &self.interference,
             &self.tpot,
@@ -363,6 +376,10 @@ struct StepNumbers {
     comm_s: f64,
     /// Fixed launch time of the stage's kernels ([`kernel_gaps`]), s.
     launch_s: f64,
+    /// Activation bytes the stage's memory-bound kernels move ([`layer_traffic`]).
+    traffic_bytes: f64,
+    /// Their time at the streaming bandwidth, s.
+    traffic_s: f64,
     total_s: f64,
     gemm_eff: f64,
     distinct: f64,
@@ -388,6 +405,13 @@ struct Ctx<'a> {
     /// Measured streaming share of the datasheet HBM bandwidth the weight GEMMs reach, where a
     /// decode GEMM of the weights' dtype was measured on the GPU ([`weight_stream`]).
     weight_stream_fraction: Option<f64>,
+    /// Measured share of the datasheet HBM bandwidth the decode step's KV read reaches, where
+    /// the engine's decode-attention kernel was measured on the GPU with the cache's dtype
+    /// ([`decode_attention`]); `None`: the copy share.
+    kv_stream_fraction: Option<f64>,
+    /// Bytes one token moves through a dense and a MoE decoder layer's memory-bound kernels
+    /// on one GPU ([`layer_traffic`]).
+    traffic_bytes_per_token_per_layer: (f64, f64),
     /// 2·N_active (matmul FLOPs per token, whole model).
     dense_per_token: f64,
     /// Attention FLOPs per (query token × key token), whole model: `2·L·a·(d_qk + d_v)`.
@@ -463,14 +487,27 @@ impl Ctx<'_> {
         let weight_bw = self.weight_stream_fraction.map_or(bw, |f| {
             (self.step.hbm_bytes_per_s * f.clamp(1e-3, 1.0)).max(1.0)
         });
-        let (weights_s, kv_s) = (weight_bytes / weight_bw, kv_bytes / bw);
+        // A decode step's KV is read by the engine's decode-attention kernel: at its measured
+        // share where one was measured (TensorRT-LLM's XQA with an FP8 cache on Hopper,
+        // decode_attention.rs); prefill chunks (context attention) keep the copy share.
+        let kv_bw = match self.kv_stream_fraction {
+            Some(f) if decode => (self.step.hbm_bytes_per_s * f.clamp(1e-3, 1.0)).max(1.0),
+            _ => bw,
+        };
+        let (weights_s, kv_s) = (weight_bytes / weight_bw, kv_bytes / kv_bw);
         // FP8 weight GEMMs reach FP8's lower achievable share of its peak (the training model's
         // `peak_gemm_efficiency_ratio`, ml-engineering's MAMF table; 1 for BF16).
         let (gemm_s, attn_s) = (
             gemm_flops / (self.rate(gemm_eff) * self.step.peak_gemm_efficiency_ratio),
             attn_flops / self.attention_rate(attn_eff),
         );
-        let memory_s = weights_s + kv_s;
+        // The kernels between the GEMMs (norms, RoPE, KV write, activation) stream the batch's
+        // activations once per token per layer, at the copy share (layer_traffic.rs).
+        let (dense_layer, moe_layer) = self.traffic_bytes_per_token_per_layer;
+        let traffic_bytes = tokens.max(0.0)
+            * ((st.layers - st.moe_layers).max(0.0) * dense_layer + st.moe_layers * moe_layer);
+        let traffic_s = traffic_bytes / bw;
+        let memory_s = weights_s + kv_s + traffic_s;
         let compute_s = gemm_s + attn_s;
         // Roofline per kernel (Williams et al. 2009 bound one kernel: max(bytes / bandwidth,
         // FLOPs / attainable rate)). The weight GEMMs and attention are separate kernels run one
@@ -514,7 +551,9 @@ impl Ctx<'_> {
             compute_s,
             comm_s,
             launch_s,
-            total_s: gemm_op_s + attn_op_s + comm_s + launch_s,
+            traffic_bytes,
+            traffic_s,
+            total_s: gemm_op_s + attn_op_s + traffic_s + comm_s + launch_s,
             gemm_op_s,
             attn_op_s,
             gemm_eff,
@@ -632,6 +671,9 @@ pub struct ReplicaTimer {
     fp8_attention: bool,
     kernel_launch_s: Option<f64>,
     weight_stream_fraction: Option<f64>,
+    /// The KV share TensorRT-LLM's XQA reaches on this GPU with this cache, where measured.
+    xqa_kv_fraction: Option<f64>,
+    traffic_bytes_per_token_per_layer: (f64, f64),
     dense_per_token: f64,
     attn_coeff: f64,
     shapes: Vec<StageShape>,
@@ -692,6 +734,27 @@ impl ReplicaTimer {
                 &scenario.cluster.gpu,
                 serving.weight_dtype,
             ),
+            xqa_kv_fraction: decode_attention::measured_kv_stream_fraction(
+                &scenario.cluster.gpu,
+                serving.kv_dtype,
+                Some(DecodeAttentionKernel::TrtllmXqa),
+            ),
+            traffic_bytes_per_token_per_layer: (
+                layer_traffic::layer_bytes_per_token(
+                    model,
+                    tp,
+                    false,
+                    scenario.precision.activation_bytes,
+                    serving.kv_dtype.bytes(),
+                ),
+                layer_traffic::layer_bytes_per_token(
+                    model,
+                    tp,
+                    true,
+                    scenario.precision.activation_bytes,
+                    serving.kv_dtype.bytes(),
+                ),
+            ),
             dense_per_token: f1.dense_forward,
             attn_coeff: f1.attention_forward,
             shapes: stage_shapes(model, scenario, &plan.stages),
@@ -710,6 +773,11 @@ impl ReplicaTimer {
             fp8_attention: self.fp8_attention,
             kernel_launch_s: self.kernel_launch_s,
             weight_stream_fraction: self.weight_stream_fraction,
+            kv_stream_fraction: match load.decode_attention {
+                Some(DecodeAttentionKernel::TrtllmXqa) => self.xqa_kv_fraction,
+                None => None,
+            },
+            traffic_bytes_per_token_per_layer: self.traffic_bytes_per_token_per_layer,
             dense_per_token: self.dense_per_token,
             attn_coeff: self.attn_coeff,
             step,
@@ -740,7 +808,7 @@ impl ReplicaTimer {
         let b = batch_numbers(
             self.pp,
             pre.prefill_s,
-            pre.prefill_compute_s,
+            pre.prefill_compute_s + pre.prefill_traffic_s,
             &dec.slowest,
             dec.hops,
             load,
@@ -765,6 +833,8 @@ struct PrefillNumbers {
     chunks: u64,
     prefill_s: f64,
     prefill_compute_s: f64,
+    /// The prefill's activation traffic through the memory-bound kernels ([`layer_traffic`]), s.
+    prefill_traffic_s: f64,
     worst_chunk: StepNumbers,
     windowed_layers: u32,
 }
@@ -776,7 +846,7 @@ fn prefill_numbers(ctx: &Ctx<'_>, shapes: &[StageShape], load: &ServingLoad) -> 
     let new_tokens = p - cached;
     let chunk = u64::from(load.prefill_chunk_tokens);
     let chunks = new_tokens.div_ceil(chunk);
-    let (mut prefill_s, mut prefill_compute_s) = (0.0f64, 0.0f64);
+    let (mut prefill_s, mut prefill_compute_s, mut prefill_traffic_s) = (0.0f64, 0.0f64, 0.0f64);
     let (mut worst_chunk, mut worst_chunk_s) = (StepNumbers::default(), -1.0f64);
     let mut windowed_layers = 0u32;
     // Chunks repeat in shape except the attention they cover; a run of equal chunks is
@@ -808,6 +878,7 @@ fn prefill_numbers(ctx: &Ctx<'_>, shapes: &[StageShape], load: &ServingLoad) -> 
             };
             prefill_s += c * (one.total_s + hop);
             prefill_compute_s += c * one.compute_s;
+            prefill_traffic_s += c * one.traffic_s;
             per_chunk += one.total_s;
             if one.total_s > chunk_numbers.total_s {
                 chunk_numbers = one;
@@ -826,6 +897,7 @@ fn prefill_numbers(ctx: &Ctx<'_>, shapes: &[StageShape], load: &ServingLoad) -> 
         chunks,
         prefill_s,
         prefill_compute_s,
+        prefill_traffic_s,
         worst_chunk,
         windowed_layers,
     }
@@ -922,7 +994,7 @@ struct BatchNumbers {
 fn batch_numbers(
     pp: u32,
     prefill_s: f64,
-    prefill_compute_s: f64,
+    prefill_added_s: f64,
     slowest: &StepNumbers,
     hops: f64,
     load: &ServingLoad,
@@ -931,8 +1003,9 @@ fn batch_numbers(
     let o = f64::from(load.output_tokens);
     let pipeline_step = f64::from(pp) * slowest.total_s + hops;
     // Sarathi-Serve (Agrawal et al. 2024): chunks of new prompts ride in decode steps; at steady
-    // state c/O requests finish (and are replaced) per step, adding their prefill compute.
-    let interference_s = cf / o * prefill_compute_s;
+    // state c/O requests finish (and are replaced) per step, adding their prefill compute and
+    // their tokens' activation traffic (layer_traffic.rs: per token, not shared with the step).
+    let interference_s = cf / o * prefill_added_s;
     let tpot_s = pipeline_step + interference_s;
     let service = prefill_s;
     let queue = match load.arrival_rate_per_s {
@@ -1006,6 +1079,7 @@ pub fn serving_time_with(
         chunks,
         prefill_s,
         prefill_compute_s,
+        prefill_traffic_s,
         worst_chunk,
         windowed_layers: prefill_windowed_layers,
     } = prefill_numbers(&ctx, shapes, load);
@@ -1056,12 +1130,32 @@ pub fn serving_time_with(
             ),
             "the training model's GEMM efficiency curve and peak (StepModel); what a chunk adds to a decode step it joins",
         ),
+        traffic_time: term(
+            "serve.prefill.traffic",
+            "Prefill activation traffic per request (s)",
+            Unit::Seconds,
+            prefill_traffic_s,
+            "Σ_stages (prompt − cached) · layer bytes per token · layers / (HBM bandwidth · achievable fraction)",
+            {
+                let (dense, moe) = ctx.traffic_bytes_per_token_per_layer;
+                let per_token: f64 = shapes
+                    .iter()
+                    .map(|st| (st.layers - st.moe_layers).max(0.0) * dense + st.moe_layers * moe)
+                    .sum();
+                format!(
+                    "{new_tokens} tokens × {per_token:.4e} B over the layers / {:.4e} B/s = {}",
+                    ctx.step.hbm_streaming_bytes_per_s(),
+                    secs(prefill_traffic_s)
+                )
+            },
+            layer_traffic::SOURCE,
+        ),
         time: term(
             "serve.prefill.time",
             "Prefill time per request (s)",
             Unit::Seconds,
             prefill_s,
-            "Σ_chunks Σ_stages [max(weights/HBM, GEMM FLOPs/rate) + max(KV/HBM, attention FLOPs/rate) + TP comm + kernel launches] + PP hops",
+            "Σ_chunks Σ_stages [max(weights/HBM, GEMM FLOPs/rate) + max(KV/HBM, attention FLOPs/rate) + activation traffic/HBM + TP comm + kernel launches] + PP hops",
             format!(
                 "⌈{new_tokens} / {chunk}⌉ = {chunks} chunk(s) × {pp} stage(s) = {}",
                 secs(prefill_s)
@@ -1088,6 +1182,12 @@ pub fn serving_time_with(
     } = decode_numbers(&ctx, shapes, pp, load, p);
     let mf = m as f64;
     let bw = ctx.step.hbm_streaming_bytes_per_s();
+    let weight_bw = ctx
+        .weight_stream_fraction
+        .map_or(bw, |f| ctx.step.hbm_bytes_per_s * f);
+    let kv_bw = ctx
+        .kv_stream_fraction
+        .map_or(bw, |f| ctx.step.hbm_bytes_per_s * f);
     let distinct_experts = model.moe.as_ref().map(|moe| {
         term(
             "serve.decode.distinct_experts",
@@ -1163,33 +1263,45 @@ pub fn serving_time_with(
             "Decode memory time (s)",
             Unit::Seconds,
             slowest.memory_s,
-            "weight bytes / (HBM bandwidth · weight GEMM share) + KV bytes / (HBM bandwidth · achievable fraction)",
-            match ctx.weight_stream_fraction {
-                Some(f) => format!(
-                    "{:.4e} / {:.4e} + {:.4e} / {bw:.4e} = {}",
-                    slowest.weight_bytes,
-                    ctx.step.hbm_bytes_per_s * f,
-                    slowest.kv_bytes,
-                    secs(slowest.memory_s)
-                ),
-                None => format!(
-                    "({:.4e} + {:.4e}) / {bw:.4e} = {}",
+            "weight bytes / (HBM bandwidth · weight GEMM share) + KV bytes / (HBM bandwidth · KV read share) + activation traffic / (HBM bandwidth · achievable fraction)",
+            if ctx.weight_stream_fraction.is_some() || ctx.kv_stream_fraction.is_some() {
+                format!(
+                    "{:.4e} / {weight_bw:.4e} + {:.4e} / {kv_bw:.4e} + {:.4e} / {bw:.4e} = {}",
                     slowest.weight_bytes,
                     slowest.kv_bytes,
+                    slowest.traffic_bytes,
                     secs(slowest.memory_s)
-                ),
+                )
+            } else {
+                format!(
+                    "({:.4e} + {:.4e} + {:.4e}) / {bw:.4e} = {}",
+                    slowest.weight_bytes,
+                    slowest.kv_bytes,
+                    slowest.traffic_bytes,
+                    secs(slowest.memory_s)
+                )
             },
-            &match ctx.weight_stream_fraction {
-                Some(f) => format!(
-                    "roofline (Williams et al. 2009): the weight GEMMs stream at {:.1}% of the datasheet bandwidth ({}), the KV at {:.0}%, the fraction streaming kernels reach (the GPU's measured figure, else CostOptions::hbm_achievable_fraction)",
-                    f * 100.0,
-                    weight_stream::SOURCE,
-                    ctx.step.hbm_achievable_fraction.clamp(1e-3, 1.0) * 100.0
-                ),
-                None => format!(
-                    "roofline (Williams et al. 2009): bytes streamed from HBM at {:.0}% of the datasheet bandwidth, the fraction streaming kernels reach (the GPU's measured figure, else CostOptions::hbm_achievable_fraction)",
-                    ctx.step.hbm_achievable_fraction.clamp(1e-3, 1.0) * 100.0
-                ),
+            &{
+                let copy = ctx.step.hbm_achievable_fraction.clamp(1e-3, 1.0) * 100.0;
+                let weights = match ctx.weight_stream_fraction {
+                    Some(f) => format!(
+                        "the weight GEMMs stream at {:.1}% of the datasheet bandwidth ({})",
+                        f * 100.0,
+                        weight_stream::SOURCE
+                    ),
+                    None => format!("the weights stream at {copy:.0}% of the datasheet bandwidth"),
+                };
+                let kv = match ctx.kv_stream_fraction {
+                    Some(f) => format!(
+                        "the KV at {:.1}% ({})",
+                        f * 100.0,
+                        decode_attention::SOURCE
+                    ),
+                    None => format!("the KV at {copy:.0}%"),
+                };
+                format!(
+                    "roofline (Williams et al. 2009): {weights}, {kv}; {copy:.0}% is the fraction streaming kernels reach (the GPU's measured figure, else CostOptions::hbm_achievable_fraction)"
+                )
             },
         ),
         compute_time: term(
@@ -1242,21 +1354,35 @@ pub fn serving_time_with(
                 )
             },
         ),
+        traffic_time: term(
+            "serve.decode.traffic",
+            "Decode activation traffic per stage (s)",
+            Unit::Seconds,
+            slowest.traffic_s,
+            "tokens · layer bytes per token · layers / (HBM bandwidth · achievable fraction)",
+            format!(
+                "{:.4e} B / {bw:.4e} B/s = {}",
+                slowest.traffic_bytes,
+                secs(slowest.traffic_s)
+            ),
+            layer_traffic::SOURCE,
+        ),
         time: term(
             "serve.decode.step",
             "Decode step per stage (s)",
             Unit::Seconds,
             decode_time,
-            "max(weights/HBM, GEMM FLOPs/rate) + max(KV/HBM, attention FLOPs/rate) + comm + kernel launches",
+            "max(weights/HBM, GEMM FLOPs/rate) + max(KV/HBM, attention FLOPs/rate) + activation traffic/HBM + comm + kernel launches",
             format!(
-                "{} + {} + {} + {} = {}",
+                "{} + {} + {} + {} + {} = {}",
                 secs(slowest.gemm_op_s),
                 secs(slowest.attn_op_s),
+                secs(slowest.traffic_s),
                 secs(slowest.comm_s),
                 secs(slowest.launch_s),
                 secs(decode_time)
             ),
-            "roofline per kernel (Williams et al. 2009): the weight GEMMs and attention run one after the other, so their bounds add; communication is on the critical path between GEMMs (not overlapped); each kernel's launch adds its fixed cost",
+            "roofline per kernel (Williams et al. 2009): the weight GEMMs, attention and the memory-bound kernels between them run one after the other, so their bounds add; communication is on the critical path between GEMMs (not overlapped); each kernel's launch adds its fixed cost",
         ),
         bound: bound_of(&slowest),
         distinct_experts,
@@ -1268,20 +1394,28 @@ pub fn serving_time_with(
         tpot_s,
         queue,
         throughput_s,
-    } = batch_numbers(pp, prefill_s, prefill_compute_s, &slowest, hops, load)?;
+    } = batch_numbers(
+        pp,
+        prefill_s,
+        prefill_compute_s + prefill_traffic_s,
+        &slowest,
+        hops,
+        load,
+    )?;
     let interference = term(
         "serve.interference",
         "Prefill interference per step (s)",
         Unit::Seconds,
         interference_s,
-        "(c / O) · prefill compute per request",
+        "(c / O) · (prefill compute + prefill activation traffic) per request",
         format!(
-            "({c} / {}) × {} = {}",
+            "({c} / {}) × ({} + {}) = {}",
             load.output_tokens,
             secs(prefill_compute_s),
+            secs(prefill_traffic_s),
             secs(interference_s)
         ),
-        "Sarathi-Serve-style mixed batches; the chunk's FLOPs are added to the step (no overlap with its memory time: an upper bound)",
+        "Sarathi-Serve-style mixed batches; the chunk's FLOPs and its tokens' activation traffic are added to the step (no overlap with its memory time: an upper bound)",
     );
     let tpot = term(
         "serve.tpot",
@@ -1484,7 +1618,8 @@ impl Queue {
 pub fn open_loop_queue(rate: f64, service: f64) -> Result<Queue, ServingError> {
     // Utilisation of a single server (Kleinrock 1975, Vol. I §2): ρ = λ · S.
     let rho = rate * service;
-    if rho.is_nan() || rho >= 1.0 {
+    // ρ within rounding of 1 is saturation: λ = 1/S multiplied back by S lands either side of 1.
+    if rho.is_nan() || rho >= 1.0 - f64::EPSILON {
         return Err(err(
             "load.arrival_rate_per_s",
             format!(

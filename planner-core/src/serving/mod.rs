@@ -4,9 +4,11 @@
 
 pub mod closed_loop;
 pub mod custom_all_reduce;
+pub mod decode_attention;
 pub mod disagg;
 pub mod kernel_gaps;
 pub mod latency;
+pub mod layer_traffic;
 pub mod weight_stream;
 pub mod window_decode;
 pub mod window_prefill;

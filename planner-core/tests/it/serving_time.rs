@@ -35,6 +35,12 @@ fn load(prompt: u32, output: u32, concurrency: u32) -> ServingLoad {
     }
 }
 
+/// Bytes one token moves through one Llama 3.1 8B layer's memory-bound kernels at TP 1 with
+/// BF16 activations and a BF16 cache (serving/layer_traffic.rs): two fused add + RMSNorm
+/// 2 × 4 × 4096 × 2, RoPE on q and k 2 × (4096 + 1024) × 2, the cache write 2 × 1024 × (2 + 2),
+/// SiLU-and-mul 3 × 14336 × 2: 65,536 + 20,480 + 8,192 + 86,016 = 180,224 B.
+const LLAMA_8B_TRAFFIC_BYTES_PER_TOKEN_PER_LAYER: f64 = 180_224.0;
+
 fn all_finite(t: &ServingTime) -> bool {
     t.terms().iter().all(|x| x.value.is_finite())
 }
@@ -58,7 +64,9 @@ fn memory_bound_decode_step_is_bytes_over_bandwidth() {
     let kv = kv_per_token * (1024.0 + 255.0 / 2.0);
     // Streamed at the achievable 90% of the 3.35 TB/s datasheet bandwidth
     // (CostOptions::hbm_achievable_fraction, the training model's streaming figure).
-    let expected = (weights + kv) / (0.9 * 3.35e12);
+    // The one token's activations through the 32 layers' memory-bound kernels.
+    let traffic = 32.0 * LLAMA_8B_TRAFFIC_BYTES_PER_TOKEN_PER_LAYER;
+    let expected = (weights + kv + traffic) / (0.9 * 3.35e12);
     assert_eq!(t.decode.bound, Bound::Memory);
     assert!((t.decode.weight_bytes.value - weights).abs() <= 1e-9 * weights);
     assert!((t.decode.kv_bytes.value - kv).abs() <= 1e-6 * kv);
@@ -95,7 +103,10 @@ fn an_mi300x_streams_at_its_measured_copy_bandwidth() {
     // Less the embedding table, plus the one row a token looks up.
     let table = 2.0 * model.param_breakdown().embedding as f64 * model.param_scale();
     let row = 2.0 * f64::from(model.hidden) * model.param_scale();
-    let bytes = plan.weights_per_gpu.value - table + row + kv_per_token * (1024.0 + 255.0 / 2.0);
+    let bytes = plan.weights_per_gpu.value - table
+        + row
+        + kv_per_token * (1024.0 + 255.0 / 2.0)
+        + 32.0 * LLAMA_8B_TRAFFIC_BYTES_PER_TOKEN_PER_LAYER;
     let expected = bytes / 4.11e12;
     assert_eq!(t.decode.bound, Bound::Memory);
     assert!((t.decode.memory_time.value - expected).abs() <= 1e-9 * expected);
@@ -250,10 +261,13 @@ fn int4_weights_speed_up_a_memory_bound_step_by_the_byte_ratio() {
     assert!(table > 0.0);
     let ratio = (a.decode.weight_bytes.value + a.decode.kv_bytes.value)
         / (b.decode.weight_bytes.value + b.decode.kv_bytes.value);
-    // The kernel launches cost the same at any dtype: the byte ratio holds for the rest.
+    // The kernel launches and the activation traffic (BF16 activations, BF16 cache written)
+    // cost the same at any weight dtype: the byte ratio holds for the rest.
     let launches = a.decode.kernel_gaps.value;
     assert_eq!(launches, b.decode.kernel_gaps.value);
-    let speedup = (a.decode.time.value - launches) / (b.decode.time.value - launches);
+    assert_eq!(a.decode.traffic_time.value, b.decode.traffic_time.value);
+    let fixed = launches + a.decode.traffic_time.value;
+    let speedup = (a.decode.time.value - fixed) / (b.decode.time.value - fixed);
     assert!(
         (speedup - ratio).abs() < 1e-12 * ratio,
         "{speedup} vs {ratio}"
@@ -262,7 +276,8 @@ fn int4_weights_speed_up_a_memory_bound_step_by_the_byte_ratio() {
     // projection and embedding row.
     int4.serving.kv_dtype = ServeDtype::Int4;
     let c = serving_time(&int4, &l).expect("valid");
-    let speedup = (a.decode.time.value - launches) / (c.decode.time.value - launches);
+    let speedup = (a.decode.time.value - fixed)
+        / (c.decode.time.value - launches - c.decode.traffic_time.value);
     let by_bytes = (a.decode.weight_bytes.value + a.decode.kv_bytes.value)
         / (c.decode.weight_bytes.value + c.decode.kv_bytes.value);
     assert!((speedup - by_bytes).abs() < 1e-12, "{speedup}");
@@ -454,6 +469,7 @@ proptest! {
             expert_parallel: ep,
             arrival_rate_per_s: rate,
             graph_padded_batch: None,
+            decode_attention: None,
         };
         match serving_time(&s, &l) {
             Ok(t) => {
@@ -607,7 +623,10 @@ fn gemm_and_attention_kernels_add_their_own_rooflines() {
     let attn_s = attn_flops / (step.peak_flops_per_s * step.options.attention_efficiency);
     let gemm_s = t.decode.compute_time.value - attn_s;
     assert!(gemm_s > weights_s && kv_s > attn_s, "the case as described");
-    let want = gemm_s + kv_s + t.decode.kernel_gaps.value;
+    // The 256 tokens' activations through the 32 layers' memory-bound kernels, at the copy share.
+    let traffic_s = 256.0 * 32.0 * LLAMA_8B_TRAFFIC_BYTES_PER_TOKEN_PER_LAYER / bw;
+    assert!(close(t.decode.traffic_time.value, traffic_s, 1e-12));
+    let want = gemm_s + kv_s + traffic_s + t.decode.kernel_gaps.value;
     assert!(
         close(t.decode.time.value, want, 1e-9),
         "{} vs {want}",
@@ -822,13 +841,124 @@ fn fp8_weights_on_h100_stream_at_the_measured_gemm_share() {
         &planner_core::serving::weight_stream::FP8_TFLOPS,
         1.0,
     );
-    let want_memory =
-        t.decode.weight_bytes.value / (share * 3.35e12) + t.decode.kv_bytes.value / (0.9 * 3.35e12);
+    let traffic = 32.0 * LLAMA_8B_TRAFFIC_BYTES_PER_TOKEN_PER_LAYER;
+    let want_memory = t.decode.weight_bytes.value / (share * 3.35e12)
+        + (t.decode.kv_bytes.value + traffic) / (0.9 * 3.35e12);
     assert_eq!(t.decode.bound, Bound::Memory);
     assert!(close(t.decode.memory_time.value, want_memory, 1e-12));
     assert!(close(
         t.decode.time.value,
         want_memory + 32.0 * 10.0 * 1.3e-6,
+        1e-12
+    ));
+}
+
+#[test]
+fn xqa_reads_an_fp8_kv_cache_at_its_measured_share_in_decode_only() {
+    use planner_core::serving::decode_attention::{
+        measured_kv_stream_fraction, DecodeAttentionKernel, H200_HBM_BYTES_PER_S,
+        XQA_BF16_KV_H200_BYTES_PER_S, XQA_FP8_KV_H200_BYTES_PER_S,
+    };
+    // TensorRT-LLM tech blog 16's decode baseline on H200 (batch 64, 64 q / 4 kv heads, 16k):
+    // FP8 4.03 TB/s of 4.8, 83.96%; BF16 4.31 TB/s, the 4.3 TB/s copy within a quarter point.
+    let xqa = Some(DecodeAttentionKernel::TrtllmXqa);
+    let fp8 = XQA_FP8_KV_H200_BYTES_PER_S / H200_HBM_BYTES_PER_S;
+    assert!((fp8 - 0.8396).abs() < 1e-4, "{fp8}");
+    assert!((XQA_BF16_KV_H200_BYTES_PER_S / 4.3e12 - 1.0).abs() < 0.003);
+    // The kernel's own bytes: 64 × 16,384 tokens × 4 heads × (K + V) × 128 × 1 B in 266 µs.
+    let bytes = 64.0 * 16384.0 * 4.0 * 2.0 * 128.0;
+    assert!((bytes / 266e-6 / XQA_FP8_KV_H200_BYTES_PER_S - 1.0).abs() < 0.005);
+    let h100 = gpu_preset("h100-sxm").expect("preset");
+    let h200 = gpu_preset("h200").expect("preset");
+    let a100 = gpu_preset("a100-80gb").expect("preset");
+    assert_eq!(
+        measured_kv_stream_fraction(&h200, ServeDtype::Fp8, xqa),
+        Some(fp8)
+    );
+    assert_eq!(
+        measured_kv_stream_fraction(&h100, ServeDtype::Fp8, xqa),
+        Some(fp8)
+    );
+    assert_eq!(
+        measured_kv_stream_fraction(&h200, ServeDtype::Bf16, xqa),
+        None
+    );
+    assert_eq!(
+        measured_kv_stream_fraction(&a100, ServeDtype::Fp8, xqa),
+        None
+    );
+    assert_eq!(
+        measured_kv_stream_fraction(&h200, ServeDtype::Fp8, None),
+        None
+    );
+
+    // Llama 3.1 8B, BF16 weights, FP8 KV, one H100, batch 64: the step's KV read at 83.96% of
+    // 3.35 TB/s under XQA, at 90% without; the weights at 90% either way.
+    let mut s = scenario("llama-3.1-8b", 1, 1, 1);
+    s.serving.kv_dtype = ServeDtype::Fp8;
+    let plain = load(1024, 256, 64);
+    let with = ServingLoad {
+        decode_attention: xqa,
+        ..plain.clone()
+    };
+    let (a, b) = (
+        serving_time(&s, &plain).expect("valid"),
+        serving_time(&s, &with).expect("valid"),
+    );
+    let (w, kv) = (b.decode.weight_bytes.value, b.decode.kv_bytes.value);
+    // The 64 tokens' activation traffic, the cache written in FP8 (1 B where BF16 writes 2).
+    let traffic = 64.0 * 32.0 * (LLAMA_8B_TRAFFIC_BYTES_PER_TOKEN_PER_LAYER - 2048.0);
+    assert!(close(
+        a.decode.memory_time.value,
+        (w + kv + traffic) / (0.9 * 3.35e12),
+        1e-12
+    ));
+    assert!(close(
+        b.decode.memory_time.value,
+        (w + traffic) / (0.9 * 3.35e12) + kv / (fp8 * 3.35e12),
+        1e-12
+    ));
+    // Prefill (context attention) keeps the copy share: the same prefill either way.
+    assert_eq!(a.prefill.time.value, b.prefill.time.value);
+}
+
+#[test]
+fn a_layers_memory_bound_kernels_move_their_tensors_once() {
+    use planner_core::serving::layer_traffic::layer_bytes_per_token;
+    let m8 = model_preset("llama-3.1-8b").expect("preset");
+    // The closed form of LLAMA_8B_TRAFFIC_BYTES_PER_TOKEN_PER_LAYER, BF16 cache.
+    assert_eq!(
+        layer_bytes_per_token(&m8, 1, false, 2.0, 2.0),
+        LLAMA_8B_TRAFFIC_BYTES_PER_TOKEN_PER_LAYER
+    );
+    // TP 2 splits the heads, the cache and the FFN, not the hidden width of the norms:
+    // 65,536 + 2 × (2048 + 512) × 2 + 1024 × (2 + 1) + 3 × 7168 × 2, FP8 cache.
+    assert_eq!(
+        layer_bytes_per_token(&m8, 2, false, 2.0, 1.0),
+        65_536.0 + 10_240.0 + 3_072.0 + 43_008.0
+    );
+    // Mixtral 8x7B MoE layer, TP 1: SiLU-and-mul over the top-2 experts' 2 × 14336 rows, then
+    // moe_sum reads the 2 outputs and writes the token: (2 + 1) × 4096 × 2.
+    let mx = model_preset("mixtral-8x7b").expect("preset");
+    let dense = layer_bytes_per_token(&mx, 1, false, 2.0, 2.0);
+    let moe = layer_bytes_per_token(&mx, 1, true, 2.0, 2.0);
+    let mlp_dense = 3.0 * 14336.0 * 2.0;
+    let mlp_moe = 3.0 * 2.0 * 14336.0 * 2.0 + 3.0 * 4096.0 * 2.0;
+    assert_eq!(moe - dense, mlp_moe - mlp_dense);
+    // Per step it scales with the tokens: a batch of 256 decode tokens moves 256 × as much
+    // as one (Llama 3.1 8B, one H100).
+    let s = scenario("llama-3.1-8b", 1, 1, 1);
+    let one = serving_time(&s, &load(1024, 256, 1)).expect("valid");
+    let many = serving_time(&s, &load(1024, 256, 256)).expect("valid");
+    assert!(close(
+        many.decode.traffic_time.value,
+        256.0 * one.decode.traffic_time.value,
+        1e-12
+    ));
+    // The prompt's traffic: 1024 tokens through 32 layers at the copy share.
+    assert!(close(
+        one.prefill.traffic_time.value,
+        1024.0 * 32.0 * LLAMA_8B_TRAFFIC_BYTES_PER_TOKEN_PER_LAYER / (0.9 * 3.35e12),
         1e-12
     ));
 }
