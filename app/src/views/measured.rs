@@ -303,9 +303,9 @@ fn FitTables(summary: CalibrationSummary, assumed: CommModel) -> impl IntoView {
                         <th>"collective"</th>
                         <th>"link"</th>
                         <th class="num">"bus bw, measured fit"</th>
-                        <th class="num">"bus bw, preset"</th>
+                        <th class="num" title="the preset link's line rate × the share of it NCCL measures for that collective (planner-core input/link_efficiency.rs)">"bus bw, assumed"</th>
                         <th class="num">"α per step, fit"</th>
-                        <th class="num">"α, preset"</th>
+                        <th class="num">"α, assumed"</th>
                         <th class="num">"points"</th>
                         <th class="num">"max error"</th>
                     </tr>

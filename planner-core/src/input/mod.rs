@@ -13,6 +13,7 @@ pub mod hbm_achievable;
 pub mod host;
 pub mod kernels;
 pub mod layout;
+pub mod link_efficiency;
 pub mod model;
 pub mod offload;
 pub mod overlap;

@@ -11,11 +11,12 @@ use serde::{Deserialize, Serialize};
 use crate::input::calibration::CalibrationSummary;
 pub use crate::input::collective::{AlphaBeta, Collective, LinkDomain};
 use crate::input::hardware::Cluster;
+use crate::input::link_efficiency::{inter_node_busbw_share, intra_node_busbw_share};
 use crate::parallel::topology::{Domain, GroupPlacement};
 
 /// How a collective's time is priced, in words, for the explanations ([`CommModel::time_s`]:
 /// [`Domain::Hierarchical`] runs two levels, [`Domain::InterNode`] the network link alone).
-pub const COMM_TIME_ASSUMPTION: &str = "α–β with nccl-tests bus-bandwidth factors; two-level when a group has several GPUs on each of several nodes, the network link alone when it has one GPU per node";
+pub const COMM_TIME_ASSUMPTION: &str = "α–β with nccl-tests bus-bandwidth factors, each link at the bus bandwidth NCCL measures on it, not its line rate (input/link_efficiency.rs: NVLink 4 at 20.6 of 25 GB/s per link, all-reduce with NVLink SHARP at 480 of 450 GB/s, NVLink 5 at 40.1 of 50, A100's NVLink at 230 of 300, MI300X's xGMI at 48 of 64, a 400 Gb/s NDR NIC at 47 of 50 GB/s, a 200 Gb/s HDR NIC at 24 of 25; the line rate where no figure is cited; a calibration's measured α–β replaces them); two-level when a group has several GPUs on each of several nodes, the network link alone when it has one GPU per node";
 
 /// α–β parameters for every (operation, link), each marked measured or assumed.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -41,18 +42,28 @@ impl CommModel {
         }
     }
 
-    /// Every operation runs at the cluster's link figures (bus bandwidth = link bandwidth).
+    /// Every operation runs at the bus bandwidth NCCL reaches on the cluster's links: the
+    /// link's line rate (the cluster's figure, from the datasheet) × the measured share of
+    /// it for that GPU's node and that operation (input/link_efficiency.rs), or the line rate
+    /// where no share is cited. Latencies are the cluster's.
     pub fn assumed(cluster: &Cluster) -> Self {
-        let intra = AlphaBeta {
-            latency_s: cluster.intra_node.latency_s,
-            busbw_bytes_per_s: cluster.intra_node.bytes_per_s,
-        };
-        let inter = AlphaBeta {
-            latency_s: cluster.inter_node.latency_s,
-            busbw_bytes_per_s: cluster.inter_node.bytes_per_s,
+        let gpu = cluster.gpu.id.as_str();
+        let entry = |op: Collective| {
+            [
+                AlphaBeta {
+                    latency_s: cluster.intra_node.latency_s,
+                    busbw_bytes_per_s: cluster.intra_node.bytes_per_s
+                        * intra_node_busbw_share(gpu, op).unwrap_or(1.0),
+                },
+                AlphaBeta {
+                    latency_s: cluster.inter_node.latency_s,
+                    busbw_bytes_per_s: cluster.inter_node.bytes_per_s
+                        * inter_node_busbw_share(gpu, op).unwrap_or(1.0),
+                },
+            ]
         };
         CommModel {
-            links: [[intra, inter]; 7],
+            links: Collective::ALL.map(entry),
             measured: [[false; 2]; 7],
         }
     }

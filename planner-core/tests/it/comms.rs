@@ -374,10 +374,14 @@ fn two_level_all_reduce_is_the_sum_of_its_stages() {
     let g = *Placement::of(&layout, 8, RankOrder::default()).group(GroupKind::Dp);
     let (i, e) = (c.intra_node.clone(), c.inter_node.clone());
     let s = 1e9;
+    // Each link at its measured bus bandwidth (input/link_efficiency.rs): H100's NVLink 4
+    // reduce-scatter and all-gather at 20.6 of 25 GB/s per link, the 400 Gb/s NIC at 47 of 50.
+    let i_busbw = i.bytes_per_s * 20.6 / 25.0;
+    let e_busbw = e.bytes_per_s * 47.0 / 50.0;
     // Intra reduce-scatter + all-gather on 8 ranks, inter all-reduce of s/8 on 4 nodes.
-    let want = 2.0 * (7.0 * i.latency_s + s * 7.0 / 8.0 / i.bytes_per_s)
+    let want = 2.0 * (7.0 * i.latency_s + s * 7.0 / 8.0 / i_busbw)
         + 2.0 * 3.0 * e.latency_s
-        + s / 8.0 * 2.0 * 3.0 / 4.0 / e.bytes_per_s;
+        + s / 8.0 * 2.0 * 3.0 / 4.0 / e_busbw;
     let got = model.time_s(Collective::AllReduce, s, &g);
     assert!((got / want - 1.0).abs() < 1e-12, "{got} vs {want}");
 }

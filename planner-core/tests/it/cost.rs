@@ -353,9 +353,11 @@ fn tp_across_nodes_costs_more_than_tp_on_nvlink() {
     )
     .evaluate(&layout);
     let tp = |c: &planner_core::time::cost::StepCost| c.seconds.exposed_comm[0];
-    // 450 GB/s NVLink against a 50 GB/s NIC: about 9× the TP time.
+    // TP's reduce-scatters and all-gathers at NVLink 4's measured 450 · 20.6/25 = 370.8 GB/s
+    // against the 400 Gb/s NIC's 47 GB/s (input/link_efficiency.rs): about 7.9× the TP time
+    // (9× at the line rates, when this asserted 8×; the same 0.89 of the ratio now).
     assert!(
-        tp(&across) > 8.0 * tp(&nvlink),
+        tp(&across) > 7.0 * tp(&nvlink),
         "{} vs {}",
         tp(&across),
         tp(&nvlink)

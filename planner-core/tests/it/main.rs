@@ -19,6 +19,7 @@ mod hostile_input;
 mod import_page;
 mod import_sniff;
 mod layers;
+mod link_efficiency;
 mod link_roundtrip;
 mod memory;
 mod memory_as_measured;

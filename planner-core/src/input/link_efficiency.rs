@@ -1,0 +1,92 @@
+//! The share of a link's line rate that NCCL's (or RCCL's) collectives reach as nccl-tests
+//! *bus* bandwidth on a GPU preset's node, per link and, where the sources differ, per
+//! operation. The cluster's link figures stay the datasheet's line rates; the assumed
+//! communication model ([`crate::time::collectives`]) prices each collective at line rate ×
+//! share, and a calibration's measured α–β replaces both. A GPU (or link) without a cited
+//! figure keeps the line rate (share `None`).
+
+use crate::input::collective::Collective;
+
+/// NVIDIA/nccl `src/graph/topo.h` `SM90_NVLINK_BW` 20.6 GB/s: the bandwidth NCCL's topology
+/// counts per NVLink 4 link, of its 25 GB/s per direction (18 links = 450 GB/s on H100);
+/// the same ~370 GB/s busBw NCCL's maintainers state for H100 collectives other than
+/// all-reduce, or with `NCCL_ALGO=RING` (NVIDIA/nccl-tests issue #212, sjeaugey: "450GB/s is
+/// the line rate. With the protocol overhead (~20%) NCCL can get an effective NVLink
+/// bandwidth of 370GB/s").
+pub const NVLINK4_RING_SHARE: f64 = 20.6 / 25.0;
+
+/// NVIDIA/nccl-tests issue #212 (sjeaugey): all-reduce uses NVLink SHARP (NVLS) by default on
+/// H100, "On 8 GPUs, you should reach a peak busBw of ~480GB/s" of the 450 GB/s line rate
+/// (NVLS reduces in the switch, so its busBw is not the wire's); Azure/AI-benchmarking-guide
+/// `Azure_Results/ND_H100_v5_results.md` measures 478.87 GB/s (NVLS, 8 GB, 8 GPUs) and
+/// `ND_H200_v5_results.md` 479.98 GB/s. NCCL's tuner (`src/graph/tuning.cc`, NVLS) keeps an
+/// NVLS all-reduce's busBw independent of the rank count, so the 8-GPU figure stands for
+/// smaller groups too.
+pub const NVLINK4_NVLS_ALL_REDUCE_SHARE: f64 = 480.0 / 450.0;
+
+/// NVIDIA/nccl `src/graph/topo.h` `SM100_NVLINK_BW` 40.1 GB/s per NVLink 5 link, of its
+/// 50 GB/s per direction (18 links = 900 GB/s on B200/GB200). No NVLS all-reduce figure for
+/// Blackwell from NCCL's maintainers or a published benchmark was found, so all-reduce takes
+/// this ring share too.
+pub const NVLINK5_RING_SHARE: f64 = 40.1 / 50.0;
+
+/// NVIDIA/nccl-tests issue #149 (sjeaugey): A100's 12 NVLink 3 links of 25 GB/s per
+/// direction (300 GB/s) give "~20GB/s effective bandwidth" each, and "other bottlenecks on
+/// the GPUs limits it to ~230GB/s"; Azure/AI-benchmarking-guide
+/// `Azure_Results/ND_A100_v4_results.md` measures an 8-GPU all-reduce at 231.58 GB/s busbw
+/// (8 GB). A100 has no NVLink SHARP: every operation takes this share.
+pub const NVLINK3_SHARE: f64 = 230.0 / 300.0;
+
+/// ROCm/rccl issue #1210 (gilbertlee-amd): "After protocol and error correction overheads,
+/// the max theoretical per-direction bandwidth for gfx94 devices is 48GB/s" per xGMI link
+/// (RCCL `src/graph/topo.h` `ncclTopoXGMISpeed`), of the 64 GB/s per link the MI300X
+/// platform datasheet states (7 links = the preset's 448 GB/s per direction). MI325X is the
+/// same gfx942 die and links.
+pub const XGMI_GFX94_SHARE: f64 = 48.0 / 64.0;
+
+/// NVIDIA/nccl-tests issue #290 (AddyLaddy, NCCL team): "For NDR @ 400Gbps you should see
+/// 46-48GB/s per NIC" of its 50 GB/s line rate; the midpoint, 47 GB/s.
+pub const NDR_400G_NIC_SHARE: f64 = 47.0 / 50.0;
+
+/// NVIDIA/nccl-tests issue #119 (sjeaugey): "We usually consider 24GB/s is the peak
+/// performance per 200G NIC" of its 25 GB/s line rate (and 96 GB/s measured there for four
+/// HDR NICs together).
+pub const HDR_200G_NIC_SHARE: f64 = 24.0 / 25.0;
+
+/// The share of the intra-node link's line rate that `op` reaches as bus bandwidth on the
+/// node of GPU preset `gpu_id`, or `None` where no figure is cited (the line rate applies).
+pub fn intra_node_busbw_share(gpu_id: &str, op: Collective) -> Option<f64> {
+    match gpu_id {
+        // NVLink 4 with NVSwitch (HGX H100/H200 boards; H800's 8 links, 200 GB/s per
+        // direction, are counted per link by NCCL the same way: 8 × 20.6 of 8 × 25; one
+        // user's H800 NVLS all-reduce, NVIDIA/nccl issue #1374, read 215 GB/s busBW, the
+        // 480/450 share's 213).
+        "h100-sxm" | "h100-96gb" | "h200" | "h800" => Some(if op == Collective::AllReduce {
+            NVLINK4_NVLS_ALL_REDUCE_SHARE
+        } else {
+            NVLINK4_RING_SHARE
+        }),
+        "b200" | "gb200-nvl72" => Some(NVLINK5_RING_SHARE),
+        "a100-40gb" | "a100-80gb" => Some(NVLINK3_SHARE),
+        "mi300x" | "mi325x" => Some(XGMI_GFX94_SHARE),
+        _ => None,
+    }
+}
+
+/// The share of the inter-node link's line rate every operation reaches as bus bandwidth
+/// with the NICs of GPU preset `gpu_id`'s usual server, or `None` where no figure is cited.
+/// The NIC share is a property of the network card (InfiniBand NDR or HDR), whatever the
+/// collective; each preset's server carries one such NIC per GPU (input/hardware.rs).
+pub fn inter_node_busbw_share(gpu_id: &str, _op: Collective) -> Option<f64> {
+    match gpu_id {
+        // input/hardware.rs: A100 nodes carry one 200 Gb/s HDR NIC per GPU.
+        "a100-40gb" | "a100-80gb" => Some(HDR_200G_NIC_SHARE),
+        // One 400 Gb/s NDR NIC (ConnectX-7) per GPU under NCCL (input/hardware.rs `gpu`: 50 GB/s).
+        "h100-sxm" | "h100-96gb" | "h200" | "h800" | "b200" | "gb200-nvl72" => {
+            Some(NDR_400G_NIC_SHARE)
+        }
+        // MI300X/MI325X run RCCL over their servers' 400 Gb/s NICs: no RCCL figure for them
+        // was found, so the line rate stays.
+        _ => None,
+    }
+}
