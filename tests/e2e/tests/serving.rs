@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use e2e::page;
 use e2e::{assert_no_console_errors, screenshot_path, Page, Session};
+use planner_core::edges::link;
 use planner_core::edges::serving_page::search_inputs;
 use planner_core::resolve::presets;
 use planner_core::search::deployment::serve_search;
@@ -166,15 +167,24 @@ fn tpot_follows_concurrency_and_a_deployment_row_applies_its_layout() {
         "after applying {}: page TPOT {got}, planner-core {want}",
         best.label
     );
+    // The share link carries the applied deployment. It is read back with planner-core's own
+    // decoder rather than searched for `serve_tp=`: a field at its default is left out of the
+    // link, and the best deployment may keep the scenario's TP.
     let url_deadline = Instant::now() + SETTLE;
-    while !session
-        .current_url()
-        .unwrap()
-        .contains(&format!("serve_tp={tp}"))
-    {
+    loop {
+        let url = session.current_url().unwrap();
+        let query = url.split_once('?').map(|(_, q)| q).unwrap_or_default();
+        let (linked, _) = link::decode_lenient(query);
+        if linked.serving.tp == applied.serving.tp
+            && linked.serving.pp == applied.serving.pp
+            && linked.serving.target_concurrency == c
+        {
+            break;
+        }
         assert!(
             Instant::now() < url_deadline,
-            "URL never showed serve_tp={tp}"
+            "the URL never carried TP {tp}, PP {} and concurrency {c}: {url}",
+            applied.serving.pp
         );
         std::thread::sleep(Duration::from_millis(50));
     }
