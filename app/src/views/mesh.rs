@@ -88,6 +88,8 @@ struct SearchState {
     result: RwSignal<Option<Result<SearchResult, String>>>,
     /// Whether a search is running (its result is not `result` yet).
     searching: RwSignal<bool>,
+    /// Why the latest reply was refused, while `result` still shows the ranking before it.
+    refused: RwSignal<Option<String>>,
     progress: RwSignal<(usize, usize)>,
     timing: RwSignal<Option<Timing>>,
     started_ms: StoredValue<f64>,
@@ -115,19 +117,45 @@ impl SearchState {
             query: link::encode(key),
         }
         .to_text();
-        if self.ready.get_value() && !self.in_flight.get_value() {
-            self.post_now(request);
-        } else {
-            // Only the latest waits: an older scenario's request is never searched.
-            self.queued.set_value(Some(request));
-            self.worker();
-        }
+        // Only the latest waits: an older scenario's request is never searched.
+        self.queued.set_value(Some(request));
+        self.worker();
+        // Posted once the input's frame is drawn (a task queued from the next animation
+        // frame runs after that frame's style, layout, paint and commit): posted at once, the
+        // worker's search took a core from that frame's rendering on this 2-core machine (its
+        // main-thread work 9 ms of CPU spread over a 27–43 ms frame, traced, issue 12).
+        request_animation_frame(move || {
+            set_timeout(
+                move || {
+                    if self.generation.get_value() == generation
+                        && self.ready.get_value()
+                        && !self.in_flight.get_value()
+                    {
+                        self.send_queued();
+                    }
+                },
+                std::time::Duration::ZERO,
+            )
+        });
     }
 
     /// A search that ended without a ranking (the message says why).
     fn fail(self, message: String) {
         self.searching.set(false);
+        self.refused.set(None);
         self.result.set(Some(Err(message)));
+    }
+
+    /// A reply that did not read (malformed, cut short): the ranking shown stays as it
+    /// was, with the message; with none shown yet, the message is the result.
+    fn refuse(self, why: String) {
+        let message = format!("the mesh search's reply did not parse: {why}");
+        if self.result.with_untracked(|r| matches!(r, Some(Ok(_)))) {
+            self.searching.set(false);
+            self.refused.set(Some(message));
+        } else {
+            self.fail(message);
+        }
     }
 
     fn worker(self) -> Option<Worker> {
@@ -142,7 +170,22 @@ impl SearchState {
             }
         };
         let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
-            self.read(ev.data().as_string().unwrap_or_default());
+            let t0 = now_ms();
+            let data = ev.data();
+            let t1 = now_ms();
+            crate::perf::mark("mesh_msg_data", t0, t1 - t0);
+            // A finished search comes as bytes (a transferred buffer), the rest as text.
+            if let Some(array) = data.dyn_ref::<js_sys::Uint8Array>() {
+                let bytes = array.to_vec();
+                let t2 = now_ms();
+                crate::perf::mark(&format!("mesh_msg_bytes {} B", bytes.len()), t1, t2 - t1);
+                crate::perf::timed_mark("mesh_msg_read", || self.handle(Read::from_bytes(bytes)));
+                return;
+            }
+            let text = data.as_string().unwrap_or_default();
+            let t2 = now_ms();
+            crate::perf::mark(&format!("mesh_msg_string {} B", text.len()), t1, t2 - t1);
+            crate::perf::timed_mark("mesh_msg_read", || self.read(text));
         });
         let onerror = Closure::<dyn FnMut(ErrorEvent)>::new(move |ev: ErrorEvent| {
             // A worker that failed answers nothing more: the next search starts another.
@@ -185,8 +228,13 @@ impl SearchState {
             self.send_queued();
             return;
         }
+        self.handle(Read::from_text(text));
+    }
+
+    /// A reply read as far as its head ([`Read::from_text`] or [`Read::from_bytes`]).
+    fn handle(self, read: Result<Read, String>) {
         let generation = self.generation.get_value();
-        match Read::from_text(text) {
+        match read {
             Ok(Read::Reply(MeshReply::Progress { seq, done, all })) => {
                 if seq == generation {
                     self.progress.set((done, all));
@@ -213,7 +261,7 @@ impl SearchState {
             Err(e) => {
                 self.in_flight.set_value(false);
                 self.send_queued();
-                self.fail(format!("the mesh search's reply did not parse: {e}"));
+                self.refuse(e);
             }
         }
     }
@@ -226,7 +274,7 @@ impl SearchState {
             }
             let t0 = now_ms();
             let mut outcome = Ok(false);
-            timed("mesh_read", || {
+            crate::perf::timed_mark("mesh_read", || {
                 self.reading.update_value(|r| {
                     if let Some(reader) = r {
                         loop {
@@ -248,7 +296,7 @@ impl SearchState {
                 Ok(true) => self.show(generation),
                 Err(e) => {
                     self.reading.set_value(None);
-                    self.fail(format!("the mesh search's reply did not parse: {e}"));
+                    self.refuse(e);
                 }
             }
         });
@@ -261,6 +309,7 @@ impl SearchState {
             if self.generation.get_value() != generation {
                 return;
             }
+            let _t = now_ms();
             let Some(reader) = self.reading.try_update_value(Option::take).flatten() else {
                 return;
             };
@@ -270,17 +319,23 @@ impl SearchState {
             t.busy_ms = page.worker_ms;
             t.wall_ms = now_ms() - self.started_ms.get_value();
             self.progress.set(page.blocks);
-            // Set before the result, so the new ranking's first draw has one chunk.
-            self.drawn.set(ROWS_PER_FRAME);
+            // Set before the result: the ranking's frame draws the status, the hints and the
+            // undimmed table, and its rows come a chunk a frame from the next one on (the
+            // first chunk in this frame made it the costliest of the rerun: 11.5 ms of the
+            // main thread's CPU, traced).
+            self.drawn.set(0);
             self.timing.set(Some(t));
             self.searching.set(false);
+            self.refused.set(None);
             self.result.set(Some(Ok(page.result)));
             self.shown_results.update(|n| *n += 1);
+            crate::perf::mark("mesh_show", _t, now_ms() - _t);
             self.reveal(generation);
         });
     }
 
-    /// Draws [`ROWS_PER_FRAME`] more rows in each following frame until `shown` are drawn.
+    /// Draws [`ROWS_PER_FRAME`] more rows in each following frame until `shown` are drawn
+    /// (`drawn` is 0 in the ranking's own frame).
     fn reveal(self, generation: u64) {
         if self.drawn.get_untracked() >= self.shown.get_untracked() {
             return;
@@ -377,6 +432,7 @@ pub fn MeshView() -> impl IntoView {
         reading: StoredValue::new(None),
         result: RwSignal::new(None),
         searching: RwSignal::new(false),
+        refused: RwSignal::new(None),
         progress: RwSignal::new((0, 0)),
         timing: RwSignal::new(None),
         started_ms: StoredValue::new(0.0),
@@ -393,27 +449,29 @@ pub fn MeshView() -> impl IntoView {
     let filter = RwSignal::new(Filter::default());
 
     let rows = Memo::new(move |_| {
-        let f = filter.get();
-        let (col, desc) = sort.get();
-        state.result.with(|r| {
-            let Some(Ok(r)) = r else { return Vec::new() };
-            ctx.scenario.with_untracked(|sc| {
-                let mut v: Vec<(usize, Feasible, f64)> = r
-                    .feasible
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, x)| f.keeps(&x.dims))
-                    .map(|(i, x)| (i, *x, sort_value(col, i, x, sc)))
-                    .collect();
-                v.sort_by(|a, b| {
-                    let o = a.2.total_cmp(&b.2).then(a.0.cmp(&b.0));
-                    if desc {
-                        o.reverse()
-                    } else {
-                        o
-                    }
-                });
-                v
+        crate::perf::timed_mark("mesh_rank", || {
+            let f = filter.get();
+            let (col, desc) = sort.get();
+            state.result.with(|r| {
+                let Some(Ok(r)) = r else { return Vec::new() };
+                ctx.scenario.with_untracked(|sc| {
+                    let mut v: Vec<(usize, Feasible, f64)> = r
+                        .feasible
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, x)| f.keeps(&x.dims))
+                        .map(|(i, x)| (i, *x, sort_value(col, i, x, sc)))
+                        .collect();
+                    v.sort_by(|a, b| {
+                        let o = a.2.total_cmp(&b.2).then(a.0.cmp(&b.0));
+                        if desc {
+                            o.reverse()
+                        } else {
+                            o
+                        }
+                    });
+                    v
+                })
             })
         })
     });
@@ -539,6 +597,11 @@ pub fn MeshView() -> impl IntoView {
                     _ => None,
                 })
             }}
+            {move || state.refused.get().map(|m| view! {
+                <p class="issue error" data-testid="mesh-refused" role="alert">
+                    {format!("{m}. The table shows the search before it.")}
+                </p>
+            })}
             <span
                 hidden
                 data-testid="mesh-timing"
@@ -587,9 +650,12 @@ pub fn MeshView() -> impl IntoView {
                         )
                     }}
                 </p>
-                // The previous ranking stays laid out while the next search runs: dimmed and
-                // inert (opacity and pointer-events repaint, they reflow nothing).
-                <div class="table-scroll mesh-table" class:stale=move || state.searching.get()>
+                // The previous ranking stays laid out while the next search runs: dimmed (the
+                // table's own layer's opacity: composited, no row restyled or repainted) and
+                // inert (its rows ignore clicks and keys while `searching`; `pointer-events`
+                // is inherited, and changing it restyled every row: 649 elements in the
+                // 16,384-GPU search's input frame and 548 in the frame that undimmed it, traced).
+                <div class="table-scroll mesh-table" class:searching=move || state.searching.get()>
                     <table data-testid="mesh-table">
                         <thead>
                             <tr>
@@ -625,7 +691,7 @@ pub fn MeshView() -> impl IntoView {
                                     let current = rows_version.get();
                                     if state.drawn.get() > first { Some(current) } else { prev.copied().flatten() }
                                 });
-                                move || timed("mesh_rows", || {
+                                move || crate::perf::timed_mark("mesh_rows", || {
                                 if shows.get().is_none() {
                                     return Vec::new();
                                 }
@@ -659,9 +725,10 @@ pub fn MeshView() -> impl IntoView {
                                                         data-rank=rank.to_string()
                                                         tabindex="0"
                                                         title="Apply this layout"
-                                                        on:click=move |_| apply(ctx, f, offload)
+                                                        // Inert while the next search runs (its ranking may differ).
+                                                        on:click=move |_| if !state.searching.get_untracked() { apply(ctx, f, offload) }
                                                         on:keydown=move |ev| {
-                                                            if ev.key() == "Enter" || ev.key() == " " {
+                                                            if !state.searching.get_untracked() && (ev.key() == "Enter" || ev.key() == " ") {
                                                                 apply(ctx, f, offload)
                                                             }
                                                         }
