@@ -1033,6 +1033,62 @@ pub fn trace_summary(events: &[Value], mark: &str, window_ms: f64, min_ms: f64) 
     out
 }
 
+/// CPU time (the trace's `tdur`) of the top-level tasks (`RunTask`, `ThreadPool_RunTask`)
+/// that start between two frames, per frame: `frames_ms` are the frames' times in ms from
+/// the `performance.mark(mark)`; threads whose name starts with one of `threads`. Where the
+/// machine is loaded, a frame's wall time is mostly waiting for a core, and this is what
+/// the page itself asked of the CPU in it. Empty without the mark.
+pub fn trace_cpu_per_frame(
+    events: &[Value],
+    mark: &str,
+    frames_ms: &[f64],
+    threads: &[&str],
+) -> Vec<f64> {
+    let Some(t0) = events
+        .iter()
+        .find(|e| e["name"] == mark)
+        .and_then(|e| e["ts"].as_f64())
+    else {
+        return Vec::new();
+    };
+    let key = |e: &Value| {
+        (
+            e["pid"].as_u64().unwrap_or(0),
+            e["tid"].as_u64().unwrap_or(0),
+        )
+    };
+    let wanted: std::collections::HashSet<(u64, u64)> = events
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
+        .filter(|e| {
+            let n = e["args"]["name"].as_str().unwrap_or("");
+            threads.iter().any(|t| n.starts_with(t))
+        })
+        .map(key)
+        .collect();
+    let mut per_frame = vec![0.0; frames_ms.len().saturating_sub(1)];
+    for e in events {
+        let name = e["name"].as_str().unwrap_or("");
+        if e["ph"] != "X" || !(name == "RunTask" || name == "ThreadPool_RunTask") {
+            continue;
+        }
+        if !wanted.contains(&key(e)) {
+            continue;
+        }
+        let (Some(ts), Some(cpu)) = (e["ts"].as_f64(), e["tdur"].as_f64()) else {
+            continue;
+        };
+        let start_ms = (ts - t0) / 1000.0;
+        if let Some(i) = frames_ms
+            .windows(2)
+            .position(|w| start_ms >= w[0] && start_ms < w[1])
+        {
+            per_frame[i] += cpu / 1000.0;
+        }
+    }
+    per_frame
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

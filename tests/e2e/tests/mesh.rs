@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use e2e::page;
 use e2e::{
-    assert_no_console_errors, measure_latency, percentile, screenshot_path, strings, trace_summary,
-    Control, Page, Session, DP_SLIDER,
+    assert_no_console_errors, measure_latency, percentile, screenshot_path, strings,
+    trace_cpu_per_frame, trace_summary, Control, Page, Session, DP_SLIDER,
 };
 use planner_core::edges::{link, mesh_page};
 use planner_core::input::hardware::{gpu_preset, Cluster};
@@ -637,6 +637,41 @@ fn search_of_16k_gpus_is_timed_and_the_page_stays_responsive() {
             "TRACE of the rerun, events ≥ 1 ms, ms from the input:{}",
             trace_summary(&trace, "meshplan-input", 400.0, 1.0)
         );
+        // The frames as the recorder saw them (its ticks), from the input.
+        let mut frames = vec![0.0];
+        frames.extend(
+            recorded["timeline"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|e| e[0] == "frame")
+                .filter_map(|e| e[1].as_f64()),
+        );
+        let show =
+            |label: &str, threads: &[&str]| {
+                let cpu = trace_cpu_per_frame(&trace, "meshplan-input", &frames, threads);
+                let mut sorted = cpu.clone();
+                sorted.sort_by(f64::total_cmp);
+                println!(
+                "  CPU per frame, {label}, ms: median {:.1}, max {:.1}, sum {:.1}; in order: {}",
+                percentile(&sorted, 0.5),
+                sorted.last().copied().unwrap_or(f64::NAN),
+                cpu.iter().sum::<f64>(),
+                cpu.iter().map(|c| format!("{c:.1}")).collect::<Vec<_>>().join(" ")
+            );
+            };
+        show("the page's main thread", &["CrRendererMain"]);
+        show(
+            "rendering (main, compositor, raster, display compositor)",
+            &[
+                "CrRendererMain",
+                "Compositor",
+                "ThreadPoolForegroundWorker",
+                "VizCompositorThread",
+                "CrGpuMain",
+            ],
+        );
+        show("the worker", &["DedicatedWorker"]);
     }
     let work = recorded["work"]
         .as_object()
