@@ -43,9 +43,12 @@ const MORE_ROWS: usize = 50;
 /// Rows added to the table per animation frame once a ranking is shown: the frame that
 /// applied a 16,384-GPU ranking and drew all 30 first rows at once was the search's
 /// longest (24–123 ms measured under load 4–5 here, issue 16), so they are drawn a chunk a
-/// frame (10 a frame still measured 20–42 ms a chunk frame under that load). [`FIRST_ROWS`] and
+/// frame. Since rows are patched in place (`MeshRow`), a chunk frame's cost is mostly the
+/// table's layout, the document's paint and the commit, whatever the chunk's size: traced,
+/// 7.2–8.5 ms of the main thread's CPU a frame with 5 rows, 7.1–8.4 ms with 10, so 10 a
+/// frame draws the first 30 in three such frames instead of six. [`FIRST_ROWS`] and
 /// [`MORE_ROWS`] are multiples of it, so every chunk but the list's last is full.
-const ROWS_PER_FRAME: usize = 5;
+const ROWS_PER_FRAME: usize = 10;
 
 /// What the search depends on: the scenario without its layout and serving inputs.
 fn search_key(s: &Scenario) -> Scenario {
@@ -120,22 +123,26 @@ impl SearchState {
         // Only the latest waits: an older scenario's request is never searched.
         self.queued.set_value(Some(request));
         self.worker();
-        // Posted once the input's frame is drawn (a task queued from the next animation
-        // frame runs after that frame's style, layout, paint and commit): posted at once, the
-        // worker's search took a core from that frame's rendering on this 2-core machine (its
-        // main-thread work 9 ms of CPU spread over a 27–43 ms frame, traced, issue 12).
+        // Posted once the input's frame is drawn: a task queued from the animation frame
+        // after next runs when the input's frame has been committed, rastered and (mostly)
+        // composited. Posted at once, the worker's search took a core from that frame's
+        // rendering on this 2-core machine (its main-thread work 9 ms of CPU spread over a
+        // 27–43 ms frame, traced, issue 12); posted after the commit only, it still overlapped
+        // the frame's raster (8.6 ms of CPU) and the display compositor's draw (9.2 ms), traced.
         request_animation_frame(move || {
-            set_timeout(
-                move || {
-                    if self.generation.get_value() == generation
-                        && self.ready.get_value()
-                        && !self.in_flight.get_value()
-                    {
-                        self.send_queued();
-                    }
-                },
-                std::time::Duration::ZERO,
-            )
+            request_animation_frame(move || {
+                set_timeout(
+                    move || {
+                        if self.generation.get_value() == generation
+                            && self.ready.get_value()
+                            && !self.in_flight.get_value()
+                        {
+                            self.send_queued();
+                        }
+                    },
+                    std::time::Duration::ZERO,
+                )
+            })
         });
     }
 
