@@ -18,8 +18,9 @@
 //! It searches the mesh explorer's cluster too: a message that is a
 //! [`planner_core::edges::mesh_page::MeshRequest`] is answered with the search's progress
 //! (at most every [`PROGRESS_MS`]) and then its whole result as record text
-//! (`mesh_page::MeshReply::to_text`), so the mesh search never runs on the page's thread
-//! and its code stays out of the page's wasm.
+//! (`mesh_page::MeshReply::to_text`, posted as its UTF-8 bytes in a transferred buffer),
+//! so the mesh search never runs on the page's thread and its code stays out of the
+//! page's wasm.
 //!
 //! And it reads the page's imports ([`bench_import`]): a message that is a
 //! [`planner_core::edges::import_page::Job`] (a `config.json`, or a benchmark file with the
@@ -66,7 +67,23 @@ fn mesh_search(
             post(scope, &p.to_text());
         }
     });
-    post(scope, &reply.to_text());
+    match reply {
+        // A finished search: its text's bytes in a transferred buffer (`mesh_page`'s
+        // `Read::from_bytes`), not a string the page would convert in one task.
+        MeshReply::Done(_) => post_bytes(scope, reply.to_text().into_bytes()),
+        _ => post(scope, &reply.to_text()),
+    }
+}
+
+/// Posts `bytes` as a `Uint8Array` whose buffer is transferred (moved to the page, not
+/// cloned).
+fn post_bytes(scope: &DedicatedWorkerGlobalScope, bytes: Vec<u8>) {
+    let array = js_sys::Uint8Array::from(bytes.as_slice());
+    drop(bytes);
+    let transfer = js_sys::Array::of1(&array.buffer());
+    if let Err(e) = scope.post_message_with_transfer(&array, &transfer) {
+        web_sys::console::error_1(&e);
+    }
 }
 
 /// The serving view's answer to `request`, drawn.

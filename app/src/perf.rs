@@ -1,6 +1,8 @@
 //! Timing in the browser (`performance.now()`): how long each view's work takes
 //! per input, for the end-to-end tests to read and report.
 
+use wasm_bindgen::JsCast;
+
 /// Milliseconds since the page loaded.
 pub fn now_ms() -> f64 {
     web_sys::window()
@@ -49,4 +51,31 @@ fn add(table: &str, name: &str, amount: f64) {
         &name,
         &wasm_bindgen::JsValue::from_f64(prev + amount),
     );
+}
+
+/// Appends `[name, start_ms, duration_ms]` to `window.__meshplanTimeline` when a test has
+/// made it an array (nothing otherwise): where in a frame each piece of work ran, for the
+/// end-to-end tests to print next to the frame gaps.
+pub fn mark(name: &str, start_ms: f64, duration_ms: f64) {
+    let Some(w) = web_sys::window() else { return };
+    let Ok(line) = js_sys::Reflect::get(&w, &wasm_bindgen::JsValue::from_str("__meshplanTimeline"))
+    else {
+        return;
+    };
+    let Some(line) = line.dyn_ref::<js_sys::Array>() else {
+        return;
+    };
+    let entry = js_sys::Array::new();
+    entry.push(&wasm_bindgen::JsValue::from_str(name));
+    entry.push(&wasm_bindgen::JsValue::from_f64(start_ms));
+    entry.push(&wasm_bindgen::JsValue::from_f64(duration_ms));
+    line.push(&entry);
+}
+
+/// Runs `f`, adds its time as [`timed`] does and marks it on the timeline ([`mark`]).
+pub fn timed_mark<T>(name: &str, f: impl FnOnce() -> T) -> T {
+    let t0 = now_ms();
+    let out = timed(name, f);
+    mark(name, t0, now_ms() - t0);
+    out
 }

@@ -43,9 +43,12 @@ const MORE_ROWS: usize = 50;
 /// Rows added to the table per animation frame once a ranking is shown: the frame that
 /// applied a 16,384-GPU ranking and drew all 30 first rows at once was the search's
 /// longest (24–123 ms measured under load 4–5 here, issue 16), so they are drawn a chunk a
-/// frame (10 a frame still measured 20–42 ms a chunk frame under that load). [`FIRST_ROWS`] and
+/// frame. Since rows are patched in place (`MeshRow`), a chunk frame's cost is mostly the
+/// table's layout, the document's paint and the commit, whatever the chunk's size: traced,
+/// 7.2–8.5 ms of the main thread's CPU a frame with 5 rows, 7.1–8.4 ms with 10, so 10 a
+/// frame draws the first 30 in three such frames instead of six. [`FIRST_ROWS`] and
 /// [`MORE_ROWS`] are multiples of it, so every chunk but the list's last is full.
-const ROWS_PER_FRAME: usize = 5;
+const ROWS_PER_FRAME: usize = 10;
 
 /// What the search depends on: the scenario without its layout and serving inputs.
 fn search_key(s: &Scenario) -> Scenario {
@@ -88,6 +91,8 @@ struct SearchState {
     result: RwSignal<Option<Result<SearchResult, String>>>,
     /// Whether a search is running (its result is not `result` yet).
     searching: RwSignal<bool>,
+    /// Why the latest reply was refused, while `result` still shows the ranking before it.
+    refused: RwSignal<Option<String>>,
     progress: RwSignal<(usize, usize)>,
     timing: RwSignal<Option<Timing>>,
     started_ms: StoredValue<f64>,
@@ -115,19 +120,49 @@ impl SearchState {
             query: link::encode(key),
         }
         .to_text();
-        if self.ready.get_value() && !self.in_flight.get_value() {
-            self.post_now(request);
-        } else {
-            // Only the latest waits: an older scenario's request is never searched.
-            self.queued.set_value(Some(request));
-            self.worker();
-        }
+        // Only the latest waits: an older scenario's request is never searched.
+        self.queued.set_value(Some(request));
+        self.worker();
+        // Posted once the input's frame is drawn: a task queued from the animation frame
+        // after next runs when the input's frame has been committed, rastered and (mostly)
+        // composited. Posted at once, the worker's search took a core from that frame's
+        // rendering on this 2-core machine (its main-thread work 9 ms of CPU spread over a
+        // 27–43 ms frame, traced, issue 12); posted after the commit only, it still overlapped
+        // the frame's raster (8.6 ms of CPU) and the display compositor's draw (9.2 ms), traced.
+        request_animation_frame(move || {
+            request_animation_frame(move || {
+                set_timeout(
+                    move || {
+                        if self.generation.get_value() == generation
+                            && self.ready.get_value()
+                            && !self.in_flight.get_value()
+                        {
+                            self.send_queued();
+                        }
+                    },
+                    std::time::Duration::ZERO,
+                )
+            })
+        });
     }
 
     /// A search that ended without a ranking (the message says why).
     fn fail(self, message: String) {
         self.searching.set(false);
+        self.refused.set(None);
         self.result.set(Some(Err(message)));
+    }
+
+    /// A reply that did not read (malformed, cut short): the ranking shown stays as it
+    /// was, with the message; with none shown yet, the message is the result.
+    fn refuse(self, why: String) {
+        let message = format!("the mesh search's reply did not parse: {why}");
+        if self.result.with_untracked(|r| matches!(r, Some(Ok(_)))) {
+            self.searching.set(false);
+            self.refused.set(Some(message));
+        } else {
+            self.fail(message);
+        }
     }
 
     fn worker(self) -> Option<Worker> {
@@ -142,7 +177,22 @@ impl SearchState {
             }
         };
         let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
-            self.read(ev.data().as_string().unwrap_or_default());
+            let t0 = now_ms();
+            let data = ev.data();
+            let t1 = now_ms();
+            crate::perf::mark("mesh_msg_data", t0, t1 - t0);
+            // A finished search comes as bytes (a transferred buffer), the rest as text.
+            if let Some(array) = data.dyn_ref::<js_sys::Uint8Array>() {
+                let bytes = array.to_vec();
+                let t2 = now_ms();
+                crate::perf::mark(&format!("mesh_msg_bytes {} B", bytes.len()), t1, t2 - t1);
+                crate::perf::timed_mark("mesh_msg_read", || self.handle(Read::from_bytes(bytes)));
+                return;
+            }
+            let text = data.as_string().unwrap_or_default();
+            let t2 = now_ms();
+            crate::perf::mark(&format!("mesh_msg_string {} B", text.len()), t1, t2 - t1);
+            crate::perf::timed_mark("mesh_msg_read", || self.read(text));
         });
         let onerror = Closure::<dyn FnMut(ErrorEvent)>::new(move |ev: ErrorEvent| {
             // A worker that failed answers nothing more: the next search starts another.
@@ -185,8 +235,13 @@ impl SearchState {
             self.send_queued();
             return;
         }
+        self.handle(Read::from_text(text));
+    }
+
+    /// A reply read as far as its head ([`Read::from_text`] or [`Read::from_bytes`]).
+    fn handle(self, read: Result<Read, String>) {
         let generation = self.generation.get_value();
-        match Read::from_text(text) {
+        match read {
             Ok(Read::Reply(MeshReply::Progress { seq, done, all })) => {
                 if seq == generation {
                     self.progress.set((done, all));
@@ -213,7 +268,7 @@ impl SearchState {
             Err(e) => {
                 self.in_flight.set_value(false);
                 self.send_queued();
-                self.fail(format!("the mesh search's reply did not parse: {e}"));
+                self.refuse(e);
             }
         }
     }
@@ -226,7 +281,7 @@ impl SearchState {
             }
             let t0 = now_ms();
             let mut outcome = Ok(false);
-            timed("mesh_read", || {
+            crate::perf::timed_mark("mesh_read", || {
                 self.reading.update_value(|r| {
                     if let Some(reader) = r {
                         loop {
@@ -248,7 +303,7 @@ impl SearchState {
                 Ok(true) => self.show(generation),
                 Err(e) => {
                     self.reading.set_value(None);
-                    self.fail(format!("the mesh search's reply did not parse: {e}"));
+                    self.refuse(e);
                 }
             }
         });
@@ -261,6 +316,7 @@ impl SearchState {
             if self.generation.get_value() != generation {
                 return;
             }
+            let _t = now_ms();
             let Some(reader) = self.reading.try_update_value(Option::take).flatten() else {
                 return;
             };
@@ -270,17 +326,23 @@ impl SearchState {
             t.busy_ms = page.worker_ms;
             t.wall_ms = now_ms() - self.started_ms.get_value();
             self.progress.set(page.blocks);
-            // Set before the result, so the new ranking's first draw has one chunk.
-            self.drawn.set(ROWS_PER_FRAME);
+            // Set before the result: the ranking's frame draws the status, the hints and the
+            // undimmed table, and its rows come a chunk a frame from the next one on (the
+            // first chunk in this frame made it the costliest of the rerun: 11.5 ms of the
+            // main thread's CPU, traced).
+            self.drawn.set(0);
             self.timing.set(Some(t));
             self.searching.set(false);
+            self.refused.set(None);
             self.result.set(Some(Ok(page.result)));
             self.shown_results.update(|n| *n += 1);
+            crate::perf::mark("mesh_show", _t, now_ms() - _t);
             self.reveal(generation);
         });
     }
 
-    /// Draws [`ROWS_PER_FRAME`] more rows in each following frame until `shown` are drawn.
+    /// Draws [`ROWS_PER_FRAME`] more rows in each following frame until `shown` are drawn
+    /// (`drawn` is 0 in the ranking's own frame).
     fn reveal(self, generation: u64) {
         if self.drawn.get_untracked() >= self.shown.get_untracked() {
             return;
@@ -377,6 +439,7 @@ pub fn MeshView() -> impl IntoView {
         reading: StoredValue::new(None),
         result: RwSignal::new(None),
         searching: RwSignal::new(false),
+        refused: RwSignal::new(None),
         progress: RwSignal::new((0, 0)),
         timing: RwSignal::new(None),
         started_ms: StoredValue::new(0.0),
@@ -393,35 +456,31 @@ pub fn MeshView() -> impl IntoView {
     let filter = RwSignal::new(Filter::default());
 
     let rows = Memo::new(move |_| {
-        let f = filter.get();
-        let (col, desc) = sort.get();
-        state.result.with(|r| {
-            let Some(Ok(r)) = r else { return Vec::new() };
-            ctx.scenario.with_untracked(|sc| {
-                let mut v: Vec<(usize, Feasible, f64)> = r
-                    .feasible
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, x)| f.keeps(&x.dims))
-                    .map(|(i, x)| (i, *x, sort_value(col, i, x, sc)))
-                    .collect();
-                v.sort_by(|a, b| {
-                    let o = a.2.total_cmp(&b.2).then(a.0.cmp(&b.0));
-                    if desc {
-                        o.reverse()
-                    } else {
-                        o
-                    }
-                });
-                v
+        crate::perf::timed_mark("mesh_rank", || {
+            let f = filter.get();
+            let (col, desc) = sort.get();
+            state.result.with(|r| {
+                let Some(Ok(r)) = r else { return Vec::new() };
+                ctx.scenario.with_untracked(|sc| {
+                    let mut v: Vec<(usize, Feasible, f64)> = r
+                        .feasible
+                        .iter()
+                        .enumerate()
+                        .filter(|(_, x)| f.keeps(&x.dims))
+                        .map(|(i, x)| (i, *x, sort_value(col, i, x, sc)))
+                        .collect();
+                    v.sort_by(|a, b| {
+                        let o = a.2.total_cmp(&b.2).then(a.0.cmp(&b.0));
+                        if desc {
+                            o.reverse()
+                        } else {
+                            o
+                        }
+                    });
+                    v
+                })
             })
         })
-    });
-    // Counts the changes of `rows` (a new ranking, a sort, a filter): what a chunk of the
-    // table shows.
-    let rows_version = Memo::new(move |prev: Option<&u64>| {
-        rows.track();
-        prev.map_or(0, |v| v + 1)
     });
     let current_layout = Memo::new(move |_| scenario.with(|s| s.layout.clone()));
 
@@ -539,6 +598,11 @@ pub fn MeshView() -> impl IntoView {
                     _ => None,
                 })
             }}
+            {move || state.refused.get().map(|m| view! {
+                <p class="issue error" data-testid="mesh-refused" role="alert">
+                    {format!("{m}. The table shows the search before it.")}
+                </p>
+            })}
             <span
                 hidden
                 data-testid="mesh-timing"
@@ -587,9 +651,12 @@ pub fn MeshView() -> impl IntoView {
                         )
                     }}
                 </p>
-                // The previous ranking stays laid out while the next search runs: dimmed and
-                // inert (opacity and pointer-events repaint, they reflow nothing).
-                <div class="table-scroll mesh-table" class:stale=move || state.searching.get()>
+                // The previous ranking stays laid out while the next search runs: dimmed (the
+                // table's own layer's opacity: composited, no row restyled or repainted) and
+                // inert (its rows ignore clicks and keys while `searching`; `pointer-events`
+                // is inherited, and changing it restyled every row: 649 elements in the
+                // 16,384-GPU search's input frame and 548 in the frame that undimmed it, traced).
+                <div class="table-scroll mesh-table" class:searching=move || state.searching.get()>
                     <table data-testid="mesh-table">
                         <thead>
                             <tr>
@@ -613,89 +680,29 @@ pub fn MeshView() -> impl IntoView {
                             </tr>
                         </thead>
                         <tbody>
-                            // One reactive chunk of rows each; the list of chunks is rebuilt
-                            // only when "show more" changes `shown`. A chunk redraws only when
-                            // the version of the rows it shows changes: the current one once
-                            // the reveal reaches it, until then the one it already shows, so a
-                            // new ranking replaces the last one's rows a chunk a frame and the
-                            // table keeps its height (and a frame's reveal redraws one chunk).
-                            {move || (0..shown.get().div_ceil(ROWS_PER_FRAME)).map(|chunk| {
-                                let first = chunk * ROWS_PER_FRAME;
-                                let shows = Memo::new(move |prev: Option<&Option<u64>>| {
-                                    let current = rows_version.get();
-                                    if state.drawn.get() > first { Some(current) } else { prev.copied().flatten() }
-                                });
-                                move || timed("mesh_rows", || {
-                                if shows.get().is_none() {
-                                    return Vec::new();
+                            // One slot per row the table may show; the list of slots is rebuilt
+                            // only when "show more" changes `shown`. A slot shows the current
+                            // ranking's row once the reveal reaches its chunk, until then the
+                            // row it already shows, so a new ranking patches the last one's rows
+                            // a chunk a frame (each cell's text is set where it changed; no row
+                            // is built again) and the table keeps its height. Rebuilding a
+                            // chunk's five rows cost 7.3-7.9 ms of the page's CPU a frame in
+                            // the 16,384-GPU rerun (traced).
+                            {move || (0..shown.get()).map(|slot| {
+                                let first = slot - slot % ROWS_PER_FRAME;
+                                let row = Memo::new(move |prev: Option<&Option<(usize, Feasible)>>| timed("mesh_rows", || {
+                                    if state.drawn.get() > first || prev.is_none() {
+                                        rows.with(|r| r.get(slot).map(|(rank, f, _)| (*rank, *f)))
+                                    } else {
+                                        prev.copied().flatten()
+                                    }
+                                }));
+                                view! {
+                                    <Show when=move || row.with(Option::is_some)>
+                                        <MeshRow row=row state=state current_layout=current_layout />
+                                    </Show>
                                 }
-                                rows.with_untracked(|rows| {
-                                    ctx.scenario.with_untracked(|sc| {
-                                        rows.iter()
-                                            .skip(first)
-                                            .take(ROWS_PER_FRAME)
-                                            .map(|(rank, f, _)| {
-                                                let f = *f;
-                                                let offload = state.result.with_untracked(|r| match r {
-                                                    Some(Ok(r)) => r.offload,
-                                                    _ => Offload::None,
-                                                });
-                                                let layout = f.layout();
-                                                let selected = move || current_layout.with(|c| *c == layout);
-                                                let d = f.dims;
-                                                let k = f.knobs;
-                                                let sched = if d.pp == 1 {
-                                                    "—".to_string()
-                                                } else if k.virtual_stages > 1 {
-                                                    format!("{} v={}", k.schedule.label(), k.virtual_stages)
-                                                } else {
-                                                    k.schedule.label().to_string()
-                                                };
-                                                view! {
-                                                    <tr
-                                                        class:selected=selected
-                                                        data-testid="mesh-row"
-                                                        data-mesh=format!("dp{} tp{} pp{} cp{} ep{}", d.dp, d.tp, d.pp, d.cp, d.ep)
-                                                        data-rank=rank.to_string()
-                                                        tabindex="0"
-                                                        title="Apply this layout"
-                                                        on:click=move |_| apply(ctx, f, offload)
-                                                        on:keydown=move |ev| {
-                                                            if ev.key() == "Enter" || ev.key() == " " {
-                                                                apply(ctx, f, offload)
-                                                            }
-                                                        }
-                                                    >
-                                                        <td
-                                                            data-caveat=f.caveat.map_or("", |c| c.key())
-                                                            title=f.caveat.map_or(String::new(), |c| c.message().to_string())
-                                                        >
-                                                            {rank + 1}
-                                                            {f.caveat.map(|_| " †")}
-                                                        </td>
-                                                        <td>{d.dp}</td>
-                                                        <td>{d.tp}</td>
-                                                        <td>{d.pp}</td>
-                                                        <td>{d.cp}</td>
-                                                        <td>{d.ep}</td>
-                                                        <td>{k.zero.label()}</td>
-                                                        <td>{k.micro_batch}</td>
-                                                        <td>{sched}</td>
-                                                        <td>{k.recompute.id()}</td>
-                                                        <td data-col="memory">{format::bytes(f.peak_memory_bytes)}</td>
-                                                        <td>{format::bytes(f.headroom_bytes)}</td>
-                                                        <td data-col="step">{format::seconds(f.step_s)}</td>
-                                                        <td>{format::thousands(f.tokens_per_s_per_gpu(&sc.training).round() as u64)}</td>
-                                                        <td data-col="mfu">{format::percent(f.mfu)}</td>
-                                                        <td>{format::seconds(f.exposed_comm_s)}</td>
-                                                        <td>{format::seconds(f.bubble_s)}</td>
-                                                    </tr>
-                                                }
-                                            })
-                                            .collect::<Vec<_>>()
-                                    })
-                                })
-                            })}).collect_view()}
+                            }).collect_view()}
                         </tbody>
                     </table>
                 </div>
@@ -714,6 +721,89 @@ pub fn MeshView() -> impl IntoView {
                 </Show>
             </Show>
         </section>
+    }
+}
+
+/// One ranked row of the table: its cells follow `row` (set a cell's text where it changed).
+#[component]
+fn MeshRow(
+    row: Memo<Option<(usize, Feasible)>>,
+    state: SearchState,
+    current_layout: Memo<Layout>,
+) -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    let cell = move |text: fn(usize, &Feasible, &Scenario) -> String| {
+        move || {
+            row.with(|r| {
+                r.as_ref().map_or_else(String::new, |(rank, f)| {
+                    ctx.scenario.with_untracked(|sc| text(*rank, f, sc))
+                })
+            })
+        }
+    };
+    // Inert while the next search runs (its ranking may differ).
+    let apply_row = move || {
+        if state.searching.get_untracked() {
+            return;
+        }
+        if let Some((_, f)) = row.get_untracked() {
+            let offload = state.result.with_untracked(|r| match r {
+                Some(Ok(r)) => r.offload,
+                _ => Offload::None,
+            });
+            apply(ctx, f, offload);
+        }
+    };
+    view! {
+        <tr
+            class:selected=move || row.with(|r| r.is_some_and(|(_, f)| current_layout.with(|c| *c == f.layout())))
+            data-testid="mesh-row"
+            data-mesh=cell(|_, f, _| {
+                let d = f.dims;
+                format!("dp{} tp{} pp{} cp{} ep{}", d.dp, d.tp, d.pp, d.cp, d.ep)
+            })
+            data-rank=cell(|rank, _, _| rank.to_string())
+            tabindex="0"
+            title="Apply this layout"
+            on:click=move |_| apply_row()
+            on:keydown=move |ev| {
+                if ev.key() == "Enter" || ev.key() == " " {
+                    apply_row()
+                }
+            }
+        >
+            <td
+                data-caveat=cell(|_, f, _| f.caveat.map_or("", |c| c.key()).to_string())
+                title=cell(|_, f, _| f.caveat.map_or(String::new(), |c| c.message().to_string()))
+            >
+                {cell(|rank, f, _| format!("{}{}", rank + 1, if f.caveat.is_some() { " †" } else { "" }))}
+            </td>
+            <td>{cell(|_, f, _| f.dims.dp.to_string())}</td>
+            <td>{cell(|_, f, _| f.dims.tp.to_string())}</td>
+            <td>{cell(|_, f, _| f.dims.pp.to_string())}</td>
+            <td>{cell(|_, f, _| f.dims.cp.to_string())}</td>
+            <td>{cell(|_, f, _| f.dims.ep.to_string())}</td>
+            <td>{cell(|_, f, _| f.knobs.zero.label().to_string())}</td>
+            <td>{cell(|_, f, _| f.knobs.micro_batch.to_string())}</td>
+            <td>{cell(|_, f, _| {
+                let k = f.knobs;
+                if f.dims.pp == 1 {
+                    "—".to_string()
+                } else if k.virtual_stages > 1 {
+                    format!("{} v={}", k.schedule.label(), k.virtual_stages)
+                } else {
+                    k.schedule.label().to_string()
+                }
+            })}</td>
+            <td>{cell(|_, f, _| f.knobs.recompute.id().to_string())}</td>
+            <td data-col="memory">{cell(|_, f, _| format::bytes(f.peak_memory_bytes))}</td>
+            <td>{cell(|_, f, _| format::bytes(f.headroom_bytes))}</td>
+            <td data-col="step">{cell(|_, f, _| format::seconds(f.step_s))}</td>
+            <td>{cell(|_, f, sc| format::thousands(f.tokens_per_s_per_gpu(&sc.training).round() as u64))}</td>
+            <td data-col="mfu">{cell(|_, f, _| format::percent(f.mfu))}</td>
+            <td>{cell(|_, f, _| format::seconds(f.exposed_comm_s))}</td>
+            <td>{cell(|_, f, _| format::seconds(f.bubble_s))}</td>
+        </tr>
     }
 }
 

@@ -832,4 +832,22 @@ fn fuzz_mesh_page() {
             evaluated();
         }
     });
+    // The bytes the worker transfers: any byte anywhere (UTF-8 or not), cut anywhere, is
+    // read or refused, never a panic.
+    let bytes = proptest::collection::vec((any::<usize>(), any::<u8>()), 1..6);
+    fuzz(
+        "mesh reply bytes",
+        (bytes, any::<usize>()),
+        |(edits, cut)| {
+            let mut b = seed.clone().into_bytes();
+            for (at, with) in edits {
+                let at = at % b.len().max(1);
+                b[at] = with;
+            }
+            b.truncate(b.len() - cut % (b.len() / 4 + 1));
+            if MeshReply::from_bytes(b).is_ok() {
+                evaluated();
+            }
+        },
+    );
 }

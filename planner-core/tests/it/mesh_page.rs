@@ -184,6 +184,72 @@ fn a_bad_scenario_or_a_damaged_reply_is_refused_with_its_field() {
     let cut = text[..text.len() - 3].to_string();
     assert!(MeshReply::from_text(cut).is_err());
     assert!(MeshReply::from_text("Ready".into()).is_err());
+
+    // Cut at a record's end: every record left is whole, but the head says how many follow.
+    let last = text.rfind(RECORD).expect("records");
+    let err = MeshReply::from_text(text[..last].to_string()).expect_err("a record short");
+    let all = text.matches(RECORD).count();
+    assert!(
+        err.contains(&format!("ends after {} of its {all} records", all - 1)),
+        "{err}"
+    );
+    // Read a few records a frame, as the page does: refused at the end, not before.
+    let Ok(Read::Records(mut reader)) = Read::from_text(text[..last].to_string()) else {
+        panic!("a finished search's head")
+    };
+    let mut outcome = Ok(false);
+    for _ in 0..all {
+        outcome = reader.read(64);
+        if outcome != Ok(false) {
+            break;
+        }
+    }
+    assert!(
+        matches!(&outcome, Err(e) if e.contains("ends after")),
+        "{outcome:?}"
+    );
+    // One record too many.
+    let extra = format!("{text}{RECORD}{}", &text[last + 1..]);
+    let err = MeshReply::from_text(extra).expect_err("a record too many");
+    assert!(
+        err.contains(&format!("more than the {all} records")),
+        "{err}"
+    );
+    // Bytes that are not UTF-8 inside a record: refused, naming where.
+    let mut bytes = text.clone().into_bytes();
+    let at = step + 3;
+    bytes[at] = 0xff;
+    let err = MeshReply::from_bytes(bytes).expect_err("not UTF-8");
+    assert!(err.contains("not UTF-8"), "{err}");
+    let mut head = text.clone().into_bytes();
+    head[1] = 0xc3;
+    assert!(Read::from_bytes(head).is_err());
+}
+
+#[test]
+fn the_bytes_the_worker_transfers_read_as_its_text() {
+    let page = done(answer(&article_request(8), &|| 1.0, &mut |_| {}));
+    let reply = MeshReply::Done(Box::new(page));
+    let text = reply.to_text();
+    assert_eq!(
+        MeshReply::from_bytes(text.clone().into_bytes()),
+        Ok(reply.clone())
+    );
+    assert_eq!(MeshReply::from_text(text), Ok(reply));
+    // An empty search (no records after the head) reads whole at its first read.
+    let mut empty = done(answer(&article_request(4), &|| 0.0, &mut |_| {}));
+    let r = &mut empty.result;
+    r.rejections.clear();
+    r.hints.clear();
+    r.inputs.clear();
+    r.feasible.clear();
+    r.rejected.clear();
+    let reply = MeshReply::Done(Box::new(empty));
+    let Ok(Read::Records(mut reader)) = Read::from_text(reply.to_text()) else {
+        panic!("a finished search's head")
+    };
+    assert_eq!(reader.read(1), Ok(true));
+    assert_eq!(MeshReply::Done(Box::new(reader.finish())), reply);
 }
 
 /// The 16,384-GPU case of the e2e test (Llama 3.1 405B on 2048 × 8 H100, batch 2048 × 8K).

@@ -296,12 +296,27 @@ impl Driver {
         if let Ok(binary) = std::env::var("CHROMIUM") {
             options["binary"] = json!(binary);
         }
+        let mut logging = json!({ "browser": "ALL" });
+        // MESHPLAN_E2E_TRACE=1: chromedriver records a Chromium trace of the renderer's
+        // threads, read with `Session::trace_events` (what a long frame did).
+        if std::env::var_os("MESHPLAN_E2E_TRACE").is_some() {
+            logging["performance"] = json!("ALL");
+            options["perfLoggingPrefs"] = json!({
+                "enableNetwork": false,
+                "enablePage": false,
+                "traceCategories": if std::env::var("MESHPLAN_E2E_TRACE").is_ok_and(|v| v == "invalidations") {
+                    format!("{TRACE_CATEGORIES},disabled-by-default-devtools.timeline.invalidationTracking")
+                } else {
+                    TRACE_CATEGORIES.to_string()
+                },
+            });
+        }
         let caps = json!({
             "capabilities": {
                 "alwaysMatch": {
                     "browserName": "chrome",
                     "goog:chromeOptions": options,
-                    "goog:loggingPrefs": { "browser": "ALL" }
+                    "goog:loggingPrefs": logging
                 }
             }
         });
@@ -325,6 +340,12 @@ impl Drop for Driver {
         let _ = self.child.wait();
     }
 }
+
+/// What `MESHPLAN_E2E_TRACE` records: the renderer's tasks, script, style, layout, paint,
+/// garbage collection and `performance.mark`s (`MESHPLAN_E2E_TRACE=invalidations` adds
+/// which nodes each style and paint invalidation named, at a cost to every frame).
+const TRACE_CATEGORIES: &str =
+    "devtools.timeline,v8,blink.user_timing,disabled-by-default-devtools.timeline,toplevel";
 
 /// A WebDriver call slower than this is printed with its command.
 const SLOW_CALL: Duration = Duration::from_secs(10);
@@ -575,6 +596,34 @@ impl Session {
         Ok(())
     }
 
+    /// The Chromium trace events recorded since the session began (chromedriver's
+    /// performance log, `Tracing.dataCollected`; read once: chromedriver ends the trace),
+    /// when the session was made with `MESHPLAN_E2E_TRACE` set; empty otherwise.
+    pub fn trace_events(&self) -> Result<Vec<Value>> {
+        if std::env::var_os("MESHPLAN_E2E_TRACE").is_none() {
+            return Ok(Vec::new());
+        }
+        let v = self.cmd("POST", "/se/log", Some(json!({ "type": "performance" })))?;
+        let mut events = Vec::new();
+        for entry in v.as_array().into_iter().flatten() {
+            let Some(text) = entry["message"].as_str() else {
+                continue;
+            };
+            let Ok(m) = serde_json::from_str::<Value>(text) else {
+                continue;
+            };
+            if m["message"]["method"] == "Tracing.dataCollected" {
+                // chromedriver logs one event per entry (`params` is the event).
+                let params = &m["message"]["params"];
+                match params["value"].as_array() {
+                    Some(a) => events.extend(a.iter().cloned()),
+                    None => events.push(params.clone()),
+                }
+            }
+        }
+        Ok(events)
+    }
+
     /// Browser console entries since the last call (chromedriver's log endpoint).
     pub fn console_logs(&self) -> Result<Vec<LogEntry>> {
         let v = self.cmd("POST", "/se/log", Some(json!({ "type": "browser" })))?;
@@ -703,8 +752,20 @@ impl Page {
     /// show numbers and the pre-rendered copy of the page (`#meshplan-prerender`, which
     /// covers the live page until its first chart is drawn) is gone.
     pub fn open(&self, query: &str) -> Result<Session> {
+        self.open_with(query, None)
+    }
+
+    /// [`Page::open`], with `script` run in the page before its own scripts
+    /// (`Page.addScriptToEvaluateOnNewDocument`), e.g. to watch what its workers post.
+    pub fn open_with(&self, query: &str, script: Option<&str>) -> Result<Session> {
         let session = self.driver.session()?;
         session.set_window_size(1440, 1100)?;
+        if let Some(source) = script {
+            session.cdp(
+                "Page.addScriptToEvaluateOnNewDocument",
+                json!({ "source": source }),
+            )?;
+        }
         let url = if query.is_empty() {
             self.server.url()
         } else {
@@ -845,6 +906,187 @@ pub fn measure_latency(session: &Session, control: &Control, moves: u32) -> Resu
         work_ms: series("work"),
         frame_ms: series("frame"),
     })
+}
+
+/// The trace's complete events of at least `min_ms` within `window_ms` after the
+/// `performance.mark(mark)`, one line per thread: `name@start+duration` in ms from the
+/// mark (nested events follow the event they lie in). Empty without the mark.
+pub fn trace_summary(events: &[Value], mark: &str, window_ms: f64, min_ms: f64) -> String {
+    let Some(t0) = events
+        .iter()
+        .find(|e| e["name"] == mark)
+        .and_then(|e| e["ts"].as_f64())
+    else {
+        return String::new();
+    };
+    let key = |e: &Value| {
+        (
+            e["pid"].as_u64().unwrap_or(0),
+            e["tid"].as_u64().unwrap_or(0),
+        )
+    };
+    let names: std::collections::HashMap<(u64, u64), String> = events
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
+        .map(|e| {
+            (
+                key(e),
+                e["args"]["name"].as_str().unwrap_or("?").to_string(),
+            )
+        })
+        .collect();
+    let mut per_thread: std::collections::BTreeMap<String, Vec<(f64, f64, String)>> =
+        Default::default();
+    for e in events {
+        let (Some(ts), Some(dur)) = (e["ts"].as_f64(), e["dur"].as_f64()) else {
+            continue;
+        };
+        let start_ms = (ts - t0) / 1000.0;
+        let dur_ms = dur / 1000.0;
+        if e["ph"] != "X" || dur_ms < min_ms || start_ms + dur_ms < 0.0 || start_ms > window_ms {
+            continue;
+        }
+        let thread = names
+            .get(&key(e))
+            .cloned()
+            .unwrap_or_else(|| format!("{:?}", key(e)));
+        let mut name = e["name"].as_str().unwrap_or("?").to_string();
+        let a = &e["args"];
+        if let Some(n) = a["elementCount"].as_u64() {
+            name = format!("{name}({n} elements)");
+        }
+        if let Some(n) = a["beginData"]["dirtyObjects"].as_u64() {
+            name = format!("{name}({n} of {} objects)", a["beginData"]["totalObjects"]);
+        }
+        if let Some(n) = a["data"]["nodeName"].as_str() {
+            name = format!("{name}[{n}]");
+        }
+        if let Some(c) = a["data"]["clip"].as_array() {
+            let xs: Vec<f64> = c.iter().filter_map(Value::as_f64).collect();
+            if xs.len() == 8 {
+                name = format!("{name}[{:.0}×{:.0}]", xs[2] - xs[0], xs[5] - xs[1]);
+            }
+        }
+        if let Some(f) = e["args"]["data"]["functionName"]
+            .as_str()
+            .filter(|f| !f.is_empty())
+        {
+            name = format!("{name}:{f}");
+        } else if let Some(t) = e["args"]["data"]["type"].as_str() {
+            name = format!("{name}:{t}");
+        }
+        // The thread's own CPU time where the trace has it: under load it is less than the
+        // wall time, the rest being time the thread waited for a core.
+        if let Some(cpu) = e["tdur"].as_f64() {
+            name = format!("{name}(cpu {:.1})", cpu / 1000.0);
+        }
+        per_thread
+            .entry(thread)
+            .or_default()
+            .push((start_ms, dur_ms, name));
+    }
+    let mut out = String::new();
+    // What style and paint invalidations named, per 20 ms after the mark: node, reason, count.
+    let mut invalidated: std::collections::BTreeMap<(i64, String), u32> = Default::default();
+    for e in events {
+        let name = e["name"].as_str().unwrap_or("");
+        let Some(ts) = e["ts"].as_f64() else { continue };
+        let start_ms = (ts - t0) / 1000.0;
+        if !name.contains("InvalidationTracking") || !(0.0..=window_ms).contains(&start_ms) {
+            continue;
+        }
+        let d = &e["args"]["data"];
+        let what = format!(
+            "{} {} {} {}",
+            name.trim_end_matches("InvalidationTracking"),
+            d["nodeName"].as_str().unwrap_or(""),
+            d["reason"].as_str().unwrap_or(""),
+            d["changedClass"]
+                .as_str()
+                .or(d["changedAttribute"].as_str())
+                .unwrap_or(""),
+        );
+        *invalidated
+            .entry(((start_ms / 20.0) as i64, what))
+            .or_default() += 1;
+    }
+    let mut last_bin = -1;
+    for ((bin, what), n) in &invalidated {
+        if *bin != last_bin {
+            out.push_str(&format!(
+                "\n    invalidations {}–{} ms:",
+                bin * 20,
+                bin * 20 + 20
+            ));
+            last_bin = *bin;
+        }
+        out.push_str(&format!(" [{what}]×{n}"));
+    }
+    for (thread, mut list) in per_thread {
+        list.sort_by(|a, b| a.0.total_cmp(&b.0).then(b.1.total_cmp(&a.1)));
+        let items: Vec<String> = list
+            .iter()
+            .map(|(s, d, n)| format!("{n}@{s:.1}+{d:.1}"))
+            .collect();
+        out.push_str(&format!("\n    {thread}: {}", items.join(" ")));
+    }
+    out
+}
+
+/// CPU time (the trace's `tdur`) of the top-level tasks (`RunTask`, `ThreadPool_RunTask`)
+/// that start between two frames, per frame: `frames_ms` are the frames' times in ms from
+/// the `performance.mark(mark)`; threads whose name starts with one of `threads`. Where the
+/// machine is loaded, a frame's wall time is mostly waiting for a core, and this is what
+/// the page itself asked of the CPU in it. Empty without the mark.
+pub fn trace_cpu_per_frame(
+    events: &[Value],
+    mark: &str,
+    frames_ms: &[f64],
+    threads: &[&str],
+) -> Vec<f64> {
+    let Some(t0) = events
+        .iter()
+        .find(|e| e["name"] == mark)
+        .and_then(|e| e["ts"].as_f64())
+    else {
+        return Vec::new();
+    };
+    let key = |e: &Value| {
+        (
+            e["pid"].as_u64().unwrap_or(0),
+            e["tid"].as_u64().unwrap_or(0),
+        )
+    };
+    let wanted: std::collections::HashSet<(u64, u64)> = events
+        .iter()
+        .filter(|e| e["ph"] == "M" && e["name"] == "thread_name")
+        .filter(|e| {
+            let n = e["args"]["name"].as_str().unwrap_or("");
+            threads.iter().any(|t| n.starts_with(t))
+        })
+        .map(key)
+        .collect();
+    let mut per_frame = vec![0.0; frames_ms.len().saturating_sub(1)];
+    for e in events {
+        let name = e["name"].as_str().unwrap_or("");
+        if e["ph"] != "X" || !(name == "RunTask" || name == "ThreadPool_RunTask") {
+            continue;
+        }
+        if !wanted.contains(&key(e)) {
+            continue;
+        }
+        let (Some(ts), Some(cpu)) = (e["ts"].as_f64(), e["tdur"].as_f64()) else {
+            continue;
+        };
+        let start_ms = (ts - t0) / 1000.0;
+        if let Some(i) = frames_ms
+            .windows(2)
+            .position(|w| start_ms >= w[0] && start_ms < w[1])
+        {
+            per_frame[i] += cpu / 1000.0;
+        }
+    }
+    per_frame
 }
 
 #[cfg(test)]
