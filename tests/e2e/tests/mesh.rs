@@ -103,15 +103,7 @@ fn a_damaged_search_reply_leaves_the_ranking_as_it_was() {
             .expect("rows")
     };
     // Every row drawn (a chunk a frame) before reading them.
-    let deadline = std::time::Instant::now() + SETTLE;
-    while session
-        .attr(page::MESH_STATUS, "data-rows-pending")
-        .unwrap()
-        != Some("false".into())
-    {
-        assert!(std::time::Instant::now() < deadline, "rows never all drawn");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_rows_drawn(&session);
     let before = rows();
     assert!(before.len() >= 10, "{before:?}");
     let searches = session.attr(page::MESH_STATUS, "data-searches").unwrap();
@@ -179,15 +171,7 @@ fn a_damaged_search_reply_leaves_the_ranking_as_it_was() {
         json!(true),
         "the message stayed after a good reply"
     );
-    let deadline = std::time::Instant::now() + SETTLE;
-    while session
-        .attr(page::MESH_STATUS, "data-rows-pending")
-        .unwrap()
-        != Some("false".into())
-    {
-        assert!(std::time::Instant::now() < deadline, "rows never all drawn");
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    wait_rows_drawn(&session);
     assert_eq!(rows(), before);
     assert_no_console_errors(&session, "after damaged mesh replies");
 }
@@ -868,4 +852,17 @@ fn slider_latency(session: &Session, where_: &str, control: &Control) {
     );
     println!("  of which each view's work, total ms over the moves: {per_view}");
     println!("  times each ran: {runs}");
+}
+
+/// Waits until the mesh table has drawn every row of its ranking (it draws a chunk a frame).
+fn wait_rows_drawn(session: &Session) {
+    let deadline = std::time::Instant::now() + SETTLE;
+    while session
+        .attr(page::MESH_STATUS, "data-rows-pending")
+        .unwrap()
+        != Some("false".into())
+    {
+        assert!(std::time::Instant::now() < deadline, "rows never all drawn");
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
