@@ -871,6 +871,8 @@ fn xqa_reads_an_fp8_kv_cache_at_its_measured_share_in_decode_only() {
     let h100 = gpu_preset("h100-sxm").expect("preset");
     let h200 = gpu_preset("h200").expect("preset");
     let a100 = gpu_preset("a100-80gb").expect("preset");
+    // The share's denominator is the H200 preset's own datasheet figure, not a second copy.
+    assert_eq!(H200_HBM_BYTES_PER_S, h200.hbm_bytes_per_s);
     assert_eq!(
         measured_kv_stream_fraction(&h200, ServeDtype::Fp8, xqa),
         Some(fp8)
