@@ -17,9 +17,11 @@ use planner_core::resolve::validate::layout_rule_violations;
 use crate::charts::Theme;
 use crate::inputs::{power_of_two_steps, Issue, Issues, NumberField, Select, StepSlider, Toggle};
 use crate::share;
-use crate::views::{AccuracyView, CalibrationBadge, ExportsView, MeasuredView, ModelImport};
-use crate::views::{LearnView, MemoryView, PipelineView, ServingView};
-use crate::views::{MeshView, StepBreakdownView, TopologyView};
+use wasm_bindgen::JsCast;
+
+use crate::deferred::DeferredViews;
+use crate::views::{AccuracyView, CalibrationBadge, MemoryView, PipelineView, ServingView};
+use crate::views::{MeshView, StepBreakdownView};
 
 /// What the views read: the scenario and its resolved model.
 #[derive(Clone, Copy)]
@@ -36,6 +38,28 @@ fn prefers_dark() -> bool {
     web_sys::window()
         .and_then(|w| w.match_media("(prefers-color-scheme: dark)").ok().flatten())
         .is_some_and(|m| m.matches())
+}
+
+/// The chart colours, following the browser's colour scheme as it changes.
+pub fn page_theme() -> RwSignal<Theme> {
+    let theme = RwSignal::new(Theme::new(prefers_dark()));
+    if let Some(mq) =
+        web_sys::window().and_then(|w| w.match_media("(prefers-color-scheme: dark)").ok().flatten())
+    {
+        let handler = wasm_bindgen::closure::Closure::<dyn Fn(web_sys::Event)>::new(
+            move |_: web_sys::Event| theme.set(Theme::new(prefers_dark())),
+        );
+        // `add_event_listener`, not `onchange`: the page and the deferred module each keep one.
+        let _ = mq.add_event_listener_with_callback("change", handler.as_ref().unchecked_ref());
+        // The listener lives as long as the page.
+        handler.forget();
+    }
+    theme
+}
+
+/// The scenario's model shapes (or why they could not be resolved).
+pub fn resolved_model(scenario: RwSignal<Scenario>) -> Memo<Result<ModelSpec, String>> {
+    Memo::new(move |_| scenario.with(|s| s.model_spec().map_err(|e| e.to_string())))
 }
 
 /// Every message for the controls: range errors from `Scenario::validate` and
@@ -73,18 +97,8 @@ pub fn App() -> impl IntoView {
     let (initial, link_errors) = share::load_from_location();
     let scenario = RwSignal::new(initial);
     let link_notice = RwSignal::new(link_errors);
-    let theme = RwSignal::new(Theme::new(prefers_dark()));
-    if let Some(mq) =
-        web_sys::window().and_then(|w| w.match_media("(prefers-color-scheme: dark)").ok().flatten())
-    {
-        let handler = wasm_bindgen::closure::Closure::<dyn Fn(web_sys::Event)>::new(
-            move |_: web_sys::Event| theme.set(Theme::new(prefers_dark())),
-        );
-        mq.set_onchange(Some(wasm_bindgen::JsCast::unchecked_ref(handler.as_ref())));
-        // The listener lives as long as the page.
-        handler.forget();
-    }
-    let model = Memo::new(move |_| scenario.with(|s| s.model_spec().map_err(|e| e.to_string())));
+    let theme = page_theme();
+    let model = resolved_model(scenario);
     let issues = Memo::new(move |_| {
         crate::perf::timed("issues", || {
             scenario.with(|s| model.with(|m| collect_issues(s, m)))
@@ -147,11 +161,8 @@ pub fn App() -> impl IntoView {
                 <MeshView />
                 <StepBreakdownView />
                 <AccuracyView />
-                <TopologyView />
-                <LearnView />
-                <ModelImport />
-                <MeasuredView />
-                <ExportsView />
+                // Topology, learn, model import, measured numbers and exports.
+                <DeferredViews />
             </div>
         </main>
         <footer class="foot">

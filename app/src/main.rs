@@ -1,62 +1,7 @@
-//! meshplan explorer: a client-side Leptos app over planner-core.
-//!
-//! The app computes nothing itself: every number on the page comes from
-//! planner-core, and every input event recomputes every view.
-
-mod app;
-mod canvas_backend;
-mod charts;
-mod format;
-mod inputs;
-mod perf;
-mod prerender;
-mod share;
-mod views;
+//! The page's wasm module: the controls and the views of the first screens
+//! (`app::App`); the sections further down come with the deferred module
+//! (`src/bin/app-deferred.rs`).
 
 fn main() {
-    // Panics become readable console errors instead of "unreachable executed".
-    console_error_panic_hook::set_once();
-    leptos::mount::mount_to_body(app::App);
-    prerender::mounted();
-}
-
-#[cfg(test)]
-mod tests {
-    use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
-
-    wasm_bindgen_test_configure!(run_in_browser);
-
-    fn text(selector: &str) -> Option<String> {
-        web_sys::window()?
-            .document()?
-            .query_selector(selector)
-            .ok()??
-            .text_content()
-    }
-
-    /// The whole app mounts in a real browser and its views show planner-core figures.
-    #[wasm_bindgen_test]
-    fn app_mounts_and_shows_every_view() {
-        // mount_to_body leaves the app mounted for the page's lifetime.
-        leptos::mount::mount_to_body(crate::app::App);
-        for testid in [
-            "state-total-0",
-            "state-total-3",
-            "peak-total-1",
-            "bubble-idle",
-            "kv-per-token",
-            "max-concurrent",
-        ] {
-            let t = text(&format!("[data-testid={testid}]"));
-            assert!(
-                t.as_deref().is_some_and(|t| !t.trim().is_empty()),
-                "{testid} is empty: {t:?}"
-            );
-        }
-        // Llama 3.1 70B, BF16 KV: 2 × 80 layers × 8 KV heads × 128 × 2 B = 327,680 B.
-        assert_eq!(
-            text("[data-testid=kv-per-token]").as_deref(),
-            Some("328 KB")
-        );
-    }
+    app::start_page();
 }

@@ -29,7 +29,9 @@ fn in_frames(frames: u32, f: impl FnOnce() + 'static) {
     let _ = w.request_animation_frame(cb.unchecked_ref());
 }
 
-/// Removes the copy (once; later calls do nothing) and marks `meshplan:live`.
+/// Removes the copy (once; later calls do nothing) and marks `meshplan:live`; then
+/// starts loading the deferred sections (`deferred::load`, also once), so their
+/// download never competes with the first chart.
 fn retire() {
     let Some(doc) = web_sys::window().and_then(|w| w.document()) else {
         return;
@@ -38,6 +40,7 @@ fn retire() {
         el.remove();
         mark("meshplan:live");
     }
+    crate::deferred::load();
 }
 
 /// Right after the app mounted: marks `meshplan:mounted` and removes the copy after
@@ -52,6 +55,11 @@ pub fn mounted() {
 
 thread_local! {
     static FIRST_CHART: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// In the deferred module: the page's first chart has been drawn before it loaded.
+pub fn first_chart_already_drawn() {
+    FIRST_CHART.with(|f| f.set(true));
 }
 
 /// A chart canvas drew: the first time, marks `meshplan:first-chart` and removes the

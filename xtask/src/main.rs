@@ -342,13 +342,27 @@ impl Sizes {
         );
         Ok(())
     }
+
+    /// "(files): X KB raw, Y KB gzipped".
+    fn describe(&self) -> String {
+        format!(
+            "({}): {:.1} KB raw, {:.1} KB gzipped",
+            self.files.join(", "),
+            self.raw as f64 / 1000.0,
+            self.gz as f64 / 1000.0
+        )
+    }
 }
 
+/// The deferred sections' module (app/src/deferred.rs): its files' common prefix in dist/.
+const DEFERRED_MODULE: &str = "app-deferred";
+
 /// Measures dist/'s .wasm and .js: the first-load bundle (the files the built
-/// index.html names: the page's wasm and its glue) against the 400 KB target, and the
-/// rest (the page's worker, which trunk leaves out of index.html and the page creates
-/// when the accuracy section opens, the serving view comes near or a file is imported)
-/// separately.
+/// index.html names: the page's wasm and its glue) against the 400 KB target, the
+/// deferred sections' module (imported by the page once its first chart is drawn) and
+/// the rest (the page's worker, which trunk leaves out of index.html and the page
+/// creates when the accuracy section opens, the serving view comes near or a file is
+/// imported) separately.
 fn report_bundle_size(dist: &Path) -> Result<String, String> {
     let index_path = dist.join("index.html");
     let index = std::fs::read_to_string(&index_path)
@@ -358,6 +372,7 @@ fn report_bundle_size(dist: &Path) -> Result<String, String> {
     let mut paths: Vec<_> = entries.flatten().map(|e| e.path()).collect();
     paths.sort();
     let mut first_load = Sizes::default();
+    let mut deferred = Sizes::default();
     let mut on_demand = Sizes::default();
     for path in paths {
         let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
@@ -370,6 +385,8 @@ fn report_bundle_size(dist: &Path) -> Result<String, String> {
             .unwrap_or_default();
         if index.contains(&format!("./{name}")) {
             first_load.add(&path)?;
+        } else if name.starts_with(DEFERRED_MODULE) {
+            deferred.add(&path)?;
         } else {
             on_demand.add(&path)?;
         }
@@ -382,19 +399,21 @@ fn report_bundle_size(dist: &Path) -> Result<String, String> {
     }
     let index_gz = gzipped_bytes(&index_path).ok_or("gzip is needed to measure the bundle")?;
     let mut line = format!(
-        "first-load wasm+js ({}): {:.1} KB raw, {:.1} KB gzipped (target ≤ 400 KB); index.html {:.1} KB raw, {:.1} KB gzipped (with the pre-rendered page)",
-        first_load.files.join(", "),
-        first_load.raw as f64 / 1000.0,
-        first_load.gz as f64 / 1000.0,
+        "first-load wasm+js {} (target ≤ 400 KB); index.html {:.1} KB raw, {:.1} KB gzipped (with the pre-rendered page)",
+        first_load.describe(),
         index.len() as f64 / 1000.0,
         index_gz as f64 / 1000.0
     );
+    if !deferred.files.is_empty() {
+        line.push_str(&format!(
+            "\n  deferred sections wasm+js {}, imported once the first chart is on screen",
+            deferred.describe()
+        ));
+    }
     if !on_demand.files.is_empty() {
         line.push_str(&format!(
-            "\n  worker wasm+js ({}): {:.1} KB raw, {:.1} KB gzipped, on demand when the mesh explorer nears the screen, the accuracy section opens, the serving section comes into view or a file is imported",
-            on_demand.files.join(", "),
-            on_demand.raw as f64 / 1000.0,
-            on_demand.gz as f64 / 1000.0
+            "\n  worker wasm+js {}, on demand when the mesh explorer nears the screen, the accuracy section opens, the serving section comes into view or a file is imported",
+            on_demand.describe()
         ));
     }
     Ok(line)

@@ -749,8 +749,9 @@ impl Page {
     }
 
     /// A fresh browser (fresh profile) on `query` (without `?`), waited until the views
-    /// show numbers and the pre-rendered copy of the page (`#meshplan-prerender`, which
-    /// covers the live page until its first chart is drawn) is gone.
+    /// show numbers, the pre-rendered copy of the page (`#meshplan-prerender`, which
+    /// covers the live page until its first chart is drawn) is gone and the deferred
+    /// sections have mounted.
     pub fn open(&self, query: &str) -> Result<Session> {
         self.open_with(query, None)
     }
@@ -781,6 +782,18 @@ impl Page {
         {
             if Instant::now() > deadline {
                 return Err("the pre-rendered page was never replaced by the live one".into());
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        // The sections at the page's end come with the deferred module, loaded after the
+        // first chart (app/src/deferred.rs): mounted before any test reaches for them.
+        while session.execute(
+            "const d = document.querySelector(arguments[0]); return d ? d.dataset.ready : null;",
+            vec![json!(page::DEFERRED_VIEWS)],
+        )? != json!("1")
+        {
+            if Instant::now() > deadline {
+                return Err("the deferred sections never mounted".into());
             }
             thread::sleep(Duration::from_millis(20));
         }

@@ -44,6 +44,9 @@ pub const COPY_LINK: &str = "[data-testid=copy-link]";
 // cp-…
 pub const CP_RANKS: &str = "[data-testid=cp-ranks]";
 
+// deferred-…
+pub const DEFERRED_VIEWS: &str = "[data-testid=deferred-views]";
+
 // deploy-…
 pub const DEPLOY_ROW_0: &str = "[data-testid=deploy-row-0]";
 
@@ -54,6 +57,7 @@ pub const EP_EXPERTS: &str = "[data-testid=ep-experts]";
 
 // example-…
 pub const EXAMPLE_ARTICLE_70B: &str = "[data-testid=example-article-70b]";
+pub const EXAMPLE_DEFAULT: &str = "[data-testid=example-default]";
 pub const EXAMPLE_ARTICLE_MESH: &str = "[data-testid=example-article-mesh]";
 
 // export-…

@@ -111,6 +111,9 @@ requestAnimationFrame(() => requestAnimationFrame(() => {
         c.setAttribute('value', el.value.startsWith(location.origin) ? '' : el.value);
       }
     });
+    // The deferred sections (app/src/deferred.rs) are below the first screens and come with
+    // their own module: the copy keeps their empty container, whenever they loaded.
+    copy.querySelectorAll('.deferred-views').forEach(d => d.replaceChildren());
     copy.querySelectorAll('script, .tooltip').forEach(s => s.remove());
     for (const e of [copy, ...copy.querySelectorAll('*')]) {
       e.removeAttribute('data-testid');
