@@ -21,7 +21,13 @@ fn the_summary_of_the_built_in_dataset_prints() {
     assert!(text.contains("tokens/s + iteration time"), "{text}");
     assert!(text.contains("Narayanan21 T1"), "{text}");
     assert!(text.contains("torchtitan T2"), "{text}");
-    assert!(text.contains("no per-layer time"), "{text}");
+    // Every row is compared: the per-layer rows too (time/layer_time.rs).
+    let per_layer = text
+        .lines()
+        .find(|l| l.starts_with("per_layer_fwd_bwd_ms"))
+        .expect("per-layer quantity row");
+    let cols: Vec<&str> = per_layer.split_whitespace().collect();
+    assert_eq!(&cols[1..4], ["5", "0", "5"], "{per_layer}");
 }
 
 #[test]

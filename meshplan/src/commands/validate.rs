@@ -79,11 +79,14 @@ pub(super) fn groups_and_tally(
 
 /// The "Not representable" lines of the all-quantities group: rows per reason.
 fn not_representable_tally(out: &mut String, all: Option<&GroupSummary>) {
+    let Some(all) = all else { return };
+    if all.not_representable.is_empty() {
+        let _ = writeln!(out, "Not representable: none");
+        return;
+    }
     let _ = writeln!(out, "Not representable:");
-    if let Some(all) = all {
-        for t in &all.not_representable {
-            let _ = writeln!(out, "  {} rows: {}", t.rows.len(), t.reason);
-        }
+    for t in &all.not_representable {
+        let _ = writeln!(out, "  {} rows: {}", t.rows.len(), t.reason);
     }
 }
 

@@ -31,6 +31,7 @@ use crate::search::mesh::{
     search_scenario, Knobs, MeshDims, ReasonCount, RejectReason, SearchSpace,
 };
 use crate::time::cost::{flops_per_token, CostOptions, StepModel};
+use crate::time::layer_time::decoder_layer_seconds;
 
 /// Largest dataset read, bytes (the published set is about 100 KB).
 pub const MAX_DATASET_BYTES: usize = 8 << 20;
@@ -900,9 +901,6 @@ fn resolve_model(
 
 /// Maps one row to a scenario, or says why the model cannot express it.
 pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
-    if run.quantity == Quantity::PerLayerFwdBwdMs {
-        return Err("the step model has no per-layer time: StepCost prices whole steps (its compute folds the output-layer GEMM into N, its communication is per step), and layer_step.rs predicts a TP MLP block or an FSDP unit, not a transformer layer with attention".to_string());
-    }
     let gpu_id = match run.gpu_type.as_str() {
         "A100-80GB" => "a100-80gb",
         "H100-80GB" => "h100-sxm",
@@ -919,8 +917,22 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
             run.dp, run.tp, run.pp, run.cp, run.gpus
         ));
     }
-    let Some(global_batch) = run.global_batch_seqs else {
-        return Err("global_batch_seqs not stated: a step's time needs its batch".to_string());
+    let mut defaults = Vec::new();
+    let per_layer = run.quantity == Quantity::PerLayerFwdBwdMs;
+    let global_batch = match run.global_batch_seqs {
+        Some(b) => b,
+        // A layer's time is per micro-batch (time/layer_time.rs): the step that prices it needs
+        // one micro-batch per data-parallel rank, and no more.
+        None if per_layer => {
+            let b = run.micro_batch.unwrap_or(1).max(1) * run.dp.max(1);
+            defaults.push(format!(
+                "global_batch_seqs not stated: {b} (one micro-batch per data-parallel rank; the row times one layer on one micro-batch)"
+            ));
+            b
+        }
+        None => {
+            return Err("global_batch_seqs not stated: a step's time needs its batch".to_string())
+        }
     };
     if run.layout_mismatch {
         return Err(
@@ -928,7 +940,6 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
         );
     }
 
-    let mut defaults = Vec::new();
     let mut notes = Vec::new();
     let fam = family(&run.source);
     if run.seq_len_assumed == Some(true) {
@@ -1663,8 +1674,12 @@ fn compare(run: &PublishedRun, mapped: &MappedRun) -> Result<(Comparison, f64), 
                 Some(format!("meshplan model FLOPs: {model_fpt:.4e} per token")),
             ),
         },
+        // One decoder layer's forward + backward on one micro-batch: its marginal cost in the
+        // step (time/layer_time.rs), with its TP/CP/EP communication, in milliseconds.
         Quantity::PerLayerFwdBwdMs => {
-            return Err("the step model has no per-layer time".to_string());
+            let layer = decoder_layer_seconds(&eval.model, sc, &sc.layout, CostOptions::default())
+                .map_err(|e| e.to_string())?;
+            (layer.fwd_bwd_seconds * 1e3, None)
         }
     };
     if !predicted.is_finite() || predicted <= 0.0 {
@@ -1860,7 +1875,11 @@ pub fn validate_runs(runs: &[PublishedRun], options: ValidationOptions) -> Valid
     let mut searches: HashMap<String, Result<SearchRank, String>> = HashMap::new();
     for run in runs {
         let (mut row, mapped) = validate_run(run);
-        if let Some(mapped) = mapped.filter(|_| options.search && row.comparison.is_some()) {
+        // A per-layer row has no step to lay out: its batch is one micro-batch (map_run).
+        let whole_step = run.quantity != Quantity::PerLayerFwdBwdMs;
+        if let Some(mapped) =
+            mapped.filter(|_| options.search && whole_step && row.comparison.is_some())
+        {
             let key = serde_json::to_string(&(
                 &mapped.scenario.model,
                 &mapped.scenario.precision,

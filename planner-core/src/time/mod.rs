@@ -8,4 +8,5 @@ pub mod collectives;
 pub mod comms;
 pub mod cost;
 pub mod elementwise;
+pub mod layer_time;
 pub mod offload;

@@ -9,7 +9,13 @@ use planner_core::input::scenario::{
 use planner_core::resolve::presets::model_preset;
 use planner_core::time::cost::{flops_per_token, scaling, CostOptions, ScalingKind, StepModel};
 
-fn scenario(model: &str, nodes: u32, seq_len: u32, global_batch: u32, layout: Layout) -> Scenario {
+pub(crate) fn scenario(
+    model: &str,
+    nodes: u32,
+    seq_len: u32,
+    global_batch: u32,
+    layout: Layout,
+) -> Scenario {
     Scenario {
         version: SCENARIO_VERSION,
         model: ModelChoice::Preset(model.to_string()),

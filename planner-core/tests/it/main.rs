@@ -18,6 +18,7 @@ mod fuzz;
 mod hostile_input;
 mod import_page;
 mod import_sniff;
+mod layer_time;
 mod layers;
 mod link_efficiency;
 mod link_roundtrip;

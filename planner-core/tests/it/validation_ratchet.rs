@@ -114,7 +114,11 @@ const TIME_TODAY: (f64, f64, f64, f64) = (0.0813, 0.2462, 0.3863, 0.8974);
 /// already pessimistic rows near the median move further off (mbridge2509-llama3-70b-h100
 /// −6.6% → −7.6%, megatron-examples-llama3-70b −6.7% → −7.7%, nemo-longseq-llama2-7b-64k
 /// −6.6% → −7.7%).
-const ALL_TODAY: (f64, f64, f64, f64) = (0.0700, 0.2449, 3.0985, 0.9000);
+/// Tightened on 2026-12-02 (session 11) from (0.0700, 0.2449, 3.0985, 0.9000) to
+/// (0.0701, 0.2363, 3.0985, 0.9040): the five Korthikanti 2022 Table 4 per-layer rows are
+/// compared, by one decoder layer's marginal time in the step (time/layer_time.rs), at
+/// +4.6% to +10.6%; 125 of 125 rows compared.
+const ALL_TODAY: (f64, f64, f64, f64) = (0.0701, 0.2363, 3.0985, 0.9040);
 /// Rows with the published mesh in the search's top 10, as measured (49 before the recipes'
 /// overlap, 55 after: `meshplan validate`, 2026-12-01). Lowered to 51 by the cited compute
 /// slowdown beside overlapped communication (CostOptions::overlap_slowdown 0.1 assumed →
@@ -169,7 +173,13 @@ fn the_summary_does_not_fall_back() {
     };
     check(TIME_GROUP, &group(TIME_GROUP).stats, TIME_TODAY);
     check(ALL_GROUP, &group(ALL_GROUP).stats, ALL_TODAY);
-    assert_eq!(group(ALL_GROUP).stats.compared, 120);
+    assert_eq!(group(ALL_GROUP).stats.compared, 125);
+    // Korthikanti et al. 2022 Table 4, one layer's forward + backward: today +4.6% to +10.6%.
+    check(
+        "per_layer_fwd_bwd_ms",
+        &group("per_layer_fwd_bwd_ms").stats,
+        (0.0888, 0.1010, 0.1059, 1.0),
+    );
 }
 
 /// The search over every row with a full layout (71 distinct searches; 6.6 s in release,
