@@ -406,14 +406,29 @@ pub fn schedule_tip(op: &GridOp) -> Tip {
     }
 }
 
+/// One row of the schedule grid.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum GridRow {
+    /// A pipeline stage, 0 = first.
+    Stage(u32),
+    /// Stages not drawn, from the first (0-based) for `count` stages.
+    Elided { first: u32, count: u32 },
+}
+
+/// The rows of a grid that draws every one of `stages` stages.
+pub fn every_stage(stages: u32) -> Vec<GridRow> {
+    (0..stages).map(GridRow::Stage).collect()
+}
+
 /// The schedule grid: stages down, time slots across; idle time shows as the
-/// bare row background. Returns hit boxes per op, in `ops` order, with empty tips:
-/// a grid has thousands of ops (64 stages × 32 micro-batches × 2), so the caller
+/// bare row background. `rows` names what each row shows, and each op's `stage` is the
+/// row it is drawn in. Returns hit boxes per op, in `ops` order, with empty tips:
+/// a grid has thousands of ops (16 stages × 32 micro-batches × 2), so the caller
 /// builds the hovered one's tip with [`schedule_tip`] (`ChartCanvas`'s `tip_of`).
 pub fn draw_schedule(
     canvas: &HtmlCanvasElement,
     css_width: f64,
-    stages: u32,
+    rows: &[GridRow],
     span: f64,
     ops: &[GridOp],
     theme: &Theme,
@@ -421,7 +436,7 @@ pub fn draw_schedule(
     draw_schedule_with(
         canvas,
         css_width,
-        stages,
+        rows,
         span,
         ops,
         theme,
@@ -453,13 +468,14 @@ fn context_2d(canvas: &HtmlCanvasElement) -> Result<web_sys::CanvasRenderingCont
 fn draw_schedule_with(
     canvas: &HtmlCanvasElement,
     css_width: f64,
-    stages: u32,
+    rows: &[GridRow],
     span: f64,
     ops: &[GridOp],
     theme: &Theme,
     fills: CellFills,
 ) -> Result<Vec<HitBox>, String> {
-    let row_css = if stages > 16 { 14.0 } else { 26.0 };
+    let stages = u32::try_from(rows.len()).unwrap_or(u32::MAX);
+    let row_css = if stages > 17 { 14.0 } else { 26.0 };
     let css_height = 34.0 + row_css * f64::from(stages.max(1)) + 8.0;
     let Some((r, _)) = prepare(canvas, css_width, css_height) else {
         return Ok(Vec::new());
@@ -496,22 +512,45 @@ fn draw_schedule_with(
         t += every;
     }
 
-    for s in 0..stages {
-        let y = top + row_css * f64::from(s);
-        root.draw(&Rectangle::new(
-            [
-                (px(left), px(y + 2.0)),
-                (px(left + span * slot), px(y + row_css - 2.0)),
-            ],
-            theme.idle.filled(),
-        ))
-        .map_err(err)?;
-        root.draw(&Text::new(
-            format!("stage {}", s + 1),
-            (px(left - 8.0), px(y + row_css / 2.0)),
-            font.clone().pos(Pos::new(HPos::Right, VPos::Center)),
-        ))
-        .map_err(err)?;
+    for (i, row) in rows.iter().enumerate() {
+        let y = top + row_css * i as f64;
+        let mid = px(y + row_css / 2.0);
+        match *row {
+            GridRow::Stage(s) => {
+                root.draw(&Rectangle::new(
+                    [
+                        (px(left), px(y + 2.0)),
+                        (px(left + span * slot), px(y + row_css - 2.0)),
+                    ],
+                    theme.idle.filled(),
+                ))
+                .map_err(err)?;
+                root.draw(&Text::new(
+                    format!("stage {}", s + 1),
+                    (px(left - 8.0), mid),
+                    font.clone().pos(Pos::new(HPos::Right, VPos::Center)),
+                ))
+                .map_err(err)?;
+            }
+            GridRow::Elided { first, count } => {
+                root.draw(&Text::new(
+                    "⋮".to_string(),
+                    (px(left - 24.0), mid),
+                    font.clone().pos(Pos::new(HPos::Center, VPos::Center)),
+                ))
+                .map_err(err)?;
+                root.draw(&Text::new(
+                    format!(
+                        "stages {} to {} ({count}) run the same pattern and are not drawn",
+                        first + 1,
+                        first + count
+                    ),
+                    (px(left + 4.0), mid),
+                    font.clone().pos(Pos::new(HPos::Left, VPos::Center)),
+                ))
+                .map_err(err)?;
+            }
+        }
     }
     // Three passes (fills, outlines, then labels by colour) so the context's
     // fill colour changes once per cell rather than twice.
@@ -879,7 +918,7 @@ mod tests {
                     draw_schedule_with(
                         &a,
                         width,
-                        stages,
+                        &every_stage(stages),
                         span,
                         &ops,
                         &theme,
@@ -889,7 +928,7 @@ mod tests {
                     draw_schedule_with(
                         &b,
                         width,
-                        stages,
+                        &every_stage(stages),
                         span,
                         &ops,
                         &theme,

@@ -873,48 +873,95 @@ impl Latency {
     }
 }
 
+/// Moves `control` `moves` times, each dispatched at the start of a frame, inside a
+/// `requestAnimationFrame` callback, as Chromium dispatches a drag's continuous input
+/// (pointer and mouse moves are rAF-aligned: blink's MainThreadEventQueue holds them until
+/// the next frame begins), and returns, per move, the time from that dispatch to the end of
+/// the same frame's rendering on the main thread (effects, style, layout, paint, commit):
+/// a message posted from the callback runs once the frame's task is done. Unlike
+/// [`measure_latency`]'s frame series, it holds no wait for the next frame.
+pub fn measure_frame_aligned(session: &Session, control: &Control, moves: u32) -> Result<Vec<f64>> {
+    let body = r#"
+        const frame = [];
+        const afterFrame = new MessageChannel();
+        afterFrame.port1.onmessage = () => {
+            frame.push(performance.now() - t0);
+            next(frame);
+        };
+        function step() {
+            requestAnimationFrame(() => {
+                move();
+                afterFrame.port2.postMessage(0);
+            });
+        }
+        step();
+    "#;
+    let result = run_moves(session, control, moves, body)?;
+    Ok(sorted(&result))
+}
+
+/// The start of every move script: the control `el`, its `nextValue`, the move count,
+/// `move()` (the next value set and its events dispatched, `t0` stamped) and `next(result)`
+/// (the next move after a random wait up to a frame, or the result once all are done).
+const MOVES_PRELUDE: &str = r#"
+    const done = arguments[arguments.length - 1];
+    const el = document.querySelector(arguments[1]);
+    const nextValue = new Function('el', 'return ' + arguments[2]);
+    const moves = arguments[0];
+    let i = 0, t0 = 0;
+    function move() {
+        el.value = nextValue(el);
+        t0 = performance.now();
+        // Sliders and number fields listen to `input`, selects to `change`.
+        el.dispatchEvent(new Event('input', {bubbles: true}));
+        el.dispatchEvent(new Event('change', {bubbles: true}));
+    }
+    function next(result) {
+        if (++i < moves) { setTimeout(step, Math.random() * 17); } else { done(result); }
+    }
+"#;
+
+/// Runs [`MOVES_PRELUDE`] then `body` (which defines and calls `step`) on `control`.
+fn run_moves(session: &Session, control: &Control, moves: u32, body: &str) -> Result<Value> {
+    session.execute_async(
+        &format!("{MOVES_PRELUDE}{body}"),
+        vec![json!(moves), json!(control.css), json!(control.next_value)],
+    )
+}
+
+/// The numbers of a JSON array, sorted.
+fn sorted(v: &Value) -> Vec<f64> {
+    let mut out: Vec<f64> = v
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_f64).collect())
+        .unwrap_or_default();
+    out.sort_by(f64::total_cmp);
+    out
+}
+
 /// Moves `control` `moves` times, each at a random phase of the frame (so the
 /// painted time is not aligned to vsync), and times each move.
 pub fn measure_latency(session: &Session, control: &Control, moves: u32) -> Result<Latency> {
-    let script = r#"
-        const done = arguments[arguments.length - 1];
-        const el = document.querySelector(arguments[1]);
-        const nextValue = new Function('el', 'return ' + arguments[2]);
-        const moves = arguments[0];
+    let body = r#"
         const work = [], frame = [];
         const afterWork = new MessageChannel();
         const afterPaint = new MessageChannel();
-        let i = 0, t0 = 0;
         afterWork.port1.onmessage = () => {
             work.push(performance.now() - t0);
             requestAnimationFrame(() => afterPaint.port2.postMessage(0));
         };
         afterPaint.port1.onmessage = () => {
             frame.push(performance.now() - t0);
-            if (++i < moves) { setTimeout(step, Math.random() * 17); } else { done({work, frame}); }
+            next({work, frame});
         };
         function step() {
-            el.value = nextValue(el);
-            t0 = performance.now();
-            // Sliders and number fields listen to `input`, selects to `change`.
-            el.dispatchEvent(new Event('input', {bubbles: true}));
-            el.dispatchEvent(new Event('change', {bubbles: true}));
+            move();
             afterWork.port2.postMessage(0);
         }
         step();
     "#;
-    let result = session.execute_async(
-        script,
-        vec![json!(moves), json!(control.css), json!(control.next_value)],
-    )?;
-    let series = |key: &str| {
-        let mut v: Vec<f64> = result[key]
-            .as_array()
-            .map(|a| a.iter().filter_map(Value::as_f64).collect())
-            .unwrap_or_default();
-        v.sort_by(f64::total_cmp);
-        v
-    };
+    let result = run_moves(session, control, moves, body)?;
+    let series = |key: &str| sorted(&result[key]);
     Ok(Latency {
         work_ms: series("work"),
         frame_ms: series("frame"),

@@ -5,7 +5,10 @@
 //! Llama 3.1 405B, and on 16,384 GPUs. Printed as a table (median and p95 per input,
 //! and pooled), never asserted: the figures depend on the machine.
 
-use e2e::{assert_no_console_errors, measure_latency, percentile, Control, Page, Session};
+use e2e::{
+    assert_no_console_errors, measure_frame_aligned, measure_latency, percentile, Control, Page,
+    Session,
+};
 use planner_core::edges::link;
 use planner_core::input::hardware::{gpu_preset, Cluster};
 use planner_core::input::scenario::{ModelChoice, Scenario};
@@ -63,6 +66,7 @@ const INPUTS: [Control; 9] = [
 fn table(page: &Page, case: &str, query: &str) {
     let mut pooled_work = Vec::new();
     let mut pooled_frame = Vec::new();
+    let mut pooled_aligned = Vec::new();
     let mut rows = Vec::new();
     let mut views = Vec::new();
     for control in &INPUTS {
@@ -76,6 +80,7 @@ fn table(page: &Page, case: &str, query: &str) {
             )
             .unwrap();
         let l = measure_latency(&session, control, MOVES).expect("measure");
+        // The views' timings above are per move of the random-phase series only.
         views.push(format!(
             "  {:<13} {}",
             control.name,
@@ -87,41 +92,31 @@ fn table(page: &Page, case: &str, query: &str) {
             control.name,
             l.work_ms.len()
         );
+        let aligned = measure_frame_aligned(&session, control, MOVES).expect("measure aligned");
         assert_no_console_errors(&session, control.name);
         rows.push(format!(
-            "  {:<13} {:>8.2} {:>8.2} {:>8.2} | {:>8.2} {:>8.2} {:>8.2}",
+            "  {:<13} {}",
             control.name,
-            percentile(&l.work_ms, 0.5),
-            percentile(&l.work_ms, 0.95),
-            l.work_ms.last().copied().unwrap_or(f64::NAN),
-            percentile(&l.frame_ms, 0.5),
-            percentile(&l.frame_ms, 0.95),
-            l.frame_ms.last().copied().unwrap_or(f64::NAN),
+            columns(&l.work_ms, &l.frame_ms, &aligned)
         ));
         pooled_work.extend(l.work_ms);
         pooled_frame.extend(l.frame_ms);
+        pooled_aligned.extend(aligned);
     }
     pooled_work.sort_by(f64::total_cmp);
     pooled_frame.sort_by(f64::total_cmp);
+    pooled_aligned.sort_by(f64::total_cmp);
     println!(
-        "LATENCY PER INPUT, {case} ({MOVES} moves each, ms; work = input → views recomputed and layout done, frame = input → painted frame):"
+        "LATENCY PER INPUT, {case} ({MOVES} moves each, ms; work = input → views recomputed and layout done, frame = input → painted frame, both with the input at a random phase of the frame; at frame start = input dispatched as a frame begins, as Chromium delivers a drag, → that frame rendered):"
     );
-    println!(
-        "  {:<13} {:>8} {:>8} {:>8} | {:>8} {:>8} {:>8}",
-        "input", "work p50", "p95", "max", "frame p50", "p95", "max"
-    );
+    println!("  {:<13} {}", "input", HEADER);
     for r in rows {
         println!("{r}");
     }
     println!(
-        "  {:<13} {:>8.2} {:>8.2} {:>8.2} | {:>8.2} {:>8.2} {:>8.2}",
+        "  {:<13} {}",
         "pooled",
-        percentile(&pooled_work, 0.5),
-        percentile(&pooled_work, 0.95),
-        pooled_work.last().copied().unwrap_or(f64::NAN),
-        percentile(&pooled_frame, 0.5),
-        percentile(&pooled_frame, 0.95),
-        pooled_frame.last().copied().unwrap_or(f64::NAN),
+        columns(&pooled_work, &pooled_frame, &pooled_aligned)
     );
     println!(
         "VIEW WORK PER MOVE, {case} (app/src/perf.rs timings: ms per move, runs per move; the rest of a move is Leptos, the DOM and layout):"
@@ -129,6 +124,64 @@ fn table(page: &Page, case: &str, query: &str) {
     for v in views {
         println!("{v}");
     }
+}
+
+/// The table's column titles: p50, p95 and max of each series.
+const HEADER: &str = "work p50      p95      max | frame p50      p95      max | at frame start p50      p95      max";
+
+/// One row's figures under [`HEADER`] (each series sorted).
+fn columns(work: &[f64], frame: &[f64], aligned: &[f64]) -> String {
+    let three = |v: &[f64]| {
+        format!(
+            "{:>8.2} {:>8.2} {:>8.2}",
+            percentile(v, 0.5),
+            percentile(v, 0.95),
+            v.last().copied().unwrap_or(f64::NAN)
+        )
+    };
+    format!(
+        "{} | {} |           {}",
+        three(work),
+        three(frame),
+        three(aligned)
+    )
+}
+
+/// The harness's own floor: a page whose slider sets one `<output>`'s text, served by the
+/// same server in the same Chromium and window, moved as the release page's inputs are.
+/// Its frame figures are what the measurement costs with next to no page: with the input
+/// at a random phase, the wait for the next frame alone (up to 16.7 ms at 60 Hz).
+const FLOOR_PAGE: &str = r#"<!doctype html>
+<html lang="en"><head><meta charset="utf-8" /><title>floor</title><link rel="icon" href="data:," /></head>
+<body><input type="range" id="s" min="0" max="7" value="0" data-testid="input-dp"><output id="o">0</output>
+<script>const s = document.getElementById('s'), o = document.getElementById('o'); s.addEventListener('input', () => { o.textContent = String(2 ** Number(s.value)); });</script>
+</body></html>
+"#;
+
+#[test]
+#[ignore = "needs chromedriver: run via `cargo xtask test`"]
+fn the_harness_floor_is_timed() {
+    let root = e2e::workspace_root().join("target").join("latency-floor");
+    std::fs::create_dir_all(&root).expect("create the floor page's folder");
+    std::fs::write(root.join("index.html"), FLOOR_PAGE).expect("write the floor page");
+    let page = Page::serve_dir_with(&root, Default::default()).expect("serve the floor page");
+    let session = page.session().expect("browser");
+    session.set_window_size(1440, 1100).expect("window");
+    session.goto(&page.url()).expect("open the floor page");
+    session.set_script_timeout(600_000).unwrap();
+    let control = slider("[data-testid=input-dp]", "floor slider");
+    let l = measure_latency(&session, &control, MOVES * 3).expect("measure");
+    let aligned = measure_frame_aligned(&session, &control, MOVES * 3).expect("measure aligned");
+    println!(
+        "LATENCY FLOOR (a slider setting one <output>, same server, browser and window; {} moves, ms):",
+        MOVES * 3
+    );
+    println!("  {:<13} {}", "input", HEADER);
+    println!(
+        "  {:<13} {}",
+        "floor slider",
+        columns(&l.work_ms, &l.frame_ms, &aligned)
+    );
 }
 
 /// The timed views' work per move (`window.__meshplanMs` / `__meshplanRuns` over
