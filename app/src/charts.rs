@@ -423,7 +423,7 @@ pub fn every_stage(stages: u32) -> Vec<GridRow> {
 /// The schedule grid: stages down, time slots across; idle time shows as the
 /// bare row background. `rows` names what each row shows, and each op's `stage` is the
 /// row it is drawn in. Returns hit boxes per op, in `ops` order, with empty tips:
-/// a grid has thousands of ops (16 stages × 32 micro-batches × 2), so the caller
+/// a grid has up to a thousand ops or more (16 stages × 32 micro-batches × 2), so the caller
 /// builds the hovered one's tip with [`schedule_tip`] (`ChartCanvas`'s `tip_of`).
 pub fn draw_schedule(
     canvas: &HtmlCanvasElement,
@@ -475,6 +475,8 @@ fn draw_schedule_with(
     fills: CellFills,
 ) -> Result<Vec<HitBox>, String> {
     let stages = u32::try_from(rows.len()).unwrap_or(u32::MAX);
+    // The page draws at most 17 rows (views/pipeline.rs elides deeper pipelines' middle
+    // stages); a taller grid, drawn whole, takes compact rows.
     let row_css = if stages > 17 { 14.0 } else { 26.0 };
     let css_height = 34.0 + row_css * f64::from(stages.max(1)) + 8.0;
     let Some((r, _)) = prepare(canvas, css_width, css_height) else {
