@@ -155,16 +155,19 @@ fn compute(s: &planner_core::input::scenario::Scenario) -> PipelineData {
         } else {
             format!("{}: p = {p}; drawn with m = {dm} of the layout's {m} micro-batches (the bubble figures use {m}).", schedule.label())
         };
-        let note = if p > MAX_DRAWN_STAGES {
-            let half = MAX_DRAWN_STAGES / 2;
-            format!(
-                "{note} Drawn: stages 1 to {half} and {} to {p}; stages {} to {} repeat the pattern one slot later each and are not drawn.",
-                p - half + 1,
-                half + 1,
-                p - half
-            )
-        } else {
-            note
+        // The caption names the rows the grid elides (`grid_rows`), as the grid's own row does.
+        let elided = grid_rows(p).into_iter().find_map(|row| match row {
+            GridRow::Elided { first, count } => Some((first, count)),
+            GridRow::Stage(_) => None,
+        });
+        let note = match elided {
+            Some((first, count)) => format!(
+                "{note} Drawn: stages 1 to {first} and {} to {p}; stages {} to {} repeat the pattern one slot later each and are not drawn.",
+                first + count + 1,
+                first + 1,
+                first + count
+            ),
+            None => note,
         };
         (p, dm, note)
     };
@@ -436,5 +439,20 @@ mod tests {
             }
         }
         assert_eq!(row_of(15, 16), Some(15));
+    }
+
+    #[wasm_bindgen_test]
+    fn the_caption_names_the_stages_the_grid_leaves_out() {
+        let mut s = planner_core::resolve::presets::default_scenario();
+        s.layout.pp = 40;
+        let note = super::compute(&s).grid_note;
+        assert!(
+            note.ends_with(
+                "Drawn: stages 1 to 8 and 33 to 40; stages 9 to 32 repeat the pattern one slot later each and are not drawn."
+            ),
+            "{note}"
+        );
+        s.layout.pp = 16;
+        assert!(!super::compute(&s).grid_note.contains("not drawn"));
     }
 }

@@ -80,7 +80,8 @@ fn table(page: &Page, case: &str, query: &str) {
             )
             .unwrap();
         let l = measure_latency(&session, control, MOVES).expect("measure");
-        // The views' timings above are per move of the random-phase series only.
+        // Read before the frame-start series runs: the views' timings are per move of the
+        // random-phase series only.
         views.push(format!(
             "  {:<13} {}",
             control.name,
