@@ -69,8 +69,8 @@ pub enum Command {
         #[arg(long)]
         lenient: bool,
     },
-    /// Rank every DP × TP × PP × CP × EP mesh of the scenario's cluster (with ZeRO stage,
-    /// micro-batch, schedule and recompute) by predicted step time; list rejections by reason.
+    /// Rank every DP × TP × PP × CP × EP mesh of the scenario's cluster (each at its best ZeRO
+    /// stage, micro-batch, schedule and recompute) by predicted step time; list rejections by reason.
     Search {
         /// Scenario JSON (its layout is ignored; its model, cluster, batch and, when switched on,
         /// its calibration are used, as `eval` uses them); `-` reads stdin.
@@ -88,6 +88,9 @@ pub enum Command {
         /// Rank numbering order, fastest first (Megatron default `tp-cp-ep-dp-pp`).
         #[arg(long, default_value = "tp-cp-ep-dp-pp")]
         rank_order: String,
+        /// List every knob setting of a mesh as its own row (default: each mesh once, at its best).
+        #[arg(long)]
+        every_knob: bool,
         /// Print a table instead of JSON.
         #[arg(long)]
         table: bool,

@@ -1,5 +1,6 @@
 //! Mesh explorer: planner-core's ranked search over every DP × TP × PP × CP × EP
-//! of the cluster (with ZeRO, micro-batch, schedule and recompute), sortable and
+//! of the cluster (each mesh once, at its best ZeRO stage, micro-batch, schedule and
+//! recompute), sortable and
 //! filterable, with the rejected meshes and why. Clicking a row applies its
 //! layout to the whole page.
 //!
@@ -544,10 +545,11 @@ pub fn MeshView() -> impl IntoView {
             Some(Ok(r)) => {
                 let t = state.timing.get().unwrap_or_default();
                 format!(
-                    "{} candidates on {} GPUs: {} feasible, {} rejected. Searched in {:.0} ms ({:.0} ms in the page's worker; its reply read over {} frame{}, longest slice {:.1} ms).",
+                    "{} candidates on {} GPUs: {} feasible in {} meshes, {} rejected. Searched in {:.0} ms ({:.0} ms in the page's worker; its reply read over {} frame{}, longest slice {:.1} ms).",
                     format::thousands(r.candidates),
                     format::thousands(r.world),
                     format::thousands(r.feasible_count),
+                    format::thousands(r.feasible_meshes),
                     format::thousands(r.candidates.saturating_sub(r.feasible_count)),
                     t.wall_ms,
                     t.busy_ms,
@@ -644,7 +646,7 @@ pub fn MeshView() -> impl IntoView {
                         let n = rows.with(|r| r.len());
                         let kept = state.result.with(|r| match r { Some(Ok(r)) => r.feasible.len(), _ => 0 });
                         format!(
-                            "{} of the {} best candidates match the filter{}; rank = position by step time, after every candidate without a † (a cost the model is known to underestimate: hover the rank).",
+                            "{} of the {} best meshes match the filter{}; each mesh once, at its best ZeRO stage, recompute, micro-batch and schedule; rank = position by step time, after every mesh without a † (a cost the model is known to underestimate: hover the rank).",
                             format::thousands(n as u64),
                             format::thousands(kept as u64),
                             if n > shown.get() { format!(" (first {} shown)", shown.get()) } else { String::new() },

@@ -44,6 +44,7 @@ pub fn run(command: Command) -> Result<String, CliError> {
             top,
             rejected,
             rank_order,
+            every_knob,
             table,
         } => search::run(&search::Args {
             scenario: &scenario,
@@ -51,6 +52,7 @@ pub fn run(command: Command) -> Result<String, CliError> {
             top,
             rejected,
             rank_order: &rank_order,
+            every_knob,
             table,
         }),
         Command::Validate {

@@ -18,6 +18,8 @@ pub struct Args<'a> {
     pub top: usize,
     pub rejected: usize,
     pub rank_order: &'a str,
+    /// Every knob setting as its own row instead of each mesh once.
+    pub every_knob: bool,
     pub table: bool,
 }
 
@@ -57,6 +59,7 @@ pub fn run(args: &Args) -> Result<String, CliError> {
     let space = SearchSpace {
         max_results: args.top,
         max_rejected: args.rejected,
+        one_row_per_mesh: !args.every_knob,
         ..SearchSpace::default()
     };
     let result = search(&model, &scenario, &space, &step_model);
@@ -89,8 +92,8 @@ fn table(model: &str, sc: &planner_core::input::scenario::Scenario, r: &SearchRe
     let rejected = r.candidates - r.feasible_count;
     let _ = writeln!(
         out,
-        "{} candidates: {} feasible, {} rejected\n",
-        r.candidates, r.feasible_count, rejected
+        "{} candidates: {} feasible in {} meshes, {} rejected\n",
+        r.candidates, r.feasible_count, r.feasible_meshes, rejected
     );
     if let Some(stop) = &r.stopped {
         let _ = writeln!(out, "Note: {}\n", stop.message);

@@ -266,7 +266,8 @@ impl MeshReply {
                     .opt(stop.map(|s| s.blocks_searched))
                     .opt(stop.map(|s| s.blocks))
                     .text(stop.map_or("", |s| s.message.as_str()))
-                    .num(records);
+                    .num(records)
+                    .num(r.feasible_meshes);
                 for (tag, counts) in [("C", &r.rejections), ("W", &r.rejections_without_offload)] {
                     for c in counts {
                         w.record(tag).text(&c.reason).num(c.candidates);
@@ -533,7 +534,7 @@ impl Read {
                 }));
             }
             "MeshDone" => {
-                f.len_is(18)?;
+                f.len_is(19)?;
                 let stopped = match f.get(10, "stopped")? {
                     "0" => None,
                     "1" => Some(SearchStopped {
@@ -555,6 +556,7 @@ impl Read {
                         world: f.parse(5, "world")?,
                         candidates: f.parse(6, "candidates")?,
                         feasible_count: f.parse(7, "feasible_count")?,
+                        feasible_meshes: f.parse(18, "feasible_meshes")?,
                         feasible: Vec::new(),
                         rejected: Vec::new(),
                         rejections: Vec::new(),

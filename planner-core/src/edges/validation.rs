@@ -1746,10 +1746,14 @@ fn expert_tp_of(run: &PublishedRun, defaults: &mut Vec<String>) -> u32 {
 
 /// Runs the search on a row's scenario and finds its published mesh.
 fn search_rank(run: &PublishedRun, scenario: &Scenario) -> Result<SearchRank, String> {
-    // The default space; only the output caps are lifted so every candidate is ranked.
+    // The default space; the output caps are lifted and every knob setting kept as its own
+    // row, so both ranks come from one search: the knob-level position, and the mesh's place
+    // in the default list (one row per mesh at its best candidate, `keep_best_per_mesh`),
+    // which is the first position counting each faster mesh once.
     let mut space = SearchSpace {
         max_results: usize::MAX,
         max_rejected: usize::MAX,
+        one_row_per_mesh: false,
         ..SearchSpace::default()
     };
     // The search proposes what the row's framework ran (as `Framework::runs_schedule` does for
@@ -2057,7 +2061,7 @@ fn search_summary(rows: &[RowResult], searches: usize) -> SearchSummary {
         }
     }
     SearchSummary {
-        method: "planner_core::mesh::search_scenario on each row's scenario with the default SearchSpace (output caps lifted so every feasible candidate is ranked); rank = 1-based position of the best candidate with the published dp, tp, pp, cp, ep over all knobs, by predicted step time; mesh rank = the same position counting each faster mesh once".to_string(),
+        method: "planner_core::mesh::search_scenario on each row's scenario with the default SearchSpace (output caps lifted so every feasible candidate is ranked); mesh rank = 1-based position of the published dp, tp, pp, cp, ep in the search's list, which holds each mesh once at its best ZeRO stage, recompute, micro-batch and schedule (SearchSpace::one_row_per_mesh), by predicted step time; rank = the position of its best candidate when every knob setting is its own row".to_string(),
         rows: searched.len(),
         searches,
         ranked: ranks.len(),

@@ -280,6 +280,11 @@ pub struct SearchSpace {
     /// ([`SearchResult::offload`]); nothing more is searched when something fits.
     #[serde(default = "yes")]
     pub offload_fallback: bool,
+    /// List each mesh (DP × TP × PP × CP × EP × expert TP) once, at its best candidate (the
+    /// ZeRO stage, recompute, micro-batch, schedule and split that rank it highest), as a
+    /// ranked list of meshes reads; `false` lists every knob setting as its own row.
+    #[serde(default = "yes")]
+    pub one_row_per_mesh: bool,
 }
 
 /// Serde default of [`SearchSpace::offload_fallback`].
@@ -324,6 +329,7 @@ impl Default for SearchSpace {
             max_rejected: 100_000,
             max_evaluated: DEFAULT_MAX_EVALUATED,
             offload_fallback: true,
+            one_row_per_mesh: true,
         }
     }
 }
@@ -487,7 +493,11 @@ pub struct SearchResult {
     pub candidates: u64,
     /// Candidates that passed every rule and fit.
     pub feasible_count: u64,
-    /// Best feasible candidates, fastest first.
+    /// Distinct meshes among them ([`MeshDims`]: each with one or more knob settings).
+    #[serde(default)]
+    pub feasible_meshes: u64,
+    /// Best feasible candidates, fastest first: one per mesh unless
+    /// [`SearchSpace::one_row_per_mesh`] is off.
     pub feasible: Vec<Feasible>,
     /// Rejected blocks (up to `max_rejected`).
     pub rejected: Vec<Rejected>,
@@ -1212,6 +1222,11 @@ fn finish(
             .then(b.headroom_bytes.total_cmp(&a.headroom_bytes))
             .then_with(|| key(a).cmp(&key(b)))
     };
+    let feasible_meshes = if space.one_row_per_mesh {
+        keep_best_per_mesh(&mut feasible, by_rank)
+    } else {
+        distinct_meshes(&feasible)
+    };
     let mut hints = article_hints(cluster.nodes, gpn, world, &feasible, by_rank);
     // PCIe-class links inside the node (well below NVLink's hundreds of GB/s).
     if cluster.intra_node.bytes_per_s < 100e9 {
@@ -1252,6 +1267,7 @@ fn finish(
         world,
         candidates: total,
         feasible_count,
+        feasible_meshes,
         feasible,
         rejected,
         rejections,
@@ -1262,6 +1278,46 @@ fn finish(
         offload: scenario.training.offload,
         rejections_without_offload: Vec::new(),
     }
+}
+
+/// Distinct meshes among `feasible`.
+fn distinct_meshes(feasible: &[Feasible]) -> u64 {
+    let meshes: std::collections::HashSet<MeshDims> = feasible.iter().map(|f| f.dims).collect();
+    meshes.len() as u64
+}
+
+/// Keeps each mesh's best candidate by `order` (the ranking's own order, so the mesh's
+/// place in the list is the place its best knob setting had among all of them) and
+/// returns how many meshes are left. One pass with a map: the list can hold hundreds of
+/// thousands of candidates for a large MoE, and sorting it first would cost more.
+fn keep_best_per_mesh(
+    feasible: &mut Vec<Feasible>,
+    order: impl Fn(&Feasible, &Feasible) -> std::cmp::Ordering,
+) -> u64 {
+    use std::collections::hash_map::Entry;
+    let mut best: std::collections::HashMap<MeshDims, usize> = std::collections::HashMap::new();
+    for (i, f) in feasible.iter().enumerate() {
+        match best.entry(f.dims) {
+            Entry::Vacant(e) => {
+                e.insert(i);
+            }
+            Entry::Occupied(mut e) => {
+                if order(f, &feasible[*e.get()]) == std::cmp::Ordering::Less {
+                    e.insert(i);
+                }
+            }
+        }
+    }
+    let mut keep = vec![false; feasible.len()];
+    for &i in best.values() {
+        keep[i] = true;
+    }
+    let mut at = 0;
+    feasible.retain(|_| {
+        at += 1;
+        keep[at - 1]
+    });
+    feasible.len() as u64
 }
 
 /// A search run a few blocks at a time, so a page can search 16,384 GPUs

@@ -76,8 +76,10 @@ fn run(
     let model = model_preset("llama-3.1-70b").expect("70b");
     let sc = scenario(nodes, seq, batch);
     let sm = StepModel::new(&model, &sc, CostOptions::default());
+    // Every knob setting its own row, so the bookkeeping is checked candidate by candidate.
     let space = SearchSpace {
         max_results,
+        one_row_per_mesh: false,
         ..SearchSpace::default()
     };
     let r = search_with(&model, &sc, &space, &sm, simple_peak(&model, &sc));
@@ -92,8 +94,10 @@ fn article_example_both_meshes_are_feasible_and_ranked() {
     let sc = article_mesh_scenario();
     let model = sc.model_spec().expect("model");
     let sm = StepModel::new(&model, &sc, CostOptions::default());
+    // Every knob setting its own row: the article's exact knobs are looked up below.
     let space = SearchSpace {
         max_results: usize::MAX,
+        one_row_per_mesh: false,
         ..SearchSpace::default()
     };
     let r = search(&model, &sc, &space, &sm);
@@ -318,6 +322,54 @@ fn sliced_search_equals_one_shot() {
     }
     // 512 = 2^9: (TP, PP, CP, DP) exponents summing to 9: C(12, 3) = 220.
     assert_eq!(mesh_blocks(512).len(), 220);
+}
+
+/// The default list holds each mesh once, at the candidate that ranks it highest: it is the
+/// full knob-level ranking with every later candidate of an already listed mesh left out,
+/// in the same order, and the capped list is its head.
+#[test]
+fn each_mesh_is_listed_once_at_its_best_knobs() {
+    let sc = article_mesh_scenario();
+    let model = sc.model_spec().expect("model");
+    let sm = StepModel::new(&model, &sc, CostOptions::default());
+    let every = SearchSpace {
+        max_results: usize::MAX,
+        one_row_per_mesh: false,
+        ..SearchSpace::default()
+    };
+    let all = search(&model, &sc, &every, &sm);
+    let mut seen = std::collections::HashSet::new();
+    let firsts: Vec<_> = all
+        .feasible
+        .iter()
+        .filter(|f| seen.insert(f.dims))
+        .copied()
+        .collect();
+    // Several knob settings per mesh, or the test would not tell the lists apart.
+    assert!(
+        all.feasible.len() > 2 * firsts.len(),
+        "{} vs {}",
+        all.feasible.len(),
+        firsts.len()
+    );
+    let per_mesh = search(
+        &model,
+        &sc,
+        &SearchSpace {
+            max_results: usize::MAX,
+            ..SearchSpace::default()
+        },
+        &sm,
+    );
+    assert_eq!(per_mesh.feasible, firsts);
+    assert_eq!(per_mesh.feasible_meshes, firsts.len() as u64);
+    assert_eq!(all.feasible_meshes, firsts.len() as u64);
+    // Counts cover every candidate either way.
+    assert_eq!(per_mesh.feasible_count, all.feasible_count);
+    assert_eq!(per_mesh.candidates, all.candidates);
+    let capped = search(&model, &sc, &SearchSpace::default(), &sm);
+    let n = SearchSpace::default().max_results.min(firsts.len());
+    assert_eq!(capped.feasible, firsts[..n]);
 }
 
 /// Tokens per second per GPU: the article's 70B mesh moves 64 × 32,768 tokens per step

@@ -333,6 +333,45 @@ fn a_small_rows_published_mesh_is_ranked_by_the_search() {
     assert_eq!((summary.rows, summary.searches, summary.ranked), (1, 1, 1));
 }
 
+/// The mesh rank is the published mesh's place in the search's own list (each mesh once, at
+/// its best knobs), searched here as `meshplan search` does it; the knob-level rank is never
+/// better.
+#[test]
+fn the_mesh_rank_is_the_place_in_the_searchs_list() {
+    let runs = parse_runs(DATASET).expect("parses");
+    let run = runs
+        .iter()
+        .find(|r| r.id == "nemo2407-llama2-13b-tps")
+        .expect("row");
+    let r = validate_runs(
+        std::slice::from_ref(run),
+        ValidationOptions { search: true },
+    );
+    let s = r.rows[0].search.as_ref().expect("searched");
+    let mapped = map_run(run).expect("maps");
+    let space = planner_core::search::mesh::SearchSpace {
+        max_results: usize::MAX,
+        ..Default::default()
+    };
+    let listed = planner_core::search::mesh::search_scenario(
+        &mapped.scenario,
+        &space,
+        CostOptions::default(),
+        None,
+    )
+    .expect("searches");
+    let at = listed
+        .feasible
+        .iter()
+        .position(|f| {
+            (f.dims.dp, f.dims.tp, f.dims.pp, f.dims.cp, f.dims.ep)
+                == (run.dp, run.tp, run.pp, run.cp, run.ep)
+        })
+        .expect("listed");
+    assert_eq!(s.mesh_rank, Some(at as u64 + 1));
+    assert!(s.mesh_rank <= s.rank);
+}
+
 /// Today's measurement, recorded so a later change cannot make it quietly worse:
 /// these are NOT targets (the targets: median ≤ 10%, p90 ≤ 25%, no row beyond 50%).
 /// Kept per source, so a row that becomes representable (a new GPU preset, say) moves
