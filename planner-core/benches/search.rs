@@ -44,6 +44,15 @@ fn bench(c: &mut Criterion) {
         group.bench_function(*name, |b| {
             b.iter(|| search(black_box(&model), black_box(sc), &space, &sm))
         });
+        // The same search listing every knob setting as its own row: what keeping each
+        // mesh's best candidate (the default list) costs or saves.
+        let every = SearchSpace {
+            one_row_per_mesh: false,
+            ..SearchSpace::default()
+        };
+        group.bench_function(format!("{name}_every_knob"), |b| {
+            b.iter(|| search(black_box(&model), black_box(sc), &every, &sm))
+        });
     }
     group.finish();
 }

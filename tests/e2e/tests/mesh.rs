@@ -576,6 +576,11 @@ fn search_of_16k_gpus_is_timed_and_the_page_stays_responsive() {
             // frames apart in the printout.
             const rowCss = arguments[2];
             const gaps = [], marks = []; let last = performance.now(); const t0 = last;
+            // The frames' own times too (rAF's argument: the time the frame began, on the
+            // compositor's clock): a callback that runs late in a frame that still began on
+            // time moves `gaps` but not these; a frame that was skipped shows here as a
+            // gap of two frame intervals.
+            const frameGaps = []; let lastFrame;
             // Each view's work over the rerun (app/src/perf.rs), from zero.
             window.__meshplanMs = {}; window.__meshplanRuns = {};
             // Where each piece of the page's work ran (app/src/perf.rs `mark`), with the frames.
@@ -589,8 +594,10 @@ fn search_of_16k_gpus_is_timed_and_the_page_stays_responsive() {
             const counted = status().dataset.searches !== undefined;
             let sawRunning = false;
             let more = -1;
-            function tick() {
+            function tick(frameAt) {
                 const t = performance.now(); gaps.push(t - last); last = t;
+                if (lastFrame !== undefined) { frameGaps.push(frameAt - lastFrame); }
+                lastFrame = frameAt;
                 window.__meshplanTimeline.push(['frame', t, 0]);
                 const s = status();
                 marks.push((s && s.dataset.done === 'true' ? 'd' : 's') + document.querySelectorAll(rowCss).length);
@@ -601,7 +608,7 @@ fn search_of_16k_gpus_is_timed_and_the_page_stays_responsive() {
                     : sawRunning && s.dataset.done === 'true';
                 if (more < 0 && shown) { more = 1; }
                 const timedOut = t - t0 > 120000;
-                if (more === 0 || timedOut) { const timeline = window.__meshplanTimeline.map(([n, s, d]) => [n, s - t0, d]); window.__meshplanTimeline = undefined; done({gaps, marks, before, after, counted, timedOut, timeline, work: window.__meshplanMs, runs: window.__meshplanRuns}); return; }
+                if (more === 0 || timedOut) { const timeline = window.__meshplanTimeline.map(([n, s, d]) => [n, s - t0, d]); window.__meshplanTimeline = undefined; done({gaps, frameGaps, marks, before, after, counted, timedOut, timeline, work: window.__meshplanMs, runs: window.__meshplanRuns}); return; }
                 if (more > 0) { more -= 1; }
                 requestAnimationFrame(tick);
             }
@@ -698,6 +705,12 @@ fn search_of_16k_gpus_is_timed_and_the_page_stays_responsive() {
     );
     let mut gaps = gaps_in_order.clone();
     gaps.sort_by(f64::total_cmp);
+    let frame_gaps_in_order: Vec<f64> = recorded["frameGaps"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
+        .unwrap_or_default();
+    let mut frame_gaps = frame_gaps_in_order.clone();
+    frame_gaps.sort_by(f64::total_cmp);
     wait_search_done(&session, SEARCH);
     let num = |a: &str| -> f64 {
         session
@@ -713,6 +726,11 @@ fn search_of_16k_gpus_is_timed_and_the_page_stays_responsive() {
         .iter()
         .enumerate()
         .map(|(i, g)| format!("{g:.1}[{}]", marks.get(i).map_or("", String::as_str)))
+        .collect::<Vec<_>>()
+        .join(" ");
+    let frames_in_order = frame_gaps_in_order
+        .iter()
+        .map(|g| format!("{g:.1}"))
         .collect::<Vec<_>>()
         .join(" ");
     // The page's marked work and the frames, from the input, ms: `name@start+duration`.
@@ -738,7 +756,7 @@ fn search_of_16k_gpus_is_timed_and_the_page_stays_responsive() {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default();
     println!(
-        "SEARCH 16,384 GPUs (Llama 3.1 405B, 2048 × 8 H100, batch 2048 × 8K, rerun from batch 1024) in wasm, performance.now():\n  wall {:.0} ms, of which the search {:.0} ms (in the page's worker since issue 16; on the page's thread before); the page's own slices over {} frames, longest {:.1} ms\n  frame gaps from the input to the last row drawn (+1 frame): median {:.1} ms, p95 {:.1} ms, max {:.1} ms over {} frames; input's frame {:.1} ms, last frame {:.1} ms\n  every gap in order: {in_order}\n  the page's work and the frames, ms from the input: {timeline}\n  the page's main thread over the rerun (CDP Performance.getMetrics): {spent}\n  each view's work over the rerun, ms (runs): {work}\n  status: {}\n  uptime: {uptime}",
+        "SEARCH 16,384 GPUs (Llama 3.1 405B, 2048 × 8 H100, batch 2048 × 8K, rerun from batch 1024) in wasm, performance.now():\n  wall {:.0} ms, of which the search {:.0} ms (in the page's worker since issue 16; on the page's thread before); the page's own slices over {} frames, longest {:.1} ms\n  frame gaps from the input to the last row drawn (+1 frame): median {:.1} ms, p95 {:.1} ms, max {:.1} ms over {} frames; input's frame {:.1} ms, last frame {:.1} ms\n  every gap in order: {in_order}\n  the frames' begin times (rAF's timestamp; a skipped frame shows as two intervals): gaps median {:.1} ms, p95 {:.1} ms, max {:.1} ms over {} frames; in order: {frames_in_order}\n  the page's work and the frames, ms from the input: {timeline}\n  the page's main thread over the rerun (CDP Performance.getMetrics): {spent}\n  each view's work over the rerun, ms (runs): {work}\n  status: {}\n  uptime: {uptime}",
         num("data-wall-ms"),
         num("data-busy-ms"),
         num("data-frames"),
@@ -749,6 +767,10 @@ fn search_of_16k_gpus_is_timed_and_the_page_stays_responsive() {
         gaps.len(),
         gaps_in_order[0],
         gaps_in_order[gaps_in_order.len() - 1],
+        percentile(&frame_gaps, 0.5),
+        percentile(&frame_gaps, 0.95),
+        frame_gaps.last().copied().unwrap_or(f64::NAN),
+        frame_gaps.len(),
         session.text(page::MESH_STATUS).unwrap_or_default(),
     );
     let status = session.text(page::MESH_STATUS).unwrap();
