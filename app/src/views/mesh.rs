@@ -565,7 +565,7 @@ pub fn MeshView() -> impl IntoView {
         <section node_ref=section class="view" aria-labelledby="mesh-title" data-testid="mesh-view">
             <h2 id="mesh-title">"Mesh explorer"</h2>
             <p class="explain">
-                "Every way to split the cluster's GPUs into DP × TP × PP × CP (and EP for mixture-of-experts models), crossed with ZeRO stage, micro-batch, pipeline schedule and recompute. Candidates that break a divisibility rule or do not fit in memory are rejected; the rest are ranked by predicted step time. Click a row to apply its layout to every view."
+                "Every way to split the cluster's GPUs into DP × TP × PP × CP (and EP for mixture-of-experts models), crossed with ZeRO stage, micro-batch, pipeline schedule and recompute. Candidates that break a divisibility rule or do not fit in memory are rejected; the rest are ranked by predicted step time, each mesh listed once at its best setting. Click a row to apply its layout to every view."
             </p>
             <div
                 class="mesh-status"
@@ -833,7 +833,7 @@ fn Hints(state: SearchState) -> impl IntoView {
                                             (Some(i), Some(f)) => {
                                                 let d = f.dims;
                                                 view! {
-                                                    " — best such candidate: rank "
+                                                    " — best such mesh: rank "
                                                     {i + 1}
                                                     " "
                                                     <button
@@ -845,7 +845,7 @@ fn Hints(state: SearchState) -> impl IntoView {
                                                 }
                                                     .into_any()
                                             }
-                                            (Some(i), None) => view! { {format!(" — best such candidate: rank {} (beyond the kept list)", i + 1)} }.into_any(),
+                                            (Some(i), None) => view! { {format!(" — best such mesh: rank {} (beyond the kept list)", i + 1)} }.into_any(),
                                             (None, _) => view! { " — no feasible candidate follows it here" }.into_any(),
                                         }}
                                     </li>
