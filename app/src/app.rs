@@ -798,7 +798,8 @@ fn AdapterControls() -> impl IntoView {
 fn recompute_label(r: Recompute) -> &'static str {
     match r {
         Recompute::None => "None: keep every activation",
-        Recompute::Selective => "Selective: recompute attention core",
+        // torchtitan's selective is its per-op policy (planner-core input/sac_policy.rs).
+        Recompute::Selective => "Selective: attention core (torchtitan: every 2nd matmul)",
         Recompute::Full => "Full: keep layer inputs only",
     }
 }

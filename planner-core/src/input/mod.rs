@@ -20,6 +20,7 @@ pub mod overlap;
 pub mod power_limit;
 pub mod precision;
 pub mod runtime_memory;
+pub mod sac_policy;
 pub mod scenario;
 pub mod serving_engine;
 pub mod stage_split;

@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::explain::{Term, Unit};
 use crate::input::finetune::DEQUANT_BYTES_PER_PARAM;
+use crate::input::framework::Framework;
 pub use crate::input::gemm_efficiency::GemmEfficiency;
 use crate::input::kernels::Kernels;
 use crate::input::layout::{Layout, Recompute, ZeroStage};
@@ -477,6 +478,37 @@ pub struct StepModel {
     pub kernels: Kernels,
     /// Which communication overlaps compute ([`crate::input::overlap`], framework defaults applied).
     pub overlap: AppliedOverlap,
+    /// What "selective" recompute repeats under torchtitan, whose selective is its per-op
+    /// policy ([`crate::input::sac_policy`]); `None` elsewhere (Korthikanti's selective).
+    pub op_sac: Option<OpSacRecompute>,
+}
+
+/// torchtitan's per-op selective checkpointing, as the backward repeats it
+/// ([`crate::input::sac_policy`]): the dense layers' unsaved matmuls and every op outside its
+/// save list (the element-wise ops and the FP8 casts); not the SDPA, whose output is saved.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OpSacRecompute {
+    /// Forward FLOPs per token of the unsaved matmuls the backward needs, over all dense layers.
+    pub matmul_flops_per_token: f64,
+    /// Share of the decoder layers that are dense (the policy's op order); MoE and MLA layers
+    /// keep Korthikanti's selective recompute, as the memory model does.
+    pub dense_share: f64,
+}
+
+impl OpSacRecompute {
+    /// The policy's recompute for `model` when `framework` runs it; `None` otherwise.
+    pub fn of(model: &ModelSpec, framework: Framework) -> Option<Self> {
+        if framework != Framework::Torchtitan {
+            return None;
+        }
+        let per_layer = crate::input::sac_policy::recomputed_matmul_flops_per_token(model)?;
+        let pb = model.param_breakdown();
+        let layers = (pb.dense_layers + pb.moe_layers).max(1) as f64;
+        Some(OpSacRecompute {
+            matmul_flops_per_token: per_layer * pb.dense_layers as f64 * model.param_scale(),
+            dense_share: pb.dense_layers as f64 / layers,
+        })
+    }
 }
 
 impl StepModel {
@@ -566,6 +598,7 @@ impl StepModel {
                 .overheads
                 .overlap
                 .applied(scenario.overheads.framework),
+            op_sac: OpSacRecompute::of(model, scenario.overheads.framework),
             options,
         }
     }
@@ -850,8 +883,21 @@ impl StepModel {
                 dense_f + 2.0 * attn_f + elem_b + loss_b + cast_b + 2.0 * adapter_f + dequant
             }
         };
+        // torchtitan's selective is its per-op policy (input/sac_policy.rs): on the dense layers
+        // the unsaved matmuls at the GEMM rate, every element-wise op and FP8 cast of the
+        // forward again, the SDPA not (its output is saved); other layers as Korthikanti's.
+        let op_sac = self.op_sac.map(|p| {
+            let d = p.dense_share;
+            let matmuls = per_gpu * p.matmul_flops_per_token / gemm_rate * per_layer;
+            (
+                matmuls + d * (elem_f + cast_f) + (1.0 - d) * (attn_f + elem_sel),
+                d * elem_f + (1.0 - d) * elem_sel,
+                d * cast_f,
+            )
+        });
         let t_rc = match layout.recompute {
             Recompute::None => 0.0,
+            Recompute::Selective if op_sac.is_some() => op_sac.map_or(0.0, |r| r.0),
             // Korthikanti et al. 2022 §5: selective recomputes the attention core only (with the
             // scores' softmax and dropout when they are materialised).
             Recompute::Selective => attn_f + elem_sel,
@@ -867,7 +913,7 @@ impl StepModel {
             + loss_b
             + match layout.recompute {
                 Recompute::None => 0.0,
-                Recompute::Selective => elem_sel,
+                Recompute::Selective => op_sac.map_or(elem_sel, |r| r.1),
                 Recompute::Full => elem_f,
             };
         let t_attn = 3.0 * attn_f;
@@ -1069,7 +1115,8 @@ impl StepModel {
         };
         let recast = match layout.recompute {
             Recompute::Full => cast_f,
-            _ => 0.0,
+            Recompute::Selective => op_sac.map_or(0.0, |r| r.2),
+            Recompute::None => 0.0,
         };
 
         let total =
@@ -1151,6 +1198,20 @@ impl StepModel {
         )
     }
 
+    /// Hardware FLOPs per token under `recompute`: [`FlopsPerToken::hardware`], except that
+    /// torchtitan's selective repeats its unsaved matmuls rather than the attention core
+    /// ([`OpSacRecompute`]).
+    pub fn hardware_flops_per_token(&self, recompute: Recompute) -> f64 {
+        match (recompute, self.op_sac) {
+            (Recompute::Selective, Some(p)) => {
+                self.flops.model()
+                    + p.matmul_flops_per_token
+                    + (1.0 - p.dense_share) * self.flops.attention_forward
+            }
+            _ => self.flops.hardware(recompute),
+        }
+    }
+
     /// Full evaluation with explanations.
     pub fn evaluate(&self, layout: &Layout) -> StepCost {
         let placement = self.placement(layout);
@@ -1159,7 +1220,7 @@ impl StepModel {
         let gpus = layout.world_size() as f64;
         let tokens = self.tokens_per_step();
         let mfu = self.mfu(s.total, gpus);
-        let hfu = tokens * self.flops.hardware(layout.recompute)
+        let hfu = tokens * self.hardware_flops_per_token(layout.recompute)
             / (gpus * self.peak_flops_per_s * s.total);
         let eff = self.gemm_efficiency(layout);
         let ms = |x: f64| format!("{:.1} ms", x * 1e3);
@@ -1379,8 +1440,12 @@ impl StepModel {
                 hfu * 100.0,
                 layout.recompute.id()
             ),
-            assumption: "Selective recompute repeats the attention core; full repeats the forward"
-                .into(),
+            assumption: if self.op_sac.is_some() {
+                "Selective is torchtitan's per-op policy: it repeats every second matmul of a dense layer (input/sac_policy.rs), not the attention core; full repeats the forward"
+            } else {
+                "Selective recompute repeats the attention core; full repeats the forward"
+            }
+            .into(),
         });
         terms.push(Term {
             key: "rate.tokens_per_s_per_gpu".into(),

@@ -230,3 +230,53 @@ fn framework_travels_in_links_and_is_checked() {
     let parsed = Scenario::from_json(&json.to_string()).expect("parses");
     assert_eq!(parsed.overheads.framework, Framework::Article);
 }
+
+/// The time model recomputes what the memory model does not save under torchtitan's per-op
+/// policy: the even-numbered mms wk, wo, w3 of each layer (not the SDPA), plus the layer's
+/// element-wise forward, and counts them in HFU.
+#[test]
+fn torchtitan_op_sac_recomputes_the_unsaved_mms() {
+    use planner_core::input::sac_policy::recomputed_matmul_flops_per_token;
+    use planner_core::time::cost::{CostOptions, StepModel};
+    // Llama 3.1 8B per token per layer: 2 · (4096·1024 wk + 4096·4096 wo + 4096·14336 w3)
+    // = 2 · 79,691,776 = 159,383,552 FLOPs; w2 is the block's last mm and is saved anyway.
+    assert_eq!(
+        recomputed_matmul_flops_per_token(&llama_8b()),
+        Some(159_383_552.0)
+    );
+    let s = torchtitan_t1(Framework::Torchtitan);
+    let model = llama_8b();
+    let step = StepModel::for_scenario(&model, &s, CostOptions::default());
+    let sac = step.op_sac.expect("torchtitan selective is the op policy");
+    assert_eq!(sac.matmul_flops_per_token, 32.0 * 159_383_552.0);
+    assert_eq!(sac.dense_share, 1.0);
+    // One micro-batch of 16,384 tokens on one GPU: the mms at the GEMM rate plus the layers'
+    // element-wise forward; no attention core.
+    let layout = &s.layout;
+    let rate = step.peak_flops_per_s
+        * step.peak_gemm_efficiency_ratio
+        * step.gemm_power_fraction()
+        * step.gemm_efficiency(layout);
+    let [elem_f, ..] = step.memory_bound_seconds(layout);
+    let expected = 16_384.0 * 32.0 * 159_383_552.0 / rate + elem_f;
+    let got = step.seconds(layout, &step.placement(layout)).recompute;
+    assert!(
+        (got - expected).abs() < 1e-9 * expected,
+        "{got} s recomputed, {expected} s expected"
+    );
+    assert_eq!(
+        step.hardware_flops_per_token(Recompute::Selective) - step.flops.model(),
+        32.0 * 159_383_552.0
+    );
+    // Outside torchtitan, selective is Korthikanti's: the attention core again.
+    let article = StepModel::for_scenario(
+        &model,
+        &torchtitan_t1(Framework::Article),
+        CostOptions::default(),
+    );
+    assert!(article.op_sac.is_none());
+    assert_eq!(
+        article.hardware_flops_per_token(Recompute::Selective) - article.flops.model(),
+        article.flops.attention_forward
+    );
+}
