@@ -1599,7 +1599,7 @@ fn compare(run: &PublishedRun, mapped: &MappedRun) -> Result<(Comparison, f64), 
         }
     }
     let model_fpt = flops.model();
-    let hardware_fpt = step_model.hardware_flops_per_token(sc.layout.recompute);
+    let hardware_fpt = step_model.hardware_flops_per_token(sc.layout.recompute, sc.layout.tp);
     // The model FLOPs the row's source counts: meshplan's, or with the attention core on its
     // causal half where the source's formula counts it so (`counts_causal_attention`).
     let causal = counts_causal_attention(&run.source);

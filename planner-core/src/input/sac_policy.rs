@@ -83,14 +83,17 @@ pub fn block_matmuls(model: &ModelSpec) -> Option<([BlockMatmul; 7], usize)> {
 }
 
 /// Forward FLOPs per token of one dense layer that the policy repeats in the backward: its
-/// unsaved matmuls whose outputs the backward needs, `2·K·N` each, unsharded. `None` where
-/// [`block_matmuls`] is.
-pub fn recomputed_matmul_flops_per_token(model: &ModelSpec) -> Option<f64> {
+/// unsaved matmuls whose outputs the backward needs, `2·K·N` each, unsharded. Under TP
+/// (`tensor_parallel`) a row-parallel mm's output goes only to its reduce-scatter (torchtitan's
+/// plan: `RowwiseParallel(output_layouts=Shard(1))`), whose output the policy saves, so the
+/// row-parallel ones are not repeated. `None` where [`block_matmuls`] is.
+pub fn recomputed_matmul_flops_per_token(model: &ModelSpec, tensor_parallel: bool) -> Option<f64> {
     let (mms, n) = block_matmuls(model)?;
     Some(
         mms[..n]
             .iter()
             .filter(|m| !m.saved && m.output_needed)
+            .filter(|m| m.column_parallel || !tensor_parallel)
             .map(|m| 2.0 * m.in_width * m.out_width)
             .sum(),
     )

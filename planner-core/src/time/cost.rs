@@ -488,8 +488,11 @@ pub struct StepModel {
 /// save list (the element-wise ops and the FP8 casts); not the SDPA, whose output is saved.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct OpSacRecompute {
-    /// Forward FLOPs per token of the unsaved matmuls the backward needs, over all dense layers.
+    /// Forward FLOPs per token of the unsaved matmuls the backward needs, over all dense
+    /// layers, without TP.
     pub matmul_flops_per_token: f64,
+    /// The same under TP, where the row-parallel mm's reduce-scatter output is saved instead.
+    pub matmul_flops_per_token_tp: f64,
     /// Share of the decoder layers that are dense (the policy's op order); MoE and MLA layers
     /// keep Korthikanti's selective recompute, as the memory model does.
     pub dense_share: f64,
@@ -501,13 +504,24 @@ impl OpSacRecompute {
         if framework != Framework::Torchtitan {
             return None;
         }
-        let per_layer = crate::input::sac_policy::recomputed_matmul_flops_per_token(model)?;
+        let per_layer = |tp| crate::input::sac_policy::recomputed_matmul_flops_per_token(model, tp);
         let pb = model.param_breakdown();
         let layers = (pb.dense_layers + pb.moe_layers).max(1) as f64;
+        let all = pb.dense_layers as f64 * model.param_scale();
         Some(OpSacRecompute {
-            matmul_flops_per_token: per_layer * pb.dense_layers as f64 * model.param_scale(),
+            matmul_flops_per_token: per_layer(false)? * all,
+            matmul_flops_per_token_tp: per_layer(true)? * all,
             dense_share: pb.dense_layers as f64 / layers,
         })
+    }
+
+    /// [`OpSacRecompute::matmul_flops_per_token`] at tensor-parallel degree `tp`.
+    pub fn matmul_flops_at(&self, tp: u32) -> f64 {
+        if tp > 1 {
+            self.matmul_flops_per_token_tp
+        } else {
+            self.matmul_flops_per_token
+        }
     }
 }
 
@@ -888,7 +902,7 @@ impl StepModel {
         // forward again, the SDPA not (its output is saved); other layers as Korthikanti's.
         let op_sac = self.op_sac.map(|p| {
             let d = p.dense_share;
-            let matmuls = per_gpu * p.matmul_flops_per_token / gemm_rate * per_layer;
+            let matmuls = per_gpu * p.matmul_flops_at(layout.tp) / gemm_rate * per_layer;
             (
                 matmuls + d * (elem_f + cast_f) + (1.0 - d) * (attn_f + elem_sel),
                 d * elem_f + (1.0 - d) * elem_sel,
@@ -1201,11 +1215,11 @@ impl StepModel {
     /// Hardware FLOPs per token under `recompute`: [`FlopsPerToken::hardware`], except that
     /// torchtitan's selective repeats its unsaved matmuls rather than the attention core
     /// ([`OpSacRecompute`]).
-    pub fn hardware_flops_per_token(&self, recompute: Recompute) -> f64 {
+    pub fn hardware_flops_per_token(&self, recompute: Recompute, tp: u32) -> f64 {
         match (recompute, self.op_sac) {
             (Recompute::Selective, Some(p)) => {
                 self.flops.model()
-                    + p.matmul_flops_per_token
+                    + p.matmul_flops_at(tp)
                     + (1.0 - p.dense_share) * self.flops.attention_forward
             }
             _ => self.flops.hardware(recompute),
@@ -1220,7 +1234,7 @@ impl StepModel {
         let gpus = layout.world_size() as f64;
         let tokens = self.tokens_per_step();
         let mfu = self.mfu(s.total, gpus);
-        let hfu = tokens * self.hardware_flops_per_token(layout.recompute)
+        let hfu = tokens * self.hardware_flops_per_token(layout.recompute, layout.tp)
             / (gpus * self.peak_flops_per_s * s.total);
         let eff = self.gemm_efficiency(layout);
         let ms = |x: f64| format!("{:.1} ms", x * 1e3);

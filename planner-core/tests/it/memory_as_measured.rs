@@ -241,8 +241,14 @@ fn torchtitan_op_sac_recomputes_the_unsaved_mms() {
     // Llama 3.1 8B per token per layer: 2 · (4096·1024 wk + 4096·4096 wo + 4096·14336 w3)
     // = 2 · 79,691,776 = 159,383,552 FLOPs; w2 is the block's last mm and is saved anyway.
     assert_eq!(
-        recomputed_matmul_flops_per_token(&llama_8b()),
+        recomputed_matmul_flops_per_token(&llama_8b(), false),
         Some(159_383_552.0)
+    );
+    // Under TP, wo's output goes only to its reduce-scatter, whose output is saved: wk and w3,
+    // 2 · (4,194,304 + 58,720,256) = 125,829,120.
+    assert_eq!(
+        recomputed_matmul_flops_per_token(&llama_8b(), true),
+        Some(125_829_120.0)
     );
     let s = torchtitan_t1(Framework::Torchtitan);
     let model = llama_8b();
@@ -265,7 +271,7 @@ fn torchtitan_op_sac_recomputes_the_unsaved_mms() {
         "{got} s recomputed, {expected} s expected"
     );
     assert_eq!(
-        step.hardware_flops_per_token(Recompute::Selective) - step.flops.model(),
+        step.hardware_flops_per_token(Recompute::Selective, 1) - step.flops.model(),
         32.0 * 159_383_552.0
     );
     // Outside torchtitan, selective is Korthikanti's: the attention core again.
@@ -276,7 +282,7 @@ fn torchtitan_op_sac_recomputes_the_unsaved_mms() {
     );
     assert!(article.op_sac.is_none());
     assert_eq!(
-        article.hardware_flops_per_token(Recompute::Selective) - article.flops.model(),
+        article.hardware_flops_per_token(Recompute::Selective, 1) - article.flops.model(),
         article.flops.attention_forward
     );
 }
