@@ -100,7 +100,9 @@ pub fn ChartCanvas(
     };
     // PNG export: the canvas as a data URL, handed to the link just before the browser follows it.
     let on_download = move |ev: web_sys::MouseEvent| {
-        let url = canvas_ref.get().and_then(|c| c.to_data_url().ok());
+        let url = canvas_ref
+            .get()
+            .and_then(|c| crate::charts::visible_png(&c));
         let link = ev
             .current_target()
             .and_then(|t| t.dyn_into::<web_sys::Element>().ok());

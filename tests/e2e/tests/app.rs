@@ -487,6 +487,28 @@ fn screenshots_of_each_view() {
     assert!(note.contains("12 of 28 slots idle"), "{note}");
     let shares = session.text(page::FORWARD_IDLE_SHARES).unwrap();
     assert_eq!(shares, "m = 4: 42.9% · m = 16: 15.8% · m = 32: 8.6%");
+    // The grid's canvas keeps the backing store of the tallest grid (17 rows: no
+    // reallocation when PP changes) and shows its top, 4 rows here: 34 + 4 × 26 + 8 px.
+    let sizes = session
+        .execute(
+            "const c = document.querySelector(arguments[0]); return [c.clientHeight, c.height, window.devicePixelRatio];",
+            vec![json!("[data-testid=chart-schedule]")],
+        )
+        .unwrap();
+    let dpr = sizes[2].as_f64().unwrap();
+    assert_eq!(sizes[0], json!(146), "{sizes}");
+    assert_eq!(sizes[1].as_f64(), Some((484.0 * dpr).round()), "{sizes}");
+    // Its PNG holds what the page shows, not the blank rows below.
+    session
+        .click("[data-testid=download-chart-schedule]")
+        .unwrap();
+    let href = session
+        .attr("[data-testid=download-chart-schedule]", "href")
+        .unwrap()
+        .expect("the download link has the PNG");
+    let png = e2e::base64_decode(href.trim_start_matches("data:image/png;base64,")).unwrap();
+    let png_height = u32::from_be_bytes([png[20], png[21], png[22], png[23]]);
+    assert_eq!(f64::from(png_height), (146.0 * dpr).round(), "PNG height");
     session
         .element_screenshot(
             page::PIPELINE_VIEW,
