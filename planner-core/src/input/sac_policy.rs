@@ -15,7 +15,7 @@
 use crate::input::model::{FfnKind, ModelSpec};
 
 /// One matmul of a dense decoder block: `in_width → out_width` per token.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct BlockMatmul {
     /// Input features `K`.
     pub in_width: f64,
@@ -34,8 +34,9 @@ pub struct BlockMatmul {
 }
 
 /// A dense block's matmuls in torchtitan's order, as many as the FFN has (7 for SwiGLU, 6
-/// for a GeLU MLP), or `None` where the op order is not modelled (MLA attention).
-/// Unsharded widths; fixed-size so the search's path does not allocate.
+/// for a GeLU MLP; the rest of the array is unused), or `None` where the op order is not
+/// modelled (MLA attention). Unsharded widths; fixed-size so the search's path does not
+/// allocate.
 pub fn block_matmuls(model: &ModelSpec) -> Option<([BlockMatmul; 7], usize)> {
     if model.mla.is_some() {
         return None;
@@ -44,42 +45,25 @@ pub fn block_matmuls(model: &ModelSpec) -> Option<([BlockMatmul; 7], usize)> {
     let q = f64::from(model.heads) * f64::from(model.head_dim);
     let kv = f64::from(model.kv_heads) * f64::from(model.head_dim);
     let f = f64::from(model.ffn);
-    let shapes: ([(f64, f64, bool); 7], usize) = match model.ffn_kind {
-        FfnKind::SwiGlu => (
-            [
-                (h, q, true),
-                (h, kv, true),
-                (h, kv, true),
-                (q, h, false),
-                (h, f, true),
-                (h, f, true),
-                (f, h, false),
-            ],
-            7,
-        ),
-        FfnKind::GeluMlp => (
-            [
-                (h, q, true),
-                (h, kv, true),
-                (h, kv, true),
-                (q, h, false),
-                (h, f, true),
-                (f, h, false),
-                (0.0, 0.0, false),
-            ],
-            6,
-        ),
+    // (K, N, column-parallel): wq, wk, wv, wo, then the FFN's.
+    let attention = [(h, q, true), (h, kv, true), (h, kv, true), (q, h, false)];
+    let ffn: &[(f64, f64, bool)] = match model.ffn_kind {
+        FfnKind::SwiGlu => &[(h, f, true), (h, f, true), (f, h, false)],
+        FfnKind::GeluMlp => &[(h, f, true), (f, h, false)],
     };
-    let (s, n) = shapes;
-    let mm = |i: usize| BlockMatmul {
-        in_width: s[i].0,
-        out_width: s[i].1,
-        column_parallel: s[i].2,
-        // The counter is incremented before the test: counts 1, 3, 5, … (indices 0, 2, 4, …).
-        saved: i.is_multiple_of(2),
-        output_needed: i + 1 < n,
-    };
-    Some(([0, 1, 2, 3, 4, 5, 6].map(mm), n))
+    let n = attention.len() + ffn.len();
+    let mut mms = [BlockMatmul::default(); 7];
+    for (i, &(k, width, column_parallel)) in attention.iter().chain(ffn).enumerate() {
+        mms[i] = BlockMatmul {
+            in_width: k,
+            out_width: width,
+            column_parallel,
+            // The counter is incremented before the test: counts 1, 3, 5, … (indices 0, 2, …).
+            saved: i.is_multiple_of(2),
+            output_needed: i + 1 < n,
+        };
+    }
+    Some((mms, n))
 }
 
 /// Forward FLOPs per token of one dense layer that the policy repeats in the backward: its

@@ -897,39 +897,32 @@ impl StepModel {
                 dense_f + 2.0 * attn_f + elem_b + loss_b + cast_b + 2.0 * adapter_f + dequant
             }
         };
-        // torchtitan's selective is its per-op policy (input/sac_policy.rs): on the dense layers
-        // the unsaved matmuls at the GEMM rate, every element-wise op and FP8 cast of the
-        // forward again, the SDPA not (its output is saved); other layers as Korthikanti's.
-        let op_sac = self.op_sac.map(|p| {
-            let d = p.dense_share;
-            let matmuls = per_gpu * p.matmul_flops_at(layout.tp) / gemm_rate * per_layer;
-            (
-                matmuls + d * (elem_f + cast_f) + (1.0 - d) * (attn_f + elem_sel),
-                d * elem_f + (1.0 - d) * elem_sel,
-                d * cast_f,
-            )
-        });
-        let t_rc = match layout.recompute {
-            Recompute::None => 0.0,
-            Recompute::Selective if op_sac.is_some() => op_sac.map_or(0.0, |r| r.0),
+        // Per micro-batch, what recompute repeats: (all of it, of which memory-bound, of which
+        // FP8 casts).
+        let (t_rc, rc_memory_bound, recast) = match (layout.recompute, self.op_sac) {
+            (Recompute::None, _) => (0.0, 0.0, 0.0),
+            // torchtitan's selective is its per-op policy (input/sac_policy.rs): on the dense
+            // layers the unsaved matmuls at the GEMM rate, every element-wise op and FP8 cast of
+            // the forward again, the SDPA not (its output is saved); other layers as Korthikanti's.
+            (Recompute::Selective, Some(p)) => {
+                let d = p.dense_share;
+                let matmuls = per_gpu * p.matmul_flops_at(layout.tp) / gemm_rate * per_layer;
+                (
+                    matmuls + d * (elem_f + cast_f) + (1.0 - d) * (attn_f + elem_sel),
+                    d * elem_f + (1.0 - d) * elem_sel,
+                    d * cast_f,
+                )
+            }
             // Korthikanti et al. 2022 §5: selective recomputes the attention core only (with the
             // scores' softmax and dropout when they are materialised).
-            Recompute::Selective => attn_f + elem_sel,
+            (Recompute::Selective, None) => (attn_f + elem_sel, elem_sel, 0.0),
             // Full recompute repeats the layers' forward, not the LM head and loss outside them:
             // Megatron-Core checkpoints the TransformerBlock's layers (`_checkpointed_forward`,
             // megatron/core/transformer/transformer_block.py), the output layer runs after it;
             // torchtitan's full AC wraps each TransformerBlock, not `model.output`.
-            Recompute::Full => t_f - loss_f - head_on_stage,
+            (Recompute::Full, _) => (t_f - loss_f - head_on_stage, elem_f, cast_f),
         };
-        let memory_bound_mb = elem_f
-            + elem_b
-            + loss_f
-            + loss_b
-            + match layout.recompute {
-                Recompute::None => 0.0,
-                Recompute::Selective => op_sac.map_or(elem_sel, |r| r.1),
-                Recompute::Full => elem_f,
-            };
+        let memory_bound_mb = elem_f + elem_b + loss_f + loss_b + rc_memory_bound;
         let t_attn = 3.0 * attn_f;
 
         let mut exposed = [0.0f64; 8];
@@ -1127,12 +1120,6 @@ impl StepModel {
                     / hbm
             }
         };
-        let recast = match layout.recompute {
-            Recompute::Full => cast_f,
-            Recompute::Selective => op_sac.map_or(0.0, |r| r.2),
-            Recompute::None => 0.0,
-        };
-
         let total =
             ideal + bubble + pp_exposed + after_pipeline + optimizer + weight_cast + offload;
         StepSeconds {
