@@ -1,12 +1,20 @@
 //! A plotters drawing backend on an HTML canvas that sets the context's fill,
-//! stroke, font and text anchor only when they change.
+//! stroke, font and text anchor only when they change, and strokes a run of
+//! straight lines of one style as one path.
 //!
 //! plotters-canvas sets all of them (each a formatted string handed to the
 //! browser, which parses it) for every rectangle and every label: the pipeline
 //! grid of a 16-stage layout has ~500 cells with a label each, and those
 //! redundant sets were a third of a slider move's canvas time. Drawing is
 //! otherwise the same as plotters-canvas 0.3.1 (MIT), including its half-pixel
-//! shift of horizontal and vertical lines.
+//! shift of horizontal and vertical lines. plotters hands a dashed line over as one
+//! `draw_line` per dash and a mesh as one per grid line and tick: the memory view's
+//! two charts made 169 stroked paths a DP move (counted in headless Chromium, issue
+//! 16); consecutive lines and polylines of one style now share a path, stroked before
+//! any other drawing (so the painter's order stays) and when the backend is presented
+//! or dropped. (Overlapping translucent lines of one style would blend once, not twice;
+//! the page's lines of one style do not overlap, and a pixel test says the charts are
+//! unchanged.)
 
 use plotters_backend::text_anchor::{HPos, VPos};
 use plotters_backend::{
@@ -64,6 +72,11 @@ pub struct Canvas2d {
     canvas: HtmlCanvasElement,
     context: CanvasRenderingContext2d,
     state: ContextState,
+    /// The stroke style of the open path of lines not stroked yet (`None`: no open path).
+    open_lines: Option<(ColorKey, u32)>,
+    /// Whether lines of one style share a path (off: a stroke per line, the pixel test's
+    /// reference).
+    batch_lines: bool,
 }
 
 impl Canvas2d {
@@ -74,7 +87,24 @@ impl Canvas2d {
             canvas,
             context,
             state: ContextState::default(),
+            open_lines: None,
+            batch_lines: true,
         })
+    }
+
+    /// The backend stroking each line on its own, as before the batching.
+    #[cfg(test)]
+    pub fn unbatched(canvas: HtmlCanvasElement) -> Option<Self> {
+        let mut backend = Canvas2d::new(canvas)?;
+        backend.batch_lines = false;
+        Some(backend)
+    }
+
+    /// Strokes the open path of lines, if any: before every other drawing call.
+    fn flush_lines(&mut self) {
+        if self.open_lines.take().is_some() {
+            self.context.stroke();
+        }
     }
 
     fn fill_style(&mut self, c: BackendColor) {
@@ -132,10 +162,34 @@ impl Canvas2d {
     }
 }
 
+/// Lines still open when the chart is done are stroked (plotters does not always present).
+impl Drop for Canvas2d {
+    fn drop(&mut self) {
+        self.flush_lines();
+    }
+}
+
 impl Canvas2d {
+    /// Makes the open path one of `style`'s lines: strokes the open path first if its
+    /// style is another, and starts one.
+    fn open_stroke(&mut self, style: &impl BackendStyle) {
+        let k = (key(style.color()), style.stroke_width());
+        if self.open_lines != Some(k) {
+            self.flush_lines();
+            self.line_style(style);
+            self.context.begin_path();
+            self.open_lines = Some(k);
+        }
+    }
+
     /// Starts a new path through `points` (closed when `close`).
     fn trace(&mut self, points: impl IntoIterator<Item = BackendCoord>, close: bool) {
         self.context.begin_path();
+        self.polyline(points, close);
+    }
+
+    /// Adds a subpath through `points` to the current path (closed when `close`).
+    fn polyline(&mut self, points: impl IntoIterator<Item = BackendCoord>, close: bool) {
         let mut points = points.into_iter();
         if let Some(start) = points.next() {
             self.context.move_to(f64::from(start.0), f64::from(start.1));
@@ -177,6 +231,7 @@ impl DrawingBackend for Canvas2d {
     }
 
     fn present(&mut self) -> Result<(), DrawingErrorKind<CanvasError>> {
+        self.flush_lines();
         Ok(())
     }
 
@@ -185,6 +240,7 @@ impl DrawingBackend for Canvas2d {
         point: BackendCoord,
         color: BackendColor,
     ) -> Result<(), DrawingErrorKind<CanvasError>> {
+        self.flush_lines();
         if color.alpha == 0.0 {
             return Ok(());
         }
@@ -204,11 +260,12 @@ impl DrawingBackend for Canvas2d {
             return Ok(());
         }
         let (a, b) = crisp(from, to);
-        self.line_style(style);
-        self.context.begin_path();
+        self.open_stroke(style);
         self.context.move_to(a.0, a.1);
         self.context.line_to(b.0, b.1);
-        self.context.stroke();
+        if !self.batch_lines {
+            self.flush_lines();
+        }
         Ok(())
     }
 
@@ -219,6 +276,7 @@ impl DrawingBackend for Canvas2d {
         style: &S,
         fill: bool,
     ) -> Result<(), DrawingErrorKind<CanvasError>> {
+        self.flush_lines();
         if style.color().alpha == 0.0 {
             return Ok(());
         }
@@ -243,9 +301,11 @@ impl DrawingBackend for Canvas2d {
         if style.color().alpha == 0.0 {
             return Ok(());
         }
-        self.line_style(style);
-        self.trace(path, false);
-        self.context.stroke();
+        self.open_stroke(style);
+        self.polyline(path, false);
+        if !self.batch_lines {
+            self.flush_lines();
+        }
         Ok(())
     }
 
@@ -254,6 +314,7 @@ impl DrawingBackend for Canvas2d {
         path: I,
         style: &S,
     ) -> Result<(), DrawingErrorKind<CanvasError>> {
+        self.flush_lines();
         if style.color().alpha == 0.0 {
             return Ok(());
         }
@@ -270,6 +331,7 @@ impl DrawingBackend for Canvas2d {
         style: &S,
         fill: bool,
     ) -> Result<(), DrawingErrorKind<CanvasError>> {
+        self.flush_lines();
         if style.color().alpha == 0.0 {
             return Ok(());
         }
@@ -302,6 +364,7 @@ impl DrawingBackend for Canvas2d {
         style: &S,
         pos: BackendCoord,
     ) -> Result<(), DrawingErrorKind<CanvasError>> {
+        self.flush_lines();
         let color = style.color();
         if color.alpha == 0.0 {
             return Ok(());
@@ -399,5 +462,98 @@ mod tests {
         assert!(big_font.contains("20px"), "{big_font}");
         assert_eq!(context.fill_style().as_string().as_deref(), Some("#0000ff"));
         assert_eq!(context.text_baseline(), "top");
+    }
+
+    /// In the browser: a chart whose lines share paths (a y mesh with ticks, an axis, two
+    /// dashed lines in three styles, a translucent one, a bar over one of them and a label) has
+    /// the pixels of the same chart stroked a line at a time, light and dark.
+    #[cfg(target_arch = "wasm32")]
+    #[wasm_bindgen_test::wasm_bindgen_test]
+    fn lines_in_one_path_leave_the_pixels_of_a_stroke_per_line() {
+        use plotters::prelude::*;
+
+        fn line(c: impl Color, width: u32) -> ShapeStyle {
+            Color::stroke_width(&c, width)
+        }
+
+        let draw = |backend: Canvas2d, bg: RGBColor, fg: RGBColor| {
+            let root = backend.into_drawing_area();
+            root.fill(&bg).unwrap();
+            let mut chart = ChartBuilder::on(&root)
+                .margin(12)
+                .x_label_area_size(30)
+                .y_label_area_size(54)
+                .build_cartesian_2d(0.0..3.0, 0.0..100.0)
+                .unwrap();
+            chart
+                .configure_mesh()
+                .disable_x_mesh()
+                .y_labels(6)
+                .y_desc("GB per GPU")
+                .axis_style(line(fg, 1))
+                .light_line_style(TRANSPARENT)
+                .bold_line_style(line(fg.mix(0.2), 1))
+                .draw()
+                .unwrap();
+            for (y, style) in [
+                (80.0, line(RED, 2)),
+                (64.5, line(fg, 1)),
+                (30.0, line(GREEN.mix(0.5), 1)),
+            ] {
+                chart
+                    .draw_series(DashedLineSeries::new(vec![(0.0, y), (3.0, y)], 7, 5, style))
+                    .unwrap();
+            }
+            // Over the dash at 30: the open path is stroked before the fill.
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(0.4, 0.0), (1.6, 73.0)],
+                    BLUE.filled(),
+                )))
+                .unwrap();
+            chart
+                .draw_series(std::iter::once(Text::new(
+                    "label",
+                    (2.0, 50.0),
+                    ("sans-serif", 11.0).into_font().color(&fg),
+                )))
+                .unwrap();
+        };
+        let document = web_sys::window()
+            .and_then(|w| w.document())
+            .expect("a document");
+        let canvas = || -> HtmlCanvasElement {
+            let c: HtmlCanvasElement = document
+                .create_element("canvas")
+                .ok()
+                .and_then(|e| e.dyn_into().ok())
+                .expect("a canvas");
+            c.set_width(480);
+            c.set_height(300);
+            c
+        };
+        let pixels = |c: &HtmlCanvasElement| {
+            let context: CanvasRenderingContext2d = c
+                .get_context("2d")
+                .ok()
+                .flatten()
+                .and_then(|x| x.dyn_into().ok())
+                .expect("2d context");
+            context
+                .get_image_data(0.0, 0.0, 480.0, 300.0)
+                .expect("image data")
+                .data()
+                .0
+        };
+        for (bg, fg) in [(WHITE, BLACK), (RGBColor(0x1b, 0x1b, 0x1b), WHITE)] {
+            let (a, b) = (canvas(), canvas());
+            draw(Canvas2d::new(a.clone()).expect("backend"), bg, fg);
+            draw(Canvas2d::unbatched(b.clone()).expect("backend"), bg, fg);
+            let (pa, pb) = (pixels(&a), pixels(&b));
+            let differ = pa.iter().zip(&pb).filter(|(x, y)| x != y).count();
+            assert_eq!(differ, 0, "background {bg:?}");
+            // The lines are there: the dashes' red is on the canvas.
+            assert!(pa.chunks(4).any(|p| p[0] > 200 && p[1] < 60 && p[2] < 60));
+        }
     }
 }

@@ -235,6 +235,30 @@ pub struct Limit {
     pub label: String,
 }
 
+/// How a chart draws plotters' light mesh (a line every tenth of a label step, drawn before
+/// the bold lines at the labels).
+#[derive(Clone, Copy)]
+pub(crate) enum LightMesh {
+    /// Not drawn (the page's): in the background's colour, as before, the lines were
+    /// invisible but cost a stroked path each, ~120 per chart and 250 per DP move of the
+    /// memory view's two charts (counted in headless Chromium, issue 16).
+    Skipped,
+    /// In the background's colour, as before: the pixel tests' reference.
+    #[cfg_attr(not(test), allow(dead_code))]
+    InBackground,
+}
+
+impl LightMesh {
+    /// The style plotters gets: a transparent line is never handed to the context
+    /// (`Canvas2d` returns before any call when alpha is 0).
+    pub(crate) fn style(self, theme: &Theme) -> ShapeStyle {
+        match self {
+            LightMesh::Skipped => TRANSPARENT.into(),
+            LightMesh::InBackground => theme.bg.into(),
+        }
+    }
+}
+
 /// Stacked bars against dashed limit lines. Returns hit boxes per segment.
 pub fn draw_stacked_bars(
     canvas: &HtmlCanvasElement,
@@ -244,6 +268,26 @@ pub fn draw_stacked_bars(
     limits: &[Limit],
     y_desc: &str,
     theme: &Theme,
+) -> Result<Vec<HitBox>, String> {
+    draw_stacked_bars_with(
+        canvas,
+        (css_width, css_height),
+        bars,
+        limits,
+        y_desc,
+        theme,
+        LightMesh::Skipped,
+    )
+}
+
+fn draw_stacked_bars_with(
+    canvas: &HtmlCanvasElement,
+    (css_width, css_height): (f64, f64),
+    bars: &[Bar],
+    limits: &[Limit],
+    y_desc: &str,
+    theme: &Theme,
+    light: LightMesh,
 ) -> Result<Vec<HitBox>, String> {
     let Some((r, _)) = prepare(canvas, css_width, css_height) else {
         return Ok(Vec::new());
@@ -280,7 +324,7 @@ pub fn draw_stacked_bars(
         .label_style(muted(11.0))
         .axis_desc_style(muted(11.0))
         .axis_style(theme.muted.stroke_width(r.max(1.0) as u32))
-        .light_line_style(theme.bg)
+        .light_line_style(light.style(theme))
         .bold_line_style(theme.grid.stroke_width(r.max(1.0) as u32))
         .draw()
         .map_err(err)?;
@@ -626,6 +670,8 @@ fn draw_schedule_with(
             // corners are whole device pixels and the colours opaque; `schedule_grid_pixels`
             // compares them), with one fill per colour instead of one per cell (issue 16:
             // the grid was the costliest view of a PP move, 64 stages × 32 micro-batches × 2).
+            // What plotters drew is stroked before the context is drawn on directly.
+            root.present().map_err(err)?;
             let context = context_2d(canvas)?;
             let mut by_colour: Vec<&GridOp> = ops.iter().collect();
             by_colour.sort_by_key(|op| (op.micro_batch, op.shade as u8));
@@ -748,12 +794,31 @@ pub struct Line {
 /// Lines over a shared x axis, y as a percentage, with a marker at `mark_x`.
 pub fn draw_lines(
     canvas: &HtmlCanvasElement,
-    (css_width, css_height): (f64, f64),
+    size: (f64, f64),
     lines: &[Line],
-    x_desc: &str,
-    y_desc: &str,
+    (x_desc, y_desc): (&str, &str),
     mark_x: Option<f64>,
     theme: &Theme,
+) -> Result<(), String> {
+    draw_lines_with(
+        canvas,
+        size,
+        lines,
+        (x_desc, y_desc),
+        mark_x,
+        theme,
+        LightMesh::Skipped,
+    )
+}
+
+fn draw_lines_with(
+    canvas: &HtmlCanvasElement,
+    (css_width, css_height): (f64, f64),
+    lines: &[Line],
+    (x_desc, y_desc): (&str, &str),
+    mark_x: Option<f64>,
+    theme: &Theme,
+    light: LightMesh,
 ) -> Result<(), String> {
     let Some((r, _)) = prepare(canvas, css_width, css_height) else {
         return Ok(());
@@ -790,7 +855,7 @@ pub fn draw_lines(
         .label_style(muted.clone())
         .axis_desc_style(muted)
         .axis_style(theme.muted.stroke_width(r.max(1.0) as u32))
-        .light_line_style(theme.bg)
+        .light_line_style(light.style(theme))
         .bold_line_style(theme.grid.stroke_width(r.max(1.0) as u32))
         .draw()
         .map_err(err)?;
@@ -1000,6 +1065,102 @@ mod tests {
                     a.remove();
                     b.remove();
                 }
+            }
+        }
+    }
+
+    /// Bars of one to four stacked segments (some light, one bar selected) under two limits.
+    fn test_bars(n: usize) -> Vec<Bar> {
+        (0..n)
+            .map(|i| Bar {
+                label: format!("bar {i}"),
+                caption: format!("{i}0 GB"),
+                segments: (0..=i % 4)
+                    .map(|k| Segment {
+                        bytes: 7.3e9 * (k + 1) as f64 + 1.1e9 * i as f64,
+                        color: k + i,
+                        light: k % 2 == 1,
+                        tip: Tip {
+                            title: String::new(),
+                            value: String::new(),
+                            lines: Vec::new(),
+                        },
+                    })
+                    .collect(),
+                selected: i == 1,
+            })
+            .collect()
+    }
+
+    /// Both charts, pixel for pixel, with the light mesh skipped and with it drawn in the
+    /// background's colour as before: one, four and sixteen bars, the lines chart, light and
+    /// dark, at two widths.
+    #[wasm_bindgen_test]
+    fn skipping_the_light_mesh_leaves_every_pixel() {
+        let limits = [
+            Limit {
+                bytes: 85.9e9,
+                label: "GPU memory".into(),
+            },
+            Limit {
+                bytes: 77.0e9,
+                label: "usable".into(),
+            },
+        ];
+        let lines = [Line {
+            points: (1..=64)
+                .map(|m| (f64::from(m), 3.0 / f64::from(m + 3)))
+                .collect(),
+            color: 0,
+        }];
+        let same = |draw: &dyn Fn(&HtmlCanvasElement, LightMesh), case: &str| {
+            let (a, b) = (test_canvas(), test_canvas());
+            draw(&a, LightMesh::Skipped);
+            draw(&b, LightMesh::InBackground);
+            let (pa, pb) = (pixels(&a), pixels(&b));
+            assert_eq!(pa.len(), pb.len(), "{case}");
+            let differ = pa.iter().zip(&pb).filter(|(x, y)| x != y).count();
+            assert_eq!(differ, 0, "{case}");
+            assert!(pa.chunks(4).any(|p| p[..3] != pa[..3]), "{case}: drawn");
+            a.remove();
+            b.remove();
+        };
+        for dark in [false, true] {
+            let theme = Theme::new(dark);
+            for width in [480.0, 917.0] {
+                for n in [1, 4, 16] {
+                    let bars = test_bars(n);
+                    same(
+                        &|c, light| {
+                            draw_stacked_bars_with(
+                                c,
+                                (width, 300.0),
+                                &bars,
+                                &limits,
+                                "GB per GPU",
+                                &theme,
+                                light,
+                            )
+                            .expect("drawn");
+                        },
+                        &format!("{n} bars, dark {dark}, width {width}"),
+                    );
+                }
+                same(
+                    &|c, light| {
+                        draw_lines_with(
+                            c,
+                            (width, 240.0),
+                            &lines,
+                            ("m", "bubble"),
+                            Some(8.0),
+                            &theme,
+                            light,
+                        )
+                        .expect("drawn");
+                    },
+                    &format!("lines, dark {dark}, width {width}"),
+                );
             }
         }
     }

@@ -63,7 +63,7 @@ pub fn draw_busbw(
         .label_style(muted.clone())
         .axis_desc_style(muted)
         .axis_style(theme.muted.stroke_width(r.max(1.0) as u32))
-        .light_line_style(theme.bg)
+        .light_line_style(crate::charts::LightMesh::Skipped.style(theme))
         .bold_line_style(theme.grid.stroke_width(r.max(1.0) as u32))
         .draw()
         .map_err(err)?;

@@ -297,8 +297,7 @@ pub fn PipelineView() -> impl IntoView {
                 &canvas,
                 (css_width, 240.0),
                 &[idle, overhead],
-                "micro-batches per step (m)",
-                "bubble",
+                ("micro-batches per step (m)", "bubble"),
                 (d.p > 1).then_some(f64::from(d.m)),
                 &theme,
             ) {
