@@ -93,7 +93,7 @@ impl Canvas2d {
     }
 
     /// The backend stroking each line on its own, as before the batching.
-    #[cfg(test)]
+    #[cfg(all(test, target_arch = "wasm32"))]
     pub fn unbatched(canvas: HtmlCanvasElement) -> Option<Self> {
         let mut backend = Canvas2d::new(canvas)?;
         backend.batch_lines = false;
