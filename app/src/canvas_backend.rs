@@ -8,7 +8,7 @@
 //! redundant sets were a third of a slider move's canvas time. Drawing is
 //! otherwise the same as plotters-canvas 0.3.1 (MIT), including its half-pixel
 //! shift of horizontal and vertical lines. plotters hands a dashed line over as one
-//! `draw_line` per dash and a mesh as one per grid line and tick: the memory view's
+//! `draw_path` per dash and a mesh as one `draw_line` per grid line and tick: the memory view's
 //! two charts made 169 stroked paths a DP move (counted in headless Chromium, issue
 //! 16); consecutive lines and polylines of one style now share a path, stroked before
 //! any other drawing (so the painter's order stays) and when the backend is presented
@@ -72,8 +72,9 @@ pub struct Canvas2d {
     canvas: HtmlCanvasElement,
     context: CanvasRenderingContext2d,
     state: ContextState,
-    /// The stroke style of the open path of lines not stroked yet (`None`: no open path).
-    open_lines: Option<(ColorKey, u32)>,
+    /// A path of lines not stroked yet is open; its style is `state.stroke` (a call that
+    /// sets another stroke style strokes it first).
+    lines_open: bool,
     /// Whether lines of one style share a path (off: a stroke per line, the pixel test's
     /// reference).
     batch_lines: bool,
@@ -87,7 +88,7 @@ impl Canvas2d {
             canvas,
             context,
             state: ContextState::default(),
-            open_lines: None,
+            lines_open: false,
             batch_lines: true,
         })
     }
@@ -102,7 +103,7 @@ impl Canvas2d {
 
     /// Strokes the open path of lines, if any: before every other drawing call.
     fn flush_lines(&mut self) {
-        if self.open_lines.take().is_some() {
+        if std::mem::take(&mut self.lines_open) {
             self.context.stroke();
         }
     }
@@ -174,11 +175,11 @@ impl Canvas2d {
     /// style is another, and starts one.
     fn open_stroke(&mut self, style: &impl BackendStyle) {
         let k = (key(style.color()), style.stroke_width());
-        if self.open_lines != Some(k) {
+        if !(self.lines_open && self.state.stroke == Some(k)) {
             self.flush_lines();
             self.line_style(style);
             self.context.begin_path();
-            self.open_lines = Some(k);
+            self.lines_open = true;
         }
     }
 
@@ -422,6 +423,25 @@ mod tests {
         assert_ne!(key(c), key(opaque));
     }
 
+    /// A canvas of `width` × `height` device pixels and its 2D context.
+    #[cfg(target_arch = "wasm32")]
+    fn test_canvas(width: u32, height: u32) -> (HtmlCanvasElement, CanvasRenderingContext2d) {
+        let canvas: HtmlCanvasElement = web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.create_element("canvas").ok())
+            .and_then(|e| e.dyn_into().ok())
+            .expect("a canvas");
+        canvas.set_width(width);
+        canvas.set_height(height);
+        let context: CanvasRenderingContext2d = canvas
+            .get_context("2d")
+            .ok()
+            .flatten()
+            .and_then(|c| c.dyn_into().ok())
+            .expect("2d context");
+        (canvas, context)
+    }
+
     /// In the browser: the cache follows the context through a rotated label,
     /// whose save/restore puts the context's font and fill back.
     #[cfg(target_arch = "wasm32")]
@@ -430,19 +450,7 @@ mod tests {
         use plotters::prelude::*;
         use plotters::style::text_anchor::{HPos, Pos, VPos};
 
-        let canvas: HtmlCanvasElement = web_sys::window()
-            .and_then(|w| w.document())
-            .and_then(|d| d.create_element("canvas").ok())
-            .and_then(|e| e.dyn_into().ok())
-            .expect("a canvas");
-        canvas.set_width(200);
-        canvas.set_height(100);
-        let context: CanvasRenderingContext2d = canvas
-            .get_context("2d")
-            .ok()
-            .flatten()
-            .and_then(|c| c.dyn_into().ok())
-            .expect("2d context");
+        let (canvas, context) = test_canvas(200, 100);
         let root = Canvas2d::new(canvas).expect("backend").into_drawing_area();
         let small = ("sans-serif", 11.0).into_font().color(&RED);
         let big = ("serif", 20.0).into_font().color(&BLUE);
@@ -464,8 +472,8 @@ mod tests {
         assert_eq!(context.text_baseline(), "top");
     }
 
-    /// In the browser: a chart whose lines share paths (a y mesh with ticks, an axis, two
-    /// dashed lines in three styles, a translucent one, a bar over one of them and a label) has
+    /// In the browser: a chart whose lines share paths (a y mesh with ticks, an axis, three
+    /// dashed lines in three styles, one translucent, a bar over one of them and a label) has
     /// the pixels of the same chart stroked a line at a time, light and dark.
     #[cfg(target_arch = "wasm32")]
     #[wasm_bindgen_test::wasm_bindgen_test]
@@ -519,26 +527,7 @@ mod tests {
                 )))
                 .unwrap();
         };
-        let document = web_sys::window()
-            .and_then(|w| w.document())
-            .expect("a document");
-        let canvas = || -> HtmlCanvasElement {
-            let c: HtmlCanvasElement = document
-                .create_element("canvas")
-                .ok()
-                .and_then(|e| e.dyn_into().ok())
-                .expect("a canvas");
-            c.set_width(480);
-            c.set_height(300);
-            c
-        };
-        let pixels = |c: &HtmlCanvasElement| {
-            let context: CanvasRenderingContext2d = c
-                .get_context("2d")
-                .ok()
-                .flatten()
-                .and_then(|x| x.dyn_into().ok())
-                .expect("2d context");
+        let pixels = |context: &CanvasRenderingContext2d| {
             context
                 .get_image_data(0.0, 0.0, 480.0, 300.0)
                 .expect("image data")
@@ -546,10 +535,10 @@ mod tests {
                 .0
         };
         for (bg, fg) in [(WHITE, BLACK), (RGBColor(0x1b, 0x1b, 0x1b), WHITE)] {
-            let (a, b) = (canvas(), canvas());
-            draw(Canvas2d::new(a.clone()).expect("backend"), bg, fg);
-            draw(Canvas2d::unbatched(b.clone()).expect("backend"), bg, fg);
-            let (pa, pb) = (pixels(&a), pixels(&b));
+            let ((a, a_context), (b, b_context)) = (test_canvas(480, 300), test_canvas(480, 300));
+            draw(Canvas2d::new(a).expect("backend"), bg, fg);
+            draw(Canvas2d::unbatched(b).expect("backend"), bg, fg);
+            let (pa, pb) = (pixels(&a_context), pixels(&b_context));
             let differ = pa.iter().zip(&pb).filter(|(x, y)| x != y).count();
             assert_eq!(differ, 0, "background {bg:?}");
             // The lines are there: the dashes' red is on the canvas.

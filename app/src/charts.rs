@@ -240,8 +240,8 @@ pub struct Limit {
 #[derive(Clone, Copy)]
 pub(crate) enum LightMesh {
     /// Not drawn (the page's): in the background's colour, as before, the lines were
-    /// invisible but cost a stroked path each, ~120 per chart and 250 per DP move of the
-    /// memory view's two charts (counted in headless Chromium, issue 16).
+    /// invisible but cost a stroked path each, 81 of the 250 a DP move made in the memory
+    /// view's two charts (counted in headless Chromium, issue 16).
     Skipped,
     /// In the background's colour, as before: the pixel tests' reference.
     #[cfg_attr(not(test), allow(dead_code))]
@@ -670,7 +670,7 @@ fn draw_schedule_with(
             // corners are whole device pixels and the colours opaque; `schedule_grid_pixels`
             // compares them), with one fill per colour instead of one per cell (issue 16:
             // the grid was the costliest view of a PP move, 64 stages × 32 micro-batches × 2).
-            // What plotters drew is stroked before the context is drawn on directly.
+            // First, what plotters drew is stroked: the backend may hold an open path of lines.
             root.present().map_err(err)?;
             let context = context_2d(canvas)?;
             let mut by_colour: Vec<&GridOp> = ops.iter().collect();
