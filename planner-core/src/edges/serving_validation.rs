@@ -379,7 +379,7 @@ pub fn map_serving_run(run: &ServingRun) -> Result<MappedServing, String> {
     let Some(id) = dataset_gpu_preset(&run.gpu_type) else {
         return Err(format!("no GPU preset for gpu_type '{}'", run.gpu_type));
     };
-    let Some(gpu) = gpu_preset(id) else {
+    let Some(gpu) = gpu_preset(&id) else {
         return Err(format!("GPU preset '{id}' is missing"));
     };
     let Some(key) = SERVING_MODEL_NAMES

@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::evaluate::evaluate;
 use crate::input::framework::Framework;
-use crate::input::hardware::{gpu_preset, Cluster, GIB};
+use crate::input::hardware::{gpu_preset, gpu_preset_for_device, Cluster, GIB};
 use crate::input::kernels::Kernels;
 use crate::input::layout::{Layout, Recompute, Schedule, ZeroStage};
 use crate::input::model::{FfnKind, ModelSpec, MoeSpec, NormKind};
@@ -162,7 +162,7 @@ pub struct PublishedRun {
     pub model_shape: ModelShape,
     /// GPUs of the run.
     pub gpus: u32,
-    /// `A100-80GB`, `H100-80GB`, `H100-96GB`.
+    /// `A100-80GB`, `H100-80GB`, `H100-96GB`, or any name [`dataset_gpu_preset`] reads.
     pub gpu_type: String,
     /// Tensor parallel.
     pub tp: u32,
@@ -901,13 +901,10 @@ fn resolve_model(
 
 /// Maps one row to a scenario, or says why the model cannot express it.
 pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
-    let gpu_id = match run.gpu_type.as_str() {
-        "A100-80GB" => "a100-80gb",
-        "H100-80GB" => "h100-sxm",
-        "H100-96GB" => "h100-96gb",
-        other => return Err(format!("no GPU preset for gpu_type '{other}'")),
+    let Some(gpu_id) = dataset_gpu_preset(&run.gpu_type) else {
+        return Err(format!("no GPU preset for gpu_type '{}'", run.gpu_type));
     };
-    let Some(gpu) = gpu_preset(gpu_id) else {
+    let Some(gpu) = gpu_preset(&gpu_id) else {
         return Err(format!("GPU preset '{gpu_id}' is missing"));
     };
     let world = u64::from(run.dp) * u64::from(run.tp) * u64::from(run.pp) * u64::from(run.cp);
@@ -1960,7 +1957,7 @@ pub fn shape_nearness(
     pp: u32,
 ) -> f64 {
     let ratio = |a: f64, b: f64| (a.max(1e-9) / b.max(1e-9)).log10().abs();
-    let run_gpu = dataset_gpu_preset(run.gpu_type).unwrap_or("");
+    let run_gpu = dataset_gpu_preset(run.gpu_type).unwrap_or_default();
     let mut d = ratio(run.params_b, params_b) + ratio(f64::from(run.gpus), gpus as f64);
     if run_gpu != gpu_id {
         d += 1.0;
@@ -1984,12 +1981,33 @@ pub const DATASET_GPUS: [(&str, &str); 5] = [
     ("MI300X", "mi300x"),
 ];
 
-/// The [`gpu_preset`] id of a dataset's GPU name ([`DATASET_GPUS`]), matched exactly.
-pub fn dataset_gpu_preset(gpu_type: &str) -> Option<&'static str> {
-    DATASET_GPUS
-        .iter()
-        .find(|(name, _)| *name == gpu_type)
-        .map(|(_, id)| *id)
+/// The [`gpu_preset`] id of a dataset's GPU name: a name of [`DATASET_GPUS`] exactly, a
+/// preset's own id (any case, `_` or space for `-`: `B200`, `GB200-NVL72`, `MI325X`), or a
+/// device name as the driver prints it (`NVIDIA H800`, `H100 SXM5 80GB`,
+/// [`gpu_preset_for_device`]), so a dataset from elsewhere is representable on every GPU
+/// that has a preset. `None` for PCIe and NVL cards (other clocks, power and links than the
+/// SXM parts the presets describe; GB200 NVL72 excepted) and for GPUs without a preset.
+pub fn dataset_gpu_preset(gpu_type: &str) -> Option<String> {
+    if let Some((_, id)) = DATASET_GPUS.iter().find(|(name, _)| *name == gpu_type) {
+        return Some((*id).to_string());
+    }
+    let normalized: String = gpu_type
+        .trim()
+        .chars()
+        .map(|c| match c {
+            '_' | ' ' => '-',
+            c => c.to_ascii_lowercase(),
+        })
+        .collect();
+    if let Some(g) = gpu_preset(&normalized) {
+        return Some(g.id);
+    }
+    let other_part = normalized.contains("pcie")
+        || (normalized.contains("nvl") && !normalized.contains("gb200"));
+    if other_part {
+        return None;
+    }
+    gpu_preset_for_device(&normalized).map(|g| g.id)
 }
 
 /// The published dataset built into meshplan (`validation/public-runs.json`).

@@ -2,10 +2,10 @@
 //! one prediction recomputed by hand, the summary arithmetic, and a guard on today's accuracy.
 
 use planner_core::edges::validation::{
-    error_stats, map_run, parse_runs, quantile, run_validation, validate_runs, ValidationOptions,
-    ValidationReport, ALL_GROUP,
+    dataset_gpu_preset, error_stats, map_run, parse_runs, quantile, run_validation, validate_runs,
+    ValidationOptions, ValidationReport, ALL_GROUP,
 };
-use planner_core::input::hardware::gpu_preset;
+use planner_core::input::hardware::{gpu_preset, gpu_presets};
 use planner_core::time::cost::CostOptions;
 
 const DATASET: &str = include_str!("../../../validation/public-runs.json");
@@ -62,12 +62,7 @@ fn rows_whose_gpu_has_a_preset_are_counted() {
     let with_preset: Vec<usize> = runs
         .iter()
         .enumerate()
-        .filter(|(_, run)| {
-            matches!(
-                run.gpu_type.as_str(),
-                "A100-80GB" | "H100-80GB" | "H100-96GB"
-            )
-        })
+        .filter(|(_, run)| dataset_gpu_preset(&run.gpu_type).is_some())
         .map(|(i, _)| i)
         .collect();
     // Every row's GPU has a preset (H100 96 GB HBM2e since the h100-96gb preset).
@@ -256,6 +251,45 @@ fn known_models_and_defaults_are_stated() {
         .any(|d| d.starts_with("model_shape.ffn not stated")));
     let titan = map_run(find("torchtitan-t1-8b-eager-tps")).expect("H100 96 GB maps");
     assert_eq!(titan.scenario.cluster.gpu.id, "h100-96gb");
+}
+
+/// A dataset from elsewhere names its GPUs its own way: every preset is reachable by its id and
+/// by the driver's device name, so no row on a GPU with a preset is "not representable"
+/// (issue 12); PCIe and NVL cards, which no preset describes, are refused by name.
+#[test]
+fn every_preset_gpu_is_representable_in_a_dataset() {
+    let id = |name: &str| dataset_gpu_preset(name);
+    for g in gpu_presets() {
+        assert_eq!(id(&g.id), Some(g.id.clone()), "preset id {}", g.id);
+        assert_eq!(id(&g.id.to_uppercase()), Some(g.id.clone()));
+    }
+    assert_eq!(id("H100-80GB").as_deref(), Some("h100-sxm"));
+    assert_eq!(id("H100 SXM5 80GB").as_deref(), Some("h100-sxm"));
+    assert_eq!(id("NVIDIA H800").as_deref(), Some("h800"));
+    assert_eq!(id("H200").as_deref(), Some("h200"));
+    assert_eq!(id("B200").as_deref(), Some("b200"));
+    assert_eq!(id("GB200 NVL72").as_deref(), Some("gb200-nvl72"));
+    assert_eq!(id("MI325X").as_deref(), Some("mi325x"));
+    assert_eq!(id("A100-40GB").as_deref(), Some("a100-40gb"));
+    assert_eq!(id("H100 PCIe"), None);
+    assert_eq!(id("H100 NVL"), None);
+    assert_eq!(id("L40S"), None);
+
+    // A training row moved to each GPU maps to that GPU's preset; an unknown one names its field.
+    let runs = parse_runs(DATASET).expect("parses");
+    let mut run = runs
+        .iter()
+        .find(|r| r.id == "nemo2407-llama3-8b-tps")
+        .expect("row")
+        .clone();
+    for (name, preset) in [("H800", "h800"), ("B200", "b200"), ("MI300X", "mi300x")] {
+        run.gpu_type = name.to_string();
+        let mapped = map_run(&run).expect("maps");
+        assert_eq!(mapped.scenario.cluster.gpu.id, preset);
+    }
+    run.gpu_type = "H100 PCIe".to_string();
+    let err = map_run(&run).expect_err("no preset");
+    assert!(err.contains("gpu_type 'H100 PCIe'"), "{err}");
 }
 
 /// Each Megatron-family row runs with the overlap its published recipe sets; a source with
