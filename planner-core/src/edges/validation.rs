@@ -25,7 +25,7 @@ use crate::input::scenario::{
 };
 use crate::input::stage_split::StageSplit;
 use crate::parallel::topology::GroupKind;
-use crate::resolve::presets::model_preset;
+use crate::resolve::presets::{model_preset, model_presets};
 use crate::resolve::validate::FieldError;
 use crate::search::mesh::{
     search_scenario, Knobs, MeshDims, ReasonCount, RejectReason, SearchSpace,
@@ -570,13 +570,52 @@ fn normalize_name(name: &str) -> String {
         .collect()
 }
 
-/// The preset or config-table key of a known public model name, if it is one.
+/// The preset or config-table key of a known public model name, if it is one: a name of
+/// [`KNOWN_MODEL_NAMES`], else any model preset named by its id or display name
+/// ([`model_core_name`]: `Llama-3.1-70B`, `meta-llama/Meta-Llama-3.1-70B-Instruct`,
+/// `Mixtral 8x7B`, `Mistral-7B-v0.1`), so another dataset's rows on a preset's model need no
+/// `model_shape`.
 pub fn known_model_key(model_name: &str) -> Option<&'static str> {
     let n = normalize_name(model_name);
-    KNOWN_MODEL_NAMES
+    if let Some((_, key)) = KNOWN_MODEL_NAMES
         .iter()
         .find(|(alias, _)| normalize_name(alias) == n)
-        .map(|(_, key)| *key)
+    {
+        return Some(key);
+    }
+    let core = model_core_name(model_name);
+    model_presets()
+        .into_iter()
+        .find(|p| model_core_name(p.id) == core || model_core_name(&p.spec.name) == core)
+        .map(|p| p.id)
+}
+
+/// A model name without what does not change its shapes, lower-case alphanumerics only: the
+/// organisation (`meta-llama/`, a leading `Meta-`), a trailing release tag (`Instruct`,
+/// `Chat`, `Base`, `hf`) and a dotted version (`v0.1`). An undotted version is kept: it names
+/// another model (`DeepSeek-V3` is not `DeepSeek-V2`).
+pub fn model_core_name(name: &str) -> String {
+    let name = name.rsplit('/').next().unwrap_or(name).to_ascii_lowercase();
+    let mut tokens: Vec<&str> = name
+        .split(|c: char| c == '-' || c == '_' || c.is_whitespace())
+        .filter(|t| !t.is_empty())
+        .collect();
+    if tokens.first() == Some(&"meta") {
+        tokens.remove(0);
+    }
+    while let Some(last) = tokens.last() {
+        let dotted_version = last.starts_with('v') && last.contains('.');
+        if dotted_version || matches!(*last, "instruct" | "chat" | "base" | "hf") {
+            tokens.pop();
+        } else {
+            break;
+        }
+    }
+    tokens
+        .concat()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect()
 }
 
 // ---------------------------------------------------------------------------

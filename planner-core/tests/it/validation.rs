@@ -2,8 +2,8 @@
 //! one prediction recomputed by hand, the summary arithmetic, and a guard on today's accuracy.
 
 use planner_core::edges::validation::{
-    dataset_gpu_preset, error_stats, map_run, parse_runs, quantile, run_validation, validate_runs,
-    ValidationOptions, ValidationReport, ALL_GROUP,
+    dataset_gpu_preset, error_stats, known_model_key, map_run, parse_runs, quantile,
+    run_validation, validate_runs, ValidationOptions, ValidationReport, ALL_GROUP,
 };
 use planner_core::input::hardware::{gpu_preset, gpu_presets};
 use planner_core::time::cost::CostOptions;
@@ -290,6 +290,43 @@ fn every_preset_gpu_is_representable_in_a_dataset() {
     run.gpu_type = "H100 PCIe".to_string();
     let err = map_run(&run).expect_err("no preset");
     assert!(err.contains("gpu_type 'H100 PCIe'"), "{err}");
+}
+
+/// Another dataset names a preset's model its own way, with no `model_shape`: the preset is
+/// found by its id or display name, whatever the organisation prefix and release tag; a
+/// dotless version stays part of the name.
+#[test]
+fn every_preset_model_is_known_by_its_names() {
+    assert_eq!(known_model_key("Llama-3.1-70B"), Some("llama-3.1-70b"));
+    assert_eq!(
+        known_model_key("meta-llama/Meta-Llama-3.1-70B-Instruct"),
+        Some("llama-3.1-70b")
+    );
+    assert_eq!(known_model_key("Mixtral 8x7B"), Some("mixtral-8x7b"));
+    assert_eq!(
+        known_model_key("mistralai/Mistral-7B-v0.1"),
+        Some("mistral-7b-v0.1")
+    );
+    assert_eq!(known_model_key("Mistral 7B"), Some("mistral-7b-v0.1"));
+    assert_eq!(known_model_key("Qwen2.5-72B"), Some("qwen2.5-72b"));
+    assert_eq!(known_model_key("DeepSeek-V3"), Some("deepseek-v3"));
+    assert_eq!(known_model_key("DeepSeek-V2"), None);
+    assert_eq!(known_model_key("Llama 3.1 13B"), None);
+    for p in planner_core::resolve::presets::model_presets() {
+        assert_eq!(known_model_key(p.id), Some(p.id), "preset {}", p.id);
+        assert_eq!(known_model_key(&p.spec.name), Some(p.id), "{}", p.spec.name);
+    }
+
+    let runs = parse_runs(DATASET).expect("parses");
+    let mut run = runs
+        .iter()
+        .find(|r| r.id == "nemo2407-llama3-8b-tps")
+        .expect("row")
+        .clone();
+    run.model_name = "Mixtral-8x7B-v0.1".to_string();
+    run.model_shape = Default::default();
+    let mapped = map_run(&run).expect("maps");
+    assert_eq!(mapped.model_source, "preset mixtral-8x7b");
 }
 
 /// Each Megatron-family row runs with the overlap its published recipe sets; a source with
