@@ -966,8 +966,16 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
             ));
             b
         }
+        // No gradient accumulation, the frameworks' own default: Megatron-LM sets
+        // `--global-batch-size` to micro-batch × data-parallel size when it is not given
+        // (megatron/training/arguments.py `validate_args`); torchtitan's
+        // `training.global_batch_size` defaults to the local batch × the data-parallel degree.
         None => {
-            return Err("global_batch_seqs not stated: a step's time needs its batch".to_string())
+            let b = run.micro_batch.unwrap_or(1).max(1) * run.dp.max(1);
+            defaults.push(format!(
+                "global_batch_seqs not stated: dp × micro-batch = {b} (no gradient accumulation, Megatron-LM's and torchtitan's default)"
+            ));
+            b
         }
     };
     if run.layout_mismatch {

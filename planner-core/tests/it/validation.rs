@@ -329,6 +329,26 @@ fn every_preset_model_is_known_by_its_names() {
     assert_eq!(mapped.model_source, "preset mixtral-8x7b");
 }
 
+/// A row that leaves its batch unsaid runs the frameworks' default, one micro-batch per
+/// data-parallel rank (no accumulation), and says so, instead of being left out.
+#[test]
+fn an_unstated_batch_takes_the_frameworks_default() {
+    let runs = parse_runs(DATASET).expect("parses");
+    let mut run = runs
+        .iter()
+        .find(|r| r.id == "torchtitan-t1-8b-eager-tps")
+        .expect("row")
+        .clone();
+    run.global_batch_seqs = None;
+    let mapped = map_run(&run).expect("maps");
+    let mbs = run.micro_batch.expect("stated");
+    assert_eq!(mapped.scenario.training.global_batch, mbs * run.dp);
+    assert!(mapped
+        .defaults
+        .iter()
+        .any(|d| d.starts_with("global_batch_seqs not stated: dp × micro-batch")));
+}
+
 /// Each Megatron-family row runs with the overlap its published recipe sets; a source with
 /// no recipe found keeps its framework's defaults and says so.
 #[test]
