@@ -893,10 +893,7 @@ fn resolve_model(
         ));
     };
     if shape.experts.is_some() || shape.top_k.is_some() {
-        return Err(format!(
-            "'{}' is not a known public model: an MoE from model_shape alone leaves shared experts, dense layers and the FFN kind unknown",
-            run.model_name
-        ));
+        return moe_from_shape(run, layers, hidden, heads, defaults);
     }
     if !hidden.is_multiple_of(heads) {
         return Err(format!(
@@ -938,6 +935,83 @@ fn resolve_model(
     ))
 }
 
+/// The data-parallel degree of a row's layout: `dp` as given when dp × tp × pp × cp is the
+/// row's GPU count; for an MoE row whose source counts its expert-parallel ranks apart
+/// (dp × tp × pp × cp × ep = GPUs, as DeepSeek-V3's report lists "EP64" beside its DP), dp × ep,
+/// since Megatron-Core draws the expert-parallel group from the data-parallel ranks
+/// (`--expert-model-parallel-size` divides the data-parallel size; MoE parallel folding), and
+/// the note says so. Any other product names the fields.
+fn layout_dp(run: &PublishedRun, notes: &mut Vec<String>) -> Result<u32, String> {
+    let world = u64::from(run.dp) * u64::from(run.tp) * u64::from(run.pp) * u64::from(run.cp);
+    let gpus = u64::from(run.gpus);
+    if world == gpus {
+        return Ok(run.dp);
+    }
+    if run.ep > 1 && world * u64::from(run.ep) == gpus {
+        let dp = run.dp.saturating_mul(run.ep);
+        notes.push(format!(
+            "dp × tp × pp × cp × ep = {gpus} GPUs: the row counts EP apart from DP; the attention data-parallel degree is dp × ep = {dp}, EP drawn from it (Megatron-Core MoE parallel folding)"
+        ));
+        return Ok(dp);
+    }
+    Err(format!(
+        "dp × tp × pp × cp = {} × {} × {} × {} = {world} differs from the row's {} GPUs",
+        run.dp, run.tp, run.pp, run.cp, run.gpus
+    ))
+}
+
+/// An MoE that is not a known public model, from its row's shapes: Mixtral's form (Jiang et al.
+/// 2024, "Mixtral of Experts" §2: every layer's FFN replaced by SwiGLU experts, Llama/Mistral
+/// attention with RMSNorm and RoPE, no shared expert), the one the shapes leave most likely,
+/// each assumption listed with the row's defaults. `experts`, `top_k` and `ffn` (one expert's
+/// width) must be given.
+fn moe_from_shape(
+    run: &PublishedRun,
+    layers: u32,
+    hidden: u32,
+    heads: u32,
+    defaults: &mut Vec<String>,
+) -> Result<(ModelChoice, ModelSpec, String), String> {
+    let shape = &run.model_shape;
+    let (Some(experts), Some(top_k), Some(ffn)) = (shape.experts, shape.top_k, shape.ffn) else {
+        return Err(format!(
+            "'{}' is not a known public model: an MoE from model_shape needs experts, top_k and ffn (one expert's width)",
+            run.model_name
+        ));
+    };
+    if !hidden.is_multiple_of(heads) || top_k == 0 || top_k > experts {
+        return Err(format!(
+            "model_shape of '{}': hidden {hidden} must be a multiple of heads {heads} and top_k {top_k} within 1..=experts {experts}",
+            run.model_name
+        ));
+    }
+    let kv_heads = shape.kv_heads.unwrap_or_else(|| {
+        defaults.push(format!("model_shape.kv_heads not stated: {heads} (no GQA)"));
+        heads
+    });
+    let vocab = shape.vocab.unwrap_or_else(|| {
+        defaults.push("model_shape.vocab not stated: 32000 (Mixtral's)".to_string());
+        32000
+    });
+    defaults.push(
+        "MoE from model_shape: Mixtral's form (SwiGLU experts on every layer, no shared expert, RMSNorm, RoPE, no biases)"
+            .to_string(),
+    );
+    let mut spec = llama_like(&run.model_name, layers, hidden, heads, kv_heads, ffn, vocab);
+    spec.moe = Some(MoeSpec {
+        routed_experts: experts,
+        experts_per_token: top_k,
+        shared_experts: 0,
+        expert_ffn: ffn,
+        dense_layers: 0,
+    });
+    Ok((
+        ModelChoice::Custom(spec.clone()),
+        spec,
+        "Mixtral-style MoE from model_shape".to_string(),
+    ))
+}
+
 /// Maps one row to a scenario, or says why the model cannot express it.
 pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
     let Some(gpu_id) = dataset_gpu_preset(&run.gpu_type) else {
@@ -946,13 +1020,8 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
     let Some(gpu) = gpu_preset(&gpu_id) else {
         return Err(format!("GPU preset '{gpu_id}' is missing"));
     };
-    let world = u64::from(run.dp) * u64::from(run.tp) * u64::from(run.pp) * u64::from(run.cp);
-    if world != u64::from(run.gpus) {
-        return Err(format!(
-            "dp × tp × pp × cp = {} × {} × {} × {} = {world} differs from the row's {} GPUs",
-            run.dp, run.tp, run.pp, run.cp, run.gpus
-        ));
-    }
+    let mut notes = Vec::new();
+    let dp = layout_dp(run, &mut notes)?;
     let mut defaults = Vec::new();
     let per_layer = run.quantity == Quantity::PerLayerFwdBwdMs;
     let global_batch = match run.global_batch_seqs {
@@ -960,7 +1029,7 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
         // A layer's time is per micro-batch (time/layer_time.rs): the step that prices it needs
         // one micro-batch per data-parallel rank, and no more.
         None if per_layer => {
-            let b = run.micro_batch.unwrap_or(1).max(1) * run.dp.max(1);
+            let b = run.micro_batch.unwrap_or(1).max(1) * dp.max(1);
             defaults.push(format!(
                 "global_batch_seqs not stated: {b} (one micro-batch per data-parallel rank; the row times one layer on one micro-batch)"
             ));
@@ -971,7 +1040,7 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
         // (megatron/training/arguments.py `validate_args`); torchtitan's
         // `training.global_batch_size` defaults to the local batch × the data-parallel degree.
         None => {
-            let b = run.micro_batch.unwrap_or(1).max(1) * run.dp.max(1);
+            let b = run.micro_batch.unwrap_or(1).max(1) * dp.max(1);
             defaults.push(format!(
                 "global_batch_seqs not stated: dp × micro-batch = {b} (no gradient accumulation, Megatron-LM's and torchtitan's default)"
             ));
@@ -984,7 +1053,6 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
         );
     }
 
-    let mut notes = Vec::new();
     let fam = family(&run.source);
     if run.seq_len_assumed == Some(true) {
         defaults.push(format!(
@@ -1160,7 +1228,7 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
         Kernels::FrameworkDefault
     };
     let layout = Layout {
-        dp: run.dp,
+        dp,
         tp: run.tp,
         pp: run.pp,
         cp: run.cp,
@@ -1813,7 +1881,7 @@ fn search_rank(run: &PublishedRun, scenario: &Scenario) -> Result<SearchRank, St
     let result = search_scenario(scenario, &space, CostOptions::default(), None)
         .map_err(|e| e.to_string())?;
     let published = MeshDims {
-        dp: run.dp,
+        dp: scenario.layout.dp,
         tp: run.tp,
         pp: run.pp,
         cp: run.cp,
@@ -1934,7 +2002,7 @@ pub fn validate_runs(runs: &[PublishedRun], options: ValidationOptions) -> Valid
                 &mapped.scenario.cluster,
                 &mapped.scenario.training,
                 &mapped.scenario.activations,
-                [run.dp, run.tp, run.pp, run.cp, run.ep],
+                [mapped.scenario.layout.dp, run.tp, run.pp, run.cp, run.ep],
             ))
             .unwrap_or_else(|_| run.id.clone());
             let found = searches

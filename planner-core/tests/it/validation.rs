@@ -10,6 +10,15 @@ use planner_core::time::cost::CostOptions;
 
 const DATASET: &str = include_str!("../../../validation/public-runs.json");
 
+/// A row of the built-in dataset, by id, to vary in a test.
+fn dataset_row(id: &str) -> planner_core::edges::validation::PublishedRun {
+    parse_runs(DATASET)
+        .expect("parses")
+        .into_iter()
+        .find(|r| r.id == id)
+        .expect("row")
+}
+
 fn report() -> ValidationReport {
     run_validation(DATASET, ValidationOptions { search: false }).expect("dataset parses")
 }
@@ -276,12 +285,7 @@ fn every_preset_gpu_is_representable_in_a_dataset() {
     assert_eq!(id("L40S"), None);
 
     // A training row moved to each GPU maps to that GPU's preset; an unknown one names its field.
-    let runs = parse_runs(DATASET).expect("parses");
-    let mut run = runs
-        .iter()
-        .find(|r| r.id == "nemo2407-llama3-8b-tps")
-        .expect("row")
-        .clone();
+    let mut run = dataset_row("nemo2407-llama3-8b-tps");
     for (name, preset) in [("H800", "h800"), ("B200", "b200"), ("MI300X", "mi300x")] {
         run.gpu_type = name.to_string();
         let mapped = map_run(&run).expect("maps");
@@ -317,12 +321,7 @@ fn every_preset_model_is_known_by_its_names() {
         assert_eq!(known_model_key(&p.spec.name), Some(p.id), "{}", p.spec.name);
     }
 
-    let runs = parse_runs(DATASET).expect("parses");
-    let mut run = runs
-        .iter()
-        .find(|r| r.id == "nemo2407-llama3-8b-tps")
-        .expect("row")
-        .clone();
+    let mut run = dataset_row("nemo2407-llama3-8b-tps");
     run.model_name = "Mixtral-8x7B-v0.1".to_string();
     run.model_shape = Default::default();
     let mapped = map_run(&run).expect("maps");
@@ -333,12 +332,7 @@ fn every_preset_model_is_known_by_its_names() {
 /// data-parallel rank (no accumulation), and says so, instead of being left out.
 #[test]
 fn an_unstated_batch_takes_the_frameworks_default() {
-    let runs = parse_runs(DATASET).expect("parses");
-    let mut run = runs
-        .iter()
-        .find(|r| r.id == "torchtitan-t1-8b-eager-tps")
-        .expect("row")
-        .clone();
+    let mut run = dataset_row("torchtitan-t1-8b-eager-tps");
     run.global_batch_seqs = None;
     let mapped = map_run(&run).expect("maps");
     let mbs = run.micro_batch.expect("stated");
@@ -347,6 +341,58 @@ fn an_unstated_batch_takes_the_frameworks_default() {
         .defaults
         .iter()
         .any(|d| d.starts_with("global_batch_seqs not stated: dp × micro-batch")));
+}
+
+/// An MoE row whose source counts EP apart from DP (dp × tp × pp × cp × ep = GPUs) runs with
+/// EP folded into the data-parallel ranks, as Megatron-Core forms it, and says so; a product
+/// that matches neither reading names the fields.
+#[test]
+fn an_moe_row_that_counts_ep_apart_folds_it_into_dp() {
+    let mut run = dataset_row("mbridge2509-dsv3-h100-tps");
+    let folded = map_run(&run).expect("maps");
+    assert_eq!(folded.scenario.layout.dp, run.dp);
+    // The same layout written with EP apart: 1024 GPUs = dp 1 × tp 2 × pp 8 × ep 64.
+    run.dp /= run.ep;
+    let apart = map_run(&run).expect("maps");
+    assert_eq!(apart.scenario.layout.dp, 64);
+    assert!(apart.notes.iter().any(|n| n.contains("counts EP apart")));
+    run.dp = 3;
+    let err = map_run(&run).expect_err("neither reading");
+    assert!(err.contains("differs from the row's 1024 GPUs"), "{err}");
+}
+
+/// An MoE that is no known public model maps from its shapes in Mixtral's form, each
+/// assumption listed; without the expert width it names what is missing.
+#[test]
+fn an_unknown_moe_maps_from_its_shapes_with_its_assumptions_stated() {
+    let mut run = dataset_row("nemo2407-llama3-8b-tps");
+    run.model_name = "Some-MoE-16x3B".to_string();
+    run.model_shape = serde_json::from_value(serde_json::json!({
+        "layers": 24, "hidden": 2048, "heads": 16, "kv_heads": 4,
+        "ffn": 5632, "experts": 16, "top_k": 2, "vocab": 50000
+    }))
+    .expect("shape");
+    let mapped = map_run(&run).expect("maps");
+    let spec = match &mapped.scenario.model {
+        planner_core::input::scenario::ModelChoice::Custom(spec) => spec.clone(),
+        other => panic!("custom model expected, got {other:?}"),
+    };
+    let moe = spec.moe.expect("moe");
+    assert_eq!(
+        (moe.routed_experts, moe.experts_per_token, moe.expert_ffn),
+        (16, 2, 5632)
+    );
+    assert_eq!(
+        (moe.shared_experts, moe.dense_layers, spec.kv_heads),
+        (0, 0, 4)
+    );
+    assert!(mapped
+        .defaults
+        .iter()
+        .any(|d| d.starts_with("MoE from model_shape: Mixtral's form")));
+    run.model_shape.ffn = None;
+    let err = map_run(&run).expect_err("no expert width");
+    assert!(err.contains("needs experts, top_k and ffn"), "{err}");
 }
 
 /// Each Megatron-family row runs with the overlap its published recipe sets; a source with
