@@ -1012,6 +1012,21 @@ fn moe_from_shape(
     ))
 }
 
+/// The GPUs a job places in each NVLink domain when the domain is rack-scale (more than the
+/// 8 GPUs of a server: GB200 NVL72's trays of 4) and `gpus` does not fill whole domains: the
+/// largest divisor of `gpus` that fits in one domain and is a whole number of 4-GPU trays
+/// (NVIDIA GB200 NVL72 datasheet: 18 compute trays of 4 GPUs). `None` for server-sized
+/// nodes, where a job that is not whole nodes is not laid out.
+fn rack_share(gpus: u32, domain: u32) -> Option<u32> {
+    const TRAY_GPUS: u32 = 4;
+    if domain <= 8 {
+        return None;
+    }
+    (TRAY_GPUS..=domain)
+        .rev()
+        .find(|d| d.is_multiple_of(TRAY_GPUS) && gpus.is_multiple_of(*d))
+}
+
 /// Maps one row to a scenario, or says why the model cannot express it.
 pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
     let Some(gpu_id) = dataset_gpu_preset(&run.gpu_type) else {
@@ -1084,6 +1099,15 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
         (1, run.gpus)
     } else if run.gpus.is_multiple_of(gpn) {
         (run.gpus / gpn, gpn)
+    } else if let Some(per_rack) = rack_share(run.gpus, gpn) {
+        // A rack-scale NVLink domain (GB200 NVL72: 18 trays of 4 GPUs) is not filled whole:
+        // a 128-GPU job runs as 2 × 64 in two racks, each part inside one NVLink domain.
+        notes.push(format!(
+            "{} GPUs on {gpn}-GPU NVLink domains: {} domains of {per_rack} GPUs each",
+            run.gpus,
+            run.gpus / per_rack
+        ));
+        (run.gpus / per_rack, per_rack)
     } else {
         return Err(format!(
             "{} GPUs is not a whole number of {gpn}-GPU nodes",

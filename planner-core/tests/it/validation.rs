@@ -395,6 +395,27 @@ fn an_unknown_moe_maps_from_its_shapes_with_its_assumptions_stated() {
     assert!(err.contains("needs experts, top_k and ffn"), "{err}");
 }
 
+/// GB200 NVL72 jobs rarely fill whole 72-GPU racks: 128 GPUs run as two NVLink domains of 64,
+/// 144 as two whole racks; a server-sized node still needs whole nodes.
+#[test]
+fn rack_scale_jobs_split_into_nvlink_domains() {
+    let mut run = dataset_row("nemo2407-llama3-8b-tps");
+    run.gpu_type = "GB200".to_string();
+    for (gpus, nodes, per_node) in [(128, 2, 64), (256, 4, 64), (144, 2, 72), (64, 1, 64)] {
+        run.gpus = gpus;
+        run.dp = gpus / (run.tp * run.pp * run.cp);
+        run.global_batch_seqs = Some(run.dp * run.micro_batch.unwrap_or(1));
+        let mapped = map_run(&run).expect("maps");
+        let c = &mapped.scenario.cluster;
+        assert_eq!((c.nodes, c.gpus_per_node), (nodes, per_node), "{gpus} GPUs");
+    }
+    run.gpu_type = "H100-80GB".to_string();
+    run.gpus = 12;
+    run.dp = 12 / (run.tp * run.pp * run.cp);
+    let err = map_run(&run).expect_err("not whole nodes");
+    assert!(err.contains("not a whole number of 8-GPU nodes"), "{err}");
+}
+
 /// Each Megatron-family row runs with the overlap its published recipe sets; a source with
 /// no recipe found keeps its framework's defaults and says so.
 #[test]
