@@ -10,8 +10,9 @@
 use serde::{Deserialize, Serialize};
 
 use crate::edges::validation::{
-    check_row_text, dataset_gpu_preset, error_stats, model_for_key, parse_checked_rows,
-    summarize_by_source, tally_reason, GroupSummary, ReasonTally, ALL_GROUP,
+    check_row_text, dataset_gpu_preset, error_stats, known_model_key, model_core_name,
+    model_for_key, parse_checked_rows, summarize_by_source, tally_reason, GroupSummary,
+    ReasonTally, ALL_GROUP,
 };
 use crate::input::hardware::{gpu_preset, Cluster};
 use crate::input::precision::{Precision, PrecisionRecipe};
@@ -260,6 +261,18 @@ pub const SERVING_MODEL_NAMES: [(&str, &str); 10] = [
     ("Qwen2.5 72B", "qwen2.5-72b"),
 ];
 
+/// The preset or config-table key of a serving row's model: a name of [`SERVING_MODEL_NAMES`]
+/// as written or spelled otherwise (`Llama-3.3-70B-Instruct`, [`model_core_name`]), else any
+/// name the training dataset knows ([`known_model_key`]: every model preset by its id or name).
+pub fn serving_model_key(model_name: &str) -> Option<&'static str> {
+    let core = model_core_name(model_name);
+    SERVING_MODEL_NAMES
+        .iter()
+        .find(|(name, _)| *name == model_name || model_core_name(name) == core)
+        .map(|(_, key)| *key)
+        .or_else(|| known_model_key(model_name))
+}
+
 /// Prefill chunk of continuous-batching rows that do not state one, tokens.
 // TensorRT-LLM's default max_num_tokens (tokens per engine step) is 8192; vLLM's chunked-prefill
 // default max_num_batched_tokens differs by version, so rows of other engines state theirs.
@@ -382,11 +395,7 @@ pub fn map_serving_run(run: &ServingRun) -> Result<MappedServing, String> {
     let Some(gpu) = gpu_preset(&id) else {
         return Err(format!("GPU preset '{id}' is missing"));
     };
-    let Some(key) = SERVING_MODEL_NAMES
-        .iter()
-        .find(|(name, _)| *name == run.model_name)
-        .map(|(_, key)| *key)
-    else {
+    let Some(key) = serving_model_key(&run.model_name) else {
         return Err(format!(
             "model '{}' is not a known public model",
             run.model_name

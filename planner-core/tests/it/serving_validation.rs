@@ -2,8 +2,9 @@
 //! scenario and load, one prediction recomputed from its terms, and a guard on today's accuracy.
 
 use planner_core::edges::serving_validation::{
-    map_serving_run, parse_serving_runs, run_serving_validation, validate_serving_run,
-    ServingQuantity, ServingValidationReport, ALL_SERVING_GROUP, SERVING_RUNS_JSON,
+    map_serving_run, parse_serving_runs, run_serving_validation, serving_model_key,
+    validate_serving_run, ServingQuantity, ServingValidationReport, ALL_SERVING_GROUP,
+    SERVING_RUNS_JSON,
 };
 use planner_core::serving::latency::serving_time_for;
 
@@ -417,4 +418,18 @@ fn serving_accuracy_does_not_regress_from_todays_measurement() {
     // Rows compared today stay compared (a new refusal would hide a miss).
     let compared: usize = r.by_quantity.last().map_or(0, |g| g.stats.compared);
     assert!(compared >= 62, "{compared} measurements compared, 62 today");
+}
+
+/// Another serving dataset spells its models its own way: the table's names in other spellings,
+/// then every model preset, are found; an unknown model is still refused by name.
+#[test]
+fn serving_rows_name_their_models_in_any_spelling() {
+    assert_eq!(
+        serving_model_key("meta-llama/Llama-3.3-70B-Instruct"),
+        Some("llama-3.1-70b")
+    );
+    assert_eq!(serving_model_key("LLaMA 70B"), Some("llama-2-70b"));
+    assert_eq!(serving_model_key("Mixtral-8x22B"), Some("mixtral-8x22b"));
+    assert_eq!(serving_model_key("gpt-oss-120b"), Some("gpt-oss-120b"));
+    assert_eq!(serving_model_key("Falcon 180B"), None);
 }
