@@ -2,6 +2,7 @@
 //!
 //! Invariant: Imports only `base`: a type here never knows how it is priced, placed or printed.
 
+pub mod attention_length;
 pub mod attention_window;
 pub mod calibration;
 pub mod collective;

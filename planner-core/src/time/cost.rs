@@ -474,6 +474,10 @@ pub struct StepModel {
     pub offload: crate::time::offload::OffloadTime,
     /// Memory-bound traffic per token ([`crate::time::elementwise`]); zero when switched off.
     pub memory_bound: MemoryBoundBytes,
+    /// Fused (flash) attention kernels, whose rate falls with a short sequence
+    /// ([`crate::input::attention_length`]); off: the scores go through HBM as GEMMs and
+    /// softmax ops, priced by the memory-bound list.
+    pub flash_attention: bool,
     /// The op list the memory-bound traffic follows (never the framework default).
     pub kernels: Kernels,
     /// Which communication overlaps compute ([`crate::input::overlap`], framework defaults applied).
@@ -604,6 +608,7 @@ impl StepModel {
             } else {
                 MemoryBoundBytes::default()
             },
+            flash_attention: scenario.activations.flash_attention,
             kernels: scenario
                 .overheads
                 .kernels
@@ -705,6 +710,18 @@ impl StepModel {
         (adapter_f, dequant)
     }
 
+    /// The share of the long-sequence attention rate a fused attention call reaches over one
+    /// rank's query tokens: the sequence over CP (a context-parallel rank's kernels run on its
+    /// chunk; FlashAttention-3, Figure 5, [`crate::input::attention_length`]); 1 without
+    /// flash attention.
+    pub fn attention_length_share(&self, layout: &Layout) -> f64 {
+        if !self.flash_attention {
+            return 1.0;
+        }
+        let chunk = self.comm_inputs.seq_len / f64::from(layout.cp.max(1));
+        crate::input::attention_length::attention_length_share(chunk)
+    }
+
     /// GEMM efficiency for a layout: the smallest of the tokens a rank multiplies
     /// per micro-batch (`b·s/cp`) and the TP-split hidden size (`h/tp`).
     pub fn gemm_efficiency(&self, layout: &Layout) -> f64 {
@@ -786,7 +803,8 @@ impl StepModel {
         // unless fp8_dpa is set (DelayedScaling, transformer_engine/common/recipe: default False).
         let attn_rate = self.bf16_flops_per_s.max(1.0)
             * self.tensor_power_fraction()
-            * self.options.attention_efficiency.clamp(1e-3, 1.0);
+            * self.options.attention_efficiency.clamp(1e-3, 1.0)
+            * self.attention_length_share(layout);
         let tokens_mb = b * inp.seq_len;
         // One stage's share of one micro-batch: the model's work split over tp·cp·pp GPUs.
         let per_gpu = tokens_mb / shards;
@@ -1231,9 +1249,9 @@ impl StepModel {
                 label: "Compute".into(),
                 unit: Unit::Seconds,
                 value: s.compute,
-                formula: "m · b·s/(tp·cp·pp) · 3 · ((2N − F_head − F_exp)/(peak·eff_gemm) + F_exp/(peak·eff_expert) + F_head/(peak_bf16·eff_gemm) + F_attn/(peak_bf16·eff_attn) + bytes_elem/HBM) + FP8 casts + recompute (peak = peak_bf16, or peak_fp8 · r_fp8 under FP8: r_fp8 the FP8-over-BF16 achievable share, ml-engineering MAMF table)".into(),
+                formula: "m · b·s/(tp·cp·pp) · 3 · ((2N − F_head − F_exp)/(peak·eff_gemm) + F_exp/(peak·eff_expert) + F_head/(peak_bf16·eff_gemm) + F_attn/(peak_bf16·eff_attn·share_len(s/cp)) + bytes_elem/HBM) + FP8 casts + recompute (peak = peak_bf16, or peak_fp8 · r_fp8 under FP8: r_fp8 the FP8-over-BF16 achievable share, ml-engineering MAMF table)".into(),
                 worked: format!(
-                    "{} micro-batches × {} tokens over {} GPUs per replica, GEMMs {:.0} TFLOP/s × {:.2} (routed experts × {:.2}), attention and LM head at BF16 {:.0} TFLOP/s (attention × {:.2}){} = {} (of which recompute {})",
+                    "{} micro-batches × {} tokens over {} GPUs per replica, GEMMs {:.0} TFLOP/s × {:.2} (routed experts × {:.2}), attention and LM head at BF16 {:.0} TFLOP/s (attention × {:.2} × {:.2} for {}-token calls, FlashAttention-3 Fig. 5){} = {} (of which recompute {})",
                     s.micro_batches,
                     f64::from(layout.micro_batch) * self.comm_inputs.seq_len,
                     u64::from(layout.tp) * u64::from(layout.cp) * u64::from(layout.pp),
@@ -1242,6 +1260,8 @@ impl StepModel {
                     self.expert_gemm_efficiency(layout),
                     self.bf16_flops_per_s / 1e12,
                     self.options.attention_efficiency,
+                    self.attention_length_share(layout),
+                    (self.comm_inputs.seq_len / f64::from(layout.cp.max(1))).round(),
                     if self.tensor_power_fraction() < 1.0 {
                         format!(
                             ", tensor rates × {:.3} at the power limit (GEMMs × {:.3})",
