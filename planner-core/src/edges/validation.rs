@@ -942,18 +942,26 @@ fn resolve_model(
 /// (`--expert-model-parallel-size` divides the data-parallel size; MoE parallel folding), and
 /// the note says so. Any other product names the fields.
 fn layout_dp(run: &PublishedRun, notes: &mut Vec<String>) -> Result<u32, String> {
-    let world = u64::from(run.dp) * u64::from(run.tp) * u64::from(run.pp) * u64::from(run.cp);
+    // Each degree is at most MAX_GPUS (10^6), so a product of four or five can exceed u64:
+    // checked, a product that overflows is simply not the row's GPU count.
+    let product = |degrees: &[u32]| {
+        degrees
+            .iter()
+            .try_fold(1u64, |acc, &d| acc.checked_mul(u64::from(d)))
+    };
     let gpus = u64::from(run.gpus);
-    if world == gpus {
+    if product(&[run.dp, run.tp, run.pp, run.cp]) == Some(gpus) {
         return Ok(run.dp);
     }
-    if run.ep > 1 && world * u64::from(run.ep) == gpus {
+    if run.ep > 1 && product(&[run.dp, run.tp, run.pp, run.cp, run.ep]) == Some(gpus) {
         let dp = run.dp.saturating_mul(run.ep);
         notes.push(format!(
             "dp × tp × pp × cp × ep = {gpus} GPUs: the row counts EP apart from DP; the attention data-parallel degree is dp × ep = {dp}, EP drawn from it (Megatron-Core MoE parallel folding)"
         ));
         return Ok(dp);
     }
+    let world = product(&[run.dp, run.tp, run.pp, run.cp])
+        .map_or_else(|| "more than 2^64".to_string(), |w| w.to_string());
     Err(format!(
         "dp × tp × pp × cp = {} × {} × {} × {} = {world} differs from the row's {} GPUs",
         run.dp, run.tp, run.pp, run.cp, run.gpus
@@ -1044,7 +1052,7 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
         // A layer's time is per micro-batch (time/layer_time.rs): the step that prices it needs
         // one micro-batch per data-parallel rank, and no more.
         None if per_layer => {
-            let b = run.micro_batch.unwrap_or(1).max(1) * dp.max(1);
+            let b = run.micro_batch.unwrap_or(1).max(1).saturating_mul(dp.max(1));
             defaults.push(format!(
                 "global_batch_seqs not stated: {b} (one micro-batch per data-parallel rank; the row times one layer on one micro-batch)"
             ));
@@ -1055,7 +1063,7 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
         // (megatron/training/arguments.py `validate_args`); torchtitan's
         // `training.global_batch_size` defaults to the local batch × the data-parallel degree.
         None => {
-            let b = run.micro_batch.unwrap_or(1).max(1) * dp.max(1);
+            let b = run.micro_batch.unwrap_or(1).max(1).saturating_mul(dp.max(1));
             defaults.push(format!(
                 "global_batch_seqs not stated: dp × micro-batch = {b} (no gradient accumulation, Megatron-LM's and torchtitan's default)"
             ));

@@ -359,6 +359,10 @@ fn an_moe_row_that_counts_ep_apart_folds_it_into_dp() {
     run.dp = 3;
     let err = map_run(&run).expect_err("neither reading");
     assert!(err.contains("differs from the row's 1024 GPUs"), "{err}");
+    // Degrees at the dataset's bound (10^6 each) multiply past u64: refused, not wrapped.
+    (run.dp, run.tp, run.pp, run.cp) = (1_000_000, 1_000_000, 1_000_000, 1_000_000);
+    let err = map_run(&run).expect_err("overflowing product");
+    assert!(err.contains("more than 2^64"), "{err}");
 }
 
 /// An MoE that is no known public model maps from its shapes in Mixtral's form, each
