@@ -1052,7 +1052,11 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
         // A layer's time is per micro-batch (time/layer_time.rs): the step that prices it needs
         // one micro-batch per data-parallel rank, and no more.
         None if per_layer => {
-            let b = run.micro_batch.unwrap_or(1).max(1).saturating_mul(dp.max(1));
+            let b = run
+                .micro_batch
+                .unwrap_or(1)
+                .max(1)
+                .saturating_mul(dp.max(1));
             defaults.push(format!(
                 "global_batch_seqs not stated: {b} (one micro-batch per data-parallel rank; the row times one layer on one micro-batch)"
             ));
@@ -1063,7 +1067,11 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
         // (megatron/training/arguments.py `validate_args`); torchtitan's
         // `training.global_batch_size` defaults to the local batch × the data-parallel degree.
         None => {
-            let b = run.micro_batch.unwrap_or(1).max(1).saturating_mul(dp.max(1));
+            let b = run
+                .micro_batch
+                .unwrap_or(1)
+                .max(1)
+                .saturating_mul(dp.max(1));
             defaults.push(format!(
                 "global_batch_seqs not stated: dp × micro-batch = {b} (no gradient accumulation, Megatron-LM's and torchtitan's default)"
             ));
