@@ -1049,20 +1049,9 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
     let per_layer = run.quantity == Quantity::PerLayerFwdBwdMs;
     let global_batch = match run.global_batch_seqs {
         Some(b) => b,
-        // A layer's time is per micro-batch (time/layer_time.rs): the step that prices it needs
-        // one micro-batch per data-parallel rank, and no more.
-        None if per_layer => {
-            let b = run
-                .micro_batch
-                .unwrap_or(1)
-                .max(1)
-                .saturating_mul(dp.max(1));
-            defaults.push(format!(
-                "global_batch_seqs not stated: {b} (one micro-batch per data-parallel rank; the row times one layer on one micro-batch)"
-            ));
-            b
-        }
-        // No gradient accumulation, the frameworks' own default: Megatron-LM sets
+        // One micro-batch per data-parallel rank. A per-layer row times one layer on one
+        // micro-batch (time/layer_time.rs), so its step needs no more; any other row takes the
+        // frameworks' own default, no gradient accumulation: Megatron-LM sets
         // `--global-batch-size` to micro-batch × data-parallel size when it is not given
         // (megatron/training/arguments.py `validate_args`); torchtitan's
         // `training.global_batch_size` defaults to the local batch × the data-parallel degree.
@@ -1072,8 +1061,13 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
                 .unwrap_or(1)
                 .max(1)
                 .saturating_mul(dp.max(1));
+            let why = if per_layer {
+                "one micro-batch per data-parallel rank; the row times one layer on one micro-batch"
+            } else {
+                "no gradient accumulation, Megatron-LM's and torchtitan's default"
+            };
             defaults.push(format!(
-                "global_batch_seqs not stated: dp × micro-batch = {b} (no gradient accumulation, Megatron-LM's and torchtitan's default)"
+                "global_batch_seqs not stated: dp × micro-batch = {b} ({why})"
             ));
             b
         }
