@@ -64,7 +64,7 @@ pub fn resolved_model(scenario: RwSignal<Scenario>) -> Memo<Result<ModelSpec, St
 
 /// Every message for the controls: range errors from `Scenario::validate` and
 /// layout rules from `layout_rule_violations`, keyed by link parameter.
-fn collect_issues(s: &Scenario, model: &Result<ModelSpec, String>) -> Vec<Issue> {
+pub(crate) fn collect_issues(s: &Scenario, model: &Result<ModelSpec, String>) -> Vec<Issue> {
     let mut out: Vec<Issue> = match s.validate() {
         Ok(()) => Vec::new(),
         Err(errors) => errors
@@ -112,6 +112,7 @@ pub fn App() -> impl IntoView {
     };
     provide_context(ctx);
     share::sync_url(scenario);
+    crate::warm_up::watch(scenario, theme);
 
     view! {
         <header class="top">

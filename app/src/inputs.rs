@@ -56,7 +56,11 @@ pub fn FieldIssues(field: &'static str) -> impl IntoView {
 
 fn has_error(field: &'static str) -> impl Fn() -> bool + Copy {
     let issues = use_context::<Issues>().map(|i| i.0);
-    move || issues.is_some_and(|m| m.with(|all| all.iter().any(|i| i.field == field && i.error)))
+    // A memo: the control's class is set only when its own verdict changes.
+    let bad = Memo::new(move |_| {
+        issues.is_some_and(|m| m.with(|all| all.iter().any(|i| i.field == field && i.error)))
+    });
+    move || bad.get()
 }
 
 /// A whole-number field with a unit.
@@ -73,6 +77,9 @@ pub fn NumberField(
     let local_error = RwSignal::new(None::<String>);
     let id = format!("in-{field}");
     let bad = has_error(field);
+    // Every control's value is derived from the whole scenario: held in a memo, so a move
+    // of another input reruns none of this control's closures and sets none of its DOM.
+    let value = Memo::new(move |_| value.get());
     view! {
         <div class="control" class:invalid=move || bad() || local_error.get().is_some()>
             <label for=id.clone() title=hint>{label}</label>
@@ -120,6 +127,9 @@ pub fn DecimalField(
     let local_error = RwSignal::new(None::<String>);
     let id = format!("in-{field}");
     let bad = has_error(field);
+    // Every control's value is derived from the whole scenario: held in a memo, so a move
+    // of another input reruns none of this control's closures and sets none of its DOM.
+    let value = Memo::new(move |_| value.get());
     view! {
         <div class="control" class:invalid=move || bad() || local_error.get().is_some()>
             <label for=id.clone() title=hint>{label}</label>
@@ -175,6 +185,10 @@ pub fn StepSlider(
 ) -> impl IntoView {
     let id = format!("in-{field}");
     let bad = has_error(field);
+    // Every control's value is derived from the whole scenario: held in a memo, so a move
+    // of another input reruns none of this control's closures and sets none of its DOM.
+    let value = Memo::new(move |_| value.get());
+    let steps = Memo::new(move |_| steps.get());
     let index = move || {
         let v = value.get();
         steps.with(|s| s.iter().position(|x| *x == v).unwrap_or(0))
@@ -222,6 +236,9 @@ pub fn Select(
 ) -> impl IntoView {
     let id = format!("in-{field}");
     let bad = has_error(field);
+    // Every control's value is derived from the whole scenario: held in a memo, so a move
+    // of another input reruns none of this control's closures and sets none of its DOM.
+    let value = Memo::new(move |_| value.get());
     view! {
         <div class="control" class:invalid=bad>
             <label for=id.clone() title=hint>{label}</label>
@@ -261,6 +278,9 @@ pub fn Toggle(
 ) -> impl IntoView {
     let id = format!("in-{field}");
     let for_id = id.clone();
+    // Every control's value is derived from the whole scenario: held in a memo, so a move
+    // of another input reruns none of this control's closures and sets none of its DOM.
+    let value = Memo::new(move |_| value.get());
     view! {
         <div class="control toggle">
             <label for=for_id title=hint>

@@ -18,6 +18,7 @@ mod perf;
 mod prerender;
 mod share;
 mod views;
+mod warm_up;
 
 /// The page module's entry: mounts the page and starts the pre-rendered copy's retirement.
 pub fn start_page() {

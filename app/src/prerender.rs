@@ -31,7 +31,7 @@ fn in_frames(frames: u32, f: impl FnOnce() + 'static) {
 
 /// Removes the copy (once; later calls do nothing) and marks `meshplan:live`; then
 /// starts loading the deferred sections (`deferred::load`, also once), so their
-/// download never competes with the first chart.
+/// download never competes with the first chart, and the warm-up (`warm_up::start`, once).
 fn retire() {
     let Some(doc) = web_sys::window().and_then(|w| w.document()) else {
         return;
@@ -41,6 +41,7 @@ fn retire() {
         mark("meshplan:live");
     }
     crate::deferred::load();
+    crate::warm_up::start();
 }
 
 /// Right after the app mounted: marks `meshplan:mounted` and removes the copy after

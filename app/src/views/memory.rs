@@ -8,15 +8,18 @@ use planner_core::figures::memory_summary::{
     self, is_sharded, other_bytes, other_terms, peak_terms, TermCategory,
 };
 use planner_core::input::layout::ZeroStage;
+use planner_core::input::model::ModelSpec;
+use planner_core::input::scenario::Scenario;
 use planner_core::memory::state_terms::{model_state_for, ModelStateBar};
 use planner_core::memory::training_memory::{training_memory, TrainingMemory};
 
 use crate::app::Ctx;
 use crate::views::visibility::{model_while_visible, near_screen, scenario_while_visible};
 
-use crate::charts::{self, draw_stacked_bars, Bar, Limit, Segment, Tip};
+use crate::charts::{self, draw_stacked_bars, Bar, HitBox, Limit, Segment, Theme, Tip};
 use crate::format;
 use crate::views::chart_canvas::{ChartCanvas, DrawInput};
+use web_sys::HtmlCanvasElement;
 
 /// Everything the memory view draws, from planner-core.
 #[derive(Clone, Debug, PartialEq)]
@@ -137,6 +140,165 @@ fn host_memory_table(h: planner_core::memory::offload::HostMemory) -> impl IntoV
     }
 }
 
+/// The view's figures for scenario `s` on `model`: planner-core's model state per ZeRO
+/// stage, and the training memory with each ZeRO stage in turn.
+fn memory_data(s: &Scenario, model: &ModelSpec) -> MemoryData {
+    let bars = model_state_for(model, &s.precision, &s.layout, &s.training);
+    let per_zero = ZeroStage::ALL.map(|z| {
+        let mut variant = s.clone();
+        variant.layout.zero = z;
+        training_memory(&variant, model)
+    });
+    MemoryData {
+        bars,
+        per_zero,
+        zero: s.layout.zero,
+    }
+}
+
+/// The model-state chart: a bar per ZeRO stage, with the other terms on top when `with_other`.
+fn draw_zero_chart(
+    canvas: &HtmlCanvasElement,
+    css_width: f64,
+    d: &MemoryData,
+    with_other: bool,
+    theme: &Theme,
+) -> Vec<HitBox> {
+    let bars: Vec<Bar> = d
+        .bars
+        .iter()
+        .enumerate()
+        .map(|(i, bar)| {
+            let mut segments: Vec<Segment> = bar
+                .replicated
+                .iter()
+                .map(|t| segment(t, false))
+                .chain(bar.sharded.iter().map(|t| segment(t, true)))
+                .collect();
+            let other = d.per_zero.get(i).filter(|_| with_other);
+            if let Some(m) = other {
+                segments.extend(other_terms(m).map(|t| segment(t, false)));
+            }
+            Bar {
+                label: bar.zero.label().to_string(),
+                caption: format::bytes(memory_summary::stacked_bar_bytes(bar, other)),
+                segments,
+                selected: bar.zero == d.zero,
+            }
+        })
+        .collect();
+    let lim = d.per_zero.first().map(limits).unwrap_or_default();
+    draw_stacked_bars(canvas, css_width, 300.0, &bars, &lim, "GB per GPU", theme).unwrap_or_else(
+        |e| {
+            leptos::logging::warn!("{e}");
+            Vec::new()
+        },
+    )
+}
+
+/// The per-stage chart: a bar per pipeline stage of the layout as set.
+fn draw_stages_chart(
+    canvas: &HtmlCanvasElement,
+    css_width: f64,
+    d: &MemoryData,
+    theme: &Theme,
+) -> Vec<HitBox> {
+    let bars: Vec<Bar> = d
+        .current()
+        .stages
+        .iter()
+        .enumerate()
+        .map(|(i, st)| Bar {
+            label: st.position.label().trim_end_matches(" stage").to_string(),
+            caption: format::bytes(st.total_bytes),
+            segments: st.terms.iter().map(|t| segment(t, is_sharded(t))).collect(),
+            selected: i == d.current().peak_stage && d.current().stages.len() > 1,
+        })
+        .collect();
+    draw_stacked_bars(
+        canvas,
+        css_width,
+        300.0,
+        &bars,
+        &limits(d.current()),
+        "GB per GPU",
+        theme,
+    )
+    .unwrap_or_else(|e| {
+        leptos::logging::warn!("{e}");
+        Vec::new()
+    })
+}
+
+/// One move's work of this view for scenario `s`, drawn into `canvas` (never on the page):
+/// see `crate::warm_up`.
+pub(crate) fn warm_up(s: &Scenario, canvas: &HtmlCanvasElement, css_width: f64, theme: &Theme) {
+    let Ok(model) = s.model_spec() else { return };
+    let d = memory_data(s, &model);
+    draw_zero_chart(canvas, css_width, &d, true, theme);
+    draw_stages_chart(canvas, css_width, &d, theme);
+    std::hint::black_box((
+        zero_rows(&d),
+        Peaks::of(d.current()),
+        memory_summary::legend(d.current()),
+    ));
+}
+
+/// The peaks paragraph's figures.
+#[derive(Clone, Debug, PartialEq)]
+struct Peaks {
+    allocated_bytes: f64,
+    reserved_bytes: f64,
+    device_bytes: f64,
+    framework: &'static str,
+}
+
+impl Peaks {
+    fn of(m: &TrainingMemory) -> Self {
+        Peaks {
+            allocated_bytes: m.peak_allocated_bytes,
+            reserved_bytes: m.peak_reserved_bytes,
+            device_bytes: m.peak_bytes,
+            framework: m.framework.label(),
+        }
+    }
+}
+
+/// One row of the ZeRO table.
+#[derive(Clone, Debug, PartialEq)]
+struct ZeroRow {
+    /// The layout's own stage.
+    selected: bool,
+    state_bytes: f64,
+    /// Every model-state term's formula with numbers, one per line (the cell's title).
+    state_worked: String,
+    other_bytes: f64,
+    peak_bytes: f64,
+    fits: bool,
+}
+
+/// The ZeRO table's rows, in [`ZeroStage::ALL`] order.
+fn zero_rows(d: &MemoryData) -> Vec<ZeroRow> {
+    d.bars
+        .iter()
+        .zip(d.per_zero.iter())
+        .map(|(bar, m)| ZeroRow {
+            selected: bar.zero == d.zero,
+            state_bytes: bar.total_bytes,
+            state_worked: bar
+                .replicated
+                .iter()
+                .chain(bar.sharded.iter())
+                .map(|t| t.worked.clone())
+                .collect::<Vec<_>>()
+                .join("\n"),
+            other_bytes: other_bytes(m),
+            peak_bytes: m.peak_bytes,
+            fits: m.fits,
+        })
+        .collect()
+}
+
 /// The memory section.
 #[component]
 pub fn MemoryView() -> impl IntoView {
@@ -150,95 +312,40 @@ pub fn MemoryView() -> impl IntoView {
         crate::perf::timed("memory", || {
             let s = scenario.get();
             let model = model.get()?;
-            let bars = model_state_for(&model, &s.precision, &s.layout, &s.training);
-            let per_zero = ZeroStage::ALL.map(|z| {
-                let mut variant = s.clone();
-                variant.layout.zero = z;
-                training_memory(&variant, &model)
-            });
-            Ok::<_, String>(MemoryData {
-                bars,
-                per_zero,
-                zero: s.layout.zero,
-            })
+            Ok::<_, String>(memory_data(&s, &model))
         })
     });
 
     let draw_zero = Callback::new(move |(canvas, css_width): DrawInput| {
         let theme = ctx.theme.get();
         let with_other = include_other.get();
-        data.with(|d| {
-            let Ok(d) = d else { return Vec::new() };
-            let bars: Vec<Bar> = d
-                .bars
-                .iter()
-                .enumerate()
-                .map(|(i, bar)| {
-                    let mut segments: Vec<Segment> = bar
-                        .replicated
-                        .iter()
-                        .map(|t| segment(t, false))
-                        .chain(bar.sharded.iter().map(|t| segment(t, true)))
-                        .collect();
-                    let other = d.per_zero.get(i).filter(|_| with_other);
-                    if let Some(m) = other {
-                        segments.extend(other_terms(m).map(|t| segment(t, false)));
-                    }
-                    Bar {
-                        label: bar.zero.label().to_string(),
-                        caption: format::bytes(memory_summary::stacked_bar_bytes(bar, other)),
-                        segments,
-                        selected: bar.zero == d.zero,
-                    }
-                })
-                .collect();
-            let lim = d.per_zero.first().map(limits).unwrap_or_default();
-            draw_stacked_bars(&canvas, css_width, 300.0, &bars, &lim, "GB per GPU", &theme)
-                .unwrap_or_else(|e| {
-                    leptos::logging::warn!("{e}");
-                    Vec::new()
-                })
+        data.with(|d| match d {
+            Ok(d) => draw_zero_chart(&canvas, css_width, d, with_other, &theme),
+            Err(_) => Vec::new(),
         })
     });
 
     let draw_stages = Callback::new(move |(canvas, css_width): DrawInput| {
         let theme = ctx.theme.get();
-        data.with(|d| {
-            let Ok(d) = d else { return Vec::new() };
-            let bars: Vec<Bar> = d
-                .current()
-                .stages
-                .iter()
-                .enumerate()
-                .map(|(i, st)| Bar {
-                    label: st.position.label().trim_end_matches(" stage").to_string(),
-                    caption: format::bytes(st.total_bytes),
-                    segments: st.terms.iter().map(|t| segment(t, is_sharded(t))).collect(),
-                    selected: i == d.current().peak_stage && d.current().stages.len() > 1,
-                })
-                .collect();
-            draw_stacked_bars(
-                &canvas,
-                css_width,
-                300.0,
-                &bars,
-                &limits(d.current()),
-                "GB per GPU",
-                &theme,
-            )
-            .unwrap_or_else(|e| {
-                leptos::logging::warn!("{e}");
-                Vec::new()
-            })
+        data.with(|d| match d {
+            Ok(d) => draw_stages_chart(&canvas, css_width, d, &theme),
+            Err(_) => Vec::new(),
         })
     });
 
-    let legend = move || {
+    // A memo: the swatches are rebuilt only when the legend itself changes, not on every move.
+    let legend = Memo::new(move |_| {
         data.with(|d| {
             let Ok(d) = d else { return Vec::new() };
             memory_summary::legend(d.current())
         })
-    };
+    });
+    // The peaks paragraph and the ZeRO table keep their elements across moves; only the
+    // numbers that changed are written (a rebuilt row re-set every attribute of every cell).
+    let peaks = Memo::new(move |_| data.with(|d| d.as_ref().ok().map(|d| Peaks::of(d.current()))));
+    let peak = move |f: fn(&Peaks) -> String| peaks.with(|p| p.as_ref().map(f).unwrap_or_default());
+    let zero_rows =
+        Memo::new(move |_| data.with(|d| d.as_ref().map(zero_rows).unwrap_or_default()));
 
     view! {
         <section node_ref=section class="view" aria-labelledby="memory-title" data-testid="memory-view">
@@ -321,32 +428,23 @@ pub fn MemoryView() -> impl IntoView {
                     />
                 </figure>
             </div>
-            {move || {
-                data.with(|d| {
-                    d.as_ref().ok().map(|d| {
-                        let m = d.current();
-                        view! {
-                            <p class="explain" data-testid="memory-peaks">
-                                "Peak as PyTorch reports it: allocated "
-                                <strong data-testid="peak-allocated" data-bytes=m.peak_allocated_bytes.to_string()>
-                                    {format::bytes(m.peak_allocated_bytes)}
-                                </strong>
-                                " (max_memory_allocated), reserved "
-                                <strong data-testid="peak-reserved" data-bytes=m.peak_reserved_bytes.to_string()>
-                                    {format::bytes(m.peak_reserved_bytes)}
-                                </strong>
-                                " (max_memory_reserved, what torchtitan logs); the device holds "
-                                <strong data-testid="peak-device" data-bytes=m.peak_bytes.to_string()>
-                                    {format::bytes(m.peak_bytes)}
-                                </strong>
-                                " with the CUDA context and NCCL buffers (nvidia-smi). Loss and recompute transients follow "
-                                <span data-testid="memory-framework">{m.framework.label()}</span>
-                                "."
-                            </p>
-                        }
-                    })
-                })
-            }}
+            <p class="explain" data-testid="memory-peaks" hidden=move || peaks.with(Option::is_none)>
+                "Peak as PyTorch reports it: allocated "
+                <strong data-testid="peak-allocated" data-bytes=move || peak(|p| p.allocated_bytes.to_string())>
+                    {move || peak(|p| format::bytes(p.allocated_bytes))}
+                </strong>
+                " (max_memory_allocated), reserved "
+                <strong data-testid="peak-reserved" data-bytes=move || peak(|p| p.reserved_bytes.to_string())>
+                    {move || peak(|p| format::bytes(p.reserved_bytes))}
+                </strong>
+                " (max_memory_reserved, what torchtitan logs); the device holds "
+                <strong data-testid="peak-device" data-bytes=move || peak(|p| p.device_bytes.to_string())>
+                    {move || peak(|p| format::bytes(p.device_bytes))}
+                </strong>
+                " with the CUDA context and NCCL buffers (nvidia-smi). Loss and recompute transients follow "
+                <span data-testid="memory-framework">{move || peak(|p| p.framework.to_string())}</span>
+                "."
+            </p>
             {move || {
                 data.with(|d| {
                     d.as_ref().ok().and_then(|d| d.current().host.clone()).map(host_memory_table)
@@ -354,7 +452,8 @@ pub fn MemoryView() -> impl IntoView {
             }}
             <ul class="legend">
                 {move || {
-                    legend()
+                    legend
+                        .get()
                         .into_iter()
                         .map(|(c, name)| {
                             view! {
@@ -382,46 +481,40 @@ pub fn MemoryView() -> impl IntoView {
                     </tr>
                 </thead>
                 <tbody>
-                    {move || {
-                        data.with(|d| {
-                            let Ok(d) = d else { return Vec::new() };
-                            d.bars
-                                .iter()
-                                .zip(d.per_zero.iter())
-                                .map(|(bar, m)| {
-                                    let n = bar.zero.number();
-                                    let fits = m.fits;
-                                    view! {
-                                        <tr class:selected={bar.zero == d.zero}>
-                                            <th scope="row">{bar.zero.label()}</th>
-                                            <td
-                                                data-testid=format!("state-total-{n}")
-                                                data-bytes=bar.total_bytes.to_string()
-                                                tabindex="0"
-                                                title={
-                                                    bar.replicated
-                                                        .iter()
-                                                        .chain(bar.sharded.iter())
-                                                        .map(|t| t.worked.clone())
-                                                        .collect::<Vec<_>>()
-                                                        .join("\n")
-                                                }
-                                            >
-                                                {format::bytes(bar.total_bytes)}
-                                            </td>
-                                            <td>{format::bytes(other_bytes(m))}</td>
-                                            <td data-testid=format!("peak-total-{n}") data-bytes=m.peak_bytes.to_string()>
-                                                {format::bytes(m.peak_bytes)}
-                                            </td>
-                                            <td class=if fits { "ok" } else { "bad" }>
-                                                {if fits { "✓ fits" } else { "✗ over" }}
-                                            </td>
-                                        </tr>
-                                    }
-                                })
-                                .collect::<Vec<_>>()
+                    {ZeroStage::ALL
+                        .iter()
+                        .enumerate()
+                        .map(|(i, zero)| {
+                            let n = zero.number();
+                            let cell = move |f: fn(&ZeroRow) -> String| {
+                                zero_rows.with(|r| r.get(i).map(f).unwrap_or_default())
+                            };
+                            let fits = move || zero_rows.with(|r| r.get(i).is_some_and(|r| r.fits));
+                            view! {
+                                <tr
+                                    class:selected=move || zero_rows.with(|r| r.get(i).is_some_and(|r| r.selected))
+                                    hidden=move || zero_rows.with(|r| r.get(i).is_none())
+                                >
+                                    <th scope="row">{zero.label()}</th>
+                                    <td
+                                        data-testid=format!("state-total-{n}")
+                                        data-bytes=move || cell(|r| r.state_bytes.to_string())
+                                        tabindex="0"
+                                        title=move || cell(|r| r.state_worked.clone())
+                                    >
+                                        {move || cell(|r| format::bytes(r.state_bytes))}
+                                    </td>
+                                    <td>{move || cell(|r| format::bytes(r.other_bytes))}</td>
+                                    <td data-testid=format!("peak-total-{n}") data-bytes=move || cell(|r| r.peak_bytes.to_string())>
+                                        {move || cell(|r| format::bytes(r.peak_bytes))}
+                                    </td>
+                                    <td class=move || if fits() { "ok" } else { "bad" }>
+                                        {move || if fits() { "✓ fits" } else { "✗ over" }}
+                                    </td>
+                                </tr>
+                            }
                         })
-                    }}
+                        .collect::<Vec<_>>()}
                 </tbody>
             </table>
             <details

@@ -9,9 +9,13 @@ use planner_core::parallel::pipeline::{self, Bubble, Op, OpKind, Timeline};
 use crate::app::Ctx;
 use crate::views::visibility::{near_screen, scenario_while_visible};
 
-use crate::charts::{draw_lines, draw_schedule, schedule_tip, GridOp, GridRow, Line, OpShade};
+use crate::charts::{
+    draw_lines, draw_schedule, schedule_tip, GridOp, GridRow, HitBox, Line, OpShade, Theme,
+};
 use crate::format;
 use crate::views::chart_canvas::{ChartCanvas, DrawInput};
+use planner_core::input::scenario::Scenario;
+use web_sys::HtmlCanvasElement;
 
 /// Most micro-batches drawn in the grid (the bubble figures use the real count).
 const MAX_DRAWN_MICRO_BATCHES: u32 = 32;
@@ -118,7 +122,7 @@ fn drawn_micro_batches(schedule: Schedule, p: u32, m: u32) -> u32 {
     }
 }
 
-fn compute(s: &planner_core::input::scenario::Scenario) -> PipelineData {
+fn compute(s: &Scenario) -> PipelineData {
     let l = &s.layout;
     let schedule = l.schedule;
     let p = l.pp.max(1);
@@ -202,6 +206,56 @@ fn compute(s: &planner_core::input::scenario::Scenario) -> PipelineData {
     }
 }
 
+/// The schedule grid of timeline `t` (deep pipelines drawn around one elided row).
+fn draw_grid_of(
+    canvas: &HtmlCanvasElement,
+    css_width: f64,
+    t: &Timeline,
+    theme: &Theme,
+) -> Vec<HitBox> {
+    let per_slot = f64::from(t.ticks_per_slot.max(1));
+    // In the timeline's order: the hit boxes follow it (see `grid_tip`).
+    let ops: Vec<GridOp> = drawn_ops(t).map(|(drawn, _)| drawn).collect();
+    let span = t.makespan_ticks() as f64 / per_slot;
+    let rows = grid_rows(t.stages);
+    draw_schedule(canvas, css_width, &rows, span, &ops, theme).unwrap_or_else(|e| {
+        leptos::logging::warn!("{e}");
+        Vec::new()
+    })
+}
+
+/// The bubble against the micro-batch count, both definitions, with this layout's m marked.
+fn draw_curve_of(canvas: &HtmlCanvasElement, css_width: f64, d: &PipelineData, theme: &Theme) {
+    let line = |f: fn(&Bubble) -> f64, color: usize| Line {
+        points: d.curve.iter().map(|(m, b)| (f64::from(*m), f(b))).collect(),
+        color,
+    };
+    let lines = [
+        line(|b| b.idle_fraction, 0),
+        line(|b| b.overhead_vs_ideal, 5),
+    ];
+    if let Err(e) = draw_lines(
+        canvas,
+        (css_width, 240.0),
+        &lines,
+        ("micro-batches per step (m)", "bubble"),
+        (d.p > 1).then_some(f64::from(d.m)),
+        theme,
+    ) {
+        leptos::logging::warn!("{e}");
+    }
+}
+
+/// One move's work of this view for scenario `s`, drawn into `canvas` (never on the page):
+/// see `crate::warm_up`.
+pub(crate) fn warm_up(s: &Scenario, canvas: &HtmlCanvasElement, css_width: f64, theme: &Theme) {
+    let d = compute(s);
+    if let Ok(t) = &d.grid {
+        draw_grid_of(canvas, css_width, t, theme);
+    }
+    draw_curve_of(canvas, css_width, &d, theme);
+}
+
 /// The pipeline section.
 #[component]
 pub fn PipelineView() -> impl IntoView {
@@ -248,17 +302,9 @@ pub fn PipelineView() -> impl IntoView {
 
     let draw_grid = Callback::new(move |(canvas, css_width): DrawInput| {
         let theme = ctx.theme.get();
-        grid.with(|g| {
-            let Ok(t) = g else { return Vec::new() };
-            let per_slot = f64::from(t.ticks_per_slot.max(1));
-            // In the timeline's order: the hit boxes follow it (see `grid_tip`).
-            let ops: Vec<GridOp> = drawn_ops(t).map(|(drawn, _)| drawn).collect();
-            let span = t.makespan_ticks() as f64 / per_slot;
-            let rows = grid_rows(t.stages);
-            draw_schedule(&canvas, css_width, &rows, span, &ops, &theme).unwrap_or_else(|e| {
-                leptos::logging::warn!("{e}");
-                Vec::new()
-            })
+        grid.with(|g| match g {
+            Ok(t) => draw_grid_of(&canvas, css_width, t, &theme),
+            Err(_) => Vec::new(),
         })
     });
     // The hovered op's tooltip, from the drawn grid (hit boxes follow its ops' order).
@@ -276,35 +322,8 @@ pub fn PipelineView() -> impl IntoView {
     });
     let draw_curve = Callback::new(move |(canvas, css_width): DrawInput| {
         let theme = ctx.theme.get();
-        data.with(|d| {
-            let idle = Line {
-                points: d
-                    .curve
-                    .iter()
-                    .map(|(m, b)| (f64::from(*m), b.idle_fraction))
-                    .collect(),
-                color: 0,
-            };
-            let overhead = Line {
-                points: d
-                    .curve
-                    .iter()
-                    .map(|(m, b)| (f64::from(*m), b.overhead_vs_ideal))
-                    .collect(),
-                color: 5,
-            };
-            if let Err(e) = draw_lines(
-                &canvas,
-                (css_width, 240.0),
-                &[idle, overhead],
-                ("micro-batches per step (m)", "bubble"),
-                (d.p > 1).then_some(f64::from(d.m)),
-                &theme,
-            ) {
-                leptos::logging::warn!("{e}");
-            }
-            Vec::new()
-        })
+        data.with(|d| draw_curve_of(&canvas, css_width, d, &theme));
+        Vec::new()
     });
 
     view! {

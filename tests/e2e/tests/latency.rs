@@ -108,7 +108,7 @@ fn table(page: &Page, case: &str, query: &str) {
     pooled_frame.sort_by(f64::total_cmp);
     pooled_aligned.sort_by(f64::total_cmp);
     println!(
-        "LATENCY PER INPUT, {case} ({MOVES} moves each, ms; work = input → views recomputed and layout done, frame = input → painted frame, both with the input at a random phase of the frame; at frame start = input dispatched as a frame begins, as Chromium delivers a drag, → that frame rendered):"
+        "LATENCY PER INPUT, {case} ({MOVES} moves each, ms; work = input → views recomputed and layout done (forced at the next task or frame, whichever comes first), frame = input → painted frame, both with the input at a random phase of the frame; at frame start = input dispatched as a frame begins, as Chromium delivers a drag, → that frame rendered):"
     );
     println!("  {:<13} {}", "input", HEADER);
     for r in rows {
