@@ -23,6 +23,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use leptos::prelude::*;
+use planner_core::edges::link;
 use planner_core::input::hardware::gpu_presets;
 use planner_core::input::layout::Schedule;
 use planner_core::input::scenario::{ModelChoice, Scenario};
@@ -60,10 +61,13 @@ pub fn watch(scenario: RwSignal<Scenario>, theme: RwSignal<Theme>) {
 /// The scenario's neighbours: every input the latency table moves, one step each way.
 fn neighbours(s: &Scenario) -> Vec<Scenario> {
     let mut out = Vec::new();
+    // Only neighbours a share link could carry: the page computes nothing else.
     let mut push = |f: &dyn Fn(&mut Scenario)| {
         let mut v = s.clone();
         f(&mut v);
-        out.push(v);
+        if let Ok(v) = link::decode(&link::encode(&v)) {
+            out.push(v);
+        }
     };
     type Knob = fn(&mut Scenario) -> &mut u32;
     let knobs: [Knob; 6] = [
@@ -96,7 +100,7 @@ fn run_one(s: &Scenario, canvas: &HtmlCanvasElement, theme: &Theme) {
     crate::views::warm_up(s, canvas, CSS_WIDTH, theme);
     let model = s.model_spec().map_err(|e| e.to_string());
     std::hint::black_box(crate::app::collect_issues(s, &model));
-    std::hint::black_box(planner_core::edges::link::encode(s));
+    std::hint::black_box(link::encode(s));
 }
 
 /// Runs the next neighbours while this idle period has time for them, then asks for the next
@@ -141,5 +145,8 @@ pub fn start() {
     let (Some(s), Some(theme)) = (scenario.try_get_untracked(), theme.try_get_untracked()) else {
         return;
     };
-    step(Rc::new(neighbours(&s)), 0, canvas, theme);
+    let tasks = neighbours(&s);
+    if !tasks.is_empty() {
+        step(Rc::new(tasks), 0, canvas, theme);
+    }
 }
