@@ -61,24 +61,35 @@ pub fn watch(scenario: RwSignal<Scenario>, theme: RwSignal<Theme>) {
 /// The scenario's neighbours: every input the latency table moves, one step each way.
 fn neighbours(s: &Scenario) -> Vec<Scenario> {
     let mut out = Vec::new();
-    // Only neighbours a share link could carry: the page computes nothing else.
+    // A step that changes nothing (a micro-batch of 1 halved, the current schedule, model
+    // or GPU) or lands on a neighbour already listed adds no work worth running.
     let mut push = |f: &dyn Fn(&mut Scenario)| {
         let mut v = s.clone();
         f(&mut v);
-        if let Ok(v) = link::decode(&link::encode(&v)) {
+        if v != *s && !out.contains(&v) {
             out.push(v);
         }
     };
     type Knob = fn(&mut Scenario) -> &mut u32;
-    let knobs: [Knob; 6] = [
+    // Only what a control can set: the DP, TP and PP sliders step over powers of two up to
+    // the cluster's GPUs (`inputs::power_of_two_steps`); the number fields take any whole
+    // number from 1.
+    let world = u32::try_from(s.cluster.world_size()).unwrap_or(u32::MAX);
+    let sliders: [Knob; 3] = [
         |v| &mut v.layout.dp,
         |v| &mut v.layout.tp,
         |v| &mut v.layout.pp,
+    ];
+    let fields: [Knob; 3] = [
         |v| &mut v.layout.micro_batch,
         |v| &mut v.training.seq_len,
         |v| &mut v.training.global_batch,
     ];
-    for knob in knobs {
+    for knob in sliders {
+        push(&|v| *knob(v) = knob(v).saturating_mul(2).min(world).max(1));
+        push(&|v| *knob(v) = (*knob(v) / 2).max(1));
+    }
+    for knob in fields {
         push(&|v| *knob(v) = knob(v).saturating_mul(2));
         push(&|v| *knob(v) = (*knob(v) / 2).max(1));
     }
@@ -148,5 +159,47 @@ pub fn start() {
     let tasks = neighbours(&s);
     if !tasks.is_empty() {
         step(Rc::new(tasks), 0, canvas, theme);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{neighbours, run_one};
+    use planner_core::resolve::presets::default_scenario;
+    use wasm_bindgen::JsCast;
+    use wasm_bindgen_test::wasm_bindgen_test;
+
+    /// Every input the latency table moves has a neighbour, none is the scenario itself,
+    /// and each runs the views' code without a panic (a panic would end the page's module).
+    #[wasm_bindgen_test]
+    fn every_neighbour_is_a_move_away_and_runs() {
+        let s = default_scenario();
+        let all = neighbours(&s);
+        assert!(all.iter().all(|v| *v != s));
+        let moved = |f: fn(&planner_core::input::scenario::Scenario) -> String| {
+            all.iter().any(|v| f(v) != f(&s))
+        };
+        assert!(moved(|v| v.layout.dp.to_string()));
+        assert!(moved(|v| v.layout.tp.to_string()));
+        assert!(moved(|v| v.layout.pp.to_string()));
+        assert!(moved(|v| v.layout.micro_batch.to_string()));
+        assert!(moved(|v| v.training.seq_len.to_string()));
+        assert!(moved(|v| v.training.global_batch.to_string()));
+        assert!(moved(|v| format!("{:?}", v.layout.schedule)));
+        assert!(moved(|v| format!("{:?}", v.model)));
+        assert!(moved(|v| v.cluster.gpu.id.clone()));
+        let canvas: web_sys::HtmlCanvasElement = web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.create_element("canvas").ok())
+            .and_then(|c| c.dyn_into().ok())
+            .expect("a canvas");
+        let theme = crate::charts::Theme::new(false);
+        for v in &all {
+            run_one(v, &canvas, &theme);
+        }
+        assert!(
+            canvas.width() > 0,
+            "the charts sized the canvas they drew into"
+        );
     }
 }
