@@ -13,11 +13,12 @@
 //! What runs: for each neighbour of the scenario (each input one step up and down, the
 //! other schedules, models and GPUs), the memory and pipeline views' figures and charts,
 //! drawn into a canvas that is never attached to the page, and the controls' issues and
-//! share link. Each neighbour runs in an idle callback (`requestIdleCallback`) that has at
-//! least [`MIN_IDLE_MS`] left before the next frame, at most [`PER_CALLBACK`] per callback: the browser runs idle
-//! callbacks only after a frame is rendered and after every pending task (an input's
-//! effects, the frame it paints), so warm-up never lands between a move and its frame and
-//! never delays an input by more than a few neighbours' work (about 3 ms each).
+//! share link. Neighbours run in idle callbacks (`requestIdleCallback`), at most
+//! [`PER_CALLBACK`] per callback and each only with [`MIN_IDLE_MS`] left before the next
+//! frame: the browser runs idle callbacks only after a frame is rendered and after every
+//! pending task (an input's effects, the frame it paints), so warm-up never lands between
+//! a move and its frame and never delays an input by more than a few neighbours' work
+//! (about 3 ms each).
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
