@@ -63,6 +63,12 @@ fn has_error(field: &'static str) -> impl Fn() -> bool + Copy {
     move || bad.get()
 }
 
+/// A control's value held in a memo. Values are derived from the whole scenario: without
+/// one, a move of any other input would rerun this control's closures and re-set its DOM.
+fn own_value<T: Clone + PartialEq + Send + Sync + 'static>(value: Signal<T>) -> Memo<T> {
+    Memo::new(move |_| value.get())
+}
+
 /// A whole-number field with a unit.
 #[component]
 pub fn NumberField(
@@ -77,9 +83,7 @@ pub fn NumberField(
     let local_error = RwSignal::new(None::<String>);
     let id = format!("in-{field}");
     let bad = has_error(field);
-    // Every control's value is derived from the whole scenario: held in a memo, so a move
-    // of another input reruns none of this control's closures and sets none of its DOM.
-    let value = Memo::new(move |_| value.get());
+    let value = own_value(value);
     view! {
         <div class="control" class:invalid=move || bad() || local_error.get().is_some()>
             <label for=id.clone() title=hint>{label}</label>
@@ -127,9 +131,7 @@ pub fn DecimalField(
     let local_error = RwSignal::new(None::<String>);
     let id = format!("in-{field}");
     let bad = has_error(field);
-    // Every control's value is derived from the whole scenario: held in a memo, so a move
-    // of another input reruns none of this control's closures and sets none of its DOM.
-    let value = Memo::new(move |_| value.get());
+    let value = own_value(value);
     view! {
         <div class="control" class:invalid=move || bad() || local_error.get().is_some()>
             <label for=id.clone() title=hint>{label}</label>
@@ -185,10 +187,8 @@ pub fn StepSlider(
 ) -> impl IntoView {
     let id = format!("in-{field}");
     let bad = has_error(field);
-    // Every control's value is derived from the whole scenario: held in a memo, so a move
-    // of another input reruns none of this control's closures and sets none of its DOM.
-    let value = Memo::new(move |_| value.get());
-    let steps = Memo::new(move |_| steps.get());
+    let value = own_value(value);
+    let steps = own_value(steps);
     let index = move || {
         let v = value.get();
         steps.with(|s| s.iter().position(|x| *x == v).unwrap_or(0))
@@ -236,9 +236,7 @@ pub fn Select(
 ) -> impl IntoView {
     let id = format!("in-{field}");
     let bad = has_error(field);
-    // Every control's value is derived from the whole scenario: held in a memo, so a move
-    // of another input reruns none of this control's closures and sets none of its DOM.
-    let value = Memo::new(move |_| value.get());
+    let value = own_value(value);
     view! {
         <div class="control" class:invalid=bad>
             <label for=id.clone() title=hint>{label}</label>
@@ -278,9 +276,7 @@ pub fn Toggle(
 ) -> impl IntoView {
     let id = format!("in-{field}");
     let for_id = id.clone();
-    // Every control's value is derived from the whole scenario: held in a memo, so a move
-    // of another input reruns none of this control's closures and sets none of its DOM.
-    let value = Memo::new(move |_| value.get());
+    let value = own_value(value);
     view! {
         <div class="control toggle">
             <label for=for_id title=hint>

@@ -5,10 +5,11 @@
 //! called and recompiles it with its optimizing compiler (TurboFan), in the background,
 //! only once it has run often: "dynamic tiering" (v8.dev/blog/wasm-dynamic-tiering,
 //! v8.dev/docs/wasm-compilation-pipeline). Without this, the first moves after a load run
-//! baseline code while TurboFan competes for the same cores: in headless Chromium on the
-//! 2-core CI machine, 200 PP moves on a fresh page took p50 7.3–7.6 ms / p95 13.4–16.5 ms
-//! over the first 100 moves against 6.4–6.7 / 9.4–11.5 ms over the next 100 (a Chrome
-//! trace showed 2.4 ms of `wasm.TopTierCompilation` on worker threads per move).
+//! baseline code while TurboFan competes for the same cores: in headless Chromium on this
+//! project's 2-core development machine, 200 PP moves on a fresh page took p50 7.3–7.6 ms /
+//! p95 13.4–16.5 ms over the first 100 moves against 6.4–6.7 / 9.4–11.5 ms over the next
+//! 100 (a Chrome trace showed 2.4 ms of `wasm.TopTierCompilation` on worker threads per
+//! move).
 //!
 //! What runs: for each neighbour of the scenario (each input one step up and down, the
 //! other schedules, models and GPUs), the memory and pipeline views' figures and charts,

@@ -946,9 +946,8 @@ pub fn measure_latency(session: &Session, control: &Control, moves: u32) -> Resu
     // The work ends at whichever comes first after the input's task: the next task (a
     // message) or the next frame (its animation-frame callback, when a frame was due), and
     // there layout is forced, so the figure always holds the layout and never a frame's
-    // paint. (Before this session's issue-16 pass it ended at the message alone: in about
-    // one move in five a whole frame, paint included, ran before it, and in the others
-    // layout had not run yet.) The painted-frame series goes on from there to the end of
+    // paint. (Ending at the message alone, as this did until 2026-12-04, held a whole frame,
+    // paint included, in about one move in five, and no layout in the others.) The painted-frame series goes on from there to the end of
     // the frame that shows the move.
     let body = r#"
         const work = [], frame = [];
