@@ -450,36 +450,36 @@ fn Controls() -> impl IntoView {
         }
     });
 
-    let recipe_options = PrecisionRecipe::ALL
+    let recipe_options: Vec<(String, String)> = PrecisionRecipe::ALL
         .iter()
         .map(|r| (r.id().to_string(), r.label().to_string()))
         .collect();
-    let gpu_options = gpu_presets()
+    let gpu_options: Vec<(String, String)> = gpu_presets()
         .into_iter()
         .map(|g| (g.id.clone(), g.name.clone()))
         .collect();
-    let schedule_options = Schedule::ALL
+    let schedule_options: Vec<(String, String)> = Schedule::ALL
         .iter()
         .map(|x| (x.id().to_string(), x.label().to_string()))
         .collect();
-    let framework_options = Framework::ALL
+    let framework_options: Vec<(String, String)> = Framework::ALL
         .iter()
         .map(|f| (f.id().to_string(), f.label().to_string()))
         .collect();
-    let zero_options = ZeroStage::ALL
+    let zero_options: Vec<(String, String)> = ZeroStage::ALL
         .iter()
         .map(|z| (z.number().to_string(), z.label().to_string()))
         .collect();
-    let offload_options = planner_core::input::offload::Offload::ALL
+    let offload_options: Vec<(String, String)> = planner_core::input::offload::Offload::ALL
         .iter()
         .map(|o| (o.id().to_string(), o.label().to_string()))
         .collect();
-    let recompute_options = Recompute::ALL
+    let recompute_options: Vec<(String, String)> = Recompute::ALL
         .iter()
         .map(|r| (r.id().to_string(), recompute_label(*r).to_string()))
         .collect();
 
-    let ft_options = FineTuneMode::ALL
+    let ft_options: Vec<(String, String)> = FineTuneMode::ALL
         .iter()
         .map(|m| (m.id().to_string(), m.label().to_string()))
         .collect();
@@ -500,8 +500,8 @@ fn Controls() -> impl IntoView {
         v
     });
     let used = move || s.with(|sc| sc.layout.world_size());
-    // The stage splits that fit this model on pp × v (planner-core lists them); the select is
-    // rebuilt only when that list changes.
+    // The stage splits that fit this model on pp × v (planner-core lists them); the select
+    // keeps its element and updates only the options that change.
     let split_choices = Memo::new(move |_| {
         s.with(|sc| {
             let layers = sc.model_spec().map_or(0, |m| m.layers);
@@ -684,22 +684,18 @@ fn Controls() -> impl IntoView {
                 value=Signal::derive(move || s.with(|sc| sc.layout.virtual_stages))
                 on_change=Callback::new(move |v| set(Box::new(move |sc| sc.layout.virtual_stages = v)))
             />
-            {move || {
-                view! {
-                    <Select
-                        label="Stage split"
-                        field="split"
-                        hint="Decoder layers per pipeline stage: even, or lighter first and last stages (which also hold the embedding and the LM head)."
-                        options=split_choices.get()
-                        value=Signal::derive(move || s.with(|sc| sc.layout.stage_split.to_link()))
-                        on_change=Callback::new(move |id: String| {
-                            if let Ok(x) = planner_core::input::layout::StageSplit::from_link(&id) {
-                                set(Box::new(move |sc| sc.layout.stage_split = x));
-                            }
-                        })
-                    />
-                }
-            }}
+            <Select
+                label="Stage split"
+                field="split"
+                hint="Decoder layers per pipeline stage: even, or lighter first and last stages (which also hold the embedding and the LM head)."
+                options=split_choices
+                value=Signal::derive(move || s.with(|sc| sc.layout.stage_split.to_link()))
+                on_change=Callback::new(move |id: String| {
+                    if let Ok(x) = planner_core::input::layout::StageSplit::from_link(&id) {
+                        set(Box::new(move |sc| sc.layout.stage_split = x));
+                    }
+                })
+            />
             <Select
                 label="Pipeline schedule"
                 field="sched"

@@ -24,7 +24,8 @@ pub struct Issues(pub Memo<Vec<Issue>>);
 #[component]
 pub fn FieldIssues(field: &'static str) -> impl IntoView {
     let issues = use_context::<Issues>().map(|i| i.0);
-    let mine = move || {
+    // A memo: a move that leaves this field's messages as they were reruns nothing here.
+    let mine = Memo::new(move |_| {
         issues
             .map(|m| {
                 m.with(|all| {
@@ -35,10 +36,10 @@ pub fn FieldIssues(field: &'static str) -> impl IntoView {
                 })
             })
             .unwrap_or_default()
-    };
+    });
     view! {
         {move || {
-            mine()
+            mine.get()
                 .into_iter()
                 .map(|i| {
                     let class = if i.error { "issue error" } else { "issue warning" };
@@ -230,7 +231,7 @@ pub fn Select(
     label: &'static str,
     field: &'static str,
     hint: &'static str,
-    options: Vec<(String, String)>,
+    #[prop(into)] options: Signal<Vec<(String, String)>>,
     #[prop(into)] value: Signal<String>,
     on_change: Callback<String>,
 ) -> impl IntoView {
@@ -247,17 +248,22 @@ pub fn Select(
                 prop:value=move || value.get()
                 on:change=move |ev| on_change.run(event_target_value(&ev))
             >
-                {options
-                    .into_iter()
-                    .map(|(v, l)| {
-                        let v2 = v.clone();
-                        view! {
-                            <option value=v selected=move || value.get() == v2>
-                                {l}
-                            </option>
-                        }
-                    })
-                    .collect_view()}
+                // Rebuilt only when the list changes (the stage splits change with PP); the
+                // select element itself stays.
+                {move || {
+                    options
+                        .get()
+                        .into_iter()
+                        .map(|(v, l)| {
+                            let v2 = v.clone();
+                            view! {
+                                <option value=v selected=move || value.get() == v2>
+                                    {l}
+                                </option>
+                            }
+                        })
+                        .collect_view()
+                }}
             </select>
             <p class="hint">{hint}</p>
             <FieldIssues field=field />
