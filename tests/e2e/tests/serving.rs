@@ -216,9 +216,13 @@ fn tpot_follows_concurrency_and_a_deployment_row_applies_its_layout() {
             el.value = '1500';
             el.dispatchEvent(new Event('input', {bubbles: true}));
             el.dispatchEvent(new Event('change', {bubbles: true}));
-            const gaps = [], marks = []; let last = performance.now(); let seen = false; let more = -1; const t0 = last;
-            function tick() {
+            const gaps = [], marks = [], frameGaps = []; let last = performance.now(); let seen = false; let more = -1; const t0 = last; let lastFrame;
+            function tick(frameAt) {
                 const t = performance.now(); gaps.push(t - last); last = t;
+                // The frame's own begin time too: a callback that ran late in its frame reads as
+                // a long gap and a short one after it; a skipped frame reads as a long one here.
+                if (lastFrame !== undefined) { frameGaps.push(frameAt - lastFrame); }
+                lastFrame = frameAt;
                 // What the frame's callback saw: b = computing, i = idle, then the chart's points.
                 marks.push((document.querySelector(busy) ? 'b' : 'i') + document.querySelectorAll('[data-testid=tradeoff-chart] circle').length);
                 seen = seen || document.querySelector(busy) !== null;
@@ -226,7 +230,7 @@ fn tpot_follows_concurrency_and_a_deployment_row_applies_its_layout() {
                 // recorded one gap each (a nested requestAnimationFrame spans two frames: it
                 // read as one 33 ms gap).
                 if (more < 0 && ((seen && document.querySelector(busy) === null) || t - t0 > 20000)) { more = 2; }
-                if (more === 0) { done({gaps, marks}); return; }
+                if (more === 0) { done({gaps, marks, frameGaps}); return; }
                 if (more > 0) { more -= 1; }
                 requestAnimationFrame(tick);
             }
@@ -251,11 +255,27 @@ fn tpot_follows_concurrency_and_a_deployment_row_applies_its_layout() {
         .collect::<Vec<_>>()
         .join(" ");
     gaps.sort_by(f64::total_cmp);
+    let mut frame_gaps: Vec<f64> = recorded["frameGaps"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
+        .unwrap_or_default();
+    let frames_in_order = frame_gaps
+        .iter()
+        .map(|g| format!("{g:.1}"))
+        .collect::<Vec<_>>()
+        .join(" ");
+    frame_gaps.sort_by(f64::total_cmp);
     let uptime = std::process::Command::new("uptime")
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default();
     println!("  every gap in order (b = computing, i = idle, then the chart's points): {in_order}\n  uptime: {uptime}");
+    println!(
+        "  the frames' begin times (rAF's timestamp; a skipped frame shows as a gap of two frames): median {:.1} ms, max {:.1} ms over {} intervals; in order: {frames_in_order}",
+        e2e::percentile(&frame_gaps, 0.5),
+        frame_gaps.last().copied().unwrap_or(f64::NAN),
+        frame_gaps.len(),
+    );
     let (rerun_ms, rerun_runs) = timed_ms(&session, "serving-search");
     println!(
         "DEPLOYMENT SEARCH rerun (TTFT target 1.5 s): frame gaps on the page while it ran in the worker: median {:.1} ms, p95 {:.1} ms, max {:.1} ms ({} frames); searches run {rerun_runs} (worker total {rerun_ms:.0} ms)",
