@@ -657,11 +657,17 @@ fn draw_schedule_with(
         let y0 = top + row_css * f64::from(op.stage) + 2.0;
         (x0, x1, y0, y0 + row_css - 4.0)
     };
-    // The device-pixel corners plotters' `Rectangle` hands the backend (smaller first).
+    // A cell at least 4 CSS px wide stops one device pixel short of its right edge, so the
+    // row's idle colour shows as a line between two neighbouring cells. (Until 2026-12-05 a
+    // background-coloured `strokeRect` per cell drew that line: at PP 16 to 64 on the default
+    // page, 1,024 strokes beside 1,024–2,048 fills, issue 16.)
+    let gap = r.max(1.0).round() as i32;
+    // The device-pixel corners of a cell's fill (smaller first).
     let corners = |op: &GridOp| {
         let (x0, x1, y0, y1) = cell(op);
         let (a, b) = ((px(x0), px(y0)), (px(x1), px(y1)));
-        ((a.0.min(b.0), a.1.min(b.1)), (a.0.max(b.0), a.1.max(b.1)))
+        let right = a.0.max(b.0) - if x1 - x0 >= 4.0 { gap } else { 0 };
+        ((a.0.min(b.0), a.1.min(b.1)), (right, a.1.max(b.1)))
     };
     match fills {
         CellFills::OnePathPerColour => {
@@ -696,24 +702,6 @@ fn draw_schedule_with(
                 }
                 context.fill();
             }
-            // Outlines stay one `strokeRect` per cell (neighbouring outlines share their
-            // anti-aliased pixels: one stroked path would cover them once, not twice), set
-            // here as the backend sets them, without a plotters element per cell.
-            let outline = theme.bg.to_backend_color();
-            context.set_stroke_style_str(&crate::canvas_backend::css(outline));
-            context.set_line_width(f64::from(r.max(1.0) as u32));
-            for op in ops {
-                let (x0, x1, _, _) = cell(op);
-                if x1 - x0 >= 4.0 {
-                    let ((x0, y0), (x1, y1)) = corners(op);
-                    context.stroke_rect(
-                        f64::from(x0),
-                        f64::from(y0),
-                        f64::from(x1 - x0),
-                        f64::from(y1 - y0),
-                    );
-                }
-            }
         }
         #[cfg(test)]
         CellFills::OneRectanglePerCell => {
@@ -722,24 +710,10 @@ fn draw_schedule_with(
             let mut by_colour: Vec<&GridOp> = ops.iter().collect();
             by_colour.sort_by_key(|op| (op.micro_batch, op.shade as u8));
             for op in by_colour {
-                let (x0, x1, y0, y1) = cell(op);
                 let color = op_color(op.micro_batch, op.shade, theme);
-                root.draw(&Rectangle::new(
-                    [(px(x0), px(y0)), (px(x1), px(y1))],
-                    color.filled(),
-                ))
-                .map_err(err)?;
-            }
-            let outline = theme.bg.stroke_width(r.max(1.0) as u32);
-            for op in ops {
-                let (x0, x1, y0, y1) = cell(op);
-                if x1 - x0 >= 4.0 {
-                    root.draw(&Rectangle::new(
-                        [(px(x0), px(y0)), (px(x1), px(y1))],
-                        outline,
-                    ))
+                let (a, b) = corners(op);
+                root.draw(&Rectangle::new([a, b], color.filled()))
                     .map_err(err)?;
-                }
             }
         }
     }
@@ -1067,6 +1041,54 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Two neighbouring cells in one row are parted by one device-pixel column of the row's
+    /// idle colour, and each cell keeps its own colour up to that column.
+    #[wasm_bindgen_test]
+    fn neighbouring_cells_are_parted_by_a_column_of_the_row() {
+        let op = |start: f64, micro_batch: u32| GridOp {
+            stage: 0,
+            start,
+            duration: 1.0,
+            micro_batch,
+            chunk: 0,
+            shade: OpShade::Forward,
+        };
+        let ops = [op(0.0, 0), op(1.0, 1)];
+        let theme = Theme::new(false);
+        let canvas = test_canvas();
+        // 64 px of stage labels and a 10 px right margin leave 100 px per slot.
+        draw_schedule(&canvas, 274.0, &every_stage(1), 2.0, &ops, &theme).expect("drawn");
+        let width = canvas.width() as usize;
+        let ratio = width as f64 / 274.0;
+        let data = pixels(&canvas);
+        // Halfway down the row: 26 px above the grid, 2 px to the cell, 22 px of cell.
+        let y = ((26.0 + 13.0) * ratio).round() as usize;
+        let at = |x: usize| data[(y * width + x) * 4..(y * width + x) * 4 + 3].to_vec();
+        let rgb = |c: plotters_backend::BackendColor| vec![c.rgb.0, c.rgb.1, c.rgb.2];
+        let boundary = ((64.0 + 100.0) * ratio).round() as usize;
+        let gap = ratio.max(1.0).round() as usize;
+        let first = op_color(0, OpShade::Forward, &theme).to_backend_color();
+        let second = op_color(1, OpShade::Forward, &theme).to_backend_color();
+        assert_eq!(
+            at(boundary - gap - 1),
+            rgb(first),
+            "the first cell up to its gap"
+        );
+        for x in boundary - gap..boundary {
+            assert_eq!(
+                at(x),
+                rgb(theme.idle.to_backend_color()),
+                "the gap at x = {x}"
+            );
+        }
+        assert_eq!(
+            at(boundary),
+            rgb(second),
+            "the second cell from the boundary"
+        );
+        canvas.remove();
     }
 
     /// Bars of one to four stacked segments (some light, one bar selected) under two limits.
