@@ -533,7 +533,7 @@ pub fn draw_schedule(
 enum CellFills {
     /// One path per colour (the page's).
     OnePathPerColour,
-    /// A plotters `Rectangle` per cell (as before issue 16): the pixel test's reference.
+    /// A plotters `Rectangle` per cell, at the same corners: the pixel test's reference.
     #[cfg(test)]
     OneRectanglePerCell,
 }

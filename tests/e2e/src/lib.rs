@@ -801,6 +801,14 @@ impl Page {
     }
 }
 
+/// The numbers of a JSON array a script returned, in order (none when it is not an array).
+pub fn numbers(value: &Value) -> Vec<f64> {
+    value
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_f64).collect())
+        .unwrap_or_default()
+}
+
 /// The strings of a JSON array a script returned (none when it is not an array).
 pub fn strings(value: &Value) -> Vec<String> {
     value
@@ -932,10 +940,7 @@ fn run_moves(session: &Session, control: &Control, moves: u32, body: &str) -> Re
 
 /// The numbers of a JSON array, sorted.
 fn sorted(v: &Value) -> Vec<f64> {
-    let mut out: Vec<f64> = v
-        .as_array()
-        .map(|a| a.iter().filter_map(Value::as_f64).collect())
-        .unwrap_or_default();
+    let mut out = numbers(v);
     out.sort_by(f64::total_cmp);
     out
 }

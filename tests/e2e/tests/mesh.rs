@@ -695,20 +695,14 @@ fn search_of_16k_gpus_is_timed_and_the_page_stays_responsive() {
         json!(false),
         "the rerun never showed its ranking: {recorded}"
     );
-    let gaps_in_order: Vec<f64> = recorded["gaps"]
-        .as_array()
-        .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
-        .unwrap_or_default();
+    let gaps_in_order: Vec<f64> = e2e::numbers(&recorded["gaps"]);
     assert!(
         gaps_in_order.len() >= 3,
         "the input's frame, a slice and the ranking's frame at least: {recorded}"
     );
     let mut gaps = gaps_in_order.clone();
     gaps.sort_by(f64::total_cmp);
-    let frame_gaps_in_order: Vec<f64> = recorded["frameGaps"]
-        .as_array()
-        .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
-        .unwrap_or_default();
+    let frame_gaps_in_order: Vec<f64> = e2e::numbers(&recorded["frameGaps"]);
     let mut frame_gaps = frame_gaps_in_order.clone();
     frame_gaps.sort_by(f64::total_cmp);
     wait_search_done(&session, SEARCH);

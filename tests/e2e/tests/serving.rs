@@ -243,10 +243,7 @@ fn tpot_follows_concurrency_and_a_deployment_row_applies_its_layout() {
         )
         .expect("frames during the deployment search");
     let recorded = gaps;
-    let mut gaps: Vec<f64> = recorded["gaps"]
-        .as_array()
-        .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
-        .unwrap_or_default();
+    let mut gaps: Vec<f64> = e2e::numbers(&recorded["gaps"]);
     let marks = e2e::strings(&recorded["marks"]);
     let in_order = gaps
         .iter()
@@ -255,10 +252,7 @@ fn tpot_follows_concurrency_and_a_deployment_row_applies_its_layout() {
         .collect::<Vec<_>>()
         .join(" ");
     gaps.sort_by(f64::total_cmp);
-    let mut frame_gaps: Vec<f64> = recorded["frameGaps"]
-        .as_array()
-        .map(|a| a.iter().filter_map(|x| x.as_f64()).collect())
-        .unwrap_or_default();
+    let mut frame_gaps: Vec<f64> = e2e::numbers(&recorded["frameGaps"]);
     let frames_in_order = frame_gaps
         .iter()
         .map(|g| format!("{g:.1}"))
