@@ -112,7 +112,7 @@ pub fn App() -> impl IntoView {
     };
     provide_context(ctx);
     share::sync_url(scenario);
-    crate::warm_up::watch(scenario, theme);
+    crate::warm_up::watch(scenario);
 
     view! {
         <header class="top">

@@ -29,8 +29,12 @@ pub fn record(name: &str, ms: f64) {
     add("__meshplanRuns", name, 1.0);
 }
 
-/// `window[table][name] += amount`, creating the table on first use.
+/// `window[table][name] += amount`, creating the table on first use; nothing while the
+/// warm-up visits a neighbour (`warm_up::visiting`: the tables are per real move).
 fn add(table: &str, name: &str, amount: f64) {
+    if crate::warm_up::visiting() {
+        return;
+    }
     let Some(w) = web_sys::window() else { return };
     let key = wasm_bindgen::JsValue::from_str(table);
     let table = js_sys::Reflect::get(&w, &key)
@@ -57,6 +61,9 @@ fn add(table: &str, name: &str, amount: f64) {
 /// made it an array (nothing otherwise): where in a frame each piece of work ran, for the
 /// end-to-end tests to print next to the frame gaps.
 pub fn mark(name: &str, start_ms: f64, duration_ms: f64) {
+    if crate::warm_up::visiting() {
+        return;
+    }
     let Some(w) = web_sys::window() else { return };
     let Ok(line) = js_sys::Reflect::get(&w, &wasm_bindgen::JsValue::from_str("__meshplanTimeline"))
     else {

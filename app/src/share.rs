@@ -53,6 +53,10 @@ pub fn sync_url(scenario: RwSignal<Scenario>) {
     let generation = Rc::new(Cell::new(0_u64));
     Effect::new(move |_| {
         scenario.track();
+        // A warm-up's neighbour and its way back leave the URL as it was.
+        if crate::warm_up::visiting() {
+            return;
+        }
         let mine = generation.get().wrapping_add(1);
         generation.set(mine);
         let generation = Rc::clone(&generation);

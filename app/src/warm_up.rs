@@ -1,70 +1,84 @@
-//! Warm-up: the views' per-move code run on the scenario's neighbours while the page is
-//! idle after its first chart, so the first slider moves run optimized code.
+//! Warm-up: while the page is idle after its first chart, it visits every state one control
+//! away from the scenario (each slider position, the number fields doubled and halved, every
+//! schedule, model and GPU), [`PASSES`] times, through its own signal and comes back within
+//! the same task, so a person's first drag of any control runs as fast as the later ones.
 //!
-//! Why: V8 compiles a wasm function with its baseline compiler (Liftoff) when it is first
-//! called and recompiles it with its optimizing compiler (TurboFan), in the background,
-//! only once it has run often: "dynamic tiering" (v8.dev/blog/wasm-dynamic-tiering,
-//! v8.dev/docs/wasm-compilation-pipeline). Without this, the first moves after a load run
-//! baseline code while TurboFan competes for the same cores: in headless Chromium on this
-//! project's 2-core development machine, 200 PP moves on a fresh page took p50 7.3–7.6 ms /
-//! p95 13.4–16.5 ms over the first 100 moves against 6.4–6.7 / 9.4–11.5 ms over the next
-//! 100 (a Chrome trace showed 2.4 ms of `wasm.TopTierCompilation` on worker threads per
-//! move).
+//! Why: the first time a page shows a state costs more than the next times. V8 compiles each
+//! wasm function when it is first called (lazy compilation with its baseline compiler,
+//! v8.dev/docs/wasm-compilation-pipeline) and recompiles the hot ones with TurboFan in the
+//! background (dynamic tiering, v8.dev/blog/wasm-dynamic-tiering); Blink shapes each new run
+//! of text once and caches the result (`third_party/blink/renderer/platform/fonts/shaping/
+//! shape_cache.h`), for the page's layout and for canvas text alike. Measured in headless
+//! Chromium on the project's 2-core machine (issue 16, docs/pp-move-latency.md), 100 PP moves
+//! after the page had been idle, p95 over five pages each: 8.9–10.1 ms (median 9.9) with the
+//! warm-up this replaced (the views' code on a detached canvas), 7.3–8.7 (8.4) after one
+//! visit of each neighbour, 7.1–8.9 (7.7) after three.
 //!
-//! What runs: for each neighbour of the scenario (each input one step up and down, the
-//! other schedules, models and GPUs), the memory and pipeline views' figures and charts,
-//! drawn into a canvas that is never attached to the page, and the controls' issues and
-//! share link. Neighbours run in idle callbacks (`requestIdleCallback`), at most
-//! [`PER_CALLBACK`] per callback and each only with [`MIN_IDLE_MS`] left before the next
-//! frame: the browser runs idle callbacks only after a frame is rendered and after every
-//! pending task (an input's effects, the frame it paints), so warm-up never lands between
-//! a move and its frame and never delays an input by more than a few neighbours' work
-//! (about 3 ms each).
+//! How: a visit sets the page's scenario to the neighbour, lets every effect that change woke
+//! run (the views recompute and redraw, the deferred module hears of it), forces layout, then
+//! sets the scenario back and does the same; all of it in one idle callback and the microtasks
+//! after it, so no frame is rendered in between and the page never shows the neighbour.
+//! While a visit runs, [`visiting`] is true: the effects that start a worker's search or
+//! rewrite the URL skip it (they would search or write a state nobody asked for), and
+//! `perf` records nothing for the views (the tests read their figures per real move).
+//! Visits run only while the page is scrolled to its top (a neighbour laid out shorter than
+//! the scroll offset would clamp it) and no form control has focus (the neighbour would move a
+//! caret), at most one per idle callback, and each only with [`MIN_IDLE_MS`] left: the browser
+//! runs idle callbacks after a frame is rendered and after every pending task, so a visit never
+//! lands between an input and its frame. When all have run, the root element gets
+//! `data-warm-up="done"` and `window.__meshplanWarmUpMs` the time since navigation.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use leptos::prelude::*;
-use planner_core::edges::link;
 use planner_core::input::hardware::gpu_presets;
 use planner_core::input::layout::Schedule;
 use planner_core::input::scenario::{ModelChoice, Scenario};
 use planner_core::resolve::presets::model_presets;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
-use web_sys::HtmlCanvasElement;
 
-use crate::charts::Theme;
+use crate::inputs::power_of_two_steps;
 
-/// Passes over the neighbour list: each view's functions run this many times per
-/// neighbour kind, enough calls for V8 to tier most of them up.
+/// Idle time a callback needs before it runs a visit: a visit (there and back, layout forced)
+/// took median 5.8 ms, p95 11.6 ms and at most 20 ms on the 2-core machine (e2e
+/// `the_idle_warm_up_leaves_the_page_as_it_found_it`). With less left it waits for the next
+/// idle period: up to 50 ms when no frame is due, under one frame while a drag or an animation
+/// asks for frames, so a visit never delays a frame the page is producing.
+const MIN_IDLE_MS: f64 = 30.0;
+/// Visits per neighbour: V8 tiers a function up after it has run enough (above); the p95 of
+/// PP moves fell from 8.4 to 7.7 ms (medians over five pages) going from one pass to three,
+/// at about 0.9 s of idle time in all instead of 0.35 s.
 const PASSES: usize = 3;
-/// Most neighbours one idle callback runs: the browser gives a callback up to 50 ms when
-/// no frame is due, and an input arriving meanwhile waits for it.
-const PER_CALLBACK: usize = 3;
-/// Idle time a callback needs before it runs a neighbour (one takes about 3 ms; less
-/// left and it waits for the next idle period).
-const MIN_IDLE_MS: f64 = 8.0;
-/// The detached canvas's CSS width: the views' charts at the page's 1440-pixel layout.
-const CSS_WIDTH: f64 = 700.0;
+/// Executor ticks after each change before layout is forced: each tick runs every task
+/// queued before it, so the effects a change woke and the ones they woke in turn have run.
+const SETTLE_TICKS: usize = 8;
 
 thread_local! {
-    /// The page's scenario and theme (set once by the app).
-    static SOURCE: RefCell<Option<(RwSignal<Scenario>, RwSignal<Theme>)>> = const { RefCell::new(None) };
+    /// The page's scenario (set once by the app).
+    static SOURCE: RefCell<Option<RwSignal<Scenario>>> = const { RefCell::new(None) };
     /// Started (once).
     static STARTED: Cell<bool> = const { Cell::new(false) };
+    /// A visit is under way.
+    static VISITING: Cell<bool> = const { Cell::new(false) };
 }
 
-/// Remembers the page's scenario and theme for [`start`].
-pub fn watch(scenario: RwSignal<Scenario>, theme: RwSignal<Theme>) {
-    SOURCE.with(|s| *s.borrow_mut() = Some((scenario, theme)));
+/// Remembers the page's scenario for [`start`].
+pub fn watch(scenario: RwSignal<Scenario>) {
+    SOURCE.with(|s| *s.borrow_mut() = Some(scenario));
 }
 
-/// The scenario's neighbours: every input the latency table moves, one step each way.
+/// Whether the scenario now is a warm-up's neighbour (or its way back), not the user's.
+pub fn visiting() -> bool {
+    VISITING.with(Cell::get)
+}
+
+/// The states one control away from `s`: every other position of the DP, TP and PP sliders
+/// (`inputs::power_of_two_steps`, as the sliders offer them), the micro-batch, sequence and
+/// global batch doubled and halved, and every other schedule, model preset and GPU preset.
 fn neighbours(s: &Scenario) -> Vec<Scenario> {
     let mut out = Vec::new();
-    // A step that changes nothing (a micro-batch of 1 halved, the current schedule, model
-    // or GPU) or lands on a neighbour already listed adds no work worth running.
     let mut push = |f: &dyn Fn(&mut Scenario)| {
         let mut v = s.clone();
         f(&mut v);
@@ -73,24 +87,23 @@ fn neighbours(s: &Scenario) -> Vec<Scenario> {
         }
     };
     type Knob = fn(&mut Scenario) -> &mut u32;
-    // Only what a control can set: the DP, TP and PP sliders step over powers of two up to
-    // the cluster's GPUs (`inputs::power_of_two_steps`); the number fields take any whole
-    // number from 1.
     let world = u32::try_from(s.cluster.world_size()).unwrap_or(u32::MAX);
     let sliders: [Knob; 3] = [
+        |v| &mut v.layout.pp,
         |v| &mut v.layout.dp,
         |v| &mut v.layout.tp,
-        |v| &mut v.layout.pp,
     ];
+    for knob in sliders {
+        let current = *knob(&mut s.clone());
+        for step in power_of_two_steps(world, current) {
+            push(&|v| *knob(v) = step);
+        }
+    }
     let fields: [Knob; 3] = [
         |v| &mut v.layout.micro_batch,
         |v| &mut v.training.seq_len,
         |v| &mut v.training.global_batch,
     ];
-    for knob in sliders {
-        push(&|v| *knob(v) = knob(v).saturating_mul(2).min(world).max(1));
-        push(&|v| *knob(v) = (*knob(v) / 2).max(1));
-    }
     for knob in fields {
         push(&|v| *knob(v) = knob(v).saturating_mul(2));
         push(&|v| *knob(v) = (*knob(v) / 2).max(1));
@@ -98,46 +111,97 @@ fn neighbours(s: &Scenario) -> Vec<Scenario> {
     for schedule in Schedule::ALL {
         push(&|v| v.layout.schedule = schedule);
     }
-    for preset in model_presets().into_iter().take(4) {
+    for preset in model_presets() {
         push(&|v| v.model = ModelChoice::Preset(preset.id.to_string()));
     }
-    for gpu in gpu_presets().into_iter().take(3) {
+    for gpu in gpu_presets() {
         push(&|v| v.cluster.gpu = gpu.clone());
     }
     out
 }
 
-/// One neighbour's work: what a move to it runs in the memory and pipeline views and
-/// the controls.
-fn run_one(s: &Scenario, canvas: &HtmlCanvasElement, theme: &Theme) {
-    crate::views::warm_up(s, canvas, CSS_WIDTH, theme);
-    let model = s.model_spec().map_err(|e| e.to_string());
-    std::hint::black_box(crate::app::collect_issues(s, &model));
-    std::hint::black_box(link::encode(s));
+/// Waits until the effects woken so far, and those they wake, have run.
+async fn settle() {
+    for _ in 0..SETTLE_TICKS {
+        leptos::task::tick().await;
+    }
 }
 
-/// Runs the next neighbours while this idle period has time for them, then asks for the next
-/// idle period, until every neighbour has run [`PASSES`] times.
-fn step(tasks: Rc<Vec<Scenario>>, i: usize, canvas: HtmlCanvasElement, theme: Theme) {
+/// Lays the page out now, as the frame after a real move would.
+fn force_layout() {
+    if let Some(body) = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.body())
+    {
+        std::hint::black_box(body.get_bounding_client_rect());
+    }
+}
+
+/// One visit: `scenario` to `to` and back, each followed by its effects and a layout. Ends
+/// within the task that called it (the executor runs in microtasks).
+async fn visit(scenario: RwSignal<Scenario>, to: Scenario) {
+    let Some(from) = scenario.try_get_untracked() else {
+        return;
+    };
+    VISITING.with(|v| v.set(true));
+    scenario.set(to);
+    settle().await;
+    force_layout();
+    scenario.set(from);
+    settle().await;
+    force_layout();
+    VISITING.with(|v| v.set(false));
+}
+
+/// Whether a visit may run now: the page at its top and no form control focused.
+fn page_is_still() -> bool {
+    let Some(w) = web_sys::window() else {
+        return false;
+    };
+    let at_top = w.scroll_y().is_ok_and(|y| y == 0.0);
+    let typing = w
+        .document()
+        .and_then(|d| d.active_element())
+        .is_some_and(|e| matches!(e.tag_name().as_str(), "INPUT" | "SELECT" | "TEXTAREA"));
+    at_top && !typing
+}
+
+/// Marks the root element and records when the warm-up ended.
+fn finish() {
     let Some(w) = web_sys::window() else { return };
-    let next = Closure::once_into_js(move |deadline: web_sys::IdleDeadline| {
-        let mut i = i;
-        let mut ran = 0;
-        while ran < PER_CALLBACK
-            && i < tasks.len() * PASSES
-            && deadline.time_remaining() >= MIN_IDLE_MS
-        {
-            crate::perf::timed("warm_up", || {
-                run_one(&tasks[i % tasks.len()], &canvas, &theme);
-            });
-            i += 1;
-            ran += 1;
+    let _ = js_sys::Reflect::set(
+        &w,
+        &"__meshplanWarmUpMs".into(),
+        &crate::perf::now_ms().into(),
+    );
+    if let Some(root) = w.document().and_then(|d| d.document_element()) {
+        let _ = root.set_attribute("data-warm-up", "done");
+    }
+}
+
+/// Asks for the next idle period; visits the next neighbour in it when there is time and the
+/// page is still, or asks again.
+fn next(scenario: RwSignal<Scenario>, tasks: Rc<Vec<Scenario>>, i: usize) {
+    let Some(w) = web_sys::window() else { return };
+    let cb = Closure::once_into_js(move |deadline: web_sys::IdleDeadline| {
+        let Some(to) = (i < tasks.len() * PASSES).then(|| tasks[i % tasks.len()].clone()) else {
+            finish();
+            return;
+        };
+        if deadline.time_remaining() < MIN_IDLE_MS || !page_is_still() {
+            next(scenario, tasks, i);
+            return;
         }
-        if i < tasks.len() * PASSES {
-            step(tasks, i, canvas, theme);
-        }
+        leptos::task::spawn_local(async move {
+            let t0 = crate::perf::now_ms();
+            visit(scenario, to).await;
+            let ms = crate::perf::now_ms() - t0;
+            crate::perf::record("warm_up", ms);
+            crate::perf::mark("warm_up", t0, ms);
+            next(scenario, tasks, i + 1);
+        });
     });
-    let _ = w.request_idle_callback(next.unchecked_ref());
+    let _ = w.request_idle_callback(cb.unchecked_ref());
 }
 
 /// Starts the warm-up (once; after the first chart, see `prerender`).
@@ -145,63 +209,82 @@ pub fn start() {
     if STARTED.with(|s| s.replace(true)) {
         return;
     }
-    let Some((scenario, theme)) = SOURCE.with(|s| *s.borrow()) else {
+    let Some(scenario) = SOURCE.with(|s| *s.borrow()) else {
         return;
     };
-    let Some(canvas) = web_sys::window()
-        .and_then(|w| w.document())
-        .and_then(|d| d.create_element("canvas").ok())
-        .and_then(|c| c.dyn_into::<HtmlCanvasElement>().ok())
-    else {
+    let Some(s) = scenario.try_get_untracked() else {
         return;
     };
-    let (Some(s), Some(theme)) = (scenario.try_get_untracked(), theme.try_get_untracked()) else {
-        return;
-    };
-    let tasks = neighbours(&s);
-    if !tasks.is_empty() {
-        step(Rc::new(tasks), 0, canvas, theme);
-    }
+    next(scenario, Rc::new(neighbours(&s)), 0);
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{neighbours, run_one};
+    use super::{neighbours, visit, visiting};
+    use leptos::prelude::*;
     use planner_core::resolve::presets::default_scenario;
-    use wasm_bindgen::JsCast;
+    use std::cell::RefCell;
+    use std::rc::Rc;
     use wasm_bindgen_test::wasm_bindgen_test;
 
-    /// Every input the latency table moves has a neighbour, none is the scenario itself,
-    /// and each runs the views' code without a panic (a panic would end the page's module).
+    /// Every slider position, both halvings and doublings and every other option are listed
+    /// once, none is the scenario itself.
     #[wasm_bindgen_test]
-    fn every_neighbour_is_a_move_away_and_runs() {
+    fn neighbours_cover_every_position_of_every_control() {
         let s = default_scenario();
         let all = neighbours(&s);
         assert!(all.iter().all(|v| *v != s));
-        let moved = |f: fn(&planner_core::input::scenario::Scenario) -> String| {
-            all.iter().any(|v| f(v) != f(&s))
-        };
-        assert!(moved(|v| v.layout.dp.to_string()));
-        assert!(moved(|v| v.layout.tp.to_string()));
-        assert!(moved(|v| v.layout.pp.to_string()));
-        assert!(moved(|v| v.layout.micro_batch.to_string()));
-        assert!(moved(|v| v.training.seq_len.to_string()));
-        assert!(moved(|v| v.training.global_batch.to_string()));
-        assert!(moved(|v| format!("{:?}", v.layout.schedule)));
-        assert!(moved(|v| format!("{:?}", v.model)));
-        assert!(moved(|v| v.cluster.gpu.id.clone()));
-        let canvas: web_sys::HtmlCanvasElement = web_sys::window()
-            .and_then(|w| w.document())
-            .and_then(|d| d.create_element("canvas").ok())
-            .and_then(|c| c.dyn_into().ok())
-            .expect("a canvas");
-        let theme = crate::charts::Theme::new(false);
-        for v in &all {
-            run_one(v, &canvas, &theme);
+        let world = u32::try_from(s.cluster.world_size()).unwrap();
+        let positions = crate::inputs::power_of_two_steps(world, s.layout.pp).len() - 1;
+        let pp_moves = all.iter().filter(|v| v.layout.pp != s.layout.pp).count();
+        assert_eq!(pp_moves, positions, "every other PP position, once");
+        assert!(all
+            .iter()
+            .any(|v| v.layout.micro_batch == s.layout.micro_batch * 2));
+        assert!(all
+            .iter()
+            .any(|v| v.training.seq_len == s.training.seq_len / 2));
+        let models = all.iter().filter(|v| v.model != s.model).count();
+        assert_eq!(
+            models,
+            planner_core::resolve::presets::model_presets().len() - 1
+        );
+        for (i, v) in all.iter().enumerate() {
+            assert!(!all[..i].contains(v), "listed twice: {v:?}");
         }
+    }
+
+    /// A visit shows its neighbour to the effects, comes back to the scenario it started
+    /// from, and says so only while it runs.
+    #[wasm_bindgen_test]
+    async fn a_visit_runs_the_effects_on_the_neighbour_and_comes_back() {
+        // The page's `mount_to` sets the executor up; a test has to (a second call is refused).
+        let _ = any_spawner::Executor::init_wasm_bindgen();
+        let owner = Owner::new();
+        owner.set();
+        let s = default_scenario();
+        let scenario = RwSignal::new(s.clone());
+        let seen: Rc<RefCell<Vec<(u32, bool)>>> = Rc::default();
+        let log = Rc::clone(&seen);
+        Effect::new(move |_| {
+            let pp = scenario.with(|sc| sc.layout.pp);
+            log.borrow_mut().push((pp, visiting()));
+        });
+        leptos::task::tick().await;
+        let mut to = s.clone();
+        to.layout.pp = s.layout.pp * 2;
+        visit(scenario, to).await;
+        assert_eq!(scenario.get_untracked(), s, "the scenario it started from");
+        assert!(!visiting());
+        let seen = seen.borrow();
         assert!(
-            canvas.width() > 0,
-            "the charts sized the canvas they drew into"
+            seen.contains(&(s.layout.pp * 2, true)),
+            "the effect ran on the neighbour, flagged: {seen:?}"
+        );
+        assert_eq!(
+            seen.last(),
+            Some(&(s.layout.pp, true)),
+            "and on the way back, still flagged"
         );
     }
 }

@@ -230,20 +230,6 @@ fn draw_stages_chart(
     })
 }
 
-/// One move's work of this view for scenario `s`, drawn into `canvas` (never on the page):
-/// see `crate::warm_up`.
-pub(crate) fn warm_up(s: &Scenario, canvas: &HtmlCanvasElement, css_width: f64, theme: &Theme) {
-    let Ok(model) = s.model_spec() else { return };
-    let d = memory_data(s, &model);
-    draw_zero_chart(canvas, css_width, &d, true, theme);
-    draw_stages_chart(canvas, css_width, &d, theme);
-    std::hint::black_box((
-        zero_rows(&d),
-        Peaks::of(d.current()),
-        memory_summary::legend(d.current()),
-    ));
-}
-
 /// The peaks paragraph's figures.
 #[derive(Clone, Debug, PartialEq)]
 struct Peaks {

@@ -449,7 +449,14 @@ pub fn MeshView() -> impl IntoView {
         shown: RwSignal::new(FIRST_ROWS),
         drawn: RwSignal::new(0),
     };
-    Effect::new(move |_| key.with(|k| state.start(k)));
+    // A warm-up's neighbour is not searched, nor its way back to the key already searched.
+    Effect::new(move |_| {
+        key.with(|k| {
+            if !crate::warm_up::visiting() {
+                state.start(k);
+            }
+        })
+    });
 
     let tab = RwSignal::new("feasible");
     let shown = state.shown;

@@ -31,15 +31,3 @@ pub use serving::ServingView;
 pub use step_breakdown::StepBreakdownView;
 pub use teach::LearnView;
 pub use topology::TopologyView;
-
-/// One move's work of the views a slider move repaints at the top of the page (memory and
-/// pipeline) for scenario `s`, drawn into a canvas that is not on the page (`crate::warm_up`).
-pub(crate) fn warm_up(
-    s: &planner_core::input::scenario::Scenario,
-    canvas: &web_sys::HtmlCanvasElement,
-    css_width: f64,
-    theme: &crate::charts::Theme,
-) {
-    memory::warm_up(s, canvas, css_width, theme);
-    pipeline::warm_up(s, canvas, css_width, theme);
-}

@@ -246,16 +246,6 @@ fn draw_curve_of(canvas: &HtmlCanvasElement, css_width: f64, d: &PipelineData, t
     }
 }
 
-/// One move's work of this view for scenario `s`, drawn into `canvas` (never on the page):
-/// see `crate::warm_up`.
-pub(crate) fn warm_up(s: &Scenario, canvas: &HtmlCanvasElement, css_width: f64, theme: &Theme) {
-    let d = compute(s);
-    if let Ok(t) = &d.grid {
-        draw_grid_of(canvas, css_width, t, theme);
-    }
-    draw_curve_of(canvas, css_width, &d, theme);
-}
-
 /// The pipeline section.
 #[component]
 pub fn PipelineView() -> impl IntoView {

@@ -227,7 +227,8 @@ pub fn ServingLatency(
             ttft_ms: ttft_ms.get(),
             tpot_ms: tpot_ms.get(),
         };
-        if !visible.get() {
+        // Off screen, or a warm-up's neighbour (and its way back): nothing to ask.
+        if !visible.get() || crate::warm_up::visiting() {
             return;
         }
         let mine = generation.get_value().wrapping_add(1);

@@ -516,6 +516,26 @@ impl Session {
         last.and_then(|t| Err(format!("{css}: condition not met; last text {t:?}")))
     }
 
+    /// Waits until the page's idle warm-up (app/src/warm_up.rs) has visited every state one
+    /// control away (`data-warm-up="done"` on the root element); returns when it finished, in
+    /// ms since navigation (`window.__meshplanWarmUpMs`).
+    pub fn wait_for_warm_up(&self, within: Duration) -> Result<f64> {
+        let deadline = Instant::now() + within;
+        loop {
+            let done = self.execute(
+                "return document.documentElement.dataset.warmUp === 'done' ? window.__meshplanWarmUpMs : null;",
+                vec![],
+            )?;
+            if let Some(ms) = done.as_f64() {
+                return Ok(ms);
+            }
+            if Instant::now() >= deadline {
+                return Err(format!("the warm-up had not finished after {within:?}"));
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// The current URL.
     pub fn current_url(&self) -> Result<String> {
         self.cmd("GET", "/url", None)?

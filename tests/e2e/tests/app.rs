@@ -834,3 +834,69 @@ fn memory_view_shows_allocated_and_reserved_peaks_of_planner_core() {
     );
     assert_no_console_errors(&session, "after switching the framework");
 }
+
+/// What a person sees of the page, read in one script: the views' figures, the controls'
+/// values and options, the URL, the scroll offset and what each chart drew.
+const SNAPSHOT: &str = r#"
+const texts = arguments[0].map(css => [...document.querySelectorAll(css)].map(e => e.textContent));
+const controls = [...document.querySelectorAll('aside.controls input, aside.controls select')]
+  .map(e => [e.dataset.testid || e.id, e.value, e.tagName === 'SELECT' ? e.options.length : 0]);
+const charts = [...document.querySelectorAll('canvas')].map(c => [c.dataset.testid, c.width, c.height, c.toDataURL()]);
+return JSON.stringify({ texts, controls, charts, url: location.href, scroll: window.scrollY });
+"#;
+
+#[test]
+#[ignore = "needs dist/ and chromedriver: run via `cargo xtask test`"]
+fn the_idle_warm_up_leaves_the_page_as_it_found_it() {
+    let page = Page::start().expect("start server and chromedriver");
+    // The page's timeline (app/src/perf.rs) records each visit's start and duration.
+    let session = page
+        .open_with("", Some("window.__meshplanTimeline = [];"))
+        .expect("page loads");
+    let watched = json!([
+        page::testid("memory-view"),
+        page::testid("pipeline-view"),
+        page::MEMORY_PEAKS,
+        page::GRID_NOTE,
+        page::value("pp"),
+        "[data-testid^=issue-]",
+    ]);
+    let before = session.execute(SNAPSHOT, vec![watched.clone()]).unwrap();
+    let runs_before = session
+        .execute("return (window.__meshplanRuns || {}).warm_up || 0;", vec![])
+        .unwrap()
+        .as_f64()
+        .unwrap_or(0.0);
+    let finished = session
+        .wait_for_warm_up(Duration::from_secs(60))
+        .expect("the warm-up finishes");
+    let visits = session
+        .execute("return (window.__meshplanRuns || {}).warm_up || 0;", vec![])
+        .unwrap()
+        .as_f64()
+        .unwrap_or(0.0);
+    let after = session.execute(SNAPSHOT, vec![watched]).unwrap();
+    let mut each_ms = e2e::numbers(
+        &session
+            .execute(
+                "return (window.__meshplanTimeline || []).filter(e => e[0] === 'warm_up').map(e => e[2]);",
+                vec![],
+            )
+            .unwrap(),
+    );
+    each_ms.sort_by(f64::total_cmp);
+    println!(
+        "WARM-UP: {visits:.0} visits ({runs_before:.0} before the first snapshot), finished {finished:.0} ms after navigation; a visit (there and back, layout forced) took median {:.1} ms, p95 {:.1} ms, max {:.1} ms, {:.0} ms in all",
+        e2e::percentile(&each_ms, 0.5),
+        e2e::percentile(&each_ms, 0.95),
+        each_ms.last().copied().unwrap_or(f64::NAN),
+        each_ms.iter().sum::<f64>()
+    );
+    // The default page's neighbours: its DP, TP and PP positions alone are 18 of them.
+    assert!(visits >= 18.0, "the warm-up visited {visits} states");
+    assert!(
+        before == after,
+        "the page changed under the warm-up:\nbefore {before}\nafter  {after}"
+    );
+    assert_no_console_errors(&session, "during the warm-up");
+}
