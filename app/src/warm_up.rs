@@ -42,10 +42,13 @@ use wasm_bindgen::JsCast;
 use crate::inputs::power_of_two_steps;
 
 /// Idle time a callback needs before it runs a visit: a visit (there and back, layout forced)
-/// took median 5.8 ms, p95 11.6 ms and at most 20 ms on the 2-core machine (e2e
-/// `the_idle_warm_up_leaves_the_page_as_it_found_it`). With less left it waits for the next
-/// idle period: up to 50 ms when no frame is due, under one frame while a drag or an animation
-/// asks for frames, so a visit never delays a frame the page is producing.
+/// took median 5.2–5.9 ms, p95 10.2–12.6 ms and at most 27–53 ms on the 2-core machine (e2e
+/// `the_idle_warm_up_leaves_the_page_as_it_found_it`, three `cargo xtask test` passes); the
+/// longest are the first few (22–33 ms for the very first in two quiet runs), which pay the
+/// compilation that a person's first move would pay without them. With less left it waits for
+/// the next idle period: up to 50 ms when no frame is due, under one frame while a drag or an
+/// animation asks for frames, so a visit never runs while the page is producing frames; an
+/// input that arrives during a visit waits for its end.
 const MIN_IDLE_MS: f64 = 30.0;
 /// Visits per neighbour: V8 tiers a function up after it has run enough (above); the p95 of
 /// PP moves fell from 8.4 to 7.7 ms (medians over five pages) going from one pass to three,
