@@ -25,8 +25,9 @@
 //! the scroll offset would clamp it) and no form control has focus (the neighbour would move a
 //! caret), at most one per idle callback, and each only with [`MIN_IDLE_MS`] left: the browser
 //! runs idle callbacks after a frame is rendered and after every pending task, so a visit never
-//! lands between an input and its frame. When all have run, the root element gets
-//! `data-warm-up="done"` and `window.__meshplanWarmUpMs` the time since navigation.
+//! lands between an input and its frame. It ends at the person's first change of the scenario.
+//! When it ends, the root element gets `data-warm-up="done"` and `window.__meshplanWarmUpMs`
+//! the time since navigation.
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -182,17 +183,34 @@ fn finish() {
     }
 }
 
+/// What the warm-up visits: the neighbours of the scenario it started on.
+struct Plan {
+    /// The scenario the page had when the warm-up started.
+    origin: Scenario,
+    /// Its neighbours, in the order they are visited.
+    neighbours: Vec<Scenario>,
+}
+
 /// Asks for the next idle period; visits the next neighbour in it when there is time and the
-/// page is still, or asks again.
-fn next(scenario: RwSignal<Scenario>, tasks: Rc<Vec<Scenario>>, i: usize) {
+/// page is still, or asks again. Ends when every neighbour has had [`PASSES`] visits, or as
+/// soon as the scenario is no longer the one the warm-up started on: the person has moved a
+/// control, their own moves run the code from then on, and the list is no longer one control
+/// away from what they see.
+fn next(scenario: RwSignal<Scenario>, plan: Rc<Plan>, i: usize) {
     let Some(w) = web_sys::window() else { return };
     let cb = Closure::once_into_js(move |deadline: web_sys::IdleDeadline| {
-        let Some(to) = (i < tasks.len() * PASSES).then(|| tasks[i % tasks.len()].clone()) else {
+        let moved = scenario
+            .try_with_untracked(|s| *s != plan.origin)
+            .unwrap_or(true);
+        let count = plan.neighbours.len() * PASSES;
+        let Some(to) =
+            (!moved && i < count).then(|| plan.neighbours[i % plan.neighbours.len()].clone())
+        else {
             finish();
             return;
         };
         if deadline.time_remaining() < MIN_IDLE_MS || !page_is_still() {
-            next(scenario, tasks, i);
+            next(scenario, plan, i);
             return;
         }
         leptos::task::spawn_local(async move {
@@ -201,7 +219,7 @@ fn next(scenario: RwSignal<Scenario>, tasks: Rc<Vec<Scenario>>, i: usize) {
             let ms = crate::perf::now_ms() - t0;
             crate::perf::record("warm_up", ms);
             crate::perf::mark("warm_up", t0, ms);
-            next(scenario, tasks, i + 1);
+            next(scenario, plan, i + 1);
         });
     });
     let _ = w.request_idle_callback(cb.unchecked_ref());
@@ -215,10 +233,11 @@ pub fn start() {
     let Some(scenario) = SOURCE.with(|s| *s.borrow()) else {
         return;
     };
-    let Some(s) = scenario.try_get_untracked() else {
+    let Some(origin) = scenario.try_get_untracked() else {
         return;
     };
-    next(scenario, Rc::new(neighbours(&s)), 0);
+    let neighbours = neighbours(&origin);
+    next(scenario, Rc::new(Plan { origin, neighbours }), 0);
 }
 
 #[cfg(test)]

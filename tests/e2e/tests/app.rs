@@ -900,3 +900,40 @@ fn the_idle_warm_up_leaves_the_page_as_it_found_it() {
     );
     assert_no_console_errors(&session, "during the warm-up");
 }
+
+#[test]
+#[ignore = "needs dist/ and chromedriver: run via `cargo xtask test`"]
+fn a_move_ends_the_warm_up_and_keeps_the_persons_state() {
+    let page = Page::start().expect("start server and chromedriver");
+    let session = page.open("").expect("page loads");
+    // One DP slider step, as soon as the page is ready (the warm-up takes about 3 s here).
+    let shown = session
+        .execute(
+            "const el = document.querySelector(arguments[0]);
+             el.value = String((Number(el.value) + 1) % (Number(el.max) + 1));
+             el.dispatchEvent(new Event('input', {bubbles: true}));
+             el.dispatchEvent(new Event('change', {bubbles: true}));
+             return [(window.__meshplanRuns || {}).warm_up || 0, el.value];",
+            vec![json!(page::testid("input-dp"))],
+        )
+        .unwrap();
+    let finished = session
+        .wait_for_warm_up(Duration::from_secs(10))
+        .expect("the warm-up ends after the move");
+    let after = session
+        .execute(
+            "return [(window.__meshplanRuns || {}).warm_up || 0, document.querySelector(arguments[0]).value];",
+            vec![json!(page::testid("input-dp"))],
+        )
+        .unwrap();
+    println!(
+        "WARM-UP ENDED BY A MOVE: {} visits before the move, {} in all, ended {finished:.0} ms after navigation",
+        shown[0], after[0]
+    );
+    assert_eq!(after[1], shown[1], "the slider keeps the person's value");
+    // At most the visit under way when the move came (a visit ends within its task).
+    assert!(
+        after[0].as_f64().unwrap_or(f64::MAX) <= shown[0].as_f64().unwrap_or(0.0) + 1.0,
+        "visits went on after the move: {shown} then {after}"
+    );
+}

@@ -203,8 +203,8 @@ fn the_harness_floor_is_timed() {
 }
 
 /// PP moves on the default page from the moment it is ready, without waiting for the idle
-/// warm-up: what a person who drags at once meets (the warm-up gives way to the frames of a
-/// drag, app/src/warm_up.rs). Printed beside the table, which starts after the warm-up.
+/// warm-up: what a person who drags at once meets (the first move ends the warm-up,
+/// app/src/warm_up.rs). Printed beside the table, which starts after the warm-up.
 fn just_loaded(page: &Page) {
     let pp = &INPUTS[2];
     let session: Session = page.open("").expect("page loads");
@@ -218,7 +218,7 @@ fn just_loaded(page: &Page) {
     work.sort_by(f64::total_cmp);
     frame.sort_by(f64::total_cmp);
     println!(
-        "LATENCY ON A PAGE JUST LOADED, default scenario ({MOVES} PP moves starting as soon as the page is ready; its warm-up finished {warmed:.0} ms after navigation, after the moves; ms):"
+        "LATENCY ON A PAGE JUST LOADED, default scenario ({MOVES} PP moves starting as soon as the page is ready, before its warm-up has finished: the first move ends it, {warmed:.0} ms after navigation; ms):"
     );
     println!(
         "  {:<13} work p50 {:>6.2} p95 {:>6.2} max {:>6.2} | frame p50 {:>6.2} p95 {:>6.2} max {:>6.2}",
