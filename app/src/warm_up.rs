@@ -21,11 +21,12 @@
 //! While a visit runs, [`visiting`] is true: the effects that start a worker's search or
 //! rewrite the URL skip it (they would search or write a state nobody asked for), and
 //! `perf` records nothing for the views (the tests read their figures per real move).
-//! Visits run only while the page is scrolled to its top (a neighbour laid out shorter than
-//! the scroll offset would clamp it) and no form control has focus (the neighbour would move a
-//! caret), at most one per idle callback, and each only with [`MIN_IDLE_MS`] left: the browser
-//! runs idle callbacks after a frame is rendered and after every pending task, so a visit never
-//! lands between an input and its frame. It ends at the person's first change of the scenario.
+//! Visits run only while the page and its controls' panel are scrolled to their tops (a
+//! neighbour laid out shorter than a scroll offset would clamp it) and no form control has
+//! focus (the neighbour would move a caret), at most one per idle callback, and each only with
+//! [`MIN_IDLE_MS`] left: the browser runs idle callbacks after a frame is rendered and after
+//! every pending task, so a visit never lands between an input and its frame. It ends at the
+//! person's first change of the scenario.
 //! When it ends, the root element gets `data-warm-up="done"` and `window.__meshplanWarmUpMs`
 //! the time since navigation.
 
@@ -157,17 +158,26 @@ async fn visit(scenario: RwSignal<Scenario>, to: Scenario) {
     VISITING.with(|v| v.set(false));
 }
 
-/// Whether a visit may run now: the page at its top and no form control focused.
+/// Whether a visit may run now: the page and its controls' panel (a scroll box of its own,
+/// whose length depends on the model: expert, custom-shape and adapter controls) scrolled to
+/// their tops, and no form control focused.
 fn page_is_still() -> bool {
     let Some(w) = web_sys::window() else {
         return false;
     };
+    let Some(d) = w.document() else {
+        return false;
+    };
     let at_top = w.scroll_y().is_ok_and(|y| y == 0.0);
-    let typing = w
-        .document()
-        .and_then(|d| d.active_element())
+    let controls_at_top = d
+        .query_selector("aside.controls")
+        .ok()
+        .flatten()
+        .is_none_or(|a| a.scroll_top() == 0);
+    let typing = d
+        .active_element()
         .is_some_and(|e| matches!(e.tag_name().as_str(), "INPUT" | "SELECT" | "TEXTAREA"));
-    at_top && !typing
+    at_top && controls_at_top && !typing
 }
 
 /// Marks the root element and records when the warm-up ended.

@@ -937,3 +937,56 @@ fn a_move_ends_the_warm_up_and_keeps_the_persons_state() {
         "visits went on after the move: {shown} then {after}"
     );
 }
+
+#[test]
+#[ignore = "needs dist/ and chromedriver: run via `cargo xtask test`"]
+fn the_warm_up_waits_while_the_controls_are_scrolled() {
+    let page = Page::start().expect("start server and chromedriver");
+    let session = page.open("").expect("page loads");
+    let visits = || {
+        session
+            .execute("return (window.__meshplanRuns || {}).warm_up || 0;", vec![])
+            .unwrap()
+            .as_f64()
+            .unwrap_or(0.0)
+    };
+    // The controls' panel scrolled down: a neighbour with fewer controls would clamp it.
+    let scrolled = session
+        .execute(
+            "const a = document.querySelector('aside.controls'); a.scrollTop = 400; return a.scrollTop;",
+            vec![],
+        )
+        .unwrap()
+        .as_f64()
+        .unwrap_or(0.0);
+    assert!(scrolled > 0.0, "the controls' panel scrolls at 1440 × 1100");
+    let before = visits();
+    std::thread::sleep(Duration::from_secs(2));
+    let during = visits();
+    let still = session
+        .execute(
+            "return [document.querySelector('aside.controls').scrollTop, document.documentElement.dataset.warmUp || null];",
+            vec![],
+        )
+        .unwrap();
+    println!(
+        "WARM-UP WITH THE CONTROLS SCROLLED: {before} visits, {during} two seconds later; panel at {} px, warm-up {}",
+        still[0], still[1]
+    );
+    assert_eq!(during, before, "no visit while the panel is scrolled");
+    assert_eq!(
+        still[0].as_f64(),
+        Some(scrolled),
+        "the panel stays where it was"
+    );
+    assert_eq!(still[1], json!(null), "the warm-up waits rather than ends");
+    session
+        .execute(
+            "document.querySelector('aside.controls').scrollTop = 0;",
+            vec![],
+        )
+        .unwrap();
+    session
+        .wait_for_warm_up(Duration::from_secs(60))
+        .expect("back at the top, the warm-up goes on and ends");
+}
