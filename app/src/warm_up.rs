@@ -44,8 +44,8 @@ use wasm_bindgen::JsCast;
 use crate::inputs::power_of_two_steps;
 
 /// Idle time a callback needs before it runs a visit: a visit (there and back, layout forced)
-/// took median 5.2–5.9 ms, p95 10.2–12.6 ms and at most 27–53 ms on the 2-core machine (e2e
-/// `the_idle_warm_up_leaves_the_page_as_it_found_it`, three `cargo xtask test` passes); the
+/// took median 5.2–5.9 ms, p95 10.2–12.6 ms and at most 22–53 ms on the 2-core machine (e2e
+/// `the_idle_warm_up_leaves_the_page_as_it_found_it`, five `cargo xtask test` passes); the
 /// longest are the first few (22–33 ms for the very first in two quiet runs), which pay the
 /// compilation that a person's first move would pay without them. With less left it waits for
 /// the next idle period: up to 50 ms when no frame is due, under one frame while a drag or an
@@ -57,7 +57,8 @@ const MIN_IDLE_MS: f64 = 30.0;
 /// at about 0.9 s of idle time in all instead of 0.35 s.
 const PASSES: usize = 3;
 /// Executor ticks after each change before layout is forced: each tick runs every task
-/// queued before it, so the effects a change woke and the ones they woke in turn have run.
+/// queued before it, so the effects a change woke and the ones they woke in turn have run
+/// (eight is more than the page's effects chain; a tick costs microseconds).
 const SETTLE_TICKS: usize = 8;
 
 thread_local! {
