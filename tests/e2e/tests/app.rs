@@ -835,6 +835,15 @@ fn memory_view_shows_allocated_and_reserved_peaks_of_planner_core() {
     assert_no_console_errors(&session, "after switching the framework");
 }
 
+/// How many visits the page's idle warm-up has made (`window.__meshplanRuns.warm_up`).
+fn warm_up_visits(session: &Session) -> f64 {
+    session
+        .execute("return (window.__meshplanRuns || {}).warm_up || 0;", vec![])
+        .unwrap()
+        .as_f64()
+        .unwrap_or(0.0)
+}
+
 /// What a person sees of the page, read in one script: the views' figures, the controls'
 /// values and options, the URL, the scroll offset and what each chart drew.
 const SNAPSHOT: &str = r#"
@@ -862,19 +871,11 @@ fn the_idle_warm_up_leaves_the_page_as_it_found_it() {
         "[data-testid^=issue-]",
     ]);
     let before = session.execute(SNAPSHOT, vec![watched.clone()]).unwrap();
-    let runs_before = session
-        .execute("return (window.__meshplanRuns || {}).warm_up || 0;", vec![])
-        .unwrap()
-        .as_f64()
-        .unwrap_or(0.0);
+    let runs_before = warm_up_visits(&session);
     let finished = session
         .wait_for_warm_up(Duration::from_secs(60))
         .expect("the warm-up finishes");
-    let visits = session
-        .execute("return (window.__meshplanRuns || {}).warm_up || 0;", vec![])
-        .unwrap()
-        .as_f64()
-        .unwrap_or(0.0);
+    let visits = warm_up_visits(&session);
     let after = session.execute(SNAPSHOT, vec![watched]).unwrap();
     let mut each_ms = e2e::numbers(
         &session
@@ -907,35 +908,32 @@ fn a_move_ends_the_warm_up_and_keeps_the_persons_state() {
     let page = Page::start().expect("start server and chromedriver");
     let session = page.open("").expect("page loads");
     // One DP slider step, as soon as the page is ready (the warm-up takes about 3 s here).
-    let shown = session
+    let moved_to = session
         .execute(
             "const el = document.querySelector(arguments[0]);
              el.value = String((Number(el.value) + 1) % (Number(el.max) + 1));
              el.dispatchEvent(new Event('input', {bubbles: true}));
              el.dispatchEvent(new Event('change', {bubbles: true}));
-             return [(window.__meshplanRuns || {}).warm_up || 0, el.value];",
-            vec![json!(page::testid("input-dp"))],
+             return el.value;",
+            vec![json!(page::INPUT_DP)],
         )
         .unwrap();
+    // Read in the task after the move's: a visit runs within one task, so none is half done.
+    let before = warm_up_visits(&session);
     let finished = session
         .wait_for_warm_up(Duration::from_secs(10))
         .expect("the warm-up ends after the move");
-    let after = session
-        .execute(
-            "return [(window.__meshplanRuns || {}).warm_up || 0, document.querySelector(arguments[0]).value];",
-            vec![json!(page::testid("input-dp"))],
-        )
-        .unwrap();
+    let visits = warm_up_visits(&session);
     println!(
-        "WARM-UP ENDED BY A MOVE: {} visits before the move, {} in all, ended {finished:.0} ms after navigation",
-        shown[0], after[0]
+        "WARM-UP ENDED BY A MOVE: {before} visits by the move, {visits} in all, ended {finished:.0} ms after navigation"
     );
-    assert_eq!(after[1], shown[1], "the slider keeps the person's value");
-    // At most the visit under way when the move came (a visit ends within its task).
-    assert!(
-        after[0].as_f64().unwrap_or(f64::MAX) <= shown[0].as_f64().unwrap_or(0.0) + 1.0,
-        "visits went on after the move: {shown} then {after}"
+    assert_eq!(
+        session.value(page::INPUT_DP).unwrap(),
+        moved_to,
+        "the slider keeps the person's value"
     );
+    // Every idle callback checks the scenario before it visits: none after the move.
+    assert_eq!(visits, before, "visits went on after the move");
 }
 
 #[test]
@@ -943,13 +941,6 @@ fn a_move_ends_the_warm_up_and_keeps_the_persons_state() {
 fn the_warm_up_waits_while_the_controls_are_scrolled() {
     let page = Page::start().expect("start server and chromedriver");
     let session = page.open("").expect("page loads");
-    let visits = || {
-        session
-            .execute("return (window.__meshplanRuns || {}).warm_up || 0;", vec![])
-            .unwrap()
-            .as_f64()
-            .unwrap_or(0.0)
-    };
     // The controls' panel scrolled down: a neighbour with fewer controls would clamp it.
     let scrolled = session
         .execute(
@@ -960,9 +951,9 @@ fn the_warm_up_waits_while_the_controls_are_scrolled() {
         .as_f64()
         .unwrap_or(0.0);
     assert!(scrolled > 0.0, "the controls' panel scrolls at 1440 × 1100");
-    let before = visits();
+    let before = warm_up_visits(&session);
     std::thread::sleep(Duration::from_secs(2));
-    let during = visits();
+    let during = warm_up_visits(&session);
     let still = session
         .execute(
             "return [document.querySelector('aside.controls').scrollTop, document.documentElement.dataset.warmUp || null];",

@@ -213,21 +213,19 @@ fn just_loaded(page: &Page) {
     let warmed = session
         .wait_for_warm_up(WARM_UP_WAIT)
         .expect("the warm-up finishes");
-    let mut work = l.work_ms.clone();
-    let mut frame = l.frame_ms.clone();
-    work.sort_by(f64::total_cmp);
-    frame.sort_by(f64::total_cmp);
+    // `Latency`'s series are ascending.
+    let (work, frame) = (&l.work_ms, &l.frame_ms);
     println!(
         "LATENCY ON A PAGE JUST LOADED, default scenario ({MOVES} PP moves starting as soon as the page is ready, before its warm-up has finished: the first move ends it, {warmed:.0} ms after navigation; ms):"
     );
     println!(
         "  {:<13} work p50 {:>6.2} p95 {:>6.2} max {:>6.2} | frame p50 {:>6.2} p95 {:>6.2} max {:>6.2}",
         pp.name,
-        percentile(&work, 0.5),
-        percentile(&work, 0.95),
+        percentile(work, 0.5),
+        percentile(work, 0.95),
         work.last().copied().unwrap_or(f64::NAN),
-        percentile(&frame, 0.5),
-        percentile(&frame, 0.95),
+        percentile(frame, 0.5),
+        percentile(frame, 0.95),
         frame.last().copied().unwrap_or(f64::NAN),
     );
 }
