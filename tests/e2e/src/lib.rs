@@ -271,8 +271,24 @@ impl Driver {
         }
     }
 
-    /// A new browser session with a fresh profile (headless flags from toolchain.md).
+    /// A new browser session with a fresh profile (headless flags from toolchain.md),
+    /// traced as `MESHPLAN_E2E_TRACE` says (not at all without it).
     pub fn session(&self) -> Result<Session> {
+        let categories = std::env::var_os("MESHPLAN_E2E_TRACE").map(|_| {
+            if std::env::var("MESHPLAN_E2E_TRACE").is_ok_and(|v| v == "invalidations") {
+                format!(
+                    "{TRACE_CATEGORIES},disabled-by-default-devtools.timeline.invalidationTracking"
+                )
+            } else {
+                TRACE_CATEGORIES.to_string()
+            }
+        });
+        self.session_traced(categories.as_deref())
+    }
+
+    /// A new browser session with a fresh profile, recording a Chromium trace of
+    /// `categories` from its start when given (read with `Session::trace_events`).
+    pub fn session_traced(&self, categories: Option<&str>) -> Result<Session> {
         let profile = std::env::temp_dir().join(format!(
             "meshplan-e2e-{}-{}",
             std::process::id(),
@@ -297,18 +313,14 @@ impl Driver {
             options["binary"] = json!(binary);
         }
         let mut logging = json!({ "browser": "ALL" });
-        // MESHPLAN_E2E_TRACE=1: chromedriver records a Chromium trace of the renderer's
-        // threads, read with `Session::trace_events` (what a long frame did).
-        if std::env::var_os("MESHPLAN_E2E_TRACE").is_some() {
+        // chromedriver records a Chromium trace through its performance log, read with
+        // `Session::trace_events` (what a long frame did, how Chrome counted the frames).
+        if let Some(categories) = categories {
             logging["performance"] = json!("ALL");
             options["perfLoggingPrefs"] = json!({
                 "enableNetwork": false,
                 "enablePage": false,
-                "traceCategories": if std::env::var("MESHPLAN_E2E_TRACE").is_ok_and(|v| v == "invalidations") {
-                    format!("{TRACE_CATEGORIES},disabled-by-default-devtools.timeline.invalidationTracking")
-                } else {
-                    TRACE_CATEGORIES.to_string()
-                },
+                "traceCategories": categories,
             });
         }
         let caps = json!({
@@ -330,6 +342,7 @@ impl Driver {
             id,
             profile,
             script_timeout: std::cell::Cell::new(Duration::ZERO),
+            traced: categories.is_some(),
         })
     }
 }
@@ -357,6 +370,8 @@ pub struct Session {
     profile: PathBuf,
     /// The script timeout set on the session: a script may run that long, so its reply may too.
     script_timeout: std::cell::Cell<Duration>,
+    /// Whether chromedriver records a trace for it (`Driver::session_traced`).
+    traced: bool,
 }
 
 /// One browser console entry.
@@ -618,9 +633,10 @@ impl Session {
 
     /// The Chromium trace events recorded since the session began (chromedriver's
     /// performance log, `Tracing.dataCollected`; read once: chromedriver ends the trace),
-    /// when the session was made with `MESHPLAN_E2E_TRACE` set; empty otherwise.
+    /// when the session was made traced (`MESHPLAN_E2E_TRACE`, `Page::open_traced`); empty
+    /// otherwise.
     pub fn trace_events(&self) -> Result<Vec<Value>> {
-        if std::env::var_os("MESHPLAN_E2E_TRACE").is_none() {
+        if !self.traced {
             return Ok(Vec::new());
         }
         let v = self.cmd("POST", "/se/log", Some(json!({ "type": "performance" })))?;
@@ -776,10 +792,19 @@ impl Page {
         self.open_with(query, None)
     }
 
+    /// [`Page::open`], in a session that records a Chromium trace of `categories` from its
+    /// start (e.g. [`FRAME_CATEGORIES`], read with [`Session::trace_events`]).
+    pub fn open_traced(&self, query: &str, categories: &str) -> Result<Session> {
+        self.open_in(self.driver.session_traced(Some(categories))?, query, None)
+    }
+
     /// [`Page::open`], with `script` run in the page before its own scripts
     /// (`Page.addScriptToEvaluateOnNewDocument`), e.g. to watch what its workers post.
     pub fn open_with(&self, query: &str, script: Option<&str>) -> Result<Session> {
-        let session = self.driver.session()?;
+        self.open_in(self.driver.session()?, query, script)
+    }
+
+    fn open_in(&self, session: Session, query: &str, script: Option<&str>) -> Result<Session> {
         session.set_window_size(1440, 1100)?;
         if let Some(source) = script {
             session.cdp(
@@ -1192,9 +1217,263 @@ pub fn trace_cpu_per_frame(
     per_frame
 }
 
+/// The trace categories for [`frame_states`]: Chrome's own per-frame accounting
+/// (`PipelineReporter`, what DevTools' Performance panel draws as dropped and partially
+/// presented frames) and the page's `performance.mark`s.
+pub const FRAME_CATEGORIES: &str = "disabled-by-default-devtools.timeline.frame,blink.user_timing";
+
+/// How Chrome's compositor accounted for the frames between two `performance.mark`s, from
+/// its `PipelineReporter` trace events (one or more per frame; a frame counts once, by its
+/// worst state). A late `requestAnimationFrame` callback is not a lost frame; this is.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct FrameStates {
+    /// Frames shown with every update they were asked for (`STATE_PRESENTED_ALL`).
+    pub presented: usize,
+    /// Frames shown without the main thread's update, which came a frame later
+    /// (`STATE_PRESENTED_PARTIAL`).
+    pub partial: usize,
+    /// Frames not shown at all (`STATE_DROPPED`).
+    pub dropped: usize,
+    /// Frames with nothing to show (`STATE_NO_UPDATE_DESIRED`): the screen was already right.
+    pub no_update: usize,
+    /// When each partial or dropped frame began, ms from the start mark.
+    pub stalled_at_ms: Vec<f64>,
+    /// The state of the frame that was in flight at the start mark (began before it): the
+    /// frame an input's own work can push past its deadline.
+    pub in_flight: Option<String>,
+}
+
+impl FrameStates {
+    /// Frames that began in the window.
+    pub fn frames(&self) -> usize {
+        self.presented + self.partial + self.dropped + self.no_update
+    }
+}
+
+/// Chrome's account of the frames that began from `start_mark` to `end_mark` (see
+/// [`FrameStates`]); `None` when either mark is missing from `events`.
+pub fn frame_states(events: &[Value], start_mark: &str, end_mark: &str) -> Option<FrameStates> {
+    let mark = |name: &str| {
+        events
+            .iter()
+            .find(|e| e["name"] == name)
+            .and_then(|e| e["ts"].as_f64())
+    };
+    let (start, end) = (mark(start_mark)?, mark(end_mark)?);
+    // Worst first: a frame's reporters (main and compositor, forked) can disagree.
+    const RANK: [&str; 4] = [
+        "STATE_DROPPED",
+        "STATE_PRESENTED_PARTIAL",
+        "STATE_PRESENTED_ALL",
+        "STATE_NO_UPDATE_DESIRED",
+    ];
+    let rank = |state: &str| RANK.iter().position(|r| *r == state).unwrap_or(RANK.len());
+    // (source, sequence) → (began, worst state's rank).
+    let mut frames: std::collections::BTreeMap<(u64, u64), (f64, usize)> = Default::default();
+    for e in events {
+        if e["name"] != "PipelineReporter" || e["ph"] != "b" {
+            continue;
+        }
+        let r = &e["args"]["frame_reporter"];
+        let (Some(ts), Some(seq), Some(state)) = (
+            e["ts"].as_f64(),
+            r["frame_sequence"].as_u64(),
+            r["state"].as_str(),
+        ) else {
+            continue;
+        };
+        let key = (r["frame_source"].as_u64().unwrap_or(0), seq);
+        let entry = frames.entry(key).or_insert((ts, usize::MAX));
+        entry.0 = entry.0.min(ts);
+        entry.1 = entry.1.min(rank(state));
+    }
+    let mut out = FrameStates::default();
+    let mut in_flight: Option<(f64, usize)> = None;
+    for &(began, worst) in frames.values() {
+        if began < start {
+            if in_flight.is_none_or(|(b, _)| began > b) {
+                in_flight = Some((began, worst));
+            }
+            continue;
+        }
+        if began > end {
+            continue;
+        }
+        match worst {
+            0 => out.dropped += 1,
+            1 => out.partial += 1,
+            2 => out.presented += 1,
+            _ => out.no_update += 1,
+        }
+        if worst <= 1 {
+            out.stalled_at_ms.push((began - start) / 1000.0);
+        }
+    }
+    out.stalled_at_ms.sort_by(f64::total_cmp);
+    out.in_flight = in_flight.map(|(_, w)| RANK.get(w).map_or("unknown", |s| s).to_string());
+    Some(out)
+}
+
+impl std::fmt::Display for FrameStates {
+    /// `18 frames: 7 presented, 10 with nothing to show, 0 partial, 0 dropped (in flight at the start: presented)`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} frames: {} presented, {} with nothing to show, {} partial, {} dropped",
+            self.frames(),
+            self.presented,
+            self.no_update,
+            self.partial,
+            self.dropped
+        )?;
+        if !self.stalled_at_ms.is_empty() {
+            let at: Vec<String> = self
+                .stalled_at_ms
+                .iter()
+                .map(|t| format!("{t:.1}"))
+                .collect();
+            write!(f, " (began at {} ms)", at.join(", "))?;
+        }
+        if let Some(state) = &self.in_flight {
+            let short = state
+                .trim_start_matches("STATE_")
+                .to_lowercase()
+                .replace('_', " ");
+            write!(f, "; the frame in flight at the input: {short}")?;
+        }
+        Ok(())
+    }
+}
+
+/// One timed rerun for [`frame_states`]: `performance.mark("meshplan-rerun-{k}")`, sets
+/// `input` to `value` as an edit would, then checks `finished` (the body of a function of
+/// `before`, the value of the script expression `before` read ahead of the edit, and
+/// `state`, an object kept between frames) once a frame; `extra_frames` frames after it first holds,
+/// marks `meshplan-rerun-{k}-end`. False when it never held within 60 s.
+pub fn rerun_marked(
+    session: &Session,
+    k: usize,
+    input: &str,
+    value: &str,
+    before: &str,
+    finished: &str,
+    extra_frames: u32,
+) -> Result<bool> {
+    // The two pieces of script are pasted in (not `new Function`: a page's CSP may forbid it).
+    let script = format!(
+        r#"
+        const done = arguments[arguments.length - 1];
+        const [input, value, k, extra] = [arguments[0], arguments[1], arguments[2], arguments[3]];
+        const before = ({before});
+        const finished = (before, state) => {{ {finished} }};
+        const el = document.querySelector(input);
+        const state = {{}};
+        performance.mark('meshplan-rerun-' + k);
+        el.value = value;
+        el.dispatchEvent(new Event('input', {{bubbles: true}}));
+        el.dispatchEvent(new Event('change', {{bubbles: true}}));
+        const t0 = performance.now();
+        let more = -1;
+        function tick() {{
+            if (more < 0 && finished(before, state)) {{ more = extra; }}
+            const timedOut = performance.now() - t0 > 60000;
+            if (more === 0 || timedOut) {{
+                performance.mark('meshplan-rerun-' + k + '-end');
+                done(!timedOut);
+                return;
+            }}
+            if (more > 0) {{ more -= 1; }}
+            requestAnimationFrame(tick);
+        }}
+        requestAnimationFrame(tick);
+        "#
+    );
+    let v = session.execute_async(
+        &script,
+        vec![json!(input), json!(value), json!(k), json!(extra_frames)],
+    )?;
+    Ok(v == json!(true))
+}
+
+/// Chrome's frame states of each of the `reruns` [`rerun_marked`] recorded in `session`'s
+/// trace (read here: the trace can be read once), and the lines that print them: one per
+/// rerun and the total, with `what` naming the window ("from the input to the last row
+/// drawn").
+pub fn frame_states_of_reruns(
+    session: &Session,
+    reruns: usize,
+    what: &str,
+) -> Result<(Vec<FrameStates>, String)> {
+    let events = session.trace_events()?;
+    let counts = (0..reruns)
+        .map(|k| {
+            frame_states(
+                &events,
+                &format!("meshplan-rerun-{k}"),
+                &format!("meshplan-rerun-{k}-end"),
+            )
+            .ok_or_else(|| format!("rerun {k}'s marks are not in the trace"))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut lines: Vec<String> = counts
+        .iter()
+        .enumerate()
+        .map(|(k, c)| format!("  rerun {}: {c}", k + 1))
+        .collect();
+    let stalled: usize = counts.iter().map(|c| c.partial + c.dropped).sum();
+    let frames: usize = counts.iter().map(FrameStates::frames).sum();
+    let in_flight = counts
+        .iter()
+        .filter(|c| {
+            c.in_flight
+                .as_deref()
+                .is_some_and(|s| s != "STATE_PRESENTED_ALL" && s != "STATE_NO_UPDATE_DESIRED")
+        })
+        .count();
+    lines.push(format!(
+        "  in all: {stalled} of {frames} frames dropped or partial {what}; the frame already in flight when the script dispatched the edit: dropped or partial in {in_flight} of {reruns} (not counted above)"
+    ));
+    Ok((counts, lines.join("\n")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn frame_states_count_each_frame_once_by_its_worst_state() {
+        let mark = |name: &str, ts: f64| json!({"name": name, "ph": "R", "ts": ts});
+        let frame = |seq: u64, ts: f64, state: &str| {
+            json!({"name": "PipelineReporter", "ph": "b", "ts": ts,
+                   "args": {"frame_reporter": {"frame_sequence": seq, "frame_source": 7, "state": state}}})
+        };
+        let events = vec![
+            frame(1, 500.0, "STATE_PRESENTED_ALL"),
+            // In flight at the mark: the latest frame to begin before it.
+            frame(2, 900.0, "STATE_DROPPED"),
+            mark("start", 1_000.0),
+            // Forked: the main thread's reporter and the compositor's disagree.
+            frame(3, 17_000.0, "STATE_PRESENTED_ALL"),
+            frame(3, 17_000.0, "STATE_NO_UPDATE_DESIRED"),
+            frame(4, 34_000.0, "STATE_NO_UPDATE_DESIRED"),
+            frame(5, 50_000.0, "STATE_PRESENTED_PARTIAL"),
+            frame(6, 67_000.0, "STATE_PRESENTED_ALL"),
+            frame(6, 67_000.0, "STATE_DROPPED"),
+            // An end event and a frame after the end mark count for nothing.
+            json!({"name": "PipelineReporter", "ph": "e", "ts": 80_000.0, "args": {}}),
+            mark("end", 100_000.0),
+            frame(7, 117_000.0, "STATE_DROPPED"),
+        ];
+        let f = frame_states(&events, "start", "end").expect("both marks");
+        assert_eq!(
+            (f.presented, f.partial, f.dropped, f.no_update),
+            (1, 1, 1, 1)
+        );
+        assert_eq!(f.frames(), 4);
+        assert_eq!(f.stalled_at_ms, vec![49.0, 66.0]);
+        assert_eq!(f.in_flight.as_deref(), Some("STATE_DROPPED"));
+        assert_eq!(frame_states(&events, "start", "missing"), None);
+    }
 
     #[test]
     fn base64_round_trips_known_vectors() {
