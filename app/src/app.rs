@@ -77,11 +77,18 @@ pub(crate) fn collect_issues(s: &Scenario, model: &Result<ModelSpec, String>) ->
             .collect(),
     };
     match model {
-        Ok(spec) => out.extend(layout_rule_violations(spec, s).into_iter().map(|v| Issue {
-            error: v.is_error(),
-            field: v.field,
-            message: v.message,
-        })),
+        // Each problem once: a rule that restates a validation error (a layout larger than
+        // the cluster) was shown twice under the DP slider.
+        Ok(spec) => out.extend(
+            layout_rule_violations(spec, s)
+                .into_iter()
+                .filter(|v| !v.restates_validation())
+                .map(|v| Issue {
+                    error: v.is_error(),
+                    field: v.field,
+                    message: v.message,
+                }),
+        ),
         Err(message) => out.push(Issue {
             field: "model".into(),
             message: message.clone(),

@@ -447,6 +447,14 @@ pub struct RuleViolation {
 }
 
 impl RuleViolation {
+    /// Whether [`Scenario::validate`] reports the same condition as an error of its own: a
+    /// layout larger than the cluster is an inconsistent size there and a rule here (the
+    /// exports' notes and callers that skip validation read it here). A page that shows both
+    /// lists shows it once.
+    pub fn restates_validation(&self) -> bool {
+        self.rule == "world_exceeds_cluster"
+    }
+
     /// Whether this violation makes the layout invalid (not just slow).
     pub fn is_error(&self) -> bool {
         self.severity == Severity::Error

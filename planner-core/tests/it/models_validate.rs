@@ -4,7 +4,7 @@ use planner_core::input::layout::Schedule;
 use planner_core::input::model::ModelSpec;
 use planner_core::input::scenario::{ModelChoice, Scenario};
 use planner_core::resolve::presets::{article_mesh_scenario, default_scenario, model_preset};
-use planner_core::resolve::validate::{layout_rule_violations, Severity};
+use planner_core::resolve::validate::{layout_rule_violations, RuleViolation, Severity};
 use proptest::prelude::*;
 
 type Edit = Box<dyn Fn(&mut Scenario)>;
@@ -70,6 +70,15 @@ fn layout_larger_than_cluster_is_an_error() {
     assert_eq!(invalid_fields(&s), ["dp"]);
     let m = s.model_spec().unwrap();
     assert_eq!(rules(&m, &s), ["world_exceeds_cluster"]);
+    // The page shows validation errors and rules together: this rule restates the "dp"
+    // error above, and only this one does.
+    let v = layout_rule_violations(&m, &s);
+    assert!(v.iter().all(RuleViolation::restates_validation));
+    let mut t = default_scenario();
+    t.layout.tp = 3;
+    let m = t.model_spec().unwrap();
+    let v = layout_rule_violations(&m, &t);
+    assert!(!v.is_empty() && !v.iter().any(RuleViolation::restates_validation));
 }
 
 #[test]

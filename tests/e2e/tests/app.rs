@@ -8,7 +8,9 @@
 use std::time::Duration;
 
 use e2e::page;
-use e2e::{assert_no_console_errors, measure_latency, screenshot_path, Page, Session, DP_SLIDER};
+use e2e::{
+    assert_no_console_errors, measure_latency, screenshot_path, strings, Page, Session, DP_SLIDER,
+};
 use planner_core::edges::link;
 use planner_core::input::scenario::Scenario;
 use planner_core::memory::state_terms::model_state;
@@ -78,6 +80,25 @@ fn dp_slider_moves_zero3_to_the_planner_core_value() {
         .wait_text(page::ISSUE_DP, SETTLE, |t| !t.is_empty())
         .expect("the DP control is flagged");
     println!("flag at DP: {issue}");
+    // Once: the check of dp × tp × pp × cp against the cluster is a validation error and a
+    // layout rule in planner-core, and the page showed both (the same fact twice).
+    let flags = strings(
+        &session
+            .execute(
+                "return [...document.querySelectorAll(arguments[0])].map(e => e.textContent);",
+                vec![json!(page::ISSUE_DP)],
+            )
+            .expect("read the DP flags"),
+    );
+    let validation = expected.validate().expect_err("128 GPUs on 64");
+    assert_eq!(validation.len(), 1, "{validation:?}");
+    assert_eq!(flags.len(), 1, "the DP control's flags: {flags:?}");
+    assert!(
+        flags[0].contains(&validation[0].message),
+        "flag {:?}, planner-core {:?}",
+        flags[0],
+        validation[0].message
+    );
     println!("DP {before_dp} → {dp}: ZeRO-3 model state {before:.0} → {got:.0} bytes (planner-core {want:.0})");
 
     // The URL follows the input (replaceState is coalesced, so poll).
