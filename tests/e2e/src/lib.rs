@@ -1315,7 +1315,8 @@ pub fn frame_states(events: &[Value], start_mark: &str, end_mark: &str) -> Optio
 }
 
 impl std::fmt::Display for FrameStates {
-    /// `18 frames: 7 presented, 10 with nothing to show, 0 partial, 0 dropped (in flight at the start: presented)`.
+    /// `13 frames: 6 presented, 6 with nothing to show, 1 partial, 0 dropped (began at 8.4 ms);
+    /// the frame in flight at the input: dropped`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,

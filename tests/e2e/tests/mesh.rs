@@ -887,8 +887,8 @@ fn search_of_16k_gpus_by_chromes_own_frame_count() {
         counts.iter().all(|c| c.frames() >= 3),
         "frames per rerun: {counts:?}"
     );
-    // The frame in flight at the edit is reported apart: under chromedriver it is dropped
-    // about as often after the deployment search's tiny edit (tests/e2e/tests/serving.rs).
+    // The frame in flight at the edit is reported apart: it is the edit's own work (timed as
+    // the global batch's input latency) meeting the script's arrival mid-frame.
     println!(
         "SEARCH 16,384 GPUs, CHROME'S OWN FRAME COUNT ({TRACED_RERUNS} reruns, batch 1024 ⇄ 2048, in a traced session; PipelineReporter from the input to the last row drawn + 1 frame):\n{lines}"
     );
