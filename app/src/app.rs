@@ -337,6 +337,7 @@ fn framework_name(framework: Framework) -> &'static str {
         Framework::MegatronCore => "Megatron-Core",
         Framework::Torchtitan => "torchtitan",
         Framework::DeepSpeed => "DeepSpeed",
+        Framework::DeepSpeed2021 => "DeepSpeed of 2021",
     }
 }
 

@@ -49,10 +49,18 @@ fn replace_query(query: &str) {
 /// [`URL_SETTLE`]: `replaceState` costs Chromium a few milliseconds a call, so
 /// while a slider is dragged it would land inside some moves' frames (and
 /// Chromium throttles, and logs about, hundreds of calls per second).
+/// The effect's first run writes nothing: the URL the page was opened with already opens
+/// the state it shows (a bare URL the default scenario, a link what it decodes to), and a
+/// rewrite 200 ms after load changed the address under a person who had not touched a
+/// control (caught by e2e `the_idle_warm_up_leaves_the_page_as_it_found_it`, whose first
+/// snapshot sometimes came before it).
 pub fn sync_url(scenario: RwSignal<Scenario>) {
     let generation = Rc::new(Cell::new(0_u64));
-    Effect::new(move |_| {
+    Effect::new(move |first_run_done: Option<()>| {
         scenario.track();
+        if first_run_done.is_none() {
+            return;
+        }
         // A warm-up's neighbour and its way back leave the URL as it was.
         if crate::warm_up::visiting() {
             return;

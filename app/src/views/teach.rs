@@ -100,6 +100,9 @@ fn purpose_label(p: Purpose) -> &'static str {
         Purpose::ParamAllGather => "new weights (ZeRO-1/2)",
         Purpose::ParamAllGatherForward => "weights before forward (ZeRO-3)",
         Purpose::ParamAllGatherBackward => "weights before backward (ZeRO-3)",
+        Purpose::ParamAllGatherRecompute => {
+            "weights before the recomputed forward (DeepSpeed ZeRO-3)"
+        }
         Purpose::TpForward => "TP, forward",
         Purpose::TpBackward => "TP, backward",
         Purpose::TpRecompute => "TP, recomputed forward",

@@ -649,13 +649,16 @@ enum Family {
 
 /// The framework a row ran: torchtitan rows follow torchtitan's loss; Megatron-LM, NeMo and
 /// Megatron-Bridge rows Megatron-Core's (and the search proposes only its schedules); the
-/// ZeRO-3 rows of Narayanan et al. 2021 (DeepSpeed) and the rest keep the article's accounting.
+/// ZeRO-3 rows of Narayanan et al. 2021 DeepSpeed of 2021 ("We integrated ZeRO into our
+/// codebase using the DeepSpeed Python library", §5.2 of the paper of April 2021, when
+/// DeepSpeed's releases were v0.3.x); the rest keep the article's accounting.
 fn row_framework(run: &PublishedRun, fam: Family) -> Framework {
     match fam {
         Family::Torchtitan => Framework::Torchtitan,
         Family::MegatronCore => Framework::MegatronCore,
         Family::MegatronPaper if !run.fsdp => Framework::MegatronCore,
-        Family::MegatronPaper | Family::Other => Framework::Article,
+        Family::MegatronPaper => Framework::DeepSpeed2021,
+        Family::Other => Framework::Article,
     }
 }
 

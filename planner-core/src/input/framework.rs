@@ -22,16 +22,27 @@ pub enum Framework {
     /// `reduce_bucket_size`, ZeRO-3 prefetch bucket and live-parameter cap, the optimizer
     /// step's fp32 gradient partition. The loss is the model code's (no transient added).
     DeepSpeed,
+    /// DeepSpeed's releases of 2021 before v0.5.5 (v0.3–v0.5.4), what Narayanan et al. 2021
+    /// ran ZeRO-3 with: the same memory semantics as [`Framework::DeepSpeed`], and ZeRO-3
+    /// gathers and reduce-scatters each parameter through PyTorch 1.8's list-form collectives,
+    /// at the rate [`crate::time::deepspeed_zero3`] takes from DeepSpeed's own measurement.
+    DeepSpeed2021,
 }
 
 impl Framework {
     /// All frameworks, in display order.
-    pub const ALL: [Framework; 4] = [
+    pub const ALL: [Framework; 5] = [
         Framework::Article,
         Framework::MegatronCore,
         Framework::Torchtitan,
         Framework::DeepSpeed,
+        Framework::DeepSpeed2021,
     ];
+
+    /// DeepSpeed of any release: its ZeRO memory semantics and its per-module parameter hooks.
+    pub fn is_deepspeed(self) -> bool {
+        matches!(self, Framework::DeepSpeed | Framework::DeepSpeed2021)
+    }
 
     /// Stable identifier used in links and the CLI.
     pub fn id(self) -> &'static str {
@@ -40,6 +51,7 @@ impl Framework {
             Framework::MegatronCore => "megatron-core",
             Framework::Torchtitan => "torchtitan",
             Framework::DeepSpeed => "deepspeed",
+            Framework::DeepSpeed2021 => "deepspeed-2021",
         }
     }
 
@@ -60,7 +72,7 @@ impl Framework {
             }
             // DeepSpeed deepspeed/runtime/pipe/engine.py trains with schedule.TrainSchedule
             // (1F1B) only: no virtual stages, no zero bubble (deepspeedai/DeepSpeed edaa72212).
-            Framework::DeepSpeed => schedule == Schedule::OneFOneB,
+            Framework::DeepSpeed | Framework::DeepSpeed2021 => schedule == Schedule::OneFOneB,
             // torch.distributed.pipelining (torchtitan's schedules) has ScheduleGPipe,
             // Schedule1F1B, ScheduleInterleaved1F1B and ScheduleInterleavedZeroBubble; the
             // article draws them all.
@@ -78,7 +90,10 @@ impl Framework {
     pub fn dp_bucket_params(self, dp_cp: u32) -> Option<f64> {
         match self {
             Framework::MegatronCore => Some((1e6 * f64::from(dp_cp.max(1))).max(40e6)),
-            Framework::Article | Framework::Torchtitan | Framework::DeepSpeed => None,
+            Framework::Article
+            | Framework::Torchtitan
+            | Framework::DeepSpeed
+            | Framework::DeepSpeed2021 => None,
         }
     }
 
@@ -89,6 +104,9 @@ impl Framework {
             Framework::MegatronCore => "Megatron-Core semantics",
             Framework::Torchtitan => "torchtitan semantics",
             Framework::DeepSpeed => "DeepSpeed ZeRO semantics (config.py defaults)",
+            Framework::DeepSpeed2021 => {
+                "DeepSpeed ZeRO semantics of 2021 (v0.3–v0.5.4: per-parameter list-form gathers)"
+            }
         }
     }
 }

@@ -132,7 +132,7 @@ impl OverlapChoice {
             Framework::Article => (false, true, true),
             Framework::MegatronCore => (false, false, false),
             Framework::Torchtitan => (false, true, true),
-            Framework::DeepSpeed => (false, false, true),
+            Framework::DeepSpeed | Framework::DeepSpeed2021 => (false, false, true),
         };
         AppliedOverlap {
             tp_comm: self.tp_comm.or(tp),

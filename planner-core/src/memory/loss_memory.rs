@@ -47,7 +47,7 @@ const MEGATRON_CORE: [LossTransient; 1] = [LossTransient {
 pub fn loss_transients(framework: Framework) -> &'static [LossTransient] {
     match framework {
         // DeepSpeed wraps the model's own loss: no transient of its own.
-        Framework::Article | Framework::DeepSpeed => &[],
+        Framework::Article | Framework::DeepSpeed | Framework::DeepSpeed2021 => &[],
         Framework::MegatronCore => &MEGATRON_CORE,
         Framework::Torchtitan => &TORCHTITAN,
     }

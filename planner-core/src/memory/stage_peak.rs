@@ -283,7 +283,7 @@ pub fn stage_state(inputs: &MemoryInputs, span: &StageSpan) -> StageState {
         rank.dense / groups.dense + rank.expert / groups.expert
     };
     let (state, offload_host) = offload_split(state, partition_params, precision, layout, training);
-    let deepspeed = overheads.framework == Framework::DeepSpeed;
+    let deepspeed = overheads.framework.is_deepspeed();
     let zero3_gathered_bytes = if layout.zero == ZeroStage::Zero3 {
         let unit_bytes = match &adapters {
             // FSDP-QLoRA gathers the packed 4-bit storage, not a dequantized copy.

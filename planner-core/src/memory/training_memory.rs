@@ -6,7 +6,6 @@
 use serde::{Deserialize, Serialize};
 
 use crate::base::explain::{Term, Unit};
-use crate::input::framework::Framework;
 use crate::input::layout::ZeroStage;
 use crate::input::model::ModelSpec;
 use crate::input::scenario::Scenario;
@@ -173,7 +172,7 @@ fn stage_memory(inputs: &MemoryInputs, n: &StageNumbers) -> StageMemory {
             format!("recompute {recompute}: one layer's dropped tensors are rebuilt and held during its backward"),
         ));
     }
-    let deepspeed = overheads.framework == Framework::DeepSpeed;
+    let deepspeed = overheads.framework.is_deepspeed();
     if n.zero3_gathered_bytes > 0.0 && deepspeed && n.adapters.is_none() {
         terms.push(term(
             "zero3.gathered",

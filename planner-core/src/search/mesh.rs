@@ -894,9 +894,10 @@ fn search_blocks<P: PeakSource>(
     let mut mbs: Vec<u32> = Vec::new();
     // Per (ZeRO, recompute): the micro-batch that overflowed first and its peak bytes.
     let mut oom: Vec<Option<(u32, f64)>> = Vec::new();
-    // One micro-batch's communication parts (by ZeRO stage; by full recompute or not), filled
-    // in place when first needed (reused: no copy of an item array per candidate).
-    let mut dp_comms = [StepComms::new(); 4];
+    // One micro-batch's communication parts (by ZeRO stage and full recompute or not; by full
+    // recompute or not), filled in place when first needed (reused: no copy of an item array
+    // per candidate).
+    let mut dp_comms = [StepComms::new(); 8];
     let mut mp_comms = [StepComms::new(); 2];
 
     for (done, &(tp, pp, cp)) in blocks.iter().enumerate() {
@@ -1066,9 +1067,10 @@ fn search_blocks<P: PeakSource>(
                     }
                     // This micro-batch's communication, in its two parts
                     // (crate::time::comms::chained): the data-parallel items read the ZeRO
-                    // stage and not the recompute policy, the model-parallel items only whether
-                    // recompute is full; each is built on its first feasible candidate.
-                    let (mut dp_built, mut mp_built) = ([false; 4], [false; 2]);
+                    // stage and whether recompute is full (DeepSpeed's ZeRO-3 gathers for the
+                    // recomputed forward), the model-parallel items only whether recompute is
+                    // full; each is built on its first feasible candidate.
+                    let (mut dp_built, mut mp_built) = ([false; 8], [false; 2]);
                     // The layout of this micro-batch, built once: each candidate sets its ZeRO
                     // stage and recompute policy (the only fields of `layout_of` they change).
                     let mut layout = layout_of(
@@ -1136,14 +1138,14 @@ fn search_blocks<P: PeakSource>(
                                 continue;
                             }
                             let (inp, comm) = (&step_model.comm_inputs, &step_model.comm);
-                            let z = usize::from(zero.number().min(3));
+                            let f = usize::from(recompute == Recompute::Full);
+                            let z = 2 * usize::from(zero.number().min(3)) + f;
                             if !dp_built[z] {
                                 dp_comms[z].clear();
                                 let out = &mut dp_comms[z];
                                 data_parallel_comms(out, inp, &layout, &placement, comm, pace);
                                 dp_built[z] = true;
                             }
-                            let f = usize::from(recompute == Recompute::Full);
                             if !mp_built[f] {
                                 mp_comms[f].clear();
                                 let out = &mut mp_comms[f];

@@ -68,6 +68,12 @@ pub struct CommInputs {
     /// Gradient reduction overlaps backward (the scenario's switch, framework default applied).
     #[serde(default = "yes")]
     pub grad_reduce_overlap: bool,
+    /// One decoder layer's modules' parameters in forward order, unsplit: the fused QKV
+    /// projection, the output projection, the FFN's up (and gate) and its down projection
+    /// (Megatron's modules); DeepSpeed's reuse rule reads them
+    /// ([`crate::time::deepspeed_zero3::backward_regather_share`]).
+    #[serde(default)]
+    pub layer_modules_params: [f64; 4],
 }
 
 /// Serde default of [`CommInputs::grad_reduce_overlap`].
@@ -139,6 +145,7 @@ impl CommInputs {
             frozen_weight_bytes,
             framework: overheads.framework,
             grad_reduce_overlap: overheads.overlap.applied(overheads.framework).grad_reduce,
+            layer_modules_params: layer_modules_params(model, &pb),
         }
     }
 
@@ -162,6 +169,23 @@ impl CommInputs {
     }
 }
 
+/// [`CommInputs::layer_modules_params`]: the output projection is `heads × value head dim × h`,
+/// the rest of the attention the QKV projection (with MLA's down- and up-projections); the FFN
+/// of a dense layer (of an MoE-only model: its shared and routed experts) splits as its
+/// matrices do, one of them the down projection.
+fn layer_modules_params(model: &ModelSpec, pb: &crate::input::model::ParamBreakdown) -> [f64; 4] {
+    let v_dim = model.mla.as_ref().map_or(model.head_dim, |m| m.v_head_dim);
+    let out_proj = f64::from(model.heads) * f64::from(v_dim) * f64::from(model.hidden);
+    let qkv = (pb.attention_per_layer as f64 - out_proj).max(0.0);
+    let ffn = if pb.dense_layers > 0 {
+        pb.dense_ffn_per_layer
+    } else {
+        pb.shared_experts_per_layer + pb.routed_experts_per_layer
+    } as f64;
+    let down = ffn / model.ffn_kind.matrices() as f64;
+    [qkv, out_proj, ffn - down, down]
+}
+
 /// What an item is for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -178,6 +202,9 @@ pub enum Purpose {
     ParamAllGatherForward,
     /// ZeRO-3: all-gather of parameters before each backward.
     ParamAllGatherBackward,
+    /// ZeRO-3 under DeepSpeed with full recompute: all-gather of parameters before the
+    /// recomputed forward ([`crate::time::deepspeed_zero3`]).
+    ParamAllGatherRecompute,
     /// TP collectives in the forward pass (2 per layer, Megatron).
     TpForward,
     /// TP collectives in the backward pass (2 per layer).
@@ -202,6 +229,7 @@ impl Purpose {
             Purpose::ParamAllGather => "param_all_gather",
             Purpose::ParamAllGatherForward => "param_all_gather_forward",
             Purpose::ParamAllGatherBackward => "param_all_gather_backward",
+            Purpose::ParamAllGatherRecompute => "param_all_gather_recompute",
             Purpose::TpForward => "tp_forward",
             Purpose::TpBackward => "tp_backward",
             Purpose::TpRecompute => "tp_recompute",
@@ -264,13 +292,13 @@ pub struct CommItem {
     pub measured: bool,
 }
 
-/// Most items a step can have: ZeRO-3's gather, re-gather and reduce-scatter and the
-/// routed experts' gradient all-reduce (4, [`data_parallel_comms`]); TP and expert-TP each a
+/// Most items a step can have: ZeRO-3's gather, re-gather, DeepSpeed's recompute gather and
+/// reduce-scatter and the routed experts' gradient all-reduce (5, [`data_parallel_comms`]); TP and expert-TP each a
 /// gather + reduce-scatter pair per forward, backward and recompute pass under sequence
 /// parallel (2 × 6); one PP send, one CP ring and EP's all-to-all (3, [`model_parallel_comms`]).
 /// It was 12, which silently dropped the last items (EP's all-to-all first) of MoE layouts
 /// with expert TP, CP and sequence parallel.
-pub const MAX_ITEMS: usize = 19;
+pub const MAX_ITEMS: usize = 20;
 
 /// The items of one step; a fixed array so the mesh search never allocates.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -389,10 +417,15 @@ pub fn chained<'a>(dp: &'a StepComms, mp: &'a StepComms) -> impl Iterator<Item =
 }
 
 /// Adds one item to `out`: its time on `placement`'s group under `comm`.
+///
+/// `zero3_path_bytes_per_s`: the rate of a framework's own path for ZeRO-3's parameter gathers
+/// and gradient reduce-scatters ([`crate::time::deepspeed_zero3`]), when it is slower than
+/// the link: such a call takes the longer of the two.
 fn adder<'a>(
     out: &'a mut StepComms,
     placement: &'a Placement,
     comm: &'a CommModel,
+    zero3_path_bytes_per_s: Option<f64>,
 ) -> impl FnMut(GroupKind, Collective, Purpose, f64, f64, f64, Overlap) + 'a {
     move |group: GroupKind,
           op: Collective,
@@ -404,7 +437,21 @@ fn adder<'a>(
         let g = placement.group(group);
         // Bucketed calls pay latency per chunk; bandwidth is the same in total.
         let chunks = chunks_per_call.max(1.0);
-        let seconds_per_call = comm.time_s(op, message_bytes / chunks, g) * chunks;
+        let link_s = comm.time_s(op, message_bytes / chunks, g) * chunks;
+        let zero3_item = matches!(
+            purpose,
+            Purpose::ParamAllGatherForward
+                | Purpose::ParamAllGatherBackward
+                | Purpose::ParamAllGatherRecompute
+                | Purpose::GradReduceScatter
+        );
+        let seconds_per_call = match zero3_path_bytes_per_s {
+            // Bytes through each rank: the call's `(n − 1)/n` share (nccl-tests' bus bytes).
+            Some(rate) if zero3_item && rate > 0.0 => {
+                link_s.max(message_bytes * op.busbw_factor(g.size) / rate)
+            }
+            _ => link_s,
+        };
         out.push(CommItem {
             group,
             op,
@@ -445,8 +492,9 @@ fn paced_layers(
 
 /// Appends the data-parallel items of [`step_comms_paced`] to `out`: gradient reduction
 /// and parameter gathers of the layout's ZeRO stage, and the routed experts' gradient
-/// all-reduce. They read the ZeRO stage, the group sizes, the micro-batch and the pace,
-/// never the recompute policy, schedule or virtual stages.
+/// all-reduce. They read the ZeRO stage, the group sizes, the micro-batch, the pace and
+/// whether recompute is full (DeepSpeed's ZeRO-3 gathers again for the recomputed forward),
+/// never the schedule or virtual stages.
 pub fn data_parallel_comms(
     out: &mut StepComms,
     inp: &CommInputs,
@@ -462,7 +510,10 @@ pub fn data_parallel_comms(
     let m = inp.micro_batches(layout);
     // Per-layer traffic counts the layers of the stage that sets the pace (stage_split.rs).
     let (layers_per_stage, _) = paced_layers(inp, layout, pace);
-    let mut add = adder(out, placement, comm);
+    let zero3_path = (layout.zero == ZeroStage::Zero3
+        && inp.framework == crate::input::framework::Framework::DeepSpeed2021)
+        .then(crate::time::deepspeed_zero3::gather_path_2021_bytes_per_s);
+    let mut add = adder(out, placement, comm, zero3_path);
 
     // Data-parallel gradient and parameter traffic for this rank's shard of the model.
     // An uneven split: the pacing stage's share, by its decoder layers over the average stage's.
@@ -553,11 +604,33 @@ pub fn data_parallel_comms(
                 units,
                 Overlap::EachForward,
             );
+            // DeepSpeed's per-module hooks under full recompute (time/deepspeed_zero3.rs): the
+            // recomputed forward gathers the layer again, and backward only what the reuse
+            // rule released; FSDP checkpoints inside its unit, so its backward gather serves both.
+            let backward_share =
+                if inp.framework.is_deepspeed() && layout.recompute == Recompute::Full {
+                    add(
+                        GroupKind::DpCp,
+                        Collective::AllGather,
+                        Purpose::ParamAllGatherRecompute,
+                        w,
+                        m,
+                        units,
+                        Overlap::EachUnitBackward,
+                    );
+                    let modules = inp.layer_modules_params.map(|p| p / tp);
+                    crate::time::deepspeed_zero3::backward_regather_share(
+                        &modules,
+                        crate::time::deepspeed_zero3::MAX_REUSE_DISTANCE_PARAMS,
+                    )
+                } else {
+                    1.0
+                };
             add(
                 GroupKind::DpCp,
                 Collective::AllGather,
                 Purpose::ParamAllGatherBackward,
-                w,
+                w * backward_share,
                 m,
                 units,
                 Overlap::EachUnitBackward,
@@ -607,7 +680,7 @@ pub fn model_parallel_comms(
     // Per-layer traffic counts the layers of the stage that sets the pace (stage_split.rs).
     let (layers_per_stage, moe_layers_per_stage) = paced_layers(inp, layout, pace);
     let full = layout.recompute == Recompute::Full;
-    let mut add = adder(out, placement, comm);
+    let mut add = adder(out, placement, comm, None);
 
     // Tensor parallel: Shoeybi et al. 2019 §3 — one all-reduce after attention and one
     // after the MLP in forward (g), the same two in backward (f); with sequence parallel

@@ -1429,7 +1429,7 @@ impl StepModel {
                     ms(t_bwd / bwd_units),
                     ms(e_b)
                 ),
-                assumption: "One layer per unit, one unit prefetched, the first gather and the last reduce-scatter of each micro-batch exposed; gradients reduce-scattered every micro-batch (no deferred sync); before the overlap slowdown".into(),
+                assumption: "One layer per unit, one unit prefetched, the first gather and the last reduce-scatter of each micro-batch exposed; gradients reduce-scattered every micro-batch (no deferred sync); DeepSpeed under full recompute also gathers for the recomputed forward, and DeepSpeed of 2021 moves each call no faster than its per-parameter gather path (time/deepspeed_zero3.rs); before the overlap slowdown".into(),
             });
         }
         terms.push(Term {

@@ -7,6 +7,7 @@ pub mod calibrated_step;
 pub mod collectives;
 pub mod comms;
 pub mod cost;
+pub mod deepspeed_zero3;
 pub mod elementwise;
 pub mod layer_time;
 pub mod offload;

@@ -432,15 +432,17 @@ fn the_two_parts_chained_are_the_step_items() {
     }
 }
 
-/// The largest step there is: DeepSeek-V3 with ZeRO-3, full recompute, sequence parallel,
-/// TP and expert TP, PP, CP and EP has every kind of item, and none is dropped (12 slots
-/// once dropped EP's all-to-all, the CP ring and the PP sends of such layouts).
+/// The largest step there is: DeepSeek-V3 with DeepSpeed's ZeRO-3 (its gather for the
+/// recomputed forward too), full recompute, sequence parallel, TP and expert TP, PP, CP and EP
+/// has every kind of item, and none is dropped (12 slots once dropped EP's all-to-all, the CP
+/// ring and the PP sends of such layouts).
 #[test]
 fn the_largest_step_keeps_every_item() {
     use planner_core::time::comms::{Purpose, MAX_ITEMS};
     let model = model_preset("deepseek-v3").expect("preset");
     let c = cluster(32);
-    let inp = inputs_4k_by_256(&model);
+    let mut inp = inputs_4k_by_256(&model);
+    inp.framework = planner_core::input::framework::Framework::DeepSpeed;
     let comm = CommModel::assumed(&c);
     let layout = Layout {
         dp: 8,
@@ -462,6 +464,7 @@ fn the_largest_step_keeps_every_item() {
         Purpose::EpDispatchCombine,
         Purpose::CpKvRing,
         Purpose::PpActivations,
+        Purpose::ParamAllGatherRecompute,
     ] {
         assert!(
             items.iter().any(|i| i.purpose == purpose),

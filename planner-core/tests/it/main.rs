@@ -8,6 +8,7 @@ mod calibrated_views;
 mod calibration;
 mod comms;
 mod cost;
+mod deepspeed_zero3;
 mod engine_kv;
 mod evaluate;
 mod export;

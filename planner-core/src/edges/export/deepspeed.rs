@@ -48,8 +48,7 @@ pub(super) fn deepspeed(c: &Ctx) -> (String, Vec<String>) {
         .max(1.0) as u64;
     let mut zero = serde_json::Map::new();
     zero.insert("stage".into(), c.s.layout.zero.number().into());
-    let deepspeed_semantics =
-        c.s.overheads.framework == crate::input::framework::Framework::DeepSpeed;
+    let deepspeed_semantics = c.s.overheads.framework.is_deepspeed();
     if l.zero != ZeroStage::Ddp && deepspeed_semantics {
         // The memory view used DeepSpeed's own defaults (memory::deepspeed_zero): write them.
         use crate::memory::deepspeed_zero as ds;
