@@ -69,7 +69,7 @@ impl Issue1174 {
 }
 
 /// Bytes per second each GPU receives through the ZeRO-3 gather path of DeepSpeed before
-/// v0.5.5, from [`Issue1174`]: the fp16 parameters' `(n − 1)/n` share over the forward's
+/// v0.5.5, from DeepSpeed#1174 (above): the fp16 parameters' `(n − 1)/n` share over the forward's
 /// gather time. That time is solved from the same one-unit-ahead overlap the step prices
 /// ([`crate::time::cost::unit_exposed_s`], one layer per unit): a forward of `G + t/U` with
 /// the gather `G` longer than the compute `t`. On NVLink the link is not what bounds it
