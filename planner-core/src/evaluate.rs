@@ -222,7 +222,14 @@ pub fn stage_split_view(model: &ModelSpec, scenario: &Scenario) -> Option<StageS
         &scenario.training,
         &scenario.overheads,
     );
-    let pace = inputs.pace(layout);
+    // A stage with more MoE layers may pace the step instead (StepModel::pacing): priced
+    // as the step prices it, only for such splits.
+    let pace = if inputs.pace_rival(layout).is_some() {
+        let step = StepModel::for_scenario(model, scenario, CostOptions::default());
+        step.pacing(layout, &step.placement(layout)).0
+    } else {
+        inputs.pace(layout)
+    };
     Some(StageSplitView {
         description: split.describe(sh),
         link: split.to_link(),

@@ -138,7 +138,7 @@ pub fn topology_map(
     let world = grid.world();
     let step = crate::time::cost::StepModel::for_scenario(model, scenario, options.clone());
     let placement = step.placement(layout);
-    let comms = crate::time::comms::step_comms(&step.comm_inputs, layout, &placement, &step.comm);
+    let comms = step.step_comms(layout, &placement);
 
     let drawn_nodes = nodes.min(MAX_DRAWN_NODES);
     let drawn_slots = gpn.min(MAX_DRAWN_SLOTS);

@@ -385,9 +385,44 @@ impl StageSplit {
                 even: true,
             };
         }
-        let dense = sh.layers.saturating_sub(moe_layers);
         // Most work first; among equals, the most MoE layers (each adds its all-to-alls).
-        let mut best: Option<(f64, u32, u32, u32)> = None;
+        let best = self.stage_with(sh, moe_layers, head_layers, |a, b| {
+            a.work > b.work || (a.work == b.work && a.moe > b.moe)
+        });
+        self.stage_pace(sh, best)
+    }
+
+    /// The stage with the most MoE layers when it holds more of them than [`StageSplit::pace`]'s
+    /// (`None` otherwise, and without a pipeline or for a refused split). An MoE layer costs more
+    /// than a dense one or the LM head's equivalent in layers (its all-to-alls, its experts'
+    /// smaller GEMMs), so a stage with less counted work can still be the slowest: the step
+    /// prices both and the slower sets the pace ([`crate::time::cost::StepModel::seconds`]).
+    pub fn pace_rival(
+        &self,
+        sh: SplitShape,
+        moe_layers: u32,
+        head_layers: f64,
+    ) -> Option<StagePace> {
+        if moe_layers == 0 || sh.pp < 2 || self.problem(sh).is_some() {
+            return None;
+        }
+        let paced = self.pace(sh, moe_layers, head_layers);
+        let most_moe = self.stage_with(sh, moe_layers, head_layers, |a, b| {
+            a.moe > b.moe || (a.moe == b.moe && a.work > b.work)
+        });
+        (f64::from(most_moe.moe) > paced.moe_layers).then(|| self.stage_pace(sh, most_moe))
+    }
+
+    /// The rank `better` prefers over every other one, with its layers and work.
+    fn stage_with(
+        &self,
+        sh: SplitShape,
+        moe_layers: u32,
+        head_layers: f64,
+        better: impl Fn(&StageWork, &StageWork) -> bool,
+    ) -> StageWork {
+        let dense = sh.layers.saturating_sub(moe_layers);
+        let mut best: Option<StageWork> = None;
         for r in self.ranks_to_check(sh.pp) {
             let n = self.rank_layers(sh, r);
             // All dense or all MoE: no need to walk the rank's chunks for the dense prefix.
@@ -400,18 +435,36 @@ impl StageSplit {
             };
             let last = r + 1 == sh.pp;
             let work = f64::from(n) + if last { head_layers.max(0.0) } else { 0.0 };
-            if best.is_none_or(|(w, m, _, _)| work > w || (work == w && moe > m)) {
-                best = Some((work, moe, r, n));
+            let this = StageWork {
+                work,
+                moe,
+                rank: r,
+                layers: n,
+            };
+            if best.as_ref().is_none_or(|b| better(&this, b)) {
+                best = Some(this);
             }
         }
-        let (_, moe, rank, n) = best.unwrap_or((0.0, 0, 0, 0));
-        let mean = f64::from(sh.layers) / p;
+        best.unwrap_or(StageWork {
+            work: 0.0,
+            moe: 0,
+            rank: 0,
+            layers: 0,
+        })
+    }
+
+    fn stage_pace(&self, sh: SplitShape, w: StageWork) -> StagePace {
+        let mean = f64::from(sh.layers) / f64::from(sh.pp);
         StagePace {
-            rank,
-            layers: f64::from(n),
-            moe_layers: f64::from(moe),
-            layer_scale: if mean > 0.0 { f64::from(n) / mean } else { 0.0 },
-            output: rank + 1 == sh.pp && sh.pp > 1,
+            rank: w.rank,
+            layers: f64::from(w.layers),
+            moe_layers: f64::from(w.moe),
+            layer_scale: if mean > 0.0 {
+                f64::from(w.layers) / mean
+            } else {
+                0.0
+            },
+            output: w.rank + 1 == sh.pp && sh.pp > 1,
             even: false,
         }
     }
@@ -716,6 +769,15 @@ impl Iterator for RankIter {
         };
         Some(r)
     }
+}
+
+/// One rank's layers and counted work ([`StageSplit::pace`]).
+struct StageWork {
+    /// Decoder layers plus, on the last rank, the LM head in decoder-layer equivalents.
+    work: f64,
+    moe: u32,
+    rank: u32,
+    layers: u32,
 }
 
 /// The pipeline stage whose time per micro-batch sets the schedule's pace.

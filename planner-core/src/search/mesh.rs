@@ -589,6 +589,9 @@ struct SchedOption {
     split: Option<SplitProposal>,
     /// The stage that sets the pace ([`crate::time::comms::CommInputs::pace`]), resolved once.
     pace: crate::input::stage_split::StagePace,
+    /// A stage with more MoE layers ([`crate::time::comms::CommInputs::pace_rival`]): each
+    /// candidate's step is then the slower of the two (`StepModel::pacing`).
+    rival: Option<crate::input::stage_split::StagePace>,
 }
 
 /// The schedule options the search tries at `pp` for a model of `layers` layers: the
@@ -601,14 +604,14 @@ fn sched_options(
     pp: u32,
 ) -> Vec<SchedOption> {
     let mut out = Vec::new();
-    let pace = |v: u32, split: Option<SplitProposal>| {
-        inputs.pace(&Layout {
-            pp,
-            virtual_stages: v,
-            stage_split: split.unwrap_or_default().stage_split(),
-            ..Layout::default()
-        })
+    let layout = |v: u32, split: Option<SplitProposal>| Layout {
+        pp,
+        virtual_stages: v,
+        stage_split: split.unwrap_or_default().stage_split(),
+        ..Layout::default()
     };
+    let pace = |v: u32, split: Option<SplitProposal>| inputs.pace(&layout(v, split));
+    let rival = |v: u32, split: Option<SplitProposal>| inputs.pace_rival(&layout(v, split));
     let push = |out: &mut Vec<SchedOption>, schedule: Schedule, v: u32| {
         let (proposals, n) = if space.uneven_stages {
             SplitProposal::proposals(layers, pp, v)
@@ -622,6 +625,7 @@ fn sched_options(
                 v,
                 split: None,
                 pace: pace(v, None),
+                rival: rival(v, None),
             });
         }
         for &split in &proposals[..n] {
@@ -630,6 +634,7 @@ fn sched_options(
                 v,
                 split: Some(split),
                 pace: pace(v, Some(split)),
+                rival: rival(v, Some(split)),
             });
         }
     };
@@ -1033,7 +1038,7 @@ fn search_blocks<P: PeakSource>(
                 step_model.options.rank_order,
             );
             for o in scheds {
-                let (schedule, v, pace) = (o.schedule, o.v, &o.pace);
+                let (schedule, v, pace, rival) = (o.schedule, o.v, &o.pace, o.rival);
                 let Some(split) = o.split else {
                     let mut r = Reasons::default();
                     r.add(RejectReason::LayersNotDivisibleByPp);
@@ -1153,7 +1158,16 @@ fn search_blocks<P: PeakSource>(
                                 mp_built[f] = true;
                             }
                             let items = chained(&dp_comms[z], &mp_comms[f]);
-                            let s = step_model.seconds_with(&layout, items, pace);
+                            let mut s = step_model.seconds_with(&layout, items, pace);
+                            // A stage with more MoE layers may be the slower one
+                            // (StepModel::pacing): priced whole, only for such splits (caching
+                            // its items as above measured no faster).
+                            if let Some(rival) = &rival {
+                                let r = step_model.seconds_paced(&layout, &placement, rival);
+                                if r.total > s.total {
+                                    s = r;
+                                }
+                            }
                             *feasible_count += 1;
                             feasible.push(Feasible {
                                 dims,

@@ -162,6 +162,19 @@ impl CommInputs {
             .pace(sh, self.moe_layers, self.head_layers)
     }
 
+    /// The stage with more MoE layers than [`CommInputs::pace`]'s, if any
+    /// ([`crate::input::stage_split::StageSplit::pace_rival`]).
+    pub fn pace_rival(&self, layout: &Layout) -> Option<crate::input::stage_split::StagePace> {
+        let sh = crate::input::stage_split::SplitShape::new(
+            self.layers,
+            layout.pp,
+            layout.virtual_stages,
+        );
+        layout
+            .stage_split
+            .pace_rival(sh, self.moe_layers, self.head_layers)
+    }
+
     /// Micro-batches per step per pipeline: `global_batch / (dp × micro_batch)`.
     pub fn micro_batches(&self, layout: &Layout) -> f64 {
         let per = f64::from(layout.dp.max(1)) * f64::from(layout.micro_batch.max(1));

@@ -22,7 +22,7 @@ use crate::parallel::topology::{GroupKind, Placement, RankOrder};
 use crate::time::adapters::AdapterTime;
 use crate::time::collectives::{CommModel, COMM_TIME_ASSUMPTION};
 use crate::time::comms::Purpose;
-use crate::time::comms::{step_comms, step_comms_paced, CommInputs, CommItem, Overlap};
+use crate::time::comms::{step_comms_paced, CommInputs, CommItem, Overlap};
 use crate::time::elementwise::MemoryBoundBytes;
 
 /// Choices of the time model.
@@ -678,13 +678,17 @@ impl StepModel {
 
     /// Parameters whose optimizer step one GPU of the pacing stage runs: Ψ over TP·PP and,
     /// under ZeRO, over DP·CP (as `seconds` counts the HBM-bound step).
-    fn optimizer_partition_params(&self, layout: &Layout) -> f64 {
+    fn optimizer_partition_params(
+        &self,
+        layout: &Layout,
+        pace: &crate::input::stage_split::StagePace,
+    ) -> f64 {
         let sharded_over = match layout.zero {
             ZeroStage::Ddp => 1.0,
             _ => f64::from(layout.dp.max(1)) * f64::from(layout.cp.max(1)),
         };
         let tp_pp = f64::from(layout.tp.max(1)) * f64::from(layout.pp.max(1));
-        self.params / tp_pp / sharded_over * self.comm_inputs.pace(layout).layer_scale
+        self.params / tp_pp / sharded_over * pace.layer_scale
     }
 
     /// Forward seconds per micro-batch on one GPU of the adapters' GEMMs and of QLoRA's
@@ -758,9 +762,47 @@ impl StepModel {
         Placement::of(layout, self.gpus_per_node, self.options.rank_order)
     }
 
-    /// Component seconds for `layout` with its groups at `placement`. No allocation.
+    /// Component seconds for `layout` with its groups at `placement`, paced by its slowest
+    /// stage ([`StepModel::pacing`]). No allocation.
     pub fn seconds(&self, layout: &Layout, placement: &Placement) -> StepSeconds {
-        self.seconds_paced(layout, placement, &self.comm_inputs.pace(layout))
+        self.pacing(layout, placement).1
+    }
+
+    /// The stage that paces `layout`'s step, with the step it gives: the stage with the most
+    /// counted work ([`CommInputs::pace`]) or, where another stage holds more MoE layers
+    /// ([`crate::input::stage_split::StageSplit::pace_rival`]), whichever of the two is
+    /// slower. Narayanan et al. 2021 §2.2: a pipeline's steady state runs at its slowest
+    /// stage's rate, and an MoE layer's all-to-alls and smaller expert GEMMs make it slower
+    /// than the layer count says.
+    pub fn pacing(
+        &self,
+        layout: &Layout,
+        placement: &Placement,
+    ) -> (crate::input::stage_split::StagePace, StepSeconds) {
+        let pace = self.comm_inputs.pace(layout);
+        let s = self.seconds_paced(layout, placement, &pace);
+        match self.comm_inputs.pace_rival(layout) {
+            Some(rival) => {
+                let r = self.seconds_paced(layout, placement, &rival);
+                if r.total > s.total {
+                    (rival, r)
+                } else {
+                    (pace, s)
+                }
+            }
+            None => (pace, s),
+        }
+    }
+
+    /// The communication items of `layout`'s step, as its pacing stage ([`StepModel::pacing`])
+    /// runs them.
+    pub fn step_comms(
+        &self,
+        layout: &Layout,
+        placement: &Placement,
+    ) -> crate::time::comms::StepComms {
+        let pace = self.pacing(layout, placement).0;
+        step_comms_paced(&self.comm_inputs, layout, placement, &self.comm, &pace)
     }
 
     /// [`StepModel::seconds`] with the layout's pacing stage ([`CommInputs::pace`]) already
@@ -1192,8 +1234,11 @@ impl StepModel {
     }
 
     /// How the stages' work is counted, for the compute term: balanced, or the pacing stage.
-    fn stage_balance(&self, layout: &Layout) -> String {
-        let pace = self.comm_inputs.pace(layout);
+    fn stage_balance(
+        &self,
+        layout: &Layout,
+        pace: &crate::input::stage_split::StagePace,
+    ) -> String {
         if pace.even && !layout.stage_split.is_even() {
             return "Balanced stages (the stage split does not fit this model's layers and pp × v, see the rules)".into();
         }
@@ -1234,8 +1279,8 @@ impl StepModel {
     /// Full evaluation with explanations.
     pub fn evaluate(&self, layout: &Layout) -> StepCost {
         let placement = self.placement(layout);
-        let comms = step_comms(&self.comm_inputs, layout, &placement, &self.comm);
-        let s = self.seconds_with(layout, comms.iter(), &self.comm_inputs.pace(layout));
+        let (pace, s) = self.pacing(layout, &placement);
+        let comms = step_comms_paced(&self.comm_inputs, layout, &placement, &self.comm, &pace);
         let gpus = layout.world_size() as f64;
         let tokens = self.tokens_per_step();
         let mfu = self.mfu(s.total, gpus);
@@ -1276,7 +1321,7 @@ impl StepModel {
                 ),
                 assumption: format!(
                     "{}; backward = 2 × forward FLOPs; GEMM efficiency {} by the smallest GEMM dimension; memory-bound ops as the term below prices them{}",
-                    self.stage_balance(layout),
+                    self.stage_balance(layout, &pace),
                     if self.gemm_measured { "measured" } else { "assumed" },
                     if self.tensor_power_fraction() < 1.0 {
                         "; the power limit lowers the SM clock: tensor work runs at the share of the datasheet rates the vendor's ratings give that board power (input/power_limit.rs), HBM-bound work at the HBM figure"
@@ -1338,7 +1383,7 @@ impl StepModel {
             });
         }
         if s.offload > 0.0 {
-            let params_local = self.optimizer_partition_params(layout);
+            let params_local = self.optimizer_partition_params(layout, &pace);
             let parts = self
                 .offload
                 .seconds(layout.zero, params_local, s.micro_batches);

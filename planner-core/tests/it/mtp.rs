@@ -172,3 +172,88 @@ fn the_megatron_export_carries_the_mtp_module() {
     let plain = export(ExportFormat::Megatron, &custom(0), &dsv3(0));
     assert!(!plain.text.contains("--mtp-num-layers"));
 }
+
+/// DeepSeek-V3 on 2,048 H100 with TP 2 × PP 16 × EP 64 and Megatron's first 3 / last 2
+/// split: the middle stages hold 4 MoE layers, the last 2 MoE layers, the LM head and (with
+/// MTP) the MTP module. Counted in decoder-layer equivalents the MTP module makes the last stage
+/// the heaviest, but a middle stage with twice its MoE layers (twice the all-to-alls) is the
+/// slower one and keeps the pace (StepModel::pacing): the module adds work, so the step cannot
+/// get shorter (it did, 28.43 → 27.18 s, when the pace followed the layer count alone).
+#[test]
+fn the_mtp_module_never_shortens_the_step() {
+    use planner_core::input::hardware::{gpu_preset, Cluster};
+    use planner_core::input::layout::{Recompute, StageSplit};
+    use planner_core::time::cost::{CostOptions, StepModel};
+    let step = |mtp: u32| {
+        let mut s = custom(mtp);
+        s.cluster = Cluster::of(gpu_preset("h100-sxm").expect("gpu"), 256);
+        s.training.seq_len = 4096;
+        s.training.global_batch = 8192;
+        s.layout = Layout {
+            dp: 64,
+            tp: 2,
+            pp: 16,
+            ep: 64,
+            sequence_parallel: true,
+            recompute: Recompute::Full,
+            stage_split: StageSplit::FirstLast {
+                first: Some(3),
+                last: Some(2),
+            },
+            ..Layout::default()
+        };
+        let model = s.model_spec().expect("model");
+        let sm = StepModel::for_scenario(&model, &s, CostOptions::default());
+        let placement = sm.placement(&s.layout);
+        let (pace, seconds) = sm.pacing(&s.layout, &placement);
+        assert_eq!(sm.seconds(&s.layout, &placement).total, seconds.total);
+        assert_eq!(sm.evaluate(&s.layout).seconds.total, seconds.total);
+        (pace, seconds.total, sm.comm_inputs.pace(&s.layout))
+    };
+    let (pace0, t0, _) = step(0);
+    let (pace1, t1, by_count) = step(1);
+    assert_eq!(
+        by_count.rank, 15,
+        "the layer count alone picks the last stage"
+    );
+    assert_eq!((pace0.moe_layers, pace1.moe_layers), (4.0, 4.0));
+    assert!(pace1.rank > 0 && pace1.rank < 15, "{pace1:?}");
+    assert!(t1 >= t0, "with MTP {t1} s, without {t0} s");
+}
+
+/// The mesh search prices a candidate whose MoE-heaviest stage is not its most-counted one as
+/// `evaluate` does (the slower of the two stages), on DeepSeek-V3 with its MTP module.
+#[test]
+fn the_search_paces_moe_splits_as_evaluate_does() {
+    use planner_core::input::hardware::{gpu_preset, Cluster};
+    use planner_core::search::mesh::{search, SearchSpace};
+    use planner_core::time::cost::{CostOptions, StepModel};
+    let mut s = custom(1);
+    s.cluster = Cluster::of(gpu_preset("h100-sxm").expect("gpu"), 32);
+    s.training.seq_len = 4096;
+    s.training.global_batch = 1024;
+    let model = s.model_spec().expect("model");
+    let sm = StepModel::for_scenario(&model, &s, CostOptions::default());
+    let space = SearchSpace {
+        max_results: usize::MAX,
+        one_row_per_mesh: false,
+        ..SearchSpace::default()
+    };
+    let r = search(&model, &s, &space, &sm);
+    let rivalled: Vec<_> = r
+        .feasible
+        .iter()
+        .filter(|f| sm.comm_inputs.pace_rival(&f.layout()).is_some())
+        .take(200)
+        .collect();
+    assert!(!rivalled.is_empty(), "no candidate with a rival stage");
+    for f in rivalled {
+        let want = sm.evaluate(&f.layout()).seconds.total;
+        assert!(
+            (f.step_s - want).abs() <= 1e-9 * want,
+            "{:?}: search {} vs evaluate {want}",
+            f.layout(),
+            f.step_s
+        );
+    }
+}

@@ -159,7 +159,7 @@ pub fn collective_figure(
 fn layout_comms(scenario: &Scenario, model: &ModelSpec, options: &CostOptions) -> Vec<CommItem> {
     let step = StepModel::for_scenario(model, scenario, options.clone());
     let placement = step.placement(&scenario.layout);
-    step_comms(&step.comm_inputs, &scenario.layout, &placement, &step.comm)
+    step.step_comms(&scenario.layout, &placement)
         .iter()
         .copied()
         .collect()

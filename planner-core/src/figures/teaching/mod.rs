@@ -14,7 +14,7 @@ use crate::input::scenario::Scenario;
 use crate::parallel::topology::{Domain, GroupKind, GroupPlacement};
 use crate::resolve::validate::FieldError;
 use crate::time::collectives::{Collective, CommModel, LinkDomain};
-use crate::time::comms::{step_comms, CommInputs, CommItem, Purpose};
+use crate::time::comms::{CommInputs, CommItem, Purpose};
 use crate::time::cost::{CostOptions, StepModel};
 
 /// Most ranks a collective grid draws.
