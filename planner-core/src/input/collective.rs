@@ -126,7 +126,9 @@ impl Collective {
             | Collective::ReduceScatter
             | Collective::Broadcast
             | Collective::Reduce => n - 1.0,
-            // All peers' sends are posted in one NCCL group and proceed concurrently.
+            // All peers' sends are posted in one NCCL group and proceed concurrently: "calls
+            // within a group can be seen as progressing independently" (NCCL user guide,
+            // "Point-to-point communication", whose all-to-all is one group of sends and receives).
             Collective::AllToAll | Collective::SendRecv => 1.0,
         }
     }

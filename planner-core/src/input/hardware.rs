@@ -98,13 +98,16 @@ impl Cluster {
     pub fn of(gpu: GpuSpec, nodes: u32) -> Self {
         Cluster {
             gpus_per_node: gpu.gpus_per_node,
+            // NCCL's own latency model, per ring step of the Simple protocol it runs bandwidth-
+            // sized messages with (NVIDIA/nccl src/graph/tuning.cc `hwLatencies`, ring: NVLink
+            // 3.4 µs, network 14.0 µs; its per-call base latency is not counted here).
             intra_node: LinkSpec {
                 bytes_per_s: gpu.intra_node_bytes_per_s,
-                latency_s: 3e-6,
+                latency_s: 3.4e-6,
             },
             inter_node: LinkSpec {
                 bytes_per_s: gpu.inter_node_bytes_per_s,
-                latency_s: 10e-6,
+                latency_s: 14e-6,
             },
             gpu,
             nodes,
@@ -143,6 +146,9 @@ fn gpu(
         bf16_flops_per_s: bf16_tflops * 1e12,
         fp8_flops_per_s: fp8_tflops * 1e12,
         intra_node_bytes_per_s: nvlink_gb_per_s_both_directions / 2.0 * GB,
+        // NVIDIA DGX H100/H200 and B200 user guides (hardware overview): eight GPUs on the
+        // baseboard, eight single-port ConnectX-7 400 Gb/s adapters for the compute fabric, one
+        // per GPU (400 Gb/s = 50 GB/s).
         inter_node_bytes_per_s: 50.0 * GB,
         gpus_per_node: 8,
     }
@@ -164,7 +170,8 @@ pub fn gpu_presets() -> Vec<GpuSpec> {
         0.0,
         600.0,
     );
-    // A100 nodes usually carry one 200 Gb/s HDR NIC per GPU.
+    // NVIDIA DGX A100 user guide (hardware overview): eight single-port ConnectX-6 200 Gb/s HDR
+    // InfiniBand adapters for the compute fabric, one per GPU (200 Gb/s = 25 GB/s).
     a100_40.inter_node_bytes_per_s = 25.0 * GB;
     // modal-labs/modal-client PR #2797: A100 80GB 81920MiB.
     let mut a100_80 = gpu(
@@ -176,6 +183,7 @@ pub fn gpu_presets() -> Vec<GpuSpec> {
         0.0,
         600.0,
     );
+    // The same DGX A100 fabric.
     a100_80.inter_node_bytes_per_s = 25.0 * GB;
     // ROCm/legacy-rocm-build issue #4750 (rocm-smi --showmeminfo vram, MI300X in SPX mode):
     // "VRAM Total Memory (B): 206141652992" = 196,592 MiB.

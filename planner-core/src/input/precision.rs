@@ -14,9 +14,11 @@ pub enum PrecisionRecipe {
     MixedAdam,
     /// As `MixedAdam` but gradients accumulated in fp32 (Megatron): 2 + 4 + 12 = 18 B.
     MixedAdamFp32Grads,
-    /// BF16 weights and gradients, no fp32 master, fp32 moments: 2 + 2 + 8 = 12 B.
+    /// BF16 weights and gradients, no fp32 master, fp32 moments: 2 + 2 + 8 = 12 B (the dtypes'
+    /// sizes: a recipe a person picks, not a measured figure).
     Bf16NoMaster,
-    /// FP8 compute copy of the weights beside a BF16 master, fp32 moments: 1 + 2 + 2 + 8 = 13 B.
+    /// FP8 compute copy of the weights beside a BF16 master, fp32 moments: 1 + 2 + 2 + 8 = 13 B
+    /// (the dtypes' sizes, as for [`PrecisionRecipe::Bf16NoMaster`]).
     Fp8Bf16Master,
     /// Mixed precision with 8-bit Adam (Dettmers et al. 2022): 2 + 2 + 4 + 2 = 10 B.
     Adam8Bit,
@@ -116,6 +118,28 @@ impl Precision {
     /// Master weights plus optimizer moments: the ZeRO paper's "K" (12 for mixed Adam).
     pub fn optimizer_state_bytes(&self) -> f64 {
         self.master_bytes + self.optimizer_bytes
+    }
+
+    /// HBM bytes the optimizer step moves per parameter it updates. Adam reads the parameter
+    /// it updates (the fp32 master, or the working weights without one), the gradient and both
+    /// moments, and writes the parameter and both moments, in one pass (torch/optim/adam.py
+    /// `_multi_tensor_adam`; apex and Transformer Engine `FusedAdam`); with a master, the working
+    /// copy is then refreshed from it, one read of the master and one write of the copy
+    /// (megatron/core/optimizer/optimizer.py `_copy_main_params_to_model_params`). Mixed Adam:
+    /// 2·4 + 2 + 2·8 + (4 + 2) = 32 B.
+    pub fn optimizer_step_bytes(&self) -> f64 {
+        let has_master = self.master_bytes > 0.0;
+        let updated = if has_master {
+            self.master_bytes
+        } else {
+            self.weight_bytes
+        };
+        let refresh = if has_master {
+            self.master_bytes + self.weight_bytes
+        } else {
+            0.0
+        };
+        2.0 * updated + self.grad_bytes + 2.0 * self.optimizer_bytes + refresh
     }
 
     /// All model-state bytes per parameter (16 for mixed Adam).

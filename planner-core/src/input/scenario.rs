@@ -127,6 +127,8 @@ impl Default for Overheads {
             gradient_bucket_bytes: 25e6,
             zero3_units_in_flight: 2,
             allocator_fraction: rt::reserved_over_allocated_fraction(),
+            // A planning margin the person sets (the share of the device a plan may fill), not a
+            // model term: `meshplan validate` checks fits against the whole capacity (1.0).
             usable_fraction: 0.9,
             framework: crate::input::framework::Framework::Article,
             kernels: crate::input::kernels::Kernels::FrameworkDefault,

@@ -311,7 +311,9 @@ pub fn stage_state(inputs: &MemoryInputs, span: &StageSpan) -> StageState {
         // FSDP reduce-scatters one unit's full gradient before keeping its shard.
         rank.largest_unit * precision.grad_bytes
     } else {
-        // One bucket being reduced while the next fills (buckets are views of the gradients).
+        // One bucket being reduced while the next fills: DeepSpeed's ZeRO-1/2 keeps two
+        // reduce buckets when it overlaps (deepspeed/runtime/zero/stage_1_and_2.py `ipg_buffer`:
+        // `buf_0`, and `buf_1` under `overlap_comm`), the same bound for DDP's in-flight bucket.
         2.0 * overheads.gradient_bucket_bytes
     };
     // Only adapters have gradients: a bucket never holds more than all of them.

@@ -341,10 +341,11 @@ impl Default for SearchSpace {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PricingCaveat {
-    /// ZeRO-3 / FSDP whose parameter gathers cross nodes: every published run of that
-    /// kind in `meshplan validate` ran slower than predicted (Narayanan et al. 2021,
-    /// Table 2: GPT-3 175B and 530B with ZeRO-3 on 384–2,240 A100s, +52% to +342%;
-    /// torchtitan's 128-GPU FSDP run, +70%).
+    /// ZeRO-3 / FSDP whose parameter gathers cross nodes, under a framework whose gather
+    /// path has no measurement priced: the published runs of that kind ran slower than the
+    /// link rates say (`meshplan validate`: torchtitan's FSDP2 run on 128 H100 by 21%; the
+    /// Narayanan et al. 2021 ZeRO-3 runs on 384–2,240 A100s by 1.5–4.4× until DeepSpeed of
+    /// 2021's own gather path was priced, `Framework::DeepSpeed2021`, which carries no caveat).
     Zero3InterNodeGathers,
 }
 
@@ -360,16 +361,25 @@ impl PricingCaveat {
     pub fn message(self) -> &'static str {
         match self {
             PricingCaveat::Zero3InterNodeGathers => {
-                "ZeRO-3 gathers across nodes: published runs of this kind ran 1.5–4.4× slower \
-                 than this model predicts (see meshplan validate), so it is ranked after \
-                 layouts without a known underestimate"
+                "ZeRO-3 gathers across nodes: priced at the links' rates, which published runs \
+                 of this kind did not reach (torchtitan's FSDP2 on 128 H100 ran 21% slower \
+                 than predicted; DeepSpeed of 2021, 1.5–4.4× slower until its gather path was \
+                 priced: framework deepspeed-2021), so it is ranked after layouts without a \
+                 known underestimate"
             }
         }
     }
 
-    /// The caveat of a layout at its placement, if any.
-    pub fn of(layout: &Layout, placement: &Placement) -> Option<PricingCaveat> {
-        (layout.zero == ZeroStage::Zero3 && placement.group(GroupKind::DpCp).crosses_nodes())
+    /// The caveat of a layout at its placement under `framework`, if any.
+    pub fn of(
+        layout: &Layout,
+        placement: &Placement,
+        framework: crate::input::framework::Framework,
+    ) -> Option<PricingCaveat> {
+        let measured_path = framework == crate::input::framework::Framework::DeepSpeed2021;
+        (layout.zero == ZeroStage::Zero3
+            && placement.group(GroupKind::DpCp).crosses_nodes()
+            && !measured_path)
             .then_some(PricingCaveat::Zero3InterNodeGathers)
     }
 }
@@ -875,6 +885,7 @@ fn search_blocks<P: PeakSource>(
     let n_zero = space.zero_stages.len() as u64;
     let n_rc = space.recompute.len() as u64;
     let layers = model.layers;
+    let framework = scenario.overheads.framework;
 
     let reject = |block: Rejected, counts: &mut [u64; 13], rejected: &mut Vec<Rejected>| {
         for r in block.reasons.iter() {
@@ -1178,7 +1189,7 @@ fn search_blocks<P: PeakSource>(
                                 bubble_s: s.bubble,
                                 peak_memory_bytes: peak,
                                 headroom_bytes: usable - peak,
-                                caveat: PricingCaveat::of(&layout, &placement),
+                                caveat: PricingCaveat::of(&layout, &placement, framework),
                             });
                         }
                     }

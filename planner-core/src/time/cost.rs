@@ -55,9 +55,6 @@ pub struct CostOptions {
     pub overlap_slowdown: f64,
     /// Rank numbering order.
     pub rank_order: RankOrder,
-    /// HBM bytes the optimizer step reads and writes per sharded parameter
-    /// (fp32 master, two moments read+write, BF16 weight write, gradient read ≈ 32).
-    pub optimizer_bytes_per_param: f64,
 }
 
 impl Default for CostOptions {
@@ -72,7 +69,6 @@ impl Default for CostOptions {
             // Lee et al. 2025, "Characterizing Compute-Communication Overlap in GPU-Accelerated Distributed Deep Learning" (arXiv 2507.03114): overlapped compute 18.9% slower on average (max 40.0%) than alone, GPT and LLaMA training on 4× A100, H100, MI250, MI210.
             overlap_slowdown: 0.189,
             rank_order: RankOrder::default(),
-            optimizer_bytes_per_param: 32.0,
         }
     }
 }
@@ -426,6 +422,9 @@ pub struct StepCost {
 pub struct StepModel {
     /// Communication inputs.
     pub comm_inputs: CommInputs,
+    /// HBM bytes the optimizer step moves per parameter it updates
+    /// ([`crate::input::precision::Precision::optimizer_step_bytes`]).
+    pub optimizer_step_bytes_per_param: f64,
     /// Link parameters.
     pub comm: CommModel,
     /// FLOPs per token.
@@ -556,6 +555,7 @@ impl StepModel {
         options.gemm.max_fraction *=
             crate::input::gemm_efficiency::bf16_relative_gemm_efficiency(&gpu.id);
         StepModel {
+            optimizer_step_bytes_per_param: scenario.precision.optimizer_step_bytes(),
             comm_inputs: CommInputs::new(
                 model,
                 &scenario.precision,
@@ -1164,7 +1164,7 @@ impl StepModel {
         let optimizer = if self.offload.moves_optimizer(layout.zero) {
             0.0
         } else {
-            params_local * self.options.optimizer_bytes_per_param / hbm
+            params_local * self.optimizer_step_bytes_per_param / hbm
         };
         // TE casts each weight to FP8 on the first micro-batch of a step and reuses the copy (TE user
         // guide, examples/advanced_optimizations "FP8 weight caching"; Megatron passes is_first_microbatch).
@@ -1348,7 +1348,7 @@ impl StepModel {
                 worked: ms(s.optimizer),
                 assumption: format!(
                     "{} B of HBM traffic per local parameter",
-                    self.options.optimizer_bytes_per_param
+                    self.optimizer_step_bytes_per_param
                 ),
             },
         ];

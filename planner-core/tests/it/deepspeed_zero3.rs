@@ -163,3 +163,35 @@ fn the_search_prices_deepspeed_candidates_as_evaluate_does() {
         }
     }
 }
+
+/// ZeRO-3 across nodes carries the search's pricing caveat, except under DeepSpeed of 2021,
+/// whose gather path is priced from DeepSpeed's own measurement (and matches the published
+/// ZeRO-3 runs of that release to within −19% to +9%).
+#[test]
+fn only_an_unmeasured_gather_path_carries_the_caveat() {
+    use planner_core::search::mesh::PricingCaveat;
+    let layout = Layout {
+        dp: 64,
+        zero: ZeroStage::Zero3,
+        ..Layout::default()
+    };
+    let placement = Placement::of(&layout, 8, RankOrder::default());
+    for framework in Framework::ALL {
+        let caveat = PricingCaveat::of(&layout, &placement, framework);
+        if framework == Framework::DeepSpeed2021 {
+            assert_eq!(caveat, None);
+        } else {
+            assert_eq!(
+                caveat,
+                Some(PricingCaveat::Zero3InterNodeGathers),
+                "{framework:?}"
+            );
+        }
+    }
+    let in_node = Layout { dp: 8, ..layout };
+    let placement = Placement::of(&in_node, 8, RankOrder::default());
+    assert_eq!(
+        PricingCaveat::of(&in_node, &placement, Framework::Torchtitan),
+        None
+    );
+}

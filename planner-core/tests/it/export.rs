@@ -389,6 +389,35 @@ fn megatron_overlap_flags_follow_the_plan() {
     );
 }
 
+/// TP overlap reaches torchtitan as its async TP (job_config.py
+/// `parallelism.enable_async_tensor_parallel`) with torch.compile on, which async TP needs;
+/// with TP 1 or the overlap off, neither line appears.
+#[test]
+fn torchtitan_async_tp_follows_the_plans_tp_overlap() {
+    use planner_core::input::framework::Framework;
+    use planner_core::input::overlap::Switch;
+    let lines = |e: &Export| {
+        [
+            has_line(e, "enable_async_tensor_parallel = true"),
+            has_line(e, "[compile]") && has_line(e, "enable = true"),
+        ]
+    };
+    let mut s = mixtral_ep_scenario();
+    s.overheads.framework = Framework::Torchtitan;
+    s.layout.tp = 2;
+    assert_eq!(lines(&one(ExportFormat::Torchtitan, &s)), [false, false]);
+    s.overheads.overlap.tp_comm = Switch::On;
+    let e = one(ExportFormat::Torchtitan, &s);
+    assert_eq!(lines(&e), [true, true]);
+    assert!(
+        e.notes.iter().any(|n| n.contains("async TP")),
+        "{:?}",
+        e.notes
+    );
+    s.layout.tp = 1;
+    assert_eq!(lines(&one(ExportFormat::Torchtitan, &s)), [false, false]);
+}
+
 /// EP overlap reaches Megatron-LM as `--overlap-moe-expert-parallel-comm` (arguments.py, off
 /// by default) when the layout meets its requirements (transformer_config.py: ep > 1, no full
 /// recompute, virtual stages when pp > 1); otherwise the export says it was priced without.

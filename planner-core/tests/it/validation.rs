@@ -167,7 +167,8 @@ fn a_dense_row_is_recomputed_by_hand() {
     // 300 GB/s (nccl-tests issue #149), a 200 Gb/s HDR NIC at 24 of its 25 GB/s (#119).
     let intra_bw = gpu.intra_node_bytes_per_s * 230.0 / 300.0;
     let inter_bw = gpu.inter_node_bytes_per_s * 24.0 / 25.0;
-    let (intra_lat, inter_lat) = (3e-6, 10e-6);
+    // NCCL's ring Simple-protocol latency per step (input/hardware.rs, tuning.cc hwLatencies).
+    let (intra_lat, inter_lat) = (3.4e-6, 14e-6);
     let rs_intra = 7.0 * intra_lat + chunk * (7.0 / 8.0) / intra_bw;
     let ar_inter = 2.0 * 3.0 * inter_lat + (chunk / 8.0) * (2.0 * 3.0 / 4.0) / inter_bw;
     let ag_intra = 7.0 * intra_lat + chunk * (7.0 / 8.0) / intra_bw;
@@ -179,7 +180,7 @@ fn a_dense_row_is_recomputed_by_hand() {
     let sigma = opts.overlap_slowdown;
     let interference = (all_reduce - exposed) * sigma / (1.0 + sigma);
     // Optimizer step: every parameter's 32 bytes of HBM traffic (DDP, nothing sharded).
-    let optimizer = params * opts.optimizer_bytes_per_param / bw;
+    let optimizer = params * 32.0 / bw;
     let step = ideal + exposed + interference + optimizer;
 
     let tokens_per_s_per_gpu = gbs * s / step / gpus;

@@ -53,6 +53,18 @@ pub(super) fn torchtitan(c: &Ctx) -> (String, Vec<String>) {
         let _ = writeln!(out, "fsdp_reshard_after_forward = {}", toml_string(r));
     }
     let _ = writeln!(out, "tensor_parallel_degree = {}", l.tp);
+    // The TP overlap the plan priced (input/overlap.rs): torchtitan's async TP
+    // (job_config.py `Parallelism.enable_async_tensor_parallel`, "currently only effective
+    // when compile is enabled", so `[compile] enable` below).
+    let async_tp = l.tp > 1
+        && c.s
+            .overheads
+            .overlap
+            .applied(c.s.overheads.framework)
+            .tp_comm;
+    if async_tp {
+        let _ = writeln!(out, "enable_async_tensor_parallel = true");
+    }
     if l.tp > 1 && !l.sequence_parallel {
         notes.push(
             "torchtitan's tensor parallelism always shards norms and dropout over the sequence \
@@ -138,6 +150,18 @@ pub(super) fn torchtitan(c: &Ctx) -> (String, Vec<String>) {
     let _ = writeln!(out, "mixed_precision_param = \"bfloat16\"");
     let _ = writeln!(out, "mixed_precision_reduce = \"float32\"");
     let _ = writeln!(out);
+
+    if async_tp {
+        // job_config.py `Compile`: components default to the model and the loss.
+        let _ = writeln!(out, "[compile]");
+        let _ = writeln!(out, "enable = true");
+        let _ = writeln!(out);
+        notes.push(
+            "TP overlap is on in the plan: torchtitan's async TP, which works only under \
+             torch.compile (enabled here)."
+                .to_string(),
+        );
+    }
 
     let _ = writeln!(out, "[activation_checkpoint]");
     match l.recompute {
