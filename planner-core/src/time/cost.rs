@@ -1296,13 +1296,18 @@ impl StepModel {
                 value: s.compute,
                 formula: "m · b·s/(tp·cp·pp) · 3 · ((2N − F_head − F_exp)/(peak·eff_gemm) + F_exp/(peak·eff_expert) + F_head/(peak_bf16·eff_gemm) + F_attn/(peak_bf16·eff_attn·share_len(s/cp)) + bytes_elem/HBM) + FP8 casts + recompute (peak = peak_bf16, or peak_fp8 · r_fp8 under FP8: r_fp8 the FP8-over-BF16 achievable share, ml-engineering MAMF table)".into(),
                 worked: format!(
-                    "{} micro-batches × {} tokens over {} GPUs per replica, GEMMs {:.0} TFLOP/s × {:.2} (routed experts × {:.2}), attention and LM head at BF16 {:.0} TFLOP/s (attention × {:.2} × {:.2} for {}-token calls, FlashAttention-3 Fig. 5){} = {} (of which recompute {})",
+                    "{} micro-batches × {} tokens over {} GPUs per replica, GEMMs {:.0} TFLOP/s × {:.2}{}, attention and LM head at BF16 {:.0} TFLOP/s (attention × {:.2} × {:.2} for {}-token calls, FlashAttention-3 Fig. 5){} = {} (of which recompute {})",
                     s.micro_batches,
                     f64::from(layout.micro_batch) * self.comm_inputs.seq_len,
                     u64::from(layout.tp) * u64::from(layout.cp) * u64::from(layout.pp),
                     self.peak_flops_per_s / 1e12,
                     eff,
-                    self.expert_gemm_efficiency(layout),
+                    // Only a model with routed experts has expert GEMMs to rate.
+                    if self.comm_inputs.expert_params > 0.0 {
+                        format!(" (routed experts × {:.2})", self.expert_gemm_efficiency(layout))
+                    } else {
+                        String::new()
+                    },
                     self.bf16_flops_per_s / 1e12,
                     self.options.attention_efficiency,
                     self.attention_length_share(layout),
