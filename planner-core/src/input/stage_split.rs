@@ -372,7 +372,8 @@ impl StageSplit {
     /// head on top (what `--account-for-loss-in-pipeline-split` exists to offset). Without a
     /// pipeline (pp 1), and for a split validation refuses (its rule is reported as an error;
     /// the numbers stay finite), the averaged stage (`⌈layers / pp⌉`, head spread over the
-    /// stages) is priced.
+    /// stages) is priced. A stage with more MoE layers can still be slower
+    /// ([`StageSplit::pace_rival`]); the step prices both.
     pub fn pace(&self, sh: SplitShape, moe_layers: u32, head_layers: f64) -> StagePace {
         let p = f64::from(sh.pp);
         if sh.pp < 2 || self.problem(sh).is_some() {

@@ -152,27 +152,21 @@ impl CommInputs {
     /// The stage whose layers (and, on the last stage, LM head) set the pace of `layout`'s
     /// pipeline ([`crate::input::stage_split::StageSplit::pace`]).
     pub fn pace(&self, layout: &Layout) -> crate::input::stage_split::StagePace {
-        let sh = crate::input::stage_split::SplitShape::new(
-            self.layers,
-            layout.pp,
-            layout.virtual_stages,
-        );
         layout
             .stage_split
-            .pace(sh, self.moe_layers, self.head_layers)
+            .pace(self.split_shape(layout), self.moe_layers, self.head_layers)
     }
 
     /// The stage with more MoE layers than [`CommInputs::pace`]'s, if any
     /// ([`crate::input::stage_split::StageSplit::pace_rival`]).
     pub fn pace_rival(&self, layout: &Layout) -> Option<crate::input::stage_split::StagePace> {
-        let sh = crate::input::stage_split::SplitShape::new(
-            self.layers,
-            layout.pp,
-            layout.virtual_stages,
-        );
         layout
             .stage_split
-            .pace_rival(sh, self.moe_layers, self.head_layers)
+            .pace_rival(self.split_shape(layout), self.moe_layers, self.head_layers)
+    }
+
+    fn split_shape(&self, layout: &Layout) -> crate::input::stage_split::SplitShape {
+        crate::input::stage_split::SplitShape::new(self.layers, layout.pp, layout.virtual_stages)
     }
 
     /// Micro-batches per step per pipeline: `global_batch / (dp × micro_batch)`.
