@@ -779,19 +779,8 @@ impl StepModel {
         layout: &Layout,
         placement: &Placement,
     ) -> (crate::input::stage_split::StagePace, StepSeconds) {
-        let pace = self.comm_inputs.pace(layout);
-        let s = self.seconds_paced(layout, placement, &pace);
-        match self.comm_inputs.pace_rival(layout) {
-            Some(rival) => {
-                let r = self.seconds_paced(layout, placement, &rival);
-                if r.total > s.total {
-                    (rival, r)
-                } else {
-                    (pace, s)
-                }
-            }
-            None => (pace, s),
-        }
+        let (pace, _, seconds) = self.paced(layout, placement);
+        (pace, seconds)
     }
 
     /// The communication items of `layout`'s step, as its pacing stage ([`StepModel::pacing`])
@@ -801,8 +790,30 @@ impl StepModel {
         layout: &Layout,
         placement: &Placement,
     ) -> crate::time::comms::StepComms {
-        let pace = self.pacing(layout, placement).0;
-        step_comms_paced(&self.comm_inputs, layout, placement, &self.comm, &pace)
+        self.paced(layout, placement).1
+    }
+
+    /// [`StepModel::pacing`] with the winning stage's communication items, built once per
+    /// candidate stage (evaluate needs all three; the items are a fixed array, no allocation).
+    fn paced(
+        &self,
+        layout: &Layout,
+        placement: &Placement,
+    ) -> (
+        crate::input::stage_split::StagePace,
+        crate::time::comms::StepComms,
+        StepSeconds,
+    ) {
+        let priced = |pace: crate::input::stage_split::StagePace| {
+            let comms = step_comms_paced(&self.comm_inputs, layout, placement, &self.comm, &pace);
+            let seconds = self.seconds_with(layout, comms.iter(), &pace);
+            (pace, comms, seconds)
+        };
+        let counted = priced(self.comm_inputs.pace(layout));
+        match self.comm_inputs.pace_rival(layout).map(priced) {
+            Some(rival) if rival.2.total > counted.2.total => rival,
+            _ => counted,
+        }
     }
 
     /// [`StepModel::seconds`] with the layout's pacing stage ([`CommInputs::pace`]) already
@@ -1279,8 +1290,7 @@ impl StepModel {
     /// Full evaluation with explanations.
     pub fn evaluate(&self, layout: &Layout) -> StepCost {
         let placement = self.placement(layout);
-        let (pace, s) = self.pacing(layout, &placement);
-        let comms = step_comms_paced(&self.comm_inputs, layout, &placement, &self.comm, &pace);
+        let (pace, comms, s) = self.paced(layout, &placement);
         let gpus = layout.world_size() as f64;
         let tokens = self.tokens_per_step();
         let mfu = self.mfu(s.total, gpus);
