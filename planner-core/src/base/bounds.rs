@@ -162,6 +162,15 @@ pub const MAX_EXPERTS: u32 = 1 << 16;
 /// Most parameters a model may have (keeps every `u64` count far from overflow).
 pub const MAX_PARAMS: f64 = 1e16;
 
+/// An MoE capacity factor: positive (0 would drop every token). Published recipes use 1.0 to
+/// 2.0 (Switch Transformer §2.2 trains at 1.0–2.0; Megatron-Bridge's token drop at 1.0);
+/// Megatron sets no upper bound, and 64 keeps every product finite.
+pub const MOE_CAPACITY_FACTOR: Bounds = Bounds::above(0.0, 64.0, "× the mean");
+
+/// The busiest EP rank's measured load over the mean: at least the mean itself, and at most
+/// every token on one rank of the largest EP group a scenario allows.
+pub const MOE_BUSIEST_LOAD: Bounds = Bounds::closed(1.0, 1e6, "× the mean");
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -264,7 +264,7 @@ fn host_fields() -> [Field<HostSpec>; 6] {
 }
 
 /// Everything after the model, precision and cluster, compared with the default scenario.
-fn scenario_fields() -> [Field<Scenario>; 47] {
+fn scenario_fields() -> [Field<Scenario>; 50] {
     [
         field!("seq", Scenario, |s| s.training.seq_len, number),
         field!("gbs", Scenario, |s| s.training.global_batch, number),
@@ -428,6 +428,40 @@ fn scenario_fields() -> [Field<Scenario>; 47] {
             Switch::from_id,
             "default, on or off"
         ),
+        Field::<Scenario> {
+            key: "moe_cf",
+            get: |s| {
+                s.overheads
+                    .moe_routing
+                    .capacity_factor
+                    .map(text)
+                    .unwrap_or_default()
+            },
+            set: |s, v| {
+                s.overheads.moe_routing.capacity_factor = optional(v, num)?;
+                Ok(())
+            },
+        },
+        field!(
+            "moe_pad",
+            Scenario,
+            |s| s.overheads.moe_routing.pad_to_capacity,
+            flag
+        ),
+        Field::<Scenario> {
+            key: "moe_load",
+            get: |s| {
+                s.overheads
+                    .moe_routing
+                    .measured_busiest_load
+                    .map(text)
+                    .unwrap_or_default()
+            },
+            set: |s, v| {
+                s.overheads.moe_routing.measured_busiest_load = optional(v, num)?;
+                Ok(())
+            },
+        },
         field!(
             "serve_w",
             Scenario,

@@ -18,6 +18,7 @@ use crate::input::hardware::{gpu_preset, gpu_preset_for_device, Cluster, GIB};
 use crate::input::kernels::Kernels;
 use crate::input::layout::{Layout, Recompute, Schedule, ZeroStage};
 use crate::input::model::{FfnKind, ModelSpec, MoeSpec, NormKind};
+use crate::input::moe_routing::MoeRouting;
 use crate::input::overlap::{OverlapChoice, Switch};
 use crate::input::precision::{Precision, PrecisionRecipe};
 use crate::input::scenario::{
@@ -685,6 +686,30 @@ fn family(source: &str) -> Family {
     }
 }
 
+/// How a row's MoE layers route, with the default it states: a Megatron-Bridge 25.09
+/// "tokendrop" row runs `apply_moe_token_drop` with its defaults, capacity factor 1.0 and every
+/// expert padded to it (scripts/performance/run_script.py at 568b3a3ef, `--use_tokendrop`;
+/// src/megatron/bridge/training/utils/moe_token_drop.py); every other MoE row is dropless
+/// (Megatron-Core's default, `moe_expert_capacity_factor = None`), priced at random routing's
+/// busiest rank. Dense rows route nothing.
+fn moe_routing_of(run: &PublishedRun, moe: bool, defaults: &mut Vec<String>) -> MoeRouting {
+    if !moe {
+        return MoeRouting::default();
+    }
+    if run.source.starts_with("MBridge")
+        && run.model_name.to_ascii_lowercase().contains("tokendrop")
+    {
+        defaults.push("MoE routing not stated per row: capacity factor 1.0, padded to capacity (Megatron-Bridge 25.09 run_script.py --use_tokendrop: apply_moe_token_drop defaults)".to_string());
+        return MoeRouting {
+            capacity_factor: Some(1.0),
+            pad_to_capacity: true,
+            measured_busiest_load: None,
+        };
+    }
+    defaults.push("MoE routing not stated: dropless (Megatron-Core's default), the busiest EP rank at random routing's expected maximum".to_string());
+    MoeRouting::default()
+}
+
 /// The overlap a row's source recipe sets, with where it says so; `None` when no published
 /// recipe or script for the row was found (the row then keeps its framework's defaults).
 fn recipe_overlap(run: &PublishedRun) -> Option<(OverlapChoice, &'static str)> {
@@ -1317,6 +1342,7 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
             OverlapChoice::spelled_out(applied)
         }
     };
+    let moe_routing = moe_routing_of(run, spec.moe.is_some(), &mut defaults);
     let scenario = Scenario {
         version: SCENARIO_VERSION,
         model: model_choice,
@@ -1337,6 +1363,7 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
             framework: row_framework(run, fam),
             kernels,
             overlap,
+            moe_routing,
             // The published run fit its device: fits are checked against the capacity the device
             // reports (issue 12, "Capacity as the device has it"), with every runtime term that
             // PyTorch holds beyond the tensors counted in the peak (CUDA context, NCCL buffers,

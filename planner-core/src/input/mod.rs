@@ -16,6 +16,7 @@ pub mod kernels;
 pub mod layout;
 pub mod link_efficiency;
 pub mod model;
+pub mod moe_routing;
 pub mod offload;
 pub mod overlap;
 pub mod power_limit;

@@ -105,6 +105,13 @@ pub struct Overheads {
         skip_serializing_if = "crate::input::overlap::OverlapChoice::is_default"
     )]
     pub overlap: crate::input::overlap::OverlapChoice,
+    /// How MoE layers route tokens: dropless or a capacity factor ([`crate::input::moe_routing`]);
+    /// left out of the JSON when dropless with no measured imbalance.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::input::moe_routing::MoeRouting::is_default"
+    )]
+    pub moe_routing: crate::input::moe_routing::MoeRouting,
 }
 
 /// Whether a byte count is exactly 0 (serde: fields left out of files when not counted).
@@ -138,6 +145,7 @@ impl Default for Overheads {
                 param_gather: crate::input::overlap::Switch::Default,
                 ep_comm: crate::input::overlap::Switch::Default,
             },
+            moe_routing: crate::input::moe_routing::MoeRouting::default(),
         }
     }
 }

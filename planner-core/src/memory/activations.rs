@@ -11,7 +11,7 @@
 //! kernel (gate, up and down-input saved: `6·f/h` per `sbh`, eager PyTorch
 //! saves `8·f/h`); full recompute keeps the layer input, which Megatron stores
 //! ÷t under sequence parallelism (the paper's table lists `2sbh`); MoE layers
-//! assume balanced routing; the expert input and output are gathered over expert-TP.
+//! hold the busiest EP rank's routed tokens (`crate::input::moe_routing`); the expert input and output are gathered over expert-TP.
 //!
 //! One numeric visitor (`visit_layer`) feeds both the allocation-free sums the
 //! mesh search calls and the explained [`SavedTensor`] list the app shows.
@@ -21,6 +21,7 @@ use serde::{Deserialize, Serialize};
 use crate::input::finetune::LoraSettings;
 use crate::input::layout::{Layout, Recompute, Schedule};
 use crate::input::model::{FfnKind, ModelSpec};
+use crate::input::moe_routing::MoeRouting;
 use crate::input::precision::Precision;
 use crate::input::scenario::{ActivationOptions, Training};
 use crate::memory::adapters::{adapter_values_per_token, frozen_keeps};
@@ -43,6 +44,11 @@ pub struct ActivationSetup {
     pub sequence_parallel: bool,
     /// Expert-tensor-parallel degree of the MoE layers ([`crate::parallel::fold`]).
     pub expert_tp: u32,
+    /// Expert-parallel degree: with the routing, it sets the busiest rank's load.
+    pub ep: u32,
+    /// How MoE layers route tokens ([`crate::input::moe_routing`]): the busiest EP rank holds
+    /// its load's share of the expert-side tensors.
+    pub moe_routing: MoeRouting,
     /// Recompute policy.
     pub recompute: Recompute,
     /// Flash attention: no `s × s` tensors, a fp32 log-sum-exp per head and token instead.
@@ -64,6 +70,7 @@ impl ActivationSetup {
         training: &Training,
         options: &ActivationOptions,
         precision: &Precision,
+        moe_routing: MoeRouting,
     ) -> Self {
         ActivationSetup {
             seq_len: f64::from(training.seq_len),
@@ -72,6 +79,8 @@ impl ActivationSetup {
             cp: layout.cp.max(1),
             sequence_parallel: layout.sequence_parallel,
             expert_tp: layout.expert_tp.max(1),
+            ep: layout.ep.max(1),
+            moe_routing,
             recompute: layout.recompute,
             flash_attention: options.flash_attention,
             fp32_logits: options.fp32_logits,
@@ -97,6 +106,8 @@ impl ActivationSetup {
             cp: 1,
             sequence_parallel,
             expert_tp: 1,
+            ep: 1,
+            moe_routing: MoeRouting::default(),
             recompute,
             flash_attention: false,
             fp32_logits: true,
@@ -420,13 +431,30 @@ pub(crate) fn visit_layer(
     let mut emit_ffn = |k, width, split| emit(k, width, a, false, e, split, D::Full);
     match moe {
         Some(moe) => {
-            let top_k = f64::from(moe.experts_per_token);
+            // Each token is dispatched to top-k experts (SP splits the tokens); the busiest EP
+            // rank receives `load ×` the mean (MoeRouting::busiest_rank_load), and its saved
+            // expert tensors are what bound the peak. Megatron's dispatcher all-gathers the
+            // dispatched tokens over the expert-TP group (token_dispatcher.py,
+            // dispatch_postprocess), so a rank's expert input and output hold expert_tp × its
+            // tokens at full h, while the expert's inner width is split by expert_tp: the
+            // intermediate tensors keep their size.
+            let tokens = setup.micro_batch * setup.seq_len
+                / f64::from(setup.cp.max(1))
+                / if setup.sequence_parallel {
+                    f64::from(setup.tp.max(1))
+                } else {
+                    1.0
+                };
+            let load = setup.moe_routing.busiest_rank_load(
+                setup.ep,
+                crate::input::moe_routing::assignments_per_rank(
+                    tokens,
+                    setup.expert_tp,
+                    f64::from(moe.experts_per_token),
+                ),
+            );
+            let top_k = f64::from(moe.experts_per_token) * load;
             let fe = f64::from(moe.expert_ffn);
-            // Each token is dispatched to top-k experts (balanced routing assumed; SP splits
-            // the tokens). Megatron's dispatcher all-gathers the dispatched tokens over the
-            // expert-TP group (token_dispatcher.py, dispatch_postprocess), so a rank's expert
-            // input and output hold expert_tp × its tokens at full h, while the expert's inner
-            // width is split by expert_tp: the intermediate tensors keep their size.
             let etp = f64::from(setup.expert_tp.max(1));
             emit_ffn(K::ExpertInput, etp * top_k * h, S::SequenceParallel);
             ffn_tensors(
@@ -602,7 +630,7 @@ impl TensorKind {
         let kor = "Korthikanti et al. 2022 §4.1";
         let swiglu =
             "fused SwiGLU (Megatron bias_swiglu_impl); eager PyTorch also saves silu(gate)";
-        let moe = "Megatron MoE, balanced routing; expert input and output gathered over expert-TP";
+        let moe = "Megatron MoE: k per token on average, times the busiest EP rank's load (the routing's); expert input and output gathered over expert-TP";
         match self {
             K::Norm1Input => (
                 "norm1",

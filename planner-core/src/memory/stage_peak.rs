@@ -152,7 +152,13 @@ pub fn activation_sums(inputs: &MemoryInputs) -> ActivationSums {
         activations,
         overheads,
     } = *inputs;
-    let setup = ActivationSetup::new(layout, training, activations, precision);
+    let setup = ActivationSetup::new(
+        layout,
+        training,
+        activations,
+        precision,
+        overheads.moe_routing,
+    );
     // torchtitan's "selective" is its per-op policy, not Korthikanti's selective recompute.
     let torchtitan_dense = if overheads.framework == Framework::Torchtitan
         && layout.recompute == Recompute::Selective

@@ -388,6 +388,20 @@ impl Scenario {
         e.range_u32("z3_units", o.zero3_units_in_flight, 1, MAX_LAYERS);
         e.fraction_from_zero("frag", o.allocator_fraction);
         e.fraction("usable", o.usable_fraction);
+        let r = &o.moe_routing;
+        if let Some(cf) = r.capacity_factor {
+            e.within("moe_cf", cf, bounds::MOE_CAPACITY_FACTOR);
+        } else if r.pad_to_capacity {
+            // Megatron-Bridge's apply_moe_token_drop: "ValueError: If
+            // moe_expert_capacity_factor is not set and moe_pad_expert_input_to_capacity is True".
+            e.push(
+                "moe_pad",
+                "padding to capacity needs a capacity factor (moe_cf)",
+            );
+        }
+        if let Some(load) = r.measured_busiest_load {
+            e.within("moe_load", load, bounds::MOE_BUSIEST_LOAD);
+        }
 
         let s = &self.serving;
         e.range_u32("serve_ctx", s.context_len, 1, MAX_SEQ_LEN);

@@ -22,8 +22,8 @@ use crate::memory::stage_peak::{ActivationSums, MemoryInputs, StageState};
 type SpansKey = (u32, u32, StageSplit);
 
 /// What [`ActivationSetup::new`] reads of a layout: micro-batch, TP, CP, sequence
-/// parallel, expert-TP, recompute (a hit is checked against the whole setup anyway).
-type SumsKey = (u32, u32, u32, bool, u32, Recompute);
+/// parallel, expert-TP, EP, recompute (a hit is checked against the whole setup anyway).
+type SumsKey = (u32, u32, u32, bool, u32, u32, Recompute);
 
 /// What [`stage_state`] reads of a layout (dp, tp, pp, cp, ep, expert-TP, ZeRO stage) and
 /// what its stages depend on (virtual stages, split).
@@ -86,6 +86,7 @@ impl PeakMemo {
             &scenario.training,
             &scenario.activations,
             &scenario.precision,
+            scenario.overheads.moe_routing,
         );
         let sums_key = (
             layout.micro_batch,
@@ -93,6 +94,7 @@ impl PeakMemo {
             layout.cp,
             layout.sequence_parallel,
             layout.expert_tp,
+            layout.ep,
             layout.recompute,
         );
         // First level: one slot per (recompute, micro-batch mod 8, expert-TP above 1), which

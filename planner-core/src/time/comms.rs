@@ -74,6 +74,10 @@ pub struct CommInputs {
     /// ([`crate::time::deepspeed_zero3::backward_regather_share`]).
     #[serde(default)]
     pub layer_modules_params: [f64; 4],
+    /// How MoE layers route tokens ([`crate::input::moe_routing`]): the busiest EP rank's
+    /// load scales what it receives and computes.
+    #[serde(default)]
+    pub moe_routing: crate::input::moe_routing::MoeRouting,
 }
 
 /// Serde default of [`CommInputs::grad_reduce_overlap`].
@@ -146,7 +150,33 @@ impl CommInputs {
             framework: overheads.framework,
             grad_reduce_overlap: overheads.overlap.applied(overheads.framework).grad_reduce,
             layer_modules_params: layer_modules_params(model, &pb),
+            moe_routing: overheads.moe_routing,
         }
+    }
+
+    /// Tokens one rank routes per micro-batch and MoE layer: `b·s/cp`, split by TP under
+    /// sequence parallelism (Megatron's MoE layer routes the SP shard's tokens).
+    pub fn routed_tokens_per_rank(&self, layout: &Layout) -> f64 {
+        let split = if layout.sequence_parallel {
+            f64::from(layout.tp.max(1))
+        } else {
+            1.0
+        };
+        f64::from(layout.micro_batch.max(1)) * self.seq_len / f64::from(layout.cp.max(1)) / split
+    }
+
+    /// The busiest EP rank's routed tokens over the mean
+    /// ([`crate::input::moe_routing::MoeRouting::busiest_rank_load`]); 1 for a dense model.
+    pub fn expert_load(&self, layout: &Layout) -> f64 {
+        if self.moe_layers == 0 || self.experts_per_token <= 0.0 {
+            return 1.0;
+        }
+        let n = crate::input::moe_routing::assignments_per_rank(
+            self.routed_tokens_per_rank(layout),
+            layout.expert_tp,
+            self.experts_per_token,
+        );
+        self.moe_routing.busiest_rank_load(layout.ep, n)
     }
 
     /// The stage whose layers (and, on the last stage, LM head) set the pace of `layout`'s
@@ -793,12 +823,13 @@ pub fn model_parallel_comms(
     }
 
     // Expert parallel: GShard/Megatron all-to-all dispatch and combine, forward and backward;
-    // each of a rank's tokens (split by TP under sequence parallel) goes to top-k experts.
+    // each of a rank's tokens (split by TP under sequence parallel) goes to top-k experts, and
+    // the all-to-all ends when the busiest rank has received its share, `load ×` the mean
+    // ([`CommInputs::expert_load`]; exactly the capacity when padded to it).
     // The EP group is placed as Megatron's expert rank generator numbers it (after expert-TP
     // in the stage's tp × cp × dp ranks, [`crate::parallel::fold`]), so with expert-TP 1 it spans TP ranks.
     if layout.ep > 1 && inp.moe_layers > 0 {
-        let split = if layout.sequence_parallel { tp } else { 1.0 };
-        let tokens = b * inp.seq_len / cp / split;
+        let tokens = inp.routed_tokens_per_rank(layout) * inp.expert_load(layout);
         let msg = tokens * inp.experts_per_token * inp.hidden * inp.activation_bytes;
         let per_layer = if full { 6.0 } else { 4.0 };
         add(

@@ -628,6 +628,16 @@ impl StepModel {
         self.expert_shape.1 > f64::from(layout.ep.max(1))
     }
 
+    /// The load Megatron's sort by local expert runs at: the busiest EP rank's
+    /// ([`CommInputs::expert_load`]) where a rank sorts ([`StepModel::local_expert_sort`]), else 0.
+    pub fn local_sort_load(&self, layout: &Layout) -> f64 {
+        if self.local_expert_sort(layout) {
+            self.comm_inputs.expert_load(layout)
+        } else {
+            0.0
+        }
+    }
+
     /// Achievable HBM bandwidth for streaming (memory-bound) kernels, bytes/s.
     pub fn hbm_streaming_bytes_per_s(&self) -> f64 {
         (self.hbm_bytes_per_s * self.hbm_achievable_fraction.clamp(1e-3, 1.0)).max(1.0)
@@ -661,7 +671,7 @@ impl StepModel {
         let pp = f64::from(layout.pp.max(1));
         let tokens = f64::from(layout.micro_batch.max(1)) * self.comm_inputs.seq_len
             / f64::from(layout.cp.max(1));
-        let (fwd, bwd) = mb.per_layer(tp, layout.sequence_parallel, self.local_expert_sort(layout));
+        let (fwd, bwd) = mb.per_layer(tp, layout.sequence_parallel, self.local_sort_load(layout));
         // MTP modules run their decoder layer's element-wise ops too, spread like the LM head.
         let layers =
             (f64::from(self.comm_inputs.layers) + f64::from(self.comm_inputs.mtp_layers)) / pp;
@@ -735,25 +745,24 @@ impl StepModel {
         self.options.gemm.at(tokens.min(split))
     }
 
-    /// GEMM efficiency of the routed experts' GEMMs: the smaller of the tokens one expert
-    /// multiplies per micro-batch and its expert-TP-split width `f_e/expert_tp`. Tokens per
-    /// expert: each of the EP group's ranks sends its `b·s/cp` tokens (÷tp under sequence
-    /// parallel) top-k times over `E` experts, and the dispatcher gathers them over expert-TP
-    /// (megatron/core/transformer/moe/token_dispatcher.py), balanced routing assumed.
+    /// GEMM efficiency of the routed experts' GEMMs on the busiest EP rank: the smaller of the
+    /// tokens one of its experts multiplies per micro-batch and its expert-TP-split width
+    /// `f_e/expert_tp`. Tokens per expert: the rank's mean routed pairs
+    /// ([`crate::input::moe_routing::assignments_per_rank`]) over its `E/ep` experts, times
+    /// the busiest rank's load ([`CommInputs::expert_load`]). A grouped GEMM runs each group
+    /// at a dense GEMM's rate for the group's shape: DeepGEMM's H800 FP8 tables (README at
+    /// 327ec92) give 1346 TFLOP/s for 8 groups of M 4096, N 4096, K 7168 against 1410 for one
+    /// 4096 × 4096 × 7168 GEMM, and 1214 against 1168 at N 7168, K 2048.
     pub fn expert_gemm_efficiency(&self, layout: &Layout) -> f64 {
         let (fe, experts) = self.expert_shape;
         let etp = f64::from(layout.expert_tp.max(1));
-        let split = if layout.sequence_parallel {
-            f64::from(layout.tp.max(1))
-        } else {
-            1.0
-        };
-        let tokens_rank = f64::from(layout.micro_batch.max(1)) * self.comm_inputs.seq_len
-            / f64::from(layout.cp.max(1))
-            / split;
-        let tokens_expert =
-            etp * f64::from(layout.ep.max(1)) * tokens_rank * self.comm_inputs.experts_per_token
-                / experts.max(1.0);
+        let pairs = crate::input::moe_routing::assignments_per_rank(
+            self.comm_inputs.routed_tokens_per_rank(layout),
+            layout.expert_tp,
+            self.comm_inputs.experts_per_token,
+        );
+        let tokens_expert = pairs * f64::from(layout.ep.max(1)) / experts.max(1.0)
+            * self.comm_inputs.expert_load(layout);
         self.options.gemm.at(tokens_expert.min(fe / etp))
     }
 
@@ -864,10 +873,12 @@ impl StepModel {
         let attn_f = per_gpu * self.flops.attention_forward / attn_rate;
         // Memory-bound ops of the op list (time/elementwise.rs), forward and backward apart.
         let [elem_f, elem_b, elem_sel, loss_f, loss_b] = self.memory_bound_seconds(layout);
-        // Routed experts at their own GEMM shape (expert_gemm_efficiency); 0 for dense models.
+        // Routed experts at their own GEMM shape (expert_gemm_efficiency), on the busiest EP
+        // rank's tokens, which every rank waits for at the combine (CommInputs::expert_load);
+        // 0 for dense models.
         let experts_fwd = self.flops.routed_expert_forward;
         let experts_s = if experts_fwd > 0.0 {
-            experts_fwd / (peak * self.expert_gemm_efficiency(layout))
+            experts_fwd * inp.expert_load(layout) / (peak * self.expert_gemm_efficiency(layout))
         } else {
             0.0
         };
@@ -1304,7 +1315,7 @@ impl StepModel {
                 label: "Compute".into(),
                 unit: Unit::Seconds,
                 value: s.compute,
-                formula: "m · b·s/(tp·cp·pp) · 3 · ((2N − F_head − F_exp)/(peak·eff_gemm) + F_exp/(peak·eff_expert) + F_head/(peak_bf16·eff_gemm) + F_attn/(peak_bf16·eff_attn·share_len(s/cp)) + bytes_elem/HBM) + FP8 casts + recompute (peak = peak_bf16, or peak_fp8 · r_fp8 under FP8: r_fp8 the FP8-over-BF16 achievable share, ml-engineering MAMF table)".into(),
+                formula: "m · b·s/(tp·cp·pp) · 3 · ((2N − F_head − F_exp)/(peak·eff_gemm) + F_exp·load/(peak·eff_expert) + F_head/(peak_bf16·eff_gemm) + F_attn/(peak_bf16·eff_attn·share_len(s/cp)) + bytes_elem/HBM) + FP8 casts + recompute (peak = peak_bf16, or peak_fp8 · r_fp8 under FP8: r_fp8 the FP8-over-BF16 achievable share, ml-engineering MAMF table)".into(),
                 worked: format!(
                     "{} micro-batches × {} tokens over {} GPUs per replica, GEMMs {:.0} TFLOP/s × {:.2}{}, attention and LM head at BF16 {:.0} TFLOP/s (attention × {:.2} × {:.2} for {}-token calls, FlashAttention-3 Fig. 5){} = {} (of which recompute {})",
                     s.micro_batches,
@@ -1314,7 +1325,12 @@ impl StepModel {
                     eff,
                     // Only a model with routed experts has expert GEMMs to rate.
                     if self.comm_inputs.expert_params > 0.0 {
-                        format!(" (routed experts × {:.2})", self.expert_gemm_efficiency(layout))
+                        format!(
+                            " (routed experts × {:.2}, on the busiest EP rank's {:.3}× the mean tokens: {})",
+                            self.expert_gemm_efficiency(layout),
+                            self.comm_inputs.expert_load(layout),
+                            self.comm_inputs.moe_routing.describe()
+                        )
                     } else {
                         String::new()
                     },
@@ -1372,7 +1388,7 @@ impl StepModel {
             let (fwd, bwd) = mb.per_layer(
                 f64::from(layout.tp.max(1)),
                 layout.sequence_parallel,
-                self.local_expert_sort(layout),
+                self.local_sort_load(layout),
             );
             terms.push(Term {
                 key: "time.memory_bound".into(),

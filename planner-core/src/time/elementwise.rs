@@ -431,15 +431,12 @@ impl MemoryBoundBytes {
 
     /// Per-layer bytes per token on one GPU: token-sharded ops (hidden width, MoE routing)
     /// split over `tp` only under sequence parallel, the others over `tp`; Megatron's sort by
-    /// local expert when a rank holds more than one; (forward, backward).
-    pub fn per_layer(&self, tp: f64, sequence_parallel: bool, local_sort: bool) -> (f64, f64) {
+    /// local expert, run on the tokens a rank received, at `sort_load` × its mean (the busiest
+    /// EP rank's load; 0 where a rank holds one expert and sorts nothing); (forward, backward).
+    pub fn per_layer(&self, tp: f64, sequence_parallel: bool, sort_load: f64) -> (f64, f64) {
         let tp = tp.max(1.0);
         let h_split = if sequence_parallel { tp } else { 1.0 };
-        let (sf, sb) = if local_sort {
-            (self.moe_sort_fwd, self.moe_sort_bwd)
-        } else {
-            (0.0, 0.0)
-        };
+        let (sf, sb) = (self.moe_sort_fwd * sort_load, self.moe_sort_bwd * sort_load);
         (
             (self.hidden_fwd + sf) / h_split + self.split_fwd / tp,
             (self.hidden_bwd + sb) / h_split + self.split_bwd / tp,

@@ -441,3 +441,39 @@ fn megatron_ep_overlap_flag_follows_the_plan() {
         e.notes
     );
 }
+
+/// A capacity factor reaches Megatron-LM as `--moe-expert-capacity-factor`, padding as
+/// `--moe-pad-expert-input-to-capacity` (arguments.py `_add_moe_args`); dropless writes
+/// neither; torchtitan, dropless only, says it cannot express one.
+#[test]
+fn moe_routing_reaches_megatron_flags_and_torchtitan_notes() {
+    use planner_core::input::moe_routing::MoeRouting;
+    let mut s = mixtral_ep_scenario();
+    let flags = |e: &Export| {
+        [
+            e.text.contains("--moe-expert-capacity-factor"),
+            e.text.contains("--moe-pad-expert-input-to-capacity"),
+        ]
+    };
+    assert_eq!(flags(&one(ExportFormat::Megatron, &s)), [false, false]);
+    s.overheads.moe_routing = MoeRouting {
+        capacity_factor: Some(1.25),
+        pad_to_capacity: true,
+        measured_busiest_load: None,
+    };
+    let e = one(ExportFormat::Megatron, &s);
+    assert_eq!(flags(&e), [true, true]);
+    assert!(
+        e.text.contains("--moe-expert-capacity-factor 1.25"),
+        "{}",
+        e.text
+    );
+    let t = one(ExportFormat::Torchtitan, &s);
+    assert!(
+        t.notes.iter().any(|n| n.contains("Capacity factor 1.25")),
+        "{:?}",
+        t.notes
+    );
+    s.overheads.moe_routing.pad_to_capacity = false;
+    assert_eq!(flags(&one(ExportFormat::Megatron, &s)), [true, false]);
+}

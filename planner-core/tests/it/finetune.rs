@@ -153,10 +153,21 @@ fn frozen_layers_drop_the_inputs_only_weight_gradients_need() {
     let s = scenario_8b("full");
     let mut l = s.layout.clone();
     l.recompute = Recompute::None;
-    let full_setup = ActivationSetup::new(&l, &s.training, &s.activations, &s.precision);
+    let full_setup = ActivationSetup::new(
+        &l,
+        &s.training,
+        &s.activations,
+        &s.precision,
+        s.overheads.moe_routing,
+    );
     let lora_s = scenario_8b("lora");
-    let lora_setup =
-        ActivationSetup::new(&l, &lora_s.training, &lora_s.activations, &lora_s.precision);
+    let lora_setup = ActivationSetup::new(
+        &l,
+        &lora_s.training,
+        &lora_s.activations,
+        &lora_s.precision,
+        lora_s.overheads.moe_routing,
+    );
     let full = layer_bytes(&model, LayerKind::Dense, &full_setup);
     let with_lora = layer_bytes(&model, LayerKind::Dense, &lora_setup);
     // Adapters on q, k, v, o with flash attention: the gate/up input (h = 4096 values per token)

@@ -469,6 +469,14 @@ fn arb_rest() -> impl Strategy<Value = (Training, ActivationOptions, Overheads, 
                             ep_comm: planner_core::input::overlap::Switch::ALL
                                 [(z3 as usize + nccl as usize) % 3],
                         },
+                        // Every routing form: dropless or a capacity (padded or not), with or
+                        // without a measured load.
+                        moe_routing: planner_core::input::moe_routing::MoeRouting {
+                            capacity_factor: (z3 % 3 != 0).then_some(0.25 * f64::from(z3 % 9 + 4)),
+                            pad_to_capacity: z3 % 3 == 2,
+                            measured_busiest_load: (nccl as u64 % 2 == 1)
+                                .then_some(1.0 + f64::from(z3 % 7) / 8.0),
+                        },
                     },
                     Serving {
                         weight_dtype: w,

@@ -31,6 +31,7 @@ mod mesh_page;
 mod models_hf_import;
 mod models_presets;
 mod models_validate;
+mod moe_routing;
 mod mtp;
 mod offload;
 mod overlap_choice;

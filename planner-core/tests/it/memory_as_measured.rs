@@ -30,6 +30,8 @@ fn setup(
         tp,
         cp,
         expert_tp: 1,
+        ep: 1,
+        moe_routing: Default::default(),
         sequence_parallel: tp > 1,
         recompute,
         flash_attention: true,

@@ -87,8 +87,8 @@ fn materialised_scores_and_sequence_parallel() {
     assert_eq!(math.split_bwd - flash.split_bwd, 6.0 * scores);
     assert_eq!(math.scores_fwd, 4.0 * scores);
     // TP 4: the hidden-width ops are replicated without sequence parallel, split with it.
-    let (f_rep, _) = flash.per_layer(4.0, false, false);
-    let (f_sp, _) = flash.per_layer(4.0, true, false);
+    let (f_rep, _) = flash.per_layer(4.0, false, 0.0);
+    let (f_sp, _) = flash.per_layer(4.0, true, 0.0);
     assert_eq!(f_rep, 20.0 * H + (4.0 * Q + 4.0 * KV + 6.0 * F) / 4.0);
     assert_eq!(f_sp, (20.0 * H + 4.0 * Q + 4.0 * KV + 6.0 * F) / 4.0);
 }
@@ -154,8 +154,8 @@ fn moe_routing_copies_by_hand() {
     assert_eq!(b.hidden_bwd, 32.0 * h + 12.0 * e + 8.0 * kh + 2.0 * h);
     // The sort by local expert and back: 2 × 4 B per copy each way, only when E > ep.
     assert_eq!((b.moe_sort_fwd, b.moe_sort_bwd), (8.0 * kh, 8.0 * kh));
-    let (with_sort, _) = b.per_layer(1.0, false, true);
-    let (without, _) = b.per_layer(1.0, false, false);
+    let (with_sort, _) = b.per_layer(1.0, false, 1.0);
+    let (without, _) = b.per_layer(1.0, false, 0.0);
     assert_eq!(with_sort - without, 8.0 * kh);
     // Expert SwiGLU over the two routed experts' width: 6 B per element forward, 2 × 14336.
     assert_eq!(

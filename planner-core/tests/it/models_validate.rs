@@ -9,7 +9,7 @@ use proptest::prelude::*;
 
 type Edit = Box<dyn Fn(&mut Scenario)>;
 
-fn invalid_fields(s: &Scenario) -> Vec<String> {
+pub(crate) fn invalid_fields(s: &Scenario) -> Vec<String> {
     s.validate()
         .err()
         .unwrap_or_default()

@@ -334,6 +334,21 @@ pub(super) fn megatron(c: &Ctx) -> (String, Vec<String>) {
         }
         args.push("--moe-token-dispatcher-type alltoall".to_string());
         args.push("--moe-grouped-gemm".to_string());
+        // megatron/training/arguments.py _add_moe_args: --moe-expert-capacity-factor (None:
+        // dropless) and --moe-pad-expert-input-to-capacity (alltoall dispatcher only).
+        let routing = &c.s.overheads.moe_routing;
+        if let Some(cf) = routing.capacity_factor {
+            args.push(format!("--moe-expert-capacity-factor {cf}"));
+            if routing.pad_to_capacity {
+                args.push("--moe-pad-expert-input-to-capacity".to_string());
+            }
+        }
+        if let Some(load) = routing.measured_busiest_load {
+            notes.push(format!(
+                "The plan prices the busiest EP rank at the measured {load}× the mean routed \
+                 tokens; that is an observation of the router, not a flag."
+            ));
+        }
         notes.push(
             "Router details (score function, expert bias, group-limited routing, aux-loss \
              coefficient) are not in meshplan's model: add the --moe-router-* flags from the \

@@ -115,6 +115,14 @@ pub(super) fn torchtitan(c: &Ctx) -> (String, Vec<String>) {
         if l.ep > 1 {
             torchtitan_ep_notes(c, shard, &mut notes);
         }
+        // torchtitan's token-choice MoE routes dropless; its only capacity factor
+        // (distributed/deepep/hybridep.py non_blocking_capacity_factor) sizes DeepEP's buffers.
+        if let Some(cf) = c.s.overheads.moe_routing.capacity_factor {
+            notes.push(format!(
+                "Capacity factor {cf} is not expressed: torchtitan's MoE routes without dropping \
+                 tokens, so the busiest expert-parallel rank computes more than planned."
+            ));
+        }
     } else if l.ep > 1 {
         notes.push(format!(
             "EP {} is ignored: {} has no experts.",
