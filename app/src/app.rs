@@ -8,6 +8,7 @@ use planner_core::input::hardware::{gpu_presets, Cluster};
 use planner_core::input::kernels::Kernels;
 use planner_core::input::layout::{Recompute, Schedule, ZeroStage};
 use planner_core::input::model::ModelSpec;
+use planner_core::input::moe_routing::CHOICES;
 use planner_core::input::overlap::{AppliedOverlap, OverlapChoice, Switch};
 use planner_core::input::precision::{Precision, PrecisionRecipe};
 use planner_core::input::scenario::{ModelChoice, Scenario};
@@ -425,7 +426,35 @@ fn StepTimeChoices() -> impl IntoView {
                 }
             })
             .collect_view();
-        view! { {kernels} {switches} }
+        view! { {kernels} {switches} <MoeRoutingChoice /> }
+    }
+}
+
+/// How an MoE model's layers route (planner-core `input::moe_routing`): dropless or one of
+/// the listed capacity factors (a link may carry another; the list then shows none chosen).
+/// Dense models ignore it.
+#[component]
+fn MoeRoutingChoice() -> impl IntoView {
+    let s = expect_context::<Ctx>().scenario;
+    let options: Vec<(String, String)> = CHOICES
+        .iter()
+        .map(|c| (c.id.to_string(), c.label.to_string()))
+        .collect();
+    view! {
+        <Select
+            label="MoE routing"
+            field="moe_cf"
+            hint="MoE models only. Dropless waits for the busiest expert-parallel rank; a capacity factor caps each expert's tokens (--moe-expert-capacity-factor), padding fills it (--moe-pad-expert-input-to-capacity)."
+            options=options
+            value=Signal::derive(move || s.with(|sc| sc.overheads.moe_routing.choice_id().unwrap_or_default().to_string()))
+            on_change=Callback::new(move |id: String| {
+                s.update(|sc| {
+                    if let Some(r) = sc.overheads.moe_routing.with_choice(&id) {
+                        sc.overheads.moe_routing = r;
+                    }
+                })
+            })
+        />
     }
 }
 

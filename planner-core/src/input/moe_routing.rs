@@ -60,6 +60,25 @@ impl MoeRouting {
         }
     }
 
+    /// The id of the page's choice this routing is ([`CHOICES`]), its measured load aside;
+    /// `None` for a capacity factor the list does not hold.
+    pub fn choice_id(&self) -> Option<&'static str> {
+        CHOICES
+            .iter()
+            .find(|c| c.capacity_factor == self.capacity_factor && c.pad == self.pad_to_capacity)
+            .map(|c| c.id)
+    }
+
+    /// This routing with the choice `id`'s capacity factor and padding, the measured load kept.
+    pub fn with_choice(self, id: &str) -> Option<MoeRouting> {
+        let c = CHOICES.iter().find(|c| c.id == id)?;
+        Some(MoeRouting {
+            capacity_factor: c.capacity_factor,
+            pad_to_capacity: c.pad,
+            ..self
+        })
+    }
+
     /// One line for a term's assumption.
     pub fn describe(&self) -> String {
         let measured = |m: f64| format!("busiest EP rank measured at {m:.2}× the mean");
@@ -74,6 +93,54 @@ impl MoeRouting {
         }
     }
 }
+
+/// One routing the page offers: dropless, and capacity factors of published recipes (Switch
+/// Transformer §2.2 trains at 1.0–2.0; Megatron-Bridge's token drop runs 1.0 padded).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct RoutingChoice {
+    /// The option's value.
+    pub id: &'static str,
+    /// What a person reads.
+    pub label: &'static str,
+    /// [`MoeRouting::capacity_factor`].
+    pub capacity_factor: Option<f64>,
+    /// [`MoeRouting::pad_to_capacity`].
+    pub pad: bool,
+}
+
+/// The page's routing choices, in its order.
+pub const CHOICES: [RoutingChoice; 5] = [
+    RoutingChoice {
+        id: "dropless",
+        label: "Dropless (Megatron's default)",
+        capacity_factor: None,
+        pad: false,
+    },
+    RoutingChoice {
+        id: "cf1-pad",
+        label: "Capacity 1.0, padded",
+        capacity_factor: Some(1.0),
+        pad: true,
+    },
+    RoutingChoice {
+        id: "cf1.25",
+        label: "Capacity 1.25, drops overflow",
+        capacity_factor: Some(1.25),
+        pad: false,
+    },
+    RoutingChoice {
+        id: "cf1.25-pad",
+        label: "Capacity 1.25, padded",
+        capacity_factor: Some(1.25),
+        pad: true,
+    },
+    RoutingChoice {
+        id: "cf2",
+        label: "Capacity 2.0, drops overflow",
+        capacity_factor: Some(2.0),
+        pad: false,
+    },
+];
 
 /// The busiest rank's load over the mean when routing is balanced in expectation but each
 /// (token, expert) pair lands on a rank at random: a rank's count is Binomial(`ep·n`, `1/ep`)

@@ -223,3 +223,26 @@ fn the_gemm_curve_at_tokens_per_expert_tracks_deepgemms_grouped_gemms() {
     assert!(median <= 0.10, "{errors:?}");
     assert!(errors[9] <= 0.30, "{errors:?}");
 }
+
+#[test]
+fn the_pages_choices_round_trip_and_keep_a_measured_load() {
+    use planner_core::input::moe_routing::CHOICES;
+    let measured = MoeRouting {
+        measured_busiest_load: Some(1.3),
+        ..MoeRouting::default()
+    };
+    for c in CHOICES {
+        let r = measured.with_choice(c.id).expect("a listed choice");
+        assert_eq!(r.choice_id(), Some(c.id));
+        assert_eq!(r.measured_busiest_load, Some(1.3));
+        // Padding only with a capacity factor, as the edge requires.
+        assert!(
+            !r.pad_to_capacity || r.capacity_factor.is_some(),
+            "{}",
+            c.id
+        );
+    }
+    assert_eq!(MoeRouting::default().choice_id(), Some("dropless"));
+    assert!(measured.with_choice("cf3").is_none());
+    assert_eq!(padded(1.1).choice_id(), None);
+}

@@ -94,6 +94,7 @@ pub const INPUT_LAYERS: &str = "[data-testid=input-layers]";
 pub const INPUT_LORA_MOD: &str = "[data-testid=input-lora_mod]";
 pub const INPUT_LORA_R: &str = "[data-testid=input-lora_r]";
 pub const INPUT_MODEL: &str = "[data-testid=input-model]";
+pub const INPUT_MOE_CF: &str = "[data-testid=input-moe_cf]";
 pub const INPUT_OV_EP: &str = "[data-testid=input-ov_ep]";
 pub const INPUT_OV_GRAD: &str = "[data-testid=input-ov_grad]";
 pub const INPUT_OV_PARAM: &str = "[data-testid=input-ov_param]";

@@ -183,3 +183,60 @@ fn kernel_and_overlap_choices_move_the_step_time_to_planner_cores() {
     }
     assert_no_console_errors(&session, "after the kernel and overlap choices");
 }
+
+/// The MoE routing choice: a capacity factor with padding moves an MoE model's step time to
+/// planner-core's figure for it, and the share link carries it as `moe_cf` and `moe_pad`.
+#[test]
+#[ignore = "needs dist/ and chromedriver: run via `cargo xtask test`"]
+fn moe_routing_choice_moves_the_step_time_and_the_link() {
+    use planner_core::input::moe_routing::MoeRouting;
+    let page = Page::start().expect("start server and chromedriver");
+    // Mixtral 8x7B on 64 H100s with EP 8: the all-to-all and the expert GEMMs run at the
+    // busiest rank's load.
+    let mut sc = presets::mesh_scenario("mixtral-8x7b", 8, 4096, 256);
+    sc.layout.tp = 2;
+    sc.layout.pp = 1;
+    sc.layout.cp = 1;
+    sc.layout.dp = 32;
+    sc.layout.ep = 8;
+    sc.layout.virtual_stages = 1;
+    sc.layout.schedule = planner_core::input::layout::Schedule::OneFOneB;
+    sc.layout.sequence_parallel = true;
+    sc.validate().expect("a valid scenario");
+    let session = page.open(&link::encode(&sc)).expect("page loads");
+    session.set_window_size(1440, 1400).unwrap();
+    let loaded = wait_step(&session, step_s(&sc));
+    assert!(close(loaded, step_s(&sc)), "{loaded} vs {}", step_s(&sc));
+    assert_eq!(
+        session
+            .value(page::INPUT_MOE_CF)
+            .expect("the routing choice"),
+        json!("dropless")
+    );
+
+    let mut want = sc.clone();
+    want.overheads.moe_routing = MoeRouting {
+        capacity_factor: Some(1.25),
+        pad_to_capacity: true,
+        measured_busiest_load: None,
+    };
+    let (before, after) = (step_s(&sc), step_s(&want));
+    assert!(
+        after > before * 1.01,
+        "{before} → {after}: padding must cost"
+    );
+    session
+        .set_value(page::INPUT_MOE_CF, "cf1.25-pad")
+        .expect("choose the routing");
+    let shown = wait_step(&session, after);
+    println!("moe routing cf1.25-pad: step {before:.6} s → {after:.6} s (planner-core), page {shown:.6} s");
+    assert!(close(shown, after), "page {shown} vs planner-core {after}");
+    let url = session
+        .wait_for_url("moe_cf=1.25", SETTLE)
+        .expect("the share link carries the capacity factor");
+    let query = url.split_once('?').map_or("", |(_, q)| q);
+    let decoded = link::decode(query).expect("the share link decodes");
+    assert_eq!(decoded.overheads.moe_routing, want.overheads.moe_routing);
+
+    assert_no_console_errors(&session, "after the MoE routing choice");
+}
