@@ -1180,7 +1180,7 @@ fn search_blocks<P: PeakSource>(
                                 }
                             }
                             *feasible_count += 1;
-                            feasible.push(Feasible {
+                            let candidate = Feasible {
                                 dims,
                                 knobs,
                                 step_s: s.total,
@@ -1190,7 +1190,19 @@ fn search_blocks<P: PeakSource>(
                                 peak_memory_bytes: peak,
                                 headroom_bytes: usable - peak,
                                 caveat: PricingCaveat::of(&layout, &placement, framework),
-                            });
+                            };
+                            // A mesh's candidates come in one run: with one row per mesh only
+                            // its best so far is kept (what keep_best_per_mesh leaves anyway).
+                            match feasible.last_mut() {
+                                Some(last)
+                                    if space.one_row_per_mesh && last.dims == candidate.dims =>
+                                {
+                                    if rank_order(&candidate, last) == std::cmp::Ordering::Less {
+                                        *last = candidate;
+                                    }
+                                }
+                                _ => feasible.push(candidate),
+                            }
                         }
                     }
                 }
@@ -1226,29 +1238,7 @@ fn finish(
     let gpn = cluster.gpus_per_node;
     let usable = cluster.gpu.memory_bytes * scenario.overheads.usable_fraction;
 
-    // Candidates without a known underestimate first; then fastest first; among
-    // equal step times, more headroom first.
-    // Ties broken by the layout itself so capped and full rankings agree.
-    let key = |f: &Feasible| {
-        let (d, k) = (f.dims, f.knobs);
-        (
-            [d.tp, d.pp, d.cp, d.dp, d.ep, d.expert_tp],
-            [
-                u32::from(k.zero.number()),
-                k.recompute as u32,
-                k.schedule as u32,
-                k.virtual_stages,
-                k.micro_batch,
-            ],
-            k.split,
-        )
-    };
-    let by_rank = |a: &Feasible, b: &Feasible| {
-        (a.caveat.is_some().cmp(&b.caveat.is_some()))
-            .then(a.step_s.total_cmp(&b.step_s))
-            .then(b.headroom_bytes.total_cmp(&a.headroom_bytes))
-            .then_with(|| key(a).cmp(&key(b)))
-    };
+    let by_rank = rank_order;
     let feasible_meshes = if space.one_row_per_mesh {
         keep_best_per_mesh(&mut feasible, by_rank)
     } else {
@@ -1314,6 +1304,30 @@ fn distinct_meshes(feasible: &[Feasible]) -> u64 {
         .filter(|w| w[0].dims != w[1].dims)
         .count();
     (runs + usize::from(!feasible.is_empty())) as u64
+}
+
+/// The ranking's order: candidates without a known underestimate first; then fastest first;
+/// among equal step times, more headroom first; ties broken by the layout itself so capped
+/// and full rankings agree.
+fn rank_order(a: &Feasible, b: &Feasible) -> std::cmp::Ordering {
+    let key = |f: &Feasible| {
+        let (d, k) = (f.dims, f.knobs);
+        (
+            [d.tp, d.pp, d.cp, d.dp, d.ep, d.expert_tp],
+            [
+                u32::from(k.zero.number()),
+                k.recompute as u32,
+                k.schedule as u32,
+                k.virtual_stages,
+                k.micro_batch,
+            ],
+            k.split,
+        )
+    };
+    (a.caveat.is_some().cmp(&b.caveat.is_some()))
+        .then(a.step_s.total_cmp(&b.step_s))
+        .then(b.headroom_bytes.total_cmp(&a.headroom_bytes))
+        .then_with(|| key(a).cmp(&key(b)))
 }
 
 /// Keeps each mesh's best candidate by `order` (the ranking's own order, so the mesh's place
