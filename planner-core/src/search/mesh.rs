@@ -261,11 +261,13 @@ pub struct SearchSpace {
     /// Rejected blocks returned (counts by reason are always complete).
     pub max_rejected: usize,
     /// When set, the micro-batches tried are every `b ≤` this that divides the global batch
-    /// over DP (the valid range) and `micro_batches` is not read; unset in older files.
+    /// over DP (`u32::MAX`, the default: the whole valid range) and `micro_batches` is not
+    /// read; unset in older files.
     #[serde(default)]
     pub micro_batch_range: Option<u32>,
     /// When set, the virtual stages tried are every `v` in `2..=` this with at least one
-    /// layer per chunk on average (`v ≤ layers / pp`), and `virtual_stages` is not read.
+    /// layer per chunk on average (`v ≤ layers / pp`; `u32::MAX`, the default: all of them),
+    /// and `virtual_stages` is not read.
     #[serde(default)]
     pub virtual_stage_range: Option<u32>,
     /// Propose uneven stages ([`SplitProposal::proposals`]) when the layers do not divide `pp × v`.
@@ -292,12 +294,14 @@ fn yes() -> bool {
     true
 }
 
-/// Default of [`SearchSpace::max_evaluated`]: under a second natively (a few hundred
-/// nanoseconds per candidate; 0.7 s for the worst space found, 997,920 GPUs), and well
-/// above what real clusters need (Llama 3.1 405B on 16,384 GPUs evaluates about 7,500
-/// candidates, a 256-layer MoE on 65,536 GPUs about 490,000). It also bounds the
-/// memory of the feasible list the ranking needs (about 90 bytes per candidate).
-pub const DEFAULT_MAX_EVALUATED: u64 = 1_000_000;
+/// Default of [`SearchSpace::max_evaluated`]: under a second natively for the worst space
+/// found (997,920 GPUs and a tiny model every degree divides: it stops here after 0.84 s), and
+/// above what real clusters need over the whole micro-batch and virtual-stage ranges (Llama
+/// 3.1 405B on 16,384 GPUs prices 53,225 feasible candidates in 15 ms; a 256-layer MoE on
+/// 65,536 GPUs evaluates about 2.0 million in 0.34 s; measured with `meshplan search`, session
+/// 21). With one row per mesh the ranking keeps one candidate per mesh; listing every knob
+/// setting keeps each feasible one (about 90 bytes each).
+pub const DEFAULT_MAX_EVALUATED: u64 = 4_000_000;
 
 fn default_max_evaluated() -> u64 {
     DEFAULT_MAX_EVALUATED
@@ -315,14 +319,13 @@ impl Default for SearchSpace {
                 Schedule::ZeroBubble,
             ],
             virtual_stages: vec![2, 3, 4, 6, 8],
-            // Every divisor of the batch per replica up to 8, the largest the old list tried
-            // (published runs at 4K–8K context use 1–4: Megatron-Bridge recipes); memory
-            // rejects the rest.
-            micro_batch_range: Some(8),
-            // Narayanan et al. 2021 §2.2: more chunks shrink the bubble but multiply the
-            // point-to-point traffic by v; published runs use up to 8 (Llama 3 405B at PP 16,
-            // Megatron-Bridge's 405B recipe at PP 8 × VPP 8), the old list's largest value.
-            virtual_stage_range: Some(8),
+            // The whole valid range: every divisor of the batch per replica (memory rejects
+            // the large ones without evaluating them, as it grows with the micro-batch).
+            micro_batch_range: Some(u32::MAX),
+            // The whole valid range: every v with at least one layer per chunk (Narayanan et
+            // al. 2021 §2.2: more chunks shrink the bubble but multiply the point-to-point
+            // traffic by v, so the time model, not a cap, says where it stops paying).
+            virtual_stage_range: Some(u32::MAX),
             uneven_stages: true,
             max_ep: 256,
             max_results: 200,
@@ -948,12 +951,21 @@ fn search_blocks<P: PeakSource>(
         mbs.clear();
         match space.micro_batch_range {
             Some(max) if batch.is_multiple_of(dp64) => {
-                let q = batch / dp64;
-                for b in 1..=u64::from(max.max(1)).min(q) {
+                // Every divisor of the batch per replica up to `max`, found in pairs up to √q.
+                let (q, max) = (batch / dp64, u64::from(max.max(1)));
+                let mut b = 1;
+                while b * b <= q {
                     if q.is_multiple_of(b) {
-                        mbs.push(b as u32);
+                        for d in [b, q / b] {
+                            if d <= max {
+                                mbs.push(u32::try_from(d).unwrap_or(u32::MAX));
+                            }
+                        }
                     }
+                    b += 1;
                 }
+                mbs.sort_unstable();
+                mbs.dedup();
             }
             // The mesh is rejected for its batch; one micro-batch stands for its candidates.
             Some(_) => mbs.push(1),

@@ -207,10 +207,15 @@ fn search_stops_at_its_cap_and_says_so() {
     let sc = scenario(WORST_SEARCH);
     let model = sc.model_spec().expect("model");
     let sm = StepModel::new(&model, &sc, CostOptions::default());
+    // Micro-batches and virtual stages capped at 8, so a mesh holds a few hundred knob
+    // settings and the cap is reached within one mesh's worth (the default space tries every
+    // divisor and every virtual stage count: below).
     let space = SearchSpace {
         max_results: 10,
         max_rejected: 50,
         max_evaluated: 20_000,
+        micro_batch_range: Some(8),
+        virtual_stage_range: Some(8),
         ..SearchSpace::default()
     };
     let r = search(&model, &sc, &space, &sm);
@@ -257,6 +262,23 @@ fn search_stops_at_its_cap_and_says_so() {
     assert_eq!(sliced.progress(), (stop.blocks_searched, stop.blocks));
     assert!(sliced.step(1), "a stopped search stays done");
     assert_eq!(sliced.finish(), r);
+
+    // The default space: every divisor of the batch per replica (here up to 7,983,360 / DP)
+    // and every virtual stage count up to 720 / PP give one mesh thousands of knob settings,
+    // each of which fits this tiny model, so the search stops before the first mesh that could
+    // pass the cap, well under it, and still accounts for everything it searched.
+    let wide = SearchSpace {
+        micro_batch_range: SearchSpace::default().micro_batch_range,
+        virtual_stage_range: SearchSpace::default().virtual_stage_range,
+        max_rejected: usize::MAX,
+        ..space
+    };
+    let w = search(&model, &sc, &wide, &sm);
+    let stop = w.stopped.as_ref().expect("stopped");
+    assert!(stop.evaluated <= 20_000, "{stop:?}");
+    assert!(stop.blocks_searched > 0 && stop.blocks_searched < stop.blocks);
+    let rejected: u64 = w.rejected.iter().map(|b| b.candidates).sum();
+    assert_eq!(w.candidates, w.feasible_count + rejected);
 }
 
 #[test]
