@@ -157,6 +157,23 @@ pub fn sampling_floor(ep: u32, assignments_per_rank: f64) -> f64 {
     1.0 + (2.0 * ep.ln()).sqrt() * ((1.0 - 1.0 / ep) / assignments_per_rank).sqrt()
 }
 
+/// Tokens one rank routes per micro-batch and MoE layer: `b·s/cp`, split by TP under
+/// sequence parallelism (Megatron's MoE layer routes the SP shard's tokens).
+pub fn routed_tokens_per_rank(
+    micro_batch: f64,
+    seq_len: f64,
+    cp: u32,
+    tp: u32,
+    sequence_parallel: bool,
+) -> f64 {
+    let split = if sequence_parallel {
+        f64::from(tp.max(1))
+    } else {
+        1.0
+    };
+    micro_batch.max(1.0) * seq_len / f64::from(cp.max(1)) / split
+}
+
 /// (token, expert) pairs one EP rank receives on average per micro-batch and MoE layer: each
 /// of the EP group's ranks sends its `tokens_per_rank` tokens top-k times over the experts, and
 /// the dispatcher gathers them over expert-TP (megatron/core/transformer/moe/token_dispatcher.py),

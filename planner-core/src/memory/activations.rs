@@ -438,13 +438,13 @@ pub(crate) fn visit_layer(
             // dispatch_postprocess), so a rank's expert input and output hold expert_tp × its
             // tokens at full h, while the expert's inner width is split by expert_tp: the
             // intermediate tensors keep their size.
-            let tokens = setup.micro_batch * setup.seq_len
-                / f64::from(setup.cp.max(1))
-                / if setup.sequence_parallel {
-                    f64::from(setup.tp.max(1))
-                } else {
-                    1.0
-                };
+            let tokens = crate::input::moe_routing::routed_tokens_per_rank(
+                setup.micro_batch,
+                setup.seq_len,
+                setup.cp,
+                setup.tp,
+                setup.sequence_parallel,
+            );
             let load = setup.moe_routing.busiest_rank_load(
                 setup.ep,
                 crate::input::moe_routing::assignments_per_rank(

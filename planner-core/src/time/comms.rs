@@ -154,15 +154,16 @@ impl CommInputs {
         }
     }
 
-    /// Tokens one rank routes per micro-batch and MoE layer: `b·s/cp`, split by TP under
-    /// sequence parallelism (Megatron's MoE layer routes the SP shard's tokens).
+    /// Tokens one rank routes per micro-batch and MoE layer
+    /// ([`crate::input::moe_routing::routed_tokens_per_rank`]).
     pub fn routed_tokens_per_rank(&self, layout: &Layout) -> f64 {
-        let split = if layout.sequence_parallel {
-            f64::from(layout.tp.max(1))
-        } else {
-            1.0
-        };
-        f64::from(layout.micro_batch.max(1)) * self.seq_len / f64::from(layout.cp.max(1)) / split
+        crate::input::moe_routing::routed_tokens_per_rank(
+            f64::from(layout.micro_batch),
+            self.seq_len,
+            layout.cp,
+            layout.tp,
+            layout.sequence_parallel,
+        )
     }
 
     /// The busiest EP rank's routed tokens over the mean
