@@ -70,6 +70,17 @@ macro_rules! field {
             },
         }
     };
+    // An optional number: empty means none.
+    ($key:literal, $t:ty, |$s:ident| $path:expr, optional_number) => {
+        Field::<$t> {
+            key: $key,
+            get: |$s| $path.map(text).unwrap_or_default(),
+            set: |$s, v| {
+                $path = optional(v, num)?;
+                Ok(())
+            },
+        }
+    };
     ($key:literal, $t:ty, |$s:ident| $path:expr, flag) => {
         Field::<$t> {
             key: $key,
@@ -428,40 +439,24 @@ fn scenario_fields() -> [Field<Scenario>; 50] {
             Switch::from_id,
             "default, on or off"
         ),
-        Field::<Scenario> {
-            key: "moe_cf",
-            get: |s| {
-                s.overheads
-                    .moe_routing
-                    .capacity_factor
-                    .map(text)
-                    .unwrap_or_default()
-            },
-            set: |s, v| {
-                s.overheads.moe_routing.capacity_factor = optional(v, num)?;
-                Ok(())
-            },
-        },
+        field!(
+            "moe_cf",
+            Scenario,
+            |s| s.overheads.moe_routing.capacity_factor,
+            optional_number
+        ),
         field!(
             "moe_pad",
             Scenario,
             |s| s.overheads.moe_routing.pad_to_capacity,
             flag
         ),
-        Field::<Scenario> {
-            key: "moe_load",
-            get: |s| {
-                s.overheads
-                    .moe_routing
-                    .measured_busiest_load
-                    .map(text)
-                    .unwrap_or_default()
-            },
-            set: |s, v| {
-                s.overheads.moe_routing.measured_busiest_load = optional(v, num)?;
-                Ok(())
-            },
-        },
+        field!(
+            "moe_load",
+            Scenario,
+            |s| s.overheads.moe_routing.measured_busiest_load,
+            optional_number
+        ),
         field!(
             "serve_w",
             Scenario,
@@ -502,14 +497,12 @@ fn scenario_fields() -> [Field<Scenario>; 50] {
             ServingEngine::from_id,
             "vllm or sglang"
         ),
-        Field::<Scenario> {
-            key: "serve_memfrac",
-            get: |s| s.serving.mem_fraction_static.map(text).unwrap_or_default(),
-            set: |s, v| {
-                s.serving.mem_fraction_static = optional(v, num)?;
-                Ok(())
-            },
-        },
+        field!(
+            "serve_memfrac",
+            Scenario,
+            |s| s.serving.mem_fraction_static,
+            optional_number
+        ),
         Field::<Scenario> {
             key: "serve_profile",
             get: |s| {

@@ -126,7 +126,7 @@ fn deepspeed_2021_moves_zero3_traffic_no_faster_than_its_gather_path() {
 fn the_search_prices_deepspeed_candidates_as_evaluate_does() {
     use planner_core::input::scenario::ModelChoice;
     use planner_core::resolve::presets::article_mesh_scenario;
-    use planner_core::search::mesh::{search, SearchSpace};
+    use planner_core::search::mesh::search;
     use planner_core::time::cost::{CostOptions, StepModel};
     for framework in [Framework::DeepSpeed, Framework::DeepSpeed2021] {
         let mut sc = article_mesh_scenario();
@@ -137,11 +137,7 @@ fn the_search_prices_deepspeed_candidates_as_evaluate_does() {
         sc.overheads.framework = framework;
         let model = sc.model_spec().expect("model");
         let sm = StepModel::new(&model, &sc, CostOptions::default());
-        let space = SearchSpace {
-            max_results: usize::MAX,
-            one_row_per_mesh: false,
-            ..SearchSpace::default()
-        };
+        let space = crate::mesh::every_knob_space();
         let r = search(&model, &sc, &space, &sm);
         let zero3_full = r
             .feasible

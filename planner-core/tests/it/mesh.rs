@@ -86,6 +86,16 @@ fn run(
     (model, sc, r)
 }
 
+/// The default space with every knob setting its own row and nothing cut from the list:
+/// what a test that looks up a particular candidate searches.
+pub(crate) fn every_knob_space() -> SearchSpace {
+    SearchSpace {
+        max_results: usize::MAX,
+        one_row_per_mesh: false,
+        ..SearchSpace::default()
+    }
+}
+
 #[test]
 fn article_example_both_meshes_are_feasible_and_ranked() {
     // Dense Llama 3.1 70B, 32K context, 64 nodes × 8 H100 (presets::article_mesh_scenario):
@@ -95,12 +105,7 @@ fn article_example_both_meshes_are_feasible_and_ranked() {
     let model = sc.model_spec().expect("model");
     let sm = StepModel::new(&model, &sc, CostOptions::default());
     // Every knob setting its own row: the article's exact knobs are looked up below.
-    let space = SearchSpace {
-        max_results: usize::MAX,
-        one_row_per_mesh: false,
-        ..SearchSpace::default()
-    };
-    let r = search(&model, &sc, &space, &sm);
+    let r = search(&model, &sc, &every_knob_space(), &sm);
     assert_eq!(r.world, 512);
     let best = |tp, pp, cp, dp| {
         r.feasible
@@ -332,12 +337,7 @@ fn each_mesh_is_listed_once_at_its_best_knobs() {
     let sc = article_mesh_scenario();
     let model = sc.model_spec().expect("model");
     let sm = StepModel::new(&model, &sc, CostOptions::default());
-    let every = SearchSpace {
-        max_results: usize::MAX,
-        one_row_per_mesh: false,
-        ..SearchSpace::default()
-    };
-    let all = search(&model, &sc, &every, &sm);
+    let all = search(&model, &sc, &every_knob_space(), &sm);
     let mut seen = std::collections::HashSet::new();
     let firsts: Vec<_> = all
         .feasible

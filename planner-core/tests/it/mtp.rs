@@ -226,7 +226,7 @@ fn the_mtp_module_never_shortens_the_step() {
 #[test]
 fn the_search_paces_moe_splits_as_evaluate_does() {
     use planner_core::input::hardware::{gpu_preset, Cluster};
-    use planner_core::search::mesh::{search, SearchSpace};
+    use planner_core::search::mesh::search;
     use planner_core::time::cost::{CostOptions, StepModel};
     let mut s = custom(1);
     s.cluster = Cluster::of(gpu_preset("h100-sxm").expect("gpu"), 32);
@@ -234,11 +234,7 @@ fn the_search_paces_moe_splits_as_evaluate_does() {
     s.training.global_batch = 1024;
     let model = s.model_spec().expect("model");
     let sm = StepModel::for_scenario(&model, &s, CostOptions::default());
-    let space = SearchSpace {
-        max_results: usize::MAX,
-        one_row_per_mesh: false,
-        ..SearchSpace::default()
-    };
+    let space = crate::mesh::every_knob_space();
     let r = search(&model, &s, &space, &sm);
     let rivalled: Vec<_> = r
         .feasible
