@@ -81,6 +81,107 @@ const WATCH_MESH_WORKER: &str = r#"
     })();
 "#;
 
+/// Counts what the page posts to its workers that is a mesh search request
+/// (`mesh_page::REQUEST_TAG` on the first line), with the request's global batch.
+const COUNT_MESH_REQUESTS: &str = r#"
+    (function () {
+        window.__meshRequests = [];
+        const post = Worker.prototype.postMessage;
+        Worker.prototype.postMessage = function (data, ...rest) {
+            if (typeof data === 'string' && data.startsWith('mesh\n')) {
+                const gbs = new URLSearchParams(data.split('\n')[2]).get('gbs');
+                window.__meshRequests.push(gbs);
+            }
+            return post.call(this, data, ...rest);
+        };
+    })();
+"#;
+
+/// A run of global-batch edits 30 ms apart (typing, or a drag) searches no value the user
+/// passes through: one request goes to the worker, for the last value, once the inputs
+/// are still; and its ranking is the one shown.
+#[test]
+#[ignore = "needs dist/ and chromedriver: run via `cargo xtask test`"]
+fn a_run_of_edits_searches_only_the_value_it_rests_on() {
+    let page = Page::start().expect("start server and chromedriver");
+    let session = page
+        .open_with("", Some(COUNT_MESH_REQUESTS))
+        .expect("page loads");
+    session.set_script_timeout(60_000).unwrap();
+    scroll_to(&session, page::MESH_VIEW);
+    wait_search_done(&session, SETTLE);
+    wait_rows_drawn(&session);
+    let searches_before: u64 = session
+        .attr(page::MESH_STATUS, "data-searches")
+        .unwrap()
+        .and_then(|v| v.parse().ok())
+        .expect("count of rankings shown");
+    let requests_before = session
+        .execute("return window.__meshRequests.length;", vec![])
+        .unwrap()
+        .as_u64()
+        .expect("requests counted");
+    let values: Vec<String> = (1..=12).map(|i| (256 + 64 * i).to_string()).collect();
+    let last = values.last().cloned().unwrap_or_default();
+    session
+        .execute_async(
+            r#"
+            const done = arguments[arguments.length - 1];
+            const el = document.querySelector(arguments[0]);
+            const values = arguments[1];
+            let i = 0;
+            (function edit() {
+                if (i === values.length) { done(); return; }
+                el.value = values[i++];
+                el.dispatchEvent(new Event('input', {bubbles: true}));
+                el.dispatchEvent(new Event('change', {bubbles: true}));
+                setTimeout(edit, 30);
+            })();
+            "#,
+            vec![json!(page::INPUT_GBS), json!(values)],
+        )
+        .expect("edits");
+    // The ranking for the last value: shown once, after the inputs rested.
+    let deadline = std::time::Instant::now() + SETTLE;
+    loop {
+        let shown: u64 = session
+            .attr(page::MESH_STATUS, "data-searches")
+            .unwrap()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
+        if shown > searches_before
+            && session.attr(page::MESH_STATUS, "data-done").unwrap() == Some("true".into())
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no ranking after the edits: {:?}",
+            session.text(page::MESH_STATUS)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let requests = session
+        .execute("return window.__meshRequests;", vec![])
+        .map(|v| strings(&v))
+        .unwrap();
+    let sent = &requests[requests_before as usize..];
+    assert_eq!(
+        sent,
+        std::slice::from_ref(&last),
+        "requests after the edits (all so far: {requests:?})"
+    );
+    assert_eq!(
+        session
+            .attr(page::MESH_STATUS, "data-searches")
+            .unwrap()
+            .and_then(|v| v.parse::<u64>().ok()),
+        Some(searches_before + 1),
+        "one ranking shown for the run of edits"
+    );
+    assert_no_console_errors(&session, "after a run of global-batch edits");
+}
+
 /// A reply that is cut short (at a record's end, so every record left is whole) or holds a
 /// byte that is not UTF-8 leaves the ranking on the page as it was, with a message; the
 /// next good reply shows and clears it.
