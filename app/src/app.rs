@@ -21,7 +21,7 @@ use crate::share;
 use wasm_bindgen::JsCast;
 
 use crate::deferred::DeferredViews;
-use crate::views::{AccuracyView, CalibrationBadge, MemoryView, PipelineView, ServingView};
+use crate::views::{CalibrationBadge, MemoryView, PipelineView, ServingView};
 use crate::views::{MeshView, StepBreakdownView};
 
 /// What the views read: the scenario and its resolved model.
@@ -169,7 +169,6 @@ pub fn App() -> impl IntoView {
                 <ServingView />
                 <MeshView />
                 <StepBreakdownView />
-                <AccuracyView />
                 // Topology, learn, model import, measured numbers and exports.
                 <DeferredViews />
             </div>

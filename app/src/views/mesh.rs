@@ -600,31 +600,47 @@ pub fn MeshView() -> impl IntoView {
         }
     };
 
+    // The status keeps its height while a search runs: the summary of the ranking on the
+    // table (kept, dimmed, until the next is shown) on its own line, then the progress bar
+    // with one line of how the search goes or went. A status that became one short line
+    // while searching and three when done moved every section below it by 40 px twice a
+    // search (a relayout, repaint and composite of the page below, and a `content-visibility`
+    // section brought in and out of rendering, traced, issue 16).
+    let summary = move || {
+        state.result.with(|r| match r {
+            None => String::new(),
+            Some(Err(e)) => format!("No search: {e}"),
+            Some(Ok(r)) => format!(
+                "{} candidates on {} GPUs: {} feasible in {} meshes, {} rejected.",
+                format::thousands(r.candidates),
+                format::thousands(r.world),
+                format::thousands(r.feasible_count),
+                format::thousands(r.feasible_meshes),
+                format::thousands(r.candidates.saturating_sub(r.feasible_count)),
+            ),
+        })
+    };
     let status = move || {
         let (done, all) = state.progress.get();
+        let searching = format!("Searching… {done} of {all} (TP, PP, CP) blocks");
         if state.searching.get() {
-            return format!("Searching… {done} of {all} (TP, PP, CP) blocks");
+            return searching;
         }
-        state.result.with(|r| match r {
-            None => format!("Searching… {done} of {all} (TP, PP, CP) blocks"),
-            Some(Err(e)) => format!("No search: {e}"),
-            Some(Ok(r)) => {
-                let t = state.timing.get().unwrap_or_default();
-                format!(
-                    "{} candidates on {} GPUs: {} feasible in {} meshes, {} rejected. Searched in {:.0} ms ({:.0} ms in the page's worker; its reply read over {} frame{}, longest slice {:.1} ms).",
-                    format::thousands(r.candidates),
-                    format::thousands(r.world),
-                    format::thousands(r.feasible_count),
-                    format::thousands(r.feasible_meshes),
-                    format::thousands(r.candidates.saturating_sub(r.feasible_count)),
-                    t.wall_ms,
-                    t.busy_ms,
-                    t.frames,
-                    if t.frames == 1 { "" } else { "s" },
-                    t.longest_slice_ms,
-                )
-            }
-        })
+        match state.result.with(|r| r.as_ref().map(Result::is_ok)) {
+            None => return searching,
+            // The summary says why.
+            Some(false) => return String::new(),
+            Some(true) => {}
+        }
+        let t = state.timing.get().unwrap_or_default();
+        format!(
+            "Searched in {:.0} ms: {:.0} ms in the page's worker, its reply read over {} frame{} (longest slice {:.1} ms).",
+            t.wall_ms,
+            t.busy_ms,
+            t.frames,
+            if t.frames == 1 { "" } else { "s" },
+            t.longest_slice_ms,
+        )
     };
 
     view! {
@@ -643,6 +659,7 @@ pub fn MeshView() -> impl IntoView {
                     (state.drawn.get() < want).to_string()
                 }
             >
+                <span class="mesh-summary">{summary}</span>
                 <progress
                     max=move || state.progress.get().1.max(1)
                     value=move || state.progress.get().0
