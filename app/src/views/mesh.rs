@@ -660,6 +660,9 @@ pub fn MeshView() -> impl IntoView {
                 }
             >
                 <span class="mesh-summary">{summary}</span>
+                // A space for the status's text (a test or a screen reader reads it whole);
+                // a flex container draws none.
+                " "
                 <progress
                     max=move || state.progress.get().1.max(1)
                     value=move || state.progress.get().0
