@@ -13,6 +13,7 @@ mod canvas_backend;
 mod charts;
 pub mod deferred;
 mod format;
+mod frames;
 mod inputs;
 mod perf;
 mod prerender;

@@ -27,6 +27,7 @@ use web_sys::{ErrorEvent, MessageEvent, Worker};
 
 use crate::app::Ctx;
 use crate::format;
+use crate::frames::after_this_frame_is_drawn;
 use crate::perf::{now_ms, timed};
 use crate::views::accuracy::WORKER_URL;
 use crate::views::visibility::{near_screen, scenario_while_visible};
@@ -175,23 +176,15 @@ impl SearchState {
     /// from that frame's rendering on this 2-core machine (its main-thread work 9 ms of CPU
     /// spread over a 27–43 ms frame, traced, issue 12); posted after the commit only, it
     /// still overlapped the frame's raster (8.6 ms of CPU) and the display compositor's draw
-    /// (9.2 ms), traced. A task queued from the animation frame after next runs when the
-    /// input's frame has been committed, rastered and (mostly) composited.
+    /// (9.2 ms), traced.
     fn post_when_drawn(self, generation: u64) {
-        request_animation_frame(move || {
-            request_animation_frame(move || {
-                set_timeout(
-                    move || {
-                        if self.generation.get_value() == generation
-                            && self.ready.get_value()
-                            && !self.in_flight.get_value()
-                        {
-                            self.send_queued();
-                        }
-                    },
-                    std::time::Duration::ZERO,
-                )
-            })
+        after_this_frame_is_drawn(move || {
+            if self.generation.get_value() == generation
+                && self.ready.get_value()
+                && !self.in_flight.get_value()
+            {
+                self.send_queued();
+            }
         });
     }
 
