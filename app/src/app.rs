@@ -169,7 +169,7 @@ pub fn App() -> impl IntoView {
                 <ServingView />
                 <MeshView />
                 <StepBreakdownView />
-                // Topology, learn, model import, measured numbers and exports.
+                // Accuracy, topology, learn, model import, measured numbers and exports.
                 <DeferredViews />
             </div>
         </main>

@@ -1,7 +1,7 @@
 //! The deferred sections: the accuracy section, topology, learn, model import, measured
-//! numbers and exports live in a second wasm module (`src/bin/app-deferred.rs`), so the page's first
-//! download carries none of their code. trunk cannot split one module, so the page
-//! builds two from this library; each links only what its own views reach.
+//! numbers and exports live in a second wasm module (`src/bin/app-deferred.rs`), so the
+//! page's first download carries none of their code. trunk cannot split one module, so
+//! the page builds two from this library; each links only what its own views reach.
 //!
 //! The page renders an empty container at the sections' place ([`DeferredViews`]) and,
 //! once its first chart is on screen ([`load`], called by `prerender`), imports the

@@ -10,8 +10,9 @@
 //! scenario as its share link, shows the worker's progress, and reads the finished
 //! search's records within a time budget per animation frame; a request made while the
 //! worker searches waits for its reply (only the latest waits), an input in a drag or in
-//! typing waits until the inputs are still, and a reply to an older scenario is dropped. The ranking, the table's first rows and each later chunk of
-//! [`ROWS_PER_FRAME`] rows each get a frame of their own.
+//! typing waits until the inputs are still, and a reply to an older scenario is dropped.
+//! The ranking, the table's first rows and each later chunk of [`ROWS_PER_FRAME`] rows
+//! each get a frame of their own.
 
 use leptos::prelude::*;
 use planner_core::edges::link;
