@@ -143,16 +143,22 @@ impl SearchState {
         // Only the latest waits: an older scenario's request is never searched.
         self.queued.set_value(Some(request));
         self.worker();
-        if in_a_stream {
-            self.post_when_still(generation);
-        } else {
-            self.post_when_drawn(generation);
-        }
+        self.post(generation, in_a_stream);
     }
 
     /// Whether an input at `now_ms` follows the one before within [`STILL_MS`].
     fn in_a_stream(self, now_ms: f64) -> bool {
         now_ms - self.last_input_ms.get_value() < STILL_MS
+    }
+
+    /// Posts the queued request once the inputs are still ([`Self::post_when_still`]) when
+    /// they come `in_a_stream`, else once the input's frame is drawn.
+    fn post(self, generation: u64, in_a_stream: bool) {
+        if in_a_stream {
+            self.post_when_still(generation);
+        } else {
+            self.post_when_drawn(generation);
+        }
     }
 
     /// Posts the queued request once the inputs have been still for [`STILL_MS`] (and the
@@ -193,12 +199,7 @@ impl SearchState {
     fn worker_free(self) {
         self.in_flight.set_value(false);
         if self.queued.with_value(Option::is_some) {
-            let generation = self.generation.get_value();
-            if self.in_a_stream(now_ms()) {
-                self.post_when_still(generation);
-            } else {
-                self.post_when_drawn(generation);
-            }
+            self.post(self.generation.get_value(), self.in_a_stream(now_ms()));
         }
     }
 
