@@ -249,6 +249,40 @@ fn group_table(out: &mut String, title: &str, groups: &[GroupSummary]) {
     }
 }
 
+/// The rows that record their first-seen error: that error's summary beside today's, the
+/// honest measure of the model on runs nobody working on it had seen.
+fn first_seen_table(out: &mut String, r: &ValidationReport) {
+    if r.first_seen.is_empty() {
+        return;
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "On rows when they were first seen (the honest figure: the model had not been developed against them), beside the same rows today"
+    );
+    let _ = writeln!(
+        out,
+        "{:<28} {:>5} {:>4}  {:>8} {:>8} {:>8}  {:>8} {:>8} {:>8}",
+        "group", "rows", "n/r", "1st med", "1st p90", "1st max", "med now", "p90 now", "max now"
+    );
+    for (seen, now) in r.first_seen.iter().zip(&r.first_seen_today) {
+        let (a, b) = (&seen.stats, &now.stats);
+        let _ = writeln!(
+            out,
+            "{:<28} {:>5} {:>4}  {:>8} {:>8} {:>8}  {:>8} {:>8} {:>8}",
+            seen.group,
+            a.rows,
+            a.not_representable,
+            pct(a.median),
+            pct(a.p90),
+            pct(a.max),
+            pct(b.median),
+            pct(b.p90),
+            pct(b.max)
+        );
+    }
+}
+
 fn summary_tables(out: &mut String, r: &ValidationReport) {
     let _ = writeln!(
         out,
@@ -256,6 +290,7 @@ fn summary_tables(out: &mut String, r: &ValidationReport) {
         r.dataset_rows
     );
     groups_and_tally(out, &r.by_quantity, &r.by_source);
+    first_seen_table(out, r);
     if let Some(s) = &r.search {
         let _ = writeln!(out);
         let _ = writeln!(

@@ -122,6 +122,10 @@ pub const GEMM_HALF_DIM: Bounds = Bounds::closed(0.0, 1e7, "");
 /// microsecond; one token in 1000 s) to 1e9 (11 days; beyond any engine), so that
 /// predicted / measured − 1 stays finite for any finite prediction.
 pub const SERVING_MEASUREMENT: Bounds = Bounds::closed(1e-3, 1e9, "ms or tokens/s");
+/// A published training or memory figure (tokens/s, seconds, MFU, TFLOP/s, GiB, KV tokens):
+/// the serving figures' range, for the same reason (an MFU of 0.1% and a billion tokens/s
+/// bound every real run), so that predicted / measured − 1 stays finite.
+pub const TRAINING_MEASUREMENT: Bounds = Bounds::closed(1e-3, 1e9, "the quantity's unit");
 
 // Host side of a node (crate::input::host): DGX-class servers carry 1–4 TB of RAM and 15–30 TB
 // of NVMe, a GB200 NVL72 rack 17 TB of LPDDR5X; 1 PB / 100 PB leave room for any rack.

@@ -83,17 +83,23 @@ pub enum Quantity {
     PeakMemoryGib,
     /// Forward + backward time of one transformer layer, ms.
     PerLayerFwdBwdMs,
+    /// Tokens a serving engine's KV pool holds per replica (as the engine logs it).
+    KvTokens,
+    /// KV-pool bytes per GPU a serving engine reports, GiB.
+    KvMemoryGib,
 }
 
 impl Quantity {
     /// Every quantity, in report order.
-    pub const ALL: [Quantity; 6] = [
+    pub const ALL: [Quantity; 8] = [
         Quantity::TokensPerSPerGpu,
         Quantity::IterationTimeS,
         Quantity::Mfu,
         Quantity::TflopsPerGpuReported,
         Quantity::PeakMemoryGib,
         Quantity::PerLayerFwdBwdMs,
+        Quantity::KvTokens,
+        Quantity::KvMemoryGib,
     ];
 
     /// The dataset's spelling.
@@ -105,7 +111,14 @@ impl Quantity {
             Quantity::TflopsPerGpuReported => "tflops_per_gpu_reported",
             Quantity::PeakMemoryGib => "peak_memory_gib",
             Quantity::PerLayerFwdBwdMs => "per_layer_fwd_bwd_ms",
+            Quantity::KvTokens => "kv_tokens",
+            Quantity::KvMemoryGib => "kv_memory_gib",
         }
+    }
+
+    /// A serving engine's KV pool, not a training step.
+    pub fn is_kv_pool(self) -> bool {
+        matches!(self, Quantity::KvTokens | Quantity::KvMemoryGib)
     }
 }
 
@@ -119,6 +132,17 @@ pub enum RunPrecision {
     Bf16,
     /// FP8 GEMMs (Transformer Engine), BF16 elsewhere.
     Fp8,
+}
+
+/// The pipeline schedule as the source names it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunSchedule {
+    /// One stage per rank, one forward one backward.
+    #[serde(rename = "1f1b")]
+    OneFOneB,
+    /// Several stages per rank (interleaved 1F1B).
+    Interleaved,
 }
 
 /// Recompute as the source names it.
@@ -145,9 +169,25 @@ pub enum FlopConvention {
     MegatronExamples,
 }
 
-/// One published measurement (a row of `public-runs.json`).
+/// The error a row had when it first entered the repository, before anyone working on
+/// the model saw it (`validation/README.md`): the honest measure of the model.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
+pub struct FirstSeen {
+    /// The commit whose `meshplan validate` scored the row.
+    pub commit: String,
+    /// `predicted / measured − 1` then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relative_error: Option<f64>,
+    /// Why the row could not be compared then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_representable: Option<String>,
+}
+
+/// One published measurement (a row of `public-runs.json`). Keys this reader does not know
+/// are kept in `other_keys`: such a row is reported as not representable, naming them,
+/// and the rest of the file is still read.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct PublishedRun {
     /// Stable id.
     pub id: String,
@@ -181,8 +221,9 @@ pub struct PublishedRun {
     pub zero_stage: Option<u8>,
     /// Virtual pipeline stages per rank; `None` = not stated.
     pub vp: Option<u32>,
-    /// Tokens per sequence.
-    pub seq_len: u32,
+    /// Tokens per sequence; `None` (a serving row) = not stated.
+    #[serde(default)]
+    pub seq_len: Option<u32>,
     /// Sequences per micro-batch; `None` = not stated.
     pub micro_batch: Option<u32>,
     /// Sequences per step; `None` = not stated.
@@ -206,6 +247,32 @@ pub struct PublishedRun {
     /// The sequence length is the dataset's inference, not the source's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub seq_len_assumed: Option<bool>,
+    /// KV-cache dtype of a KV-pool row (`bf16`, `fp8`); none: the weights' serving dtype.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_dtype: Option<String>,
+    /// Serving engine of a KV-pool row (`vllm`, `sglang`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<String>,
+    /// The engine's memory fraction (vLLM `gpu_memory_utilization`, SGLang
+    /// `mem_fraction_static`) as the source states it; none: the engine's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_fraction: Option<f64>,
+    /// The row's error when it first entered the repository.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_seen: Option<FirstSeen>,
+    /// The pipeline schedule the source names; `None` = not stated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<RunSchedule>,
+    /// Keys this reader does not know (the row is then not representable).
+    #[serde(flatten, default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub other_keys: BTreeMap<String, serde_json::Value>,
+}
+
+impl PublishedRun {
+    /// Tokens per sequence of a training row (0 when unstated: [`map_run`] refuses those).
+    pub fn seq(&self) -> u32 {
+        self.seq_len.unwrap_or_default()
+    }
 }
 
 /// Reads the dataset: a JSON array of [`PublishedRun`]. A type error, an unknown field
@@ -307,11 +374,16 @@ fn check_run(i: usize, r: &PublishedRun) -> Result<(), FieldError> {
         ],
         &r.notes,
     )?;
-    if !(r.value.is_finite() && r.value > 0.0) {
-        return Err(FieldError::new(
-            &field("value"),
-            format!("{} must be a positive finite number", r.value),
-        ));
+    crate::base::bounds::TRAINING_MEASUREMENT
+        .check(r.value)
+        .map_err(|m| FieldError::new(&field("value"), m))?;
+    if let Some(f) = r.memory_fraction {
+        if !(f > 0.0 && f <= 1.0) {
+            return Err(FieldError::new(
+                &field("memory_fraction"),
+                format!("{f} is outside (0, 1]"),
+            ));
+        }
     }
     if !(r.params_b.is_finite() && r.params_b >= 0.0) {
         return Err(FieldError::new(
@@ -327,7 +399,11 @@ fn check_run(i: usize, r: &PublishedRun) -> Result<(), FieldError> {
         ("cp", r.cp, max_gpus),
         ("ep", r.ep, max_gpus),
         ("dp", r.dp, max_gpus),
-        ("seq_len", r.seq_len, crate::resolve::validate::MAX_SEQ_LEN),
+        (
+            "seq_len",
+            r.seq_len.unwrap_or(1),
+            crate::resolve::validate::MAX_SEQ_LEN,
+        ),
     ] {
         if v == 0 || v > max {
             return Err(FieldError::new(
@@ -585,6 +661,12 @@ pub fn known_model_key(model_name: &str) -> Option<&'static str> {
         return Some(key);
     }
     let core = model_core_name(model_name);
+    if let Some((_, key)) = KNOWN_MODEL_NAMES
+        .iter()
+        .find(|(alias, _)| model_core_name(alias) == core)
+    {
+        return Some(key);
+    }
     model_presets()
         .into_iter()
         .find(|p| model_core_name(p.id) == core || model_core_name(&p.spec.name) == core)
@@ -606,7 +688,13 @@ pub fn model_core_name(name: &str) -> String {
     }
     while let Some(last) = tokens.last() {
         let dotted_version = last.starts_with('v') && last.contains('.');
-        if dotted_version || matches!(*last, "instruct" | "chat" | "base" | "hf") {
+        // A checkpoint's dtype suffix (`Qwen3-235B-A22B-FP8`, `-AWQ`) names a quantized copy of
+        // the same architecture: its shapes are the base model's.
+        let dtype_suffix = matches!(
+            *last,
+            "fp8" | "fp4" | "nvfp4" | "mxfp4" | "awq" | "gptq" | "int4" | "int8" | "w8a8" | "w4a16"
+        );
+        if dotted_version || dtype_suffix || matches!(*last, "instruct" | "chat" | "base" | "hf") {
             tokens.pop();
         } else {
             break;
@@ -794,7 +882,11 @@ fn published_split(
     if run.pp < 2 || u64::from(layers).is_multiple_of(chunks) {
         return StageSplit::Even;
     }
-    let megatron = run.source.starts_with("MBridge") || run.source.starts_with("Megatron examples");
+    // The Llama 3 paper (arXiv 2407.21783 §3.3.2): "we reduce one Transformer layer each
+    // from the first and the last stages", the embedding and the loss taking their place.
+    let megatron = run.source.starts_with("MBridge")
+        || run.source.starts_with("Megatron examples")
+        || run.source.starts_with("Llama3");
     match (megatron, layers, run.pp, virtual_stages) {
         // DeepSeek-V3 at PP 8 × VPP 4: Megatron-Bridge scripts/performance (deepseek_v3
         // H100 1024-GPU config) `--pipeline-model-parallel-layout "Et|(tt|)*30mL"`: the
@@ -947,14 +1039,14 @@ fn resolve_model(
         heads,
         ffn,
         vocab,
-        run.seq_len,
+        run.seq(),
     );
     if let Some(kv) = shape.kv_heads {
         spec.kv_heads = kv;
     }
     notes.push(format!(
         "GPT-style shapes (Megatron GPT): GELU MLP, LayerNorm, biases, dropout, tied embeddings, {} learned positions (= seq_len)",
-        run.seq_len
+        run.seq()
     ));
     Ok((
         ModelChoice::Custom(spec.clone()),
@@ -1065,6 +1157,16 @@ fn rack_share(gpus: u32, domain: u32) -> Option<u32> {
 
 /// Maps one row to a scenario, or says why the model cannot express it.
 pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
+    if !run.other_keys.is_empty() {
+        let keys: Vec<&str> = run.other_keys.keys().map(String::as_str).collect();
+        return Err(format!(
+            "keys this reader does not know: {} (the row may mean something the model would ignore)",
+            keys.join(", ")
+        ));
+    }
+    if run.seq_len.is_none() {
+        return Err("seq_len is null: a training row needs its sequence length".to_string());
+    }
     let Some(gpu_id) = dataset_gpu_preset(&run.gpu_type) else {
         return Err(format!("no GPU preset for gpu_type '{}'", run.gpu_type));
     };
@@ -1110,7 +1212,7 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
     if run.seq_len_assumed == Some(true) {
         defaults.push(format!(
             "seq_len not stated by the source: {} (the dataset's inferred value)",
-            run.seq_len
+            run.seq()
         ));
     }
     let (mut model_choice, mut spec, model_source) = resolve_model(run, &mut defaults, &mut notes)?;
@@ -1219,6 +1321,13 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
 
     // Schedule.
     let (schedule, virtual_stages) = match run.vp {
+        None if run.pp > 1 && run.schedule == Some(RunSchedule::Interleaved) => {
+            // torchtitan 9dec370 (2024-12) torchtitan/parallelisms/pipelining_utils.py
+            // `generate_split_points`: looped schedules (Interleaved1F1B) get 2 stages per rank;
+            // the open FSDP + PP stack's default where a source names the schedule only.
+            defaults.push("vp not stated for an interleaved schedule: 2 (torchtitan's stages per rank for looped schedules)".to_string());
+            (Schedule::Interleaved, 2)
+        }
         Some(v) if v >= 2 && run.pp >= 2 => (Schedule::Interleaved, v),
         Some(v) if v >= 2 => {
             notes.push(format!("vp = {v} with pp = 1: no pipeline, vp ignored"));
@@ -1232,10 +1341,10 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
             (Schedule::OneFOneB, 1)
         }
     };
-    let micro_batch = run.micro_batch.unwrap_or_else(|| {
-        defaults.push("micro_batch not stated: 1".to_string());
-        1
-    });
+    let micro_batch = match run.micro_batch {
+        Some(b) => b,
+        None => default_micro_batch(run, fam, global_batch, dp, &mut defaults),
+    };
     let recompute = match run.recompute {
         Some(RunRecompute::None) => Recompute::None,
         Some(RunRecompute::Selective) => Recompute::Selective,
@@ -1349,7 +1458,7 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
         precision: Precision::from_recipe(recipe),
         cluster,
         training: Training {
-            seq_len: run.seq_len,
+            seq_len: run.seq(),
             global_batch,
             finetune: Default::default(),
             offload: Default::default(),
@@ -1391,7 +1500,7 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
 // Evaluating and comparing.
 
 /// The step-time breakdown behind a prediction (seconds unless named otherwise).
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, Default)]
 pub struct Breakdown {
     /// Step time.
     pub step_s: f64,
@@ -1510,6 +1619,9 @@ pub struct RowResult {
     /// The published mesh's rank in the search, when searched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search: Option<SearchRank>,
+    /// The row's error when it first entered the repository, when the dataset records it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_seen: Option<FirstSeen>,
 }
 
 impl RowResult {
@@ -1707,12 +1819,87 @@ pub struct ValidationReport {
     /// The mesh-search summary, when searched.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub search: Option<SearchSummary>,
+    /// The same groups over the rows that record their first-seen error, by that error:
+    /// how the model did on runs before anyone working on it had seen them.
+    #[serde(default)]
+    pub first_seen: Vec<GroupSummary>,
+    /// The groups of `by_quantity` today, over those same rows, beside `first_seen`.
+    #[serde(default)]
+    pub first_seen_today: Vec<GroupSummary>,
 }
 
 /// Name of the summary group of tokens/s and iteration-time rows together.
 pub const TIME_GROUP: &str = "tokens/s + iteration time";
 /// Name of the summary group of every row.
 pub const ALL_GROUP: &str = "all quantities";
+/// Name of the summary group of every time quantity (tokens/s, iteration time, MFU, TFLOP/s).
+pub const ALL_TIME_GROUP: &str = "all time quantities";
+
+/// Whether a quantity is a training step's time (tokens/s, iteration time, MFU, TFLOP/s).
+fn is_step_time(q: Quantity) -> bool {
+    matches!(
+        q,
+        Quantity::TokensPerSPerGpu
+            | Quantity::IterationTimeS
+            | Quantity::Mfu
+            | Quantity::TflopsPerGpuReported
+    )
+}
+
+/// One group's statistics over the signed errors `error` gives each row (`None`: not
+/// representable), with the reasons `reason` gives.
+fn summarize_errors(
+    group: &str,
+    rows: &[&RowResult],
+    error: impl Fn(&RowResult) -> Option<f64>,
+    reason: impl Fn(&RowResult) -> Option<String>,
+) -> GroupSummary {
+    let errors: Vec<f64> = rows.iter().filter_map(|r| error(r)).collect();
+    let mut tallies: Vec<ReasonTally> = Vec::new();
+    for r in rows.iter().filter(|r| error(r).is_none()) {
+        let why = reason(r).unwrap_or_else(|| "not compared".to_string());
+        tally_reason(&mut tallies, &why, &r.id);
+    }
+    GroupSummary {
+        group: group.to_string(),
+        stats: error_stats(&errors, rows.len() - errors.len()),
+        not_representable: tallies,
+    }
+}
+
+/// The first-seen groups (tokens/s + iteration time, all time quantities, peak memory, KV
+/// pool, all) over the rows that record a first-seen error, by `error`.
+fn first_seen_groups(
+    rows: &[RowResult],
+    error: impl Fn(&RowResult) -> Option<f64> + Copy,
+    reason: impl Fn(&RowResult) -> Option<String> + Copy,
+) -> Vec<GroupSummary> {
+    let seen: Vec<&RowResult> = rows.iter().filter(|r| r.first_seen.is_some()).collect();
+    if seen.is_empty() {
+        return Vec::new();
+    }
+    let pick = |f: &dyn Fn(Quantity) -> bool| -> Vec<&RowResult> {
+        seen.iter().copied().filter(|r| f(r.quantity)).collect()
+    };
+    let groups: [(&str, Vec<&RowResult>); 5] = [
+        (
+            TIME_GROUP,
+            pick(&|q| matches!(q, Quantity::TokensPerSPerGpu | Quantity::IterationTimeS)),
+        ),
+        (ALL_TIME_GROUP, pick(&is_step_time)),
+        (
+            Quantity::PeakMemoryGib.id(),
+            pick(&|q| q == Quantity::PeakMemoryGib),
+        ),
+        ("kv pool", pick(&Quantity::is_kv_pool)),
+        (ALL_GROUP, seen.clone()),
+    ];
+    groups
+        .iter()
+        .filter(|(_, g)| !g.is_empty())
+        .map(|(name, g)| summarize_errors(name, g, error, reason))
+        .collect()
+}
 
 /// The conventions every comparison follows.
 pub fn conventions() -> Vec<String> {
@@ -1857,6 +2044,9 @@ fn compare(run: &PublishedRun, mapped: &MappedRun) -> Result<(Comparison, f64), 
                 .map_err(|e| e.to_string())?;
             (layer.fwd_bwd_seconds * 1e3, None)
         }
+        Quantity::KvTokens | Quantity::KvMemoryGib => {
+            return Err("a KV-pool row is compared by compare_kv_pool".to_string())
+        }
     };
     if !predicted.is_finite() || predicted <= 0.0 {
         return Err(format!(
@@ -1888,6 +2078,120 @@ fn compare(run: &PublishedRun, mapped: &MappedRun) -> Result<(Comparison, f64), 
         },
         params_b,
     ))
+}
+
+/// A serving engine's KV pool (`kv_tokens` per replica, `kv_memory_gib` per GPU) set against
+/// the pool [`crate::memory::serving::serving_plan`] sizes as the engine does
+/// (memory/engine_kv_pool.rs: vLLM's profiled non-KV memory, SGLang's static fraction).
+fn compare_kv_pool(run: &PublishedRun) -> Result<(Comparison, Vec<String>), String> {
+    use crate::input::scenario::ServeDtype;
+    use crate::input::serving_engine::{EngineProfile, ServingEngine};
+    if !run.other_keys.is_empty() {
+        let keys: Vec<&str> = run.other_keys.keys().map(String::as_str).collect();
+        return Err(format!(
+            "keys this reader does not know: {}",
+            keys.join(", ")
+        ));
+    }
+    let gpu_id = dataset_gpu_preset(&run.gpu_type)
+        .ok_or_else(|| format!("no GPU preset for gpu_type '{}'", run.gpu_type))?;
+    let gpu = gpu_preset(&gpu_id).ok_or_else(|| format!("GPU preset '{gpu_id}' is missing"))?;
+    let key = crate::edges::serving_validation::serving_model_key(&run.model_name)
+        .ok_or_else(|| format!("model '{}' is not a known public model", run.model_name))?;
+    let (_, spec, model_source) =
+        model_for_key(key).ok_or_else(|| format!("known model '{key}' has no shapes"))?;
+    let weight_dtype = match run.precision {
+        Some(RunPrecision::Fp8) => ServeDtype::Fp8,
+        _ => ServeDtype::Bf16,
+    };
+    let kv_dtype = match run.kv_dtype.as_deref() {
+        None => weight_dtype,
+        Some(d) => ServeDtype::from_id(d)
+            .ok_or_else(|| format!("kv_dtype '{d}' is not bf16, fp8, int8 or int4"))?,
+    };
+    let engine = match run.engine.as_deref() {
+        None | Some("vllm") => ServingEngine::Vllm,
+        Some("sglang") => ServingEngine::Sglang,
+        Some(e) => return Err(format!("engine '{e}' is not vllm or sglang")),
+    };
+    let mut notes = vec![format!("model shapes: {model_source}")];
+    let mut serving = Serving {
+        weight_dtype,
+        kv_dtype,
+        tp: run.tp,
+        pp: run.pp,
+        engine,
+        ..Serving::default()
+    };
+    match engine {
+        ServingEngine::Vllm => {
+            serving.memory_utilization = run.memory_fraction.unwrap_or(0.9);
+            // vLLM sizes its pool after a profiling forward (memory/engine_kv_pool.rs).
+            serving.engine_profile = Some(EngineProfile::default());
+            notes.push(
+                "vLLM's default profile: 8192 batched tokens, 1024 sequences, 1.79 GiB non-torch"
+                    .to_string(),
+            );
+        }
+        ServingEngine::Sglang => serving.mem_fraction_static = run.memory_fraction,
+    }
+    let gpus = u64::from(run.tp) * u64::from(run.pp);
+    let nodes = u32::try_from(gpus.div_ceil(u64::from(gpu.gpus_per_node.max(1)))).unwrap_or(1);
+    let cluster = Cluster::of(gpu, nodes.max(1));
+    let plan = crate::memory::serving::serving_plan(&spec, &serving, &cluster).map_err(|e| {
+        format!(
+            "the serving model refuses the replica: {}: {}",
+            e.field, e.reason
+        )
+    })?;
+    let pool = plan.kv_budget_per_gpu.value;
+    let per_token = plan.kv_bytes_per_token_per_gpu.value;
+    let predicted = match run.quantity {
+        Quantity::KvMemoryGib => pool / GIB,
+        _ if per_token > 0.0 => pool / per_token,
+        _ => 0.0,
+    };
+    notes.push(format!(
+        "KV pool {:.2} GiB per GPU at {per_token:.0} B per token per GPU",
+        pool / GIB
+    ));
+    if !predicted.is_finite() || predicted <= 0.0 {
+        return Err(format!(
+            "the predicted pool is {predicted}, not a positive number"
+        ));
+    }
+    let comparison = Comparison {
+        predicted,
+        relative_error: predicted / run.value - 1.0,
+        flop_convention: None,
+        breakdown: Breakdown::default(),
+        rule_violations: Vec::new(),
+    };
+    Ok((comparison, notes))
+}
+
+/// The micro-batch of a row that does not state it: torchtitan's pipeline default splits each
+/// data-parallel rank's batch into `pp` micro-batches (torchtitan 9dec370, 2024-12,
+/// `pipelining_utils.py` `build_pipeline_schedule`: `n_microbatches = pipeline_parallel_degree`
+/// when `pipeline_parallel_microbatches` is None); every other row takes 1.
+fn default_micro_batch(
+    run: &PublishedRun,
+    fam: Family,
+    global_batch: u32,
+    dp: u32,
+    defaults: &mut Vec<String>,
+) -> u32 {
+    let local = global_batch / dp.max(1);
+    if fam == Family::Torchtitan && run.pp > 1 && local.is_multiple_of(run.pp) && local > 0 {
+        let b = local / run.pp;
+        defaults.push(format!(
+            "micro_batch not stated: {b} (torchtitan splits the local batch of {local} into pp = {} micro-batches)",
+            run.pp
+        ));
+        return b;
+    }
+    defaults.push("micro_batch not stated: 1".to_string());
+    1
 }
 
 /// The expert-TP degree of a row: no row states it, so it takes its recipe's value.
@@ -2021,7 +2325,18 @@ pub fn validate_run(run: &PublishedRun) -> (RowResult, Option<MappedRun>) {
         comparison: None,
         not_representable: None,
         search: None,
+        first_seen: run.first_seen.clone(),
     };
+    if run.quantity.is_kv_pool() {
+        match compare_kv_pool(run) {
+            Ok((c, notes)) => {
+                row.comparison = Some(c);
+                row.notes = notes;
+            }
+            Err(reason) => row.not_representable = Some(reason),
+        }
+        return (row, None);
+    }
     match map_run(run) {
         Err(reason) => {
             row.not_representable = Some(reason);
@@ -2221,6 +2536,20 @@ pub fn summarize(
     let by_source = summarize_by_source(&rows, |r| r.source.as_str(), summarize_group);
 
     let search = searches.map(|n| search_summary(&rows, n));
+    let first_seen = first_seen_groups(
+        &rows,
+        |r| r.first_seen.as_ref().and_then(|f| f.relative_error),
+        |r| {
+            r.first_seen
+                .as_ref()
+                .and_then(|f| f.not_representable.clone())
+        },
+    );
+    let first_seen_today = first_seen_groups(
+        &rows,
+        |r| r.comparison.as_ref().map(|c| c.relative_error),
+        |r| r.not_representable.clone(),
+    );
     ValidationReport {
         dataset_rows,
         conventions: conventions(),
@@ -2228,6 +2557,8 @@ pub fn summarize(
         by_quantity,
         by_source,
         search,
+        first_seen,
+        first_seen_today,
     }
 }
 

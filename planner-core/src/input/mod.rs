@@ -8,6 +8,7 @@ pub mod calibration;
 pub mod collective;
 pub mod finetune;
 pub mod framework;
+pub mod fsdp_semantics;
 pub mod gemm_efficiency;
 pub mod hardware;
 pub mod hbm_achievable;

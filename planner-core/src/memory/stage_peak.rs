@@ -8,6 +8,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::input::framework::Framework;
+use crate::input::fsdp_semantics::FsdpSemantics;
 use crate::input::layout::{Layout, Recompute, ZeroStage};
 use crate::input::model::{ModelSpec, ParamBreakdown};
 use crate::input::precision::Precision;
@@ -94,6 +95,8 @@ pub struct StageNumbers {
     pub recompute_transient_bytes: f64,
     /// ZeRO-3 gathered units in flight.
     pub zero3_gathered_bytes: f64,
+    /// FSDP with gradient sync deferred: the stage's unsharded gradient accumulator.
+    pub fsdp_unsharded_grad_bytes: f64,
     /// Gradient communication buckets.
     pub gradient_bucket_bytes: f64,
     /// The loss's logit-sized transients at the start of backward (framework semantics).
@@ -251,6 +254,8 @@ pub struct StageState {
     pub adapters: Option<AdapterState>,
     /// ZeRO-3 gathered units in flight.
     pub zero3_gathered_bytes: f64,
+    /// FSDP with gradient sync deferred: the stage's unsharded gradient accumulator.
+    pub fsdp_unsharded_grad_bytes: f64,
     /// Gradient communication buckets.
     pub gradient_bucket_bytes: f64,
     /// NCCL communicators with more than one rank.
@@ -290,7 +295,18 @@ pub fn stage_state(inputs: &MemoryInputs, span: &StageSpan) -> StageState {
     };
     let (state, offload_host) = offload_split(state, partition_params, precision, layout, training);
     let deepspeed = overheads.framework.is_deepspeed();
-    let zero3_gathered_bytes = if layout.zero == ZeroStage::Zero3 {
+    let fsdp = FsdpSemantics::of(overheads.framework, layout.pp);
+    let zero3 = layout.zero == ZeroStage::Zero3;
+    let zero3_gathered_bytes = if zero3 && fsdp.holds_stage_unsharded() {
+        // Kept after forward (or across micro-batches): at the start of backward every unit
+        // of the stage is unsharded (input/fsdp_semantics.rs).
+        match &adapters {
+            Some(a) => {
+                rank.total() * a.base_bytes_per_param + a.adapters.total() * precision.weight_bytes
+            }
+            None => rank.total() * precision.weight_bytes,
+        }
+    } else if zero3 {
         let unit_bytes = match &adapters {
             // FSDP-QLoRA gathers the packed 4-bit storage, not a dequantized copy.
             Some(a) => {
@@ -308,6 +324,16 @@ pub fn stage_state(inputs: &MemoryInputs, span: &StageSpan) -> StageState {
         } else {
             f64::from(overheads.zero3_units_in_flight) * unit_bytes
         }
+    } else {
+        0.0
+    };
+    // Sync deferred: the full gradient accumulates unsharded in the reduce dtype until the
+    // last micro-batch's reduce-scatter (input/fsdp_semantics.rs `DEFERRED_GRAD_BYTES`).
+    let fsdp_unsharded_grad_bytes = if zero3 && fsdp.defer_grad_sync {
+        let trainable = adapters
+            .as_ref()
+            .map_or(rank.total(), |a| a.adapters.total());
+        trainable * crate::input::fsdp_semantics::DEFERRED_GRAD_BYTES
     } else {
         0.0
     };
@@ -352,6 +378,7 @@ pub fn stage_state(inputs: &MemoryInputs, span: &StageSpan) -> StageState {
         offload_host,
         adapters,
         zero3_gathered_bytes,
+        fsdp_unsharded_grad_bytes,
         gradient_bucket_bytes,
         nccl_groups,
         nccl_bytes: f64::from(nccl_groups) * overheads.nccl_buffer_bytes_per_group,
@@ -411,6 +438,7 @@ pub fn stage_numbers_from(
         + activation_bytes
         + transient
         + st.zero3_gathered_bytes
+        + st.fsdp_unsharded_grad_bytes
         + st.gradient_bucket_bytes
         + loss_transient_bytes
         + overheads.cublas_workspace_bytes;
@@ -436,6 +464,7 @@ pub fn stage_numbers_from(
         activation_bytes,
         recompute_transient_bytes: transient,
         zero3_gathered_bytes: st.zero3_gathered_bytes,
+        fsdp_unsharded_grad_bytes: st.fsdp_unsharded_grad_bytes,
         gradient_bucket_bytes: st.gradient_bucket_bytes,
         loss_transient_bytes,
         cublas_workspace_bytes: overheads.cublas_workspace_bytes,

@@ -188,6 +188,24 @@ fn stage_memory(inputs: &MemoryInputs, n: &StageNumbers) -> StageMemory {
             ),
             "DeepSpeed deepspeed/runtime/zero/config.py defaults: stage3_prefetch_bucket_size 5e7 elements fetched ahead of the module computing, stage3_max_live_parameters 1e9 resident at most; parameters under stage3_param_persistence_threshold (1e5) stay whole (norms, biases)".to_string(),
         ));
+    } else if n.zero3_gathered_bytes > 0.0
+        && crate::input::fsdp_semantics::FsdpSemantics::of(overheads.framework, layout.pp)
+            .holds_stage_unsharded()
+    {
+        terms.push(term(
+            "zero3.gathered",
+            "FSDP parameters kept unsharded for the stage",
+            n.zero3_gathered_bytes,
+            "P_stage × bytes_w",
+            format!(
+                "{} × {}",
+                fmt_num(n.params.total()),
+                fmt_num(inputs.precision.weight_bytes)
+            ),
+            crate::input::fsdp_semantics::FsdpSemantics::of(overheads.framework, layout.pp)
+                .describe()
+                .to_string(),
+        ));
     } else if n.zero3_gathered_bytes > 0.0 {
         terms.push(term(
             "zero3.gathered",
@@ -201,6 +219,19 @@ fn stage_memory(inputs: &MemoryInputs, n: &StageNumbers) -> StageMemory {
                 fmt_num(inputs.precision.weight_bytes)
             ),
             "the unit computing plus prefetched ones, gathered in full (one layer, or embedding/output); FSDP2 reshard_after_forward".to_string(),
+        ));
+    }
+    if n.fsdp_unsharded_grad_bytes > 0.0 {
+        terms.push(term(
+            "fsdp.unsharded_grads",
+            "FSDP gradients accumulated unsharded (sync deferred)",
+            n.fsdp_unsharded_grad_bytes,
+            "P_trainable × 4 B",
+            format!(
+                "{} × 4",
+                fmt_num(n.fsdp_unsharded_grad_bytes / crate::input::fsdp_semantics::DEFERRED_GRAD_BYTES)
+            ),
+            "PyTorch's pipeline stage turns gradient sync off until the last micro-batch (stage.py backward_maybe_with_nosync); FSDP2 then accumulates each gradient unsharded in reduce_dtype, fp32 in torchtitan (_fsdp_param.py to_accumulated_grad_if_needed)".to_string(),
         ));
     }
     if n.gradient_bucket_bytes > 0.0 {

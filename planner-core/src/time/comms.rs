@@ -624,8 +624,10 @@ pub fn data_parallel_comms(
             // `set_requires_gradient_sync`, pytorch/pytorch#126166), which holds unsharded
             // gradients; DeepSpeed's gradient-partitioning stages communicate at every
             // micro-batch, not only at accumulation boundaries (deepspeedai/DeepSpeed#338).
-            // Latency is paid per unit (one call per layer).
+            // Latency is paid per unit (one call per layer). How often each runs per step is
+            // the framework's FSDP semantics under this schedule (input/fsdp_semantics.rs).
             let units = layers_per_stage.max(1.0);
+            let fsdp = crate::input::fsdp_semantics::FsdpSemantics::of(inp.framework, layout.pp);
             // FSDP gathers every parameter of a unit; frozen LoRA/QLoRA base weights move in
             // their stored dtype (4-bit packed under QLoRA), adapters in the working dtype.
             let w = if inp.frozen_weight_bytes > 0.0 {
@@ -638,9 +640,13 @@ pub fn data_parallel_comms(
                 Collective::AllGather,
                 Purpose::ParamAllGatherForward,
                 w,
-                m,
+                fsdp.forward_gathers(m),
                 units,
-                Overlap::EachForward,
+                if fsdp.reshard_after_backward {
+                    Overlap::EachForward
+                } else {
+                    Overlap::FirstForward
+                },
             );
             // DeepSpeed's per-module hooks under full recompute (time/deepspeed_zero3.rs): the
             // recomputed forward gathers the layer again, and backward only what the reuse
@@ -669,18 +675,29 @@ pub fn data_parallel_comms(
                 Collective::AllGather,
                 Purpose::ParamAllGatherBackward,
                 w * backward_share,
-                m,
+                fsdp.backward_gathers(m),
                 units,
                 Overlap::EachUnitBackward,
             );
+            // Deferred, the unsharded fp32 accumulator is reduce-scattered once, unit by unit
+            // inside the last micro-batch's backward (PyTorch 2.5's pipeline stage:
+            // `set_requires_gradient_sync(last_backward)`).
+            let (rs_bytes, rs_overlap) = if fsdp.defer_grad_sync {
+                (
+                    trainable_per_rank * crate::input::fsdp_semantics::DEFERRED_GRAD_BYTES,
+                    Overlap::LastBackward,
+                )
+            } else {
+                (grads, Overlap::EachUnitBackward)
+            };
             add(
                 GroupKind::DpCp,
                 Collective::ReduceScatter,
                 Purpose::GradReduceScatter,
-                grads,
-                m,
+                rs_bytes,
+                fsdp.reduce_scatters(m),
                 units,
-                Overlap::EachUnitBackward,
+                rs_overlap,
             );
         }
     }
