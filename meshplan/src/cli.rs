@@ -115,6 +115,10 @@ pub enum Command {
         /// Skip the mesh search (the comparison alone).
         #[arg(long)]
         no_search: bool,
+        /// Also write each row's first-seen and current error to FILE, the table the error
+        /// bands of `eval`, `search` and the page read (validation/errors.json).
+        #[arg(long, value_name = "FILE", conflicts_with = "serving")]
+        write_errors: Option<PathBuf>,
     },
     /// Fit link bandwidth/latency and GEMM efficiency from gpu-bench reports and
     /// nccl-tests outputs (text table or `-J` JSON); prints the calibration summary.

@@ -67,12 +67,14 @@ pub fn run(command: Command) -> Result<String, CliError> {
             json,
             table,
             no_search,
+            write_errors,
             ..
         } => validate::run(&validate::Args {
             dataset: dataset.as_deref(),
             json,
             table,
             search: !no_search,
+            write_errors: write_errors.as_deref(),
         }),
         Command::Calibrate {
             inputs,

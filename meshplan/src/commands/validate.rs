@@ -3,8 +3,9 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use planner_core::edges::error_band::error_table;
 use planner_core::edges::validation::{
-    run_validation, GroupSummary, RowResult, ValidationOptions, ValidationReport,
+    parse_runs, run_validation, GroupSummary, RowResult, ValidationOptions, ValidationReport,
 };
 
 use crate::error::CliError;
@@ -18,6 +19,7 @@ pub struct Args<'a> {
     pub json: bool,
     pub table: bool,
     pub search: bool,
+    pub write_errors: Option<&'a Path>,
 }
 
 /// Runs the validation and formats its result.
@@ -34,6 +36,9 @@ pub fn run(args: &Args) -> Result<String, CliError> {
         },
     )
     .map_err(|e| CliError::BadInput(format!("{shown}: invalid dataset: {e}")))?;
+    if let Some(path) = args.write_errors {
+        write_error_table(path, &text, &report)?;
+    }
     if args.json {
         return serde_json::to_string_pretty(&report)
             .map_err(|e| CliError::BadInput(format!("result cannot be written as JSON: {e}")));
@@ -44,6 +49,15 @@ pub fn run(args: &Args) -> Result<String, CliError> {
     }
     summary_tables(&mut out, &report);
     Ok(out.trim_end().to_string())
+}
+
+/// Writes the error table the bands read (`planner_core::edges::error_band`).
+fn write_error_table(path: &Path, text: &str, report: &ValidationReport) -> Result<(), CliError> {
+    let runs = parse_runs(text).map_err(|e| CliError::BadInput(e.to_string()))?;
+    let table = error_table(&runs, report);
+    let json = serde_json::to_string_pretty(&table)
+        .map_err(|e| CliError::BadInput(format!("error table cannot be written as JSON: {e}")))?;
+    std::fs::write(path, json + "\n").map_err(|e| CliError::Io(format!("{}: {e}", path.display())))
 }
 
 /// The dataset's text and how to name it: the file at `path`, or the built-in `default`.

@@ -3,6 +3,7 @@
 //! Invariant: The top layer: may import anything below; nothing imports it.
 
 pub mod calibration_fit;
+pub mod error_band;
 pub mod export;
 pub mod finetune_export;
 pub mod hf_config;

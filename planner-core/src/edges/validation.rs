@@ -732,6 +732,9 @@ enum Family {
     MegatronCore,
     /// torchtitan (FSDP2).
     Torchtitan,
+    /// BLOOM-176B's Megatron-DeepSpeed (bigscience-workshop/Megatron-DeepSpeed, 2022): DeepSpeed's
+    /// pipeline engine and BF16_Optimizer, Megatron's fused softmax (ALiBi), no sequence parallel.
+    Bloom,
     /// Anything else.
     Other,
 }
@@ -747,8 +750,17 @@ fn row_framework(run: &PublishedRun, fam: Family) -> Framework {
         Family::MegatronCore => Framework::MegatronCore,
         Family::MegatronPaper if !run.fsdp => Framework::MegatronCore,
         Family::MegatronPaper => Framework::DeepSpeed2021,
+        // DeepSpeed's pipeline engine reduces gradients after the last micro-batch
+        // (deepspeed/runtime/pipe/schedule.py TrainSchedule: ReduceGrads at the batch's last
+        // step), so under DeepSpeed the gradient reduction is not overlapped (input/overlap.rs).
+        Family::Bloom => Framework::DeepSpeed,
         Family::Other => Framework::Article,
     }
+}
+
+/// The framework whose semantics a row's run follows ([`row_framework`] of its source).
+pub fn run_framework(run: &PublishedRun) -> Framework {
+    row_framework(run, family(&run.source))
 }
 
 fn on_off(on: bool) -> &'static str {
@@ -769,6 +781,8 @@ fn family(source: &str) -> Family {
         Family::MegatronCore
     } else if source.starts_with("torchtitan") {
         Family::Torchtitan
+    } else if source.starts_with("BLOOM") {
+        Family::Bloom
     } else {
         Family::Other
     }
@@ -887,6 +901,15 @@ fn published_split(
     let megatron = run.source.starts_with("MBridge")
         || run.source.starts_with("Megatron examples")
         || run.source.starts_with("Llama3");
+    // BLOOM tr11-176B-ml README: `--pp-partition-method 'type:transformer|embedding'` counts
+    // both tied embedding layers as blocks, 70 + 2 = 72 = 12 stages × 6.
+    if run.source.starts_with("BLOOM") {
+        notes.push("stage split: the two tied embedding layers counted as blocks (BLOOM tr11 --pp-partition-method 'type:transformer|embedding')".to_string());
+        return StageSplit::AccountEmbeddingLoss {
+            embedding: true,
+            loss: true,
+        };
+    }
     match (megatron, layers, run.pp, virtual_stages) {
         // DeepSeek-V3 at PP 8 × VPP 4: Megatron-Bridge scripts/performance (deepseek_v3
         // H100 1024-GPU config) `--pipeline-model-parallel-layout "Et|(tt|)*30mL"`: the
@@ -1279,14 +1302,23 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
                 defaults.push("zero_stage not stated: none, DDP (Megatron-LM of Narayanan 2021 / Korthikanti 2022)".to_string());
                 ZeroStage::Ddp
             }
+            // DeepSpeed's BF16_Optimizer (deepspeed/runtime/bf16_optimizer.py) partitions the
+            // fp32 master weights and Adam state over DP and reduces the full fp32 gradient
+            // (`get_grads_for_reduction` returns `fp32_groups_gradients_flat`): ZeRO-1 with fp32
+            // gradients.
+            Family::Bloom => {
+                defaults.push("zero_stage not stated: ZeRO-1 (DeepSpeed BF16_Optimizer: fp32 master and Adam state partitioned, fp32 gradients reduced)".to_string());
+                ZeroStage::Zero1
+            }
             Family::Torchtitan | Family::Other => {
                 defaults.push("zero_stage not stated: none, DDP".to_string());
                 ZeroStage::Ddp
             }
         }
     };
-    let distributed_optimizer =
-        !run.fsdp && run.zero_stage.is_none() && fam == Family::MegatronCore;
+    let distributed_optimizer = !run.fsdp
+        && run.zero_stage.is_none()
+        && matches!(fam, Family::MegatronCore | Family::Bloom);
 
     // Precision.
     let precision_used = match run.precision {
@@ -1369,13 +1401,24 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
                 .push("sequence_parallel not stated: off (Narayanan 2021 predates it)".to_string());
             false
         }
+        // bigscience-workshop/Megatron-DeepSpeed megatron/arguments.py has no sequence-parallel
+        // option: BLOOM's fork predates it.
+        None if fam == Family::Bloom => {
+            defaults.push(
+                "sequence_parallel not stated: off (BLOOM's Megatron-DeepSpeed fork has no such option)"
+                    .to_string(),
+            );
+            false
+        }
         None => {
             defaults.push("sequence_parallel not stated: on (tp > 1)".to_string());
             true
         }
     };
     let expert_tp = expert_tp_of(run, &mut defaults);
-    let flash_attention = fam != Family::MegatronPaper;
+    // BLOOM's ALiBi attention ran Megatron's fused masked softmax (bigscience-workshop/
+    // Megatron-DeepSpeed megatron/model/fused_softmax.py), not a fused attention kernel.
+    let flash_attention = !matches!(fam, Family::MegatronPaper | Family::Bloom);
     notes.push(format!(
         "flash attention {} (memory only){}",
         if flash_attention { "on" } else { "off" },
@@ -1432,10 +1475,11 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
             choice
         }
         None => {
-            let framework = if fam == Family::Torchtitan {
-                Framework::Torchtitan
-            } else {
-                Framework::Article
+            // torchtitan and BLOOM's DeepSpeed rows take their framework's own overlap; the
+            // rest keep the article's.
+            let framework = match fam {
+                Family::Torchtitan | Family::Bloom => row_framework(run, fam),
+                _ => Framework::Article,
             };
             let applied = OverlapChoice::default().applied(framework);
             defaults.push(format!(

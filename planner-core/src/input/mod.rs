@@ -18,6 +18,7 @@ pub mod layout;
 pub mod link_efficiency;
 pub mod model;
 pub mod moe_routing;
+pub mod nccl_node;
 pub mod offload;
 pub mod overlap;
 pub mod power_limit;

@@ -12,19 +12,52 @@ use crate::input::calibration::CalibrationSummary;
 pub use crate::input::collective::{AlphaBeta, Collective, LinkDomain};
 use crate::input::hardware::Cluster;
 use crate::input::link_efficiency::{inter_node_busbw_share, intra_node_busbw_share};
+use crate::input::nccl_node::{nccl_node, NcclNode};
 use crate::parallel::topology::{Domain, GroupPlacement};
+use crate::time::nccl_algo::{nccl_choice, NcclTopo};
 
 /// How a collective's time is priced, in words, for the explanations ([`CommModel::time_s`]:
 /// [`Domain::Hierarchical`] runs two levels, [`Domain::InterNode`] the network link alone).
-pub const COMM_TIME_ASSUMPTION: &str = "α–β with nccl-tests bus-bandwidth factors, each link at the bus bandwidth NCCL measures on it, not its line rate (input/link_efficiency.rs: NVLink 4 at 20.6 of 25 GB/s per link, all-reduce with NVLink SHARP at 480 of 450 GB/s, NVLink 5 at 40.1 of 50, A100's NVLink at 230 of 300, MI300X's xGMI at 48 of 64, a 400 Gb/s NDR NIC at 47 of 50 GB/s, a 200 Gb/s HDR NIC at 24 of 25; the line rate where no figure is cited; a calibration's measured α–β replaces them); two-level when a group has several GPUs on each of several nodes, the network link alone when it has one GPU per node";
+pub const COMM_TIME_ASSUMPTION: &str = "all-reduce, all-gather, reduce-scatter, broadcast and reduce as NCCL 2.30's tuner prices them (time/nccl_algo.rs: Ring, Tree, NVLS, NVLS-Tree or PAT with LL, LL128 or Simple, whichever NCCL picks for the size, node count and ranks per node, on GPUs whose node NCCL describes: input/nccl_node.rs); all-to-all, send/recv, other GPUs and measured links: α–β with nccl-tests bus-bandwidth factors, each link at the bus bandwidth NCCL measures on it, not its line rate (input/link_efficiency.rs: NVLink 4 at 20.6 of 25 GB/s per link, all-reduce with NVLink SHARP at 480 of 450 GB/s, NVLink 5 at 40.1 of 50, A100's NVLink at 230 of 300, MI300X's xGMI at 48 of 64, a 400 Gb/s NDR NIC at 47 of 50 GB/s, a 200 Gb/s HDR NIC at 24 of 25; the line rate where no figure is cited; a calibration's measured α–β replaces them); two-level when a group has several GPUs on each of several nodes, the network link alone when it has one GPU per node";
 
-/// α–β parameters for every (operation, link), each marked measured or assumed.
+/// α–β parameters for every (operation, link), each marked measured or assumed, and the
+/// node as NCCL's tuner sees it where NCCL runs the collectives.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct CommModel {
     /// Indexed by [`Collective::index`], then intra/inter.
     pub links: [[AlphaBeta; 2]; 7],
     /// Whether that entry came from a measurement.
     pub measured: [[bool; 2]; 7],
+    /// NCCL's view of the node and its links; `None`: α–β only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nccl: Option<NcclLinks>,
+}
+
+/// The node and link rates NCCL's tuner reads ([`crate::time::nccl_algo::NcclTopo`]).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NcclLinks {
+    /// GPU generation, host CPU, NVLS.
+    pub node: NcclNode,
+    /// NVLink per GPU per direction as NCCL counts it (links × its per-link speed), bytes/s.
+    pub nvlink_bytes_per_s: f64,
+    /// NIC line rate per GPU per direction, bytes/s.
+    pub nic_bytes_per_s: f64,
+}
+
+impl NcclLinks {
+    /// The tuner's communicator for a group of `per_node` ranks on each of `nodes` nodes.
+    pub fn topo(&self, nodes: u64, per_node: u64) -> NcclTopo {
+        NcclTopo {
+            nodes: nodes.max(1),
+            ranks_per_node: per_node.max(1),
+            arch: self.node.arch,
+            cpu: self.node.cpu,
+            nvlink_bytes_per_s: self.nvlink_bytes_per_s,
+            nic_bytes_per_s: self.nic_bytes_per_s,
+            nvls: self.node.nvls,
+            collnet: false,
+        }
+    }
 }
 
 impl CommModel {
@@ -62,9 +95,19 @@ impl CommModel {
                 },
             ]
         };
+        // NCCL counts NVLink per link at its own speed (20.6 GB/s for NVLink 4,
+        // src/graph/topo.h SM90_NVLINK_BW), the ring share of input/link_efficiency.rs; the NIC
+        // at its line rate (src/graph/topo.cc, Mbps / 8000).
+        let nccl = nccl_node(gpu).map(|node| NcclLinks {
+            node,
+            nvlink_bytes_per_s: cluster.intra_node.bytes_per_s
+                * intra_node_busbw_share(gpu, Collective::AllGather).unwrap_or(1.0),
+            nic_bytes_per_s: cluster.inter_node.bytes_per_s,
+        });
         CommModel {
             links: Collective::ALL.map(entry),
             measured: [[false; 2]; 7],
+            nccl,
         }
     }
 
@@ -104,6 +147,42 @@ impl CommModel {
     /// of `bytes/k`, intra all-gather (k members per node, each GPU on its own
     /// NIC rail). Assumes no contention with other groups' traffic.
     pub fn time_s(&self, op: Collective, bytes: f64, g: &GroupPlacement) -> f64 {
+        if let Some(t) = self.nccl_time_s(op, bytes, g) {
+            return t;
+        }
+        self.alpha_beta_time_s(op, bytes, g)
+    }
+
+    /// NCCL's own price of `op` over `g` (time/nccl_algo.rs), where NCCL tunes the operation,
+    /// the node is described and none of the links it crosses was measured (a measurement is
+    /// the user's cluster as it runs, and replaces the tuner's estimate).
+    pub fn nccl_time_s(&self, op: Collective, bytes: f64, g: &GroupPlacement) -> Option<f64> {
+        let links = self.nccl.as_ref()?;
+        if g.domain == Domain::Local || self.placement_measured_any(op, g) {
+            return None;
+        }
+        let (nodes, per_node) = match g.domain {
+            Domain::IntraNode => (1, g.size),
+            Domain::InterNode => (g.size, 1),
+            _ => (g.nodes, g.per_node),
+        };
+        nccl_choice(op, bytes, &links.topo(nodes, per_node)).map(|c| c.time_s)
+    }
+
+    fn placement_measured_any(&self, op: Collective, g: &GroupPlacement) -> bool {
+        match g.domain {
+            Domain::Local => false,
+            Domain::IntraNode => self.is_measured(op, LinkDomain::IntraNode),
+            Domain::InterNode => self.is_measured(op, LinkDomain::InterNode),
+            Domain::Hierarchical => {
+                self.is_measured(op, LinkDomain::IntraNode)
+                    || self.is_measured(op, LinkDomain::InterNode)
+            }
+        }
+    }
+
+    /// The α–β price of `op` over `g`: one link, or the two-level algorithm below.
+    pub fn alpha_beta_time_s(&self, op: Collective, bytes: f64, g: &GroupPlacement) -> f64 {
         let intra =
             |o: Collective, b: f64, n: u64| self.link(o, LinkDomain::IntraNode).time_s(o, b, n);
         let inter =

@@ -10,4 +10,5 @@ pub mod cost;
 pub mod deepspeed_zero3;
 pub mod elementwise;
 pub mod layer_time;
+pub mod nccl_algo;
 pub mod offload;

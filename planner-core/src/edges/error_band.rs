@@ -1,0 +1,261 @@
+//! The error band every predicted step time, throughput, MFU and peak memory carries: the
+//! median miss of the published runs nearest the scenario (model size, cluster size, GPU,
+//! framework, TP and PP: [`band_nearness`]), taken from each run's error when it first
+//! entered the repository where that is recorded (the honest figure), and from today's
+//! error otherwise, so the band says how many of each it used. Where no published run is
+//! near, the band says the figure is an extrapolation instead of printing a narrow band.
+//!
+//! The errors come from `validation/errors.json`, which `meshplan validate --write-errors`
+//! writes from the model as it stands and a test (`error_table_is_current`) keeps current:
+//! reading it costs microseconds, where evaluating every published run again would cost a
+//! fifth of a second natively, too slow for a slider.
+
+use serde::{Deserialize, Serialize};
+
+use crate::edges::validation::{
+    dataset_gpu_preset, parse_rows, PublishedRun, Quantity, ValidationReport,
+};
+use crate::input::framework::Framework;
+use crate::resolve::validate::FieldError;
+
+/// The built-in error table (`validation/errors.json`).
+pub const ERROR_TABLE_JSON: &str = include_str!("../../../validation/errors.json");
+
+/// Published runs a band is read from (the "12 most similar").
+pub const BAND_ROWS: usize = 12;
+
+/// Beyond this nearness the nearest run is another kind of run: a different GPU
+/// (+1), or a model or cluster ten times larger or smaller (+1 each), and the figure is
+/// an extrapolation.
+pub const EXTRAPOLATION_DISTANCE: f64 = 1.0;
+
+/// One published run's error, as the band reads it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ErrorRow {
+    /// Row id in `validation/public-runs.json`.
+    pub id: String,
+    /// What it measured.
+    pub quantity: Quantity,
+    /// Published parameters, billions.
+    pub params_b: f64,
+    /// GPUs of the run.
+    pub gpus: u32,
+    /// The dataset's GPU name.
+    pub gpu_type: String,
+    /// The framework the row maps to ([`Framework::id`]).
+    pub framework: String,
+    /// Tensor-parallel degree.
+    pub tp: u32,
+    /// Pipeline-parallel degree.
+    pub pp: u32,
+    /// `predicted / measured − 1` when the row first entered the repository.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_seen: Option<f64>,
+    /// `predicted / measured − 1` today (rounded to 4 decimals).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub today: Option<f64>,
+}
+
+/// Which figures a band covers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BandKind {
+    /// Step time, tokens/s, MFU, TFLOP/s.
+    StepTime,
+    /// Peak memory.
+    PeakMemory,
+}
+
+impl BandKind {
+    fn covers(self, q: Quantity) -> bool {
+        match self {
+            BandKind::StepTime => matches!(
+                q,
+                Quantity::TokensPerSPerGpu
+                    | Quantity::IterationTimeS
+                    | Quantity::Mfu
+                    | Quantity::TflopsPerGpuReported
+            ),
+            BandKind::PeakMemory => q == Quantity::PeakMemoryGib,
+        }
+    }
+}
+
+/// A scenario as the band compares it with published runs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct BandScenario<'a> {
+    /// Model parameters, billions.
+    pub params_b: f64,
+    /// GPUs.
+    pub gpus: u64,
+    /// The GPU preset id.
+    pub gpu_id: &'a str,
+    /// The framework whose semantics the scenario follows.
+    pub framework: Framework,
+    /// Tensor-parallel degree.
+    pub tp: u32,
+    /// Pipeline-parallel degree.
+    pub pp: u32,
+}
+
+/// The error the evidence supports for one kind of figure.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ErrorBand {
+    /// Which figures it covers.
+    pub kind: BandKind,
+    /// Median |error| of the nearest runs (a fraction: 0.18 = ±18%).
+    pub relative: f64,
+    /// Runs it was read from.
+    pub runs: usize,
+    /// Of which scored when first seen.
+    pub first_seen_runs: usize,
+    /// Nearness of the nearest run ([`band_nearness`]).
+    pub nearest_distance: f64,
+    /// Ids of the runs used, nearest first.
+    pub nearest_ids: Vec<String>,
+    /// Set when no published run is near: the figure is an extrapolation, and why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extrapolation: Option<String>,
+    /// The band in words.
+    pub text: String,
+}
+
+impl ErrorBand {
+    /// Whether two figures of this kind differ by less than the band (relative to the
+    /// smaller): the model cannot tell them apart.
+    pub fn indistinct(&self, a: f64, b: f64) -> bool {
+        let (lo, hi) = if a < b { (a, b) } else { (b, a) };
+        lo > 0.0 && hi / lo - 1.0 < self.relative
+    }
+}
+
+/// Reads an error table: a JSON array of [`ErrorRow`].
+pub fn parse_error_table(json: &str) -> Result<Vec<ErrorRow>, FieldError> {
+    parse_rows(json)
+}
+
+/// The error table of a validation run: each compared row's errors, with the fields the
+/// band's nearness reads.
+pub fn error_table(runs: &[PublishedRun], report: &ValidationReport) -> Vec<ErrorRow> {
+    let round = |x: f64| (x * 1e4).round() / 1e4;
+    runs.iter()
+        .zip(&report.rows)
+        .filter(|(run, _)| !run.quantity.is_kv_pool())
+        .map(|(run, row)| ErrorRow {
+            id: run.id.clone(),
+            quantity: run.quantity,
+            params_b: run.params_b,
+            gpus: run.gpus,
+            gpu_type: run.gpu_type.clone(),
+            framework: crate::edges::validation::run_framework(run)
+                .id()
+                .to_string(),
+            tp: run.tp,
+            pp: run.pp,
+            first_seen: run
+                .first_seen
+                .as_ref()
+                .and_then(|f| f.relative_error)
+                .map(round),
+            today: row.comparison.as_ref().map(|c| round(c.relative_error)),
+        })
+        .collect()
+}
+
+/// How far a published run lies from the scenario: orders of magnitude of model and cluster
+/// size, 1 for another GPU, ½ for another framework, ½ each for another TP or PP degree
+/// (the page's "nearest runs" measure, [`crate::edges::validation::nearness`], plus the
+/// framework, whose semantics move step time and memory as much as a layout does).
+pub fn band_nearness(row: &ErrorRow, s: &BandScenario<'_>) -> f64 {
+    let ratio = |a: f64, b: f64| (a.max(1e-9) / b.max(1e-9)).log10().abs();
+    let mut d = ratio(row.params_b, s.params_b) + ratio(f64::from(row.gpus), s.gpus as f64);
+    if dataset_gpu_preset(&row.gpu_type).as_deref() != Some(s.gpu_id) {
+        d += 1.0;
+    }
+    if row.framework != s.framework.id() {
+        d += 0.5;
+    }
+    if row.tp != s.tp {
+        d += 0.5;
+    }
+    if row.pp != s.pp {
+        d += 0.5;
+    }
+    d
+}
+
+/// The band of `kind` for scenario `s` from `table`: the median |error| of the
+/// [`BAND_ROWS`] nearest rows of that kind (first-seen error where recorded, today's
+/// otherwise); an extrapolation when the nearest lies beyond [`EXTRAPOLATION_DISTANCE`].
+pub fn error_band(table: &[ErrorRow], kind: BandKind, s: &BandScenario<'_>) -> Option<ErrorBand> {
+    let mut scored: Vec<(f64, &ErrorRow, f64, bool)> = table
+        .iter()
+        .filter(|r| kind.covers(r.quantity))
+        .filter_map(|r| {
+            let (e, first) = match (r.first_seen, r.today) {
+                (Some(e), _) => (e, true),
+                (None, Some(e)) => (e, false),
+                (None, None) => return None,
+            };
+            Some((band_nearness(r, s), r, e.abs(), first))
+        })
+        .collect();
+    scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.id.cmp(&b.1.id)));
+    scored.truncate(BAND_ROWS);
+    let nearest_distance = scored.first()?.0;
+    let mut errors: Vec<f64> = scored.iter().map(|x| x.2).collect();
+    errors.sort_by(f64::total_cmp);
+    let relative = crate::edges::validation::quantile(&errors, 0.5)?;
+    let first_seen_runs = scored.iter().filter(|x| x.3).count();
+    let on_gpu = table
+        .iter()
+        .any(|r| dataset_gpu_preset(&r.gpu_type).as_deref() == Some(s.gpu_id));
+    let extrapolation = if !on_gpu {
+        Some(format!(
+            "no published run on {} in the dataset: the figure is an extrapolation",
+            s.gpu_id
+        ))
+    } else if nearest_distance > EXTRAPOLATION_DISTANCE {
+        Some(format!(
+            "the nearest published run lies {nearest_distance:.1} steps away (model or cluster 10× apart, or another GPU): the figure is an extrapolation"
+        ))
+    } else {
+        None
+    };
+    let text = match &extrapolation {
+        Some(why) => format!(
+            "extrapolation ({why}); the {} nearest runs missed by a median {:.0}%",
+            scored.len(),
+            relative * 100.0
+        ),
+        None => format!(
+            "±{:.0}% (median miss of the {} most similar published runs, {} of them scored when first seen)",
+            relative * 100.0,
+            scored.len(),
+            first_seen_runs
+        ),
+    };
+    Some(ErrorBand {
+        kind,
+        relative,
+        runs: scored.len(),
+        first_seen_runs,
+        nearest_distance,
+        nearest_ids: scored.iter().map(|x| x.1.id.clone()).collect(),
+        extrapolation,
+        text,
+    })
+}
+
+/// Both bands of a scenario from the built-in table (`None` for a kind with no rows or an
+/// unreadable table).
+pub fn builtin_bands(s: &BandScenario<'_>) -> Vec<ErrorBand> {
+    let Ok(table) = parse_error_table(ERROR_TABLE_JSON) else {
+        return Vec::new();
+    };
+    [BandKind::StepTime, BandKind::PeakMemory]
+        .into_iter()
+        .filter_map(|k| error_band(&table, k, s))
+        .collect()
+}
