@@ -106,6 +106,12 @@ pub enum Command {
         /// output tokens/s) instead of the step-time model against training runs.
         #[arg(long, conflicts_with = "no_search")]
         serving: bool,
+        /// Score the model's parts against published micro-benchmarks instead
+        /// (validation/parts/: nccl-tests bus bandwidth, GEMMs by shape, attention kernels,
+        /// HBM streaming); DATASET is then one part's file, named by its part
+        /// (collectives.json, gemm.json, attention.json, hbm.json).
+        #[arg(long, conflicts_with_all = ["serving", "no_search", "write_errors"])]
+        parts: bool,
         /// Print the full result as JSON.
         #[arg(long, conflicts_with = "table")]
         json: bool,

@@ -8,6 +8,7 @@ mod search;
 pub mod serve;
 pub mod serve_search;
 mod validate;
+mod validate_parts;
 mod validate_serving;
 
 use crate::cli::Command;
@@ -55,6 +56,13 @@ pub fn run(command: Command) -> Result<String, CliError> {
             every_knob,
             table,
         }),
+        Command::Validate {
+            dataset,
+            parts: true,
+            json,
+            table,
+            ..
+        } => validate_parts::run(dataset.as_deref(), json, table),
         Command::Validate {
             dataset,
             serving: true,

@@ -239,7 +239,7 @@ fn rank(row: &RowResult) -> String {
     }
 }
 
-fn group_table(out: &mut String, title: &str, groups: &[GroupSummary]) {
+pub(super) fn group_table(out: &mut String, title: &str, groups: &[GroupSummary]) {
     let _ = writeln!(
         out,
         "{:<28} {:>4} {:>4} {:>4} {:>8} {:>8} {:>8} {:>7} {:>7}",

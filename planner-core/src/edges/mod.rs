@@ -14,6 +14,7 @@ pub mod link;
 pub mod mesh_page;
 pub mod nccl_tests;
 pub mod offload_export;
+pub mod parts_validation;
 pub mod report;
 pub mod serving_page;
 pub mod serving_validation;

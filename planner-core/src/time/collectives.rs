@@ -166,7 +166,19 @@ impl CommModel {
             Domain::InterNode => (g.size, 1),
             _ => (g.nodes, g.per_node),
         };
-        nccl_choice(op, bytes, &links.topo(nodes, per_node)).map(|c| c.time_s)
+        let c = nccl_choice(op, bytes, &links.topo(nodes, per_node))?;
+        // The tuner's bandwidth is an estimate for choosing; on one link it cannot beat the bus
+        // bandwidth nccl-tests measures there (input/link_efficiency.rs), so the link's measured
+        // figure caps it. Across nodes and inside them at once the in-node reduction changes
+        // what each NIC carries, and the tuner's own figure stands.
+        let cap = match g.domain {
+            Domain::IntraNode => Some(self.link(op, LinkDomain::IntraNode)),
+            Domain::InterNode => Some(self.link(op, LinkDomain::InterNode)),
+            _ => None,
+        }
+        .map(|l| l.busbw_bytes_per_s / op.busbw_factor(g.size).max(1e-9));
+        let algbw = cap.map_or(c.algbw_bytes_per_s, |cap| c.algbw_bytes_per_s.min(cap));
+        Some(c.latency_s + bytes / algbw.max(1.0))
     }
 
     fn placement_measured_any(&self, op: Collective, g: &GroupPlacement) -> bool {
