@@ -4,6 +4,7 @@ use std::fmt::Write;
 use std::path::Path;
 
 use planner_core::base::explain::Term;
+use planner_core::edges::error_band::{band_scenario, builtin_bands, BandKind};
 use planner_core::edges::link;
 use planner_core::evaluate::{evaluate, Evaluation};
 use planner_core::input::hardware::GB;
@@ -22,10 +23,25 @@ pub fn run(path: Option<&Path>, query: Option<&str>, table: bool) -> Result<Stri
         (None, None) => return Err(CliError::BadInput("give a scenario file or --link".into())),
     };
     let eval = evaluate(&scenario).map_err(|e| CliError::fields("invalid scenario:", &e.errors))?;
+    let bands = builtin_bands(&band_scenario(&scenario, eval.params.total / 1e9));
     if table {
-        Ok(render_table(&scenario, &eval))
+        let mut out = render_table(&scenario, &eval);
+        for b in &bands {
+            let what = match b.kind {
+                BandKind::StepTime => "step time, tokens/s, MFU",
+                BandKind::PeakMemory => "peak memory",
+            };
+            let _ = writeln!(out, "\nerror band of {what}: {}", b.text);
+        }
+        Ok(out.trim_end().to_string())
     } else {
-        serde_json::to_string_pretty(&eval)
+        let mut value = serde_json::to_value(&eval).map_err(|e| {
+            CliError::BadInput(format!("evaluation cannot be written as JSON: {e}"))
+        })?;
+        if let (Some(obj), Ok(b)) = (value.as_object_mut(), serde_json::to_value(&bands)) {
+            obj.insert("error_bands".to_string(), b);
+        }
+        serde_json::to_string_pretty(&value)
             .map_err(|e| CliError::BadInput(format!("evaluation cannot be written as JSON: {e}")))
     }
 }

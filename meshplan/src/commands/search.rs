@@ -3,6 +3,9 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
+use planner_core::edges::error_band::{
+    band_scenario, builtin_bands, within_band_of_best, BandKind, ErrorBand, WITHIN_BAND_NOTE,
+};
 use planner_core::input::calibration::CalibrationSummary;
 use planner_core::parallel::topology::RankOrder;
 use planner_core::search::mesh::{search, SearchResult, SearchSpace};
@@ -63,8 +66,14 @@ pub fn run(args: &Args) -> Result<String, CliError> {
         ..SearchSpace::default()
     };
     let result = search(&model, &scenario, &space, &step_model);
+    let band = builtin_bands(&band_scenario(
+        &scenario,
+        model.param_breakdown().total() as f64 / 1e9,
+    ))
+    .into_iter()
+    .find(|b| b.kind == BandKind::StepTime);
     if args.table {
-        Ok(table(&model.name, &scenario, &result))
+        Ok(table(&model.name, &scenario, &result, band.as_ref()))
     } else {
         // The JSON carries it in `stopped`; say it on stderr too, where a person reads it.
         if let Some(stop) = &result.stopped {
@@ -75,8 +84,15 @@ pub fn run(args: &Args) -> Result<String, CliError> {
     }
 }
 
-fn table(model: &str, sc: &planner_core::input::scenario::Scenario, r: &SearchResult) -> String {
+fn table(
+    model: &str,
+    sc: &planner_core::input::scenario::Scenario,
+    r: &SearchResult,
+    band: Option<&ErrorBand>,
+) -> String {
     let mut out = String::new();
+    let steps: Vec<f64> = r.feasible.iter().map(|f| f.step_s).collect();
+    let within = band.map_or_else(Vec::new, |b| within_band_of_best(b, &steps));
     let c = &sc.cluster;
     let _ = writeln!(
         out,
@@ -138,8 +154,18 @@ fn table(model: &str, sc: &planner_core::input::scenario::Scenario, r: &SearchRe
             f.headroom_bytes / 1e9,
             // Link form: even, fl:F:L (first/last stage layers), ae:1:1 (embedding + loss as layers).
             k.split.stage_split().to_link(),
-            f.caveat.map_or("", |c| c.key())
+            if within.get(i).copied().unwrap_or(false) {
+                "≈best"
+            } else {
+                f.caveat.map_or("", |c| c.key())
+            }
         );
+    }
+    if let Some(b) = band {
+        let _ = writeln!(out, "error band of step time: {}", b.text);
+        if within.iter().any(|w| *w) {
+            let _ = writeln!(out, "≈best: {WITHIN_BAND_NOTE}");
+        }
     }
     let caveats: std::collections::BTreeSet<_> =
         r.feasible.iter().filter_map(|f| f.caveat).collect();

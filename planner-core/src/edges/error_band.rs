@@ -24,9 +24,9 @@ pub const ERROR_TABLE_JSON: &str = include_str!("../../../validation/errors.json
 /// Published runs a band is read from (the issue's "12 most similar").
 pub const BAND_ROWS: usize = 12;
 
-/// Beyond this nearness the nearest run is another kind of run: a different GPU
-/// (+1), or a model or cluster ten times larger or smaller (+1 each), and the figure is
-/// an extrapolation.
+/// Beyond this [`scale_distance`] the nearest run is another kind of run: a different GPU
+/// (+1), or a model or cluster ten times larger or smaller (+1 each), and the figure is an
+/// extrapolation.
 pub const EXTRAPOLATION_DISTANCE: f64 = 1.0;
 
 /// One published run's error, as the band reads it.
@@ -185,6 +185,18 @@ pub fn band_nearness(row: &ErrorRow, s: &BandScenario<'_>) -> f64 {
     d
 }
 
+/// Orders of magnitude between a row's model and cluster size and the scenario's, plus one for
+/// another GPU: how far the evidence is from the scenario, whatever the layout.
+pub fn scale_distance(row: &ErrorRow, s: &BandScenario<'_>) -> f64 {
+    let ratio = |a: f64, b: f64| (a.max(1e-9) / b.max(1e-9)).log10().abs();
+    let gpu = if dataset_gpu_preset(&row.gpu_type).as_deref() == Some(s.gpu_id) {
+        0.0
+    } else {
+        1.0
+    };
+    ratio(row.params_b, s.params_b) + ratio(f64::from(row.gpus), s.gpus as f64) + gpu
+}
+
 /// The band of `kind` for scenario `s` from `table`: the median |error| of the
 /// [`BAND_ROWS`] nearest rows of that kind (first-seen error where recorded, today's
 /// otherwise); an extrapolation when the nearest lies beyond [`EXTRAPOLATION_DISTANCE`].
@@ -211,14 +223,21 @@ pub fn error_band(table: &[ErrorRow], kind: BandKind, s: &BandScenario<'_>) -> O
     let on_gpu = table
         .iter()
         .any(|r| dataset_gpu_preset(&r.gpu_type).as_deref() == Some(s.gpu_id));
+    // Coverage reads model size, cluster size and GPU only: another layout or framework near
+    // in scale is still evidence, and ranks the rows above.
+    let coverage = table
+        .iter()
+        .filter(|r| kind.covers(r.quantity))
+        .map(|r| scale_distance(r, s))
+        .fold(f64::INFINITY, f64::min);
     let extrapolation = if !on_gpu {
         Some(format!(
             "no published run on {} in the dataset: the figure is an extrapolation",
             s.gpu_id
         ))
-    } else if nearest_distance > EXTRAPOLATION_DISTANCE {
+    } else if coverage > EXTRAPOLATION_DISTANCE {
         Some(format!(
-            "the nearest published run lies {nearest_distance:.1} steps away (model or cluster 10× apart, or another GPU): the figure is an extrapolation"
+            "no published run within 10× of this model and cluster size on this GPU (nearest {coverage:.1} orders of magnitude away): the figure is an extrapolation"
         ))
     } else {
         None
@@ -259,3 +278,35 @@ pub fn builtin_bands(s: &BandScenario<'_>) -> Vec<ErrorBand> {
         .filter_map(|k| error_band(&table, k, s))
         .collect()
 }
+
+/// The band scenario of `scenario` with `params_b` billion parameters and its own layout.
+pub fn band_scenario<'a>(
+    scenario: &'a crate::input::scenario::Scenario,
+    params_b: f64,
+) -> BandScenario<'a> {
+    BandScenario {
+        params_b,
+        gpus: scenario.cluster.world_size(),
+        gpu_id: &scenario.cluster.gpu.id,
+        framework: scenario.overheads.framework,
+        tp: scenario.layout.tp,
+        pp: scenario.layout.pp,
+    }
+}
+
+/// A mesh search's ranked candidates, marked where a candidate's step time lies within the
+/// step-time band of the best one: the model cannot tell them apart ("within the model's error
+/// of each other: benchmark both"). `true` for each such candidate after the first.
+pub fn within_band_of_best(band: &ErrorBand, step_s: &[f64]) -> Vec<bool> {
+    let Some(best) = step_s.first().copied() else {
+        return Vec::new();
+    };
+    step_s
+        .iter()
+        .enumerate()
+        .map(|(i, s)| i > 0 && band.indistinct(best, *s))
+        .collect()
+}
+
+/// What the search says of candidates within the band of the best.
+pub const WITHIN_BAND_NOTE: &str = "within the model's error of the best: benchmark both";
