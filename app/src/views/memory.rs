@@ -14,7 +14,9 @@ use planner_core::memory::state_terms::{model_state_for, ModelStateBar};
 use planner_core::memory::training_memory::{training_memory, TrainingMemory};
 
 use crate::app::Ctx;
+use crate::views::error_band::BandNote;
 use crate::views::visibility::{model_while_visible, near_screen, scenario_while_visible};
+use planner_core::edges::error_band::BandKind;
 
 use crate::charts::{self, draw_stacked_bars, Bar, HitBox, Limit, Segment, Theme, Tip};
 use crate::format;
@@ -423,6 +425,8 @@ pub fn MemoryView() -> impl IntoView {
                 <strong data-testid="peak-reserved" data-bytes=move || peak(|p| p.reserved_bytes.to_string())>
                     {move || peak(|p| format::bytes(p.reserved_bytes))}
                 </strong>
+                " "
+                <BandNote kind=BandKind::PeakMemory testid="memory-band"/>
                 " (max_memory_reserved, what torchtitan logs); the device holds "
                 <strong data-testid="peak-device" data-bytes=move || peak(|p| p.device_bytes.to_string())>
                     {move || peak(|p| format::bytes(p.device_bytes))}

@@ -31,7 +31,9 @@ use crate::format;
 use crate::frames::after_this_frame_is_drawn;
 use crate::perf::{now_ms, timed};
 use crate::views::accuracy::WORKER_URL;
+use crate::views::error_band::BandNote;
 use crate::views::visibility::{near_screen, scenario_while_visible};
+use planner_core::edges::error_band::{BandKind, WITHIN_BAND_NOTE};
 
 /// Milliseconds of reading the worker's reply per animation frame: leaves room for the
 /// page's own work.
@@ -665,6 +667,11 @@ pub fn MeshView() -> impl IntoView {
                 ></progress>
                 <span>{status}</span>
             </div>
+            <p class="explain mesh-band" data-testid="mesh-band">
+                "Step times: "
+                <BandNote kind=BandKind::StepTime testid="mesh-step-band"/>
+                ". Rows marked ≈ are within the model's error of the best: benchmark both."
+            </p>
             {move || {
                 state.result.with(|r| match r {
                     Some(Ok(SearchResult { stopped: Some(stop), .. })) => Some(view! {
@@ -837,8 +844,23 @@ fn MeshRow(
             apply(ctx, f, offload);
         }
     };
+    // Within the model's error of the best candidate (planner-core edges/error_band.rs).
+    let band = crate::views::error_band::band_memo(ctx, BandKind::StepTime);
+    let near_best = move || {
+        let best = state.result.with(|r| match r {
+            Some(Ok(r)) => r.feasible.first().map(|f| f.step_s),
+            _ => None,
+        });
+        row.with(|r| match (r, best) {
+            (Some((rank, f)), Some(best)) if *rank > 0 => {
+                band.with(|b| b.as_ref().is_some_and(|b| b.indistinct(best, f.step_s)))
+            }
+            _ => false,
+        })
+    };
     view! {
         <tr
+            class:near-best=near_best
             class:selected=move || row.with(|r| r.is_some_and(|(_, f)| current_layout.with(|c| *c == f.layout())))
             data-testid="mesh-row"
             data-mesh=cell(|_, f, _| {
@@ -860,6 +882,14 @@ fn MeshRow(
                 title=cell(|_, f, _| f.caveat.map_or(String::new(), |c| c.message().to_string()))
             >
                 {cell(|rank, f, _| format!("{}{}", rank + 1, if f.caveat.is_some() { " †" } else { "" }))}
+                <span
+                    class="near-best-mark"
+                    data-testid="mesh-near-best"
+                    hidden=move || !near_best()
+                    title=WITHIN_BAND_NOTE
+                >
+                    " ≈"
+                </span>
             </td>
             <td>{cell(|_, f, _| f.dims.dp.to_string())}</td>
             <td>{cell(|_, f, _| f.dims.tp.to_string())}</td>

@@ -4,6 +4,7 @@
 mod accuracy;
 mod bandwidth_chart;
 pub mod chart_canvas;
+pub mod error_band;
 mod exports;
 mod files;
 mod measured;

@@ -12,7 +12,9 @@ use crate::app::Ctx;
 use crate::format;
 use crate::format::seconds;
 use crate::perf::timed;
+use crate::views::error_band::BandNote;
 use crate::views::visibility::{model_while_visible, near_screen, scenario_while_visible};
+use planner_core::edges::error_band::BandKind;
 
 /// Colour class per segment (same family as the memory chart's palette).
 fn segment_class(kind: SegmentKind) -> &'static str {
@@ -114,6 +116,8 @@ pub fn StepBreakdownView() -> impl IntoView {
                         <p class="derived">
                             "Step time "
                             <strong data-testid="step-total">{seconds(b.total_s)}</strong>
+                            " "
+                            <BandNote kind=BandKind::StepTime testid="step-band"/>
                         </p>
                         <div class="step-bar" role="img" aria-label=format!("Step time {} as stacked segments", seconds(b.total_s)) data-testid="step-bar">
                             {bar(b)}

@@ -267,16 +267,24 @@ pub fn error_band(table: &[ErrorRow], kind: BandKind, s: &BandScenario<'_>) -> O
     })
 }
 
-/// Both bands of a scenario from the built-in table (`None` for a kind with no rows or an
-/// unreadable table).
+/// The built-in table, parsed once (an unreadable table reads as empty; a test keeps it
+/// readable and current).
+pub fn builtin_table() -> &'static [ErrorRow] {
+    static TABLE: std::sync::OnceLock<Vec<ErrorRow>> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| parse_error_table(ERROR_TABLE_JSON).unwrap_or_default())
+}
+
+/// Both bands of a scenario from the built-in table (none for a kind without rows).
 pub fn builtin_bands(s: &BandScenario<'_>) -> Vec<ErrorBand> {
-    let Ok(table) = parse_error_table(ERROR_TABLE_JSON) else {
-        return Vec::new();
-    };
     [BandKind::StepTime, BandKind::PeakMemory]
         .into_iter()
-        .filter_map(|k| error_band(&table, k, s))
+        .filter_map(|k| error_band(builtin_table(), k, s))
         .collect()
+}
+
+/// One band of a scenario from the built-in table.
+pub fn builtin_band(kind: BandKind, s: &BandScenario<'_>) -> Option<ErrorBand> {
+    error_band(builtin_table(), kind, s)
 }
 
 /// The band scenario of `scenario` with `params_b` billion parameters and its own layout.
