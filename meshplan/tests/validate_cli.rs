@@ -17,7 +17,7 @@ const DATASET: &str = include_str!("../../validation/public-runs.json");
 #[test]
 fn the_summary_of_the_built_in_dataset_prints() {
     let text = ok(&meshplan(&["validate", "--no-search"]));
-    assert!(text.contains("125 published rows"), "{text}");
+    assert!(text.contains("187 published rows"), "{text}");
     assert!(text.contains("tokens/s + iteration time"), "{text}");
     assert!(text.contains("Narayanan21 T1"), "{text}");
     assert!(text.contains("torchtitan T2"), "{text}");
@@ -40,11 +40,11 @@ fn json_holds_every_row() {
     ]));
     let v: serde_json::Value = serde_json::from_str(&text).expect("json");
     let rows = v["rows"].as_array().expect("rows");
-    assert_eq!(rows.len(), 125);
+    assert_eq!(rows.len(), 187);
     assert!(rows
         .iter()
         .all(|r| r["comparison"].is_object() != r["not_representable"].is_string()));
-    assert!(v["by_source"].as_array().is_some_and(|s| s.len() == 14));
+    assert!(v["by_source"].as_array().is_some_and(|s| s.len() == 23));
 }
 
 #[test]

@@ -240,16 +240,23 @@ fn rank(row: &RowResult) -> String {
 }
 
 pub(super) fn group_table(out: &mut String, title: &str, groups: &[GroupSummary]) {
+    // The first column fits the longest group name (at least 28 characters).
+    let w = groups
+        .iter()
+        .map(|g| g.group.chars().count())
+        .chain([28])
+        .max()
+        .unwrap_or(28);
     let _ = writeln!(
         out,
-        "{:<28} {:>4} {:>4} {:>4} {:>8} {:>8} {:>8} {:>7} {:>7}",
+        "{:<w$} {:>4} {:>4} {:>4} {:>8} {:>8} {:>8} {:>7} {:>7}",
         title, "rows", "n/r", "cmp", "median", "p90", "max", "≤10%", "≤25%"
     );
     for g in groups {
         let s = &g.stats;
         let _ = writeln!(
             out,
-            "{:<28} {:>4} {:>4} {:>4} {:>8} {:>8} {:>8} {:>7} {:>7}",
+            "{:<w$} {:>4} {:>4} {:>4} {:>8} {:>8} {:>8} {:>7} {:>7}",
             g.group,
             s.rows,
             s.not_representable,

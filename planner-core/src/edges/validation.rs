@@ -758,7 +758,7 @@ fn row_framework(run: &PublishedRun, fam: Family) -> Framework {
     }
 }
 
-/// The framework whose semantics a row's run follows ([`row_framework`] of its source).
+/// The framework whose semantics a row's run follows (the framework of its source).
 pub fn run_framework(run: &PublishedRun) -> Framework {
     row_framework(run, family(&run.source))
 }
@@ -2127,7 +2127,7 @@ fn compare(run: &PublishedRun, mapped: &MappedRun) -> Result<(Comparison, f64), 
 /// A serving engine's KV pool (`kv_tokens` per replica, `kv_memory_gib` per GPU) set against
 /// the pool [`crate::memory::serving::serving_plan`] sizes as the engine does
 /// (memory/engine_kv_pool.rs: vLLM's profiled non-KV memory, SGLang's static fraction).
-fn compare_kv_pool(run: &PublishedRun) -> Result<(Comparison, Vec<String>), String> {
+fn compare_kv_pool(run: &PublishedRun) -> Result<(Comparison, Vec<String>, String), String> {
     use crate::input::scenario::ServeDtype;
     use crate::input::serving_engine::{EngineProfile, ServingEngine};
     if !run.other_keys.is_empty() {
@@ -2211,7 +2211,7 @@ fn compare_kv_pool(run: &PublishedRun) -> Result<(Comparison, Vec<String>), Stri
         breakdown: Breakdown::default(),
         rule_violations: Vec::new(),
     };
-    Ok((comparison, notes))
+    Ok((comparison, notes, model_source.to_string()))
 }
 
 /// The micro-batch of a row that does not state it: torchtitan's pipeline default splits each
@@ -2373,9 +2373,10 @@ pub fn validate_run(run: &PublishedRun) -> (RowResult, Option<MappedRun>) {
     };
     if run.quantity.is_kv_pool() {
         match compare_kv_pool(run) {
-            Ok((c, notes)) => {
+            Ok((c, notes, model_source)) => {
                 row.comparison = Some(c);
                 row.notes = notes;
+                row.model_source = Some(model_source);
             }
             Err(reason) => row.not_representable = Some(reason),
         }

@@ -62,6 +62,12 @@ impl LatencyRow {
         let (y0, y1) = (row[i - 1], row[i]);
         Some(y0 + (y1 - y0) * (bytes - x0) / (x1 - x0))
     }
+
+    /// Measured latency at the largest measured size (1 MiB): a larger message on the same
+    /// fabric takes at least this long.
+    pub fn largest_measured_s(self) -> f64 {
+        self.0[SIZES_BYTES.len() - 1]
+    }
 }
 
 /// Measured latency of one all-reduce of `bytes` over `tp` GPUs ([`LatencyRow::latency_s`]);

@@ -562,14 +562,19 @@ impl Ctx<'_> {
     }
 
     /// One TP all-reduce of `bytes`: the engines' custom kernel where it was measured
-    /// (vLLM/SGLang on an NVLink 4 node, messages up to 1 MiB), NCCL's α–β otherwise.
+    /// (vLLM/SGLang on an NVLink 4 node, messages up to 1 MiB), NCCL's price otherwise.
     fn all_reduce_s(&self, bytes: f64) -> f64 {
-        let custom = self.custom_ar.and_then(|row| row.latency_s(bytes));
-        custom.unwrap_or_else(|| {
-            self.step
-                .comm
-                .time_s(Collective::AllReduce, bytes, &self.tp_group)
-        })
+        if let Some(t) = self.custom_ar.and_then(|row| row.latency_s(bytes)) {
+            return t;
+        }
+        let nccl = self
+            .step
+            .comm
+            .time_s(Collective::AllReduce, bytes, &self.tp_group);
+        // Past the measured sizes on that fabric: a larger message never takes less time than
+        // the largest measured one (the tuner's estimate can undercut the kernel measured there).
+        self.custom_ar
+            .map_or(nccl, |row| nccl.max(row.largest_measured_s()))
     }
 
     /// Activation hop to the next stage (point-to-point, α–β on its link).

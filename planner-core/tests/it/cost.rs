@@ -364,11 +364,13 @@ fn tp_across_nodes_costs_more_than_tp_on_nvlink() {
     )
     .evaluate(&layout);
     let tp = |c: &planner_core::time::cost::StepCost| c.seconds.exposed_comm[0];
-    // TP's reduce-scatters and all-gathers at NVLink 4's measured 450 · 20.6/25 = 370.8 GB/s
-    // against the 400 Gb/s NIC's 47 GB/s (input/link_efficiency.rs): about 7.9× the TP time
-    // (9× at the line rates, when this asserted 8×; the same 0.89 of the ratio now).
+    // TP's reduce-scatters and all-gathers as NCCL's tuner prices them (time/nccl_algo.rs),
+    // each link capped at its measured bus bandwidth (input/link_efficiency.rs): NVLink 4 at
+    // 450 · 20.6/25 = 370.8 GB/s against one 400 Gb/s NIC per rank at 47 GB/s, 7.9× at those
+    // caps; the tuner's per-call latency weighs more on the fast link (a 64 MB reduce-scatter:
+    // 188 µs on NVLink against 175 µs α–β, 1.30 ms on the NIC either way), about 6.9× here.
     assert!(
-        tp(&across) > 7.0 * tp(&nvlink),
+        tp(&across) > 6.0 * tp(&nvlink),
         "{} vs {}",
         tp(&across),
         tp(&nvlink)

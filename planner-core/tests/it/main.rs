@@ -33,6 +33,7 @@ mod models_presets;
 mod models_validate;
 mod moe_routing;
 mod mtp;
+mod numbers_that_hold;
 mod offload;
 mod overlap_choice;
 mod page_summary;

@@ -347,6 +347,48 @@ fn article_mesh_row_applies_to_every_view() {
         r.feasible_count
     );
 
+    // The error band (issue 39): the page's is planner-core's for this scenario, and the
+    // rows marked ≈ are those within it of the best.
+    let band = planner_core::edges::error_band::builtin_band(
+        planner_core::edges::error_band::BandKind::StepTime,
+        &planner_core::edges::error_band::band_scenario(
+            &sc,
+            model.param_breakdown().total() as f64 / 1e9,
+        ),
+    )
+    .expect("a step-time band");
+    let shown_band = session
+        .attr("[data-testid=mesh-step-band]", "title")
+        .unwrap();
+    assert_eq!(shown_band.as_deref(), Some(band.text.as_str()));
+    let steps: Vec<f64> = r.feasible.iter().take(30).map(|f| f.step_s).collect();
+    let want_marked = planner_core::edges::error_band::within_band_of_best(&band, &steps)
+        .iter()
+        .filter(|w| **w)
+        .count();
+    session.reveal(page::MESH_TABLE).expect("scroll");
+    let marked = session
+        .execute(
+            "return Array.from(document.querySelectorAll('[data-testid=mesh-near-best]')).filter(e => !e.hidden).length;",
+            vec![],
+        )
+        .expect("marks");
+    assert_eq!(marked.as_u64(), Some(want_marked as u64), "rows marked ≈");
+    assert!(
+        want_marked > 0,
+        "the article's best meshes lie within the band"
+    );
+    scroll_to(&session, page::MESH_VIEW);
+    session
+        .screenshot(&screenshot_path("mesh-explorer-error-band"))
+        .unwrap();
+    session
+        .element_screenshot(
+            "[data-testid=breakdown-view]",
+            &screenshot_path("step-time-error-band"),
+        )
+        .unwrap();
+
     // The ranking shows its first 30 rows; "Show 50 more" adds the next 50, in rank order.
     let ranks = |session: &Session| -> Vec<String> {
         session.reveal(page::MESH_TABLE).expect("scroll");
