@@ -2725,6 +2725,12 @@ pub struct PageSummary {
     /// Summary per quantity, then tokens/s + iteration time, then all rows
     /// ([`ValidationReport::by_quantity`]).
     pub groups: Vec<PageGroup>,
+    /// The rows that carry a first-seen error, summarised by that error
+    /// ([`ValidationReport::first_seen`]): how the model did on runs it was not developed
+    /// against.
+    pub first_seen: Vec<PageGroup>,
+    /// The same rows today ([`ValidationReport::first_seen_today`]), group for group.
+    pub first_seen_today: Vec<PageGroup>,
     /// Compared rows, in dataset order.
     pub rows: Vec<PageRow>,
     /// Milliseconds the worker spent parsing, evaluating and summarising.
@@ -2758,10 +2764,18 @@ impl PageReply {
                     s.dataset_rows.to_string(),
                     s.worker_ms.to_string(),
                 ])];
-                for g in &s.groups {
+                let kinds = [
+                    ("g", &s.groups),
+                    ("f", &s.first_seen),
+                    ("t", &s.first_seen_today),
+                ];
+                for (kind, g) in kinds
+                    .iter()
+                    .flat_map(|(k, gs)| gs.iter().map(move |g| (*k, g)))
+                {
                     let t = &g.stats;
                     records.push(record(&[
-                        "g".into(),
+                        kind.into(),
                         g.group.clone(),
                         t.rows.to_string(),
                         t.compared.to_string(),
@@ -2799,7 +2813,7 @@ impl PageReply {
 
     /// Reads what [`PageReply::to_text`] wrote.
     pub fn from_text(text: &str) -> Result<Self, String> {
-        use crate::base::record_text::{count, maybe_number, number, split, text as field};
+        use crate::base::record_text::{count, number, split, text as field};
         let records = split(text);
         let Some((head, rest)) = records.split_first() else {
             return Err("an empty validation reply".to_string());
@@ -2815,24 +2829,21 @@ impl PageReply {
         let mut summary = PageSummary {
             dataset_rows: count(head, 1, "dataset_rows")?,
             groups: Vec::new(),
+            first_seen: Vec::new(),
+            first_seen_today: Vec::new(),
             rows: Vec::new(),
             worker_ms: number(head, 2, "worker_ms")?,
         };
         for f in rest {
             match (f.first().map(String::as_str), f.len()) {
-                (Some("g"), 10) => summary.groups.push(PageGroup {
-                    group: field(f, 1, "group")?,
-                    stats: ErrorStats {
-                        rows: count(f, 2, "rows")?,
-                        compared: count(f, 3, "compared")?,
-                        not_representable: count(f, 4, "not_representable")?,
-                        median: maybe_number(f, 5, "median")?,
-                        p90: maybe_number(f, 6, "p90")?,
-                        max: maybe_number(f, 7, "max")?,
-                        within_10: maybe_number(f, 8, "within_10")?,
-                        within_25: maybe_number(f, 9, "within_25")?,
-                    },
-                }),
+                (Some(kind @ ("g" | "f" | "t")), 10) => {
+                    let group = page_group(f)?;
+                    match kind {
+                        "g" => summary.groups.push(group),
+                        "f" => summary.first_seen.push(group),
+                        _ => summary.first_seen_today.push(group),
+                    }
+                }
                 (Some("r"), 15) => summary.rows.push(PageRow {
                     id: field(f, 1, "id")?,
                     model_name: field(f, 2, "model_name")?,
@@ -2876,14 +2887,17 @@ impl PageReply {
                 .ok_or_else(|| "`Failed` is not a string".to_string());
         }
         let s = field(&v, "Summary")?;
+        let group_of = |g: &Value| -> Result<PageGroup, String> {
+            Ok(PageGroup {
+                group: string(g, "group")?,
+                stats: ErrorStats::from_value(g)?,
+            })
+        };
         Ok(PageReply::Summary(PageSummary {
             dataset_rows: count(s, "dataset_rows")?,
-            groups: list(s, "groups", |g| {
-                Ok(PageGroup {
-                    group: string(g, "group")?,
-                    stats: ErrorStats::from_value(g)?,
-                })
-            })?,
+            groups: list(s, "groups", group_of)?,
+            first_seen: list(s, "first_seen", group_of)?,
+            first_seen_today: list(s, "first_seen_today", group_of)?,
             rows: list(s, "rows", |r| {
                 Ok(PageRow {
                     id: string(r, "id")?,
@@ -2907,19 +2921,38 @@ impl PageReply {
     }
 }
 
+/// One group record of [`PageReply::to_text`] (kind `g`, `f` or `t`, then nine fields).
+fn page_group(f: &[String]) -> Result<PageGroup, String> {
+    use crate::base::record_text::{count, maybe_number, text as field};
+    Ok(PageGroup {
+        group: field(f, 1, "group")?,
+        stats: ErrorStats {
+            rows: count(f, 2, "rows")?,
+            compared: count(f, 3, "compared")?,
+            not_representable: count(f, 4, "not_representable")?,
+            median: maybe_number(f, 5, "median")?,
+            p90: maybe_number(f, 6, "p90")?,
+            max: maybe_number(f, 7, "max")?,
+            within_10: maybe_number(f, 8, "within_10")?,
+            within_25: maybe_number(f, 9, "within_25")?,
+        },
+    })
+}
+
 /// Parses `json`, validates every row (no mesh search) and condenses the report for
 /// the page; `worker_ms` is left at 0 for the caller to fill in.
 pub fn page_summary(json: &str) -> Result<PageSummary, FieldError> {
     let runs = parse_runs(json)?;
     let report = validate_runs(&runs, ValidationOptions { search: false });
-    let groups = report
-        .by_quantity
-        .iter()
-        .map(|g| PageGroup {
-            group: g.group.clone(),
-            stats: g.stats.clone(),
-        })
-        .collect();
+    let page_groups = |gs: &[GroupSummary]| -> Vec<PageGroup> {
+        gs.iter()
+            .map(|g| PageGroup {
+                group: g.group.clone(),
+                stats: g.stats.clone(),
+            })
+            .collect()
+    };
+    let groups = page_groups(&report.by_quantity);
     let rows = runs
         .iter()
         .zip(&report.rows)
@@ -2946,6 +2979,8 @@ pub fn page_summary(json: &str) -> Result<PageSummary, FieldError> {
     Ok(PageSummary {
         dataset_rows: report.dataset_rows,
         groups,
+        first_seen: page_groups(&report.first_seen),
+        first_seen_today: page_groups(&report.first_seen_today),
         rows,
         worker_ms: 0.0,
     })

@@ -18,6 +18,17 @@ fn page_summary_carries_run_validations_figures() {
     for (p, g) in page.groups.iter().zip(&report.by_quantity) {
         assert_eq!((&p.group, &p.stats), (&g.group, &g.stats));
     }
+    // The first-seen summary and the same rows today, group for group, as the CLI prints them.
+    assert!(!page.first_seen.is_empty());
+    for (page_groups, groups) in [
+        (&page.first_seen, &report.first_seen),
+        (&page.first_seen_today, &report.first_seen_today),
+    ] {
+        assert_eq!(page_groups.len(), groups.len());
+        for (p, g) in page_groups.iter().zip(groups) {
+            assert_eq!((&p.group, &p.stats), (&g.group, &g.stats));
+        }
+    }
     let compared: Vec<_> = report
         .rows
         .iter()
@@ -63,6 +74,8 @@ fn from_text_reads_what_the_worker_posts() {
     odd.rows[0].relative_error = f64::INFINITY;
     odd.groups[0].stats.median = None;
     odd.groups[0].stats.p90 = Some(f64::MIN_POSITIVE);
+    odd.first_seen[0].stats.max = None;
+    odd.first_seen_today.clear();
     for reply in [
         PageReply::Ready,
         PageReply::Failed("runs[3].gpus: not a count \u{1e}".to_string()),

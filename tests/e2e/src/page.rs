@@ -7,6 +7,8 @@
 pub const ACCURACY_SUMMARY: &str = "[data-testid=accuracy-summary]";
 pub const ACCURACY_DONE: &str = "[data-testid=accuracy-done]";
 pub const ACCURACY_NEAREST: &str = "[data-testid=accuracy-nearest]";
+/// The accuracy section's first-seen table: rows by their error when first seen and today.
+pub const ACCURACY_FIRST_SEEN: &str = "[data-testid=accuracy-first-seen]";
 pub const ACCURACY_OPEN: &str = "[data-testid=accuracy-open]";
 pub const ACCURACY_VIEW: &str = "[data-testid=accuracy-view]";
 

@@ -717,6 +717,29 @@ fn accuracy_section_shows_the_validation_summary_and_the_nearest_runs() {
         close(page_median, native_median),
         "page median {page_median}, planner-core {native_median}"
     );
+    // Beside it, the rows that entered later: their error when first seen and today, as
+    // planner-core summarises them.
+    for (groups, attr) in [
+        (&native.first_seen, "data-first-median"),
+        (&native.first_seen_today, "data-today-median"),
+    ] {
+        let g = groups.first().expect("a first-seen group");
+        let css = format!(
+            "{} tr[data-group='{}'] td[{attr}]",
+            page::ACCURACY_FIRST_SEEN,
+            g.group
+        );
+        let shown: f64 = session
+            .attr(&css, attr)
+            .expect("read")
+            .and_then(|v| v.parse().ok())
+            .expect("numeric median");
+        let want = g.stats.median.expect("compared rows");
+        assert!(
+            close(shown, want),
+            "{attr}: page {shown}, planner-core {want}"
+        );
+    }
 
     // The nearest rows to the default scenario, ranked as planner-core ranks them.
     let s = presets::default_scenario();
