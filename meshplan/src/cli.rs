@@ -122,7 +122,7 @@ pub enum Command {
         #[arg(long)]
         no_search: bool,
         /// Also write each row's first-seen and current error to FILE, the table the error
-        /// bands of `eval`, `search` and the page read (validation/errors.json).
+        /// bands of `eval`, `search` and the page read (validation/errors.tsv).
         #[arg(long, value_name = "FILE", conflicts_with = "serving")]
         write_errors: Option<PathBuf>,
     },

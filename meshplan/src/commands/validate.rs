@@ -3,7 +3,7 @@
 use std::fmt::Write as _;
 use std::path::Path;
 
-use planner_core::edges::error_band::error_table;
+use planner_core::edges::error_band::{error_table, error_table_tsv};
 use planner_core::edges::validation::{
     parse_runs, run_validation, GroupSummary, RowResult, ValidationOptions, ValidationReport,
 };
@@ -55,9 +55,8 @@ pub fn run(args: &Args) -> Result<String, CliError> {
 fn write_error_table(path: &Path, text: &str, report: &ValidationReport) -> Result<(), CliError> {
     let runs = parse_runs(text).map_err(|e| CliError::BadInput(e.to_string()))?;
     let table = error_table(&runs, report);
-    let json = serde_json::to_string_pretty(&table)
-        .map_err(|e| CliError::BadInput(format!("error table cannot be written as JSON: {e}")))?;
-    std::fs::write(path, json + "\n").map_err(|e| CliError::Io(format!("{}: {e}", path.display())))
+    std::fs::write(path, error_table_tsv(&table))
+        .map_err(|e| CliError::Io(format!("{}: {e}", path.display())))
 }
 
 /// The dataset's text and how to name it: the file at `path`, or the built-in `default`.

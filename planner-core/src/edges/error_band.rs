@@ -5,21 +5,25 @@
 //! error otherwise, so the band says how many of each it used. Where no published run is
 //! near, the band says the figure is an extrapolation instead of printing a narrow band.
 //!
-//! The errors come from `validation/errors.json`, which `meshplan validate --write-errors`
+//! The errors come from `validation/errors.tsv`, which `meshplan validate --write-errors`
 //! writes from the model as it stands and a test (`error_table_is_current`) keeps current:
 //! reading it costs microseconds, where evaluating every published run again would cost a
-//! fifth of a second natively, too slow for a slider.
+//! fifth of a second natively, too slow for a slider. It is tab-separated text, read here
+//! with `str::split` and `str::parse`, which the page links anyway: a JSON table pulled
+//! `serde_json` into the page's first-load wasm (391 → 434 KB gzipped).
 
 use serde::{Deserialize, Serialize};
 
-use crate::edges::validation::{
-    dataset_gpu_preset, parse_rows, PublishedRun, Quantity, ValidationReport,
-};
+use crate::edges::validation::{dataset_gpu_preset, PublishedRun, Quantity, ValidationReport};
 use crate::input::framework::Framework;
 use crate::resolve::validate::FieldError;
 
-/// The built-in error table (`validation/errors.json`).
-pub const ERROR_TABLE_JSON: &str = include_str!("../../../validation/errors.json");
+/// The built-in error table (`validation/errors.tsv`).
+pub const ERROR_TABLE_TSV: &str = include_str!("../../../validation/errors.tsv");
+
+/// The table's header line: its columns, in order.
+pub const ERROR_TABLE_HEADER: &str =
+    "id\tquantity\tparams_b\tgpus\tgpu_type\tframework\ttp\tpp\tfirst_seen\ttoday";
 
 /// Published runs a band is read from (the "12 most similar").
 pub const BAND_ROWS: usize = 12;
@@ -130,9 +134,86 @@ impl ErrorBand {
     }
 }
 
-/// Reads an error table: a JSON array of [`ErrorRow`].
-pub fn parse_error_table(json: &str) -> Result<Vec<ErrorRow>, FieldError> {
-    parse_rows(json)
+/// Reads an error table: [`ERROR_TABLE_HEADER`], then one tab-separated [`ErrorRow`] per
+/// line (an empty field is an absent error). A bad line names its line and column.
+pub fn parse_error_table(tsv: &str) -> Result<Vec<ErrorRow>, FieldError> {
+    let mut lines = tsv.lines().enumerate();
+    match lines.next() {
+        Some((_, h)) if h == ERROR_TABLE_HEADER => {}
+        _ => return Err(FieldError::new("line 1", "not an error table header")),
+    }
+    lines
+        .filter(|(_, l)| !l.is_empty())
+        .map(|(i, l)| parse_error_row(i + 1, l))
+        .collect()
+}
+
+/// One line of the table (`line` counted from 1).
+fn parse_error_row(line: usize, text: &str) -> Result<ErrorRow, FieldError> {
+    let f: Vec<&str> = text.split('\t').collect();
+    let at = |col: &str| format!("line {line}: {col}");
+    if f.len() != 10 {
+        return Err(FieldError::new(
+            &at("columns"),
+            format!("{} columns, 10 expected", f.len()),
+        ));
+    }
+    let num = |i: usize, col: &str| -> Result<f64, FieldError> {
+        f[i].parse::<f64>()
+            .ok()
+            .filter(|v| v.is_finite())
+            .ok_or_else(|| FieldError::new(&at(col), format!("'{}' is not a number", f[i])))
+    };
+    let opt = |i: usize, col: &str| -> Result<Option<f64>, FieldError> {
+        if f[i].is_empty() {
+            Ok(None)
+        } else {
+            num(i, col).map(Some)
+        }
+    };
+    let count = |i: usize, col: &str| -> Result<u32, FieldError> {
+        f[i].parse::<u32>()
+            .map_err(|_| FieldError::new(&at(col), format!("'{}' is not a count", f[i])))
+    };
+    let quantity = Quantity::ALL
+        .into_iter()
+        .find(|q| q.id() == f[1])
+        .ok_or_else(|| FieldError::new(&at("quantity"), format!("'{}' is not a quantity", f[1])))?;
+    Ok(ErrorRow {
+        id: f[0].to_string(),
+        quantity,
+        params_b: num(2, "params_b")?,
+        gpus: count(3, "gpus")?,
+        gpu_type: f[4].to_string(),
+        framework: f[5].to_string(),
+        tp: count(6, "tp")?,
+        pp: count(7, "pp")?,
+        first_seen: opt(8, "first_seen")?,
+        today: opt(9, "today")?,
+    })
+}
+
+/// The table as [`parse_error_table`] reads it.
+pub fn error_table_tsv(rows: &[ErrorRow]) -> String {
+    let opt = |v: Option<f64>| v.map_or_else(String::new, |v| v.to_string());
+    let mut out = format!("{ERROR_TABLE_HEADER}\n");
+    for r in rows {
+        let fields = [
+            r.id.clone(),
+            r.quantity.id().to_string(),
+            r.params_b.to_string(),
+            r.gpus.to_string(),
+            r.gpu_type.clone(),
+            r.framework.clone(),
+            r.tp.to_string(),
+            r.pp.to_string(),
+            opt(r.first_seen),
+            opt(r.today),
+        ];
+        out.push_str(&fields.join("\t"));
+        out.push('\n');
+    }
+    out
 }
 
 /// The error table of a validation run: each compared row's errors, with the fields the
@@ -271,7 +352,7 @@ pub fn error_band(table: &[ErrorRow], kind: BandKind, s: &BandScenario<'_>) -> O
 /// readable and current).
 pub fn builtin_table() -> &'static [ErrorRow] {
     static TABLE: std::sync::OnceLock<Vec<ErrorRow>> = std::sync::OnceLock::new();
-    TABLE.get_or_init(|| parse_error_table(ERROR_TABLE_JSON).unwrap_or_default())
+    TABLE.get_or_init(|| parse_error_table(ERROR_TABLE_TSV).unwrap_or_default())
 }
 
 /// Both bands of a scenario from the built-in table (none for a kind without rows).

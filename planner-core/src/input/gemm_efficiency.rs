@@ -51,6 +51,12 @@ pub fn bf16_relative_gemm_efficiency(gpu_id: &str) -> f64 {
         // AMD MI300X: 668.4 of 1300 TFLOPS (51.4%, torch 2.5.1+rocm6.3, PYTORCH_TUNABLEOP_ENABLED=1)
         // against the H100 SXM's 794.5 of 989 (80.3%).
         "mi300x" => 0.514 / 0.803,
+        // AMD MI325X: 784.9 of 1300 (60.4%, torch 2.6.0+rocm6.2.4, PYTORCH_TUNABLEOP_ENABLED=1, 1000 W).
+        "mi325x" => 0.604 / 0.803,
+        // B200 SXM: 1745.0 of 2250 (77.6%, torch 2.7.1+cu128).
+        "b200" => 0.776 / 0.803,
+        // GB200: 1822.0 of 2500 (72.9%, torch 2.10.0.dev20250916+cu130).
+        "gb200-nvl72" => 0.729 / 0.803,
         _ => 1.0,
     }
 }

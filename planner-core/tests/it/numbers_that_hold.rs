@@ -2,8 +2,8 @@
 //! pipelining as torchtitan runs it, the error bands and the parts datasets.
 
 use planner_core::edges::error_band::{
-    band_scenario, error_band, error_table, parse_error_table, within_band_of_best, BandKind,
-    BandScenario, ErrorRow, ERROR_TABLE_JSON,
+    band_scenario, error_band, error_table, error_table_tsv, parse_error_table,
+    within_band_of_best, BandKind, BandScenario, ErrorRow, ERROR_TABLE_HEADER, ERROR_TABLE_TSV,
 };
 use planner_core::edges::parts_validation::{validate_parts, Part, PARTS_JSON};
 use planner_core::edges::validation::{
@@ -142,20 +142,34 @@ fn fsdp_under_pipelining_gathers_and_reduces_once_per_step() {
     assert_eq!(flat.backward_gathers(8.0), 8.0);
 }
 
-/// `validation/errors.json` is what `meshplan validate --write-errors` writes from the model
+/// `validation/errors.tsv` is what `meshplan validate --write-errors` writes from the model
 /// as it stands: after a change to the model, regenerate it
-/// (`cargo run --release -p meshplan -- validate --no-search --write-errors validation/errors.json`).
+/// (`cargo run --release -p meshplan -- validate --no-search --write-errors validation/errors.tsv`).
+/// It reads back to the rows it was written from, and a bad line is refused naming its line.
 #[test]
 fn error_table_is_current() {
     let runs = parse_runs(PUBLIC_RUNS_JSON).expect("parses");
     let r = run_validation(PUBLIC_RUNS_JSON, ValidationOptions { search: false }).expect("runs");
     let now = error_table(&runs, &r);
-    let stored = parse_error_table(ERROR_TABLE_JSON).expect("table parses");
+    let stored = parse_error_table(ERROR_TABLE_TSV).expect("table parses");
+    assert_eq!(
+        parse_error_table(&error_table_tsv(&now)).expect("reads back"),
+        now
+    );
+    let bad = format!("{ERROR_TABLE_HEADER}\nx\tmfu\t1\t8\tH100-80GB\tarticle\t1\t1\t\tnan\n");
+    assert_eq!(
+        parse_error_table(&bad).expect_err("NaN").field,
+        "line 2: today"
+    );
+    assert_eq!(
+        parse_error_table("id\n").expect_err("header").field,
+        "line 1"
+    );
     assert_eq!(now.len(), stored.len());
     for (a, b) in now.iter().zip(&stored) {
         assert_eq!(
             a, b,
-            "validation/errors.json is stale at {}: regenerate it",
+            "validation/errors.tsv is stale at {}: regenerate it",
             a.id
         );
     }
@@ -287,4 +301,18 @@ fn a_kv_pool_row_is_compared_with_the_engine_pool() {
         r.notes
     );
     assert!(c.predicted > 0.0);
+}
+
+/// A GPU whose measured BF16 matmul share of peak (ml-engineering's MAMF table) is below the
+/// H100 SXM's 80.3% runs the default curve at that ratio; one at or above it (A100 SXM 86.9%)
+/// keeps the curve. B200 and GB200 had been left out of the rule.
+#[test]
+fn gpus_below_h100s_measured_matmul_share_run_the_curve_at_their_ratio() {
+    use planner_core::input::gemm_efficiency::bf16_relative_gemm_efficiency as rel;
+    assert_eq!(rel("b200"), 0.776 / 0.803);
+    assert_eq!(rel("gb200-nvl72"), 0.729 / 0.803);
+    assert_eq!(rel("mi325x"), 0.604 / 0.803);
+    assert_eq!(rel("mi300x"), 0.514 / 0.803);
+    assert_eq!(rel("a100-80gb"), 1.0);
+    assert_eq!(rel("h200"), 1.0);
 }

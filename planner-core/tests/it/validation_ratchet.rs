@@ -22,11 +22,12 @@ const SLACK: f64 = 0.002;
 
 /// Tokens/s + iteration time over all 187 rows: (median, p90, max, share within 25%).
 /// Session 23, after FSDP under pipelining, NCCL's tuner, torchtitan's pipeline defaults and
-/// BLOOM's DeepSpeed pipeline engine; the max is Qwen3-30B-A3B (MoE with many small
+/// BLOOM's DeepSpeed pipeline engine and B200 / GB200 / MI325X GEMMs at their measured BF16 share;
+/// the max is Qwen3-30B-A3B (MoE with many small
 /// experts, +141%: not modelled yet, docs/measurement-log.md).
-const TIME_TODAY: (f64, f64, f64, f64) = (0.0939, 0.3186, 1.4146, 0.8769);
+const TIME_TODAY: (f64, f64, f64, f64) = (0.0856, 0.3186, 1.4146, 0.8769);
 /// Every quantity over all 187 rows.
-const ALL_TODAY: (f64, f64, f64, f64) = (0.0798, 0.2567, 1.9206, 0.8930);
+const ALL_TODAY: (f64, f64, f64, f64) = (0.0761, 0.2482, 1.9206, 0.8983);
 /// Peak memory over its 15 rows.
 const MEMORY_TODAY: (f64, f64, f64, f64) = (0.0433, 0.0988, 0.2249, 1.0);
 /// Rows whose published mesh is among the search's top 10 distinct meshes: 115 of 179
