@@ -13,11 +13,8 @@ use crate::edges::validation::{
     ReasonTally,
 };
 use crate::input::collective::Collective;
-use crate::input::gemm_efficiency::{
-    bf16_relative_gemm_efficiency, fp8_relative_gemm_efficiency, GemmEfficiency,
-};
+use crate::input::gemm_efficiency::GemmEfficiency;
 use crate::input::hardware::{gpu_preset, Cluster, GpuSpec};
-use crate::input::power_limit::tensor_throughput_fraction_at_power_limit;
 use crate::parallel::topology::{Domain, GroupKind, GroupPlacement};
 use crate::resolve::validate::FieldError;
 use crate::time::collectives::CommModel;
@@ -236,14 +233,15 @@ fn predict_gemm(row: &PartRow) -> Result<(f64, f64, String), String> {
         .min(need(row.n, "n")?)
         .min(need(row.k, "k")?);
     let curve = GemmEfficiency::default();
-    let power = tensor_throughput_fraction_at_power_limit(&gpu.id);
+    let shares = &gpu.traits().compute;
+    let power = shares.tensor_fraction_at_power_limit;
+    let bf16 = shares.bf16_gemm_relative_to_h100;
     let (peak, share) = match row.dtype.as_deref() {
-        Some("fp8") if gpu.fp8_flops_per_s > 0.0 => (
-            gpu.fp8_flops_per_s,
-            bf16_relative_gemm_efficiency(&gpu.id) * fp8_relative_gemm_efficiency(&gpu.id),
-        ),
+        Some("fp8") if gpu.fp8_flops_per_s > 0.0 => {
+            (gpu.fp8_flops_per_s, bf16 * shares.fp8_gemm_relative_to_bf16)
+        }
         Some("fp8") => return Err(format!("{} has no FP8 tensor cores", gpu.id)),
-        Some("bf16" | "fp16") => (gpu.bf16_flops_per_s, bf16_relative_gemm_efficiency(&gpu.id)),
+        Some("bf16" | "fp16") => (gpu.bf16_flops_per_s, bf16),
         other => return Err(format!("dtype {other:?} is not bf16, fp16 or fp8")),
     };
     let eff = curve.at(d) * share;
@@ -272,7 +270,7 @@ fn predict_attention(row: &PartRow) -> Result<(f64, f64, String), String> {
     let opts = CostOptions::default();
     let share = crate::input::attention_length::attention_length_share(seq);
     let rate = gpu.bf16_flops_per_s
-        * tensor_throughput_fraction_at_power_limit(&gpu.id)
+        * gpu.traits().compute.tensor_fraction_at_power_limit
         * opts.attention_efficiency
         * share;
     let counted = match row.causal {
@@ -299,7 +297,10 @@ fn predict_attention(row: &PartRow) -> Result<(f64, f64, String), String> {
 fn predict_hbm(row: &PartRow) -> Result<(f64, f64, String), String> {
     let gpu = preset_of(row)?;
     let measured = need(row.bytes_per_s, "bytes_per_s")?;
-    let share = crate::input::hbm_achievable::measured_hbm_fraction(&gpu.id)
+    let share = gpu
+        .traits()
+        .compute
+        .hbm_stream_fraction
         .unwrap_or(CostOptions::default().hbm_achievable_fraction);
     Ok((
         measured / 1e12,

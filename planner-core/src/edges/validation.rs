@@ -1279,8 +1279,7 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
     };
     let mut cluster = Cluster::of(gpu, nodes);
     cluster.gpus_per_node = per_node;
-    let tensor_share =
-        crate::input::power_limit::tensor_throughput_fraction_at_power_limit(&cluster.gpu.id);
+    let tensor_share = cluster.gpu.traits().compute.tensor_fraction_at_power_limit;
     if tensor_share < 1.0 {
         notes.push(format!(
             "tensor work at {tensor_share:.3} of the datasheet rates: the GPU's power limit (input/power_limit.rs, the vendor's ratings between the H100 NVL at 400 W and the SXM at 700 W)"

@@ -1,6 +1,7 @@
 //! The host side of a node: CPU memory, local NVMe, the GPU↔CPU link and the CPU's
-//! optimizer rate. What offload ([`crate::input::offload`]) spends; presets per GPU server,
-//! each figure cited, every field editable through `cluster.host`.
+//! optimizer rate. What offload ([`crate::input::offload`]) spends; each GPU preset states its
+//! usual server's host ([`crate::input::gpu_traits::GpuTraits::host`], cited there), every
+//! field editable through `cluster.host`.
 
 use serde::{Deserialize, Serialize};
 
@@ -55,7 +56,15 @@ impl HostSpec {
 const GEN4_DRIVE_READ_BYTES_PER_S: f64 = 10.0 * GB_PER_S / 4.0;
 const GEN4_DRIVE_WRITE_BYTES_PER_S: f64 = 5.0 * GB_PER_S / 4.0;
 
-fn dgx(ram_tb: f64, drives: u32, drive_tb: f64, link_gb_per_s: f64, cores: u32) -> HostSpec {
+/// A DGX-style host: `ram_tb` TB of RAM, `drives` Gen4 NVMe drives of `drive_tb` TB striped,
+/// a host link of `link_gb_per_s` GB/s each way per GPU and `cores` CPU cores.
+pub fn dgx_host(
+    ram_tb: f64,
+    drives: u32,
+    drive_tb: f64,
+    link_gb_per_s: f64,
+    cores: u32,
+) -> HostSpec {
     let d = f64::from(drives);
     HostSpec {
         ram_bytes: ram_tb * TB,
@@ -64,39 +73,6 @@ fn dgx(ram_tb: f64, drives: u32, drive_tb: f64, link_gb_per_s: f64, cores: u32) 
         nvme_write_bytes_per_s: d * GEN4_DRIVE_WRITE_BYTES_PER_S,
         host_link_bytes_per_s: link_gb_per_s * GB_PER_S,
         cpu_cores: cores,
-    }
-}
-
-/// The host of the usual server of a GPU preset (by [`crate::input::hardware::GpuSpec::id`]);
-/// `None` where no server datasheet was found (set `cluster.host` by hand).
-pub fn host_preset(gpu_id: &str) -> Option<HostSpec> {
-    match gpu_id {
-        // NVIDIA DGX A100 user guide (hardware overview), 320 GB system: 1 TB RAM, 15 TB
-        // (4 × 3.84 TB) U.2 NVMe, 2 × AMD EPYC 7742 (64 cores each); A100 datasheet: PCIe Gen4
-        // 64 GB/s (both directions), 32 GB/s each way.
-        "a100-40gb" => Some(dgx(1.0, 4, 3.84, 32.0, 128)),
-        // The same guide, 640 GB system: 2 TB RAM, 30 TB (8 × 3.84 TB) U.2 NVMe.
-        "a100-80gb" => Some(dgx(2.0, 8, 3.84, 32.0, 128)),
-        // NVIDIA DGX H100/H200 user guide (hardware overview): 2 TB RAM, 8 × 3.84 TB U.2 NVMe
-        // data drives, 2 × Xeon Platinum 8480C (56 cores each); H100/H200 datasheets: PCIe
-        // Gen5 128 GB/s (both directions), 64 GB/s each way. DGX H800 is the same chassis.
-        "h100-sxm" | "h200" | "h800" => Some(dgx(2.0, 8, 3.84, 64.0, 112)),
-        // NVIDIA DGX B200 user guide: 2 TB RAM (4 TB optional), 8 × 3.84 TB U.2 NVMe, 2 × Xeon
-        // Platinum 8570 (56 cores each, PCIe Gen5 hosts: 64 GB/s each way per GPU).
-        "b200" => Some(dgx(2.0, 8, 3.84, 64.0, 112)),
-        // NVIDIA GB200 NVL72 datasheet: up to 17 TB LPDDR5X per rack (36 Grace × 480 GB),
-        // 2,592 Arm Neoverse V2 cores (36 × 72), NVLink-C2C 900 GB/s (both directions) per
-        // superchip of one Grace and two GPUs: 225 GB/s each way per GPU. The rack is the
-        // "node" (72 GPUs). Local NVMe per tray is not on the datasheet: 0 until set.
-        "gb200-nvl72" => Some(HostSpec {
-            ram_bytes: 36.0 * 480e9,
-            nvme_bytes: 0.0,
-            nvme_read_bytes_per_s: 0.0,
-            nvme_write_bytes_per_s: 0.0,
-            host_link_bytes_per_s: 900.0 / 2.0 / 2.0 * GB_PER_S,
-            cpu_cores: 36 * 72,
-        }),
-        _ => None,
     }
 }
 
@@ -120,7 +96,10 @@ mod tests {
         // mlcommons/inference_results_v4.1 closed/NVIDIA/systems/H200-SXM-141GBx8_TRT_MaxQ.json
         // (NVIDIA's own DGX H200 submission): "host_memory_capacity": "2 TB", 2 × "Intel(R)
         // Xeon(R) Platinum 8480C" of 56 cores: the DGX H100/H200 user guide's figures.
-        let h = host_preset("h200").expect("preset");
+        let h = crate::input::hardware::gpu_traits("h200")
+            .host
+            .clone()
+            .expect("preset");
         assert_eq!(h.ram_bytes, 2e12);
         assert_eq!(h.cpu_cores, 2 * 56);
         // 8 × 3.84 TB U.2 data drives = 30.72 TB.

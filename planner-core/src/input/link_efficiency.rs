@@ -2,10 +2,11 @@
 //! *bus* bandwidth on a GPU preset's node, per link and, where the sources differ, per
 //! operation. The cluster's link figures stay the datasheet's line rates; the assumed
 //! communication model ([`crate::time::collectives`]) prices each collective at line rate ×
-//! share, and a calibration's measured α–β replaces both. A GPU (or link) without a cited
-//! figure keeps the line rate (share `None`).
+//! share, and a calibration's measured α–β replaces both. Each GPU preset states which of
+//! these shares its node's links reach ([`crate::input::gpu_traits::LinkShares`]); a GPU (or
+//! link) without a cited figure keeps the line rate (share `None`).
 
-use crate::input::collective::Collective;
+use crate::input::gpu_traits::IntraNodeShares;
 
 /// NVIDIA/nccl `src/graph/topo.h` `SM90_NVLINK_BW` 20.6 GB/s: the bandwidth NCCL's topology
 /// counts per NVLink 4 link, of its 25 GB/s per direction (18 links = 450 GB/s on H100);
@@ -53,40 +54,9 @@ pub const NDR_400G_NIC_SHARE: f64 = 47.0 / 50.0;
 /// HDR NICs together).
 pub const HDR_200G_NIC_SHARE: f64 = 24.0 / 25.0;
 
-/// The share of the intra-node link's line rate that `op` reaches as bus bandwidth on the
-/// node of GPU preset `gpu_id`, or `None` where no figure is cited (the line rate applies).
-pub fn intra_node_busbw_share(gpu_id: &str, op: Collective) -> Option<f64> {
-    match gpu_id {
-        // NVLink 4 with NVSwitch (HGX H100/H200 boards; H800's 8 links, 200 GB/s per
-        // direction, are counted per link by NCCL the same way: 8 × 20.6 of 8 × 25; one
-        // user's H800 NVLS all-reduce, NVIDIA/nccl issue #1374, read 215 GB/s busBW, the
-        // 480/450 share's 213).
-        "h100-sxm" | "h100-96gb" | "h200" | "h800" => Some(if op == Collective::AllReduce {
-            NVLINK4_NVLS_ALL_REDUCE_SHARE
-        } else {
-            NVLINK4_RING_SHARE
-        }),
-        "b200" | "gb200-nvl72" => Some(NVLINK5_RING_SHARE),
-        "a100-40gb" | "a100-80gb" => Some(NVLINK3_SHARE),
-        "mi300x" | "mi325x" => Some(XGMI_GFX94_SHARE),
-        _ => None,
-    }
-}
-
-/// The share of the inter-node link's line rate every operation reaches as bus bandwidth
-/// with the NICs of GPU preset `gpu_id`'s usual server, or `None` where no figure is cited.
-/// The NIC share is a property of the network card (InfiniBand NDR or HDR), whatever the
-/// collective; each preset's server carries one such NIC per GPU (input/hardware.rs).
-pub fn inter_node_busbw_share(gpu_id: &str, _op: Collective) -> Option<f64> {
-    match gpu_id {
-        // input/hardware.rs: A100 nodes carry one 200 Gb/s HDR NIC per GPU.
-        "a100-40gb" | "a100-80gb" => Some(HDR_200G_NIC_SHARE),
-        // One 400 Gb/s NDR NIC (ConnectX-7) per GPU under NCCL (input/hardware.rs `gpu`: 50 GB/s).
-        "h100-sxm" | "h100-96gb" | "h200" | "h800" | "b200" | "gb200-nvl72" => {
-            Some(NDR_400G_NIC_SHARE)
-        }
-        // MI300X/MI325X run RCCL over their servers' 400 Gb/s NICs: no RCCL figure for them
-        // was found, so the line rate stays.
-        _ => None,
-    }
-}
+/// NVLink 4 behind an NVSwitch with NVLink SHARP (HGX H100/H200/H800 boards): all-reduce at
+/// [`NVLINK4_NVLS_ALL_REDUCE_SHARE`], every other operation at [`NVLINK4_RING_SHARE`].
+pub const NVLINK4_NVSWITCH: IntraNodeShares = IntraNodeShares {
+    all_reduce: NVLINK4_NVLS_ALL_REDUCE_SHARE,
+    other_ops: NVLINK4_RING_SHARE,
+};

@@ -1,8 +1,9 @@
 //! What NCCL's tuner reads about a node besides its link rates: the GPU generation (its
 //! per-architecture latency and bandwidth rows), the host CPU (its network overhead and LL
-//! cap) and whether the NVSwitch offers NVLink SHARP (NVLS). One record per GPU preset's
-//! usual server; `None` for a GPU whose collectives NCCL does not run (RCCL on MI300X) or
-//! whose server is not described, and the communication model then keeps its α–β form.
+//! cap) and whether the NVSwitch offers NVLink SHARP (NVLS). Each GPU preset states its usual
+//! server's ([`crate::input::gpu_traits::GpuTraits::nccl`]); `None` for a GPU whose
+//! collectives NCCL does not run (RCCL on MI300X) or whose server is not described, and the
+//! communication model then keeps its α–β form.
 
 use serde::{Deserialize, Serialize};
 
@@ -42,23 +43,4 @@ pub struct NcclNode {
     pub cpu: NcclCpu,
     /// The NVSwitch offers NVLink SHARP (multicast and in-switch reduction).
     pub nvls: bool,
-}
-
-/// The NCCL node of GPU preset `gpu_id`'s usual server, or `None` (see the module docs).
-pub fn nccl_node(gpu_id: &str) -> Option<NcclNode> {
-    let node = |arch, cpu, nvls| Some(NcclNode { arch, cpu, nvls });
-    match gpu_id {
-        // NVIDIA DGX H100 / DGX H200 datasheets: 2× Intel Xeon Platinum 8480C, 4 third-generation
-        // NVSwitches with NVLink SHARP; HGX H800 boards carry the same switch (NVLS all-reduce
-        // measured on one, NVIDIA/nccl#1374); torchtitan's 96 GB H100s run in Grand Teton
-        // servers (OCP Grand Teton spec: Intel Sapphire Rapids, HGX H100 baseboard).
-        "h100-sxm" | "h100-96gb" | "h200" | "h800" => node(NcclArch::Hopper, NcclCpu::Intel, true),
-        // NVIDIA DGX B200 datasheet: 2× Intel Xeon Platinum 8570, fifth-generation NVSwitch.
-        "b200" => node(NcclArch::Blackwell, NcclCpu::Intel, true),
-        // GB200 NVL72: Grace (Arm) hosts, NVLink Switch trays with SHARP.
-        "gb200-nvl72" => node(NcclArch::Blackwell, NcclCpu::Other, true),
-        // NVIDIA DGX A100 datasheet: 2× AMD EPYC 7742; its NVSwitch has no SHARP.
-        "a100-40gb" | "a100-80gb" => node(NcclArch::Ampere, NcclCpu::Amd, false),
-        _ => None,
-    }
 }

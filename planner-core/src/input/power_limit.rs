@@ -1,6 +1,9 @@
 //! The share of its datasheet tensor-core rates a GPU sustains at the power limit it runs at,
 //! where that limit is below the one its datasheet rates are quoted for; every other GPU
-//! sustains its datasheet rates (1).
+//! sustains its datasheet rates (1). Each GPU preset states its share
+//! ([`crate::input::gpu_traits::ComputeShares::tensor_fraction_at_power_limit`]): below 1 only
+//! for the 96 GB HBM2e H100 at its default 500 W, whose preset carries the SXM's 700 W
+//! datasheet peaks.
 //!
 //! The cap lowers the SM clock, so it slows the tensor-core work (GEMMs, attention) and not the
 //! HBM-bound work: no measurement of HBM bandwidth under a power cap on these parts was found,
@@ -43,16 +46,6 @@ pub fn gh100_tensor_rating_fraction(watts: f64) -> f64 {
     nvl + t * (1.0 - nvl)
 }
 
-/// Share of the datasheet tensor-core rates (BF16 and FP8) `gpu_id` sustains at the power
-/// limit it runs at: below 1 only for the 96 GB HBM2e H100 at its default 500 W, whose preset
-/// carries the SXM's 700 W datasheet peaks.
-pub fn tensor_throughput_fraction_at_power_limit(gpu_id: &str) -> f64 {
-    match gpu_id {
-        "h100-96gb" => gh100_tensor_rating_fraction(H100_96GB_POWER_LIMIT_WATTS),
-        _ => 1.0,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -60,11 +53,13 @@ mod tests {
     #[test]
     fn the_500_w_part_sits_a_third_of_the_way_from_the_nvl_rating() {
         // (835.5 + (500 − 400)/(700 − 400) · (989.5 − 835.5)) / 989.5 = 886.83 / 989.5.
-        let f = tensor_throughput_fraction_at_power_limit("h100-96gb");
+        let at_500_w = crate::input::hardware::gpu_traits("h100-96gb");
+        let f = at_500_w.compute.tensor_fraction_at_power_limit;
         assert!((f - 886.833_333 / 989.5).abs() < 1e-6, "{f}");
         assert!((gh100_tensor_rating_fraction(400.0) - 835.5 / 989.5).abs() < 1e-12);
         assert_eq!(gh100_tensor_rating_fraction(700.0), 1.0);
         assert_eq!(gh100_tensor_rating_fraction(900.0), 1.0);
-        assert_eq!(tensor_throughput_fraction_at_power_limit("h100-sxm"), 1.0);
+        let sxm = crate::input::hardware::gpu_traits("h100-sxm");
+        assert_eq!(sxm.compute.tensor_fraction_at_power_limit, 1.0);
     }
 }

@@ -36,8 +36,7 @@ pub struct LatencyRow(&'static [f64; 6]);
 /// applies: a GPU of the measured NVLink 4 fabric and a TP group inside one node of a
 /// measured size.
 pub fn row_for(gpu: &GpuSpec, tp: u32, tp_within_node: bool) -> Option<LatencyRow> {
-    let nvlink4 = matches!(gpu.id.as_str(), "h100-sxm" | "h200");
-    if !(nvlink4 && tp_within_node) {
+    if !(gpu.traits().serving.custom_all_reduce && tp_within_node) {
         return None;
     }
     LATENCY_S

@@ -56,11 +56,11 @@ pub fn measured_kv_stream_fraction(
     kv: ServeDtype,
     kernel: Option<DecodeAttentionKernel>,
 ) -> Option<f64> {
-    // H100 SXM runs the same Hopper XQA kernel (mha_sm90) on the GH100 die; its copy share is
-    // the H200's too (CostOptions::hbm_achievable_fraction), so it takes the H200's kernel share.
-    let hopper = matches!(gpu.id.as_str(), "h100-sxm" | "h200");
+    // The GPUs whose preset carries the measurement (input/hardware.rs: H200, and H100 SXM,
+    // the same Hopper XQA kernel on the GH100 die with the H200's copy share).
+    let measured = gpu.traits().serving.xqa_fp8_kv;
     match kernel {
-        Some(DecodeAttentionKernel::TrtllmXqa) if hopper && kv == ServeDtype::Fp8 => {
+        Some(DecodeAttentionKernel::TrtllmXqa) if measured && kv == ServeDtype::Fp8 => {
             Some(XQA_FP8_KV_H200_BYTES_PER_S / H200_HBM_BYTES_PER_S)
         }
         _ => None,

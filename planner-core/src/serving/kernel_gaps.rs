@@ -40,8 +40,12 @@ pub const SOURCE: &str = "1.3 µs per kernel inside a CUDA graph on H100 (Hazy R
 
 /// The measured per-kernel launch cost for `gpu`, s, or `None` where none was measured.
 pub fn launch_s_for(gpu: &GpuSpec) -> Option<f64> {
-    // H200 is the GH100 die of the H100 SXM with HBM3e: the same SMs and launch front end.
-    matches!(gpu.id.as_str(), "h100-sxm" | "h200").then_some(GRAPH_KERNEL_LAUNCH_S)
+    // The GPUs whose preset carries the measurement (input/hardware.rs: H100 SXM, and H200, the
+    // same SMs and launch front end).
+    gpu.traits()
+        .serving
+        .graph_kernel_launch
+        .then_some(GRAPH_KERNEL_LAUNCH_S)
 }
 
 /// Kernels `layers` decoder layers run per forward, `moe_layers` of them fused-MoE layers.

@@ -62,7 +62,8 @@ pub fn mean_share(tflops: &[f64; 3], weight_bytes: f64) -> f64 {
 /// The share a decode weight GEMM of `dtype` streams at on `gpu`, or `None` where the copy
 /// share applies (BF16 measured at it; other GPUs and dtypes unmeasured).
 pub fn measured_weight_stream_fraction(gpu: &GpuSpec, dtype: ServeDtype) -> Option<f64> {
-    (gpu.id == "h100-sxm" && dtype == ServeDtype::Fp8).then(|| mean_share(&FP8_TFLOPS, 1.0))
+    let measured = gpu.traits().serving.fp8_weight_stream;
+    (measured && dtype == ServeDtype::Fp8).then(|| mean_share(&FP8_TFLOPS, 1.0))
 }
 
 /// Where the figure comes from, for explanations.

@@ -11,8 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::input::calibration::CalibrationSummary;
 pub use crate::input::collective::{AlphaBeta, Collective, LinkDomain};
 use crate::input::hardware::Cluster;
-use crate::input::link_efficiency::{inter_node_busbw_share, intra_node_busbw_share};
-use crate::input::nccl_node::{nccl_node, NcclNode};
+use crate::input::nccl_node::NcclNode;
 use crate::parallel::topology::{Domain, GroupPlacement};
 use crate::time::nccl_algo::{nccl_choice, NcclTopo};
 
@@ -80,28 +79,31 @@ impl CommModel {
     /// it for that GPU's node and that operation (input/link_efficiency.rs), or the line rate
     /// where no share is cited. Latencies are the cluster's.
     pub fn assumed(cluster: &Cluster) -> Self {
-        let gpu = cluster.gpu.id.as_str();
+        let traits = cluster.gpu.traits();
+        let shares = traits.links;
         let entry = |op: Collective| {
             [
                 AlphaBeta {
                     latency_s: cluster.intra_node.latency_s,
                     busbw_bytes_per_s: cluster.intra_node.bytes_per_s
-                        * intra_node_busbw_share(gpu, op).unwrap_or(1.0),
+                        * shares.intra_node_share(op).unwrap_or(1.0),
                 },
                 AlphaBeta {
                     latency_s: cluster.inter_node.latency_s,
                     busbw_bytes_per_s: cluster.inter_node.bytes_per_s
-                        * inter_node_busbw_share(gpu, op).unwrap_or(1.0),
+                        * shares.inter_node.unwrap_or(1.0),
                 },
             ]
         };
         // NCCL counts NVLink per link at its own speed (20.6 GB/s for NVLink 4,
         // src/graph/topo.h SM90_NVLINK_BW), the ring share of input/link_efficiency.rs; the NIC
         // at its line rate (src/graph/topo.cc, Mbps / 8000).
-        let nccl = nccl_node(gpu).map(|node| NcclLinks {
+        let nccl = traits.nccl.map(|node| NcclLinks {
             node,
             nvlink_bytes_per_s: cluster.intra_node.bytes_per_s
-                * intra_node_busbw_share(gpu, Collective::AllGather).unwrap_or(1.0),
+                * shares
+                    .intra_node_share(Collective::AllGather)
+                    .unwrap_or(1.0),
             nic_bytes_per_s: cluster.inter_node.bytes_per_s,
         });
         CommModel {

@@ -44,7 +44,7 @@ pub struct CostOptions {
     /// Fraction of the datasheet HBM bandwidth that streaming kernels reach: one H200 here
     /// copied device memory at ~4.3 of 4.8 TB/s (domain notes, "Achieved figures"), 0.9.
     /// GPUs with a measured figure of their own take it instead
-    /// ([`crate::input::hbm_achievable::measured_hbm_fraction`]).
+    /// ([`crate::input::gpu_traits::ComputeShares::hbm_stream_fraction`]).
     pub hbm_achievable_fraction: f64,
     /// Fractional slowdown of compute while communication runs beside it (its time beside
     /// the communication over its time alone, minus 1): NCCL kernels take SMs and HBM
@@ -435,10 +435,10 @@ pub struct StepModel {
     pub bf16_flops_per_s: f64,
     /// Multiplies the GEMM curve for the GEMMs that run at `peak_flops_per_s`: 1 for BF16;
     /// under FP8, the share of its peak an FP8 GEMM reaches relative to a BF16 GEMM's
-    /// ([`crate::input::gemm_efficiency::fp8_relative_gemm_efficiency`]).
+    /// ([`crate::input::gpu_traits::ComputeShares::fp8_gemm_relative_to_bf16`]).
     pub peak_gemm_efficiency_ratio: f64,
     /// Share of the datasheet tensor rates (BF16 and FP8) the GPU sustains at the power limit
-    /// it runs at ([`crate::input::power_limit::tensor_throughput_fraction_at_power_limit`]):
+    /// it runs at ([`crate::input::gpu_traits::ComputeShares::tensor_fraction_at_power_limit`]):
     /// multiplies the GEMMs' and attention's rates, not HBM-bound work; MFU keeps the
     /// datasheet peak. A measured GEMM curve ([`StepModel::with_calibration`]) already holds
     /// the device's clocks, so the GEMMs then take it as measured (attention still scaled).
@@ -447,12 +447,12 @@ pub struct StepModel {
     pub fp8: Option<Fp8Casts>,
     /// HBM bytes per element of one FP8 cast of a GEMM input: [`FP8_CAST_BYTES_PER_ELEMENT`]
     /// plus the transposed copy where the GPU's FP8 GEMMs are TN-only
-    /// ([`crate::input::gemm_efficiency::fp8_transpose_bytes_per_element`]).
+    /// ([`crate::input::gpu_traits::ComputeShares::fp8_transpose_bytes_per_element`]).
     pub fp8_cast_bytes_per_element: f64,
     /// HBM bandwidth, bytes/s.
     pub hbm_bytes_per_s: f64,
     /// Share of `hbm_bytes_per_s` streaming kernels reach: the GPU's own measured figure
-    /// ([`crate::input::hbm_achievable::measured_hbm_fraction`]), else
+    /// ([`crate::input::gpu_traits::ComputeShares::hbm_stream_fraction`]), else
     /// `CostOptions::hbm_achievable_fraction`.
     pub hbm_achievable_fraction: f64,
     /// GPUs per node.
@@ -548,12 +548,12 @@ impl StepModel {
         } else {
             gpu.bf16_flops_per_s
         };
+        let shares = &gpu.traits().compute;
         let adapters = AdapterTime::of(model, &scenario.training.finetune);
         // The default curve is an H100-class BF16 figure: GPUs whose measured BF16 share of peak
-        // is lower reach proportionally less (`bf16_relative_gemm_efficiency`, ml-engineering MAMF).
+        // is lower reach proportionally less (`bf16_gemm_relative_to_h100`, ml-engineering MAMF).
         let mut options = options;
-        options.gemm.max_fraction *=
-            crate::input::gemm_efficiency::bf16_relative_gemm_efficiency(&gpu.id);
+        options.gemm.max_fraction *= shares.bf16_gemm_relative_to_h100;
         StepModel {
             optimizer_step_bytes_per_param: scenario.precision.optimizer_step_bytes(),
             comm_inputs: CommInputs::new(
@@ -573,20 +573,20 @@ impl StepModel {
             // ml-engineering's MAMF table: FP8 GEMMs reach a smaller share of their peak than
             // BF16 GEMMs on the same GPU (H100 SXM 70.9% against 80.3%).
             peak_gemm_efficiency_ratio: if fp8 {
-                crate::input::gemm_efficiency::fp8_relative_gemm_efficiency(&gpu.id)
+                shares.fp8_gemm_relative_to_bf16
             } else {
                 1.0
             },
             // A power limit below the datasheet's lowers the SM clock: torchtitan's 500 W H100
             // sits between the vendor's SXM and NVL ratings (input/power_limit.rs).
-            tensor_fraction_at_power_limit:
-                crate::input::power_limit::tensor_throughput_fraction_at_power_limit(&gpu.id),
+            tensor_fraction_at_power_limit: shares.tensor_fraction_at_power_limit,
             fp8: fp8.then(|| Fp8Casts::of(model)),
             // Hopper keeps each FP8 GEMM operand in both layouts (TN-only FP8 GEMMs).
             fp8_cast_bytes_per_element: FP8_CAST_BYTES_PER_ELEMENT
-                + crate::input::gemm_efficiency::fp8_transpose_bytes_per_element(&gpu.id),
+                + shares.fp8_transpose_bytes_per_element,
             hbm_bytes_per_s: gpu.hbm_bytes_per_s,
-            hbm_achievable_fraction: crate::input::hbm_achievable::measured_hbm_fraction(&gpu.id)
+            hbm_achievable_fraction: shares
+                .hbm_stream_fraction
                 .unwrap_or(options.hbm_achievable_fraction),
             gpus_per_node: scenario.cluster.gpus_per_node,
             gemm_measured: false,

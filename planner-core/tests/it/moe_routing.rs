@@ -5,8 +5,9 @@
 
 use planner_core::edges::link;
 use planner_core::evaluate::evaluate;
-use planner_core::input::gemm_efficiency::{fp8_relative_gemm_efficiency, GemmEfficiency};
+use planner_core::input::gemm_efficiency::GemmEfficiency;
 use planner_core::input::hardware::gpu_preset;
+use planner_core::input::hardware::gpu_traits;
 use planner_core::input::layout::Layout;
 use planner_core::input::moe_routing::{sampling_floor, MoeRouting};
 use planner_core::input::scenario::{ModelChoice, Scenario};
@@ -214,7 +215,8 @@ fn the_gemm_curve_at_tokens_per_expert_tracks_deepgemms_grouped_gemms() {
     let mut errors: Vec<f64> = rows
         .iter()
         .map(|&(m, n, k, measured): &(f64, f64, f64, f64)| {
-            let share = curve.at(m.min(n).min(k)) * fp8_relative_gemm_efficiency("h800");
+            let share =
+                curve.at(m.min(n).min(k)) * gpu_traits("h800").compute.fp8_gemm_relative_to_bf16;
             (share * h800.fp8_flops_per_s / 1e12 / measured - 1.0).abs()
         })
         .collect();

@@ -308,7 +308,13 @@ fn a_kv_pool_row_is_compared_with_the_engine_pool() {
 /// keeps the curve. B200 and GB200 had been left out of the rule.
 #[test]
 fn gpus_below_h100s_measured_matmul_share_run_the_curve_at_their_ratio() {
-    use planner_core::input::gemm_efficiency::bf16_relative_gemm_efficiency as rel;
+    let rel = |id: &str| {
+        planner_core::input::hardware::gpu_preset(id)
+            .expect("preset")
+            .traits()
+            .compute
+            .bf16_gemm_relative_to_h100
+    };
     assert_eq!(rel("b200"), 0.776 / 0.803);
     assert_eq!(rel("gb200-nvl72"), 0.729 / 0.803);
     assert_eq!(rel("mi325x"), 0.604 / 0.803);

@@ -5,8 +5,14 @@
 use planner_core::edges::export::{export, ExportFormat};
 use planner_core::edges::link::{decode, decode_lenient, encode};
 use planner_core::evaluate::evaluate;
+use planner_core::input::hardware::gpu_traits;
 use planner_core::input::hardware::{gpu_preset, Cluster, GpuSpec, GIB};
-use planner_core::input::host::{host_preset, HostSpec, CPU_ADAM_PARAMS_PER_S_PER_CORE};
+use planner_core::input::host::{HostSpec, CPU_ADAM_PARAMS_PER_S_PER_CORE};
+
+/// The host of the GPU preset's usual server.
+fn host_preset(gpu_id: &str) -> Option<HostSpec> {
+    gpu_traits(gpu_id).host.clone()
+}
 use planner_core::input::layout::{Recompute, ZeroStage};
 use planner_core::input::model::{FfnKind, ModelSpec, NormKind};
 use planner_core::input::offload::Offload;

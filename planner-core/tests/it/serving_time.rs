@@ -133,7 +133,9 @@ fn an_mi300x_gemm_reaches_its_measured_share_of_peak() {
     let step = StepModel::new(&model, &s, CostOptions::default());
     let max = step.options.gemm.max_fraction;
     assert!((max - 0.75 * 0.514 / 0.803).abs() < 1e-12, "{max}");
-    let fp8 = planner_core::input::gemm_efficiency::fp8_relative_gemm_efficiency("mi300x");
+    let fp8 = planner_core::input::hardware::gpu_traits("mi300x")
+        .compute
+        .fp8_gemm_relative_to_bf16;
     assert!((max * fp8 - 0.75 * (1159.23 / 2615.0) / 0.803).abs() < 1e-12);
     let h100 = StepModel::new(
         &model,
