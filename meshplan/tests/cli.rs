@@ -87,6 +87,31 @@ fn eval_of_a_bad_link_names_the_parameter() {
 }
 
 #[test]
+fn eval_of_a_bad_file_names_the_json_path_a_link_the_key() {
+    let dir = scratch_path("eval-bad-file");
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("bad.json");
+    let mut v = serde_json::to_value(article_mesh_scenario()).expect("json");
+    v["cluster"]["gpu"]["memory_bytes"] = 1.0.into();
+    v["serving"]["context_len"] = 0.into();
+    std::fs::write(&path, v.to_string()).expect("write");
+    let out = meshplan(&["eval", path.to_str().expect("utf-8 path")]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(err.contains("  cluster.gpu.memory_bytes: "), "{err}");
+    assert!(err.contains("  serving.context_len: "), "{err}");
+    assert!(
+        !err.contains("gpu_mem") && !err.contains("serve_ctx"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let out = meshplan(&["eval", "--link", "v=1&serve_ctx=0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("serve_ctx"), "{}", stderr(&out));
+}
+
+#[test]
 fn eval_table_shows_the_fine_tuning_mode_and_its_terms() {
     let link = "v=1&model=llama-3.1-8b&gpus=8&dp=8&tp=1&pp=1&zero=1&ft=qlora";
     let out = meshplan(&["eval", "--link", link, "--table"]);

@@ -146,3 +146,30 @@ fn bad_inputs_exit_2_with_a_message() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("tpu-v9"));
 }
+
+#[test]
+fn calibrate_refuses_impossible_rank_flags() {
+    let nccl = "tests/e2e/fixtures/synthetic-nccl-all-reduce-8gpu.txt";
+    for (flags, named) in [
+        (&["--ranks-per-node", "0"][..], "--ranks-per-node"),
+        (
+            &["--ranks", "8", "--ranks-per-node", "9"][..],
+            "--ranks-per-node",
+        ),
+        (&["--ranks-per-node", "9"][..], "--ranks-per-node"),
+        (
+            &["--ranks", "100000000", "--ranks-per-node", "3"][..],
+            "--ranks",
+        ),
+        (&["--ranks", "0"][..], "--ranks"),
+    ] {
+        let mut args = vec!["calibrate", nccl];
+        args.extend_from_slice(flags);
+        let out = meshplan(&args);
+        let err = stderr(&out);
+        assert_eq!(out.status.code(), Some(2), "{flags:?}: {err}");
+        assert!(err.contains(&format!("{named}:")), "{flags:?}: {err}");
+    }
+    let out = meshplan(&["calibrate", nccl, "--ranks-per-node", "8", "--table"]);
+    assert!(ok(&out).contains("intra"), "one node of 8 stays intra-node");
+}

@@ -22,6 +22,12 @@ const MIN_WASM_OPT_VERSION: u32 = 116;
 const WASM_TARGET: &str = "wasm32-unknown-unknown";
 const SERVE_ADDRESS: &str = "127.0.0.1";
 const SERVE_PORT: &str = "8080";
+/// Where `serve` builds, relative to the root: trunk's serve build injects a live-reload
+/// script that opens a WebSocket to this server, so it must never land in `dist/` (what
+/// `build` ships): a copied `dist/` would log WebSocket errors on every load.
+const SERVE_DIST: &str = "target/serve-dist";
+/// Where `build` writes the release site (Trunk.toml's `dist`).
+const BUILD_DIST: &str = "dist";
 
 fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
@@ -31,7 +37,7 @@ fn main() -> ExitCode {
         Some("build") => build(),
         _ => {
             eprintln!(
-                "usage: cargo xtask serve [trunk serve args]   build and serve the app on http://{SERVE_ADDRESS}:{SERVE_PORT}\n       cargo xtask build                        release build into dist/, with the pre-rendered page\n       cargo xtask test                         run every check and test"
+                "usage: cargo xtask serve [trunk serve args]   build into {SERVE_DIST}/ and serve the app on http://{SERVE_ADDRESS}:{SERVE_PORT}\n       cargo xtask build                        release build into dist/, with the pre-rendered page\n       cargo xtask test                         run every check and test"
             );
             return ExitCode::from(2);
         }
@@ -265,8 +271,18 @@ fn ensure_web_tools() -> Result<(), String> {
 fn serve(extra: &[String]) -> Result<(), String> {
     ensure_web_tools()?;
     say(&format!(
-        "building and serving on http://{SERVE_ADDRESS}:{SERVE_PORT} (Ctrl-C stops)"
+        "building into {SERVE_DIST}/ and serving on http://{SERVE_ADDRESS}:{SERVE_PORT} (Ctrl-C stops; dist/ is left to `cargo xtask build`)"
     ));
+    let args = serve_args(extra);
+    let mut cmd = command("trunk", &args);
+    cmd.env("TRUNK_OFFLINE", "true")
+        .env("TRUNK_SKIP_VERSION_CHECK", "true");
+    run_status(cmd, "trunk serve")
+}
+
+/// `trunk serve`'s arguments: offline, on the fixed address, into [`SERVE_DIST`], then
+/// the caller's own.
+fn serve_args(extra: &[String]) -> Vec<&str> {
     let mut args = vec![
         "serve",
         "--offline",
@@ -274,12 +290,11 @@ fn serve(extra: &[String]) -> Result<(), String> {
         SERVE_ADDRESS,
         "--port",
         SERVE_PORT,
+        "--dist",
+        SERVE_DIST,
     ];
     args.extend(extra.iter().map(String::as_str));
-    let mut cmd = command("trunk", &args);
-    cmd.env("TRUNK_OFFLINE", "true")
-        .env("TRUNK_SKIP_VERSION_CHECK", "true");
-    run_status(cmd, "trunk serve")
+    args
 }
 
 struct Step {
@@ -449,7 +464,7 @@ fn prerender(dist: &str, chromium: &str, chromedriver: &str) -> Result<(), Strin
 fn build() -> Result<(), String> {
     ensure_web_tools()?;
     let (chromium, chromedriver) = ensure_browser()?;
-    let dist = root().join("dist");
+    let dist = root().join(BUILD_DIST);
     trunk_release()?;
     prerender(&dist.to_string_lossy(), &chromium, &chromedriver)?;
     say(&report_bundle_size(&dist)?);
@@ -462,7 +477,7 @@ fn test() -> Result<(), String> {
     ensure_web_tools()?;
     let (chromium, chromedriver) = ensure_browser()?;
     let root = root();
-    let dist = root.join("dist");
+    let dist = root.join(BUILD_DIST);
     let dist_str = dist.to_string_lossy().into_owned();
     let mut steps = Vec::new();
     let mut size_line = String::from("bundle size not measured");
@@ -589,7 +604,19 @@ fn test() -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{report_bundle_size, wasm_opt_version};
+    use super::{report_bundle_size, serve_args, wasm_opt_version, BUILD_DIST, SERVE_DIST};
+
+    /// `serve`'s live-reload build never lands in the folder `build` ships.
+    #[test]
+    fn serve_builds_into_its_own_folder_not_dist() {
+        let extra = vec!["--no-autoreload".to_string()];
+        let args = serve_args(&extra);
+        let dist_at = args.iter().position(|a| *a == "--dist").expect("--dist");
+        assert_eq!(args[dist_at + 1], SERVE_DIST);
+        assert_ne!(SERVE_DIST, BUILD_DIST);
+        assert!(!std::path::Path::new(SERVE_DIST).starts_with(BUILD_DIST));
+        assert_eq!(args.last(), Some(&"--no-autoreload"));
+    }
 
     #[test]
     fn parses_wasm_opt_versions() {

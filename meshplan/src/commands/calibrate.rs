@@ -3,6 +3,8 @@
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
+use planner_core::base::bounds::MAX_COLLECTIVE_RANKS;
+use planner_core::edges::calibration_fit::check_group_ranks;
 use planner_core::edges::import_sniff::{
     fit_measurements, read_measurements, NcclContext, MAX_MEASUREMENT_FILE_BYTES,
 };
@@ -33,6 +35,7 @@ pub fn run(args: &Args) -> Result<String, CliError> {
         })?),
         None => None,
     };
+    check_rank_flags(args.ranks, args.ranks_per_node)?;
     let nccl = NcclContext {
         op,
         ranks: args.ranks,
@@ -80,6 +83,13 @@ pub fn run(args: &Args) -> Result<String, CliError> {
         serde_json::to_string_pretty(&summary)
             .map_err(|e| CliError::BadInput(format!("summary cannot be written as JSON: {e}")))
     }
+}
+
+/// Refuses `--ranks` and `--ranks-per-node` no run can have, before any file is
+/// read (a ranks-per-node beyond the ranks an output lists is refused when it is read).
+fn check_rank_flags(ranks: Option<u64>, ranks_per_node: Option<u64>) -> Result<(), CliError> {
+    let ranks = ranks.unwrap_or(MAX_COLLECTIVE_RANKS);
+    check_group_ranks(ranks, ranks_per_node.unwrap_or(ranks)).map_err(CliError::BadInput)
 }
 
 fn table(s: &CalibrationSummary, gpu: &GpuSpec, comm: usize, gemm: usize) -> String {

@@ -155,6 +155,12 @@ pub const LORA_ALPHA_MAX: u32 = 1_000_000;
 pub const MAX_SEQ_LEN: u32 = 10_485_760;
 /// Most GPUs a scenario may hold.
 pub const MAX_GPUS: u64 = 1_000_000;
+// A measured collective group: the largest published training runs span ~10^5 GPUs
+// (Llama 3: 16,384 H100s; xAI's Colossus ~10^5), and a fit from a larger group would
+// price links for meshes no scenario may hold. Past this, an α–β fit divides by step
+// counts so large that the latency lands at fractions of a picosecond.
+/// Most ranks of a measured collective (nccl-tests `--ranks`): a scenario's GPU bound.
+pub const MAX_COLLECTIVE_RANKS: u64 = MAX_GPUS;
 /// Most layers a custom model may have.
 pub const MAX_LAYERS: u32 = 10_000;
 /// Largest hidden size, FFN width, head count or head dim a custom model may have.

@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::base::bounds::MAX_COLLECTIVE_RANKS;
 use crate::edges::nccl_tests::NcclRun;
 use crate::edges::report::{BenchReport, CollectiveOp, Dtype};
 use crate::input::calibration::{
@@ -46,6 +47,7 @@ pub fn samples_from_nccl(
     let rpn = ranks_per_node
         .or_else(|| run.ranks_per_node())
         .unwrap_or(ranks);
+    check_group_ranks(ranks, rpn)?;
     Ok(run
         .rows
         .iter()
@@ -58,6 +60,23 @@ pub fn samples_from_nccl(
             time_s: r.time_us * 1e-6,
         })
         .collect())
+}
+
+/// Refuses a group no run can have: no ranks, more than
+/// [`MAX_COLLECTIVE_RANKS`], or ranks per node outside 1..=ranks. The messages
+/// name the flag that supplies the number (`--ranks`, `--ranks-per-node`).
+pub fn check_group_ranks(ranks: u64, ranks_per_node: u64) -> Result<(), String> {
+    if !(1..=MAX_COLLECTIVE_RANKS).contains(&ranks) {
+        return Err(format!(
+            "--ranks: must be in 1..={MAX_COLLECTIVE_RANKS}, got {ranks}"
+        ));
+    }
+    if !(1..=ranks).contains(&ranks_per_node) {
+        return Err(format!(
+            "--ranks-per-node: must be in 1..={ranks} (no more than the ranks), got {ranks_per_node}"
+        ));
+    }
+    Ok(())
 }
 
 /// The planner's name for a report's operation.

@@ -2,6 +2,7 @@
 //!
 //! Invariant: Imports only `base` and `input`.
 
+pub mod json_path;
 pub mod offload_rules;
 pub mod presets;
 pub mod scenario_file;

@@ -10,7 +10,9 @@ pub const MAX_SCENARIO_JSON_BYTES: usize = 1 << 20;
 impl Scenario {
     /// Reads a scenario file's JSON and validates it: a type error names its JSON path
     /// (`layout.tp`, `cluster.gpu.memory_bytes`), an unknown field is refused by name,
-    /// and every value then passes [`Scenario::validate`] (which names link parameters).
+    /// and every value then passes [`Scenario::validate`], its errors renamed from link
+    /// parameters to JSON paths too (`gpu_mem` → `cluster.gpu.memory_bytes`,
+    /// [`crate::resolve::json_path`]).
     pub fn from_json(json: &str) -> Result<Scenario, Vec<crate::resolve::validate::FieldError>> {
         use crate::resolve::validate::FieldError;
         if json.len() > MAX_SCENARIO_JSON_BYTES {
@@ -41,7 +43,13 @@ impl Scenario {
                 gpu.datasheet_memory_bytes = preset.datasheet_memory_bytes;
             }
         }
-        scenario.validate()?;
+        // Validation names link parameters; a file's reader wrote JSON paths.
+        scenario.validate().map_err(|errors| {
+            errors
+                .into_iter()
+                .map(crate::resolve::json_path::to_json_path)
+                .collect::<Vec<_>>()
+        })?;
         Ok(scenario)
     }
 }

@@ -3,7 +3,8 @@
 //! app can flag them at the control and the mesh search can reject with a reason.
 //!
 //! Field names are the share-link parameter names ([`crate::edges::link`]), so an error
-//! points at the control (and link parameter) that holds the bad value.
+//! points at the control (and link parameter) that holds the bad value; a scenario file's
+//! reader renames them to JSON paths ([`crate::resolve::json_path`]).
 
 use std::fmt;
 
@@ -23,7 +24,8 @@ pub const MAX_NAME_CHARS: usize = crate::base::free_text::MAX_TEXT_CHARS;
 /// One invalid value, named by its link parameter.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FieldError {
-    /// The link parameter name, e.g. "tp".
+    /// The link parameter name, e.g. "tp"; for an error in a scenario file, the JSON
+    /// path, e.g. "layout.tp".
     pub field: String,
     /// What is wrong, for a person.
     pub message: String,

@@ -268,7 +268,7 @@ fn validation_names_the_field() {
     s.training.finetune.lora.rank = 0;
     let json = serde_json::to_string(&s).expect("json");
     let errs = Scenario::from_json(&json).expect_err("refused");
-    assert_eq!(errs[0].field, "lora_r");
+    assert_eq!(errs[0].field, "training.finetune.lora.rank");
 }
 
 #[test]

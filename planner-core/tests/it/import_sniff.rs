@@ -2,7 +2,8 @@
 //! measured view share: format sniffing, parsing, the GPU the fit is relative to,
 //! and the refused fits.
 
-use planner_core::edges::calibration_fit::samples_from_report;
+use planner_core::base::bounds::MAX_COLLECTIVE_RANKS;
+use planner_core::edges::calibration_fit::{check_group_ranks, samples_from_report};
 use planner_core::edges::import_sniff::{
     fit_measurements, gpu_for_device, read_measurements, MeasurementFormat, NcclContext,
     MAX_MEASUREMENT_FILE_BYTES,
@@ -117,6 +118,31 @@ fn nccl_output_takes_the_callers_context_when_it_lacks_its_own() {
     assert!(j.comm.iter().all(|c| c.op == Collective::AllGather));
     // Two devices on hosts "a" and "b": 2 ranks, 1 per node.
     assert!(j.comm.iter().all(|c| c.ranks == 2 && c.ranks_per_node == 1));
+}
+
+#[test]
+fn nccl_context_no_run_can_have_is_refused_naming_the_flag() {
+    let refused = |ranks: Option<u64>, ranks_per_node: Option<u64>| {
+        let context = NcclContext {
+            ranks,
+            ranks_per_node,
+            ..NcclContext::default()
+        };
+        read_measurements(NCCL_TEXT, &context)
+            .expect_err("impossible group")
+            .to_string()
+    };
+    // 0 per node on one node would be fitted as an inter-node link.
+    assert!(refused(None, Some(0)).contains("--ranks-per-node:"));
+    // More per node than the 8 ranks the output lists.
+    assert!(refused(None, Some(9)).contains("--ranks-per-node:"));
+    assert!(refused(Some(4), Some(8)).contains("--ranks-per-node:"));
+    // 10^8 ranks fitted a 0.4 ps latency.
+    let e = refused(Some(100_000_000), Some(3));
+    assert!(e.contains("--ranks:") && e.contains("1000000"), "{e}");
+    assert!(refused(Some(0), None).contains("--ranks:"));
+    assert_eq!(check_group_ranks(MAX_COLLECTIVE_RANKS, 8), Ok(()));
+    assert_eq!(check_group_ranks(1, 1), Ok(()));
 }
 
 #[test]

@@ -44,6 +44,7 @@ mod record_text;
 mod report;
 mod report_schema;
 mod runtime_memory;
+mod scenario_json_paths;
 mod search_framework;
 mod search_memo;
 mod search_snapshot;
