@@ -4,7 +4,6 @@
 
 use planner_core::edges::link::{decode, decode_lenient};
 use planner_core::input::finetune::FineTuneMode;
-use planner_core::input::host::host_preset;
 use planner_core::input::model::AttentionWindow;
 use planner_core::input::moe_routing::MoeRouting;
 use planner_core::input::scenario::{ModelChoice, Scenario};
@@ -25,7 +24,7 @@ fn every_section() -> Scenario {
     });
     m.nominal_params = Some(6.71e11);
     s.model = ModelChoice::Custom(m);
-    s.cluster.host = host_preset("h100-sxm");
+    s.cluster.host = s.cluster.gpu.traits().host.clone();
     s.training.finetune.mode = FineTuneMode::Lora;
     s.layout.stage_split = StageSplit::FirstLast {
         first: Some(2),
