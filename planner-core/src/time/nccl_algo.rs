@@ -787,8 +787,63 @@ pub fn nccl_choice_with_graphs(
 /// NCCL's pick for `op` of `bytes` (nccl-tests sizes) on `topo`, with the graphs
 /// [`nccl_graphs`] derives; `None` for all-to-all and send/recv (NCCL has no model for them),
 /// for one rank, and for a size that is negative or not finite.
+///
+/// Memoised per thread: the mesh search asks for the same collective of the same size on the
+/// same communicator many times (405B on 16,384 H100: 14.5 ms before the tuner, 38 ms with it
+/// unmemoised at about 250 ns a call), and the answer depends on nothing else.
 pub fn nccl_choice(op: Collective, bytes: f64, topo: &NcclTopo) -> Option<NcclChoice> {
-    nccl_choice_with_graphs(op, bytes, topo, &nccl_graphs(topo))
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+    // Entries kept before the memo is emptied: a search touches a few thousand.
+    const MEMO_ENTRIES: usize = 1 << 16;
+    thread_local! {
+        static MEMO: RefCell<HashMap<ChoiceKey, Option<NcclChoice>>> = RefCell::new(HashMap::new());
+    }
+    let key = ChoiceKey::of(op, bytes, topo);
+    if let Some(hit) = MEMO.with(|m| m.borrow().get(&key).copied()) {
+        return hit;
+    }
+    let choice = nccl_choice_with_graphs(op, bytes, topo, &nccl_graphs(topo));
+    MEMO.with(|m| {
+        let mut m = m.borrow_mut();
+        if m.len() >= MEMO_ENTRIES {
+            m.clear();
+        }
+        m.insert(key, choice);
+    });
+    choice
+}
+
+/// Everything [`nccl_choice`] reads, bit for bit.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+struct ChoiceKey {
+    op: Collective,
+    bytes: u64,
+    nodes: u64,
+    ranks_per_node: u64,
+    arch: NcclArch,
+    cpu: NcclCpu,
+    nvlink: u64,
+    nic: u64,
+    nvls: bool,
+    collnet: bool,
+}
+
+impl ChoiceKey {
+    fn of(op: Collective, bytes: f64, t: &NcclTopo) -> Self {
+        ChoiceKey {
+            op,
+            bytes: bytes.to_bits(),
+            nodes: t.nodes,
+            ranks_per_node: t.ranks_per_node,
+            arch: t.arch,
+            cpu: t.cpu,
+            nvlink: t.nvlink_bytes_per_s.to_bits(),
+            nic: t.nic_bytes_per_s.to_bits(),
+            nvls: t.nvls,
+            collnet: t.collnet,
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
