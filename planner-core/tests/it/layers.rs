@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 
 /// Bottom to top; folders with the same rank are siblings.
-const LAYERS: [(&str, u32); 11] = [
+const LAYERS: [(&str, u32); 12] = [
     ("base", 0),
     ("input", 1),
     ("resolve", 2),
@@ -17,7 +17,8 @@ const LAYERS: [(&str, u32); 11] = [
     ("search", 6),
     ("evaluate", 7),
     ("figures", 8),
-    ("edges", 9),
+    ("view", 9),
+    ("edges", 10),
 ];
 
 fn rank(layer: &str) -> Option<u32> {
