@@ -21,9 +21,10 @@ use planner_core::edges::import_sniff::{
 };
 use planner_core::edges::layer_step::{check_all, gate_up_matrices_for, LayerStepCheck};
 use planner_core::edges::link;
+use planner_core::input::collective::Collective;
+use planner_core::input::gemm_efficiency::GemmEfficiency;
 use planner_core::input::hardware::GpuSpec;
-use planner_core::time::collectives::{Collective, CommModel};
-use planner_core::time::cost::GemmEfficiency;
+use planner_core::view::measured::CommModel;
 
 use crate::serving_markup::html;
 

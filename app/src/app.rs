@@ -12,11 +12,11 @@ use planner_core::input::moe_routing::CHOICES;
 use planner_core::input::overlap::{AppliedOverlap, OverlapChoice, Switch};
 use planner_core::input::precision::{Precision, PrecisionRecipe};
 use planner_core::input::scenario::{ModelChoice, Scenario};
-use planner_core::resolve::presets::{self, model_presets};
-use planner_core::resolve::validate::layout_rule_violations;
+use planner_core::view::issues::issues;
+use planner_core::view::presets::{self, model_presets};
 
 use crate::charts::Theme;
-use crate::inputs::{power_of_two_steps, Issue, Issues, NumberField, Select, StepSlider, Toggle};
+use crate::inputs::{power_of_two_steps, Issues, NumberField, Select, StepSlider, Toggle};
 use crate::share;
 use wasm_bindgen::JsCast;
 
@@ -63,42 +63,6 @@ pub fn resolved_model(scenario: RwSignal<Scenario>) -> Memo<Result<ModelSpec, St
     Memo::new(move |_| scenario.with(|s| s.model_spec().map_err(|e| e.to_string())))
 }
 
-/// Every message for the controls: range errors from `Scenario::validate` and
-/// layout rules from `layout_rule_violations`, keyed by link parameter.
-pub(crate) fn collect_issues(s: &Scenario, model: &Result<ModelSpec, String>) -> Vec<Issue> {
-    let mut out: Vec<Issue> = match s.validate() {
-        Ok(()) => Vec::new(),
-        Err(errors) => errors
-            .into_iter()
-            .map(|e| Issue {
-                field: e.field,
-                message: e.message,
-                error: true,
-            })
-            .collect(),
-    };
-    match model {
-        // Each problem once: a rule that restates a validation error (a layout larger than
-        // the cluster) was shown twice under the DP slider.
-        Ok(spec) => out.extend(
-            layout_rule_violations(spec, s)
-                .into_iter()
-                .filter(|v| !v.restates_validation())
-                .map(|v| Issue {
-                    error: v.is_error(),
-                    field: v.field,
-                    message: v.message,
-                }),
-        ),
-        Err(message) => out.push(Issue {
-            field: "model".into(),
-            message: message.clone(),
-            error: true,
-        }),
-    }
-    out
-}
-
 /// The whole page.
 #[component]
 pub fn App() -> impl IntoView {
@@ -108,9 +72,7 @@ pub fn App() -> impl IntoView {
     let theme = page_theme();
     let model = resolved_model(scenario);
     let issues = Memo::new(move |_| {
-        crate::perf::timed("issues", || {
-            scenario.with(|s| model.with(|m| collect_issues(s, m)))
-        })
+        crate::perf::timed("issues", || scenario.with(|s| model.with(|m| issues(s, m))))
     });
     provide_context(Issues(issues));
     let ctx = Ctx {

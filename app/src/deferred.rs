@@ -22,7 +22,7 @@ use std::rc::Rc;
 use leptos::prelude::*;
 use planner_core::edges::link;
 use planner_core::input::scenario::Scenario;
-use planner_core::resolve::presets;
+use planner_core::view::presets;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
 

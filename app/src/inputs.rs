@@ -5,16 +5,8 @@
 
 use leptos::prelude::*;
 
-/// One message shown at a control.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Issue {
-    /// Share-link parameter name ("tp", "gbs", ...).
-    pub field: String,
-    /// What is wrong.
-    pub message: String,
-    /// An error (the layout cannot run) rather than a warning.
-    pub error: bool,
-}
+/// One message shown at a control (planner-core's issue list builds them).
+pub use planner_core::view::issues::Issue;
 
 /// All current issues, provided as context by the app.
 #[derive(Clone, Copy)]

@@ -10,7 +10,7 @@ use std::time::Duration;
 use leptos::prelude::*;
 use planner_core::edges::link;
 use planner_core::input::scenario::Scenario;
-use planner_core::resolve::presets;
+use planner_core::view::presets;
 use wasm_bindgen::JsValue;
 
 /// The scenario in the page's URL, with a `(parameter, message)` per bad

@@ -37,7 +37,7 @@ use leptos::prelude::*;
 use planner_core::input::hardware::gpu_presets;
 use planner_core::input::layout::Schedule;
 use planner_core::input::scenario::{ModelChoice, Scenario};
-use planner_core::resolve::presets::model_presets;
+use planner_core::view::presets::model_presets;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::JsCast;
 
@@ -279,7 +279,7 @@ pub fn start() {
 mod tests {
     use super::{neighbours, visit, visiting};
     use leptos::prelude::*;
-    use planner_core::resolve::presets::default_scenario;
+    use planner_core::view::presets::{default_scenario, model_presets};
     use std::cell::RefCell;
     use std::rc::Rc;
     use wasm_bindgen_test::wasm_bindgen_test;
@@ -302,10 +302,7 @@ mod tests {
             .iter()
             .any(|v| v.training.seq_len == s.training.seq_len / 2));
         let models = all.iter().filter(|v| v.model != s.model).count();
-        assert_eq!(
-            models,
-            planner_core::resolve::presets::model_presets().len() - 1
-        );
+        assert_eq!(models, model_presets().len() - 1);
         for (i, v) in all.iter().enumerate() {
             assert!(!all[..i].contains(v), "listed twice: {v:?}");
         }

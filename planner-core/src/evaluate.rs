@@ -1,30 +1,23 @@
 //! One call that turns a [`Scenario`] into everything a view refresh needs.
 //!
-//! The app calls [`evaluate`] on every input event and the `meshplan eval`
-//! command prints its result, so both always show the same numbers.
+//! `meshplan eval`, the validation runs and the tests call [`evaluate`]; the page's
+//! sections are built by [`crate::view`], whose builders share these functions (the
+//! serving view is [`serving_view`]), and `meshplan eval` prints both.
 
 use crate::input::finetune::FineTuneMode;
 use crate::time::adapters::FineTuneSummary;
 use serde::{Deserialize, Serialize};
 
-use crate::base::explain::Term;
+use crate::input::hardware::Cluster;
 use crate::input::model::{ModelSpec, ParamBreakdown};
-use crate::input::scenario::Scenario;
+use crate::input::scenario::{Scenario, Serving};
 use crate::memory::serving::{
     concurrency_table, serving_plan, ConcurrencyCell, Recommendation, ServingPlan,
 };
 use crate::memory::state_terms::{model_state_for, ModelStateBar};
 use crate::memory::training_memory::{training_memory, TrainingMemory};
-use crate::parallel::pipeline::{bubble, bubble_terms, timeline, Bubble, Timeline};
 use crate::resolve::validate::{layout_rule_violations, FieldError, RuleViolation};
 use crate::time::cost::{CostOptions, StepCost, StepModel};
-
-/// Largest `p·m·v` drawn as a full timeline; beyond it the view shows the
-/// closed-form bubble and says why the grid is missing.
-const MAX_DRAWN_OPS: u64 = 4096;
-
-/// Micro-batch counts of the bubble curve (the article's bars are 4, 16, 32).
-const BUBBLE_CURVE_M: [u32; 10] = [1, 2, 4, 8, 12, 16, 24, 32, 48, 64];
 
 /// Parameter counts of the scenario's model.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -35,50 +28,6 @@ pub struct ParamSummary {
     pub active: f64,
     /// Counts by component, from the shapes.
     pub breakdown: ParamBreakdown,
-}
-
-/// One point of the bubble-versus-micro-batches curve.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct BubblePoint {
-    /// Micro-batches per step.
-    pub micro_batches: u32,
-    /// Both bubble measures at that count.
-    pub bubble: Bubble,
-}
-
-/// The pipeline view: schedule grid and bubble.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct PipelineView {
-    /// Micro-batches per step: `ceil(global_batch / (dp × micro_batch))`.
-    pub micro_batches: u32,
-    /// Both bubble measures for the current layout (closed form, equal to the simulation).
-    pub bubble: Bubble,
-    /// The two measures as labelled terms ("Idle share of the schedule", "Bubble overhead vs ideal time").
-    pub bubble_terms: Vec<Term>,
-    /// The simulated schedule, when small enough to draw.
-    pub timeline: Option<Timeline>,
-    /// Why there is no timeline, when there is none.
-    pub timeline_note: Option<String>,
-    /// Bubble against micro-batch count for the current stages and schedule.
-    pub curve: Vec<BubblePoint>,
-    /// The uneven stage split, when the layout has a valid one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub stage_split: Option<StageSplitView>,
-}
-
-/// An uneven stage split as the pipeline view shows it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct StageSplitView {
-    /// The split in words.
-    pub description: String,
-    /// Its share-link value.
-    pub link: String,
-    /// Decoder layers of each pipeline rank (the first 256).
-    pub layers_per_stage: Vec<u32>,
-    /// The rank whose time per micro-batch sets the pace.
-    pub pacing_stage: u32,
-    /// Its decoder layers over the average stage's.
-    pub pacing_layer_scale: f64,
 }
 
 /// The serving view.
@@ -105,8 +54,6 @@ pub struct Evaluation {
     pub model_state: Vec<ModelStateBar>,
     /// Per-stage training memory with every term, against the GPU's capacity.
     pub training: TrainingMemory,
-    /// Schedule and bubble.
-    pub pipeline: PipelineView,
     /// KV cache and serving; an error message when the serving inputs are invalid.
     pub serving: Result<ServingView, String>,
     /// Step time, throughput, MFU and the communication breakdown of the current layout,
@@ -167,8 +114,7 @@ pub fn evaluate(scenario: &Scenario) -> Result<Evaluation, EvaluateError> {
     if let Some(host) = &training.host {
         rules.extend(crate::memory::offload::capacity_violations(host));
     }
-    let pipeline = pipeline_view(&model, scenario);
-    let serving = serving_view(&model, scenario);
+    let serving = serving_view(&model, &scenario.serving, &scenario.cluster);
     let step = step_cost(&model, scenario);
     let finetune = scenario.training.finetune.adapters().and_then(|_| {
         let mut full = scenario.clone();
@@ -188,7 +134,6 @@ pub fn evaluate(scenario: &Scenario) -> Result<Evaluation, EvaluateError> {
         rules,
         model_state,
         training,
-        pipeline,
         serving,
         step,
         finetune,
@@ -207,80 +152,13 @@ pub fn micro_batches(scenario: &Scenario) -> u32 {
         .micro_batches(scenario.training.global_batch)
 }
 
-/// The pipeline view's stage split: `None` for the even split or one validation refuses.
-pub fn stage_split_view(model: &ModelSpec, scenario: &Scenario) -> Option<StageSplitView> {
-    let layout = &scenario.layout;
-    let split = &layout.stage_split;
-    let sh =
-        crate::input::stage_split::SplitShape::new(model.layers, layout.pp, layout.virtual_stages);
-    if split.is_even() || split.problem(sh).is_some() {
-        return None;
-    }
-    let inputs = crate::time::comms::CommInputs::new(
-        model,
-        &scenario.precision,
-        &scenario.training,
-        &scenario.overheads,
-    );
-    // A stage with more MoE layers may pace the step instead (StepModel::pacing): priced
-    // as the step prices it, only for such splits.
-    let pace = if inputs.pace_rival(layout).is_some() {
-        let step = StepModel::for_scenario(model, scenario, CostOptions::default());
-        step.pacing(layout, &step.placement(layout)).0
-    } else {
-        inputs.pace(layout)
-    };
-    Some(StageSplitView {
-        description: split.describe(sh),
-        link: split.to_link(),
-        layers_per_stage: split.rank_counts(sh, 256),
-        pacing_stage: pace.rank,
-        pacing_layer_scale: pace.layer_scale,
-    })
-}
-
-fn pipeline_view(model: &ModelSpec, scenario: &Scenario) -> PipelineView {
-    let layout = &scenario.layout;
-    let (p, v) = (layout.pp.max(1), layout.virtual_stages.max(1));
-    let m = micro_batches(scenario);
-    let schedule = layout.schedule;
-
-    let ops = (u64::from(p) * u64::from(m)).saturating_mul(u64::from(v));
-    let (timeline, timeline_note) = if ops > MAX_DRAWN_OPS {
-        (
-            None,
-            Some(format!(
-                "{p} stages × {m} micro-batches × {v} chunks is too many slots to draw; the bubble below is the closed form"
-            )),
-        )
-    } else {
-        match timeline(schedule, p, m, v) {
-            Ok(t) => (Some(t), None),
-            Err(e) => (None, Some(e.to_string())),
-        }
-    };
-
-    let curve = BUBBLE_CURVE_M
-        .iter()
-        .map(|&mb| BubblePoint {
-            micro_batches: mb,
-            bubble: bubble(schedule, p, mb, v),
-        })
-        .collect();
-
-    PipelineView {
-        stage_split: stage_split_view(model, scenario),
-        micro_batches: m,
-        bubble: bubble(schedule, p, m, v),
-        bubble_terms: bubble_terms(schedule, p, m, v).to_vec(),
-        timeline,
-        timeline_note,
-        curve,
-    }
-}
-
-fn serving_view(model: &ModelSpec, scenario: &Scenario) -> Result<ServingView, String> {
-    let (serving, cluster) = (&scenario.serving, &scenario.cluster);
+/// The serving view of `model` under `serving` on `cluster`; an error message when the
+/// serving inputs are invalid.
+pub fn serving_view(
+    model: &ModelSpec,
+    serving: &Serving,
+    cluster: &Cluster,
+) -> Result<ServingView, String> {
     let plan = serving_plan(model, serving, cluster).map_err(|e| e.to_string())?;
     // `serving_plan` already ran `recommend` on the same inputs.
     let recommendation = plan.recommendation.clone();

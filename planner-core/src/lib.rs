@@ -8,7 +8,9 @@
 //!
 //! Layers, bottom to top. A module imports only from its own folder and from
 //! folders below it; `memory` and `time` are siblings and never import each
-//! other. `tests/it/layers.rs` reads every `crate::` path and fails otherwise.
+//! other. `tests/it/layers.rs` reads every `crate::` path and fails otherwise, and
+//! checks that `app/` and `app-worker/` import only [`input`], [`view`], [`figures`],
+//! [`edges`] and [`base::explain`].
 //!
 //! | layer | owns |
 //! |---|---|
@@ -19,8 +21,9 @@
 //! | [`memory`] · [`time`] | bytes per GPU · seconds per step (siblings) |
 //! | [`serving`] | serving latency: prefill, decode, batching, queueing, disaggregation |
 //! | [`search`] | the mesh search and the deployment search |
-//! | [`evaluate`] | the façade the app and the CLI call: one scenario in, every view's numbers out |
+//! | [`evaluate`] | one scenario in, every prediction out: what the CLI, the validation runs and the tests call |
 //! | [`figures`] | what the page draws, as data: step breakdown, teaching figures |
+//! | [`view`] | the page's only door: one builder per page section (issues, memory, pipeline, serving, step breakdown, measured numbers) and the lower-layer types the page names, re-exported with a reason; `meshplan eval` prints the same structs |
 //! | [`edges`] | text in and out: links, HF configs, reports, nccl-tests, exports, validation |
 
 #![forbid(unsafe_code)]
@@ -37,3 +40,4 @@ pub mod resolve;
 pub mod search;
 pub mod serving;
 pub mod time;
+pub mod view;

@@ -10,9 +10,7 @@ use planner_core::edges::import_page::{BenchImport, Job};
 use planner_core::edges::import_sniff::MAX_MEASUREMENT_FILE_BYTES;
 use planner_core::input::calibration::CalibrationSummary;
 use planner_core::input::scenario::Measured;
-use planner_core::time::calibrated_step::{step_times, StepTimes};
-use planner_core::time::collectives::CommModel;
-use planner_core::time::cost::GemmEfficiency;
+use planner_core::view::measured::{fit_table, step_times, FitTable, StepTimes};
 
 use crate::app::Ctx;
 use crate::format;
@@ -110,7 +108,14 @@ pub fn MeasuredView() -> impl IntoView {
     let times =
         Memo::new(move |_| crate::perf::timed("measured", || visible_scenario.with(step_times)));
     let calibration = Memo::new(move |_| s.with(|sc| sc.calibration.clone()));
-    let assumed_links = Memo::new(move |_| s.with(|sc| CommModel::assumed(&sc.cluster)));
+    // The fit beside the preset's links: rebuilt when the calibration or the cluster changes.
+    let fit = Memo::new(move |_| {
+        s.with(|sc| {
+            sc.calibration
+                .as_ref()
+                .map(|m| fit_table(&m.summary, &sc.cluster))
+        })
+    });
     // Tables of raw measurements only while the scenario holds this file's fit.
     let current_import = Memo::new(move |_| {
         let cal = calibration.get();
@@ -212,7 +217,12 @@ pub fn MeasuredView() -> impl IntoView {
                     })
             }}
             <StepTimesView times=times />
-            {move || calibration.get().map(|m| view! { <FitTables summary=m.summary assumed=assumed_links.get() /> })}
+            {move || {
+                calibration
+                    .get()
+                    .zip(fit.get())
+                    .map(|(m, table)| view! { <FitTables summary=m.summary table=table /> })
+            }}
             {move || current_import.get().map(|i| view! { <ImportTables data=i /> })}
         </section>
     }
@@ -260,27 +270,26 @@ fn StepTimesView(times: Memo<StepTimes>) -> impl IntoView {
 }
 
 #[component]
-fn FitTables(summary: CalibrationSummary, assumed: CommModel) -> impl IntoView {
-    let rows = summary
+fn FitTables(summary: CalibrationSummary, table: FitTable) -> impl IntoView {
+    let rows = table
         .links
         .iter()
         .map(|l| {
-            let preset = assumed.link(l.op, l.domain);
             view! {
                 <tr>
                     <td>{l.op.id()}</td>
                     <td>{l.domain.id().replace('_', " ")}</td>
-                    <td class="num">{format::bytes_per_s(l.busbw_bytes_per_s)}</td>
-                    <td class="num">{format::bytes_per_s(preset.busbw_bytes_per_s)}</td>
-                    <td class="num">{seconds(l.latency_s)}</td>
-                    <td class="num">{seconds(preset.latency_s)}</td>
+                    <td class="num">{format::bytes_per_s(l.fit_busbw_bytes_per_s)}</td>
+                    <td class="num">{format::bytes_per_s(l.assumed_busbw_bytes_per_s)}</td>
+                    <td class="num">{seconds(l.fit_latency_s)}</td>
+                    <td class="num">{seconds(l.assumed_latency_s)}</td>
                     <td class="num">{l.points}</td>
                     <td class="num">{format::percent(l.max_relative_error)}</td>
                 </tr>
             }
         })
         .collect_view();
-    let default_gemm = GemmEfficiency::default();
+    let default_gemm = table.assumed_gemm;
     let gemm = match summary.gemm {
         Some(g) => format!(
             "GEMM efficiency fitted: {} × d/(d + {}) of {} TFLOP/s ({} point(s), max error {}); assumed: {} × d/(d + {}).",

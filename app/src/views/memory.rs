@@ -5,13 +5,12 @@
 use leptos::prelude::*;
 use planner_core::base::explain::Term;
 use planner_core::figures::memory_summary::{
-    self, is_sharded, other_bytes, other_terms, peak_terms, TermCategory,
+    self, is_sharded, other_terms, peak_terms, TermCategory,
 };
 use planner_core::input::layout::ZeroStage;
-use planner_core::input::model::ModelSpec;
-use planner_core::input::scenario::Scenario;
-use planner_core::memory::state_terms::{model_state_for, ModelStateBar};
-use planner_core::memory::training_memory::{training_memory, TrainingMemory};
+use planner_core::view::memory::{
+    memory as memory_data, HostMemory, MemoryView as MemoryData, TrainingMemory, ZeroRow,
+};
 
 use crate::app::Ctx;
 use crate::views::error_band::BandNote;
@@ -22,24 +21,6 @@ use crate::charts::{self, draw_stacked_bars, Bar, HitBox, Limit, Segment, Theme,
 use crate::format;
 use crate::views::chart_canvas::{ChartCanvas, DrawInput};
 use web_sys::HtmlCanvasElement;
-
-/// Everything the memory view draws, from planner-core.
-#[derive(Clone, Debug, PartialEq)]
-struct MemoryData {
-    /// DDP, ZeRO-1, ZeRO-2, ZeRO-3 model state for this layout.
-    bars: Vec<ModelStateBar>,
-    /// The scenario's training memory with each ZeRO stage in turn, in [`ZeroStage::ALL`] order.
-    per_zero: [TrainingMemory; 4],
-    /// The layout's ZeRO stage.
-    zero: ZeroStage,
-}
-
-impl MemoryData {
-    /// The scenario as set: its own stage's entry (`number()` is the index into `ALL`).
-    fn current(&self) -> &TrainingMemory {
-        &self.per_zero[usize::from(self.zero.number())]
-    }
-}
 
 /// Same category, same colour, in every chart (the category is planner-core's).
 pub fn term_color(key: &str) -> usize {
@@ -88,7 +69,7 @@ fn limits(m: &TrainingMemory) -> Vec<Limit> {
 
 /// Offload's host side: the offloaded bytes per GPU and the node's totals against its RAM
 /// and NVMe, as planner-core's terms give them.
-fn host_memory_table(h: planner_core::memory::offload::HostMemory) -> impl IntoView {
+fn host_memory_table(h: HostMemory) -> impl IntoView {
     let verdict = if !h.host_known {
         "host unknown: set the node's RAM".to_string()
     } else if h.fits_ram && h.fits_nvme {
@@ -139,22 +120,6 @@ fn host_memory_table(h: planner_core::memory::offload::HostMemory) -> impl IntoV
             </table>
             <p class="explain" class:issue=!fits data-testid="host-verdict">{verdict}</p>
         </figure>
-    }
-}
-
-/// The view's figures for scenario `s` on `model`: planner-core's model state per ZeRO
-/// stage, and the training memory with each ZeRO stage in turn.
-fn memory_data(s: &Scenario, model: &ModelSpec) -> MemoryData {
-    let bars = model_state_for(model, &s.precision, &s.layout, &s.training);
-    let per_zero = ZeroStage::ALL.map(|z| {
-        let mut variant = s.clone();
-        variant.layout.zero = z;
-        training_memory(&variant, model)
-    });
-    MemoryData {
-        bars,
-        per_zero,
-        zero: s.layout.zero,
     }
 }
 
@@ -252,41 +217,6 @@ impl Peaks {
     }
 }
 
-/// One row of the ZeRO table.
-#[derive(Clone, Debug, PartialEq)]
-struct ZeroRow {
-    /// The layout's own stage.
-    selected: bool,
-    state_bytes: f64,
-    /// Every model-state term's formula with numbers, one per line (the cell's title).
-    state_worked: String,
-    other_bytes: f64,
-    peak_bytes: f64,
-    fits: bool,
-}
-
-/// The ZeRO table's rows, in [`ZeroStage::ALL`] order.
-fn zero_rows(d: &MemoryData) -> Vec<ZeroRow> {
-    d.bars
-        .iter()
-        .zip(d.per_zero.iter())
-        .map(|(bar, m)| ZeroRow {
-            selected: bar.zero == d.zero,
-            state_bytes: bar.total_bytes,
-            state_worked: bar
-                .replicated
-                .iter()
-                .chain(bar.sharded.iter())
-                .map(|t| t.worked.clone())
-                .collect::<Vec<_>>()
-                .join("\n"),
-            other_bytes: other_bytes(m),
-            peak_bytes: m.peak_bytes,
-            fits: m.fits,
-        })
-        .collect()
-}
-
 /// The memory section.
 #[component]
 pub fn MemoryView() -> impl IntoView {
@@ -332,8 +262,9 @@ pub fn MemoryView() -> impl IntoView {
     // numbers that changed are written (a rebuilt row re-set every attribute of every cell).
     let peaks = Memo::new(move |_| data.with(|d| d.as_ref().ok().map(|d| Peaks::of(d.current()))));
     let peak = move |f: fn(&Peaks) -> String| peaks.with(|p| p.as_ref().map(f).unwrap_or_default());
-    let zero_rows =
-        Memo::new(move |_| data.with(|d| d.as_ref().map(zero_rows).unwrap_or_default()));
+    let zero_rows = Memo::new(move |_| {
+        data.with(|d| d.as_ref().map(|d| d.zero_rows.clone()).unwrap_or_default())
+    });
 
     view! {
         <section node_ref=section class="view" aria-labelledby="memory-title" data-testid="memory-view">

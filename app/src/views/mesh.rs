@@ -21,7 +21,7 @@ use planner_core::edges::validation::PageReply;
 use planner_core::input::layout::Layout;
 use planner_core::input::offload::Offload;
 use planner_core::input::scenario::{Scenario, Serving};
-use planner_core::search::mesh::{Feasible, RejectReason, SearchResult};
+use planner_core::view::mesh::{Feasible, MeshDims, RejectReason, SearchResult};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use web_sys::{ErrorEvent, MessageEvent, Worker};
@@ -460,7 +460,7 @@ struct Filter {
 }
 
 impl Filter {
-    fn keeps(&self, d: &planner_core::search::mesh::MeshDims) -> bool {
+    fn keeps(&self, d: &MeshDims) -> bool {
         let ok = |want: Option<u32>, got: u32| want.is_none_or(|w| w == got);
         ok(self.dp, d.dp)
             && ok(self.tp, d.tp)

@@ -6,8 +6,8 @@ use leptos::prelude::*;
 use planner_core::edges::hf_config::SUPPORTED_ARCHITECTURES;
 use planner_core::edges::import_page::{ConfigReply, Job};
 use planner_core::input::model::ModelSpec;
+use planner_core::input::model::MAX_NAME_CHARS;
 use planner_core::input::scenario::ModelChoice;
-use planner_core::resolve::validate::MAX_NAME_CHARS;
 
 use crate::app::Ctx;
 use crate::format;

@@ -2,9 +2,10 @@
 //! bubble against the micro-batch count, under both of its definitions.
 
 use leptos::prelude::*;
-use planner_core::base::explain::Term;
-use planner_core::input::layout::Schedule;
-use planner_core::parallel::pipeline::{self, Bubble, Op, OpKind, Timeline};
+use planner_core::view::pipeline::{
+    elided_stages, forward_only_grid, pipeline as pipeline_view, Bubble, Op, OpKind,
+    PipelineView as PipelineData, Timeline, MAX_DRAWN_STAGES,
+};
 
 use crate::app::Ctx;
 use crate::views::visibility::{near_screen, scenario_while_visible};
@@ -14,31 +15,16 @@ use crate::charts::{
 };
 use crate::format;
 use crate::views::chart_canvas::{ChartCanvas, DrawInput};
-use planner_core::input::scenario::Scenario;
 use web_sys::HtmlCanvasElement;
-
-/// Most micro-batches drawn in the grid (the bubble figures use the real count).
-const MAX_DRAWN_MICRO_BATCHES: u32 = 32;
-
-/// Most stages drawn in the grid: a deeper pipeline shows its first and last half of
-/// these around one row naming the stages between. Its fill and drain happen at both
-/// ends; the middle stages repeat the pattern shifted by one slot each. Drawing all of a
-/// 64-stage pipeline (8,192 cells) took 5 ms of each PP move and resized the page under
-/// it (issue 16); the grid's height now stops growing at 17 rows.
-const MAX_DRAWN_STAGES: u32 = 16;
 
 /// The grid's rows for a pipeline of `stages` stages.
 fn grid_rows(stages: u32) -> Vec<GridRow> {
-    if stages <= MAX_DRAWN_STAGES {
+    let Some((first, count)) = elided_stages(stages) else {
         return crate::charts::every_stage(stages);
-    }
-    let half = MAX_DRAWN_STAGES / 2;
-    let mut rows: Vec<GridRow> = (0..half).map(GridRow::Stage).collect();
-    rows.push(GridRow::Elided {
-        first: half,
-        count: stages - 2 * half,
-    });
-    rows.extend((stages - half..stages).map(GridRow::Stage));
+    };
+    let mut rows: Vec<GridRow> = (0..first).map(GridRow::Stage).collect();
+    rows.push(GridRow::Elided { first, count });
+    rows.extend((first + count..stages).map(GridRow::Stage));
     rows
 }
 
@@ -67,29 +53,6 @@ fn drawn_ops(t: &Timeline) -> impl Iterator<Item = (GridOp, &Op)> + '_ {
     })
 }
 
-#[derive(Clone, Debug, PartialEq)]
-struct PipelineData {
-    schedule: Schedule,
-    /// Stages, micro-batches and chunks of the layout.
-    p: u32,
-    m: u32,
-    v: u32,
-    /// What the grid shows (an example when the layout has no pipeline).
-    grid: Result<Timeline, String>,
-    grid_note: String,
-    /// Stages of the drawn grid and curve (4 when the layout has none).
-    curve_p: u32,
-    /// Micro-batches of the drawn grid.
-    grid_m: u32,
-    bubble: Bubble,
-    /// Both definitions as explained terms (formula with numbers).
-    terms: [Term; 2],
-    /// The uneven stage split, as planner-core states it (`None` when even).
-    split: Option<planner_core::evaluate::StageSplitView>,
-    /// (m, bubble) for the line chart.
-    curve: Vec<(u32, Bubble)>,
-}
-
 fn shade(kind: OpKind) -> OpShade {
     match kind {
         OpKind::Forward => OpShade::Forward,
@@ -109,100 +72,6 @@ fn grid_op(t: &Timeline, op: &Op) -> GridOp {
         micro_batch: op.micro_batch,
         chunk: op.chunk,
         shade: shade(op.kind),
-    }
-}
-
-/// Micro-batches to draw: at most 32, a multiple of p for interleaving.
-fn drawn_micro_batches(schedule: Schedule, p: u32, m: u32) -> u32 {
-    let m = m.clamp(1, MAX_DRAWN_MICRO_BATCHES.max(p));
-    if schedule == Schedule::Interleaved && p > 1 {
-        (m / p).max(1) * p
-    } else {
-        m
-    }
-}
-
-fn compute(s: &Scenario) -> PipelineData {
-    let l = &s.layout;
-    let schedule = l.schedule;
-    let p = l.pp.max(1);
-    // The same count the memory model and the step time use (planner-core).
-    let m = l.micro_batches(s.training.global_batch);
-    let v = if schedule == Schedule::Interleaved {
-        l.virtual_stages.max(1)
-    } else {
-        1
-    };
-    let (gp, gm, grid_note) = if p == 1 {
-        let ex_m = if schedule == Schedule::Interleaved {
-            8
-        } else {
-            6
-        };
-        (
-            4,
-            ex_m,
-            format!("PP = 1 in this layout, so nothing idles; the grid shows {} with p = 4, m = {ex_m} to illustrate.", schedule.label()),
-        )
-    } else {
-        let dm = drawn_micro_batches(schedule, p, m);
-        let note = if dm == m {
-            format!(
-                "{}: p = {p} stages, m = {m} micro-batches{}.",
-                schedule.label(),
-                if v > 1 {
-                    format!(", v = {v} chunks per rank")
-                } else {
-                    String::new()
-                }
-            )
-        } else {
-            format!("{}: p = {p}; drawn with m = {dm} of the layout's {m} micro-batches (the bubble figures use {m}).", schedule.label())
-        };
-        // The caption names the rows the grid elides (`grid_rows`), as the grid's own row does.
-        let elided = grid_rows(p).into_iter().find_map(|row| match row {
-            GridRow::Elided { first, count } => Some((first, count)),
-            GridRow::Stage(_) => None,
-        });
-        let note = match elided {
-            Some((first, count)) => format!(
-                "{note} Drawn: stages 1 to {first} and {} to {p}; stages {} to {} repeat the pattern one slot later each and are not drawn.",
-                first + count + 1,
-                first + 1,
-                first + count
-            ),
-            None => note,
-        };
-        (p, dm, note)
-    };
-    let gv = if schedule == Schedule::Interleaved {
-        v.max(2)
-    } else {
-        1
-    };
-    let grid = pipeline::timeline(schedule, gp, gm, gv).map_err(|e| e.to_string());
-    let x_max = (m.saturating_mul(2)).clamp(64, 512);
-    // With no pipeline the curve would be flat zero: draw it for the example's p.
-    let curve_p = gp;
-    let curve = (1..=x_max)
-        .map(|mm| (mm, pipeline::bubble(schedule, curve_p, mm, v)))
-        .collect();
-    PipelineData {
-        schedule,
-        p,
-        m,
-        v,
-        grid,
-        grid_note,
-        split: s
-            .model_spec()
-            .ok()
-            .and_then(|model| planner_core::evaluate::stage_split_view(&model, s)),
-        curve_p,
-        grid_m: gm,
-        bubble: pipeline::bubble(schedule, p, m, v),
-        terms: pipeline::bubble_terms(schedule, p, m, v),
-        curve,
     }
 }
 
@@ -239,7 +108,7 @@ fn draw_curve_of(canvas: &HtmlCanvasElement, css_width: f64, d: &PipelineData, t
         (css_width, 240.0),
         &lines,
         ("micro-batches per step (m)", "bubble"),
-        (d.p > 1).then_some(f64::from(d.m)),
+        (d.stages > 1).then_some(f64::from(d.micro_batches)),
         theme,
     ) {
         leptos::logging::warn!("{e}");
@@ -252,20 +121,13 @@ pub fn PipelineView() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
     let section = NodeRef::<leptos::html::Section>::new();
     let scenario = scenario_while_visible(ctx.scenario, near_screen(section));
-    let data = Memo::new(move |_| crate::perf::timed("pipeline", || scenario.with(compute)));
+    let data = Memo::new(move |_| crate::perf::timed("pipeline", || scenario.with(pipeline_view)));
     // The article's figure: the forward pass alone, GPipe-style.
     let forward_only = RwSignal::new(false);
     // The grid redraws only when the drawn timeline changes, not on every m.
     let grid = Memo::new(move |_| {
         if forward_only.get() {
-            data.with(|d| {
-                let (p, m) = if d.p == 1 {
-                    (4, 4)
-                } else {
-                    (d.curve_p, d.grid_m)
-                };
-                pipeline::forward_only_timeline(p, m).map_err(|e| e.to_string())
-            })
+            data.with(forward_only_grid)
         } else {
             data.with(|d| d.grid.clone())
         }
@@ -351,24 +213,24 @@ pub fn PipelineView() -> impl IntoView {
                 </ul>
             </figure>
             <dl class="figures-inline">
-                <div tabindex="0" title=move || data.with(|d| d.terms[0].assumption.clone())>
+                <div tabindex="0" title=move || data.with(|d| d.bubble_terms[0].assumption.clone())>
                     <dt>"Idle fraction of the schedule"</dt>
                     <dd data-testid="bubble-idle">{move || data.with(|d| format::percent(d.bubble.idle_fraction))}</dd>
-                    <dd class="hint">"idle share of the stages × time grid: " {move || data.with(|d| d.terms[0].worked.clone())}</dd>
+                    <dd class="hint">"idle share of the stages × time grid: " {move || data.with(|d| d.bubble_terms[0].worked.clone())}</dd>
                 </div>
-                <div tabindex="0" title=move || data.with(|d| d.terms[1].assumption.clone())>
+                <div tabindex="0" title=move || data.with(|d| d.bubble_terms[1].assumption.clone())>
                     <dt>"Overhead vs ideal time"</dt>
                     <dd data-testid="bubble-overhead">{move || data.with(|d| format::percent(d.bubble.overhead_vs_ideal))}</dd>
-                    <dd class="hint">"extra time over a bubble-free step: " {move || data.with(|d| d.terms[1].worked.clone())}</dd>
+                    <dd class="hint">"extra time over a bubble-free step: " {move || data.with(|d| d.bubble_terms[1].worked.clone())}</dd>
                 </div>
                 <div tabindex="0" title="The article's bars: idle share of a balanced GPipe forward pass, (p−1)/(m+p−1)">
-                    <dt>{move || data.with(|d| format!("Forward idle share at p = {}", d.curve_p))}</dt>
+                    <dt>{move || data.with(|d| format!("Forward idle share at p = {}", d.curve_stages))}</dt>
                     <dd data-testid="forward-idle-shares">
                         {move || {
                             data.with(|d| {
-                                [4u32, 16, 32]
+                                d.forward_idle_shares
                                     .iter()
-                                    .map(|&m| format!("m = {m}: {}", format::percent(pipeline::bubble(Schedule::Gpipe, d.curve_p, m, 1).idle_fraction)))
+                                    .map(|&(m, idle)| format!("m = {m}: {}", format::percent(idle)))
                                     .collect::<Vec<_>>()
                                     .join(" · ")
                             })
@@ -378,11 +240,11 @@ pub fn PipelineView() -> impl IntoView {
                 </div>
                 <div>
                     <dt>"This layout"</dt>
-                    <dd data-testid="pipeline-pmv">{move || data.with(|d| format!("p = {}, m = {}, v = {}", d.p, d.m, d.v))}</dd>
+                    <dd data-testid="pipeline-pmv">{move || data.with(|d| format!("p = {}, m = {}, v = {}", d.stages, d.micro_batches, d.virtual_stages))}</dd>
                     <dd class="hint">"m = global batch ÷ (DP × micro-batch)"</dd>
                 </div>
                 {move || {
-                    data.with(|d| d.split.clone())
+                    data.with(|d| d.stage_split.clone())
                         .map(|x| {
                             let layers: Vec<String> = x.layers_per_stage.iter().map(u32::to_string).collect();
                             view! {
@@ -401,14 +263,14 @@ pub fn PipelineView() -> impl IntoView {
             </dl>
             <figure>
                 <figcaption>
-                    {move || data.with(|d| format!("Bubble against micro-batch count for p = {}{}, both definitions: ", d.curve_p, if d.p == 1 { " (example)" } else { "" }))}
+                    {move || data.with(|d| format!("Bubble against micro-batch count for p = {}{}, both definitions: ", d.curve_stages, if d.stages == 1 { " (example)" } else { "" }))}
                     <span class="key k0">"idle fraction"</span>
                     ", "
                     <span class="key k5">"overhead vs ideal"</span>
                     "; dashed line = this layout's m"
                 </figcaption>
                 <ChartCanvas
-                    label=Signal::derive(move || data.with(|d| format!("Bubble against micro-batches for p = {}", d.p)))
+                    label=Signal::derive(move || data.with(|d| format!("Bubble against micro-batches for p = {}", d.stages)))
                     testid="chart-bubble"
                     draw=draw_curve
                 />
@@ -447,20 +309,5 @@ mod tests {
             }
         }
         assert_eq!(row_of(15, 16), Some(15));
-    }
-
-    #[wasm_bindgen_test]
-    fn the_caption_names_the_stages_the_grid_leaves_out() {
-        let mut s = planner_core::resolve::presets::default_scenario();
-        s.layout.pp = 40;
-        let note = super::compute(&s).grid_note;
-        assert!(
-            note.ends_with(
-                "Drawn: stages 1 to 8 and 33 to 40; stages 9 to 32 repeat the pattern one slot later each and are not drawn."
-            ),
-            "{note}"
-        );
-        s.layout.pp = 16;
-        assert!(!super::compute(&s).grid_note.contains("not drawn"));
     }
 }

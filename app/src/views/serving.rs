@@ -4,10 +4,8 @@
 use leptos::prelude::*;
 use planner_core::base::explain::Term;
 use planner_core::input::scenario::ServeDtype;
-use planner_core::memory::engine_kv_pool::ServingEngine;
-use planner_core::memory::serving::{
-    self, ConcurrencyCell, Decision, ServingPlan, TABLE_PP, TABLE_TP,
-};
+use planner_core::input::serving_engine::ServingEngine;
+use planner_core::view::serving::{serving, ConcurrencyCell, Decision, TABLE_PP, TABLE_TP};
 
 use crate::app::Ctx;
 use crate::views::serving_latency::ServingLatency;
@@ -15,14 +13,6 @@ use crate::views::visibility::{model_while_visible, near_screen, scenario_while_
 
 use crate::format;
 use crate::inputs::{power_of_two_steps, DecimalField, NumberField, Select, StepSlider};
-
-#[derive(Clone, Debug, PartialEq)]
-struct ServingData {
-    plan: ServingPlan,
-    table: Vec<ConcurrencyCell>,
-    context_len: u32,
-    target: u32,
-}
 
 /// The engine choices: id and display name.
 fn engine_options() -> Vec<(String, String)> {
@@ -88,18 +78,9 @@ pub fn ServingView() -> impl IntoView {
     let inputs = Memo::new(move |_| scenario.with(|sc| (sc.serving.clone(), sc.cluster.clone())));
     let data = Memo::new(move |_| {
         crate::perf::timed("serving", || {
-            let (serving, cluster) = inputs.get();
+            let (serving_inputs, cluster) = inputs.get();
             let model = model.get()?;
-            let plan =
-                serving::serving_plan(&model, &serving, &cluster).map_err(|e| e.to_string())?;
-            let table = serving::concurrency_table(&model, &serving, &cluster)
-                .map_err(|e| e.to_string())?;
-            Ok::<_, String>(ServingData {
-                plan,
-                table,
-                context_len: serving.context_len,
-                target: serving.target_concurrency,
-            })
+            serving(&model, &serving_inputs, &cluster)
         })
     });
     let outputs = move || {
@@ -115,7 +96,7 @@ pub fn ServingView() -> impl IntoView {
                         <Figure label="KV cache per sequence" testid="kv-per-sequence" term=p.kv_bytes_per_sequence.clone() />
                         <Figure label="Engine memory per GPU" testid="serve-usable" term=p.usable_per_gpu.clone() />
                         <Figure label="Weights per GPU" testid="serve-weights" term=p.weights_per_gpu.clone() />
-                        // What the engine takes before the pool (planner_core::memory::engine_kv_pool), in order.
+                        // What the engine takes before the pool (planner-core's engine_kv_pool), in order.
                         {p.pool_terms
                             .iter()
                             .map(|t| {
@@ -142,7 +123,7 @@ pub fn ServingView() -> impl IntoView {
                                 {format!(
                                     "Concurrent {}-token sequences per replica (green: meets the target of {})",
                                     format::thousands(u64::from(d.context_len)),
-                                    d.target,
+                                    d.target_concurrency,
                                 )}
                             </caption>
                             <thead>

@@ -4,9 +4,8 @@
 //! `breakdown::step_breakdown`.
 
 use leptos::prelude::*;
-use planner_core::figures::breakdown::{step_breakdown, SegmentKind, StepBreakdown};
-use planner_core::parallel::topology::Domain;
-use planner_core::time::cost::CostOptions;
+use planner_core::view::step_breakdown::{step_breakdown, SegmentKind, StepBreakdown};
+use planner_core::view::Domain;
 
 use crate::app::Ctx;
 use crate::format;
@@ -49,13 +48,9 @@ pub fn StepBreakdownView() -> impl IntoView {
     let model = model_while_visible(scenario);
     let data = Memo::new(move |_| {
         model.with(|m| {
-            m.as_ref().ok().map(|model| {
-                scenario.with(|s| {
-                    timed("breakdown", || {
-                        step_breakdown(s, model, &CostOptions::default())
-                    })
-                })
-            })
+            m.as_ref()
+                .ok()
+                .map(|model| scenario.with(|s| timed("breakdown", || step_breakdown(s, model))))
         })
     });
 

@@ -3,14 +3,13 @@
 //! compact; each figure sits beside a short explanation and its numbers.
 
 use leptos::prelude::*;
-use planner_core::figures::teaching::{teaching_figures, CollectiveDemo, TeachingFigures};
+use planner_core::figures::teaching::{CollectiveDemo, TeachingFigures};
+use planner_core::input::collective::Collective;
 use planner_core::input::layout::ZeroStage;
 use planner_core::input::model::ModelSpec;
 use planner_core::input::scenario::Scenario;
-use planner_core::parallel::topology::{Domain, GroupKind};
-use planner_core::time::collectives::Collective;
-use planner_core::time::comms::Purpose;
-use planner_core::time::cost::CostOptions;
+use planner_core::view::teach::{teaching, Purpose};
+use planner_core::view::{Domain, GroupKind};
 
 use crate::app::Ctx;
 use crate::format;
@@ -32,7 +31,7 @@ fn compute(
     scenario.with(|s| {
         model.with(|m| {
             let model = m.as_ref().map_err(Clone::clone)?;
-            let figs = teaching_figures(s, model, &CostOptions::default());
+            let figs = teaching(s, model);
             let l = &s.layout;
             let used = [
                 l.dp > 1 && l.zero != ZeroStage::Zero3,

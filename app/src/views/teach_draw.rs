@@ -7,7 +7,7 @@ use planner_core::figures::teaching::{
     ChunkCell, CollectiveDemo, CpAttention, CpGrid, DdpOverlapDemo, DdpTimeline, EpRouting,
     FsdpLane, FsdpLanes, MlpSplit, StrategySketch, WeightSplit,
 };
-use planner_core::time::collectives::{Collective, LinkDomain};
+use planner_core::input::collective::{Collective, LinkDomain};
 use plotters::coord::Shift;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};

@@ -6,9 +6,8 @@
 //! Everything comes from planner-core's `figures::topology_map`.
 
 use leptos::prelude::*;
-use planner_core::figures::topology_map::{topology_map, GroupTraffic, TopologyMap};
-use planner_core::parallel::topology::GroupKind;
-use planner_core::time::cost::CostOptions;
+use planner_core::view::topology::{topology, GroupTraffic, TopologyMap};
+use planner_core::view::GroupKind;
 
 use crate::app::Ctx;
 use crate::format;
@@ -187,13 +186,9 @@ pub fn TopologyView() -> impl IntoView {
     let colour_by = RwSignal::new(GroupKind::Tp);
     let map = Memo::new(move |_| {
         model.with(|m| {
-            m.as_ref().ok().map(|model| {
-                scenario.with(|s| {
-                    timed("topology_map", || {
-                        topology_map(s, model, &CostOptions::default())
-                    })
-                })
-            })
+            m.as_ref()
+                .ok()
+                .map(|model| scenario.with(|s| timed("topology_map", || topology(s, model))))
         })
     });
 

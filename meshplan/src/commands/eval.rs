@@ -1,4 +1,6 @@
-//! `eval`: every prediction for one scenario, as JSON or a readable table.
+//! `eval`: every prediction for one scenario and every page section's data
+//! (`planner_core::view::page_views`, the same builders the page calls), as JSON or a
+//! readable table.
 
 use std::fmt::Write;
 use std::path::Path;
@@ -9,6 +11,7 @@ use planner_core::edges::link;
 use planner_core::evaluate::{evaluate, Evaluation};
 use planner_core::input::hardware::GB;
 use planner_core::input::scenario::Scenario;
+use planner_core::view::{page_views, PageViews};
 
 use crate::error::CliError;
 use crate::input::read_scenario;
@@ -24,8 +27,10 @@ pub fn run(path: Option<&Path>, query: Option<&str>, table: bool) -> Result<Stri
     };
     let eval = evaluate(&scenario).map_err(|e| CliError::fields("invalid scenario:", &e.errors))?;
     let bands = builtin_bands(&band_scenario(&scenario, eval.params.total / 1e9));
+    let views = page_views(&scenario);
     if table {
-        let mut out = render_table(&scenario, &eval);
+        let mut out = render_table(&scenario, &eval, &views);
+        render_views(&mut out, &views);
         for b in &bands {
             let what = match b.kind {
                 BandKind::StepTime => "step time, tokens/s, MFU",
@@ -41,6 +46,12 @@ pub fn run(path: Option<&Path>, query: Option<&str>, table: bool) -> Result<Stri
         if let (Some(obj), Ok(b)) = (value.as_object_mut(), serde_json::to_value(&bands)) {
             obj.insert("error_bands".to_string(), b);
         }
+        let views = serde_json::to_value(&views).map_err(|e| {
+            CliError::BadInput(format!("the page's views cannot be written as JSON: {e}"))
+        })?;
+        if let Some(obj) = value.as_object_mut() {
+            obj.insert("views".to_string(), views);
+        }
         serde_json::to_string_pretty(&value)
             .map_err(|e| CliError::BadInput(format!("evaluation cannot be written as JSON: {e}")))
     }
@@ -54,7 +65,7 @@ fn term_row(out: &mut String, t: &Term) {
     let _ = writeln!(out, "  {:<34} {:>12}   {}", t.label, gb(t.value), t.worked);
 }
 
-fn render_table(s: &Scenario, e: &Evaluation) -> String {
+fn render_table(s: &Scenario, e: &Evaluation, views: &PageViews) -> String {
     let mut out = String::new();
     let l = &s.layout;
     let _ = writeln!(
@@ -128,11 +139,11 @@ fn render_table(s: &Scenario, e: &Evaluation) -> String {
         }
     }
 
-    let p = &e.pipeline;
+    let p = &views.pipeline;
     let _ = writeln!(
         out,
         "\nPipeline ({}, m = {}): idle share of the schedule {:.2}%, bubble overhead vs ideal time {:.2}%",
-        l.schedule.label(),
+        p.schedule.label(),
         p.micro_batches,
         p.bubble.idle_fraction * 100.0,
         p.bubble.overhead_vs_ideal * 100.0
@@ -173,4 +184,44 @@ fn render_table(s: &Scenario, e: &Evaluation) -> String {
         }
     }
     out
+}
+
+/// The page's sections that the table above does not show: the issue list, the step
+/// breakdown and the measured numbers.
+fn render_views(out: &mut String, v: &PageViews) {
+    let _ = writeln!(out, "\nIssues ({}):", v.issues.len());
+    for i in &v.issues {
+        let kind = if i.error { "error" } else { "warning" };
+        let _ = writeln!(out, "  {kind} {}: {}", i.field, i.message);
+    }
+    if let Some(b) = &v.step_breakdown {
+        let _ = writeln!(out, "\nStep breakdown ({:.1} ms):", b.total_s * 1e3);
+        for seg in b.segments.iter().filter(|s| s.seconds > 0.0) {
+            let _ = writeln!(
+                out,
+                "  {:<34} {:>10.1} ms   {}",
+                seg.term.label,
+                seg.seconds * 1e3,
+                seg.term.worked
+            );
+        }
+        let _ = writeln!(
+            out,
+            "  volume per GPU: {} in node, {} across nodes",
+            gb(b.intra_node_bytes),
+            gb(b.inter_node_bytes)
+        );
+    }
+    let t = &v.measured.times;
+    let ms = |x: Option<f64>| x.map_or("—".to_string(), |s| format!("{:.1} ms", s * 1e3));
+    let current = match &t.current {
+        Ok(s) => format!("{:.1} ms", s * 1e3),
+        Err(e) => e.clone(),
+    };
+    let _ = writeln!(
+        out,
+        "\nMeasured numbers: step time used now {current}; datasheet {}; measured {}",
+        ms(t.assumed_s),
+        ms(t.measured_s)
+    );
 }

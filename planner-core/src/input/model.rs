@@ -7,6 +7,9 @@
 
 use serde::{Deserialize, Serialize};
 
+/// Longest display name or id (a model's name, a preset's id).
+pub const MAX_NAME_CHARS: usize = crate::base::free_text::MAX_TEXT_CHARS;
+
 /// The feed-forward block of a decoder layer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

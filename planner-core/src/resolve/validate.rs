@@ -18,8 +18,7 @@ pub use crate::base::bounds::{
     MAX_EXPERTS, MAX_GPUS, MAX_LAYERS, MAX_PARAMS, MAX_SEQ_LEN, MAX_VOCAB, MAX_WIDTH,
 };
 
-/// Longest display name or id.
-pub const MAX_NAME_CHARS: usize = crate::base::free_text::MAX_TEXT_CHARS;
+pub use crate::input::model::MAX_NAME_CHARS;
 
 /// One invalid value, named by its link parameter.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]

@@ -8,7 +8,7 @@ use crate::input::scenario::Scenario;
 use crate::time::cost::{evaluate_scenario, CostOptions};
 
 /// Step time of a scenario three ways, seconds.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct StepTimes {
     /// With the preset links and the assumed GEMM curve; `None` when it cannot be computed.
     pub assumed_s: Option<f64>,

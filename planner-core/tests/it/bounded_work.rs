@@ -383,11 +383,14 @@ fn worst_scenarios_evaluate() {
         let serving = e.serving.as_ref().expect("serving view");
         assert!(serving.plan.stages.len() <= MAX_LISTED_STAGES, "{query}");
         assert!(e.step.seconds.total.is_finite() && e.step.seconds.total > 0.0, "{query}");
-        let p = &e.pipeline;
-        assert!(p.timeline.is_some() != p.timeline_note.is_some(), "{query}");
-        if let Some(t) = &p.timeline {
-            // Drawn: the closed form is the simulation's bubble.
-            assert_eq!(t.bubble(), p.bubble, "{query}");
+        let p = planner_core::view::pipeline::pipeline(&sc);
+        assert!(p.curve.len() <= 512, "{query}");
+        if let Ok(t) = &p.grid {
+            // Drawn at the layout's own shape: the closed form is the simulation's bubble.
+            let own = (t.stages, t.micro_batches) == (p.stages, p.micro_batches);
+            if own && t.virtual_stages == p.virtual_stages {
+                assert_eq!(t.bubble(), p.bubble, "{query}");
+            }
         }
     }
 }

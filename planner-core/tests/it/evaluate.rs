@@ -49,8 +49,9 @@ fn article_mesh_is_512_gpus_and_sixteen_micro_batches() {
     let eval = evaluate(&s).expect("valid");
     assert_eq!(micro_batches(&s), 16);
     // 1F1B with p = 4, m = 16: the article's 3/19 idle share.
-    assert!((eval.pipeline.bubble.idle_fraction - 3.0 / 19.0).abs() < 1e-15);
-    assert!(eval.pipeline.timeline.is_some());
+    let pipeline = planner_core::view::pipeline::pipeline(&s);
+    assert!((pipeline.bubble.idle_fraction - 3.0 / 19.0).abs() < 1e-15);
+    assert!(pipeline.grid.is_ok());
     assert_eq!(eval.training.stages.len(), 3);
     assert!(eval
         .rules

@@ -58,3 +58,4 @@ mod topology_map;
 mod uneven_stages;
 mod validation;
 mod validation_ratchet;
+mod view;

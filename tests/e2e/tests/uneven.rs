@@ -11,11 +11,11 @@ use std::time::Duration;
 use e2e::page;
 use e2e::{assert_no_console_errors, Page};
 use planner_core::edges::link;
-use planner_core::evaluate::stage_split_view;
 use planner_core::input::hardware::Cluster;
 use planner_core::input::layout::StageSplit;
 use planner_core::input::scenario::ModelChoice;
 use planner_core::resolve::presets;
+use planner_core::view::pipeline::stage_split_view;
 
 const SETTLE: Duration = Duration::from_secs(10);
 
