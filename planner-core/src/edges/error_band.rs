@@ -282,7 +282,7 @@ pub fn scale_distance(row: &ErrorRow, s: &BandScenario<'_>) -> f64 {
 /// [`BAND_ROWS`] nearest rows of that kind (first-seen error where recorded, today's
 /// otherwise); an extrapolation when the nearest lies beyond [`EXTRAPOLATION_DISTANCE`].
 pub fn error_band(table: &[ErrorRow], kind: BandKind, s: &BandScenario<'_>) -> Option<ErrorBand> {
-    let mut scored: Vec<(f64, &ErrorRow, f64, bool)> = table
+    let candidates = table
         .iter()
         .filter(|r| kind.covers(r.quantity))
         .filter_map(|r| {
@@ -292,13 +292,10 @@ pub fn error_band(table: &[ErrorRow], kind: BandKind, s: &BandScenario<'_>) -> O
                 (None, None) => return None,
             };
             Some((band_nearness(r, s), r, e.abs(), first))
-        })
-        .collect();
-    scored.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.id.cmp(&b.1.id)));
-    scored.truncate(BAND_ROWS);
+        });
+    let scored = nearest_first(candidates, BAND_ROWS);
     let nearest_distance = scored.first()?.0;
-    let mut errors: Vec<f64> = scored.iter().map(|x| x.2).collect();
-    errors.sort_by(f64::total_cmp);
+    let errors = ascending(scored.iter().map(|x| x.2));
     let relative = crate::edges::validation::quantile(&errors, 0.5)?;
     let first_seen_runs = scored.iter().filter(|x| x.3).count();
     let on_gpu = table
@@ -346,6 +343,43 @@ pub fn error_band(table: &[ErrorRow], kind: BandKind, s: &BandScenario<'_>) -> O
         extrapolation,
         text,
     })
+}
+
+/// The `k` nearest of `rows` by (distance, id), nearest first: an insertion into a list of at
+/// most `k`, which keeps the page's first-load wasm free of a general sort's code (the stable
+/// sort's instantiations were 8.5 KB of it) for a list of 12.
+fn nearest_first<'t>(
+    rows: impl Iterator<Item = (f64, &'t ErrorRow, f64, bool)>,
+    k: usize,
+) -> Vec<(f64, &'t ErrorRow, f64, bool)> {
+    let before = |a: &(f64, &ErrorRow, f64, bool), b: &(f64, &ErrorRow, f64, bool)| {
+        a.0.total_cmp(&b.0).then(a.1.id.cmp(&b.1.id)).is_lt()
+    };
+    let mut out: Vec<(f64, &ErrorRow, f64, bool)> = Vec::with_capacity(k + 1);
+    for row in rows {
+        let at = out
+            .iter()
+            .position(|o| before(&row, o))
+            .unwrap_or(out.len());
+        if at < k {
+            out.insert(at, row);
+            out.truncate(k);
+        }
+    }
+    out
+}
+
+/// `values` in ascending order (`f64::total_cmp`), by insertion: the band sorts at most 12.
+fn ascending(values: impl Iterator<Item = f64>) -> Vec<f64> {
+    let mut out: Vec<f64> = Vec::new();
+    for v in values {
+        let at = out
+            .iter()
+            .position(|o| v.total_cmp(o).is_lt())
+            .unwrap_or(out.len());
+        out.insert(at, v);
+    }
+    out
 }
 
 /// The built-in table, parsed once (an unreadable table reads as empty; a test keeps it

@@ -790,32 +790,34 @@ pub fn nccl_choice_with_graphs(
 ///
 /// Memoised per thread: the mesh search asks for the same collective of the same size on the
 /// same communicator many times (405B on 16,384 H100: 14.5 ms before the tuner, 38 ms with it
-/// unmemoised at about 250 ns a call), and the answer depends on nothing else.
+/// unmemoised at about 250 ns a call), and the answer depends on nothing else; a slot holds
+/// its whole key, so a collision recomputes, never answers for another key.
 pub fn nccl_choice(op: Collective, bytes: f64, topo: &NcclTopo) -> Option<NcclChoice> {
     use std::cell::RefCell;
-    use std::collections::HashMap;
-    // Entries kept before the memo is emptied: a search touches a few thousand.
-    const MEMO_ENTRIES: usize = 1 << 16;
+    // Slots of the memo, direct-mapped by the key's hash: a search touches a few thousand
+    // distinct collectives. A fixed table and a hand hash, not a HashMap, keep hashbrown and
+    // SipHash out of the page's first-load wasm.
+    const MEMO_SLOTS: usize = 1 << 12;
+    type Slot = Option<(ChoiceKey, Option<NcclChoice>)>;
     thread_local! {
-        static MEMO: RefCell<HashMap<ChoiceKey, Option<NcclChoice>>> = RefCell::new(HashMap::new());
+        static MEMO: RefCell<Vec<Slot>> = RefCell::new(vec![None; MEMO_SLOTS]);
     }
     let key = ChoiceKey::of(op, bytes, topo);
-    if let Some(hit) = MEMO.with(|m| m.borrow().get(&key).copied()) {
-        return hit;
+    let slot = (key.fnv1a64() as usize) % MEMO_SLOTS;
+    let hit = MEMO.with(|m| match m.borrow()[slot] {
+        Some((k, choice)) if k == key => Some(choice),
+        _ => None,
+    });
+    if let Some(choice) = hit {
+        return choice;
     }
     let choice = nccl_choice_with_graphs(op, bytes, topo, &nccl_graphs(topo));
-    MEMO.with(|m| {
-        let mut m = m.borrow_mut();
-        if m.len() >= MEMO_ENTRIES {
-            m.clear();
-        }
-        m.insert(key, choice);
-    });
+    MEMO.with(|m| m.borrow_mut()[slot] = Some((key, choice)));
     choice
 }
 
 /// Everything [`nccl_choice`] reads, bit for bit.
-#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct ChoiceKey {
     op: Collective,
     bytes: u64,
@@ -830,6 +832,29 @@ struct ChoiceKey {
 }
 
 impl ChoiceKey {
+    /// FNV-1a over the key's fields (the slot of [`nccl_choice`]'s memo).
+    fn fnv1a64(&self) -> u64 {
+        let words = [
+            self.op as u64,
+            self.bytes,
+            self.nodes,
+            self.ranks_per_node,
+            self.arch as u64,
+            self.cpu as u64,
+            self.nvlink,
+            self.nic,
+            u64::from(self.nvls) | (u64::from(self.collnet) << 1),
+        ];
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for w in words {
+            for byte in w.to_le_bytes() {
+                h ^= u64::from(byte);
+                h = h.wrapping_mul(0x0000_0100_0000_01b3);
+            }
+        }
+        h
+    }
+
     fn of(op: Collective, bytes: f64, t: &NcclTopo) -> Self {
         ChoiceKey {
             op,
