@@ -14,7 +14,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::edges::validation::{dataset_gpu_preset, PublishedRun, Quantity, ValidationReport};
+use crate::edges::validation::{
+    dataset_gpu_preset, shape_nearness, PublishedRun, Quantity, RunShape, ValidationReport,
+};
 use crate::input::framework::Framework;
 use crate::resolve::validate::FieldError;
 
@@ -244,38 +246,42 @@ pub fn error_table(runs: &[PublishedRun], report: &ValidationReport) -> Vec<Erro
         .collect()
 }
 
-/// How far a published run lies from the scenario: orders of magnitude of model and cluster
-/// size, 1 for another GPU, ½ for another framework, ½ each for another TP or PP degree
-/// (the page's "nearest runs" measure, [`crate::edges::validation::nearness`], plus the
-/// framework, whose semantics move step time and memory as much as a layout does).
+/// How far a published run lies from the scenario: the page's "nearest runs" measure
+/// ([`shape_nearness`]: orders of magnitude of model and cluster size, 1 for another GPU, ½ each
+/// for another TP or PP degree) plus ½ for another framework, whose semantics move step time
+/// and memory as much as a layout does.
 pub fn band_nearness(row: &ErrorRow, s: &BandScenario<'_>) -> f64 {
-    let ratio = |a: f64, b: f64| (a.max(1e-9) / b.max(1e-9)).log10().abs();
-    let mut d = ratio(row.params_b, s.params_b) + ratio(f64::from(row.gpus), s.gpus as f64);
-    if dataset_gpu_preset(&row.gpu_type).as_deref() != Some(s.gpu_id) {
-        d += 1.0;
-    }
-    if row.framework != s.framework.id() {
-        d += 0.5;
-    }
-    if row.tp != s.tp {
-        d += 0.5;
-    }
-    if row.pp != s.pp {
-        d += 0.5;
-    }
-    d
+    let framework = if row.framework == s.framework.id() {
+        0.0
+    } else {
+        0.5
+    };
+    shape_nearness(&row_shape(row), s.params_b, s.gpus, s.gpu_id, s.tp, s.pp) + framework
 }
 
 /// Orders of magnitude between a row's model and cluster size and the scenario's, plus one for
-/// another GPU: how far the evidence is from the scenario, whatever the layout.
+/// another GPU: how far the evidence is from the scenario, whatever the layout ([`shape_nearness`]
+/// at the row's own TP and PP).
 pub fn scale_distance(row: &ErrorRow, s: &BandScenario<'_>) -> f64 {
-    let ratio = |a: f64, b: f64| (a.max(1e-9) / b.max(1e-9)).log10().abs();
-    let gpu = if dataset_gpu_preset(&row.gpu_type).as_deref() == Some(s.gpu_id) {
-        0.0
-    } else {
-        1.0
-    };
-    ratio(row.params_b, s.params_b) + ratio(f64::from(row.gpus), s.gpus as f64) + gpu
+    shape_nearness(
+        &row_shape(row),
+        s.params_b,
+        s.gpus,
+        s.gpu_id,
+        row.tp,
+        row.pp,
+    )
+}
+
+/// The fields of a row the nearness measures read.
+fn row_shape(row: &ErrorRow) -> RunShape<'_> {
+    RunShape {
+        params_b: row.params_b,
+        gpus: row.gpus,
+        gpu_type: &row.gpu_type,
+        tp: row.tp,
+        pp: row.pp,
+    }
 }
 
 /// The band of `kind` for scenario `s` from `table`: the median |error| of the

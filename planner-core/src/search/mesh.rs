@@ -486,6 +486,20 @@ pub struct ReasonCount {
     pub candidates: u64,
 }
 
+/// The reasons with candidates, in [`RejectReason::ALL`]'s order, from per-reason counts
+/// indexed by `RejectReason as usize`.
+pub fn reason_counts(counts: [u64; RejectReason::ALL.len()]) -> Vec<ReasonCount> {
+    RejectReason::ALL
+        .iter()
+        .zip(counts)
+        .filter(|(_, c)| *c > 0)
+        .map(|(r, c)| ReasonCount {
+            reason: r.key().to_string(),
+            candidates: c,
+        })
+        .collect()
+}
+
 /// A starting point from the article for this cluster size, next to the ranking.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Hint {
@@ -1283,15 +1297,7 @@ fn finish(
     feasible.sort_unstable_by(by_rank);
     feasible.truncate(space.max_results);
 
-    let rejections = RejectReason::ALL
-        .iter()
-        .zip(counts)
-        .filter(|(_, c)| *c > 0)
-        .map(|(r, c)| ReasonCount {
-            reason: r.key().to_string(),
-            candidates: c,
-        })
-        .collect();
+    let rejections = reason_counts(counts);
     SearchResult {
         world,
         candidates: total,

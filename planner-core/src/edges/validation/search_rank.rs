@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use crate::input::layout::ZeroStage;
 use crate::input::scenario::Scenario;
 use crate::search::mesh::{
-    search_scenario, Knobs, MeshDims, ReasonCount, RejectReason, SearchSpace,
+    reason_counts, search_scenario, Knobs, MeshDims, ReasonCount, RejectReason, SearchSpace,
 };
 use crate::time::cost::CostOptions;
 
@@ -87,15 +87,7 @@ pub(super) fn search_rank(run: &PublishedRun, scenario: &Scenario) -> Result<Sea
                 counts[r as usize] += block.candidates;
             }
         }
-        rejected_reasons = RejectReason::ALL
-            .iter()
-            .zip(counts)
-            .filter(|(_, c)| *c > 0)
-            .map(|(r, c)| ReasonCount {
-                reason: r.key().to_string(),
-                candidates: c,
-            })
-            .collect();
+        rejected_reasons = reason_counts(counts);
         if rejected_reasons.is_empty() {
             rejected_reasons.push(ReasonCount {
                 reason: "not_enumerated".to_string(),
