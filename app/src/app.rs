@@ -300,6 +300,8 @@ fn framework_name(framework: Framework) -> &'static str {
         Framework::Torchtitan => "torchtitan",
         Framework::DeepSpeed => "DeepSpeed",
         Framework::DeepSpeed2021 => "DeepSpeed of 2021",
+        Framework::HfTransformers => "Transformers",
+        Framework::HfDeepSpeed => "DeepSpeed with Transformers",
     }
 }
 

@@ -109,6 +109,7 @@ pub fn evaluate(scenario: &Scenario) -> Result<Evaluation, EvaluateError> {
         &scenario.precision,
         &scenario.layout,
         &scenario.training,
+        scenario.overheads.framework,
     );
     let training = training_memory(scenario, &model);
     if let Some(host) = &training.host {

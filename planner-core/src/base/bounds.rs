@@ -150,6 +150,8 @@ pub const FRACTION: Bounds = Bounds::above(0.0, 1.0, "");
 pub const LORA_RANK_MAX: u32 = 65_536;
 /// LoRA α: 1 to 10^6.
 pub const LORA_ALPHA_MAX: u32 = 1_000_000;
+/// Most prompt-tuning virtual tokens (a prompt as long as the longest sequence the planner takes).
+pub const VIRTUAL_TOKENS_MAX: u32 = 1 << 20;
 
 /// Longest sequence accepted: 10M tokens (10 × 2^20).
 pub const MAX_SEQ_LEN: u32 = 10_485_760;

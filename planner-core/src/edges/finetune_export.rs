@@ -9,16 +9,7 @@ use crate::input::finetune::*;
 
 /// PEFT module names of the targets, Llama-style (`q_proj` … `down_proj`).
 fn peft_modules(t: &LoraTargets) -> Vec<&'static str> {
-    let names = [
-        "q_proj",
-        "k_proj",
-        "v_proj",
-        "o_proj",
-        "gate_proj",
-        "up_proj",
-        "down_proj",
-    ];
-    names
+    LoraTargets::PEFT_NAMES
         .into_iter()
         .zip(t.flags())
         .filter(|(_, on)| *on)

@@ -275,7 +275,7 @@ fn host_fields() -> [Field<HostSpec>; 6] {
 }
 
 /// Everything after the model, precision and cluster, compared with the default scenario.
-fn scenario_fields() -> [Field<Scenario>; 50] {
+fn scenario_fields() -> [Field<Scenario>; 51] {
     [
         field!("seq", Scenario, |s| s.training.seq_len, number),
         field!("gbs", Scenario, |s| s.training.global_batch, number),
@@ -293,7 +293,13 @@ fn scenario_fields() -> [Field<Scenario>; 50] {
             |s| s.training.finetune.mode,
             FineTuneMode::id,
             FineTuneMode::from_id,
-            "full, lora or qlora"
+            "full, lora, qlora, dora, lora-fa, ia3 or prompt-tuning"
+        ),
+        field!(
+            "vtok",
+            Scenario,
+            |s| s.training.finetune.virtual_tokens,
+            number
         ),
         field!(
             "lora_r",

@@ -1,7 +1,6 @@
-//! Fine-tuning modes: full fine-tuning, LoRA and QLoRA. Owns the mode a scenario
-//! trains in, the adapter parameter count, the frozen and quantized base weights,
-//! which saved activations a frozen linear layer no longer needs, and the step-time
-//! terms that differ from full fine-tuning.
+//! Fine-tuning methods: full fine-tuning, LoRA, QLoRA and PEFT's DoRA, LoRA-FA, IA3 and
+//! prompt tuning. Owns the method a scenario trains with, its settings, and the count of
+//! adapter parameters (all of them, and those that train) each method adds.
 //!
 //! Full fine-tuning is the default and changes nothing anywhere: every function here
 //! returns `None` (or the full-training value) for it.
@@ -23,12 +22,31 @@ pub enum FineTuneMode {
     /// Frozen base weights in 4-bit NF4 with double quantization, BF16 adapters, paged
     /// optimizer (Dettmers et al. 2023).
     Qlora,
+    /// DoRA (Liu et al. 2024): LoRA plus a trainable magnitude per output row of each adapted
+    /// linear (PEFT `use_dora=True`, peft/tuners/lora/dora.py `DoraLinearLayer`).
+    Dora,
+    /// LoRA-FA (Zhang et al. 2023): LoRA with `A` frozen, only `B` trains (PEFT
+    /// peft/optimizers/lorafa.py `create_lorafa_optimizer` sets `lora_A.requires_grad_(False)`).
+    LoraFa,
+    /// IA3 (Liu et al. 2022): one trainable scaling vector per targeted linear, over its output
+    /// (attention) or its input (the feed-forward `down`), PEFT peft/tuners/ia3/layer.py.
+    Ia3,
+    /// Prompt tuning (Lester et al. 2021): `virtual_tokens` trainable embeddings prepended to every
+    /// sequence, the whole model frozen (PEFT peft/tuners/prompt_tuning).
+    PromptTuning,
 }
 
 impl FineTuneMode {
     /// All modes.
-    pub const ALL: [FineTuneMode; 3] =
-        [FineTuneMode::Full, FineTuneMode::Lora, FineTuneMode::Qlora];
+    pub const ALL: [FineTuneMode; 7] = [
+        FineTuneMode::Full,
+        FineTuneMode::Lora,
+        FineTuneMode::Qlora,
+        FineTuneMode::Dora,
+        FineTuneMode::LoraFa,
+        FineTuneMode::Ia3,
+        FineTuneMode::PromptTuning,
+    ];
 
     /// Stable identifier (link value).
     pub fn id(self) -> &'static str {
@@ -36,6 +54,10 @@ impl FineTuneMode {
             FineTuneMode::Full => "full",
             FineTuneMode::Lora => "lora",
             FineTuneMode::Qlora => "qlora",
+            FineTuneMode::Dora => "dora",
+            FineTuneMode::LoraFa => "lora-fa",
+            FineTuneMode::Ia3 => "ia3",
+            FineTuneMode::PromptTuning => "prompt-tuning",
         }
     }
 
@@ -50,7 +72,24 @@ impl FineTuneMode {
             FineTuneMode::Full => "full fine-tuning",
             FineTuneMode::Lora => "LoRA",
             FineTuneMode::Qlora => "QLoRA (NF4 base)",
+            FineTuneMode::Dora => "DoRA",
+            FineTuneMode::LoraFa => "LoRA-FA (A frozen)",
+            FineTuneMode::Ia3 => "IA3",
+            FineTuneMode::PromptTuning => "prompt tuning",
         }
+    }
+
+    /// Whether the method reads the low-rank settings (rank, α) and the target modules.
+    pub fn uses_rank(self) -> bool {
+        matches!(
+            self,
+            FineTuneMode::Lora | FineTuneMode::Qlora | FineTuneMode::Dora | FineTuneMode::LoraFa
+        )
+    }
+
+    /// Whether the method reads the target modules (the low-rank methods and IA3).
+    pub fn uses_targets(self) -> bool {
+        self.uses_rank() || self == FineTuneMode::Ia3
     }
 }
 
@@ -78,6 +117,17 @@ pub struct LoraTargets {
 impl LoraTargets {
     /// Module names, in link order.
     pub const NAMES: [&'static str; 7] = ["q", "k", "v", "o", "gate", "up", "down"];
+
+    /// The same modules as PEFT's `target_modules` name them in Llama-style models.
+    pub const PEFT_NAMES: [&'static str; 7] = [
+        "q_proj",
+        "k_proj",
+        "v_proj",
+        "o_proj",
+        "gate_proj",
+        "up_proj",
+        "down_proj",
+    ];
 
     /// The flags in [`LoraTargets::NAMES`] order.
     pub fn flags(&self) -> [bool; 7] {
@@ -170,6 +220,25 @@ pub struct FineTune {
     pub mode: FineTuneMode,
     /// Adapter settings (read only when the mode is LoRA or QLoRA).
     pub lora: LoraSettings,
+    /// Virtual tokens of prompt tuning (PEFT `num_virtual_tokens`); read only by
+    /// [`FineTuneMode::PromptTuning`].
+    #[serde(
+        default = "default_virtual_tokens",
+        skip_serializing_if = "is_default_virtual_tokens"
+    )]
+    pub virtual_tokens: u32,
+}
+
+/// Prompt tuning's virtual tokens when a file does not say: 20, the value PEFT's prompt-tuning
+/// guide uses (docs/source/task_guides/prompt_based_methods.md, `num_virtual_tokens=20`).
+pub const DEFAULT_VIRTUAL_TOKENS: u32 = 20;
+
+fn default_virtual_tokens() -> u32 {
+    DEFAULT_VIRTUAL_TOKENS
+}
+
+fn is_default_virtual_tokens(n: &u32) -> bool {
+    *n == DEFAULT_VIRTUAL_TOKENS
 }
 
 impl Default for FineTune {
@@ -190,6 +259,7 @@ impl Default for FineTune {
                     down: false,
                 },
             },
+            virtual_tokens: DEFAULT_VIRTUAL_TOKENS,
         }
     }
 }
@@ -200,9 +270,19 @@ impl FineTune {
         *self == FineTune::default()
     }
 
-    /// The adapter settings when adapters train (LoRA or QLoRA).
+    /// The adapter settings when adapters train (every method but full fine-tuning).
     pub fn adapters(&self) -> Option<&LoraSettings> {
         (self.mode != FineTuneMode::Full).then_some(&self.lora)
+    }
+
+    /// Tokens one sequence carries through the model: the data's, plus prompt tuning's
+    /// virtual tokens (PEFT `PeftModelForCausalLM.forward` concatenates the prompt embeddings
+    /// before the input embeddings and pads the labels with -100 over them).
+    pub fn model_seq_len(&self, data_seq_len: u32) -> u32 {
+        match self.mode {
+            FineTuneMode::PromptTuning => data_seq_len.saturating_add(self.virtual_tokens),
+            _ => data_seq_len,
+        }
     }
 }
 
@@ -238,54 +318,93 @@ enum Split {
     Replicated,
 }
 
-/// Hu et al. 2021 (LoRA) §4.1: the adapter of a `d_in → d_out` linear is `A: r × d_in`
-/// and `B: d_out × r`, `r·(d_in + d_out)` parameters. Under TP the factor that touches the
-/// split dimension is split with it and the other is replicated (the product must stay
-/// local to the rank's shard).
-fn adapter_params(r: f64, d_in: f64, d_out: f64, split: Split, t: f64) -> f64 {
-    match split {
-        Split::Column => r * (d_in + d_out / t),
-        Split::Row => r * (d_in / t + d_out),
-        Split::Replicated => r * (d_in + d_out),
+/// Which adapter parameters a count covers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Count {
+    /// Every adapter parameter (what the weights take).
+    All,
+    /// Those that train (what gradients and optimizer state take): LoRA-FA's frozen `A` left out.
+    Trainable,
+}
+
+/// One targeted linear `d_in → d_out`: its adapter parameters on a rank of TP degree `t`.
+/// Under TP the factor that touches the split dimension is split with it and the other is
+/// replicated (the product must stay local to the rank's shard).
+fn linear_params(
+    ft: &FineTune,
+    count: Count,
+    (d_in, d_out): (f64, f64),
+    split: Split,
+    t: f64,
+    feedforward: bool,
+) -> f64 {
+    let r = f64::from(ft.lora.rank);
+    let (d_in, d_out) = match split {
+        Split::Column => (d_in, d_out / t),
+        Split::Row => (d_in / t, d_out),
+        Split::Replicated => (d_in, d_out),
+    };
+    match ft.mode {
+        FineTuneMode::Full | FineTuneMode::PromptTuning => 0.0,
+        // Hu et al. 2021 (LoRA) §4.1: `A: r × d_in` and `B: d_out × r`.
+        FineTuneMode::Lora | FineTuneMode::Qlora => r * (d_in + d_out),
+        // PEFT dora.py `DoraLinearLayer.update_layer`: the magnitude is the weight's row norm, one per output.
+        FineTuneMode::Dora => r * (d_in + d_out) + d_out,
+        // PEFT lorafa.py: `A` frozen after initialisation, `B` trains.
+        FineTuneMode::LoraFa => match count {
+            Count::All => r * (d_in + d_out),
+            Count::Trainable => r * d_out,
+        },
+        // PEFT ia3/layer.py `update_layer`: `ia3_l` is (1, in_features) for feed-forward modules,
+        // (out_features, 1) otherwise.
+        FineTuneMode::Ia3 => {
+            if feedforward {
+                d_in
+            } else {
+                d_out
+            }
+        }
     }
 }
 
 /// Adapter parameters of one FFN of width `f` on a rank.
 fn ffn_adapter_params(
     model: &ModelSpec,
-    lora: &LoraSettings,
+    ft: &FineTune,
+    count: Count,
     f: f64,
     tp: f64,
     expert: bool,
 ) -> f64 {
-    let r = f64::from(lora.rank);
     let h = f64::from(model.hidden);
-    let tg = &lora.targets;
+    let tg = &ft.lora.targets;
     let (col, row) = if expert {
         (Split::Replicated, Split::Replicated)
     } else {
         (Split::Column, Split::Row)
     };
+    let linear = |dims, split, feedforward| linear_params(ft, count, dims, split, tp, feedforward);
     let mut n = 0.0;
     // SwiGLU has gate and up (h → f) and down (f → h); a GeLU MLP has up and down only.
     if tg.gate && model.ffn_kind == FfnKind::SwiGlu {
-        n += adapter_params(r, h, f, col, tp);
+        n += linear((h, f), col, false);
     }
     if tg.up {
-        n += adapter_params(r, h, f, col, tp);
+        n += linear((h, f), col, false);
     }
     if tg.down {
-        n += adapter_params(r, f, h, row, tp);
+        // PEFT's IA3 default `feedforward_modules` for Llama are the down projections.
+        n += linear((f, h), row, true);
     }
     n
 }
 
 /// Adapter parameters of one layer's attention on a rank.
-fn attention_adapter_params(model: &ModelSpec, lora: &LoraSettings, tp: f64) -> f64 {
-    let r = f64::from(lora.rank);
+fn attention_adapter_params(model: &ModelSpec, ft: &FineTune, count: Count, tp: f64) -> f64 {
     let h = f64::from(model.hidden);
     let a = f64::from(model.heads);
-    let tg = &lora.targets;
+    let tg = &ft.lora.targets;
+    let linear = |dims, split| linear_params(ft, count, dims, split, tp, false);
     let mut n = 0.0;
     match &model.mla {
         Some(mla) => {
@@ -294,39 +413,37 @@ fn attention_adapter_params(model: &ModelSpec, lora: &LoraSettings, tp: f64) -> 
             let qk = f64::from(mla.qk_nope_head_dim + mla.qk_rope_head_dim);
             if tg.q {
                 if mla.q_lora_rank == 0 {
-                    n += adapter_params(r, h, a * qk, Split::Column, tp);
+                    n += linear((h, a * qk), Split::Column);
                 } else {
                     let rq = f64::from(mla.q_lora_rank);
-                    n += adapter_params(r, h, rq, Split::Replicated, tp);
-                    n += adapter_params(r, rq, a * qk, Split::Column, tp);
+                    n += linear((h, rq), Split::Replicated);
+                    n += linear((rq, a * qk), Split::Column);
                 }
             }
             if tg.k || tg.v {
                 let kv = f64::from(mla.kv_lora_rank);
                 let rope = f64::from(mla.qk_rope_head_dim);
                 let up = a * f64::from(mla.qk_nope_head_dim + mla.v_head_dim);
-                n += adapter_params(r, h, kv + rope, Split::Replicated, tp);
-                n += adapter_params(r, kv, up, Split::Column, tp);
+                n += linear((h, kv + rope), Split::Replicated);
+                n += linear((kv, up), Split::Column);
             }
             if tg.o {
-                n += adapter_params(r, a * f64::from(mla.v_head_dim), h, Split::Row, tp);
+                n += linear((a * f64::from(mla.v_head_dim), h), Split::Row);
             }
         }
         None => {
             let d = f64::from(model.head_dim);
             let q = a * d;
             let kv = f64::from(model.kv_heads) * d;
-            if tg.q {
-                n += adapter_params(r, h, q, Split::Column, tp);
-            }
-            if tg.k {
-                n += adapter_params(r, h, kv, Split::Column, tp);
-            }
-            if tg.v {
-                n += adapter_params(r, h, kv, Split::Column, tp);
-            }
-            if tg.o {
-                n += adapter_params(r, q, h, Split::Row, tp);
+            for (on, dims, split) in [
+                (tg.q, (h, q), Split::Column),
+                (tg.k, (h, kv), Split::Column),
+                (tg.v, (h, kv), Split::Column),
+                (tg.o, (q, h), Split::Row),
+            ] {
+                if on {
+                    n += linear(dims, split);
+                }
             }
         }
     }
@@ -337,30 +454,41 @@ fn attention_adapter_params(model: &ModelSpec, lora: &LoraSettings, tp: f64) -> 
 /// experts before EP) on a rank with TP degree `tp`.
 pub(crate) fn layer_adapter_params(
     model: &ModelSpec,
-    lora: &LoraSettings,
+    ft: &FineTune,
+    count: Count,
     tp: f64,
 ) -> (f64, f64, f64) {
-    let attention = attention_adapter_params(model, lora, tp);
-    let dense = attention + ffn_adapter_params(model, lora, f64::from(model.ffn), tp, false);
+    let attention = attention_adapter_params(model, ft, count, tp);
+    let ffn = |f: u32, expert| ffn_adapter_params(model, ft, count, f64::from(f), tp, expert);
+    let dense = attention + ffn(model.ffn, false);
     match &model.moe {
         None => (dense, 0.0, 0.0),
         Some(moe) => {
-            let fe = f64::from(moe.expert_ffn);
             // Shared experts are TP-split like a dense FFN; routed experts use expert-TP = 1.
-            let shared =
-                f64::from(moe.shared_experts) * ffn_adapter_params(model, lora, fe, tp, false);
-            let routed =
-                f64::from(moe.routed_experts) * ffn_adapter_params(model, lora, fe, tp, true);
+            let shared = f64::from(moe.shared_experts) * ffn(moe.expert_ffn, false);
+            let routed = f64::from(moe.routed_experts) * ffn(moe.expert_ffn, true);
             (dense, attention + shared, routed)
         }
     }
 }
 
-/// Adapter parameters in the whole model (no TP): what PEFT's `print_trainable_parameters` reports.
-pub fn adapter_params_total(model: &ModelSpec, lora: &LoraSettings) -> f64 {
+/// Prompt tuning's trainable embeddings, `virtual_tokens × h` (PEFT `PromptEmbedding`), held
+/// with the input embedding; 0 for every other method.
+pub fn prompt_params(model: &ModelSpec, ft: &FineTune) -> f64 {
+    match ft.mode {
+        FineTuneMode::PromptTuning => f64::from(ft.virtual_tokens) * f64::from(model.hidden),
+        _ => 0.0,
+    }
+}
+
+/// Adapter parameters in the whole model (no TP); [`Count::Trainable`] is what PEFT's
+/// `print_trainable_parameters` reports.
+pub fn adapter_params_total(model: &ModelSpec, ft: &FineTune, count: Count) -> f64 {
     let pb = model.param_breakdown();
-    let (dense, moe_dense, routed) = layer_adapter_params(model, lora, 1.0);
-    pb.dense_layers as f64 * dense + pb.moe_layers as f64 * (moe_dense + routed)
+    let (dense, moe_dense, routed) = layer_adapter_params(model, ft, count, 1.0);
+    pb.dense_layers as f64 * dense
+        + pb.moe_layers as f64 * (moe_dense + routed)
+        + prompt_params(model, ft)
 }
 
 /// Bytes per frozen base parameter: the working dtype under LoRA; under QLoRA the

@@ -27,21 +27,39 @@ pub enum Framework {
     /// gathers and reduce-scatters each parameter through PyTorch 1.8's list-form collectives,
     /// at the rate [`crate::time::deepspeed_zero3`] takes from DeepSpeed's own measurement.
     DeepSpeed2021,
+    /// Hugging Face Transformers model code in PyTorch eager (the Trainer, TRL, Accelerate or a
+    /// plain loop, with PEFT adapters): the tensors its Llama-family modules save
+    /// ([`crate::memory::hf_activations`]), its loss (`loss_utils.py` `ForCausalLMLoss`,
+    /// transformers ≥ 4.46), PEFT's fp32 adapters.
+    HfTransformers,
+    /// DeepSpeed ZeRO driving Hugging Face Transformers model code (the Trainer's or
+    /// Accelerate's DeepSpeed integration): DeepSpeed's buffers and the Transformers tensors.
+    HfDeepSpeed,
 }
 
 impl Framework {
     /// All frameworks, in display order.
-    pub const ALL: [Framework; 5] = [
+    pub const ALL: [Framework; 7] = [
         Framework::Article,
         Framework::MegatronCore,
         Framework::Torchtitan,
         Framework::DeepSpeed,
         Framework::DeepSpeed2021,
+        Framework::HfTransformers,
+        Framework::HfDeepSpeed,
     ];
 
     /// DeepSpeed of any release: its ZeRO memory semantics and its per-module parameter hooks.
     pub fn is_deepspeed(self) -> bool {
-        matches!(self, Framework::DeepSpeed | Framework::DeepSpeed2021)
+        matches!(
+            self,
+            Framework::DeepSpeed | Framework::DeepSpeed2021 | Framework::HfDeepSpeed
+        )
+    }
+
+    /// Whether the model code is Hugging Face Transformers' (eager modules, its loss, PEFT adapters).
+    pub fn hf_model_code(self) -> bool {
+        matches!(self, Framework::HfTransformers | Framework::HfDeepSpeed)
     }
 
     /// Stable identifier used in links and the CLI.
@@ -52,6 +70,8 @@ impl Framework {
             Framework::Torchtitan => "torchtitan",
             Framework::DeepSpeed => "deepspeed",
             Framework::DeepSpeed2021 => "deepspeed-2021",
+            Framework::HfTransformers => "hf",
+            Framework::HfDeepSpeed => "hf-deepspeed",
         }
     }
 
@@ -72,7 +92,11 @@ impl Framework {
             }
             // DeepSpeed deepspeed/runtime/pipe/engine.py trains with schedule.TrainSchedule
             // (1F1B) only: no virtual stages, no zero bubble (deepspeedai/DeepSpeed edaa72212).
-            Framework::DeepSpeed | Framework::DeepSpeed2021 => schedule == Schedule::OneFOneB,
+            Framework::DeepSpeed | Framework::DeepSpeed2021 | Framework::HfDeepSpeed => {
+                schedule == Schedule::OneFOneB
+            }
+            // Transformers has no pipeline schedule of its own; a plain PyTorch loop runs one stage.
+            Framework::HfTransformers => schedule == Schedule::OneFOneB,
             // torch.distributed.pipelining (torchtitan's schedules) has ScheduleGPipe,
             // Schedule1F1B, ScheduleInterleaved1F1B and ScheduleInterleavedZeroBubble; the
             // article draws them all.
@@ -93,7 +117,9 @@ impl Framework {
             Framework::Article
             | Framework::Torchtitan
             | Framework::DeepSpeed
-            | Framework::DeepSpeed2021 => None,
+            | Framework::DeepSpeed2021
+            | Framework::HfTransformers
+            | Framework::HfDeepSpeed => None,
         }
     }
 
@@ -107,6 +133,8 @@ impl Framework {
             Framework::DeepSpeed2021 => {
                 "DeepSpeed ZeRO semantics of 2021 (v0.3–v0.5.4: per-parameter list-form gathers)"
             }
+            Framework::HfTransformers => "Hugging Face Transformers + PEFT semantics (eager)",
+            Framework::HfDeepSpeed => "DeepSpeed ZeRO with Hugging Face Transformers model code",
         }
     }
 }

@@ -69,6 +69,10 @@ impl Kernels {
     pub fn applied(self, framework: Framework) -> Kernels {
         match (self, framework) {
             (Kernels::FrameworkDefault, Framework::Torchtitan) => Kernels::Eager,
+            // Transformers' modeling code runs its norms, RoPE and activations as eager ops.
+            (Kernels::FrameworkDefault, Framework::HfTransformers | Framework::HfDeepSpeed) => {
+                Kernels::Eager
+            }
             (Kernels::FrameworkDefault, _) => Kernels::Fused,
             (k, _) => k,
         }

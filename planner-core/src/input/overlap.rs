@@ -132,7 +132,12 @@ impl OverlapChoice {
             Framework::Article => (false, true, true),
             Framework::MegatronCore => (false, false, false),
             Framework::Torchtitan => (false, true, true),
-            Framework::DeepSpeed | Framework::DeepSpeed2021 => (false, false, true),
+            Framework::DeepSpeed | Framework::DeepSpeed2021 | Framework::HfDeepSpeed => {
+                (false, false, true)
+            }
+            // Transformers under DDP (torch/nn/parallel/distributed.py: bucketed all-reduce
+            // hooks fire during backward) or FSDP (prefetching gathers): both overlap.
+            Framework::HfTransformers => (false, true, true),
         };
         AppliedOverlap {
             tp_comm: self.tp_comm.or(tp),

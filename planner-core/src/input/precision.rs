@@ -22,16 +22,21 @@ pub enum PrecisionRecipe {
     Fp8Bf16Master,
     /// Mixed precision with 8-bit Adam (Dettmers et al. 2022): 2 + 2 + 4 + 2 = 10 B.
     Adam8Bit,
+    /// The model loaded in BF16 and trained without autocast: BF16 weights and gradients, and
+    /// torch.optim.AdamW's moments in the parameters' dtype (torch/optim/adamw.py `_init_group`:
+    /// `torch.zeros_like(p, memory_format=torch.preserve_format)`): 2 + 2 + 4 = 8 B.
+    Bf16Pure,
 }
 
 impl PrecisionRecipe {
     /// All recipes, in display order.
-    pub const ALL: [PrecisionRecipe; 5] = [
+    pub const ALL: [PrecisionRecipe; 6] = [
         PrecisionRecipe::MixedAdam,
         PrecisionRecipe::MixedAdamFp32Grads,
         PrecisionRecipe::Bf16NoMaster,
         PrecisionRecipe::Fp8Bf16Master,
         PrecisionRecipe::Adam8Bit,
+        PrecisionRecipe::Bf16Pure,
     ];
 
     /// Stable identifier used in links and the CLI.
@@ -42,6 +47,7 @@ impl PrecisionRecipe {
             PrecisionRecipe::Bf16NoMaster => "bf16-no-master",
             PrecisionRecipe::Fp8Bf16Master => "fp8-bf16-master",
             PrecisionRecipe::Adam8Bit => "adam-8bit",
+            PrecisionRecipe::Bf16Pure => "bf16-pure",
         }
     }
 
@@ -58,6 +64,7 @@ impl PrecisionRecipe {
             PrecisionRecipe::Bf16NoMaster => "Pure BF16, no fp32 master (12 B/param)",
             PrecisionRecipe::Fp8Bf16Master => "FP8 compute, BF16 master (13 B/param)",
             PrecisionRecipe::Adam8Bit => "BF16 mixed precision, 8-bit Adam (10 B/param)",
+            PrecisionRecipe::Bf16Pure => "Pure BF16, AdamW moments in BF16 (8 B/param)",
         }
     }
 }
@@ -103,6 +110,7 @@ impl Precision {
             PrecisionRecipe::Bf16NoMaster => (2.0, 2.0, 0.0, 8.0, ComputeDtype::Bf16),
             PrecisionRecipe::Fp8Bf16Master => (3.0, 2.0, 0.0, 8.0, ComputeDtype::Fp8),
             PrecisionRecipe::Adam8Bit => (2.0, 2.0, 4.0, 2.0, ComputeDtype::Bf16),
+            PrecisionRecipe::Bf16Pure => (2.0, 2.0, 0.0, 4.0, ComputeDtype::Bf16),
         };
         Precision {
             recipe,

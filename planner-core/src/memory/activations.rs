@@ -18,7 +18,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::input::finetune::LoraSettings;
+use crate::input::finetune::{FineTuneMode, LoraSettings};
+use crate::input::framework::Framework;
 use crate::input::layout::{Layout, Recompute, Schedule};
 use crate::input::model::{FfnKind, ModelSpec};
 use crate::input::moe_routing::MoeRouting;
@@ -61,6 +62,14 @@ pub struct ActivationSetup {
     pub activation_bytes: f64,
     /// LoRA/QLoRA adapters on frozen base weights ([`crate::input::finetune`]); `None` for full training.
     pub adapters: Option<LoraSettings>,
+    /// The fine-tuning method (what the adapters save besides their `A` outputs).
+    pub method: FineTuneMode,
+    /// Hugging Face Transformers model code ([`crate::memory::hf_activations`]) instead of
+    /// Megatron's fused layer.
+    pub hf_model_code: bool,
+    /// A padding mask reaches attention (unpacked batches padded to their longest sequence):
+    /// Transformers then repeats K/V over the query groups before SDPA.
+    pub attention_mask: bool,
 }
 
 impl ActivationSetup {
@@ -71,9 +80,10 @@ impl ActivationSetup {
         options: &ActivationOptions,
         precision: &Precision,
         moe_routing: MoeRouting,
+        framework: Framework,
     ) -> Self {
         ActivationSetup {
-            seq_len: f64::from(training.seq_len),
+            seq_len: f64::from(training.finetune.model_seq_len(training.seq_len)),
             micro_batch: f64::from(layout.micro_batch),
             tp: layout.tp.max(1),
             cp: layout.cp.max(1),
@@ -87,6 +97,11 @@ impl ActivationSetup {
             count_logits: options.count_logits,
             activation_bytes: precision.activation_bytes,
             adapters: training.finetune.adapters().copied(),
+            method: training.finetune.mode,
+            hf_model_code: framework.hf_model_code(),
+            // Unpacked fine-tuning batches are padded to their longest sequence
+            // (transformers DataCollatorWithPadding, PEFT's MetaMathQA loop `tokenizer.pad`).
+            attention_mask: framework.hf_model_code(),
         }
     }
 
@@ -114,6 +129,9 @@ impl ActivationSetup {
             count_logits: false,
             activation_bytes: 2.0,
             adapters: None,
+            method: FineTuneMode::Full,
+            hf_model_code: false,
+            attention_mask: false,
         }
     }
 }
@@ -208,6 +226,8 @@ pub(crate) enum TensorKind {
     OutputInput,
     Logits,
     AdapterIntermediate,
+    /// Hugging Face / PEFT tensors ([`crate::memory::hf_activations`]).
+    Hf(crate::memory::hf_activations::HfTensor),
 }
 
 /// One tensor in numbers: `values_per_token` per token of the rank's
@@ -264,11 +284,11 @@ fn saved_only<'a>(
     mut sink: impl FnMut(RawTensor) + 'a,
 ) -> impl FnMut(RawTensor) + 'a {
     let swiglu = model.ffn_kind == FfnKind::SwiGlu;
+    let inputs_saved = setup
+        .adapters
+        .map(|l| crate::memory::adapters::input_saving_targets(setup.method, &l.targets));
     move |t: RawTensor| {
-        if setup
-            .adapters
-            .is_none_or(|l| frozen_keeps(t.kind, &l.targets, swiglu, setup.flash_attention))
-        {
+        if inputs_saved.is_none_or(|tg| frozen_keeps(t.kind, &tg, swiglu, setup.flash_attention)) {
             sink(t);
         }
     }
@@ -282,6 +302,10 @@ pub(crate) fn visit_layer(
     setup: &ActivationSetup,
     f: impl FnMut(RawTensor),
 ) {
+    if crate::memory::hf_activations::describes(model, kind, setup) {
+        crate::memory::hf_activations::visit_layer(model, setup, f);
+        return;
+    }
     let e = setup.activation_bytes;
     let h = f64::from(model.hidden);
     let a = model.heads.max(1);
@@ -499,15 +523,30 @@ pub(crate) fn visit_layer(
     if let Some(lora) = &setup.adapters {
         // PEFT lora.Linear: lora_B saves lora_A's r-value output; A's output is whole on every
         // TP rank (A is replicated for column-parallel layers, all-reduced for row-parallel ones).
-        emit(
-            K::AdapterIntermediate,
-            adapter_values_per_token(model, kind, lora),
-            a,
-            false,
-            e,
-            S::Replicated,
-            D::Full,
-        );
+        if setup.method.uses_rank() {
+            emit(
+                K::AdapterIntermediate,
+                adapter_values_per_token(model, kind, lora),
+                a,
+                false,
+                e,
+                S::Replicated,
+                D::Full,
+            );
+        }
+        // DoRA's and IA3's own saved tensors, at the activation dtype (Megatron-style adapters).
+        let extra = crate::memory::adapters::method_output_values(model, kind, setup.method, lora);
+        if extra > 0.0 {
+            emit(
+                K::Hf(crate::memory::hf_activations::HfTensor::MethodOutputs),
+                extra,
+                a,
+                false,
+                e,
+                S::Replicated,
+                D::Full,
+            );
+        }
     }
 }
 
@@ -521,6 +560,10 @@ pub(crate) fn visit_extras(
     last: bool,
     f: impl FnMut(RawTensor),
 ) {
+    if setup.hf_model_code {
+        crate::memory::hf_activations::visit_extras(model, setup, last, f);
+        return;
+    }
     let h = f64::from(model.hidden);
     let a = model.heads.max(1);
     let e = setup.activation_bytes;
@@ -756,6 +799,7 @@ impl TensorKind {
                 "s·b·r per targeted linear",
                 "Hu et al. 2021 §4.1; PEFT lora.Linear: lora_B(lora_A(x)), lora_dropout = 0",
             ),
+            K::Hf(t) => t.describe(),
         }
     }
 }

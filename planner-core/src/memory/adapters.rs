@@ -23,11 +23,12 @@ pub fn adapter_rank_params(
     model: &ModelSpec,
     layout: &Layout,
     span: &StageSpan,
-    lora: &LoraSettings,
+    ft: &FineTune,
+    count: Count,
 ) -> RankParams {
     let t = f64::from(layout.tp.max(1));
     let ep = f64::from(layout.ep.max(1));
-    let (dense, moe_dense, routed) = layer_adapter_params(model, lora, t);
+    let (dense, moe_dense, routed) = layer_adapter_params(model, ft, count, t);
     let routed = routed / ep;
     let mut largest: f64 = 0.0;
     if span.dense_layers > 0 {
@@ -36,10 +37,57 @@ pub fn adapter_rank_params(
     if span.moe_layers > 0 {
         largest = largest.max(moe_dense + routed);
     }
+    // Prompt tuning's embeddings sit with the input embedding, on the first stage.
+    let prompt = if span.embedding {
+        prompt_params(model, ft)
+    } else {
+        0.0
+    };
     RankParams {
-        dense: f64::from(span.dense_layers) * dense + f64::from(span.moe_layers) * moe_dense,
+        dense: f64::from(span.dense_layers) * dense
+            + f64::from(span.moe_layers) * moe_dense
+            + prompt,
         expert: f64::from(span.moe_layers) * routed,
-        largest_unit: largest,
+        largest_unit: largest.max(prompt),
+    }
+}
+
+/// Bytes per adapter parameter: weights, gradients and optimizer state (master + moments).
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct AdapterBytes {
+    /// Weight bytes.
+    pub weight: f64,
+    /// Gradient bytes.
+    pub grad: f64,
+    /// Optimizer state bytes (master + moments).
+    pub optimizer: f64,
+}
+
+impl AdapterBytes {
+    /// The adapters' bytes: the recipe's, or fp32 where the stack keeps adapters in fp32.
+    /// PEFT `get_peft_model(..., autocast_adapter_dtype=True)` (the default,
+    /// peft/tuners/tuners_utils.py `_cast_adapter_dtype`) casts bf16/fp16 adapter weights to
+    /// fp32; their gradients are fp32 and torch.optim.AdamW keeps its moments in the
+    /// parameter's dtype (torch/optim/adamw.py `torch.zeros_like(p)`), with no master copy.
+    pub fn of(precision: &Precision, fp32_adapters: bool) -> Self {
+        if !fp32_adapters {
+            return AdapterBytes {
+                weight: precision.weight_bytes,
+                grad: precision.grad_bytes,
+                optimizer: precision.optimizer_state_bytes(),
+            };
+        }
+        // 8-bit Adam keeps two 1-byte moments whatever the parameter dtype (bitsandbytes).
+        let moments = if precision.recipe == crate::input::precision::PrecisionRecipe::Adam8Bit {
+            2.0
+        } else {
+            8.0
+        };
+        AdapterBytes {
+            weight: 4.0,
+            grad: 4.0,
+            optimizer: moments,
+        }
     }
 }
 
@@ -96,6 +144,10 @@ pub struct AdapterState {
     pub optimizer_sharded: bool,
     /// Adapter parameters on the rank.
     pub adapters: RankParams,
+    /// Of those, the ones that train (LoRA-FA leaves `A` frozen).
+    pub trainable_adapters: RankParams,
+    /// Bytes per adapter parameter by category.
+    pub adapter_bytes: AdapterBytes,
     /// Adapter weights, bytes on the rank (after ZeRO-3 sharding).
     pub adapter_weight_bytes: f64,
     /// Adapter gradients, bytes (after ZeRO-2 sharding).
@@ -155,9 +207,9 @@ pub fn adapter_state(
     layout: &Layout,
     span: &StageSpan,
     rank: &RankParams,
-    finetune: &FineTune,
+    (finetune, fp32_adapters): (&FineTune, bool),
 ) -> Option<AdapterState> {
-    let lora = finetune.adapters()?;
+    finetune.adapters()?;
     let groups = ShardGroups::of(layout);
     let zero = layout.zero.number();
     let base = rank.total();
@@ -173,12 +225,14 @@ pub fn adapter_state(
     } else {
         0.0
     };
-    let adapters = adapter_rank_params(model, layout, span, lora);
-    let shard = |bytes_per_param: f64, sharded: bool| {
+    let adapters = adapter_rank_params(model, layout, span, finetune, Count::All);
+    let trainable = adapter_rank_params(model, layout, span, finetune, Count::Trainable);
+    let bytes = AdapterBytes::of(precision, fp32_adapters);
+    let shard = |bytes_per_param: f64, params: &RankParams, sharded: bool| {
         if sharded {
-            bytes_per_param * (adapters.dense / groups.dense + adapters.expert / groups.expert)
+            bytes_per_param * (params.dense / groups.dense + params.expert / groups.expert)
         } else {
-            bytes_per_param * adapters.total()
+            bytes_per_param * params.total()
         }
     };
     Some(AdapterState {
@@ -199,12 +253,14 @@ pub fn adapter_state(
         grads_sharded: zero >= 2,
         optimizer_sharded: zero >= 1,
         adapters,
-        adapter_weight_bytes: shard(precision.weight_bytes, zero >= 3),
-        adapter_grad_bytes: shard(precision.grad_bytes, zero >= 2),
+        trainable_adapters: trainable,
+        adapter_bytes: bytes,
+        adapter_weight_bytes: shard(bytes.weight, &adapters, zero >= 3),
+        adapter_grad_bytes: shard(bytes.grad, &trainable, zero >= 2),
         // bitsandbytes paged optimizers (QLoRA §3 "Paged Optimizers") allocate their state in
         // CUDA unified memory and page it to CPU only when the GPU runs out: the peak counts it
         // on the GPU, the worst case a run that fits sees.
-        adapter_optimizer_bytes: shard(precision.optimizer_state_bytes(), zero >= 1),
+        adapter_optimizer_bytes: shard(bytes.optimizer, &trainable, zero >= 1),
     })
 }
 
@@ -224,6 +280,7 @@ pub fn model_state_bars(
     precision: &Precision,
     layout: &Layout,
     finetune: &FineTune,
+    fp32_adapters: bool,
 ) -> Option<Vec<ModelStateBar>> {
     let lora = finetune.adapters()?;
     let params = model.param_breakdown();
@@ -241,7 +298,15 @@ pub fn model_state_bars(
         .filter_map(|&zero| {
             let mut l = layout.clone();
             l.zero = zero;
-            let state = adapter_state(model, &params, precision, &l, &span, &rank, finetune)?;
+            let state = adapter_state(
+                model,
+                &params,
+                precision,
+                &l,
+                &span,
+                &rank,
+                (finetune, fp32_adapters),
+            )?;
             let (sharded, replicated) = state_terms(&state, precision, &l, lora)
                 .into_iter()
                 .partition(|t| t.label.ends_with("(sharded)"));
@@ -313,7 +378,6 @@ pub fn state_terms(
             ),
         }),
     }
-    let ad = state.adapters.total();
     let r = lora.rank;
     let targets = lora.targets.to_list();
     let parts = [
@@ -321,15 +385,17 @@ pub fn state_terms(
             "model_state.adapter_weights",
             "LoRA adapter weights",
             state.adapter_weight_bytes,
-            precision.weight_bytes,
+            state.adapter_bytes.weight,
             state.base_sharded,
+            state.adapters.total(),
         ),
         (
             "model_state.adapter_gradients",
             "LoRA adapter gradients",
             state.adapter_grad_bytes,
-            precision.grad_bytes,
+            state.adapter_bytes.grad,
             state.grads_sharded,
+            state.trainable_adapters.total(),
         ),
         (
             "model_state.adapter_optimizer",
@@ -339,11 +405,12 @@ pub fn state_terms(
                 "LoRA adapter optimizer state"
             },
             state.adapter_optimizer_bytes,
-            precision.optimizer_state_bytes(),
+            state.adapter_bytes.optimizer,
             state.optimizer_sharded,
+            state.trainable_adapters.total(),
         ),
     ];
-    for (key, label, bytes, k, sharded) in parts {
+    for (key, label, bytes, k, sharded, ad) in parts {
         let paged = if key == "model_state.adapter_optimizer" && state.mode == FineTuneMode::Qlora {
             "; bitsandbytes paged optimizer: unified memory, paged to CPU only under memory pressure, so counted on the GPU"
         } else {
@@ -363,9 +430,11 @@ pub fn state_terms(
                 fmt_bytes(bytes)
             ),
             assumption: format!(
-                "Ψ_A = Σ over targeted linears ({targets}) of r·(d_in + d_out), r = {r} (Hu et al. 2021 §4.1), on this rank (the factor on a TP-split side is split, the other replicated); {} B/param ({}){paged}",
+                "Ψ_A = the {} parameters on this rank{}, targets {targets}, r = {r} (LoRA: r·(d_in + d_out) per linear, Hu et al. 2021 §4.1; the factor on a TP-split side is split, the other replicated); {} B/param ({}){paged}",
+                state.mode.label(),
+                if key == "model_state.adapter_weights" { "" } else { " that train" },
                 fmt_num(k),
-                precision.recipe.label()
+                if state.adapter_bytes.weight == 4.0 { "fp32 adapters, PEFT autocast_adapter_dtype" } else { precision.recipe.label() }
             ),
         });
     }
@@ -439,4 +508,87 @@ pub(crate) fn adapter_values_per_token(
         _ => 1.0,
     };
     r * (attention_modules + ffn_modules * ffn_copies)
+}
+
+/// The targets whose *input* an adapter saves (its trainable first factor needs it for its
+/// gradient): LoRA, QLoRA and DoRA's `lora_A`; none under LoRA-FA (`A` frozen, PEFT lorafa.py)
+/// or prompt tuning; IA3 only on feed-forward modules, where PEFT scales the input before the
+/// frozen linear (ia3/layer.py `Linear.forward`, `is_feedforward`).
+pub fn input_saving_targets(method: FineTuneMode, targets: &LoraTargets) -> LoraTargets {
+    match method {
+        FineTuneMode::Lora | FineTuneMode::Qlora | FineTuneMode::Dora => *targets,
+        FineTuneMode::Ia3 => {
+            LoraTargets::from_flags([false, false, false, false, false, false, targets.down])
+        }
+        FineTuneMode::Full | FineTuneMode::LoraFa | FineTuneMode::PromptTuning => {
+            LoraTargets::from_flags([false; 7])
+        }
+    }
+}
+
+/// Output width of each targeted linear of one layer, with whether PEFT's IA3 treats it as
+/// feed-forward (the down projections): `(d_out, feedforward, copies)`, where `copies` counts
+/// an FFN module once per routed expert a token visits plus the shared experts.
+pub(crate) fn targeted_outputs(
+    model: &ModelSpec,
+    kind: LayerKind,
+    targets: &LoraTargets,
+) -> Vec<(f64, bool, f64)> {
+    let h = f64::from(model.hidden);
+    let (q, kv) = match &model.mla {
+        Some(mla) => {
+            let a = f64::from(model.heads);
+            let qk = f64::from(mla.qk_nope_head_dim + mla.qk_rope_head_dim);
+            let kv = f64::from(mla.kv_lora_rank + mla.qk_rope_head_dim);
+            (a * qk, kv)
+        }
+        None => {
+            let d = f64::from(model.head_dim);
+            (f64::from(model.heads) * d, f64::from(model.kv_heads) * d)
+        }
+    };
+    let (f, copies) = match (kind, &model.moe) {
+        (LayerKind::Moe, Some(moe)) => (
+            f64::from(moe.expert_ffn),
+            f64::from(moe.experts_per_token) + f64::from(moe.shared_experts),
+        ),
+        _ => (f64::from(model.ffn), 1.0),
+    };
+    let swiglu = model.ffn_kind == FfnKind::SwiGlu;
+    [
+        (targets.q, q, false, 1.0),
+        (targets.k, kv, false, 1.0),
+        (targets.v, kv, false, 1.0),
+        (targets.o, h, false, 1.0),
+        (targets.gate && swiglu, f, false, copies),
+        (targets.up, f, false, copies),
+        (targets.down, h, true, copies),
+    ]
+    .into_iter()
+    .filter(|(on, ..)| *on)
+    .map(|(_, d_out, ff, n)| (d_out, ff, n))
+    .collect()
+}
+
+/// Values per token one layer's DoRA or IA3 adapters save beyond LoRA's: DoRA keeps, per
+/// adapted linear, the base output and the LoRA output (PEFT dora.py
+/// `DoraLinearLayer.forward`: `(mag_norm_scale - 1) * base_result + mag_norm_scale *
+/// lora_result * scaling` saves both for the magnitude's gradient), `2·d_out`; IA3 keeps the
+/// output of each non-feed-forward module it scales (`result * ia3_scaling`), `d_out`.
+pub(crate) fn method_output_values(
+    model: &ModelSpec,
+    kind: LayerKind,
+    method: FineTuneMode,
+    lora: &LoraSettings,
+) -> f64 {
+    let per_module = match method {
+        FineTuneMode::Dora => 2.0,
+        FineTuneMode::Ia3 => 1.0,
+        _ => return 0.0,
+    };
+    targeted_outputs(model, kind, &lora.targets)
+        .into_iter()
+        .filter(|(_, ff, _)| !(method == FineTuneMode::Ia3 && *ff))
+        .map(|(d_out, _, n)| per_module * d_out * n)
+        .sum()
 }

@@ -43,6 +43,29 @@ const MEGATRON_CORE: [LossTransient; 1] = [LossTransient {
     source: "megatron/core/tensor_parallel/cross_entropy.py: logits.float(), then in place",
 }];
 
+/// Hugging Face Transformers ≥ 4.46 (src/transformers/loss/loss_utils.py `ForCausalLMLoss`:
+/// `logits = logits.float()` inside the loss; the model returns its BF16 logits in
+/// `CausalLMOutputWithPast.logits`, which the training loop's `outputs` keeps through
+/// backward): beside the saved fp32 log-softmax output, the BF16 logits and the two fp32
+/// gradients of the eager cross entropy's backward.
+const HF_TRANSFORMERS: [LossTransient; 3] = [
+    LossTransient {
+        name: "BF16 logits held by the model output",
+        bytes_per_logit: 2.0,
+        source: "transformers LlamaForCausalLM.forward returns logits; the loop keeps outputs",
+    },
+    LossTransient {
+        name: "fp32 gradient of the log-softmax output (nll_loss backward)",
+        bytes_per_logit: 4.0,
+        source: "transformers loss_utils.py fixed_cross_entropy: F.cross_entropy, eager autograd",
+    },
+    LossTransient {
+        name: "fp32 gradient of the logits (log_softmax backward)",
+        bytes_per_logit: 4.0,
+        source: "log_softmax backward allocates its input's gradient before the .float() cast's",
+    },
+];
+
 /// The framework's loss transients.
 pub fn loss_transients(framework: Framework) -> &'static [LossTransient] {
     match framework {
@@ -50,6 +73,7 @@ pub fn loss_transients(framework: Framework) -> &'static [LossTransient] {
         Framework::Article | Framework::DeepSpeed | Framework::DeepSpeed2021 => &[],
         Framework::MegatronCore => &MEGATRON_CORE,
         Framework::Torchtitan => &TORCHTITAN,
+        Framework::HfTransformers | Framework::HfDeepSpeed => &HF_TRANSFORMERS,
     }
 }
 

@@ -6,6 +6,7 @@ pub mod activations;
 pub mod adapters;
 pub mod deepspeed_zero;
 pub mod engine_kv_pool;
+pub mod hf_activations;
 pub mod kv_cache;
 pub mod loss_memory;
 pub mod model_state;

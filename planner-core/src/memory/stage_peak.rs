@@ -107,6 +107,8 @@ pub struct StageNumbers {
     pub step_transient_bytes: f64,
     /// How far the optimizer step's peak exceeds the backward's (0 when it does not).
     pub step_excess_bytes: f64,
+    /// Gradients that do not exist yet when backward starts ([`grads_born_in_backward`]).
+    pub unborn_grad_bytes: f64,
     /// Live tensors at the peak: what `torch.cuda.max_memory_allocated` reports.
     pub allocated_bytes: f64,
     /// The caching allocator's blocks at the peak: `torch.cuda.max_memory_reserved`
@@ -161,6 +163,7 @@ pub fn activation_sums(inputs: &MemoryInputs) -> ActivationSums {
         activations,
         precision,
         overheads.moe_routing,
+        overheads.framework,
     );
     // torchtitan's "selective" is its per-op policy, not Korthikanti's selective recompute.
     let torchtitan_dense = if overheads.framework == Framework::Torchtitan
@@ -263,8 +266,39 @@ pub struct StageState {
     /// NCCL buffers.
     pub nccl_bytes: f64,
     /// Transients of the optimizer step held with the model state (DeepSpeed's fp32
-    /// gradient partition); 0 for other frameworks.
+    /// gradient partition; PyTorch's foreach AdamW's `sqrt(v)` copy); 0 for other frameworks.
     pub step_transient_bytes: f64,
+    /// Gradient bytes not yet allocated when the backward pass starts ([`grads_born_in_backward`]):
+    /// subtracted from the model state at the backward peak, counted at the optimizer step.
+    pub unborn_grad_bytes: f64,
+}
+
+/// Whether the gradients are freed after every step and allocated again by the next backward,
+/// so that none exists when the backward pass starts: a single process under Transformers'
+/// model code (no DDP reducer, no ZeRO buffers). `optimizer.zero_grad()` sets gradients to
+/// `None` by default (torch/optim/optimizer.py `zero_grad(set_to_none=True)`, PyTorch ≥ 2.0;
+/// transformers Trainer calls `model.zero_grad()` after each step), and autograd allocates
+/// each `.grad` when its weight's backward runs (torch/csrc/autograd/functions/accumulate_grad.h).
+pub fn grads_born_in_backward(inputs: &MemoryInputs) -> bool {
+    let l = inputs.layout;
+    inputs.overheads.framework == crate::input::framework::Framework::HfTransformers
+        && l.zero == ZeroStage::Ddp
+        && u64::from(l.dp.max(1)) * u64::from(l.cp.max(1)) == 1
+}
+
+/// PyTorch's foreach Adam/AdamW step holds one temporary the size of the second moment:
+/// torch/optim/adam.py `_multi_tensor_adam`: `exp_avg_sq_sqrt = torch._foreach_sqrt(device_exp_avg_sqs)`
+/// (the default on CUDA, `foreach=None` picks it); bitsandbytes' 8-bit optimizers update in one kernel.
+fn foreach_adam_transient_bytes(inputs: &MemoryInputs, st_params: f64, moment_bytes: f64) -> f64 {
+    let hf_torch_optimizer = inputs.overheads.framework
+        == crate::input::framework::Framework::HfTransformers
+        && inputs.precision.recipe != crate::input::precision::PrecisionRecipe::Adam8Bit
+        && inputs.training.offload.is_none();
+    if hf_torch_optimizer {
+        st_params * moment_bytes / 2.0
+    } else {
+        0.0
+    }
 }
 
 /// The [`StageState`] of `span` under `inputs`' layout. No allocation.
@@ -280,7 +314,7 @@ pub fn stage_state(inputs: &MemoryInputs, span: &StageSpan) -> StageState {
         layout,
         span,
         &rank,
-        &training.finetune,
+        (&training.finetune, overheads.framework.hf_model_code()),
     );
     let state = match &adapters {
         Some(a) => a.model_state(),
@@ -368,6 +402,15 @@ pub fn stage_state(inputs: &MemoryInputs, span: &StageSpan) -> StageState {
     {
         deepspeed_zero::fp32_grad_partition_bytes(partition_params)
     } else {
+        let (updated, moments) = match &adapters {
+            Some(a) => (a.trainable_adapters.total(), a.adapter_bytes.optimizer),
+            None => (partition_params, precision.optimizer_bytes),
+        };
+        foreach_adam_transient_bytes(inputs, updated, moments)
+    };
+    let unborn_grad_bytes = if grads_born_in_backward(inputs) {
+        state.gradients.total()
+    } else {
         0.0
     };
     let nccl_groups = inputs.nccl_groups();
@@ -383,6 +426,7 @@ pub fn stage_state(inputs: &MemoryInputs, span: &StageSpan) -> StageState {
         nccl_groups,
         nccl_bytes: f64::from(nccl_groups) * overheads.nccl_buffer_bytes_per_group,
         step_transient_bytes,
+        unborn_grad_bytes,
     }
 }
 
@@ -434,7 +478,7 @@ pub fn stage_numbers_from(
     );
     let activation_bytes = in_flight * (layer_acts + extras);
     let loss_transient_bytes = sums.loss[usize::from(span.output)];
-    let backward_peak = st.state.total()
+    let backward_peak = st.state.total() - st.unborn_grad_bytes
         + activation_bytes
         + transient
         + st.zero3_gathered_bytes
@@ -470,6 +514,7 @@ pub fn stage_numbers_from(
         cublas_workspace_bytes: overheads.cublas_workspace_bytes,
         step_transient_bytes: st.step_transient_bytes,
         step_excess_bytes,
+        unborn_grad_bytes: st.unborn_grad_bytes,
         allocated_bytes: allocated,
         reserved_bytes,
         cuda_context_bytes: overheads.cuda_context_bytes,

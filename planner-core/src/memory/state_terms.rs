@@ -195,10 +195,16 @@ pub fn model_state_for(
     precision: &Precision,
     layout: &Layout,
     training: &Training,
+    framework: crate::input::framework::Framework,
 ) -> Vec<ModelStateBar> {
-    let mut bars =
-        crate::memory::adapters::model_state_bars(model, precision, layout, &training.finetune)
-            .unwrap_or_else(|| model_state(model, precision, layout));
+    let mut bars = crate::memory::adapters::model_state_bars(
+        model,
+        precision,
+        layout,
+        &training.finetune,
+        framework.hf_model_code(),
+    )
+    .unwrap_or_else(|| model_state(model, precision, layout));
     crate::memory::offload::offload_bars(&mut bars, training.offload);
     bars
 }

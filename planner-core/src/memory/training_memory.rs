@@ -107,6 +107,9 @@ fn stage_memory(inputs: &MemoryInputs, n: &StageNumbers) -> StageMemory {
         layout.zero,
         &n.offload_host,
     );
+    if n.unborn_grad_bytes > 0.0 {
+        mark_unborn_gradients(&mut terms);
+    }
 
     let recompute = layout.recompute.id();
     let schedule = layout.schedule.label();
@@ -278,18 +281,7 @@ fn stage_memory(inputs: &MemoryInputs, n: &StageNumbers) -> StageMemory {
         terms.push(loss_term(inputs, n));
     }
     if n.step_excess_bytes > 0.0 {
-        terms.push(term(
-            "deepspeed.step_fp32_gradients",
-            "optimizer step: fp32 gradient partition (DeepSpeed)",
-            n.step_excess_bytes,
-            "(state + 4 B × partition) − backward peak",
-            format!(
-                "4 × {} = {} at the step; its excess over the backward peak",
-                fmt_num(n.partition_params),
-                fmt_bytes(n.step_transient_bytes)
-            ),
-            "DeepSpeed stage_1_and_2.py step(): the rank's 16-bit gradient partition is flattened and converted .to(fp32) for the optimizer (docs memory.rst: 4 bytes per gradient at the step); activations are freed by then, so only the excess over the backward peak adds".to_string(),
-        ));
+        terms.push(step_excess_term(inputs, n));
     }
     if n.cublas_workspace_bytes > 0.0 {
         terms.push(term(
@@ -452,4 +444,53 @@ pub fn training_memory(scenario: &Scenario, model: &ModelSpec) -> TrainingMemory
             )
         }),
     }
+}
+
+/// Gradient terms of a process whose gradients are freed between steps
+/// ([`crate::memory::stage_peak::grads_born_in_backward`]): kept in the list at 0 bytes, saying
+/// why, since the peak at the start of backward holds none of them.
+fn mark_unborn_gradients(terms: &mut [Term]) {
+    for t in terms.iter_mut().filter(|t| t.key.contains("gradients")) {
+        t.label = format!("{} — not yet allocated when backward starts", t.label);
+        t.worked = format!(
+            "{} at the optimizer step; 0 B at the backward peak",
+            t.worked
+        );
+        t.assumption = format!(
+            "{}; optimizer.zero_grad() sets gradients to None (torch/optim/optimizer.py, set_to_none=True) and autograd allocates each when its weight's backward runs, so they are counted at the optimizer step instead",
+            t.assumption
+        );
+        t.value = 0.0;
+    }
+}
+
+/// The optimizer step's excess over the backward peak: DeepSpeed's fp32 gradient partition,
+/// or the gradients and PyTorch's foreach-Adam temporary of a process that frees its gradients.
+fn step_excess_term(inputs: &MemoryInputs, n: &StageNumbers) -> Term {
+    if inputs.overheads.framework.is_deepspeed() {
+        return term(
+            "deepspeed.step_fp32_gradients",
+            "optimizer step: fp32 gradient partition (DeepSpeed)",
+            n.step_excess_bytes,
+            "(state + 4 B × partition) − backward peak",
+            format!(
+                "4 × {} = {} at the step; its excess over the backward peak",
+                fmt_num(n.partition_params),
+                fmt_bytes(n.step_transient_bytes)
+            ),
+            "DeepSpeed stage_1_and_2.py step(): the rank's 16-bit gradient partition is flattened and converted .to(fp32) for the optimizer (docs memory.rst: 4 bytes per gradient at the step); activations are freed by then, so only the excess over the backward peak adds".to_string(),
+        );
+    }
+    term(
+        "optimizer_step.excess",
+        "optimizer step: gradients + foreach Adam temporary",
+        n.step_excess_bytes,
+        "(state + gradients + sqrt(v) copy) − backward peak",
+        format!(
+            "{} of gradients + {} temporary at the step; its excess over the backward peak",
+            fmt_bytes(n.unborn_grad_bytes),
+            fmt_bytes(n.step_transient_bytes)
+        ),
+        "torch/optim/adam.py _multi_tensor_adam: exp_avg_sq_sqrt = torch._foreach_sqrt(exp_avg_sqs), one second-moment-sized temporary while every gradient is alive; activations are freed by then, so only the excess over the backward peak adds".to_string(),
+    )
 }

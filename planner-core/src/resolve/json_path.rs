@@ -72,6 +72,7 @@ pub const JSON_PATHS: &[(&str, &str)] = &[
     ("gbs", "training.global_batch"),
     ("lora_r", "training.finetune.lora.rank"),
     ("lora_alpha", "training.finetune.lora.alpha"),
+    ("vtok", "training.finetune.virtual_tokens"),
     ("lora_mod", "training.finetune.lora.targets"),
     // Layout.
     ("dp", "layout.dp"),

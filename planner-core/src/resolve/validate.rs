@@ -338,7 +338,13 @@ impl Scenario {
         let lora = &t.finetune.lora;
         e.range_u32("lora_r", lora.rank, 1, bounds::LORA_RANK_MAX);
         e.range_u32("lora_alpha", lora.alpha, 1, bounds::LORA_ALPHA_MAX);
-        if t.finetune.adapters().is_some() && !lora.targets.any() {
+        e.range_u32(
+            "vtok",
+            t.finetune.virtual_tokens,
+            1,
+            bounds::VIRTUAL_TOKENS_MAX,
+        );
+        if t.finetune.mode.uses_targets() && !lora.targets.any() {
             e.push(
                 "lora_mod",
                 format!(

@@ -87,6 +87,7 @@ impl PeakMemo {
             &scenario.activations,
             &scenario.precision,
             scenario.overheads.moe_routing,
+            scenario.overheads.framework,
         );
         let sums_key = (
             layout.micro_batch,

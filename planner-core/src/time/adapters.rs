@@ -54,7 +54,7 @@ impl AdapterTime {
     pub fn of(model: &ModelSpec, finetune: &FineTune) -> Option<Self> {
         let lora = finetune.adapters()?;
         let pb = model.param_breakdown();
-        let (dense, moe_dense, routed) = layer_adapter_params(model, lora, 1.0);
+        let (dense, moe_dense, routed) = layer_adapter_params(model, finetune, Count::All, 1.0);
         let moe_layers = pb.moe_layers as f64;
         let top = model.moe.as_ref().map_or(0.0, |m| {
             f64::from(m.experts_per_token) / f64::from(m.routed_experts.max(1))
@@ -80,7 +80,7 @@ impl AdapterTime {
             rank: f64::from(lora.rank),
             active_adapter_params: pb.dense_layers as f64 * dense
                 + moe_layers * (moe_dense + routed * top),
-            adapter_params: adapter_params_total(model, lora),
+            adapter_params: adapter_params_total(model, finetune, Count::Trainable),
             expert_adapter_params: moe_layers * routed,
             quantized_dense_params,
             quantized_expert_params,
@@ -120,7 +120,7 @@ pub fn summary(
     full_step_s: f64,
 ) -> Option<FineTuneSummary> {
     let lora = finetune.adapters()?;
-    let adapter_params = adapter_params_total(model, lora);
+    let adapter_params = adapter_params_total(model, finetune, Count::Trainable);
     let psi = model.params();
     let pb = model.param_breakdown();
     let layers = pb.dense_layers + pb.moe_layers;

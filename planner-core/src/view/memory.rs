@@ -58,7 +58,13 @@ pub struct ZeroRow {
 
 /// The memory view of scenario `s` on `model`.
 pub fn memory(s: &Scenario, model: &ModelSpec) -> MemoryView {
-    let bars = model_state_for(model, &s.precision, &s.layout, &s.training);
+    let bars = model_state_for(
+        model,
+        &s.precision,
+        &s.layout,
+        &s.training,
+        s.overheads.framework,
+    );
     let per_zero = ZeroStage::ALL.map(|z| {
         let mut variant = s.clone();
         variant.layout.zero = z;

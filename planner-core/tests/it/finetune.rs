@@ -5,7 +5,7 @@
 use planner_core::edges::link;
 use planner_core::evaluate::evaluate;
 use planner_core::input::finetune::{
-    adapter_params_total, FineTune, FineTuneMode, LoraSettings, LoraTargets,
+    adapter_params_total, Count, FineTune, FineTuneMode, LoraSettings, LoraTargets,
     DEQUANT_BYTES_PER_PARAM, NF4_DOUBLE_QUANT_BITS_PER_PARAM,
 };
 use planner_core::input::layout::{Recompute, ZeroStage};
@@ -28,6 +28,14 @@ fn lora(rank: u32, targets: LoraTargets) -> LoraSettings {
         rank,
         alpha: 2 * rank,
         targets,
+    }
+}
+
+fn ft(rank: u32, targets: LoraTargets) -> FineTune {
+    FineTune {
+        mode: FineTuneMode::Lora,
+        lora: lora(rank, targets),
+        ..FineTune::default()
     }
 }
 
@@ -61,14 +69,14 @@ fn llama_8b_lora_r16_attention_adapter_count() {
     // 32 × (16·(4096+4096) + 16·(4096+1024)·2 + 16·(4096+4096))
     //   = 32 × (131072 + 163840 + 131072) = 32 × 425984 = 13 631 488.
     assert_eq!(
-        adapter_params_total(&llama_8b(), &lora(16, ATTENTION)),
+        adapter_params_total(&llama_8b(), &ft(16, ATTENTION), Count::Trainable),
         13_631_488.0
     );
     // All seven linears at r = 64 (the QLoRA paper's setting), f = 14336: q, k, v, o
     // 64·(8192 + 5120 + 5120 + 8192) = 1 703 936; gate, up, down 3 × 64·(4096 + 14336)
     // = 3 538 944; per layer 5 242 880, × 32 = 167 772 160.
     assert_eq!(
-        adapter_params_total(&llama_8b(), &lora(64, ALL)),
+        adapter_params_total(&llama_8b(), &ft(64, ALL), Count::Trainable),
         167_772_160.0
     );
 }
@@ -159,6 +167,7 @@ fn frozen_layers_drop_the_inputs_only_weight_gradients_need() {
         &s.activations,
         &s.precision,
         s.overheads.moe_routing,
+        s.overheads.framework,
     );
     let lora_s = scenario_8b("lora");
     let lora_setup = ActivationSetup::new(
@@ -167,6 +176,7 @@ fn frozen_layers_drop_the_inputs_only_weight_gradients_need() {
         &lora_s.activations,
         &lora_s.precision,
         lora_s.overheads.moe_routing,
+        lora_s.overheads.framework,
     );
     let full = layer_bytes(&model, LayerKind::Dense, &full_setup);
     let with_lora = layer_bytes(&model, LayerKind::Dense, &lora_setup);

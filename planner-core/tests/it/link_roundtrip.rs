@@ -394,6 +394,7 @@ fn arb_finetune() -> impl Strategy<Value = FineTune> {
                     alpha,
                     targets: LoraTargets::from_flags(flags),
                 },
+                virtual_tokens: 20,
             }
         })
 }

@@ -39,6 +39,9 @@ fn setup(
         count_logits: true,
         activation_bytes: 2.0,
         adapters: None,
+        method: planner_core::input::finetune::FineTuneMode::Full,
+        hf_model_code: false,
+        attention_mask: false,
     }
 }
 

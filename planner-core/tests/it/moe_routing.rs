@@ -123,6 +123,7 @@ fn padding_to_capacity_scales_what_the_busiest_rank_receives_and_keeps() {
             &s.activations,
             &s.precision,
             s.overheads.moe_routing,
+            s.overheads.framework,
         );
         layer_activations(&model, LayerKind::Moe, &setup)
             .iter()

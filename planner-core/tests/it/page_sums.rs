@@ -59,7 +59,13 @@ fn categories_follow_the_keys_planner_core_writes_in_the_page_palette_order() {
 fn zero_bars_stack_to_the_articles_numbers() {
     let s = article_70b_scenario();
     let model = s.model_spec().expect("model");
-    let bars = model_state_for(&model, &s.precision, &s.layout, &s.training);
+    let bars = model_state_for(
+        &model,
+        &s.precision,
+        &s.layout,
+        &s.training,
+        s.overheads.framework,
+    );
     // Ψ = 70e9, 64-way DP, mixed-precision Adam: 2 B weights + 2 B grads + 12 B optimizer.
     // DDP 16Ψ = 1120 GB; ZeRO-1 4Ψ + 12Ψ/64 = 280 + 13.125 = 293.125 GB;
     // ZeRO-2 2Ψ + 14Ψ/64 = 140 + 15.3125 = 155.3125 GB; ZeRO-3 16Ψ/64 = 17.5 GB.

@@ -366,7 +366,7 @@ pub(super) fn megatron(c: &Ctx) -> (String, Vec<String>) {
         PrecisionRecipe::MixedAdamFp32Grads
         | PrecisionRecipe::Fp8Bf16Master
         | PrecisionRecipe::MixedAdam => {}
-        PrecisionRecipe::Bf16NoMaster | PrecisionRecipe::Adam8Bit => {
+        PrecisionRecipe::Bf16NoMaster | PrecisionRecipe::Adam8Bit | PrecisionRecipe::Bf16Pure => {
             c.precision_notes(&mut notes, "Megatron-LM")
         }
     }

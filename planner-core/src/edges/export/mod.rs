@@ -411,6 +411,10 @@ impl<'a> Ctx<'a> {
                 "FP8 compute is not set here for {tool}: it needs Transformer Engine or \
                  torchao float8 in the training script."
             )),
+            PrecisionRecipe::Bf16Pure => notes.push(format!(
+                "Pure BF16 with BF16 Adam moments is not a {tool} setting: load the model in \
+                 bfloat16 and build torch.optim.AdamW on it without autocast in the training script."
+            )),
             PrecisionRecipe::Adam8Bit => notes.push(format!(
                 "8-bit Adam is not a {tool} option: create the optimizer from bitsandbytes \
                  (e.g. bnb.optim.AdamW8bit) in the training script."

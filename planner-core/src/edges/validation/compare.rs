@@ -131,7 +131,7 @@ pub fn conventions() -> Vec<String> {
         "tflops_per_gpu_reported with hardware_incl_recompute: predicted tokens/s per GPU × hardware FLOPs per token (model FLOPs + the recomputed forward: all of it for full recompute, the attention core for selective)",
         "tflops_per_gpu_reported with megatron_examples: counted as model FLOPs too; that formula counts 7–13% more per token, which stays in these rows' error",
         "mfu: model convention → predicted MFU (model FLOPs over the datasheet peak of the compute dtype: BF16, or FP8 for fp8 rows); hardware_incl_recompute → predicted HFU",
-        "peak_memory_gib: predicted torch.cuda.max_memory_reserved over the pipeline stages / 2^30 (torchtitan logs max_reserved_gib); torchtitan rows use torchtitan's loss semantics",
+        "peak_memory_gib: predicted torch.cuda.max_memory_reserved over the pipeline stages / 2^30 (torchtitan logs max_reserved_gib), or max_memory_allocated for rows whose memory_kind is allocated; torchtitan rows use torchtitan's loss semantics, rows naming a framework that framework's",
     ]
     .iter()
     .map(|s| s.to_string())
@@ -193,8 +193,12 @@ fn compare(run: &PublishedRun, mapped: &MappedRun) -> Result<(Comparison, f64), 
         hardware_flops_per_token: hardware_fpt,
         peak_tflops: step_model.peak_flops_per_s / 1e12,
         // torchtitan train.py logs `max_reserved_gib` (torch.cuda.max_memory_reserved):
-        // the reserved peak, without the CUDA context and NCCL buffers nvidia-smi adds.
-        peak_memory_gib: eval.training.peak_reserved_bytes / GIB,
+        // the reserved peak, without the CUDA context and NCCL buffers nvidia-smi adds; a row
+        // that printed `max_memory_allocated` is compared with the allocated peak.
+        peak_memory_gib: match run.memory_kind {
+            Some(super::dataset::MemoryKind::Allocated) => eval.training.peak_allocated_bytes,
+            Some(super::dataset::MemoryKind::Reserved) | None => eval.training.peak_reserved_bytes,
+        } / GIB,
     };
     let convention = run.flop_convention;
     let (predicted, flop_convention) = match run.quantity {

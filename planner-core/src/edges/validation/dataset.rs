@@ -144,6 +144,16 @@ pub enum FlopConvention {
     MegatronExamples,
 }
 
+/// Which peak a memory row's source printed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum MemoryKind {
+    /// `torch.cuda.max_memory_allocated`.
+    Allocated,
+    /// `torch.cuda.max_memory_reserved`.
+    Reserved,
+}
+
 /// The error a row had when it first entered the repository, before anyone working on
 /// the model saw it (`validation/README.md`): the honest measure of the model.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -239,6 +249,52 @@ pub struct PublishedRun {
     /// The pipeline schedule the source names; `None` = not stated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<RunSchedule>,
+    /// Which peak a memory row printed; `None`: the reserved peak (torchtitan's logs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_kind: Option<MemoryKind>,
+    /// The training stack as the source names it ([`super::stack`] reads it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub framework: Option<String>,
+    /// The fine-tuning method: `full`, `lora`, `qlora`, `dora`, `lora-fa`, `ia3`, `prompt-tuning`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finetune: Option<String>,
+    /// Adapter rank.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lora_rank: Option<u32>,
+    /// Adapter α.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lora_alpha: Option<u32>,
+    /// Targeted modules, PEFT names comma-separated (`q_proj,v_proj`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lora_targets: Option<String>,
+    /// Trainable parameters as the source printed them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trainable_params: Option<f64>,
+    /// The optimizer (`adamw`, `lora-fa`, `adamw-8bit`, `paged-adamw-8bit`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub optimizer: Option<String>,
+    /// Offload: `optimizer-cpu`, `optimizer+params-cpu`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offload: Option<String>,
+    /// DeepSpeed ZeRO++ on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub zeropp: Option<bool>,
+    /// Prompt tuning's virtual tokens (PEFT `num_virtual_tokens`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub virtual_tokens: Option<u32>,
+    /// Whether the run trains under automatic mixed precision; `false` with `precision: bf16`
+    /// is a model loaded in BF16 and trained as is (BF16 optimizer state, no fp32 master).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub amp: Option<bool>,
+    /// The measurement in bytes, as printed (informational).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub value_bytes_printed: Option<f64>,
+    /// Host memory as printed, GB (informational).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_memory_printed: Option<f64>,
+    /// The unit the source printed, when it printed one (informational).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit_as_printed: Option<String>,
     /// Keys this reader does not know (the row is then not representable).
     #[serde(flatten, default, skip_serializing_if = "BTreeMap::is_empty")]
     pub other_keys: BTreeMap<String, serde_json::Value>,

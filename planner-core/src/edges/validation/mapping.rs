@@ -155,11 +155,20 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
         return Err(format!("ep = {} for a dense model", run.ep));
     }
     let cluster = row_cluster(run, gpu, &mut notes)?;
+    let stack = super::stack::row_stack(run, &mut defaults, &mut notes)?;
     let zero = zero_stage_of(run, fam, &mut defaults);
     let distributed_optimizer = !run.fsdp
         && run.zero_stage.is_none()
         && matches!(fam, Family::MegatronCore | Family::Bloom);
-    let recipe = precision_recipe_of(run, fam, distributed_optimizer, &mut defaults, &mut notes);
+    let recipe = match stack.recipe {
+        Some(r) => r,
+        // A BF16 model trained without autocast: torch.optim.AdamW keeps BF16 moments.
+        None if run.amp == Some(false) && run.precision == Some(RunPrecision::Bf16) => {
+            PrecisionRecipe::Bf16Pure
+        }
+        None => precision_recipe_of(run, fam, distributed_optimizer, &mut defaults, &mut notes),
+    };
+    let framework = stack.framework.unwrap_or_else(|| row_framework(run, fam));
     let (schedule, virtual_stages) = schedule_of(run, &mut defaults, &mut notes);
     let micro_batch = match run.micro_batch {
         Some(b) => b,
@@ -201,8 +210,8 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
         training: Training {
             seq_len: run.seq(),
             global_batch,
-            finetune: Default::default(),
-            offload: Default::default(),
+            finetune: stack.finetune,
+            offload: stack.offload,
         },
         layout,
         activations: ActivationOptions {
@@ -210,7 +219,7 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
             ..ActivationOptions::default()
         },
         overheads: Overheads {
-            framework: row_framework(run, fam),
+            framework,
             kernels,
             overlap,
             moe_routing,

@@ -18,6 +18,8 @@
 //! - `recipes`: what a row's source ran: its framework family and the settings its published
 //!   recipe takes where the row is silent (overlap, stage split, MoE routing, expert TP,
 //!   micro-batch);
+//! - `stack`: a memory row's training stack (framework, fine-tuning method, optimizer,
+//!   offload, ZeRO++) as scenario choices;
 //! - `mapping`: a row as a scenario ([`map_run`], [`MappedRun`]), the defaults it takes, and the
 //!   dataset's GPU names ([`dataset_gpu_preset`]);
 //! - `compare`: a mapped row evaluated and compared ([`validate_run`], [`validate_runs`],
@@ -38,6 +40,7 @@ mod models;
 mod page;
 mod recipes;
 mod search_rank;
+mod stack;
 mod summary;
 
 pub use compare::{
@@ -46,8 +49,8 @@ pub use compare::{
 };
 pub use dataset::{
     check_row_text, check_unique_id, parse_checked_rows, parse_rows, parse_runs, FirstSeen,
-    FlopConvention, ModelShape, PublishedRun, Quantity, RunPrecision, RunRecompute, RunSchedule,
-    MAX_DATASET_BYTES, PUBLIC_RUNS_JSON,
+    FlopConvention, MemoryKind, ModelShape, PublishedRun, Quantity, RunPrecision, RunRecompute,
+    RunSchedule, MAX_DATASET_BYTES, PUBLIC_RUNS_JSON,
 };
 pub use mapping::{dataset_gpu_preset, map_run, MappedRun, DATASET_GPUS};
 pub use models::{known_model_key, model_core_name, model_for_key, KNOWN_MODEL_NAMES};

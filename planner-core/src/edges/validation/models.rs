@@ -93,6 +93,21 @@ fn qwen3_moe(
 /// Public models the planner has no preset for, by key, each from its published config.
 fn config_table(key: &str) -> Option<(ModelSpec, &'static str)> {
     let entry = match key {
+        // meta-llama/Llama-3.2-3B config.json: 28 layers, hidden 3072, 24 heads, 8 KV, head_dim 128,
+        // intermediate 8192, vocab 128256, tie_word_embeddings true.
+        "llama-3.2-3b" => (
+            ModelSpec {
+                tied_embeddings: true,
+                ..llama_like("Llama 3.2 3B", 28, 3072, 24, 8, 8192, 128_256)
+            },
+            "meta-llama/Llama-3.2-3B config.json",
+        ),
+        // huggyllama/llama-7b config.json (LLaMA, Touvron et al. 2023 Table 2): 32 layers, hidden
+        // 4096, 32 heads, intermediate 11008, vocab 32000, untied.
+        "llama-7b" => (
+            llama_like("LLaMA 7B", 32, 4096, 32, 32, 11008, 32000),
+            "huggyllama/llama-7b config.json",
+        ),
         // meta-llama/Llama-2-7b-hf config.json: 32 layers, hidden 4096, 32 heads, 32 KV, intermediate 11008, vocab 32000.
         "llama-2-7b" => (
             llama_like("Llama 2 7B", 32, 4096, 32, 32, 11008, 32000),
@@ -169,7 +184,7 @@ pub fn model_for_key(key: &str) -> Option<(ModelChoice, ModelSpec, String)> {
 
 /// Dataset model names that are known public models, and the preset or config-table key of each.
 /// Matched after lower-casing, dropping a parenthesised suffix and every non-alphanumeric character.
-pub const KNOWN_MODEL_NAMES: [(&str, &str); 22] = [
+pub const KNOWN_MODEL_NAMES: [(&str, &str); 24] = [
     ("GPT-3", "gpt3-175b"),
     ("GPT-3 h12288 L96 a96", "gpt3-175b"),
     ("GPT-3 ZeRO-3", "gpt3-175b"),
@@ -177,6 +192,8 @@ pub const KNOWN_MODEL_NAMES: [(&str, &str); 22] = [
     ("GPT3-175B", "gpt3-175b"),
     ("GPT3-5B", "nemo-gpt3-5b"),
     ("GPT3-20B", "nemo-gpt3-20b"),
+    ("Llama 3.2 3B", "llama-3.2-3b"),
+    ("LLaMA-7B", "llama-7b"),
     ("LLAMA2-7B", "llama-2-7b"),
     ("LLAMA2-13B", "llama-2-13b"),
     ("LLAMA2-70B", "llama-2-70b"),
