@@ -112,6 +112,11 @@ pub enum Command {
         /// (collectives.json, gemm.json, attention.json, hbm.json).
         #[arg(long, conflicts_with_all = ["serving", "no_search", "write_errors"])]
         parts: bool,
+        /// Score the memory model against published fine-tuning and ZeRO peak-memory rows
+        /// instead (validation/memory-runs.json: allocated and reserved peaks, each compared with
+        /// the matching prediction); no mesh search.
+        #[arg(long, conflicts_with_all = ["serving", "parts", "write_errors"])]
+        memory: bool,
         /// Print the full result as JSON.
         #[arg(long, conflicts_with = "table")]
         json: bool,

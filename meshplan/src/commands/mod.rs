@@ -76,13 +76,15 @@ pub fn run(command: Command) -> Result<String, CliError> {
             table,
             no_search,
             write_errors,
+            memory,
             ..
         } => validate::run(&validate::Args {
             dataset: dataset.as_deref(),
             json,
             table,
-            search: !no_search,
+            search: !no_search && !memory,
             write_errors: write_errors.as_deref(),
+            memory,
         }),
         Command::Calibrate {
             inputs,

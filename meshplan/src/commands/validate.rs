@@ -20,15 +20,21 @@ pub struct Args<'a> {
     pub table: bool,
     pub search: bool,
     pub write_errors: Option<&'a Path>,
+    /// Default to the memory rows (`validation/memory-runs.json`).
+    pub memory: bool,
 }
 
 /// Runs the validation and formats its result.
 pub fn run(args: &Args) -> Result<String, CliError> {
-    let (text, shown) = read_dataset(
-        args.dataset,
-        DEFAULT_DATASET,
-        "validation/public-runs.json (built in)",
-    )?;
+    let (default, default_name) = if args.memory {
+        (
+            planner_core::edges::validation::MEMORY_RUNS_JSON,
+            "validation/memory-runs.json (built in)",
+        )
+    } else {
+        (DEFAULT_DATASET, "validation/public-runs.json (built in)")
+    };
+    let (text, shown) = read_dataset(args.dataset, default, default_name)?;
     let report = run_validation(
         &text,
         ValidationOptions {

@@ -111,6 +111,9 @@ pub struct RowResult {
     /// The row's error when it first entered the repository, when the dataset records it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_seen: Option<FirstSeen>,
+    /// Which peak a memory row printed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_kind: Option<super::dataset::MemoryKind>,
 }
 
 impl RowResult {
@@ -329,6 +332,7 @@ pub fn validate_run(run: &PublishedRun) -> (RowResult, Option<MappedRun>) {
         not_representable: None,
         search: None,
         first_seen: run.first_seen.clone(),
+        memory_kind: run.memory_kind,
     };
     if run.quantity.is_kv_pool() {
         match compare_kv_pool(run) {

@@ -311,6 +311,9 @@ impl PublishedRun {
 /// The published dataset built into meshplan (`validation/public-runs.json`).
 pub const PUBLIC_RUNS_JSON: &str = include_str!("../../../../validation/public-runs.json");
 
+/// Published peak-memory rows of fine-tuning and ZeRO runs (`validation/memory-runs.json`).
+pub const MEMORY_RUNS_JSON: &str = include_str!("../../../../validation/memory-runs.json");
+
 /// Reads the dataset: a JSON array of [`PublishedRun`]. A type error, an unknown field
 /// or an implausible value is refused with a message naming its JSON path (`[12].value`).
 pub fn parse_runs(json: &str) -> Result<Vec<PublishedRun>, FieldError> {

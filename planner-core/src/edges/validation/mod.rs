@@ -50,7 +50,7 @@ pub use compare::{
 pub use dataset::{
     check_row_text, check_unique_id, parse_checked_rows, parse_rows, parse_runs, FirstSeen,
     FlopConvention, MemoryKind, ModelShape, PublishedRun, Quantity, RunPrecision, RunRecompute,
-    RunSchedule, MAX_DATASET_BYTES, PUBLIC_RUNS_JSON,
+    RunSchedule, MAX_DATASET_BYTES, MEMORY_RUNS_JSON, PUBLIC_RUNS_JSON,
 };
 pub use mapping::{dataset_gpu_preset, map_run, MappedRun, DATASET_GPUS};
 pub use models::{known_model_key, model_core_name, model_for_key, KNOWN_MODEL_NAMES};

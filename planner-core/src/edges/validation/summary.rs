@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::compare::{conventions, RowResult};
-use super::dataset::Quantity;
+use super::dataset::{MemoryKind, Quantity};
 use super::search_rank::{search_summary, SearchSummary};
 
 /// |error| statistics of a group of rows.
@@ -222,6 +222,20 @@ pub fn summarize(
         })
         .collect();
     by_quantity.push(summarize_group(TIME_GROUP, &time));
+    // Memory rows that name their peak: allocated and reserved apart (each is compared with
+    // the matching prediction, and they miss differently).
+    for (kind, name) in [
+        (MemoryKind::Allocated, "peak memory (allocated)"),
+        (MemoryKind::Reserved, "peak memory (reserved)"),
+    ] {
+        let group: Vec<&RowResult> = rows
+            .iter()
+            .filter(|r| r.memory_kind == Some(kind))
+            .collect();
+        if !group.is_empty() {
+            by_quantity.push(summarize_group(name, &group));
+        }
+    }
     let all: Vec<&RowResult> = rows.iter().collect();
     by_quantity.push(summarize_group(ALL_GROUP, &all));
 
