@@ -1,8 +1,8 @@
 //! What a GPU preset states besides its datasheet figures: its usual server's host, how NCCL
-//! sees that node, the measured shares of its links and kernels, and which serving-kernel
-//! measurements apply to it. Every preset in [`crate::input::hardware`] states each of these
-//! (the struct has no default, so a new preset that omits one does not compile); a GPU
-//! whose id names no preset (a custom GPU) takes [`CUSTOM_GPU_TRAITS`].
+//! sees that node, what joins its GPUs, the measured shares of its links and kernels, and which
+//! serving-kernel measurements apply to it. Every preset in [`crate::input::gpu_presets`] states
+//! each of these (the struct has no default, so a new preset that omits one does not compile);
+//! a GPU whose id names no preset (a custom GPU) takes [`CUSTOM_GPU_TRAITS`].
 
 use crate::input::collective::Collective;
 use crate::input::host::HostSpec;

@@ -17,8 +17,9 @@ pub enum IntraNodeLink {
     /// PCIe only: every collective crosses each GPU's PCIe link and the host's root complex.
     /// NVIDIA/nccl src/graph/paths.cc `ncclTopoCheckP2p`: P2P only up to `PATH_PXB` (GPUs under
     /// one PCIe switch) by default and only where NVML reports P2P read and write (GeForce
-    /// drivers report none); otherwise `ncclTopoComputePaths` diverts "all traffic through the
-    /// CPU" (`addInterStep`) and the SHM transport (src/transport/shm.cc) copies through host
+    /// drivers report none; src/transport/p2p.cc `p2pCanConnect` also asks
+    /// `cudaDeviceCanAccessPeer`); otherwise `ncclTopoComputePaths` diverts "all traffic through
+    /// the CPU" (`addInterStep`) and the SHM transport (src/transport/shm.cc) copies through host
     /// memory, each GPU's PCIe link still carrying its send and its receive.
     Pcie,
     /// A custom GPU: the link is not stated.

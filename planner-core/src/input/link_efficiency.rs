@@ -53,7 +53,8 @@ pub const NVLINK3_PER_LINK_SHARE: f64 = 20.0 / 25.0;
 /// counted: `INTEL_P2P_OVERHEAD` (src/graph/topo.h, ×6/5 PCIe traffic for GPU-to-GPU copies
 /// through an Intel root complex, `followPath` in src/graph/search.cc) and the inter-socket
 /// link a ring over both CPUs of a dual-socket server crosses (`ncclTopoGetInterCpuBw`: AMD 16,
-/// Sapphire Rapids 22, Emerald Rapids 40 GB/s), which lowers a node-wide ring where it is the slower link.
+/// Sapphire Rapids 22, Emerald Rapids 40 GB/s), which lowers a node-wide ring where it is the
+/// slower link.
 pub const PCIE_NCCL_SHARE: f64 = 24.0 / 32.0;
 
 /// ROCm/rccl issue #1210 (gilbertlee-amd): "After protocol and error correction overheads,

@@ -143,7 +143,7 @@ fn a_dense_row_is_recomputed_by_hand() {
     // softmax 4·a·s + attention dropout 5·a·s; backward: norms 2·6h + bias-dropout-add 2·4h
     // + masks 2·1h + residual gradient sums 2·6h = 34h, GeLU 6f, softmax 6·a·s + dropout 5·a·s.
     // Cross-entropy per logit: 38 B forward, 14 B backward. HBM at the A100 80 GB's measured
-    // BabelStream Copy, 1.61 of the datasheet's 2.039 TB/s (input/hardware.rs, Azure's
+    // BabelStream Copy, 1.61 of the datasheet's 2.039 TB/s (input/gpu_presets/, Azure's
     // ND A100 v4 results), in place of the 0.9 default.
     let bw = 1.61e12;
     assert!((gpu.hbm_bytes_per_s * 1.61 / 2.039 - bw).abs() < 1.0);

@@ -73,10 +73,10 @@ pub(super) fn presets() -> Vec<GpuPreset> {
             // NVIDIA Ada GPU architecture whitepaper (v2.01), GeForce RTX 4090: "Peak BF16 Tensor
             // TFLOPS with FP32 Accumulate 165.2/330.4" and "Peak FP8 Tensor TFLOPS with FP32
             // Accumulate 330.3/660.6" (dense/sparse: GeForce runs FP32 accumulation at half its
-            // FP16-accumulate rates, 330.3 and 660.6 dense, and training accumulates in FP32), 24 GB
-            // GDDR6X at 1,008 GB/s, 450 W, PCIe Gen 4 x16, no NVLink and, in the GeForce driver,
-            // no P2P (NCCL goes through host memory, input/intra_node_link.rs). RLinf/RLinf issue
-            // #255 (nvidia-smi, "NVIDIA GeForce RTX 4090", 450 W): 24564MiB.
+            // FP16-accumulate rates, 330.3 and 660.6 dense, and training accumulates in FP32),
+            // 24 GB GDDR6X at 1,008 GB/s, 450 W, PCIe Gen 4 x16, no NVLink and, in the GeForce
+            // driver, no P2P (NCCL goes through host memory, input/intra_node_link.rs).
+            // RLinf/RLinf issue #255 (nvidia-smi, "NVIDIA GeForce RTX 4090", 450 W): 24564MiB.
             spec: pcie_card(
                 "rtx-4090",
                 "GeForce RTX 4090 24 GB",

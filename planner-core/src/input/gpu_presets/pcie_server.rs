@@ -2,9 +2,11 @@
 //! 6000, GeForce RTX 4090 and 5090): eight cards joined by PCIe alone, one 200 Gb/s NIC port per
 //! GPU. NVIDIA Enterprise Reference Architecture overview (docs.nvidia.com/reference-
 //! architectures, "Enterprise RA Hardware Stack", RTX PRO AI Factory): the 2-8-5-200 node, "2 CPU
-//! Sockets, 8 GPUs, 5 NICs, 8 ports @ 200Gbps on East-West GPU network"; the same PCIe-optimized
-//! pattern serves "systems with L40S, L40, L4" (NVIDIA AI Enterprise reference architecture,
-//! compute-node hardware). GeForce cards are not NVIDIA-certified for it; 8-card dual-socket
+//! Sockets, 8 GPUs, 5 NICs, 8 ports @ 200Gbps on East-West GPU network", built with the RTX PRO
+//! 6000 Blackwell Server Edition. NVIDIA AI Enterprise's reference architecture (compute-node
+//! hardware) names "systems with L40S, L40, L4" beside its PCIe-optimized 2-8-5 node, "with
+//! different configurations" it does not give: the 2-8-5-200 shape is taken for every PCIe card
+//! here, an assumption. GeForce cards are not NVIDIA-certified for it; 8-card dual-socket
 //! PCIe Gen5 builds of the RTX 5090 exist (autonomous-ai/autonomous-computer `8x-5090/README.md`)
 //! and a workstation of 2–4 cards is `gpn`. The server's host is not in the reference
 //! architecture: `host` is `None` (set `host_ram` and NVMe to offload).
