@@ -642,7 +642,7 @@ fn Controls() -> impl IntoView {
                 label="GPUs per node"
                 field="gpn"
                 unit="GPUs"
-                hint="GPUs joined by NVLink/NVSwitch inside one server."
+                hint="GPUs inside one server: joined by NVLink/NVSwitch, or by PCIe alone on PCIe cards."
                 value=Signal::derive(move || s.with(|sc| sc.cluster.gpus_per_node))
                 on_change=Callback::new(move |v| set(Box::new(move |sc| sc.cluster.gpus_per_node = v)))
             />

@@ -30,12 +30,13 @@ fn segment_class(kind: SegmentKind) -> &'static str {
     }
 }
 
-fn domain_label(d: Domain) -> &'static str {
+/// Where a group's traffic runs, naming the node's own link (`link`: "NVLink", "PCIe").
+fn domain_label(d: Domain, link: &str) -> String {
     match d {
-        Domain::Local => "local",
-        Domain::IntraNode => "NVLink (in node)",
-        Domain::InterNode => "network",
-        Domain::Hierarchical => "NVLink + network",
+        Domain::Local => "local".to_string(),
+        Domain::IntraNode => format!("{link} (in node)"),
+        Domain::InterNode => "network".to_string(),
+        Domain::Hierarchical => format!("{link} + network"),
     }
 }
 
@@ -87,7 +88,7 @@ pub fn StepBreakdownView() -> impl IntoView {
         <section node_ref=section class="view" aria-labelledby="breakdown-title" data-testid="breakdown-view">
             <h2 id="breakdown-title">"Step-time breakdown"</h2>
             <p class="explain">
-                "Where one optimizer step's time goes on every GPU: compute (and recompute), the communication of each group that compute does not hide, the pipeline bubble and the optimizer. Below, the bytes each GPU sends per step, by collective and by link: tensor parallelism should stay on NVLink inside a node; pipeline and data parallelism cross the network."
+                "Where one optimizer step's time goes on every GPU: compute (and recompute), the communication of each group that compute does not hide, the pipeline bubble and the optimizer. Below, the bytes each GPU sends per step, by collective and by link: tensor parallelism should stay inside a node (on NVLink where the GPUs have it); pipeline and data parallelism cross the network."
             </p>
             {move || data.with(|d| match d {
                 None => view! { <p class="issue error">"No model: nothing to break down."</p> }.into_any(),
@@ -126,7 +127,7 @@ pub fn StepBreakdownView() -> impl IntoView {
                                         <tr>
                                             <th scope="col">"Collective"</th>
                                             <th scope="col">"Bus bytes"</th>
-                                            <th scope="col">"NVLink"</th>
+                                            <th scope="col">{b.intra_node_link.clone()}</th>
                                             <th scope="col">"Network"</th>
                                         </tr>
                                     </thead>
@@ -157,7 +158,7 @@ pub fn StepBreakdownView() -> impl IntoView {
                                             <th scope="col">"Purpose"</th>
                                             <th scope="col">"Op"</th>
                                             <th scope="col">"Runs on"</th>
-                                            <th scope="col">"NVLink"</th>
+                                            <th scope="col">{b.intra_node_link.clone()}</th>
                                             <th scope="col">"Network"</th>
                                         </tr>
                                     </thead>
@@ -167,7 +168,7 @@ pub fn StepBreakdownView() -> impl IntoView {
                                                 <th scope="row">{v.group.id().to_ascii_uppercase().replace('_', "×")}</th>
                                                 <td>{v.purpose.id().replace('_', " ")}</td>
                                                 <td>{v.op.id()}</td>
-                                                <td>{domain_label(v.domain)}</td>
+                                                <td>{domain_label(v.domain, &b.intra_node_link)}</td>
                                                 <td>{format::bytes(v.intra_node_bytes)}</td>
                                                 <td>{format::bytes(v.inter_node_bytes)}</td>
                                             </tr>

@@ -1,7 +1,8 @@
 //! Topology view: the article's figure of nodes × GPUs, each GPU coloured by
 //! its group of one kind (TP, CP, EP, DP, PP) for the current layout, with the
 //! traffic of that group drawn where it runs: a bar under a node for traffic
-//! inside it (NVLink), arcs between nodes for traffic over the network. A
+//! inside it (on the node's link: NVLink, or PCIe where the GPUs have none), arcs
+//! between nodes for traffic over the network. A
 //! group that leaves a node when it should not (TP) is outlined as a warning.
 //! Everything comes from planner-core's `figures::topology_map`.
 
@@ -58,7 +59,7 @@ fn geometry(map: &TopologyMap) -> Geometry {
     let per_row = slots.min(CELLS_PER_ROW);
     let rows_per_node = slots.div_ceil(per_row);
     let box_w = f64::from(per_row) * (CELL + GAP) - GAP + 2.0 * PAD;
-    // Room for the label on top and the NVLink bar below.
+    // Room for the label on top and the intra-node bar below.
     let box_h = f64::from(rows_per_node) * (CELL + GAP) - GAP + 2.0 * PAD + 22.0;
     let cols = ((FIGURE_W / (box_w + 18.0)).floor() as u32).clamp(1, 16);
     Geometry { cols, box_w, box_h }
@@ -119,10 +120,11 @@ fn svg_figure(map: &TopologyMap, kind: GroupKind) -> (String, String, String) {
         if traffic.is_some_and(|t| t.intra_node_nodes.contains(&n)) {
             let _ = write!(
                 out,
-                r#"<rect class="topo-nvlink" x="{:.1}" y="{:.1}" width="{:.1}" height="3.5" rx="1.5"><title>traffic of this group inside the node (NVLink)</title></rect>"#,
+                r#"<rect class="topo-nvlink" x="{:.1}" y="{:.1}" width="{:.1}" height="3.5" rx="1.5"><title>traffic of this group inside the node ({})</title></rect>"#,
                 x + PAD,
                 y + g.box_h - 7.0,
-                g.box_w - 2.0 * PAD
+                g.box_w - 2.0 * PAD,
+                map.intra_node_link
             );
         }
         out.push_str("</g>");
@@ -249,10 +251,10 @@ pub fn TopologyView() -> impl IntoView {
                             <td>{format::thousands(t.groups)}</td>
                             <td>{format!("{} per node × {} node{}", p.per_node, p.nodes, if p.nodes == 1 { "" } else { "s" })}</td>
                             <td>{match p.domain.id() {
-                                "intra_node" => "NVLink",
-                                "inter_node" => "network",
-                                "hierarchical" => "NVLink + network",
-                                _ => "—",
+                                "intra_node" => map.intra_node_link.clone(),
+                                "inter_node" => "network".to_string(),
+                                "hierarchical" => format!("{} + network", map.intra_node_link),
+                                _ => "—".to_string(),
                             }}</td>
                             <td>{format::bytes(t.intra_node_bytes_per_step)}</td>
                             <td>{format::bytes(t.inter_node_bytes_per_step)}</td>
@@ -268,7 +270,7 @@ pub fn TopologyView() -> impl IntoView {
         <section node_ref=section class="view" aria-labelledby="topology-title" data-testid="topology-view">
             <h2 id="topology-title">"Where the groups run"</h2>
             <p class="explain">
-                "The cluster as nodes of GPUs, ranks placed in Megatron's order (TP fastest, then CP, DP, PP). Each GPU takes the colour of its group of the chosen kind; a bar under a node marks that group's traffic on NVLink inside it, an arc between nodes its traffic over the network. Tensor parallelism talks every layer, so it belongs inside a node: a TP group that spans nodes is outlined in red."
+                "The cluster as nodes of GPUs, ranks placed in Megatron's order (TP fastest, then CP, DP, PP). Each GPU takes the colour of its group of the chosen kind; a bar under a node marks that group's traffic inside it (on NVLink, or on PCIe for GPUs without NVLink), an arc between nodes its traffic over the network. Tensor parallelism talks every layer, so it belongs inside a node: a TP group that spans nodes is outlined in red."
             </p>
             <div class="topo-controls" role="group" aria-label="Colour GPUs by">
                 <span class="hint">"Colour by:"</span>
@@ -301,13 +303,14 @@ pub fn TopologyView() -> impl IntoView {
                         let gpn = map.gpus_per_node;
                         match traffic_of(map, kind) {
                             Some(t) => format!(
-                                "{} groups of {} GPUs ({} per node over {} node{}): {} per GPU per step on NVLink, {} on the network",
+                                "{} groups of {} GPUs ({} per node over {} node{}): {} per GPU per step on {}, {} on the network",
                                 format::thousands(map.world_size / t.placement.size.max(1)),
                                 t.placement.size,
                                 t.placement.per_node.min(u64::from(gpn)),
                                 t.placement.nodes,
                                 if t.placement.nodes == 1 { "" } else { "s" },
                                 format::bytes(t.intra_node_bytes_per_step),
+                                map.intra_node_link,
                                 format::bytes(t.inter_node_bytes_per_step),
                             ),
                             None => format!("{} = 1: every GPU is its own group, no traffic", kind.id().to_ascii_uppercase()),
@@ -326,7 +329,7 @@ pub fn TopologyView() -> impl IntoView {
                 }}
             </p>
             <ul class="legend">
-                <li><span class="swatch topo-sw-nvlink"></span>"traffic inside a node (NVLink)"</li>
+                <li><span class="swatch topo-sw-nvlink"></span>{move || map.with(|m| format!("traffic inside a node ({})", m.as_ref().map_or("NVLink", |map| map.intra_node_link.as_str())))}</li>
                 <li><span class="swatch topo-sw-net"></span>"traffic between nodes (network)"</li>
                 <li><span class="swatch topo-sw-warn"></span>"group that should stay in a node but does not"</li>
                 <li><span class="swatch topo-sw-idle"></span>"idle GPU"</li>
@@ -340,7 +343,7 @@ pub fn TopologyView() -> impl IntoView {
                             <th scope="col">"Groups"</th>
                             <th scope="col">"Placement"</th>
                             <th scope="col">"Runs on"</th>
-                            <th scope="col">"NVLink bytes/step"</th>
+                            <th scope="col">"In-node bytes/step"</th>
                             <th scope="col">"Network bytes/step"</th>
                             <th scope="col">"Note"</th>
                         </tr>

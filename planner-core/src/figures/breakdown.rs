@@ -97,6 +97,8 @@ pub struct StepBreakdown {
     pub intra_node_bytes: f64,
     /// Bytes per rank per step on the network.
     pub inter_node_bytes: f64,
+    /// The intra-node link's name ("NVLink", "PCIe"; input/intra_node_link.rs).
+    pub intra_node_link: String,
 }
 
 fn raw_seconds(comms: &[CommItem], kinds: &[GroupKind]) -> f64 {
@@ -265,5 +267,6 @@ pub fn step_breakdown(
         inter_node_bytes: volume.iter().map(|r| r.inter_node_bytes).sum(),
         volume,
         volume_by_op,
+        intra_node_link: scenario.cluster.gpu.intra_node_link().name().to_string(),
     }
 }

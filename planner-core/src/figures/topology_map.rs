@@ -43,7 +43,7 @@ pub struct GroupTraffic {
     pub crosses_nodes: bool,
     /// Bytes each rank sends per step in this group (nccl-tests bus bytes, from [`crate::time::comms`]).
     pub bus_bytes_per_step: f64,
-    /// Of those, bytes over NVLink/intra-node links.
+    /// Of those, bytes over the intra-node link ([`TopologyMap::intra_node_link`]).
     pub intra_node_bytes_per_step: f64,
     /// Of those, bytes over the network.
     pub inter_node_bytes_per_step: f64,
@@ -64,6 +64,9 @@ pub struct TopologyMap {
     pub nodes: u32,
     /// GPUs per node.
     pub gpus_per_node: u32,
+    /// What joins a node's GPUs, as the views name it ("NVLink", "PCIe", "Infinity Fabric";
+    /// input/intra_node_link.rs): the link intra-node traffic is drawn on.
+    pub intra_node_link: String,
     /// Ranks the layout uses (`dp·tp·pp·cp`).
     pub world_size: u64,
     /// Nodes drawn (at most [`MAX_DRAWN_NODES`]).
@@ -261,6 +264,7 @@ pub fn topology_map(
     TopologyMap {
         nodes,
         gpus_per_node: gpn,
+        intra_node_link: scenario.cluster.gpu.intra_node_link().name().to_string(),
         world_size: world,
         drawn_nodes,
         note: (!notes.is_empty()).then(|| notes.join("; ")),

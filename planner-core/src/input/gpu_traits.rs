@@ -1,11 +1,12 @@
 //! What a GPU preset states besides its datasheet figures: its usual server's host, how NCCL
-//! sees that node, the measured shares of its links and kernels, and which serving-kernel
-//! measurements apply to it. Every preset in [`crate::input::hardware`] states each of these
-//! (the struct has no default, so a new preset that omits one does not compile); a GPU
-//! whose id names no preset (a custom GPU) takes [`CUSTOM_GPU_TRAITS`].
+//! sees that node, what joins its GPUs, the measured shares of its links and kernels, and which
+//! serving-kernel measurements apply to it. Every preset in [`crate::input::gpu_presets`] states
+//! each of these (the struct has no default, so a new preset that omits one does not compile);
+//! a GPU whose id names no preset (a custom GPU) takes [`CUSTOM_GPU_TRAITS`].
 
 use crate::input::collective::Collective;
 use crate::input::host::HostSpec;
+use crate::input::intra_node_link::IntraNodeLink;
 use crate::input::nccl_node::NcclNode;
 
 /// One GPU preset's traits.
@@ -19,6 +20,8 @@ pub struct GpuTraits {
     pub nccl: Option<NcclNode>,
     /// Shares of the links' line rates the collectives reach.
     pub links: LinkShares,
+    /// What joins the GPUs of the node: NVLink, Infinity Fabric or PCIe alone.
+    pub intra_node_link: IntraNodeLink,
     /// Measured shares of the datasheet compute and HBM rates.
     pub compute: ComputeShares,
     /// Which serving-kernel measurements apply to this GPU.
@@ -103,6 +106,21 @@ pub struct ComputeShares {
     pub fp8_transpose_bytes_per_element: f64,
 }
 
+impl ComputeShares {
+    /// A GPU with no measured share of its own: its datasheet rates on the default curves, at
+    /// the power its datasheet rates are quoted for, with its FP8 layout rule
+    /// ([`ComputeShares::fp8_transpose_bytes_per_element`]).
+    pub const fn unmeasured(fp8_transpose_bytes_per_element: f64) -> Self {
+        ComputeShares {
+            hbm_stream_fraction: None,
+            tensor_fraction_at_power_limit: 1.0,
+            bf16_gemm_relative_to_h100: 1.0,
+            fp8_gemm_relative_to_bf16: 1.0,
+            fp8_transpose_bytes_per_element,
+        }
+    }
+}
+
 /// Which measured serving kernels price this GPU's decode step (each measured on one GPU and
 /// carried to the GPUs that run the same kernel on the same silicon); `false`: the plain
 /// model applies.
@@ -129,13 +147,8 @@ pub const CUSTOM_GPU_TRAITS: GpuTraits = GpuTraits {
         intra_node: None,
         inter_node: None,
     },
-    compute: ComputeShares {
-        hbm_stream_fraction: None,
-        tensor_fraction_at_power_limit: 1.0,
-        bf16_gemm_relative_to_h100: 1.0,
-        fp8_gemm_relative_to_bf16: 1.0,
-        fp8_transpose_bytes_per_element: 0.0,
-    },
+    intra_node_link: IntraNodeLink::Unstated,
+    compute: ComputeShares::unmeasured(0.0),
     serving: ServingKernels {
         custom_all_reduce: false,
         xqa_fp8_kv: false,

@@ -38,6 +38,25 @@ pub const NVLINK5_RING_SHARE: f64 = 40.1 / 50.0;
 /// (8 GB). A100 has no NVLink SHARP: every operation takes this share.
 pub const NVLINK3_SHARE: f64 = 230.0 / 300.0;
 
+/// NVIDIA/nccl `src/graph/topo.h` `SM80_NVLINK_BW` 20.0 GB/s: the bandwidth NCCL's topology
+/// counts per NVLink 3 link, of its 25 GB/s per direction. Where the links, not the GPU, limit
+/// (A800: 8 links, 8 × 20 = 160 GB/s, under the ~230 GB/s [`NVLINK3_SHARE`] cites for A100's
+/// 12), a ring reaches this share.
+pub const NVLINK3_PER_LINK_SHARE: f64 = 20.0 / 25.0;
+
+/// NVIDIA/nccl `src/graph/topo.cc` `ncclTopoAddPci`: a PCIe link counts `width × speed / 80`
+/// GB/s, `kvDictPciGen` giving the speed per lane in 100 Mbps ("16.0 GT/s PCIe" 120, "32.0 GT/s
+/// PCIe" 240): a Gen4 x16 link 24 GB/s and a Gen5 x16 link 48 GB/s, of the 32 and 64 GB/s per
+/// direction the datasheets state (64 and 128 GB/s both directions). A path through the host
+/// (`addInterStep`, src/graph/paths.cc: GPU → CPU → GPU when P2P is off, as on GeForce cards)
+/// keeps the smaller of its two PCIe legs, so this share holds for P2P and SHM alike. Not
+/// counted: `INTEL_P2P_OVERHEAD` (src/graph/topo.h, ×6/5 PCIe traffic for GPU-to-GPU copies
+/// through an Intel root complex, `followPath` in src/graph/search.cc) and the inter-socket
+/// link a ring over both CPUs of a dual-socket server crosses (`ncclTopoGetInterCpuBw`: AMD 16,
+/// Sapphire Rapids 22, Emerald Rapids 40 GB/s), which lowers a node-wide ring where it is the
+/// slower link.
+pub const PCIE_NCCL_SHARE: f64 = 24.0 / 32.0;
+
 /// ROCm/rccl issue #1210 (gilbertlee-amd): "After protocol and error correction overheads,
 /// the max theoretical per-direction bandwidth for gfx94 devices is 48GB/s" per xGMI link
 /// (RCCL `src/graph/topo.h` `ncclTopoXGMISpeed`), of the 64 GB/s per link the MI300X

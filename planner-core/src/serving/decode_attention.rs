@@ -56,7 +56,7 @@ pub fn measured_kv_stream_fraction(
     kv: ServeDtype,
     kernel: Option<DecodeAttentionKernel>,
 ) -> Option<f64> {
-    // The GPUs whose preset carries the measurement (input/hardware.rs: H200, and H100 SXM,
+    // The GPUs whose preset carries the measurement (input/gpu_presets/: H200, and H100 SXM,
     // the same Hopper XQA kernel on the GH100 die with the H200's copy share).
     let measured = gpu.traits().serving.xqa_fp8_kv;
     match kernel {

@@ -40,7 +40,7 @@ pub const SOURCE: &str = "1.3 µs per kernel inside a CUDA graph on H100 (Hazy R
 
 /// The measured per-kernel launch cost for `gpu`, s, or `None` where none was measured.
 pub fn launch_s_for(gpu: &GpuSpec) -> Option<f64> {
-    // The GPUs whose preset carries the measurement (input/hardware.rs: H100 SXM, and H200, the
+    // The GPUs whose preset carries the measurement (input/gpu_presets/: H100 SXM, and H200, the
     // same SMs and launch front end).
     gpu.traits()
         .serving

@@ -1,4 +1,4 @@
-//! One record per GPU: each preset states its traits in input/hardware.rs, the ones that
+//! One record per GPU: each preset states its traits in input/gpu_presets/, the ones that
 //! share a fabric or a die share those traits and no more, and a GPU whose id names no
 //! preset takes the custom defaults.
 

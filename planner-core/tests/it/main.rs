@@ -16,6 +16,7 @@ mod export_deployment;
 mod finetune;
 mod fold;
 mod fuzz;
+mod gpu_presets;
 mod gpu_traits;
 mod hostile_input;
 mod import_page;

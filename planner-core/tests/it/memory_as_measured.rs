@@ -52,7 +52,7 @@ fn llama_8b() -> ModelSpec {
 #[test]
 fn presets_carry_the_capacity_the_device_reports() {
     let mib = |id: &str| gpu_preset(id).expect("preset").memory_bytes / MIB;
-    // nvidia-smi totals (cited in hardware.rs): 81559 MiB = 85,520,809,984 bytes on an H100.
+    // nvidia-smi totals (cited in input/gpu_presets/): 81559 MiB = 85,520,809,984 bytes on an H100.
     assert_eq!(mib("h100-sxm"), 81_559.0);
     assert_eq!(
         gpu_preset("h100-sxm").expect("h100").memory_bytes,

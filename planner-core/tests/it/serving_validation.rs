@@ -157,7 +157,7 @@ fn a_static_batch_row_is_the_closed_form_of_its_terms() {
     // less the 32,000 × 4,096 embedding table (a lookup reads the batch's 256 rows): 13.2 GB,
     // plus 256 sequences × (128 + 63.5) cached tokens × 524,288 B (32 layers × 32 KV heads ×
     // 128 × 2 × 2 B) = 25.7 GB, at the A100 80 GB's measured BabelStream Copy, 1.61 TB/s
-    // (input/hardware.rs, Azure's ND A100 v4 results), and the 256 tokens' activations
+    // (input/gpu_presets/, Azure's ND A100 v4 results), and the 256 tokens' activations
     // through the layers' memory-bound kernels (serving/layer_traffic.rs), per token per layer
     // 2 × 4 × 4096 × 2 (norms) + 2 × (4096 + 4096) × 2 (RoPE) + 8192 × (2 + 2) (cache write)
     // + 3 × 11008 × 2 (SiLU-and-mul) = 197,120 B, × 32 layers × 256 = 1.61 GB:
@@ -335,7 +335,7 @@ fn serving_accuracy_does_not_regress_from_todays_measurement() {
     // Merged with the FP8 GEMM share of training (ml-engineering's MAMF table,
     // input/gemm_efficiency.rs, applied to FP8 weight GEMMs): TTFT 23.3%, TPOT 19.8%,
     // throughput 21.8%, e2e 28.0%, all 23.8%; by source as below.
-    // Then MI300X at its measured figures (input/hardware.rs: Azure's BabelStream Copy
+    // Then MI300X at its measured figures (input/gpu_presets/: Azure's BabelStream Copy
     // 4.11 of 5.3 TB/s; input/gemm_efficiency.rs: ml-engineering's BF16 MAMF 51.4% and Azure's
     // hipBLASLt FP8 1159 TFLOPS): e2e 28.0% → 24.3%, all 23.8% → 23.6%, OCI MI300X 50.7% → 32.4%.
     // Then each decoder layer's 10 kernels at the launch cost measured inside a CUDA graph on
@@ -359,7 +359,7 @@ fn serving_accuracy_does_not_regress_from_todays_measurement() {
     // e2e 23.4% → 25.3%, all 18.9% → 19.5%, vLLM CI 23.4% → 25.3% (its BF16 rows, already
     // too fast, drop the 8B's 1.05 GB table read): recorded as measured, not tuned back.
     // Then the A100 80 GB's and H200's measured BabelStream Copy share in place of the 0.9
-    // default (input/hardware.rs: Azure AI-benchmarking-guide, ND A100 v4 1.61 of 2.039
+    // default (input/gpu_presets/: Azure AI-benchmarking-guide, ND A100 v4 1.61 of 2.039
     // TB/s, ND H200 v5 4.01 of 4.8 TB/s): throughput 17.4% → 15.3%, e2e 25.3% → 20.1%, all
     // 19.5% → 17.6%, TRT-LLM 1.0 14.3% → 13.3%, vLLM CI 25.3% → 19.8%; TRT-LLM 0.9
     // throughput 20.1% → 20.3% (its A100 rows that were too slow get slower): recorded.

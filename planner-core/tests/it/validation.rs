@@ -143,7 +143,7 @@ fn a_dense_row_is_recomputed_by_hand() {
     // softmax 4·a·s + attention dropout 5·a·s; backward: norms 2·6h + bias-dropout-add 2·4h
     // + masks 2·1h + residual gradient sums 2·6h = 34h, GeLU 6f, softmax 6·a·s + dropout 5·a·s.
     // Cross-entropy per logit: 38 B forward, 14 B backward. HBM at the A100 80 GB's measured
-    // BabelStream Copy, 1.61 of the datasheet's 2.039 TB/s (input/hardware.rs, Azure's
+    // BabelStream Copy, 1.61 of the datasheet's 2.039 TB/s (input/gpu_presets/, Azure's
     // ND A100 v4 results), in place of the 0.9 default.
     let bw = 1.61e12;
     assert!((gpu.hbm_bytes_per_s * 1.61 / 2.039 - bw).abs() < 1.0);
@@ -269,7 +269,8 @@ fn known_models_and_defaults_are_stated() {
 
 /// A dataset from elsewhere names its GPUs its own way: every preset is reachable by its id and
 /// by the driver's device name, so no row on a GPU with a preset is "not representable"
-/// (issue 12); PCIe and NVL cards, which no preset describes, are refused by name.
+/// (issue 12); the PCIe and NVL versions of SXM parts, which no preset describes, are refused
+/// by name, and PCIe-only cards (L40S) are their presets.
 #[test]
 fn every_preset_gpu_is_representable_in_a_dataset() {
     let id = |name: &str| dataset_gpu_preset(name);
@@ -287,7 +288,15 @@ fn every_preset_gpu_is_representable_in_a_dataset() {
     assert_eq!(id("A100-40GB").as_deref(), Some("a100-40gb"));
     assert_eq!(id("H100 PCIe"), None);
     assert_eq!(id("H100 NVL"), None);
-    assert_eq!(id("L40S"), None);
+    assert_eq!(id("L40S").as_deref(), Some("l40s"));
+    assert_eq!(id("L40S-48GB").as_deref(), Some("l40s"));
+    assert_eq!(id("NVIDIA L40S PCIe").as_deref(), Some("l40s"));
+    assert_eq!(id("A800-80GB").as_deref(), Some("a800"));
+    assert_eq!(id("A800 80GB PCIe"), None);
+    assert_eq!(id("RTX-4090").as_deref(), Some("rtx-4090"));
+    assert_eq!(id("L4").as_deref(), Some("l4"));
+    assert_eq!(id("A10").as_deref(), Some("a10"));
+    assert_eq!(id("A100-PCIe"), None);
 
     // A training row moved to each GPU maps to that GPU's preset; an unknown one names its field.
     let mut run = dataset_row("nemo2407-llama3-8b-tps");

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::input::framework::Framework;
 use crate::input::hardware::{gpu_preset, gpu_preset_for_device, Cluster, GpuSpec};
+use crate::input::intra_node_link::IntraNodeLink;
 use crate::input::kernels::Kernels;
 use crate::input::layout::{Layout, Recompute, Schedule, ZeroStage};
 use crate::input::model::ModelSpec;
@@ -47,10 +48,11 @@ pub const DATASET_GPUS: [(&str, &str); 5] = [
 
 /// The [`gpu_preset`] id of a dataset's GPU name: a name of [`DATASET_GPUS`] exactly, a
 /// preset's own id (any case, `_` or space for `-`: `B200`, `GB200-NVL72`, `MI325X`), or a
-/// device name as the driver prints it (`NVIDIA H800`, `H100 SXM5 80GB`,
-/// [`gpu_preset_for_device`]), so a dataset from elsewhere is representable on every GPU
-/// that has a preset. `None` for PCIe and NVL cards (other clocks, power and links than the
-/// SXM parts the presets describe; GB200 NVL72 excepted) and for GPUs without a preset.
+/// device name as the driver prints it (`NVIDIA H800`, `H100 SXM5 80GB`, `L40S-48GB`,
+/// `A800-80GB`, [`gpu_preset_for_device`]), so a dataset from elsewhere is representable on
+/// every GPU that has a preset. `None` for the PCIe and NVL versions of SXM parts (other
+/// clocks, power and links than the SXM presets describe; GB200 NVL72 excepted; a card sold
+/// only for PCIe, such as the L40S, is its preset) and for GPUs without a preset.
 pub fn dataset_gpu_preset(gpu_type: &str) -> Option<String> {
     if let Some((_, id)) = DATASET_GPUS.iter().find(|(name, _)| *name == gpu_type) {
         return Some((*id).to_string());
@@ -68,10 +70,9 @@ pub fn dataset_gpu_preset(gpu_type: &str) -> Option<String> {
     }
     let other_part = normalized.contains("pcie")
         || (normalized.contains("nvl") && !normalized.contains("gb200"));
-    if other_part {
-        return None;
-    }
-    gpu_preset_for_device(&normalized).map(|g| g.id)
+    let g = gpu_preset_for_device(&normalized)?;
+    let pcie_card = g.intra_node_link() == IntraNodeLink::Pcie;
+    (!other_part || pcie_card).then_some(g.id)
 }
 
 /// The data-parallel degree of a row's layout: `dp` as given when dp × tp × pp × cp is the
