@@ -14,6 +14,7 @@ mod evaluate;
 mod export;
 mod export_deployment;
 mod finetune;
+mod finetune_stacks;
 mod fold;
 mod fuzz;
 mod gpu_presets;
