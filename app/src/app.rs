@@ -302,6 +302,7 @@ fn framework_name(framework: Framework) -> &'static str {
         Framework::DeepSpeed2021 => "DeepSpeed of 2021",
         Framework::HfTransformers => "Transformers",
         Framework::HfDeepSpeed => "DeepSpeed with Transformers",
+        Framework::Torchtune => "torchtune",
     }
 }
 

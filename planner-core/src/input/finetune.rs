@@ -493,17 +493,19 @@ pub fn adapter_params_total(model: &ModelSpec, ft: &FineTune, count: Count) -> f
 
 /// Bytes per frozen base parameter: the working dtype under LoRA; under QLoRA the
 /// quantized linears at [`NF4_DOUBLE_QUANT_BITS_PER_PARAM`] and the rest at
-/// [`QLORA_UNQUANTIZED_BYTES_PER_PARAM`].
+/// `unquantized_bytes` ([`QLORA_UNQUANTIZED_BYTES_PER_PARAM`] under PEFT; torchtune keeps them
+/// in the model's dtype: torchtune/modules/peft/lora.py quantizes only `LoRALinear` weights
+/// with torchao's `to_nf4`).
 pub(crate) fn base_bytes(
     mode: FineTuneMode,
     precision: &Precision,
-    base: f64,
-    quantized: f64,
+    (base, quantized): (f64, f64),
+    unquantized_bytes: f64,
 ) -> f64 {
     match mode {
         FineTuneMode::Qlora => {
             quantized * NF4_DOUBLE_QUANT_BITS_PER_PARAM / 8.0
-                + (base - quantized) * QLORA_UNQUANTIZED_BYTES_PER_PARAM
+                + (base - quantized) * unquantized_bytes
         }
         _ => base * precision.weight_bytes,
     }

@@ -35,11 +35,15 @@ pub enum Framework {
     /// DeepSpeed ZeRO driving Hugging Face Transformers model code (the Trainer's or
     /// Accelerate's DeepSpeed integration): DeepSpeed's buffers and the Transformers tensors.
     HfDeepSpeed,
+    /// torchtune's recipes: its eager Llama modules (torchtune/modules), LoRA adapters in the
+    /// model's dtype, the chunked cross entropy (`CEWithChunkedOutputLoss`), NF4 through torchao
+    /// with the rest kept BF16, pure-BF16 training.
+    Torchtune,
 }
 
 impl Framework {
     /// All frameworks, in display order.
-    pub const ALL: [Framework; 7] = [
+    pub const ALL: [Framework; 8] = [
         Framework::Article,
         Framework::MegatronCore,
         Framework::Torchtitan,
@@ -47,6 +51,7 @@ impl Framework {
         Framework::DeepSpeed2021,
         Framework::HfTransformers,
         Framework::HfDeepSpeed,
+        Framework::Torchtune,
     ];
 
     /// DeepSpeed of any release: its ZeRO memory semantics and its per-module parameter hooks.
@@ -57,9 +62,26 @@ impl Framework {
         )
     }
 
-    /// Whether the model code is Hugging Face Transformers' (eager modules, its loss, PEFT adapters).
-    pub fn hf_model_code(self) -> bool {
+    /// Whether the model runs as eager PyTorch Llama modules, Transformers' or torchtune's
+    /// ([`crate::memory::hf_activations`]).
+    pub fn eager_modules(self) -> bool {
+        matches!(
+            self,
+            Framework::HfTransformers | Framework::HfDeepSpeed | Framework::Torchtune
+        )
+    }
+
+    /// Whether adapters are PEFT's: cast to fp32 (`autocast_adapter_dtype`), reading an fp32 copy
+    /// of their input, and QLoRA's unquantized parameters cast to fp32
+    /// (`prepare_model_for_kbit_training`).
+    pub fn peft_adapters(self) -> bool {
         matches!(self, Framework::HfTransformers | Framework::HfDeepSpeed)
+    }
+
+    /// A single process of this framework frees its gradients between steps (see
+    /// [`crate::memory::stage_peak::grads_born_in_backward`]).
+    pub fn frees_gradients_between_steps(self) -> bool {
+        matches!(self, Framework::HfTransformers | Framework::Torchtune)
     }
 
     /// Stable identifier used in links and the CLI.
@@ -72,6 +94,7 @@ impl Framework {
             Framework::DeepSpeed2021 => "deepspeed-2021",
             Framework::HfTransformers => "hf",
             Framework::HfDeepSpeed => "hf-deepspeed",
+            Framework::Torchtune => "torchtune",
         }
     }
 
@@ -97,6 +120,8 @@ impl Framework {
             }
             // Transformers has no pipeline schedule of its own; a plain PyTorch loop runs one stage.
             Framework::HfTransformers => schedule == Schedule::OneFOneB,
+            // torchtune's recipes run FSDP2 and TP, no pipeline schedule.
+            Framework::Torchtune => schedule == Schedule::OneFOneB,
             // torch.distributed.pipelining (torchtitan's schedules) has ScheduleGPipe,
             // Schedule1F1B, ScheduleInterleaved1F1B and ScheduleInterleavedZeroBubble; the
             // article draws them all.
@@ -119,7 +144,8 @@ impl Framework {
             | Framework::DeepSpeed
             | Framework::DeepSpeed2021
             | Framework::HfTransformers
-            | Framework::HfDeepSpeed => None,
+            | Framework::HfDeepSpeed
+            | Framework::Torchtune => None,
         }
     }
 
@@ -135,6 +161,7 @@ impl Framework {
             }
             Framework::HfTransformers => "Hugging Face Transformers + PEFT semantics (eager)",
             Framework::HfDeepSpeed => "DeepSpeed ZeRO with Hugging Face Transformers model code",
+            Framework::Torchtune => "torchtune recipe semantics (eager, chunked cross entropy)",
         }
     }
 }

@@ -70,9 +70,10 @@ impl Kernels {
         match (self, framework) {
             (Kernels::FrameworkDefault, Framework::Torchtitan) => Kernels::Eager,
             // Transformers' modeling code runs its norms, RoPE and activations as eager ops.
-            (Kernels::FrameworkDefault, Framework::HfTransformers | Framework::HfDeepSpeed) => {
-                Kernels::Eager
-            }
+            (
+                Kernels::FrameworkDefault,
+                Framework::HfTransformers | Framework::HfDeepSpeed | Framework::Torchtune,
+            ) => Kernels::Eager,
             (Kernels::FrameworkDefault, _) => Kernels::Fused,
             (k, _) => k,
         }

@@ -137,7 +137,8 @@ impl OverlapChoice {
             }
             // Transformers under DDP (torch/nn/parallel/distributed.py: bucketed all-reduce
             // hooks fire during backward) or FSDP (prefetching gathers): both overlap.
-            Framework::HfTransformers => (false, true, true),
+            // torchtune's distributed recipes shard with FSDP2 (prefetching, overlapped).
+            Framework::HfTransformers | Framework::Torchtune => (false, true, true),
         };
         AppliedOverlap {
             tp_comm: self.tp_comm.or(tp),

@@ -64,12 +64,13 @@ pub struct ActivationSetup {
     pub adapters: Option<LoraSettings>,
     /// The fine-tuning method (what the adapters save besides their `A` outputs).
     pub method: FineTuneMode,
-    /// Hugging Face Transformers model code ([`crate::memory::hf_activations`]) instead of
-    /// Megatron's fused layer.
-    pub hf_model_code: bool,
-    /// A padding mask reaches attention (unpacked batches padded to their longest sequence):
-    /// Transformers then repeats K/V over the query groups before SDPA.
-    pub attention_mask: bool,
+    /// Eager PyTorch Llama modules, Transformers' or torchtune's
+    /// ([`crate::memory::hf_activations`]), instead of Megatron's fused layer.
+    pub eager_modules: bool,
+    /// PEFT's adapters: fp32, each reading an fp32 copy of its input.
+    pub peft_adapters: bool,
+    /// K and V are repeated over the query groups before attention (saved at full width).
+    pub repeat_kv: bool,
 }
 
 impl ActivationSetup {
@@ -98,10 +99,9 @@ impl ActivationSetup {
             activation_bytes: precision.activation_bytes,
             adapters: training.finetune.adapters().copied(),
             method: training.finetune.mode,
-            hf_model_code: framework.hf_model_code(),
-            // Unpacked fine-tuning batches are padded to their longest sequence
-            // (transformers DataCollatorWithPadding, PEFT's MetaMathQA loop `tokenizer.pad`).
-            attention_mask: framework.hf_model_code(),
+            eager_modules: framework.eager_modules(),
+            peft_adapters: framework.peft_adapters(),
+            repeat_kv: crate::memory::hf_activations::repeats_kv(framework, training),
         }
     }
 
@@ -130,8 +130,9 @@ impl ActivationSetup {
             activation_bytes: 2.0,
             adapters: None,
             method: FineTuneMode::Full,
-            hf_model_code: false,
-            attention_mask: false,
+            eager_modules: false,
+            peft_adapters: false,
+            repeat_kv: false,
         }
     }
 }
@@ -560,7 +561,7 @@ pub(crate) fn visit_extras(
     last: bool,
     f: impl FnMut(RawTensor),
 ) {
-    if setup.hf_model_code {
+    if setup.eager_modules {
         crate::memory::hf_activations::visit_extras(model, setup, last, f);
         return;
     }

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::base::explain::{fmt_bytes, fmt_num};
 use crate::base::explain::{Term, Unit};
 use crate::input::finetune::*;
+use crate::input::framework::Framework;
 use crate::input::layout::{Layout, ZeroStage};
 use crate::input::model::{FfnKind, ModelSpec, ParamBreakdown};
 use crate::input::precision::Precision;
@@ -207,7 +208,7 @@ pub fn adapter_state(
     layout: &Layout,
     span: &StageSpan,
     rank: &RankParams,
-    (finetune, fp32_adapters): (&FineTune, bool),
+    (finetune, framework): (&FineTune, Framework),
 ) -> Option<AdapterState> {
     finetune.adapters()?;
     let groups = ShardGroups::of(layout);
@@ -217,7 +218,17 @@ pub fn adapter_state(
         FineTuneMode::Qlora => base - unquantized_rank_params(model, params, layout, span, rank),
         _ => 0.0,
     };
-    let unsharded_base = base_bytes(finetune.mode, precision, base, quantized);
+    let unquantized_bytes = if framework == Framework::Torchtune {
+        precision.weight_bytes
+    } else {
+        QLORA_UNQUANTIZED_BYTES_PER_PARAM
+    };
+    let unsharded_base = base_bytes(
+        finetune.mode,
+        precision,
+        (base, quantized),
+        unquantized_bytes,
+    );
     // ZeRO-3 over dp·cp for dense parameters and dp·cp/ep for routed experts, as for full training.
     let sharded_base = if rank.total() > 0.0 {
         let dense_share = rank.dense / rank.total();
@@ -227,7 +238,7 @@ pub fn adapter_state(
     };
     let adapters = adapter_rank_params(model, layout, span, finetune, Count::All);
     let trainable = adapter_rank_params(model, layout, span, finetune, Count::Trainable);
-    let bytes = AdapterBytes::of(precision, fp32_adapters);
+    let bytes = AdapterBytes::of(precision, framework.peft_adapters());
     let shard = |bytes_per_param: f64, params: &RankParams, sharded: bool| {
         if sharded {
             bytes_per_param * (params.dense / groups.dense + params.expert / groups.expert)
@@ -280,7 +291,7 @@ pub fn model_state_bars(
     precision: &Precision,
     layout: &Layout,
     finetune: &FineTune,
-    fp32_adapters: bool,
+    framework: Framework,
 ) -> Option<Vec<ModelStateBar>> {
     let lora = finetune.adapters()?;
     let params = model.param_breakdown();
@@ -305,7 +316,7 @@ pub fn model_state_bars(
                 &l,
                 &span,
                 &rank,
-                (finetune, fp32_adapters),
+                (finetune, framework),
             )?;
             let (sharded, replicated) = state_terms(&state, precision, &l, lora)
                 .into_iter()

@@ -12,8 +12,10 @@
 //! saved variable by `should_compute_output`), so a frozen linear keeps no input.
 
 use crate::input::finetune::FineTuneMode;
+use crate::input::framework::Framework;
 use crate::input::layout::Recompute;
 use crate::input::model::{FfnKind, ModelSpec};
+use crate::input::scenario::Training;
 use crate::memory::activations::{
     ActivationSetup, DroppedBy, LayerKind, RawTensor, TensorKind, TpSplit,
 };
@@ -128,10 +130,22 @@ impl HfTensor {
     }
 }
 
-/// Whether this list describes `kind` layers of `model` under `setup`: Transformers model
-/// code, a dense layer, standard (non-MLA) attention.
+/// Whether this list describes `kind` layers of `model` under `setup`: eager Llama modules
+/// (Transformers' or torchtune's), a dense layer, standard (non-MLA) attention.
 pub(crate) fn describes(model: &ModelSpec, kind: LayerKind, setup: &ActivationSetup) -> bool {
-    setup.hf_model_code && kind == LayerKind::Dense && model.mla.is_none()
+    setup.eager_modules && kind == LayerKind::Dense && model.mla.is_none()
+}
+
+/// Whether K and V reach attention repeated over the query groups: torchtune expands them
+/// whenever the heads differ (torchtune/modules/attention.py `MultiHeadAttention.forward`:
+/// `k.unsqueeze(2).expand(expand_shape).flatten(1, 2)`); Transformers repeats them when a mask
+/// is passed (integrations/sdpa_attention.py: `use_gqa_in_sdpa` needs `attention_mask is
+/// None`), which unpacked batches padded to their longest sequence carry.
+pub(crate) fn repeats_kv(framework: Framework, _training: &Training) -> bool {
+    match framework {
+        Framework::Torchtune => true,
+        f => f.peft_adapters(),
+    }
 }
 
 /// What trains around one layer.
@@ -164,7 +178,6 @@ pub(crate) fn visit_layer(
     use HfTensor as T;
     let h = f64::from(model.hidden);
     let a = model.heads.max(1);
-    let d = f64::from(model.head_dim);
     let e = setup.activation_bytes;
     let tr = Trains::of(setup);
     let mut emit = |kind: T, values: f64, seq_squared: bool, bytes: f64, split, dropped| {
@@ -222,28 +235,41 @@ pub(crate) fn visit_layer(
             D::Full,
         );
     }
-    // PEFT: each targeted linear whose adapter reads its input keeps an fp32 copy of it.
-    let [q, k, v, o, gate, up, down] = tr.lora_a;
-    let ffn = f64::from(model.ffn);
-    let swiglu = model.ffn_kind == FfnKind::SwiGlu;
-    let copies = [q, k, v, o, gate && swiglu, up]
-        .iter()
-        .zip([h, h, h, f64::from(a) * d, h, h])
-        .filter(|(on, _)| **on)
-        .map(|(_, d_in)| d_in)
-        .sum::<f64>()
-        + if down { ffn } else { 0.0 };
+    let (values, bytes) = adapter_inputs(model, setup, &tr);
     emit(
         T::AdapterInputFp32,
-        copies,
+        values,
         false,
-        4.0,
+        bytes,
         S::Replicated,
         D::Full,
     );
     visit_attention(model, setup, &tr, &mut emit);
     visit_mlp(model, setup, &tr, &mut emit);
     visit_adapters(model, setup, &mut emit);
+}
+
+/// Values per token of the adapters' saved inputs, and their bytes: PEFT keeps an fp32 copy per
+/// targeted linear (lora/layer.py `_cast_input_dtype` to the fp32 adapter); torchtune's
+/// `LoRALinear` reads the module's own input, so linears that share one (q, k, v; gate, up)
+/// save it once, at the activation dtype. Full fine-tuning's inputs are [`HfTensor::LinearInput`].
+fn adapter_inputs(model: &ModelSpec, setup: &ActivationSetup, tr: &Trains) -> (f64, f64) {
+    if tr.full {
+        return (0.0, 0.0);
+    }
+    let [q, k, v, o, gate, up, down] = tr.lora_a;
+    let h = f64::from(model.hidden);
+    let o_in = f64::from(model.heads.max(1)) * f64::from(model.head_dim);
+    let ffn = f64::from(model.ffn);
+    let gate = gate && model.ffn_kind == FfnKind::SwiGlu;
+    let count = |on: &[bool]| on.iter().filter(|b| **b).count() as f64;
+    if setup.peft_adapters {
+        let values = h * count(&[q, k, v, gate, up]) + o_in * count(&[o]) + ffn * count(&[down]);
+        return (values, 4.0);
+    }
+    let any = |on: &[bool]| if on.iter().any(|b| *b) { 1.0 } else { 0.0 };
+    let values = h * (any(&[q, k, v]) + any(&[gate, up])) + o_in * any(&[o]) + ffn * any(&[down]);
+    (values, setup.activation_bytes)
 }
 
 type Emit<'a> = dyn FnMut(HfTensor, f64, bool, f64, TpSplit, DroppedBy) + 'a;
@@ -258,7 +284,7 @@ fn visit_attention(model: &ModelSpec, setup: &ActivationSetup, tr: &Trains, emit
     let e = setup.activation_bytes;
     // integrations/sdpa_attention.py: with a mask (`use_gqa_in_sdpa` needs `attention_mask is
     // None`) K and V are repeated to every query head before SDPA, which saves the repeats.
-    let kv_heads = if setup.attention_mask || !setup.flash_attention {
+    let kv_heads = if setup.repeat_kv || !setup.flash_attention {
         a
     } else {
         f64::from(model.kv_heads.max(1))
@@ -321,12 +347,18 @@ fn visit_adapters(model: &ModelSpec, setup: &ActivationSetup, emit: &mut Emit) {
         return;
     };
     let modules = targeted_outputs(model, LayerKind::Dense, &lora.targets).len() as f64;
+    // PEFT's fp32 adapters output fp32; torchtune's run in the model's dtype.
+    let adapter_bytes = if setup.peft_adapters {
+        4.0
+    } else {
+        setup.activation_bytes
+    };
     if setup.method.uses_rank() {
         emit(
             T::AdapterIntermediateFp32,
             modules * f64::from(lora.rank),
             false,
-            4.0,
+            adapter_bytes,
             S::Replicated,
             D::Full,
         );
@@ -336,7 +368,7 @@ fn visit_adapters(model: &ModelSpec, setup: &ActivationSetup, emit: &mut Emit) {
     let outputs =
         crate::memory::adapters::method_output_values(model, LayerKind::Dense, setup.method, lora);
     let bytes = match setup.method {
-        FineTuneMode::Dora => (setup.activation_bytes + 4.0) / 2.0,
+        FineTuneMode::Dora => (setup.activation_bytes + adapter_bytes) / 2.0,
         _ => setup.activation_bytes,
     };
     emit(

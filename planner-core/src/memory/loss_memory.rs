@@ -66,6 +66,29 @@ const HF_TRANSFORMERS: [LossTransient; 3] = [
     },
 ];
 
+/// torchtune (torchtune/modules/loss/ce_chunked_output_loss.py `CEWithChunkedOutputLoss`,
+/// `num_output_chunks = 8`; the model returns its output as 8 BF16 chunks): each chunk is cast
+/// `.float()` inside its own cross entropy, so beside the saved fp32 log-softmax outputs the BF16
+/// chunks stay alive and the backward's two fp32 gradients exist for one chunk at a time.
+/// `CEWithChunkedOutputLoss(num_output_chunks=8)`, the default of torchtune's recipes.
+const TORCHTUNE_LOSS_CHUNKS: f64 = 8.0;
+/// Two fp32 gradients (4 + 4 B) over one of the loss's chunks, per logit.
+const TORCHTUNE_CHUNK_GRAD_BYTES: f64 = (4.0 + 4.0) / TORCHTUNE_LOSS_CHUNKS;
+
+const TORCHTUNE: [LossTransient; 2] = [
+    LossTransient {
+        name: "BF16 logit chunks held for the loss",
+        bytes_per_logit: 2.0,
+        source:
+            "torchtune TransformerDecoder.chunked_output: [self.output(chunk) for chunk in ...]",
+    },
+    LossTransient {
+        name: "fp32 gradients of one chunk of 8 (nll_loss and log_softmax backward)",
+        bytes_per_logit: TORCHTUNE_CHUNK_GRAD_BYTES,
+        source: "ce_chunked_output_loss.py: F.cross_entropy(logits.float(), ...) per chunk",
+    },
+];
+
 /// The framework's loss transients.
 pub fn loss_transients(framework: Framework) -> &'static [LossTransient] {
     match framework {
@@ -74,6 +97,7 @@ pub fn loss_transients(framework: Framework) -> &'static [LossTransient] {
         Framework::MegatronCore => &MEGATRON_CORE,
         Framework::Torchtitan => &TORCHTITAN,
         Framework::HfTransformers | Framework::HfDeepSpeed => &HF_TRANSFORMERS,
+        Framework::Torchtune => &TORCHTUNE,
     }
 }
 

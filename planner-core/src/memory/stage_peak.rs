@@ -281,7 +281,7 @@ pub struct StageState {
 /// each `.grad` when its weight's backward runs (torch/csrc/autograd/functions/accumulate_grad.h).
 pub fn grads_born_in_backward(inputs: &MemoryInputs) -> bool {
     let l = inputs.layout;
-    inputs.overheads.framework == crate::input::framework::Framework::HfTransformers
+    inputs.overheads.framework.frees_gradients_between_steps()
         && l.zero == ZeroStage::Ddp
         && u64::from(l.dp.max(1)) * u64::from(l.cp.max(1)) == 1
 }
@@ -314,7 +314,7 @@ pub fn stage_state(inputs: &MemoryInputs, span: &StageSpan) -> StageState {
         layout,
         span,
         &rank,
-        (&training.finetune, overheads.framework.hf_model_code()),
+        (&training.finetune, overheads.framework),
     );
     let state = match &adapters {
         Some(a) => a.model_state(),

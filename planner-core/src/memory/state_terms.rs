@@ -202,7 +202,7 @@ pub fn model_state_for(
         precision,
         layout,
         &training.finetune,
-        framework.hf_model_code(),
+        framework,
     )
     .unwrap_or_else(|| model_state(model, precision, layout));
     crate::memory::offload::offload_bars(&mut bars, training.offload);

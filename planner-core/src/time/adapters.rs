@@ -42,8 +42,11 @@ impl AdapterTime {
                 base_bytes(
                     self.mode,
                     precision,
-                    self.base_params,
-                    self.quantized_dense_params + self.quantized_expert_params,
+                    (
+                        self.base_params,
+                        self.quantized_dense_params + self.quantized_expert_params,
+                    ),
+                    QLORA_UNQUANTIZED_BYTES_PER_PARAM,
                 ) / self.base_params
             }
             _ => precision.weight_bytes,

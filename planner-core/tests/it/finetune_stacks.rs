@@ -191,3 +191,46 @@ fn the_memory_rows_do_not_fall_back() {
     assert!(allocated.median.expect("median") <= 0.1181 + slack);
     assert!(allocated.max.expect("max") <= 0.9905 + slack);
 }
+
+#[test]
+fn torchtune_adapters_read_their_modules_input_and_keep_the_rest_bf16() {
+    use planner_core::memory::activations::ActivationSetup;
+    let m = llama_32_3b();
+    let ft = method(FineTuneMode::Lora, 32, "q,v");
+    let mut setup: ActivationSetup = hf_setup(&ft);
+    setup.peft_adapters = false;
+    // torchtune: q and v share the first norm's BF16 output (2h = 6,144, once) instead of two
+    // fp32 copies (24,576), and lora_a's outputs are BF16 (2·2·32 = 128, not 256):
+    // 123,232 − 24,576 + 6,144 − 128 = 104,672 B per token.
+    let per_token = layer_bytes(&m, LayerKind::Dense, &setup) / (768.0 * 4.0);
+    assert_eq!(per_token, 104_672.0);
+    // Its chunked cross entropy: BF16 chunks (2 B) and one chunk's two fp32 gradients (8 B / 8).
+    let loss: f64 = planner_core::memory::loss_memory::loss_transients(Framework::Torchtune)
+        .iter()
+        .map(|t| t.bytes_per_logit)
+        .sum();
+    assert_eq!(loss, 3.0);
+}
+
+#[test]
+fn torchtune_qlora_keeps_embeddings_and_norms_in_bf16() {
+    let link = "v=1&model=llama-3.1-8b&gpus=8&dp=8&tp=1&pp=1&ft=qlora&lora_r=8&lora_mod=q,v";
+    let mut s = planner_core::edges::link::decode(link).expect("valid link");
+    let base = |s: &planner_core::input::scenario::Scenario| {
+        let model = s.model_spec().expect("model");
+        let mem = planner_core::memory::training_memory::training_memory(s, &model);
+        mem.stages[0]
+            .terms
+            .iter()
+            .find(|t| t.key == "model_state.base_weights")
+            .expect("base term")
+            .value
+    };
+    let peft = base(&s);
+    s.overheads.framework = Framework::Torchtune;
+    let tt = base(&s);
+    // Llama 3.1 8B: embedding and LM head 2 × 128256 × 4096 = 1,050,673,152 parameters, norms
+    // 32 × 2 × 4096 + 4096 = 266,240: PEFT casts them to fp32 (4 B), torchtune keeps BF16 (2 B).
+    let unquantized = 1_050_673_152.0 + 266_240.0;
+    assert!((peft - tt - 2.0 * unquantized).abs() < 1.0, "{peft} − {tt}");
+}

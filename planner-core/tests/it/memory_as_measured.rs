@@ -40,8 +40,9 @@ fn setup(
         activation_bytes: 2.0,
         adapters: None,
         method: planner_core::input::finetune::FineTuneMode::Full,
-        hf_model_code: false,
-        attention_mask: false,
+        eager_modules: false,
+        peft_adapters: false,
+        repeat_kv: false,
     }
 }
 
