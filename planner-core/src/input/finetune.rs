@@ -325,6 +325,23 @@ pub enum Count {
     All,
     /// Those that train (what gradients and optimizer state take): LoRA-FA's frozen `A` left out.
     Trainable,
+    /// Those that train and sit in tensors a bitsandbytes paged optimizer pages: its state
+    /// buffers come from CUDA unified memory only for tensors of at least 10^5 elements
+    /// (bitsandbytes/optim/optimizer.py `get_state_buffer`: `if not self.is_paged or
+    /// p.numel() < 1e5: return torch.zeros_like(p, ...)`, else `F.get_paged`).
+    PagedTrainable,
+}
+
+/// bitsandbytes' smallest tensor whose optimizer state is paged, elements.
+pub const PAGED_STATE_MIN_ELEMENTS: f64 = 1e5;
+
+/// `elements` if a tensor of that size counts under `count`.
+fn counted(count: Count, elements: f64) -> f64 {
+    if count == Count::PagedTrainable && elements < PAGED_STATE_MIN_ELEMENTS {
+        0.0
+    } else {
+        elements
+    }
 }
 
 /// One targeted linear `d_in → d_out`: its adapter parameters on a rank of TP degree `t`.
@@ -347,23 +364,21 @@ fn linear_params(
     match ft.mode {
         FineTuneMode::Full | FineTuneMode::PromptTuning => 0.0,
         // Hu et al. 2021 (LoRA) §4.1: `A: r × d_in` and `B: d_out × r`.
-        FineTuneMode::Lora | FineTuneMode::Qlora => r * (d_in + d_out),
+        FineTuneMode::Lora | FineTuneMode::Qlora => {
+            counted(count, r * d_in) + counted(count, r * d_out)
+        }
         // PEFT dora.py `DoraLinearLayer.update_layer`: the magnitude is the weight's row norm, one per output.
-        FineTuneMode::Dora => r * (d_in + d_out) + d_out,
+        FineTuneMode::Dora => {
+            counted(count, r * d_in) + counted(count, r * d_out) + counted(count, d_out)
+        }
         // PEFT lorafa.py: `A` frozen after initialisation, `B` trains.
         FineTuneMode::LoraFa => match count {
             Count::All => r * (d_in + d_out),
-            Count::Trainable => r * d_out,
+            Count::Trainable | Count::PagedTrainable => counted(count, r * d_out),
         },
         // PEFT ia3/layer.py `update_layer`: `ia3_l` is (1, in_features) for feed-forward modules,
         // (out_features, 1) otherwise.
-        FineTuneMode::Ia3 => {
-            if feedforward {
-                d_in
-            } else {
-                d_out
-            }
-        }
+        FineTuneMode::Ia3 => counted(count, if feedforward { d_in } else { d_out }),
     }
 }
 
@@ -481,6 +496,11 @@ pub fn prompt_params(model: &ModelSpec, ft: &FineTune) -> f64 {
     }
 }
 
+/// [`prompt_params`] under `count`.
+pub(crate) fn prompt_params_counted(model: &ModelSpec, ft: &FineTune, count: Count) -> f64 {
+    counted(count, prompt_params(model, ft))
+}
+
 /// Adapter parameters in the whole model (no TP); [`Count::Trainable`] is what PEFT's
 /// `print_trainable_parameters` reports.
 pub fn adapter_params_total(model: &ModelSpec, ft: &FineTune, count: Count) -> f64 {
@@ -488,7 +508,7 @@ pub fn adapter_params_total(model: &ModelSpec, ft: &FineTune, count: Count) -> f
     let (dense, moe_dense, routed) = layer_adapter_params(model, ft, count, 1.0);
     pb.dense_layers as f64 * dense
         + pb.moe_layers as f64 * (moe_dense + routed)
-        + prompt_params(model, ft)
+        + prompt_params_counted(model, ft, count)
 }
 
 /// Bytes per frozen base parameter: the working dtype under LoRA; under QLoRA the

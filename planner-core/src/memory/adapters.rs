@@ -40,7 +40,7 @@ pub fn adapter_rank_params(
     }
     // Prompt tuning's embeddings sit with the input embedding, on the first stage.
     let prompt = if span.embedding {
-        prompt_params(model, ft)
+        prompt_params_counted(model, ft, count)
     } else {
         0.0
     };
@@ -155,6 +155,9 @@ pub struct AdapterState {
     pub adapter_grad_bytes: f64,
     /// Adapter optimizer state (master + moments), bytes (after ZeRO-1 sharding).
     pub adapter_optimizer_bytes: f64,
+    /// Of that state, what a paged optimizer (QLoRA's) keeps in CUDA unified memory: in the
+    /// device's used memory, outside PyTorch's allocator counters.
+    pub paged_optimizer_bytes: f64,
 }
 
 impl AdapterState {
@@ -272,6 +275,14 @@ pub fn adapter_state(
         // CUDA unified memory and page it to CPU only when the GPU runs out: the peak counts it
         // on the GPU, the worst case a run that fits sees.
         adapter_optimizer_bytes: shard(bytes.optimizer, &trainable, zero >= 1),
+        // QLoRA's optimizer is bitsandbytes' paged AdamW (Dettmers et al. 2023 §3, "Paged
+        // Optimizers"; PEFT/TRL recipes pass `optim="paged_adamw_*"`).
+        paged_optimizer_bytes: if finetune.mode == FineTuneMode::Qlora {
+            let paged = adapter_rank_params(model, layout, span, finetune, Count::PagedTrainable);
+            shard(bytes.optimizer, &paged, zero >= 1)
+        } else {
+            0.0
+        },
     })
 }
 
@@ -423,7 +434,7 @@ pub fn state_terms(
     ];
     for (key, label, bytes, k, sharded, ad) in parts {
         let paged = if key == "model_state.adapter_optimizer" && state.mode == FineTuneMode::Qlora {
-            "; bitsandbytes paged optimizer: unified memory, paged to CPU only under memory pressure, so counted on the GPU"
+            "; bitsandbytes paged optimizer: the state of tensors of at least 1e5 elements lives in CUDA unified memory (optimizer.py get_state_buffer), paged to CPU only under memory pressure: counted in the device's total, outside torch.cuda.max_memory_allocated/reserved"
         } else {
             ""
         };

@@ -109,6 +109,8 @@ pub struct StageNumbers {
     pub step_excess_bytes: f64,
     /// Gradients that do not exist yet when backward starts ([`grads_born_in_backward`]).
     pub unborn_grad_bytes: f64,
+    /// Paged optimizer state: in `total_bytes`, not in `allocated_bytes` or `reserved_bytes`.
+    pub paged_optimizer_bytes: f64,
     /// Live tensors at the peak: what `torch.cuda.max_memory_allocated` reports.
     pub allocated_bytes: f64,
     /// The caching allocator's blocks at the peak: `torch.cuda.max_memory_reserved`
@@ -271,6 +273,9 @@ pub struct StageState {
     /// Gradient bytes not yet allocated when the backward pass starts ([`grads_born_in_backward`]):
     /// subtracted from the model state at the backward peak, counted at the optimizer step.
     pub unborn_grad_bytes: f64,
+    /// Optimizer state a paged optimizer keeps in CUDA unified memory (QLoRA): on the device,
+    /// outside `max_memory_allocated` and `max_memory_reserved`.
+    pub paged_optimizer_bytes: f64,
 }
 
 /// Whether the gradients are freed after every step and allocated again by the next backward,
@@ -427,6 +432,10 @@ pub fn stage_state(inputs: &MemoryInputs, span: &StageSpan) -> StageState {
         nccl_bytes: f64::from(nccl_groups) * overheads.nccl_buffer_bytes_per_group,
         step_transient_bytes,
         unborn_grad_bytes,
+        paged_optimizer_bytes: match &adapters {
+            Some(a) if state.optimizer.total() > 0.0 => a.paged_optimizer_bytes,
+            _ => 0.0,
+        },
     }
 }
 
@@ -490,11 +499,14 @@ pub fn stage_numbers_from(
     // freed; where that is the larger, the excess over the backward peak is its own term.
     let step_peak = st.state.total() + st.step_transient_bytes + overheads.cublas_workspace_bytes;
     let step_excess_bytes = (step_peak - backward_peak).max(0.0);
-    let allocated = backward_peak + step_excess_bytes;
+    // A paged optimizer's state is cudaMallocManaged memory (bitsandbytes functional.py
+    // `get_paged`), which PyTorch's caching allocator neither holds nor counts.
+    let allocated = backward_peak + step_excess_bytes - st.paged_optimizer_bytes;
     let allocator_bytes = overheads.allocator_fraction * allocated;
     let reserved_bytes = allocated + allocator_bytes;
     // CUDA context and NCCL buffers are allocated outside PyTorch's caching allocator.
-    let total_bytes = reserved_bytes + overheads.cuda_context_bytes + st.nccl_bytes;
+    let total_bytes =
+        reserved_bytes + overheads.cuda_context_bytes + st.nccl_bytes + st.paged_optimizer_bytes;
     StageNumbers {
         span: *span,
         params: st.params,
@@ -515,6 +527,7 @@ pub fn stage_numbers_from(
         step_transient_bytes: st.step_transient_bytes,
         step_excess_bytes,
         unborn_grad_bytes: st.unborn_grad_bytes,
+        paged_optimizer_bytes: st.paged_optimizer_bytes,
         allocated_bytes: allocated,
         reserved_bytes,
         cuda_context_bytes: overheads.cuda_context_bytes,
