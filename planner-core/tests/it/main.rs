@@ -14,6 +14,7 @@ mod evaluate;
 mod export;
 mod export_deployment;
 mod finetune;
+mod fit;
 mod fold;
 mod fuzz;
 mod gpu_traits;

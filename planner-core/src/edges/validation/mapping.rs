@@ -203,6 +203,7 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
             global_batch,
             finetune: Default::default(),
             offload: Default::default(),
+            packing: false,
         },
         layout,
         activations: ActivationOptions {

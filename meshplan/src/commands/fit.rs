@@ -1,0 +1,101 @@
+//! `fit`: will the scenario fit its GPU, the fixes when it does not, and the time per epoch
+//! (`planner_core::view::fit::fit_view`, what the page's fine-tuning section shows).
+
+use std::fmt::Write;
+
+use planner_core::base::explain::fmt_seconds;
+use planner_core::view::fit::{fit_view, Dataset, FitView};
+
+use crate::error::CliError;
+use crate::input::read_file_or_link;
+
+/// The dataset the flags describe (clap makes the two forms exclusive and `--examples`
+/// need `--mean-len`); the numbers are checked by the epoch model, which names the flag.
+pub fn dataset(
+    tokens: Option<f64>,
+    examples: Option<f64>,
+    mean_len: Option<f64>,
+) -> Option<Dataset> {
+    match (tokens, examples, mean_len) {
+        (Some(tokens), _, _) => Some(Dataset::Tokens { tokens }),
+        (None, Some(examples), Some(mean_tokens)) => Some(Dataset::Examples {
+            examples,
+            mean_tokens,
+        }),
+        _ => None,
+    }
+}
+
+/// Prints the fit of the scenario in `input` (file or link), as a table or JSON.
+pub fn run(input: &str, dataset: Option<Dataset>, json: bool) -> Result<String, CliError> {
+    let scenario = read_file_or_link(input)?;
+    let model = scenario
+        .model_spec()
+        .map_err(|e| CliError::BadInput(e.to_string()))?;
+    let view = fit_view(&scenario, &model, dataset);
+    if let Some(Err((field, message))) = &view.epoch {
+        return Err(CliError::BadInput(format!(
+            "--{}: {message}",
+            field.replace('_', "-")
+        )));
+    }
+    if json {
+        return serde_json::to_string_pretty(&view)
+            .map_err(|e| CliError::BadInput(format!("the fit cannot be written as JSON: {e}")));
+    }
+    render(
+        &view,
+        scenario.training.seq_len,
+        scenario.layout.micro_batch,
+    )
+}
+
+fn render(view: &FitView, seq_len: u32, micro_batch: u32) -> Result<String, CliError> {
+    let Some(r) = &view.report else {
+        return Err(CliError::BadInput(view.error.clone().unwrap_or_default()));
+    };
+    let mut out = String::new();
+    let verdict = if r.current.fits {
+        "fits"
+    } else {
+        "does not fit"
+    };
+    let _ = writeln!(out, "peak memory: {} ({verdict})", view.current_memory);
+    let _ = writeln!(out, "step time: {}", fmt_seconds(r.current.step_s));
+    let batch = match r.max_micro_batch {
+        Some(b) if r.micro_batch_capped => format!("{b} (the global batch's limit per GPU)"),
+        Some(b) => b.to_string(),
+        None => "none (one sequence does not fit)".to_string(),
+    };
+    let _ = writeln!(out, "largest micro-batch at {seq_len} tokens: {batch}");
+    let seq = r
+        .max_seq_len
+        .map_or_else(|| "none".to_string(), |s| format!("{s} tokens"));
+    let _ = writeln!(out, "longest sequence at micro-batch {micro_batch}: {seq}");
+    if !r.current.fits {
+        if view.fixes.is_empty() {
+            let _ = writeln!(out, "no change meshplan prices makes it fit");
+        } else {
+            let _ = writeln!(
+                out,
+                "fixes, cheapest first (smallest added GPU-seconds per step):"
+            );
+        }
+        for (i, f) in view.fixes.iter().enumerate() {
+            let _ = writeln!(out, "  {}. {}: {}; {}", i + 1, f.label, f.memory, f.time);
+        }
+    }
+    if let Some(Ok(e)) = &view.epoch {
+        let _ = writeln!(
+            out,
+            "epoch: {} steps × {} = {} = {:.1} h ({}; {} dataset tokens a step)",
+            e.steps,
+            fmt_seconds(e.step_s),
+            fmt_seconds(e.epoch_s),
+            e.epoch_s / 3600.0,
+            e.assumption,
+            e.tokens_per_step
+        );
+    }
+    Ok(out.trim_end().to_string())
+}

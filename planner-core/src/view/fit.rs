@@ -1,0 +1,127 @@
+//! The fine-tuning section's "Will it fit" and time per epoch: the largest micro-batch and
+//! sequence, the fixes cheapest first with their memory and time, each with the scenario it
+//! leads to, and one epoch of the dataset the person typed. `meshplan fit` prints the same.
+
+use serde::Serialize;
+
+use crate::base::explain::{display_bytes, fmt_seconds};
+use crate::input::model::ModelSpec;
+use crate::input::scenario::Scenario;
+use crate::search::fit::will_it_fit;
+
+/// One change a fix makes: the page names its button by it.
+pub use crate::search::fit::Change;
+
+/// The search's numbers, which the view's rows are built from.
+pub use crate::search::fit::{FitReport, Fix, Priced};
+
+/// A dataset's size as typed (tokens, or examples × mean length).
+pub use crate::time::epoch::Dataset;
+
+/// One epoch's steps and time, and what it assumes.
+pub use crate::time::epoch::EpochTime;
+
+/// One row of the fixes table.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FixRow {
+    /// The changes, joined: "gradient checkpointing (full recompute) + 8-bit Adam (bitsandbytes)".
+    pub label: String,
+    /// The change ids joined by "+", stable for tests ("recompute-full+adam-8bit").
+    pub id: String,
+    /// "15.2 GB of 21.6 GB".
+    pub memory: String,
+    /// "1.42 s per step (+0.31 s, +28%)"; with more GPUs, also the GPU-seconds.
+    pub time: String,
+    /// The numbers.
+    pub fix: Fix,
+    /// The scenario with the fix applied: what the fix's button loads.
+    pub scenario: Scenario,
+}
+
+/// Everything the "Will it fit" part draws.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FitView {
+    /// The search's answer; `None` when the scenario breaks a rule (then `error` says which).
+    pub report: Option<FitReport>,
+    /// Why nothing was searched.
+    pub error: Option<String>,
+    /// "18.3 GB of 21.6 GB usable".
+    pub current_memory: String,
+    /// The fixes, cheapest first.
+    pub fixes: Vec<FixRow>,
+    /// One epoch of `dataset`, or why it cannot be given (the field to change, the message).
+    pub epoch: Option<Result<EpochTime, (String, String)>>,
+}
+
+/// Change ids joined with "+".
+fn change_ids(changes: &[Change]) -> String {
+    let ids: Vec<String> = changes.iter().map(|c| c.id()).collect();
+    ids.join("+")
+}
+
+fn fix_row(scenario: &Scenario, current: &Priced, usable_bytes: f64, fix: &Fix) -> FixRow {
+    let labels: Vec<String> = fix.changes.iter().map(|c| c.label()).collect();
+    let pct = 100.0 * fix.step_delta_s / current.step_s.max(f64::MIN_POSITIVE);
+    let sign = if fix.step_delta_s >= 0.0 { "+" } else { "−" };
+    let mut time = format!(
+        "{} per step ({sign}{}, {sign}{:.0}%)",
+        fmt_seconds(fix.after.step_s),
+        fmt_seconds(fix.step_delta_s.abs()),
+        pct.abs()
+    );
+    if fix.after.gpus != current.gpus {
+        time.push_str(&format!(
+            " on {} GPUs: {} GPU-seconds per step",
+            fix.after.gpus,
+            fmt_seconds(fix.after.gpu_seconds())
+        ));
+    }
+    FixRow {
+        label: labels.join(" + "),
+        id: change_ids(&fix.changes),
+        memory: format!(
+            "{} of {}",
+            display_bytes(fix.after.peak_bytes),
+            display_bytes(usable_bytes)
+        ),
+        time,
+        fix: fix.clone(),
+        scenario: crate::search::fit::applied(scenario, &fix.changes),
+    }
+}
+
+/// The "Will it fit" view of `scenario` (resolved `model`), with one epoch of `dataset` when given.
+pub fn fit_view(scenario: &Scenario, model: &ModelSpec, dataset: Option<Dataset>) -> FitView {
+    let Some(report) = will_it_fit(scenario, model) else {
+        return FitView {
+            report: None,
+            error: Some(
+                "the scenario breaks a range or layout rule (see the flags at the controls); fix it first"
+                    .to_string(),
+            ),
+            current_memory: String::new(),
+            fixes: Vec::new(),
+            epoch: None,
+        };
+    };
+    let fixes = report
+        .fixes
+        .iter()
+        .map(|f| fix_row(scenario, &report.current, report.usable_bytes, f))
+        .collect();
+    let epoch = dataset.map(|d| {
+        crate::time::epoch::epoch_time(&scenario.training, d, report.current.step_s)
+            .map_err(|e| (e.field.to_string(), e.message))
+    });
+    FitView {
+        current_memory: format!(
+            "{} of {} usable",
+            display_bytes(report.current.peak_bytes),
+            display_bytes(report.usable_bytes)
+        ),
+        report: Some(report),
+        error: None,
+        fixes,
+        epoch,
+    }
+}
