@@ -1,4 +1,4 @@
-//! The deferred sections: the accuracy section, topology, learn, model import, measured
+//! The deferred sections: fine-tuning (will it fit, time per epoch), the accuracy section, topology, learn, model import, measured
 //! numbers and exports live in a second wasm module (`src/bin/app-deferred.rs`), so the
 //! page's first download carries none of their code. trunk cannot split one module, so
 //! the page builds two from this library; each links only what its own views reach.
@@ -27,7 +27,9 @@ use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::app::{page_theme, resolved_model, Ctx};
-use crate::views::{AccuracyView, ExportsView, LearnView, MeasuredView, ModelImport, TopologyView};
+use crate::views::{
+    AccuracyView, ExportsView, FineTuneView, LearnView, MeasuredView, ModelImport, TopologyView,
+};
 
 /// The container's element id (the e2e tests wait for its `data-ready="1"`).
 pub const CONTAINER_ID: &str = "deferred-views";
@@ -197,6 +199,7 @@ fn DeferredSections() -> impl IntoView {
     };
     provide_context(ctx);
     view! {
+        <FineTuneView />
         <AccuracyView />
         <TopologyView />
         <LearnView />

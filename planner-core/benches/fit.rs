@@ -1,5 +1,6 @@
 //! How long "Will it fit" takes: the largest micro-batch, the longest sequence and the fixes,
-//! for Llama 3.1 8B QLoRA on one 24 GB card, fitting and (at 8,192 tokens without recompute) not.
+//! for Llama 3.1 8B QLoRA on one 24 GB card, fitting and (at 8,192 tokens without recompute) not,
+//! and LoRA at 4,096 tokens, where only a combination fits.
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use planner_core::input::layout::Recompute;
@@ -17,6 +18,15 @@ fn bench(c: &mut Criterion) {
     let mut too_long = fits.clone();
     too_long.training.seq_len = 8192;
     too_long.layout.recompute = Recompute::None;
+    // LoRA (BF16 base) at 4,096 tokens without recompute: no single change fits, so the greedy
+    // combination runs too.
+    let mut combined = too_long.clone();
+    combined.training.seq_len = 4096;
+    combined.training.finetune.mode = planner_core::input::finetune::FineTuneMode::Lora;
+    c.bench_function(
+        "will_it_fit llama-3.1-8b lora 24GB 4k greedy combination",
+        |b| b.iter(|| will_it_fit(black_box(&combined), &model)),
+    );
     c.bench_function("will_it_fit llama-3.1-8b qlora 24GB fits", |b| {
         b.iter(|| will_it_fit(black_box(&fits), &model))
     });

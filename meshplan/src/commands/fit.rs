@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use planner_core::base::explain::fmt_seconds;
-use planner_core::view::fit::{fit_view, Dataset, FitView};
+use planner_core::view::fit::{epoch_line, fit_view, Dataset, FitView};
 
 use crate::error::CliError;
 use crate::input::read_file_or_link;
@@ -88,12 +88,8 @@ fn render(view: &FitView, seq_len: u32, micro_batch: u32) -> Result<String, CliE
     if let Some(Ok(e)) = &view.epoch {
         let _ = writeln!(
             out,
-            "epoch: {} steps × {} = {} = {:.1} h ({}; {} dataset tokens a step)",
-            e.steps,
-            fmt_seconds(e.step_s),
-            fmt_seconds(e.epoch_s),
-            e.epoch_s / 3600.0,
-            e.assumption,
+            "epoch: {}; {} dataset tokens a step",
+            epoch_line(e),
             e.tokens_per_step
         );
     }

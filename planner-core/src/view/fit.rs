@@ -21,6 +21,59 @@ pub use crate::time::epoch::Dataset;
 /// One epoch's steps and time, and what it assumes.
 pub use crate::time::epoch::EpochTime;
 
+/// The fine-tuning setup as a person reads it: (label, value) rows, each value from the
+/// scenario's own types' labels.
+pub fn setup_rows(s: &Scenario, model: &ModelSpec) -> Vec<(&'static str, String)> {
+    use crate::input::finetune::FineTuneMode;
+    let ft = &s.training.finetune;
+    let mut rows = vec![
+        ("Model", model.name.clone()),
+        ("Method", ft.mode.label().to_string()),
+    ];
+    if let Some(lora) = ft.adapters() {
+        rows.push((
+            "Rank / alpha",
+            format!("r = {}, α = {}", lora.rank, lora.alpha),
+        ));
+        rows.push(("Target modules", lora.targets.to_list()));
+    }
+    let base = match ft.mode {
+        FineTuneMode::Qlora => "NF4, double quantization (bitsandbytes)",
+        FineTuneMode::Lora | FineTuneMode::Full => "BF16",
+    };
+    rows.push(("Base weights", base.to_string()));
+    rows.push(("Optimizer", s.precision.recipe.label().to_string()));
+    rows.push(("Stack", s.overheads.framework.label().to_string()));
+    rows.push((
+        "GPUs",
+        format!("{} × {}", s.layout.world_size(), s.cluster.gpu.name),
+    ));
+    rows.push(("Sequence", format!("{} tokens", s.training.seq_len)));
+    rows.push((
+        "Batch",
+        format!(
+            "micro-batch {}, {} sequences per step",
+            s.layout.micro_batch, s.training.global_batch
+        ),
+    ));
+    let packing = if s.training.packing { "on" } else { "off" };
+    rows.push(("Packing", packing.to_string()));
+    rows.push(("Recompute", s.layout.recompute.id().to_string()));
+    rows
+}
+
+/// One epoch as one line: "306 steps × 9.24 s = 2,828 s (0.8 h; packing: ...)".
+pub fn epoch_line(e: &EpochTime) -> String {
+    format!(
+        "{} steps × {} = {} ({:.1} h; {})",
+        e.steps,
+        fmt_seconds(e.step_s),
+        fmt_seconds(e.epoch_s),
+        e.epoch_s / 3600.0,
+        e.assumption
+    )
+}
+
 /// One row of the fixes table.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct FixRow {
