@@ -149,7 +149,7 @@ fn fit_prints_limits_and_the_epoch() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("(fits)"), "{text}");
     assert!(
-        text.contains("largest micro-batch at 2048 tokens: "),
+        text.contains("Largest micro-batch at 2048 tokens: "),
         "{text}"
     );
     assert!(text.contains("epoch: 306 steps"), "{text}");

@@ -102,33 +102,16 @@ fn Fixes(view_: Memo<FitView>) -> impl IntoView {
 }
 
 #[component]
-fn Limits(
-    view_: Memo<FitView>,
-    scenario: Memo<planner_core::input::scenario::Scenario>,
-) -> impl IntoView {
+fn Limits(view_: Memo<FitView>) -> impl IntoView {
     move || {
         let v = view_.get();
-        let r = v.report?;
-        let (seq, mbs) = scenario.with(|s| (s.training.seq_len, s.layout.micro_batch));
-        let verdict = if r.current.fits {
-            "fits"
-        } else {
-            "does not fit"
-        };
-        let batch = match r.max_micro_batch {
-            Some(b) if r.micro_batch_capped => format!("{b} (the global batch's limit per GPU)"),
-            Some(b) => b.to_string(),
-            None => "none: one sequence does not fit".to_string(),
-        };
-        let longest = r
-            .max_seq_len
-            .map_or_else(|| "none".to_string(), |l| format!("{l} tokens"));
+        let fits = v.report.as_ref()?.current.fits;
         Some(view! {
-            <p data-testid="fit-current" class=if r.current.fits { "fit ok" } else { "fit over" }>
-                "Peak memory " {v.current_memory} ": " <strong>{verdict}</strong>
+            <p data-testid="fit-current" class=if fits { "fit ok" } else { "fit over" }>
+                "Peak memory " {v.current_memory} ": " <strong>{v.verdict}</strong>
             </p>
-            <p data-testid="fit-max-mbs">"Largest micro-batch at " {seq} " tokens: " <strong>{batch}</strong></p>
-            <p data-testid="fit-max-seq">"Longest sequence at micro-batch " {mbs} ": " <strong>{longest}</strong></p>
+            <p data-testid="fit-max-mbs">{v.micro_batch_line}</p>
+            <p data-testid="fit-max-seq">{v.seq_len_line}</p>
         })
     }
 }
@@ -200,13 +183,7 @@ pub fn FineTuneView() -> impl IntoView {
             scenario.with(|s| {
                 model.with(|m| match m {
                     Ok(spec) => fit_view(s, spec, Some(input.get().dataset())),
-                    Err(e) => FitView {
-                        report: None,
-                        error: Some(e.clone()),
-                        current_memory: String::new(),
-                        fixes: Vec::new(),
-                        epoch: None,
-                    },
+                    Err(e) => FitView::unavailable(e),
                 })
             })
         })
@@ -228,7 +205,7 @@ pub fn FineTuneView() -> impl IntoView {
             </p>
             <Setup rows=rows />
             <div class="fit" data-testid="will-it-fit">
-                <Limits view_=fit scenario=scenario />
+                <Limits view_=fit />
                 <Fixes view_=fit />
             </div>
             <Epoch view_=fit input=input />

@@ -43,35 +43,22 @@ pub fn run(input: &str, dataset: Option<Dataset>, json: bool) -> Result<String, 
         return serde_json::to_string_pretty(&view)
             .map_err(|e| CliError::BadInput(format!("the fit cannot be written as JSON: {e}")));
     }
-    render(
-        &view,
-        scenario.training.seq_len,
-        scenario.layout.micro_batch,
-    )
+    render(&view)
 }
 
-fn render(view: &FitView, seq_len: u32, micro_batch: u32) -> Result<String, CliError> {
+fn render(view: &FitView) -> Result<String, CliError> {
     let Some(r) = &view.report else {
         return Err(CliError::BadInput(view.error.clone().unwrap_or_default()));
     };
     let mut out = String::new();
-    let verdict = if r.current.fits {
-        "fits"
-    } else {
-        "does not fit"
-    };
-    let _ = writeln!(out, "peak memory: {} ({verdict})", view.current_memory);
+    let _ = writeln!(
+        out,
+        "peak memory: {} ({})",
+        view.current_memory, view.verdict
+    );
     let _ = writeln!(out, "step time: {}", fmt_seconds(r.current.step_s));
-    let batch = match r.max_micro_batch {
-        Some(b) if r.micro_batch_capped => format!("{b} (the global batch's limit per GPU)"),
-        Some(b) => b.to_string(),
-        None => "none (one sequence does not fit)".to_string(),
-    };
-    let _ = writeln!(out, "largest micro-batch at {seq_len} tokens: {batch}");
-    let seq = r
-        .max_seq_len
-        .map_or_else(|| "none".to_string(), |s| format!("{s} tokens"));
-    let _ = writeln!(out, "longest sequence at micro-batch {micro_batch}: {seq}");
+    let _ = writeln!(out, "{}", view.micro_batch_line);
+    let _ = writeln!(out, "{}", view.seq_len_line);
     if !r.current.fits {
         if view.fixes.is_empty() {
             let _ = writeln!(out, "no change meshplan prices makes it fit");

@@ -100,10 +100,32 @@ pub struct FitView {
     pub error: Option<String>,
     /// "18.3 GB of 21.6 GB usable".
     pub current_memory: String,
+    /// "fits" or "does not fit".
+    pub verdict: &'static str,
+    /// "Largest micro-batch at 2048 tokens: 6".
+    pub micro_batch_line: String,
+    /// "Longest sequence at micro-batch 1: 12602 tokens".
+    pub seq_len_line: String,
     /// The fixes, cheapest first.
     pub fixes: Vec<FixRow>,
     /// One epoch of `dataset`, or why it cannot be given (the field to change, the message).
     pub epoch: Option<Result<EpochTime, (String, String)>>,
+}
+
+impl FitView {
+    /// Nothing searched, and why (an invalid scenario, a model that does not resolve).
+    pub fn unavailable(why: &str) -> Self {
+        FitView {
+            report: None,
+            error: Some(why.to_string()),
+            current_memory: String::new(),
+            verdict: "",
+            micro_batch_line: String::new(),
+            seq_len_line: String::new(),
+            fixes: Vec::new(),
+            epoch: None,
+        }
+    }
 }
 
 /// Change ids joined with "+".
@@ -146,17 +168,20 @@ fn fix_row(scenario: &Scenario, current: &Priced, usable_bytes: f64, fix: &Fix) 
 /// The "Will it fit" view of `scenario` (resolved `model`), with one epoch of `dataset` when given.
 pub fn fit_view(scenario: &Scenario, model: &ModelSpec, dataset: Option<Dataset>) -> FitView {
     let Some(report) = will_it_fit(scenario, model) else {
-        return FitView {
-            report: None,
-            error: Some(
-                "the scenario breaks a range or layout rule (see the flags at the controls); fix it first"
-                    .to_string(),
-            ),
-            current_memory: String::new(),
-            fixes: Vec::new(),
-            epoch: None,
-        };
+        return FitView::unavailable(
+            "the scenario breaks a range or layout rule (see the flags at the controls); fix it first",
+        );
     };
+    let batch = match report.max_micro_batch {
+        Some(b) if report.micro_batch_capped => {
+            format!("{b} (the global batch's limit per GPU)")
+        }
+        Some(b) => b.to_string(),
+        None => "none: one sequence does not fit".to_string(),
+    };
+    let longest = report
+        .max_seq_len
+        .map_or_else(|| "none".to_string(), |l| format!("{l} tokens"));
     let fixes = report
         .fixes
         .iter()
@@ -171,6 +196,19 @@ pub fn fit_view(scenario: &Scenario, model: &ModelSpec, dataset: Option<Dataset>
             "{} of {} usable",
             display_bytes(report.current.peak_bytes),
             display_bytes(report.usable_bytes)
+        ),
+        verdict: if report.current.fits {
+            "fits"
+        } else {
+            "does not fit"
+        },
+        micro_batch_line: format!(
+            "Largest micro-batch at {} tokens: {batch}",
+            scenario.training.seq_len
+        ),
+        seq_len_line: format!(
+            "Longest sequence at micro-batch {}: {longest}",
+            scenario.layout.micro_batch
         ),
         report: Some(report),
         error: None,
