@@ -146,7 +146,7 @@ fn fix_row(scenario: &Scenario, current: &Priced, usable_bytes: f64, fix: &Fix) 
     );
     if fix.after.gpus != current.gpus {
         time.push_str(&format!(
-            " on {} GPUs: {} GPU-seconds per step",
+            " on {} GPUs: {} of GPU time per step",
             fix.after.gpus,
             fmt_seconds(fix.after.gpu_seconds())
         ));

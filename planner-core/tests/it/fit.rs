@@ -228,3 +228,56 @@ fn the_example_file_is_the_preset_on_24gb() {
     let got = std::fs::read_to_string(path).expect("example exists");
     assert_eq!(got, want);
 }
+
+/// What each change writes into the scenario: offload raises the ZeRO stage to the one
+/// DeepSpeed needs (ZeRO-Offload on stage 2; parameter offload and NVMe on stage 3), FSDP sets
+/// ZeRO-3 over n ranks and adds nodes when one node has fewer GPUs.
+#[test]
+fn changes_write_what_their_tools_need() {
+    use planner_core::input::offload::Offload;
+    use planner_core::input::precision::PrecisionRecipe;
+    let s = finetune_scenario();
+    assert_eq!(
+        (s.layout.zero, s.cluster.gpus_per_node, s.cluster.nodes),
+        (ZeroStage::Ddp, 1, 1)
+    );
+    let cpu = applied(
+        &s,
+        &[Change::Offload {
+            offload: Offload::OptimizerCpu,
+        }],
+    );
+    assert_eq!(
+        (cpu.training.offload, cpu.layout.zero),
+        (Offload::OptimizerCpu, ZeroStage::Zero2)
+    );
+    let params = applied(
+        &s,
+        &[Change::Offload {
+            offload: Offload::OptimizerParamsCpu,
+        }],
+    );
+    assert_eq!(params.layout.zero, ZeroStage::Zero3);
+    let nvme = applied(
+        &s,
+        &[Change::Offload {
+            offload: Offload::OptimizerNvme,
+        }],
+    );
+    assert_eq!(nvme.layout.zero, ZeroStage::Zero3);
+    let fsdp = applied(&s, &[Change::Fsdp { gpus: 4 }]);
+    assert_eq!((fsdp.layout.dp, fsdp.layout.zero), (4, ZeroStage::Zero3));
+    assert_eq!((fsdp.cluster.gpus_per_node, fsdp.cluster.nodes), (1, 4));
+    // 8-bit Adam: 2 + 2 + 4 + 2 = 10 B per trained parameter (Dettmers et al. 2022).
+    let adam8 = applied(&s, &[Change::Adam8Bit]);
+    assert_eq!(adam8.precision.recipe, PrecisionRecipe::Adam8Bit);
+    assert_eq!(adam8.precision.model_state_bytes(), 10.0);
+    assert_eq!(Change::Fsdp { gpus: 2 }.id(), "fsdp-2");
+    assert_eq!(
+        Change::Offload {
+            offload: Offload::OptimizerCpu
+        }
+        .id(),
+        "offload-opt-cpu"
+    );
+}
