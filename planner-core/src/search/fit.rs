@@ -129,7 +129,10 @@ impl Change {
             Change::Adam8Bit => scenario.precision.recipe != PrecisionRecipe::Adam8Bit,
             Change::Qlora => scenario.training.finetune.mode != FineTuneMode::Qlora,
             Change::Offload { offload } => scenario.training.offload != offload,
-            Change::Fsdp { gpus } => u64::from(gpus) > scenario.layout.world_size(),
+            Change::Fsdp { gpus } => {
+                let dp = scenario.layout.dp;
+                gpus > dp || (gpus == dp && scenario.layout.zero != ZeroStage::Zero3)
+            }
         }
     }
 }
@@ -307,8 +310,10 @@ fn max_seq_len(probe: &Probe, scenario: &Scenario) -> Option<u32> {
     })
 }
 
-/// Every change that could apply to `scenario`: one entry per kind, FSDP at every GPU count
-/// from 2 to [`MAX_FSDP_GPUS`].
+/// Every change that could apply to `scenario`: one entry per kind, and FSDP at every GPU count
+/// from 2 to [`MAX_FSDP_GPUS`] (ZeRO-3 over the GPUs it already has included) when the layout
+/// is data-parallel only (TP, PP and CP 1: what a fine-tuning run on a few GPUs is; FSDP then
+/// spans every GPU).
 fn candidates(scenario: &Scenario) -> Vec<Change> {
     let mut out = vec![Change::FullRecompute, Change::Adam8Bit, Change::Qlora];
     out.extend(
@@ -316,7 +321,10 @@ fn candidates(scenario: &Scenario) -> Vec<Change> {
             .into_iter()
             .map(|offload| Change::Offload { offload }),
     );
-    out.extend((2..=MAX_FSDP_GPUS).map(|gpus| Change::Fsdp { gpus }));
+    let l = &scenario.layout;
+    if l.tp == 1 && l.pp == 1 && l.cp == 1 {
+        out.extend((2..=MAX_FSDP_GPUS).map(|gpus| Change::Fsdp { gpus }));
+    }
     out.retain(|c| c.changes(scenario));
     out
 }

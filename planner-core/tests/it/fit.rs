@@ -281,3 +281,35 @@ fn changes_write_what_their_tools_need() {
         "offload-opt-cpu"
     );
 }
+
+/// Two GPUs under DDP: ZeRO-3 over the same two is offered (no GPU added, so it is priced at
+/// its own step time); under TP no FSDP change is offered (it would not span every GPU).
+#[test]
+fn fsdp_over_the_gpus_already_there_is_a_fix() {
+    let mut s = on_24gb(finetune_scenario());
+    s.training.finetune.mode = FineTuneMode::Lora;
+    s.cluster.gpus_per_node = 2;
+    s.layout.dp = 2;
+    s.layout.recompute = Recompute::None;
+    s.training.seq_len = 1024;
+    let m = model_of(&s);
+    let r = will_it_fit(&s, &m).expect("valid scenario");
+    assert!(
+        !r.current.fits,
+        "LoRA 8B: 16 GB of BF16 base on each of two GPUs"
+    );
+    let zero3 = r
+        .fixes
+        .iter()
+        .find(|f| f.changes == [Change::Fsdp { gpus: 2 }])
+        .expect("ZeRO-3 over the two GPUs fits");
+    assert_eq!(zero3.after.gpus, 2);
+    let mut tp = s.clone();
+    tp.layout.dp = 1;
+    tp.layout.tp = 2;
+    let r = will_it_fit(&tp, &m).expect("valid scenario");
+    assert!(r
+        .fixes
+        .iter()
+        .all(|f| f.changes.iter().all(|c| !matches!(c, Change::Fsdp { .. }))));
+}
