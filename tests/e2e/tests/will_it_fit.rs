@@ -31,6 +31,15 @@ fn query() -> String {
     link::encode(&s)
 }
 
+/// [`query`]'s card with LoRA (BF16 base) at 4,096 tokens without recompute: no single change
+/// fits, so the answer is the greedy combination (the search's slowest path).
+fn combination_query() -> String {
+    let mut s = link::decode(&query()).expect("valid link");
+    s.training.finetune.mode = planner_core::input::finetune::FineTuneMode::Lora;
+    s.training.seq_len = 4096;
+    link::encode(&s)
+}
+
 fn native(s: &Scenario) -> FitView {
     let model = s.model_spec().expect("preset resolves");
     fit_view(s, &model, Some(Dataset::Tokens { tokens: 1e7 }))
@@ -147,4 +156,27 @@ fn the_fine_tune_example_opens_the_setup_in_one_click() {
         Some("checkbox".to_string())
     );
     assert_no_console_errors(&session, "after the fine-tune example");
+}
+
+#[test]
+#[ignore = "needs dist/ and chromedriver: run via `cargo xtask test`"]
+fn a_combination_is_listed_as_planner_core_finds_it_and_timed() {
+    let page = Page::start().expect("start server and chromedriver");
+    let q = combination_query();
+    let session = page.open(&q).expect("page loads");
+    let want = native(&link::decode(&q).expect("valid link"));
+    assert_eq!(want.fixes.len(), 1, "one greedy combination");
+    assert!(want.fixes[0].fix.changes.len() > 1);
+    session
+        .wait_text(page::FIT_CURRENT, SETTLE, |t| t.contains("does not fit"))
+        .expect("the section says it does not fit");
+    assert_eq!(fix_ids_on_page(&session), vec![want.fixes[0].id.clone()]);
+    let ms = session
+        .execute(
+            "return [window.__meshplanMs?.fit ?? 0, window.__meshplanRuns?.fit ?? 0];",
+            vec![],
+        )
+        .expect("timing");
+    println!("fit view with a greedy combination in wasm: {ms} (total ms, runs)");
+    assert_no_console_errors(&session, "with a combination listed");
 }
