@@ -1,5 +1,5 @@
-//! The deferred sections: fine-tuning (will it fit, time per epoch), the accuracy section, topology, learn, model import, measured
-//! numbers and exports live in a second wasm module (`src/bin/app-deferred.rs`), so the
+//! The deferred sections: the accuracy section, topology, learn, model import, measured
+//! numbers, fine-tuning and exports live in a second wasm module (`src/bin/app-deferred.rs`), so the
 //! page's first download carries none of their code. trunk cannot split one module, so
 //! the page builds two from this library; each links only what its own views reach.
 //!
@@ -48,7 +48,7 @@ init({ module_or_path: "./app-deferred_bg.wasm" }).catch((e) => {
   const el = document.getElementById("deferred-views");
   if (el) {
     el.dataset.ready = "failed";
-    el.textContent = "The accuracy, topology, learn, import and export sections could not be loaded (" + e + "). Reload the page to try again.";
+    el.textContent = "The accuracy, topology, learn, import, fine-tuning and export sections could not be loaded (" + e + "). Reload the page to try again.";
   }
 });"#;
 
@@ -141,7 +141,7 @@ pub fn DeferredViews() -> impl IntoView {
     view! {
         <div id=CONTAINER_ID class="deferred-views" data-ready="0" data-testid="deferred-views">
             <p class="deferred-note">
-                "Accuracy, topology, learn, model import, measured numbers and exports load after the first chart…"
+                "Accuracy, topology, learn, model import, measured numbers, fine-tuning and exports load after the first chart…"
             </p>
         </div>
     }
@@ -199,12 +199,14 @@ fn DeferredSections() -> impl IntoView {
     };
     provide_context(ctx);
     view! {
-        <FineTuneView />
         <AccuracyView />
         <TopologyView />
         <LearnView />
         <ModelImport />
         <MeasuredView />
+        // Just above the exports it writes (torchtune, TRL); last but one, so its height,
+        // which follows the scenario when near the screen, moves only the exports below it.
+        <FineTuneView />
         <ExportsView />
     }
 }
