@@ -172,7 +172,28 @@ fn Examples() -> impl IntoView {
             >
                 "Article: 512-GPU mesh"
             </button>
+            <button
+                data-testid="example-finetune"
+                title="Llama 3.1 8B QLoRA (r = 16 on every linear layer) on one GPU, 2,048-token packed sequences: opens the fine-tuning section's will-it-fit"
+                on:click=move |_| {
+                    load(presets::finetune_scenario());
+                    scroll_to("finetune");
+                }
+            >
+                "Fine-tune: 8B QLoRA"
+            </button>
         </div>
+    }
+}
+
+/// Scrolls the element with `id` into view, if the page has it (the deferred sections may
+/// still be loading).
+fn scroll_to(id: &str) {
+    if let Some(el) = web_sys::window()
+        .and_then(|w| w.document())
+        .and_then(|d| d.get_element_by_id(id))
+    {
+        el.scroll_into_view();
     }
 }
 
@@ -617,6 +638,13 @@ fn Controls() -> impl IntoView {
                 })
             />
             {move || ft_on().then(|| view! { <AdapterControls /> })}
+            <Toggle
+                label="Pack examples"
+                field="pack"
+                hint="Short examples packed into full sequences (torchtune packed, TRL packing): the epoch counts tokens; off, one padded example per sequence."
+                value=Signal::derive(move || s.with(|sc| sc.training.packing))
+                on_change=Callback::new(move |on| set(Box::new(move |sc| sc.training.packing = on)))
+            />
         </fieldset>
         <fieldset>
             <legend>"Cluster"</legend>

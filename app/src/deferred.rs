@@ -1,5 +1,5 @@
 //! The deferred sections: the accuracy section, topology, learn, model import, measured
-//! numbers and exports live in a second wasm module (`src/bin/app-deferred.rs`), so the
+//! numbers, fine-tuning and exports live in a second wasm module (`src/bin/app-deferred.rs`), so the
 //! page's first download carries none of their code. trunk cannot split one module, so
 //! the page builds two from this library; each links only what its own views reach.
 //!
@@ -27,7 +27,9 @@ use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::app::{page_theme, resolved_model, Ctx};
-use crate::views::{AccuracyView, ExportsView, LearnView, MeasuredView, ModelImport, TopologyView};
+use crate::views::{
+    AccuracyView, ExportsView, FineTuneView, LearnView, MeasuredView, ModelImport, TopologyView,
+};
 
 /// The container's element id (the e2e tests wait for its `data-ready="1"`).
 pub const CONTAINER_ID: &str = "deferred-views";
@@ -46,7 +48,7 @@ init({ module_or_path: "./app-deferred_bg.wasm" }).catch((e) => {
   const el = document.getElementById("deferred-views");
   if (el) {
     el.dataset.ready = "failed";
-    el.textContent = "The accuracy, topology, learn, import and export sections could not be loaded (" + e + "). Reload the page to try again.";
+    el.textContent = "The accuracy, topology, learn, import, fine-tuning and export sections could not be loaded (" + e + "). Reload the page to try again.";
   }
 });"#;
 
@@ -139,7 +141,7 @@ pub fn DeferredViews() -> impl IntoView {
     view! {
         <div id=CONTAINER_ID class="deferred-views" data-ready="0" data-testid="deferred-views">
             <p class="deferred-note">
-                "Accuracy, topology, learn, model import, measured numbers and exports load after the first chart…"
+                "Accuracy, topology, learn, model import, measured numbers, fine-tuning and exports load after the first chart…"
             </p>
         </div>
     }
@@ -202,6 +204,9 @@ fn DeferredSections() -> impl IntoView {
         <LearnView />
         <ModelImport />
         <MeasuredView />
+        // Just above the exports it writes (torchtune, TRL); last but one, so its height,
+        // which follows the scenario when near the screen, moves only the exports below it.
+        <FineTuneView />
         <ExportsView />
     }
 }

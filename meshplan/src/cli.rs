@@ -50,6 +50,26 @@ pub enum Command {
         #[arg(long, value_name = "DIR")]
         out_dir: Option<PathBuf>,
     },
+    /// Will the fine-tuning (or training) scenario fit its GPU: the largest micro-batch, the
+    /// longest sequence, and when it does not fit the changes that make it fit, cheapest first
+    /// (smallest added GPU-seconds per step), each with its peak memory and step time; with a
+    /// dataset size, the time per epoch.
+    Fit {
+        /// Scenario JSON file (`-` reads stdin) or a share link (query, `?query` or full URL).
+        input: String,
+        /// Dataset size in tokens (packing on: `pack=1` / `training.packing`).
+        #[arg(long, conflicts_with_all = ["examples", "mean_len"])]
+        dataset_tokens: Option<f64>,
+        /// Dataset size in examples (with --mean-len).
+        #[arg(long, requires = "mean_len")]
+        examples: Option<f64>,
+        /// Mean tokens per example (with --examples).
+        #[arg(long, requires = "examples")]
+        mean_len: Option<f64>,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Serving time of the scenario's replica (serving.tp × serving.pp): TTFT, TPOT, throughput.
     Serve(crate::commands::serve::Args),
     /// Rank every serving deployment of the scenario's cluster (replicas × TP × PP, × EP for

@@ -22,3 +22,14 @@ pub fn read_scenario(path: &Path) -> Result<Scenario, CliError> {
     Scenario::from_json(&text)
         .map_err(|errors| CliError::fields(&format!("{shown}: invalid scenario:"), &errors))
 }
+
+/// A scenario from a file path (`-` reads stdin) or, when no such file exists, a share link
+/// (query, `?query` or full URL).
+pub fn read_file_or_link(arg: &str) -> Result<Scenario, CliError> {
+    let path = Path::new(arg);
+    if arg == "-" || path.exists() {
+        return read_scenario(path);
+    }
+    planner_core::edges::link::decode(arg)
+        .map_err(|errors| CliError::fields("not a file, and an invalid link:", &errors))
+}

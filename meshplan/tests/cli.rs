@@ -134,3 +134,52 @@ fn eval_table_shows_the_fine_tuning_mode_and_its_terms() {
     assert_eq!(bad.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("lora_mod"));
 }
+
+/// The fine-tuning preset on a 24 GB card: fits; 10M packed tokens at 16 × 2,048 tokens a
+/// step is ⌈305.2⌉ = 306 steps.
+#[test]
+fn fit_prints_limits_and_the_epoch() {
+    let out = meshplan(&[
+        "fit",
+        "examples/finetune-qlora-8b.json",
+        "--dataset-tokens",
+        "10000000",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("(fits)"), "{text}");
+    assert!(
+        text.contains("Largest micro-batch at 2048 tokens: "),
+        "{text}"
+    );
+    assert!(text.contains("epoch: 306 steps"), "{text}");
+}
+
+/// The same scenario from its link at 4,096 tokens without recompute does not fit, and the
+/// fixes are listed; a bad dataset size exits 2 naming its flag.
+#[test]
+fn fit_lists_fixes_and_names_bad_flags() {
+    let link = meshplan(&["link", "examples/finetune-qlora-8b.json"]);
+    let query = String::from_utf8_lossy(&link.stdout)
+        .trim()
+        .replace("seq=2048", "seq=4096")
+        .replace("recompute=full", "recompute=none");
+    let out = meshplan(&["fit", &query]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("(does not fit)"), "{text}");
+    assert!(
+        text.contains("1. gradient checkpointing (full recompute): "),
+        "{text}"
+    );
+    let bad = meshplan(&[
+        "fit",
+        "examples/finetune-qlora-8b.json",
+        "--examples",
+        "10",
+        "--mean-len",
+        "0",
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("--mean-len: "), "{}", stderr(&bad));
+}

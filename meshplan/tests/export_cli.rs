@@ -48,7 +48,7 @@ fn link_gives_the_same_exports_as_the_file() {
     assert!(from_link.status.success());
     assert_eq!(from_link.stdout, from_file.stdout);
     let v: serde_json::Value = serde_json::from_slice(&from_file.stdout).expect("JSON");
-    assert_eq!(v.as_array().map(Vec::len), Some(7));
+    assert_eq!(v.as_array().map(Vec::len), Some(9));
 }
 
 #[test]

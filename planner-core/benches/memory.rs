@@ -19,6 +19,7 @@ fn bench(c: &mut Criterion) {
         global_batch: 512,
         finetune: Default::default(),
         offload: Default::default(),
+        packing: false,
     };
     let activations = ActivationOptions::default();
     let overheads = Overheads::default();

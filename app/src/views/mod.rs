@@ -7,6 +7,7 @@ pub mod chart_canvas;
 pub mod error_band;
 mod exports;
 mod files;
+mod finetune;
 mod measured;
 mod memory;
 pub mod mesh;
@@ -23,6 +24,7 @@ mod worker_job;
 
 pub use accuracy::AccuracyView;
 pub use exports::ExportsView;
+pub use finetune::FineTuneView;
 pub use measured::{CalibrationBadge, MeasuredView};
 pub use memory::MemoryView;
 pub use mesh::MeshView;

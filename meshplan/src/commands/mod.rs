@@ -3,6 +3,7 @@
 mod calibrate;
 mod eval;
 mod export;
+mod fit;
 mod link;
 mod search;
 pub mod serve;
@@ -35,6 +36,17 @@ pub fn run(command: Command) -> Result<String, CliError> {
             json,
             out_dir: out_dir.as_deref(),
         }),
+        Command::Fit {
+            input,
+            dataset_tokens,
+            examples,
+            mean_len,
+            json,
+        } => fit::run(
+            &input,
+            fit::dataset(dataset_tokens, examples, mean_len),
+            json,
+        ),
         Command::Serve(args) => serve::run(&args),
         Command::ServeSearch(args) => serve_search::run(&args),
         Command::Link { scenario } => link::encode(&scenario),

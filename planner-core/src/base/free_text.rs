@@ -111,6 +111,13 @@ pub fn yaml_string(value: &str) -> String {
     out
 }
 
+/// A Python string literal holding exactly `value` (Python reference, 2.4.1 "String and Bytes
+/// literals": in a double-quoted literal `\"`, `\\` and `\uXXXX` are escapes, the same three
+/// [`yaml_string`] writes, and every forbidden character is BMP), so the literal is the YAML one.
+pub fn python_string(value: &str) -> String {
+    yaml_string(value)
+}
+
 /// `value` as Markdown text on one line: forbidden characters replaced, the HTML
 /// specials as entities (a Markdown renderer passes raw HTML through), and the
 /// characters that start Markdown syntax backslash-escaped (CommonMark 2.4).

@@ -8,7 +8,7 @@ use crate::input::finetune::*;
 // Exports.
 
 /// PEFT module names of the targets, Llama-style (`q_proj` … `down_proj`).
-fn peft_modules(t: &LoraTargets) -> Vec<&'static str> {
+pub(crate) fn peft_modules(t: &LoraTargets) -> Vec<&'static str> {
     LoraTargets::PEFT_NAMES
         .into_iter()
         .zip(t.flags())
@@ -94,6 +94,8 @@ pub fn export_notes(tool: ExportFormat, finetune: &FineTune) -> Vec<String> {
             }
             n
         }
+        // Both write the adapters themselves (torchtune's model builder keys; PEFT's LoraConfig).
+        ExportFormat::Torchtune | ExportFormat::Trl => Vec::new(),
         ExportFormat::Vllm | ExportFormat::Sglang => Vec::new(),
     }
 }

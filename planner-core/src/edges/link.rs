@@ -275,7 +275,7 @@ fn host_fields() -> [Field<HostSpec>; 6] {
 }
 
 /// Everything after the model, precision and cluster, compared with the default scenario.
-fn scenario_fields() -> [Field<Scenario>; 51] {
+fn scenario_fields() -> [Field<Scenario>; 52] {
     [
         field!("seq", Scenario, |s| s.training.seq_len, number),
         field!("gbs", Scenario, |s| s.training.global_batch, number),
@@ -321,6 +321,7 @@ fn scenario_fields() -> [Field<Scenario>; 51] {
                 Ok(())
             },
         },
+        field!("pack", Scenario, |s| s.training.packing, flag),
         field!("tp", Scenario, |s| s.layout.tp, number),
         field!("pp", Scenario, |s| s.layout.pp, number),
         field!("cp", Scenario, |s| s.layout.cp, number),

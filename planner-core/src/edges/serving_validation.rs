@@ -478,6 +478,7 @@ pub fn map_serving_run(run: &ServingRun) -> Result<MappedServing, String> {
             global_batch: 1,
             finetune: Default::default(),
             offload: Default::default(),
+            packing: false,
         },
         layout: crate::input::layout::Layout::default(),
         activations: ActivationOptions::default(),

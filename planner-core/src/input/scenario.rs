@@ -42,6 +42,16 @@ pub struct Training {
         skip_serializing_if = "crate::input::offload::Offload::is_none"
     )]
     pub offload: crate::input::offload::Offload,
+    /// Whether short examples are packed into full `seq_len` sequences (torchtune `packed: True`,
+    /// TRL `SFTConfig(packing=True)`); off, each example is one padded sequence. Read only by the
+    /// epoch time ([`crate::time::epoch`]); files without it read as off.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub packing: bool,
+}
+
+/// Whether a switch is off (serde: fields left out of files when off).
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// Switches of the activation accounting (where public estimators disagree).

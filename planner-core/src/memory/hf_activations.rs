@@ -3,7 +3,7 @@
 //! `LlamaMLP` and `LlamaForCausalLM` keep, with PEFT's adapter layers (LoRA, QLoRA, DoRA,
 //! LoRA-FA, IA3, prompt tuning) on top. The Megatron-style list is
 //! [`crate::memory::activations`]; this one replaces it for dense, non-MLA layers when the
-//! scenario runs Transformers model code ([`crate::input::framework::Framework::hf_model_code`]).
+//! scenario runs Transformers model code ([`crate::input::framework::Framework::eager_modules`]).
 //!
 //! Each entry cites the module's code (transformers src/transformers/models/llama/
 //! modeling_llama.py, integrations/sdpa_attention.py; PEFT src/peft/tuners/lora/layer.py,
@@ -141,10 +141,11 @@ pub(crate) fn describes(model: &ModelSpec, kind: LayerKind, setup: &ActivationSe
 /// `k.unsqueeze(2).expand(expand_shape).flatten(1, 2)`); Transformers repeats them when a mask
 /// is passed (integrations/sdpa_attention.py: `use_gqa_in_sdpa` needs `attention_mask is
 /// None`), which unpacked batches padded to their longest sequence carry.
-pub(crate) fn repeats_kv(framework: Framework, _training: &Training) -> bool {
+pub(crate) fn repeats_kv(framework: Framework, training: &Training) -> bool {
     match framework {
         Framework::Torchtune => true,
-        f => f.peft_adapters(),
+        // Packed (padding-free) batches pass no mask: SDPA takes the K/V heads as they are.
+        f => f.peft_adapters() && !training.packing,
     }
 }
 

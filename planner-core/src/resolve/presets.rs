@@ -341,6 +341,7 @@ pub fn default_scenario() -> Scenario {
             global_batch: 512,
             finetune: Default::default(),
             offload: Default::default(),
+            packing: false,
         },
         layout: Layout {
             dp: 8,
@@ -361,6 +362,60 @@ pub fn default_scenario() -> Scenario {
         // The article's scenario: its runtime allowance (Overheads::article), so its figures hold.
         overheads: Overheads::article(),
         serving: Serving::default(),
+        calibration: None,
+    }
+}
+
+/// The GPU the fine-tuning preset opens on: a 24 GB workstation card.
+pub const FINETUNE_GPU_ID: &str = "rtx-4090";
+
+/// What the page's "Fine-tune" button opens: Llama 3.1 8B, QLoRA (NF4 base) with r = 16,
+/// α = 32 adapters on every linear layer (Dettmers et al. 2023 §4: all linear layers are
+/// needed to match full fine-tuning), on one GPU ([`FINETUNE_GPU_ID`]), 2,048-token
+/// sequences, micro-batch 1 and 16 sequences per step (gradient accumulation 16), full
+/// activation recompute (PEFT `prepare_model_for_kbit_training` turns gradient
+/// checkpointing on by default: peft/src/peft/utils/other.py `use_gradient_checkpointing=True`),
+/// examples packed.
+pub fn finetune_scenario() -> Scenario {
+    use crate::input::finetune::{FineTune, FineTuneMode, LoraSettings, LoraTargets};
+    let gpu = crate::input::hardware::gpu_preset(FINETUNE_GPU_ID).unwrap_or_else(h100);
+    let mut cluster = Cluster::of(gpu, 1);
+    cluster.gpus_per_node = 1;
+    Scenario {
+        version: SCENARIO_VERSION,
+        model: ModelChoice::Preset("llama-3.1-8b".to_string()),
+        precision: Precision::from_recipe(PrecisionRecipe::MixedAdam),
+        // QLoRA as people run it: Transformers + PEFT + bitsandbytes under TRL.
+        overheads: Overheads {
+            framework: crate::input::framework::Framework::HfTransformers,
+            ..Overheads::for_gpu(&cluster.gpu.id)
+        },
+        cluster,
+        training: Training {
+            seq_len: 2048,
+            global_batch: 16,
+            finetune: FineTune {
+                mode: FineTuneMode::Qlora,
+                lora: LoraSettings {
+                    rank: 16,
+                    alpha: 32,
+                    targets: LoraTargets::from_flags([true; 7]),
+                },
+                virtual_tokens: crate::input::finetune::DEFAULT_VIRTUAL_TOKENS,
+            },
+            offload: Default::default(),
+            packing: true,
+        },
+        layout: Layout {
+            recompute: Recompute::Full,
+            ..Layout::default()
+        },
+        activations: ActivationOptions::default(),
+        // One GPU: the serving replica is one GPU too.
+        serving: Serving {
+            tp: 1,
+            ..Serving::default()
+        },
         calibration: None,
     }
 }
@@ -400,6 +455,7 @@ pub fn article_mesh_scenario() -> Scenario {
             global_batch: 64,
             finetune: Default::default(),
             offload: Default::default(),
+            packing: false,
         },
         layout: Layout {
             dp: 4,

@@ -3,5 +3,6 @@
 //! Invariant: Imports the layers below; never figures or edges.
 
 pub mod deployment;
+pub mod fit;
 pub mod memo;
 pub mod mesh;

@@ -9,6 +9,7 @@ pub mod comms;
 pub mod cost;
 pub mod deepspeed_zero3;
 pub mod elementwise;
+pub mod epoch;
 pub mod layer_time;
 pub mod nccl_algo;
 pub mod offload;

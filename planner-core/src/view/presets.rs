@@ -4,5 +4,6 @@
 
 /// The models the model control lists, and the scenarios the page's buttons load.
 pub use crate::resolve::presets::{
-    article_70b_scenario, article_mesh_scenario, default_scenario, model_presets, ModelPreset,
+    article_70b_scenario, article_mesh_scenario, default_scenario, finetune_scenario,
+    model_presets, ModelPreset,
 };

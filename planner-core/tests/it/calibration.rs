@@ -202,6 +202,7 @@ fn gemm_fit_recovers_a_saturating_curve_and_marks_predictions_measured() {
             global_batch: 8,
             finetune: Default::default(),
             offload: Default::default(),
+            packing: false,
         },
         layout: Layout {
             tp: 8,

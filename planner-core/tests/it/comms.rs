@@ -35,6 +35,7 @@ fn comms_for(
             global_batch,
             finetune: Default::default(),
             offload: Default::default(),
+            packing: false,
         },
         &Overheads::default(),
     );
@@ -301,6 +302,7 @@ fn comms_model(
             global_batch,
             finetune: Default::default(),
             offload: Default::default(),
+            packing: false,
         },
         &Overheads::default(),
     );
@@ -491,6 +493,7 @@ fn inputs_4k_by_256(model: &planner_core::input::model::ModelSpec) -> CommInputs
             global_batch: 256,
             finetune: Default::default(),
             offload: Default::default(),
+            packing: false,
         },
         &Overheads::default(),
     )
@@ -511,6 +514,7 @@ fn megatron_core_buckets_hold_max_40m_or_1m_per_dp_rank_parameters() {
         global_batch: 128,
         finetune: Default::default(),
         offload: Default::default(),
+        packing: false,
     };
     let chunks = |overheads: &Overheads, layout: &Layout| {
         let inp = CommInputs::new(&model, &Precision::default(), &training, overheads);

@@ -26,6 +26,7 @@ pub(crate) fn scenario(
             global_batch,
             finetune: Default::default(),
             offload: Default::default(),
+            packing: false,
         },
         layout,
         activations: ActivationOptions::default(),

@@ -67,6 +67,7 @@ fn items(framework: Framework, recompute: Recompute, dp: u32) -> StepComms {
             global_batch: dp,
             finetune: Default::default(),
             offload: Default::default(),
+            packing: false,
         },
         &overheads,
     );

@@ -129,6 +129,8 @@ fn every_format_once_in_order() {
             "deepspeed",
             "megatron",
             "torchtitan",
+            "torchtune",
+            "trl",
             "vllm",
             "sglang"
         ]
@@ -476,4 +478,114 @@ fn moe_routing_reaches_megatron_flags_and_torchtitan_notes() {
     );
     s.overheads.moe_routing.pad_to_capacity = false;
     assert_eq!(flags(&one(ExportFormat::Megatron, &s)), [true, false]);
+}
+
+fn finetune_on_two_gpus() -> Scenario {
+    let mut s = planner_core::resolve::presets::finetune_scenario();
+    s.cluster.gpus_per_node = 2;
+    s.layout.dp = 2;
+    s.layout.zero = ZeroStage::Zero3;
+    s
+}
+
+#[test]
+fn golden_finetune_qlora() {
+    check_golden(
+        "finetune-qlora-8b",
+        &planner_core::resolve::presets::finetune_scenario(),
+    );
+}
+
+/// The fine-tuning preset (QLoRA r = 16, α = 32 on every linear; 2,048 tokens; micro-batch 1;
+/// global batch 16; full recompute; packed) as torchtune's single-device LoRA recipe.
+#[test]
+fn torchtune_qlora_single_device_keys() {
+    let s = planner_core::resolve::presets::finetune_scenario();
+    let e = one(ExportFormat::Torchtune, &s);
+    assert!(e
+        .text
+        .contains("# tune run lora_finetune_single_device --config torchtune.yaml"));
+    for line in [
+        "_component_: torchtune.models.llama3_1.qlora_llama3_1_8b",
+        "lora_attn_modules: ['q_proj', 'k_proj', 'v_proj', 'output_proj']",
+        "apply_lora_to_mlp: True",
+        "lora_rank: 16",
+        "lora_alpha: 32",
+        "max_seq_len: 2048",
+        "packed: True",
+        "batch_size: 1",
+        "gradient_accumulation_steps: 16",
+        "enable_activation_checkpointing: True",
+    ] {
+        assert!(has_line(&e, line), "missing {line}:\n{}", e.text);
+    }
+    let parsed: serde_yaml::Value = serde_yaml::from_str(&e.text).expect("torchtune.yaml is YAML");
+    assert_eq!(parsed["model"]["lora_rank"].as_u64(), Some(16));
+    // Two GPUs: the distributed recipe with two processes; full fine-tuning: the plain builder.
+    let mut two = finetune_on_two_gpus();
+    two.training.finetune.mode = planner_core::input::finetune::FineTuneMode::Full;
+    let e = one(ExportFormat::Torchtune, &two);
+    assert!(e
+        .text
+        .contains("# tune run --nproc_per_node 2 full_finetune_distributed"));
+    assert!(has_line(
+        &e,
+        "_component_: torchtune.models.llama3_1.llama3_1_8b"
+    ));
+    assert!(has_line(&e, "gradient_accumulation_steps: 8"));
+}
+
+#[test]
+fn trl_qlora_script_keys() {
+    let s = planner_core::resolve::presets::finetune_scenario();
+    let e = one(ExportFormat::Trl, &s);
+    for needle in [
+        "accelerate launch --config_file accelerate.yaml --num_processes 1 train_sft.py",
+        "BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type=\"nf4\", bnb_4bit_use_double_quant=True, bnb_4bit_compute_dtype=torch.bfloat16)",
+        "LoraConfig(r=16, lora_alpha=32, lora_dropout=0.0, target_modules=[\"q_proj\", \"k_proj\", \"v_proj\", \"o_proj\", \"gate_proj\", \"up_proj\", \"down_proj\"], task_type=\"CAUSAL_LM\")",
+        "max_length=2048, packing=True, per_device_train_batch_size=1, gradient_accumulation_steps=16, gradient_checkpointing=True, bf16=True, optim=\"paged_adamw_32bit\"",
+        "from_pretrained(\"meta-llama/Llama-3.1-8B\", **model_kwargs)",
+    ] {
+        assert!(e.text.contains(needle), "missing {needle}:\n{}", e.text);
+    }
+    // Two GPUs: FSDP2's Accelerate config, and the 4-bit storage dtype FSDP shards.
+    let e = one(ExportFormat::Trl, &finetune_on_two_gpus());
+    assert!(e.text.contains("distributed_type: FSDP"));
+    assert!(e.text.contains("bnb_4bit_quant_storage=torch.bfloat16"));
+    assert!(e.text.contains("--num_processes 2 train_sft.py"));
+}
+
+/// A custom model whose name tries to end a comment, a YAML scalar, a Python string and a
+/// heredoc: every export stays one inert line per use of the name.
+#[test]
+fn hostile_model_name_stays_inert_in_torchtune_and_trl() {
+    let mut s = planner_core::resolve::presets::finetune_scenario();
+    let mut spec = s.model_spec().expect("preset");
+    spec.name = "x\"\nMESHPLAN_EOF\nrm -rf / #\\' $(id) `id`\u{2028}".to_string();
+    spec.layers += 1;
+    s.model = ModelChoice::Custom(spec.clone());
+    for f in [ExportFormat::Torchtune, ExportFormat::Trl] {
+        let e = export(f, &s, &spec);
+        assert!(
+            !e.text.lines().any(|l| l.starts_with("rm -rf")),
+            "{}",
+            e.text
+        );
+        assert!(!e.text.contains('\u{2028}'));
+        if f == ExportFormat::Torchtune {
+            serde_yaml::from_str::<serde_yaml::Value>(&e.text).expect("still YAML");
+        } else {
+            // The heredoc ends only where the script ends it: twice, on lines of their own.
+            assert_eq!(e.text.lines().filter(|l| *l == "MESHPLAN_EOF").count(), 2);
+            let run_name = e
+                .text
+                .lines()
+                .find(|l| l.starts_with("args = SFTConfig("))
+                .expect("SFTConfig line");
+            assert!(
+                run_name.contains("run_name=\"meshplan: x\\\"\u{FFFD}MESHPLAN_EOF"),
+                "{run_name}"
+            );
+        }
+    }
 }

@@ -442,6 +442,7 @@ fn arb_rest() -> impl Strategy<Value = (Training, ActivationOptions, Overheads, 
                         finetune,
                         offload: planner_core::input::offload::Offload::ALL
                             [gbs as usize % planner_core::input::offload::Offload::ALL.len()],
+                        packing: seq % 2 == 0,
                     },
                     ActivationOptions {
                         flash_attention: a[0],

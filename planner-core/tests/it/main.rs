@@ -15,6 +15,7 @@ mod export;
 mod export_deployment;
 mod finetune;
 mod finetune_stacks;
+mod fit;
 mod fold;
 mod fuzz;
 mod gpu_presets;

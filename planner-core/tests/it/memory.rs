@@ -52,6 +52,7 @@ fn scenario(layout: Layout) -> Scenario {
             global_batch: 256,
             finetune: Default::default(),
             offload: Default::default(),
+            packing: false,
         },
         layout,
         activations: ActivationOptions::default(),
@@ -446,7 +447,7 @@ proptest! {
             stage_split: planner_core::input::layout::StageSplit::Even,
         };
         let mut s = scenario(layout);
-        s.training = Training { seq_len: seq, global_batch: gb, finetune: Default::default(), offload: Default::default() };
+        s.training = Training { seq_len: seq, global_batch: gb, finetune: Default::default(), offload: Default::default(), packing: false };
         let mem = training_memory(&s, &model);
         prop_assert!(mem.peak_bytes.is_finite() && mem.peak_bytes >= 0.0);
         let bars = model_state(&model, &s.precision, &s.layout);

@@ -153,6 +153,7 @@ fn torchtitan_t1(framework: Framework) -> Scenario {
             global_batch: 16,
             finetune: Default::default(),
             offload: Default::default(),
+            packing: false,
         },
         layout: Layout {
             dp: 8,

@@ -30,6 +30,7 @@ fn scenario(nodes: u32, seq_len: u32, global_batch: u32) -> Scenario {
             global_batch,
             finetune: Default::default(),
             offload: Default::default(),
+            packing: false,
         },
         layout: Layout::default(),
         activations: ActivationOptions::default(),

@@ -61,6 +61,7 @@ pub const EP_EXPERTS: &str = "[data-testid=ep-experts]";
 pub const EXAMPLE_ARTICLE_70B: &str = "[data-testid=example-article-70b]";
 pub const EXAMPLE_DEFAULT: &str = "[data-testid=example-default]";
 pub const EXAMPLE_ARTICLE_MESH: &str = "[data-testid=example-article-mesh]";
+pub const EXAMPLE_FINETUNE: &str = "[data-testid=example-finetune]";
 
 // export-…
 pub const EXPORT_COPY_DEEPSPEED: &str = "[data-testid=export-copy-deepspeed]";
@@ -87,6 +88,7 @@ pub const INCLUDE_OTHER: &str = "[data-testid=include-other]";
 
 // input-…
 pub const INPUT_DP: &str = "[data-testid=input-dp]";
+pub const INPUT_DATASET_TOKENS: &str = "[data-testid=input-dataset-tokens]";
 pub const INPUT_FRAMEWORK: &str = "[data-testid=input-framework]";
 pub const INPUT_FT: &str = "[data-testid=input-ft]";
 pub const INPUT_GBS: &str = "[data-testid=input-gbs]";
@@ -101,6 +103,7 @@ pub const INPUT_OV_EP: &str = "[data-testid=input-ov_ep]";
 pub const INPUT_OV_GRAD: &str = "[data-testid=input-ov_grad]";
 pub const INPUT_OV_PARAM: &str = "[data-testid=input-ov_param]";
 pub const INPUT_OV_TP: &str = "[data-testid=input-ov_tp]";
+pub const INPUT_PACK: &str = "[data-testid=input-pack]";
 pub const INPUT_PP: &str = "[data-testid=input-pp]";
 pub const INPUT_SCHED: &str = "[data-testid=input-sched]";
 pub const INPUT_SEQ: &str = "[data-testid=input-seq]";
@@ -114,6 +117,18 @@ pub const INPUT_ZERO: &str = "[data-testid=input-zero]";
 // issue-…
 pub const ISSUE_DP: &str = "[data-testid=issue-dp]";
 pub const ISSUE_PP: &str = "[data-testid=issue-pp]";
+
+// epoch-…, finetune-…, fit-…, will-it-fit
+pub const EPOCH_TIME: &str = "[data-testid=epoch-time]";
+pub const FINETUNE_SETUP: &str = "[data-testid=finetune-setup]";
+pub const FINETUNE_VIEW: &str = "[data-testid=finetune-view]";
+pub const FIT_APPLY_0: &str = "[data-testid=fit-apply-0]";
+pub const FIT_CURRENT: &str = "[data-testid=fit-current]";
+pub const FIT_FIX: &str = "[data-testid=fit-fix]";
+pub const FIT_FIXES: &str = "[data-testid=fit-fixes]";
+pub const FIT_MAX_MBS: &str = "[data-testid=fit-max-mbs]";
+pub const FIT_MAX_SEQ: &str = "[data-testid=fit-max-seq]";
+pub const WILL_IT_FIT: &str = "[data-testid=will-it-fit]";
 
 // kv-…
 pub const KV_PER_TOKEN: &str = "[data-testid=kv-per-token]";

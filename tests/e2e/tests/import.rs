@@ -403,7 +403,7 @@ fn exports_match_the_golden_files_of_the_article_mesh() {
     let model = s.model_spec().expect("preset");
     let golden = workspace_root().join("planner-core/tests/golden/export/article-mesh");
     let all = exports(&s, &model);
-    assert_eq!(all.len(), 7);
+    assert_eq!(all.len(), 9);
     for e in &all {
         let file = std::fs::read_to_string(golden.join(e.file_name))
             .unwrap_or_else(|err| panic!("{}: {err}", e.file_name));

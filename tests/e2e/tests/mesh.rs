@@ -707,6 +707,7 @@ fn search_16k_scenario() -> Scenario {
         global_batch: 1024,
         finetune: Default::default(),
         offload: Default::default(),
+        packing: false,
     };
     sc.layout.tp = 8;
     sc.layout.pp = 16;

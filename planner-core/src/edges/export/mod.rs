@@ -1,6 +1,6 @@
 //! Framework exports of a scenario: the launch line and configuration files that
 //! run the planned layout in torchrun, Accelerate (FSDP2), DeepSpeed, Megatron-LM,
-//! torchtitan, vLLM and SGLang, one module per tool.
+//! torchtitan, torchtune, TRL (with PEFT and Accelerate), vLLM and SGLang, one module per tool.
 //!
 //! Each generator writes only options its tool has; where the tool cannot express
 //! part of the plan (ZeRO-1 in FSDP, TP in DeepSpeed alone, ...) the export says so
@@ -28,6 +28,8 @@ mod megatron;
 mod sglang;
 mod torchrun;
 mod torchtitan;
+mod torchtune;
+mod trl;
 mod vllm;
 pub use deployment::deployment_export;
 
@@ -62,6 +64,10 @@ pub enum ExportFormat {
     Megatron,
     /// torchtitan TOML (parallelism, training, activation checkpoint).
     Torchtitan,
+    /// torchtune recipe config (full, LoRA or QLoRA; one device or distributed).
+    Torchtune,
+    /// TRL `SFTTrainer` with PEFT and bitsandbytes under `accelerate launch`.
+    Trl,
     /// `vllm serve` command (serving view).
     Vllm,
     /// `sglang.launch_server` command (serving view).
@@ -70,12 +76,14 @@ pub enum ExportFormat {
 
 impl ExportFormat {
     /// Every format, in display order (training first, then serving).
-    pub const ALL: [ExportFormat; 7] = [
+    pub const ALL: [ExportFormat; 9] = [
         ExportFormat::Torchrun,
         ExportFormat::Accelerate,
         ExportFormat::Deepspeed,
         ExportFormat::Megatron,
         ExportFormat::Torchtitan,
+        ExportFormat::Torchtune,
+        ExportFormat::Trl,
         ExportFormat::Vllm,
         ExportFormat::Sglang,
     ];
@@ -88,6 +96,8 @@ impl ExportFormat {
             ExportFormat::Deepspeed => "deepspeed",
             ExportFormat::Megatron => "megatron",
             ExportFormat::Torchtitan => "torchtitan",
+            ExportFormat::Torchtune => "torchtune",
+            ExportFormat::Trl => "trl",
             ExportFormat::Vllm => "vllm",
             ExportFormat::Sglang => "sglang",
         }
@@ -105,6 +115,8 @@ impl ExportFormat {
             ExportFormat::Deepspeed => "DeepSpeed config",
             ExportFormat::Megatron => "Megatron-LM arguments",
             ExportFormat::Torchtitan => "torchtitan config",
+            ExportFormat::Torchtune => "torchtune recipe config",
+            ExportFormat::Trl => "TRL + PEFT (accelerate launch)",
             ExportFormat::Vllm => "vLLM serve",
             ExportFormat::Sglang => "SGLang server",
         }
@@ -117,6 +129,8 @@ impl ExportFormat {
             ExportFormat::Deepspeed => "ds_config.json",
             ExportFormat::Megatron => "megatron_args.sh",
             ExportFormat::Torchtitan => "torchtitan.toml",
+            ExportFormat::Torchtune => "torchtune.yaml",
+            ExportFormat::Trl => "trl_sft.sh",
             ExportFormat::Vllm => "vllm_serve.sh",
             ExportFormat::Sglang => "sglang_serve.sh",
         }
@@ -127,8 +141,9 @@ impl ExportFormat {
             ExportFormat::Torchrun
             | ExportFormat::Megatron
             | ExportFormat::Vllm
-            | ExportFormat::Sglang => "sh",
-            ExportFormat::Accelerate => "yaml",
+            | ExportFormat::Sglang
+            | ExportFormat::Trl => "sh",
+            ExportFormat::Accelerate | ExportFormat::Torchtune => "yaml",
             ExportFormat::Deepspeed => "json",
             ExportFormat::Torchtitan => "toml",
         }
@@ -152,6 +167,8 @@ pub fn export(format: ExportFormat, scenario: &Scenario, model: &ModelSpec) -> E
         ExportFormat::Deepspeed => deepspeed::deepspeed(&ctx),
         ExportFormat::Megatron => megatron::megatron(&ctx),
         ExportFormat::Torchtitan => torchtitan::torchtitan(&ctx),
+        ExportFormat::Torchtune => torchtune::torchtune(&ctx),
+        ExportFormat::Trl => trl::trl(&ctx),
         ExportFormat::Vllm => vllm::vllm(&ctx),
         ExportFormat::Sglang => sglang::sglang(&ctx),
     };

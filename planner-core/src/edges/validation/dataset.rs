@@ -252,7 +252,7 @@ pub struct PublishedRun {
     /// Which peak a memory row printed; `None`: the reserved peak (torchtitan's logs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_kind: Option<MemoryKind>,
-    /// The training stack as the source names it ([`super::stack`] reads it).
+    /// The training stack as the source names it (read by the validation's `stack` module).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub framework: Option<String>,
     /// The fine-tuning method: `full`, `lora`, `qlora`, `dora`, `lora-fa`, `ia3`, `prompt-tuning`.

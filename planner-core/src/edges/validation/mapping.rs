@@ -213,6 +213,7 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
             global_batch,
             finetune: stack.finetune,
             offload: stack.offload,
+            packing: false,
         },
         layout,
         activations: ActivationOptions {
