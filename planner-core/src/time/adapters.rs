@@ -31,6 +31,45 @@ pub struct AdapterTime {
     pub quantized_expert_params: f64,
     /// Base parameters (Ψ, nominal scale applied).
     pub base_params: f64,
+    /// DoRA: HBM bytes per micro-batch forward of recomputing each adapted linear's weight norm
+    /// ([`dora_norm_bytes`]); 0 for every other method.
+    pub dora_norm_bytes: f64,
+}
+
+/// PEFT's DoRA recomputes, every training forward (its cache is off while training),
+/// `‖W + s·B·A‖` per output row of each adapted linear (peft/tuners/lora/dora.py
+/// `DoraLinearLayer.forward`): `get_lora_weight` builds an fp32 `d_in × d_in` identity and
+/// writes `B·A` as fp32 (`lora_B(lora_A(x_eye))`), the base weight is cast to fp32
+/// (`weight.to(x.dtype)`, read 2 B, write 4 B), `scaling * lora_weight` (read 4, write 4), the
+/// sum (read 8, write 4) and the row norm (read 4): 34 B per weight element plus 8 B per
+/// identity element. Memory-bound; the norm is detached, so backward repeats none of it.
+pub fn dora_norm_bytes(model: &ModelSpec, finetune: &FineTune) -> f64 {
+    const PER_WEIGHT: f64 = 4.0 + (2.0 + 4.0) + (4.0 + 4.0) + (8.0 + 4.0) + 4.0;
+    const PER_IDENTITY: f64 = 4.0 + 4.0;
+    if finetune.mode != FineTuneMode::Dora || model.mla.is_some() {
+        return 0.0;
+    }
+    let t = &finetune.lora.targets;
+    let h = f64::from(model.hidden);
+    let q = f64::from(model.heads) * f64::from(model.head_dim);
+    let kv = f64::from(model.kv_heads) * f64::from(model.head_dim);
+    let f = f64::from(model.ffn);
+    let swiglu = model.ffn_kind == crate::input::model::FfnKind::SwiGlu;
+    let per_layer: f64 = [
+        (t.q, h, q),
+        (t.k, h, kv),
+        (t.v, h, kv),
+        (t.o, q, h),
+        (t.gate && swiglu, h, f),
+        (t.up, h, f),
+        (t.down, f, h),
+    ]
+    .into_iter()
+    .filter(|(on, ..)| *on)
+    .map(|(_, d_in, d_out)| PER_WEIGHT * d_in * d_out + PER_IDENTITY * d_in * d_in)
+    .sum();
+    // Dense layers' linears (routed experts are not adapted by DoRA here).
+    f64::from(model.layers) * per_layer
 }
 
 impl AdapterTime {
@@ -88,6 +127,7 @@ impl AdapterTime {
             quantized_dense_params,
             quantized_expert_params,
             base_params: pb.total() as f64 * scale,
+            dora_norm_bytes: dora_norm_bytes(model, finetune),
         })
     }
 }

@@ -701,11 +701,12 @@ impl StepModel {
         self.params / tp_pp / sharded_over * pace.layer_scale
     }
 
-    /// Forward seconds per micro-batch on one GPU of the adapters' GEMMs and of QLoRA's
-    /// dequantization of the base weights; (0, 0) for full training.
-    fn adapter_seconds(&self, layout: &Layout, per_gpu_tokens: f64) -> (f64, f64) {
+    /// Forward seconds per micro-batch on one GPU of the adapters' GEMMs, of QLoRA's
+    /// dequantization of the base weights (repeated in backward) and of DoRA's weight norm
+    /// (forward only); zeros for full training.
+    fn adapter_seconds(&self, layout: &Layout, per_gpu_tokens: f64) -> (f64, f64, f64) {
         let Some(a) = &self.adapters else {
-            return (0.0, 0.0);
+            return (0.0, 0.0, 0.0);
         };
         // Hu et al. 2021 §4.1: x·Aᵀ·Bᵀ costs 2·Ψ_A FLOPs per token; both GEMMs have the rank r
         // as one dimension, so they run at the GEMM curve's efficiency for r.
@@ -721,7 +722,11 @@ impl StepModel {
         // micro-batch: memory-bound, DEQUANT_BYTES_PER_PARAM of HBM traffic per parameter.
         let dequant =
             (dense + experts) * DEQUANT_BYTES_PER_PARAM / self.hbm_streaming_bytes_per_s();
-        (adapter_f, dequant)
+        // DoRA's weight norm, recomputed every forward (time/adapters.rs `dora_norm_bytes`).
+        let dora = a.dora_norm_bytes
+            / (f64::from(layout.tp.max(1)) * pp)
+            / self.hbm_streaming_bytes_per_s();
+        (adapter_f, dequant, dora)
     }
 
     /// The share of the long-sequence attention rate a fused attention call reaches over one
@@ -966,9 +971,10 @@ impl StepModel {
                 )
             };
         // LoRA adapters and QLoRA dequantization run per decoder layer, so they pace with it too.
-        let (adapter_f, dequant) = self.adapter_seconds(layout, per_gpu);
+        let (adapter_f, dequant, dora) = self.adapter_seconds(layout, per_gpu);
         let per_layer = if pace.even { 1.0 } else { pace.layer_scale };
-        let t_f = dense_f + attn_f + elem_f + loss_f + cast_f + (adapter_f + dequant) * per_layer;
+        let t_f =
+            dense_f + attn_f + elem_f + loss_f + cast_f + (adapter_f + dequant + dora) * per_layer;
         // Backward: dgrad + wgrad = 2 × the forward's FLOPs, the op list's backward traffic, dY's casts.
         let t_b = match &self.adapters {
             None => 2.0 * (dense_f + attn_f) + elem_b + loss_b + cast_b,

@@ -234,3 +234,36 @@ fn torchtune_qlora_keeps_embeddings_and_norms_in_bf16() {
     let unquantized = 1_050_673_152.0 + 266_240.0;
     assert!((peft - tt - 2.0 * unquantized).abs() < 1.0, "{peft} − {tt}");
 }
+
+#[test]
+fn dora_recomputes_each_adapted_weights_norm_every_forward() {
+    use planner_core::time::adapters::dora_norm_bytes;
+    let m = planner_core::resolve::presets::model_preset("llama-3.1-8b").expect("preset");
+    // Llama 3.1 8B, q (4096 → 4096) and v (4096 → 1024) over 32 layers: 34 B per weight element
+    // (B·A written fp32, W cast to fp32, scaled, summed, normed) and 8 B per element of the
+    // 4096 × 4096 fp32 identity, per module.
+    let per_layer = 34.0 * 4096.0 * 4096.0
+        + 8.0 * 4096.0 * 4096.0
+        + 34.0 * 4096.0 * 1024.0
+        + 8.0 * 4096.0 * 4096.0;
+    let dora = method(FineTuneMode::Dora, 16, "q,v");
+    assert_eq!(dora_norm_bytes(&m, &dora), 32.0 * per_layer);
+    assert_eq!(
+        dora_norm_bytes(&m, &method(FineTuneMode::Lora, 16, "q,v")),
+        0.0
+    );
+    // And the step prices it: DoRA runs fewer tokens per second than LoRA on the same layout.
+    let link = |ft: &str| {
+        planner_core::edges::link::decode(&format!(
+            "v=1&model=llama-3.1-8b&gpus=8&dp=8&tp=1&pp=1&ft={ft}&lora_r=16&lora_mod=q,v"
+        ))
+        .expect("valid link")
+    };
+    let step = |s: &planner_core::input::scenario::Scenario| {
+        planner_core::evaluate::evaluate(s)
+            .expect("evaluates")
+            .step
+            .tokens_per_s_per_gpu
+    };
+    assert!(step(&link("dora")) < step(&link("lora")));
+}
