@@ -267,3 +267,26 @@ fn dora_recomputes_each_adapted_weights_norm_every_forward() {
     };
     assert!(step(&link("dora")) < step(&link("lora")));
 }
+
+#[test]
+fn a_memory_row_names_its_stack_and_an_unknown_one_is_refused_by_name() {
+    let rows = planner_core::edges::validation::parse_runs(MEMORY_RUNS_JSON).expect("parses");
+    let mut run = rows
+        .iter()
+        .find(|r| r.id == "peft-mmqa-l32-3b-lora-r32")
+        .expect("row")
+        .clone();
+    let framework_of = |run: &planner_core::edges::validation::PublishedRun| {
+        planner_core::edges::validation::map_run(run).map(|m| m.scenario.overheads.framework)
+    };
+    assert_eq!(framework_of(&run), Ok(Framework::HfTransformers));
+    run.framework = Some("torchtune 0.6 lora_finetune_single_device".into());
+    assert_eq!(framework_of(&run), Ok(Framework::Torchtune));
+    run.framework = Some("unsloth".into());
+    let err = framework_of(&run).expect_err("not representable");
+    assert!(err.contains("'unsloth'"), "{err}");
+    run.framework = None;
+    run.finetune = Some("vera".into());
+    let err = framework_of(&run).expect_err("not representable");
+    assert!(err.contains("'vera'"), "{err}");
+}

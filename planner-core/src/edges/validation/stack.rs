@@ -40,9 +40,7 @@ pub(super) fn framework_named(text: &str) -> Result<Framework, String> {
         });
     }
     if t.contains("torchtune") {
-        return Err(
-            "framework 'torchtune': its recipes' memory semantics are not modelled yet".to_string(),
-        );
+        return Ok(Framework::Torchtune);
     }
     if hf {
         return Ok(Framework::HfTransformers);
