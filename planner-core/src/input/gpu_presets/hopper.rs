@@ -36,6 +36,17 @@ pub(super) fn presets() -> Vec<GpuPreset> {
     vec![h100_sxm(), h100_96gb(), h800(), h200(), h20()]
 }
 
+/// The GH100 die's measured shares, one place for the parts that carry it (H100 SXM, its 96 GB
+/// variant, H800): ml-engineering's MAMF table, BF16 794.5 of 989 TFLOP/s (80.3%, the table's
+/// reference row) and FP8 1402.6 of 1979 (70.9%); Hopper's FP8 GEMMs are TN-only.
+const GH100_COMPUTE: ComputeShares = ComputeShares {
+    hbm_stream_fraction: None,
+    tensor_fraction_at_power_limit: 1.0,
+    bf16_gemm_relative_to_h100: 1.0,
+    fp8_gemm_relative_to_bf16: 0.709 / 0.803,
+    fp8_transpose_bytes_per_element: 1.0,
+};
+
 fn h100_sxm() -> GpuPreset {
     GpuPreset {
         device_names: &[DeviceName(&["h100"])],
@@ -57,16 +68,7 @@ fn h100_sxm() -> GpuPreset {
             nccl: Some(HGX_H100_NCCL),
             links: HGX_H100_LINKS,
             intra_node_link: IntraNodeLink::NvLink,
-            compute: ComputeShares {
-                hbm_stream_fraction: None,
-                tensor_fraction_at_power_limit: 1.0,
-                // The MAMF table's reference row: BF16 794.5 of 989 (80.3%).
-                bf16_gemm_relative_to_h100: 1.0,
-                // H100 SXM: FP8 1402.6 of 1979 (70.9%), BF16 794.5 of 989 (80.3%).
-                fp8_gemm_relative_to_bf16: 0.709 / 0.803,
-                // Hopper (GH100): TN-only FP8 GEMMs.
-                fp8_transpose_bytes_per_element: 1.0,
-            },
+            compute: GH100_COMPUTE,
             // Every serving-kernel measurement was taken on an H100: vLLM's custom all-reduce
             // (sgl-project/sglang PR #2904), the launch gap (Hazy Research), the FP8 decode
             // GEMM (vllm-project/vllm PR #49363); XQA's share is the H200's, whose Hopper
@@ -108,16 +110,13 @@ fn h100_96gb() -> GpuPreset {
             nccl: Some(HGX_H100_NCCL),
             links: HGX_H100_LINKS,
             intra_node_link: IntraNodeLink::NvLink,
+            // The same GH100 die as the H100 SXM; no MAMF row of its own.
             compute: ComputeShares {
-                hbm_stream_fraction: None,
                 // torchtitan's default 500 W limit (input/power_limit.rs).
                 tensor_fraction_at_power_limit: gh100_tensor_rating_fraction(
                     H100_96GB_POWER_LIMIT_WATTS,
                 ),
-                bf16_gemm_relative_to_h100: 1.0,
-                // The same GH100 die as the H100 SXM; no MAMF row of its own.
-                fp8_gemm_relative_to_bf16: 0.709 / 0.803,
-                fp8_transpose_bytes_per_element: 1.0,
+                ..GH100_COMPUTE
             },
             serving: NO_SERVING_KERNELS,
         },
@@ -149,14 +148,8 @@ fn h800() -> GpuPreset {
             // #1374, read 215 GB/s busBW, the 480/450 share's 213.
             links: HGX_H100_LINKS,
             intra_node_link: IntraNodeLink::NvLink,
-            compute: ComputeShares {
-                hbm_stream_fraction: None,
-                tensor_fraction_at_power_limit: 1.0,
-                bf16_gemm_relative_to_h100: 1.0,
-                // The same GH100 die as the H100 SXM; no MAMF row of its own.
-                fp8_gemm_relative_to_bf16: 0.709 / 0.803,
-                fp8_transpose_bytes_per_element: 1.0,
-            },
+            // The same GH100 die as the H100 SXM; no MAMF row of its own.
+            compute: GH100_COMPUTE,
             serving: NO_SERVING_KERNELS,
         },
     }
