@@ -163,6 +163,21 @@ pub fn curve(p: &ServingPage) -> String {
             ms(q.tpot_s),
             q.throughput_per_gpu
         );
+        if q.running < q.concurrency {
+            let share = if q.ttft_mean_s > 0.0 {
+                q.slot_wait_s / q.ttft_mean_s * 100.0
+            } else {
+                0.0
+            };
+            let _ = write!(
+                out,
+                r#"<div><dt>Running at once</dt><dd data-testid="serve-running">{} of {}</dd></div><div><dt>Wait for a slot</dt><dd data-testid="serve-slot-wait" data-seconds="{}">{} ({share:.0}% of mean TTFT)</dd></div>"#,
+                q.running,
+                q.concurrency,
+                q.slot_wait_s,
+                ms(q.slot_wait_s)
+            );
+        }
     }
     out.push_str("</dl>");
     out.push_str(&latency_svg(&p.curve, p.concurrency));

@@ -4,7 +4,9 @@ use std::fmt::Write;
 use std::path::PathBuf;
 
 use planner_core::base::explain::Term;
-use planner_core::serving::latency::{serving_time, ServingLoad, ServingTime};
+use planner_core::input::engine_scheduler::KvAdmission;
+use planner_core::input::speculation::Speculation;
+use planner_core::serving::latency::{serving_time, ServingLoad, ServingTime, MAX_CONCURRENCY};
 
 use crate::error::CliError;
 use crate::input::read_scenario;
@@ -35,6 +37,18 @@ pub struct Args {
     /// Open-loop arrival rate, requests/s (default: what the concurrency sustains).
     #[arg(long)]
     pub arrival_rate: Option<f64>,
+    /// The engine's cap on running sequences (default: serving.max_running_seqs, else the
+    /// engine's own default).
+    #[arg(long)]
+    pub max_running: Option<u32>,
+    /// How the engine admits against its KV pool: `preempt` (vLLM, SGLang) or `reserve`
+    /// (TensorRT-LLM's GUARANTEED_NO_EVICT); default: serving.kv_admission, else the engine's.
+    #[arg(long, value_parser = parse_admission)]
+    pub admission: Option<KvAdmission>,
+    /// Speculative decoding, `method,k,acceptance[,draft_params]` (method draft_model, eagle,
+    /// eagle3 or mtp; e.g. `eagle,3,0.8`); default: serving.speculation.
+    #[arg(long)]
+    pub spec: Option<String>,
     /// Print a readable table instead of JSON.
     #[arg(long)]
     pub table: bool,
@@ -42,7 +56,24 @@ pub struct Args {
 
 /// Evaluates the load on the scenario's replica and renders it.
 pub fn run(args: &Args) -> Result<String, CliError> {
-    let scenario = read_scenario(&args.scenario)?;
+    let mut scenario = read_scenario(&args.scenario)?;
+    if let Some(n) = args.max_running {
+        if n == 0 || n > MAX_CONCURRENCY {
+            return Err(CliError::BadInput(format!(
+                "--max-running must be in 1..={MAX_CONCURRENCY}, got {n}"
+            )));
+        }
+        scenario.serving.max_running_seqs = Some(n);
+    }
+    if let Some(a) = args.admission {
+        scenario.serving.kv_admission = Some(a);
+    }
+    if let Some(v) = &args.spec {
+        let sp = Speculation::from_link(v)
+            .and_then(|sp| sp.check().map(|()| sp))
+            .map_err(|e| CliError::BadInput(format!("--spec: {e}")))?;
+        scenario.serving.speculation = Some(sp);
+    }
     let load = ServingLoad {
         prompt_tokens: args.prompt,
         output_tokens: args.output,
@@ -55,6 +86,7 @@ pub fn run(args: &Args) -> Result<String, CliError> {
         arrival_rate_per_s: args.arrival_rate,
         graph_padded_batch: None,
         decode_attention: None,
+        prefill_first: false,
     };
     let t = serving_time(&scenario, &load)
         .map_err(|e| CliError::BadInput(format!("invalid serving load: {e}")))?;
@@ -64,6 +96,10 @@ pub fn run(args: &Args) -> Result<String, CliError> {
         serde_json::to_string_pretty(&t)
             .map_err(|e| CliError::BadInput(format!("result cannot be written as JSON: {e}")))
     }
+}
+
+fn parse_admission(v: &str) -> Result<KvAdmission, String> {
+    KvAdmission::from_id(v).ok_or_else(|| format!("'{v}' is not preempt or reserve"))
 }
 
 /// A term's value as every table and the page write it: the term's own unit formats it.
@@ -99,7 +135,7 @@ fn render_table(t: &ServingTime) -> String {
     );
     let _ = writeln!(
         out,
-        "  decode step {}-bound (micro-batch {}), prefill {}-bound ({} new tokens, {} chunk(s)); KV {}",
+        "  decode step {}-bound (micro-batch {}), prefill {}-bound ({} new tokens, {} chunk(s)); KV {}; running {} of {} (slot wait {})",
         t.decode.bound.id(),
         t.decode.micro_batch,
         t.prefill.bound.id(),
@@ -108,8 +144,11 @@ fn render_table(t: &ServingTime) -> String {
         if t.fits_kv {
             "fits"
         } else {
-            "does NOT fit: the load needs more KV than the pool holds"
-        }
+            "short: the engine runs what the pool holds and the rest wait"
+        },
+        t.running_batch.value,
+        l.concurrency,
+        value(&t.admission_wait)
     );
     let _ = writeln!(out, "Breakdown:");
     for term in t.terms() {

@@ -100,6 +100,7 @@ pub fn run(args: &Args) -> Result<String, CliError> {
         arrival_rate_per_s: None,
         graph_padded_batch: None,
         decode_attention: None,
+        prefill_first: false,
     };
     if args.max_concurrency == 0
         || args.max_concurrency > planner_core::serving::latency::MAX_CONCURRENCY

@@ -10,6 +10,7 @@ use std::fmt::Display;
 use std::str::FromStr;
 
 use crate::input::calibration::CalibrationSummary;
+use crate::input::engine_scheduler::KvAdmission;
 use crate::input::finetune::{FineTuneMode, LoraTargets};
 use crate::input::framework::Framework;
 use crate::input::hardware::{gpu_preset, gpu_presets, Cluster, GpuSpec, LinkSpec};
@@ -21,6 +22,7 @@ use crate::input::offload::Offload;
 use crate::input::overlap::Switch;
 use crate::input::precision::{ComputeDtype, Precision, PrecisionRecipe};
 use crate::input::scenario::{Measured, ModelChoice, Scenario, ServeDtype, SCENARIO_VERSION};
+use crate::input::speculation::Speculation;
 use crate::memory::engine_kv_pool::{EngineProfile, ServingEngine};
 use crate::resolve::presets::{default_scenario, model_preset, model_presets};
 use crate::resolve::validate::FieldError;
@@ -275,7 +277,7 @@ fn host_fields() -> [Field<HostSpec>; 6] {
 }
 
 /// Everything after the model, precision and cluster, compared with the default scenario.
-fn scenario_fields() -> [Field<Scenario>; 52] {
+fn scenario_fields() -> [Field<Scenario>; 55] {
     [
         field!("seq", Scenario, |s| s.training.seq_len, number),
         field!("gbs", Scenario, |s| s.training.global_batch, number),
@@ -510,6 +512,42 @@ fn scenario_fields() -> [Field<Scenario>; 52] {
             |s| s.serving.mem_fraction_static,
             optional_number
         ),
+        field!(
+            "serve_maxseqs",
+            Scenario,
+            |s| s.serving.max_running_seqs,
+            optional_number
+        ),
+        Field::<Scenario> {
+            key: "serve_admit",
+            get: |s| {
+                s.serving
+                    .kv_admission
+                    .map(|a| a.id().to_string())
+                    .unwrap_or_default()
+            },
+            set: |s, v| {
+                s.serving.kv_admission = optional(v, |v| {
+                    KvAdmission::from_id(v)
+                        .ok_or_else(|| format!("'{v}' is not preempt or reserve"))
+                })?;
+                Ok(())
+            },
+        },
+        Field::<Scenario> {
+            key: "serve_spec",
+            get: |s| {
+                s.serving
+                    .speculation
+                    .as_ref()
+                    .map(Speculation::to_link)
+                    .unwrap_or_default()
+            },
+            set: |s, v| {
+                s.serving.speculation = optional(v, Speculation::from_link)?;
+                Ok(())
+            },
+        },
         Field::<Scenario> {
             key: "serve_profile",
             get: |s| {

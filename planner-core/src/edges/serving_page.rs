@@ -396,6 +396,8 @@ impl ServingReply {
                     tpot_s: number(c, "tpot_s")?,
                     throughput_per_gpu: number(c, "throughput_per_gpu")?,
                     fits_kv: flag(c, "fits_kv")?,
+                    running: count(c, "running")?,
+                    slot_wait_s: number(c, "slot_wait_s")?,
                 })
             })?,
             curve_error: maybe_string(p, "curve_error")?,

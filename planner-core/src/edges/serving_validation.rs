@@ -14,6 +14,7 @@ use crate::edges::validation::{
     model_for_key, parse_checked_rows, summarize_by_source, tally_reason, GroupSummary,
     ReasonTally, ALL_GROUP,
 };
+use crate::input::engine_scheduler::KvAdmission;
 use crate::input::hardware::{gpu_preset, Cluster};
 use crate::input::precision::{Precision, PrecisionRecipe};
 use crate::input::scenario::{
@@ -317,6 +318,25 @@ pub fn engine_max_seqs(engine: &str) -> Option<(u32, &'static str)> {
     }
 }
 
+/// The engine's admission into the running batch, as the row's engine applies it by default.
+fn admission_of(run: &ServingRun, scenario: &mut Scenario, defaults: &mut Vec<String>) {
+    if runs_tensorrt_llm(run) {
+        // TensorRT-LLM docs, performance-tuning-guide/useful-runtime-flags: GUARANTEED_NO_EVICT
+        // is the default capacity scheduler policy ("a started request is never paused").
+        scenario.serving.kv_admission = Some(KvAdmission::WholeRequest);
+        // The rows do not state the engine's max_batch_size: no cap is applied to them.
+        scenario.serving.max_running_seqs = Some(MAX_CONCURRENCY);
+        defaults.push(
+            "admission: TensorRT-LLM's GUARANTEED_NO_EVICT (a request enters when its prompt and whole output fit the pool); no batch cap stated".to_string(),
+        );
+    } else if let Some((cap, why)) = engine_max_seqs(&run.engine) {
+        scenario.serving.max_running_seqs = Some(cap);
+        defaults.push(format!(
+            "admission: at most {cap} running ({why}); a request enters on its prompt's blocks, preempting when the pool runs dry"
+        ));
+    }
+}
+
 /// The decode-attention kernel a row's engine runs for generation, where its bandwidth was
 /// measured, and why: TensorRT-LLM 1.0's PyTorch backend (`tensorrt_llm/llmapi/llm_args.py`
 /// `attn_backend` default `'TRTLLM'`, `TrtllmAttention` over the C++ `AttentionOp`, whose
@@ -525,6 +545,8 @@ pub fn map_serving_run(run: &ServingRun) -> Result<MappedServing, String> {
         arrival_rate_per_s: arrival,
         graph_padded_batch: None,
         decode_attention: None,
+        // A static batch runs its prompts in one context step before any decode.
+        prefill_first: run.batching == Batching::Static,
     };
     if let Some((kernel, why)) = decode_attention_kernel(run) {
         load.decode_attention = Some(kernel);
@@ -592,6 +614,7 @@ pub fn map_serving_run(run: &ServingRun) -> Result<MappedServing, String> {
     }
     let mut scenario = scenario;
     scenario.serving.target_concurrency = load.concurrency;
+    admission_of(run, &mut scenario, &mut defaults);
     Ok(MappedServing {
         scenario,
         load,
@@ -721,13 +744,6 @@ pub fn validate_serving_run(run: &ServingRun) -> ServingRowResult {
             return row;
         }
     };
-    if !t.fits_kv {
-        row.not_representable = Some(
-            "the load needs more KV than the replica's pool holds: the engine queues or preempts requests, which the serving model does not price".to_string(),
-        );
-        row.breakdown = Some(ServingBreakdown::of(&t));
-        return row;
-    }
     for (q, value) in measured {
         let predicted = match q {
             ServingQuantity::TtftMs => t.ttft.value * 1e3,
@@ -781,7 +797,7 @@ pub fn serving_conventions() -> Vec<String> {
         "throughput: output tokens/s only (never total tokens), c / TPOT; per GPU or per replica (tp × pp GPUs) as the row's throughput_basis says".to_string(),
         "static batching (TensorRT-LLM 0.9 gptSessionBenchmark): prompts in one context step (chunk = prompt), throughput = batch · O / (prefill of the batch + O decode steps), which c / TPOT with the amortised prefill equals".to_string(),
         "maximum-load rows (no concurrency stated): the concurrency is the number of sequences of prompt + output tokens the KV pool holds, or the engine's default cap when lower (vLLM max_num_seqs 256; none is applied to TensorRT-LLM rows)".to_string(),
-        "a load whose KV exceeds the pool is not representable: the engine queues or preempts, and the model has no admission queue".to_string(),
+        "a load whose KV exceeds the pool is served as its engine serves it: the running batch is what the pool holds under the engine's admission policy (TensorRT-LLM reserves prompt + output; vLLM admits on the prompt and preempts), the other requests wait for a slot (Little's law)".to_string(),
     ]
 }
 

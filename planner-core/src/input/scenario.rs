@@ -4,12 +4,14 @@
 use serde::{Deserialize, Serialize};
 
 use crate::input::calibration::CalibrationSummary;
+use crate::input::engine_scheduler::KvAdmission;
 use crate::input::finetune::FineTune;
 use crate::input::hardware::Cluster;
 use crate::input::layout::Layout;
 use crate::input::model::ModelSpec;
 use crate::input::precision::Precision;
 use crate::input::serving_engine::{EngineProfile, ServingEngine};
+use crate::input::speculation::Speculation;
 
 /// Current scenario schema version. Bump when a field's meaning changes.
 pub const SCENARIO_VERSION: u32 = 1;
@@ -266,6 +268,16 @@ pub struct Serving {
     /// SGLang `mem_fraction_static`; none: SGLang's default for the TP degree.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mem_fraction_static: Option<f64>,
+    /// The engine's cap on running sequences (vLLM `max_num_seqs`, SGLang
+    /// `max_running_requests`, TensorRT-LLM `max_batch_size`); none: the engine's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_running_seqs: Option<u32>,
+    /// How the engine admits requests against its KV pool; none: the engine's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kv_admission: Option<KvAdmission>,
+    /// Speculative decoding; none: plain decoding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speculation: Option<Speculation>,
 }
 
 impl Default for Serving {
@@ -282,6 +294,9 @@ impl Default for Serving {
             engine: ServingEngine::Vllm,
             engine_profile: None,
             mem_fraction_static: None,
+            max_running_seqs: None,
+            kv_admission: None,
+            speculation: None,
         }
     }
 }

@@ -104,6 +104,7 @@ pub const JSON_PATHS: &[(&str, &str)] = &[
     ("serve_ws", "serving.workspace_bytes"),
     ("serve_memfrac", "serving.mem_fraction_static"),
     ("serve_profile", "serving.engine_profile"),
+    ("serve_maxseqs", "serving.max_running_seqs"),
     ("cal", "calibration.summary"),
 ];
 

@@ -420,6 +420,14 @@ impl Scenario {
         if let Some(f) = s.mem_fraction_static {
             e.fraction("serve_memfrac", f);
         }
+        if let Some(n) = s.max_running_seqs {
+            e.range_u32("serve_maxseqs", n, 1, 1_000_000);
+        }
+        if let Some(sp) = &s.speculation {
+            if let Err(m) = sp.check() {
+                e.push("serve_spec", m);
+            }
+        }
         if let Some(p) = &s.engine_profile {
             for count in [p.max_num_batched_tokens, p.max_num_seqs] {
                 e.range_u32("serve_profile", count, 1, bounds::MAX_BATCHED_TOKENS);

@@ -13,6 +13,7 @@ use crate::input::model::ModelSpec;
 use crate::input::scenario::Scenario;
 use crate::memory::serving::{self, ServingError};
 use crate::search::mesh::ReasonCount;
+use crate::serving::admission;
 use crate::serving::disagg::{
     combine, kv_transfer, DisaggDeployment, DisaggNumbers, PoolShape, ReplicaNumbers, ShapeModel,
 };
@@ -1005,6 +1006,10 @@ pub struct ConcurrencyPoint {
     pub throughput_per_gpu: f64,
     /// Whether the KV pool holds `concurrency × (prompt + output)` tokens.
     pub fits_kv: bool,
+    /// Requests the engine runs at once (its cap and KV pool allowing).
+    pub running: u32,
+    /// Mean wait for a slot in the running batch, s (part of both TTFTs).
+    pub slot_wait_s: f64,
 }
 
 /// TTFT, TPOT and throughput of `scenario`'s replica (`serving.tp × serving.pp`, aggregated)
@@ -1026,21 +1031,52 @@ pub fn concurrency_curve(
     }
     let mut out = Vec::with_capacity(cs.len());
     for c in cs {
-        let l = ServingLoad {
-            concurrency: c,
-            ..load.clone()
-        };
-        let n = shape.numbers(model, &l)?;
-        if let Some(e) = eval_aggregated(&n, load.output_tokens, percentile) {
-            out.push(ConcurrencyPoint {
-                concurrency: c,
-                ttft_s: e.ttft_target_s,
-                ttft_mean_s: e.ttft_mean_s,
-                tpot_s: e.tpot_s,
-                throughput_per_gpu: e.throughput_per_gpu,
-                fits_kv: n.kv_capacity_tokens >= kv_needed(load, c),
-            });
+        if let Some(point) = curve_point(model, scenario, &shape, load, c, percentile)? {
+            out.push(point);
         }
     }
     Ok(out)
+}
+
+/// One point of [`concurrency_curve`]: `c` clients, of which the engine runs what its cap and
+/// KV pool admit ([`admission`]); the others wait for a slot, which adds to their TTFT.
+fn curve_point(
+    model: &ModelSpec,
+    scenario: &Scenario,
+    shape: &ShapeModel,
+    load: &ServingLoad,
+    c: u32,
+    percentile: Percentile,
+) -> Result<Option<ConcurrencyPoint>, ServingError> {
+    let at = |n: u32| ServingLoad {
+        concurrency: n,
+        ..load.clone()
+    };
+    let all = shape.numbers(model, &at(c))?;
+    let adm = admission::admit(
+        scenario,
+        c,
+        load.prompt_tokens,
+        load.output_tokens,
+        all.kv_capacity_tokens,
+    )?;
+    let n = if adm.running == c {
+        all
+    } else {
+        shape.numbers(model, &at(adm.running))?
+    };
+    let Some(e) = eval_aggregated(&n, load.output_tokens, percentile) else {
+        return Ok(None);
+    };
+    let slot_wait_s = adm.wait_s(e.throughput_per_s / f64::from(load.output_tokens.max(1)));
+    Ok(Some(ConcurrencyPoint {
+        concurrency: c,
+        ttft_s: e.ttft_target_s + slot_wait_s,
+        ttft_mean_s: e.ttft_mean_s + slot_wait_s,
+        tpot_s: e.tpot_s,
+        throughput_per_gpu: e.throughput_per_gpu,
+        fits_kv: n.kv_capacity_tokens >= kv_needed(load, c),
+        running: adm.running,
+        slot_wait_s,
+    }))
 }

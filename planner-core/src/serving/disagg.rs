@@ -202,6 +202,7 @@ impl ShapeModel {
             arrival_rate_per_s: Some(PROBE_RATE_PER_S),
             graph_padded_batch: None,
             decode_attention: None,
+            prefill_first: false,
             ..load.clone()
         };
         // The numbers serving_time_with computes, by the same functions, without its terms.

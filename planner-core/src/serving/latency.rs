@@ -12,13 +12,16 @@ use serde::{Deserialize, Serialize};
 use crate::base::explain::{Term, Unit};
 use crate::input::model::ModelSpec;
 use crate::input::scenario::{Scenario, ServeDtype};
+use crate::input::speculation::Speculation;
 use crate::memory::serving::{self, ServingError, StagePlan, MAX_LISTED_STAGES};
 use crate::parallel::topology::{Domain, GroupKind, GroupPlacement};
+use crate::serving::admission;
 use crate::serving::closed_loop;
 use crate::serving::custom_all_reduce;
 use crate::serving::decode_attention::{self, DecodeAttentionKernel};
 use crate::serving::kernel_gaps;
 use crate::serving::layer_traffic;
+use crate::serving::speculation;
 use crate::serving::weight_stream;
 use crate::serving::window_decode::{stage_decode_means, WindowedDecode};
 use crate::serving::window_prefill::stage_prefill_run;
@@ -60,6 +63,11 @@ pub struct ServingLoad {
     /// ([`decode_attention`]); `None`: the KV is read at the copy share.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decode_attention: Option<DecodeAttentionKernel>,
+    /// Prompts run in steps of their own while decoding pauses (TensorRT-LLM static batching,
+    /// engines without chunked prefill); false: chunks share each step's token budget with
+    /// the running decodes (vLLM V1, SGLang, TensorRT-LLM with chunking).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub prefill_first: bool,
 }
 
 impl Default for ServingLoad {
@@ -74,6 +82,7 @@ impl Default for ServingLoad {
             arrival_rate_per_s: None,
             graph_padded_batch: None,
             decode_attention: None,
+            prefill_first: false,
         }
     }
 }
@@ -256,6 +265,17 @@ pub struct ServingTime {
     pub kv_capacity_tokens: Term,
     /// `concurrency × (prompt + output) ≤ kv_capacity_tokens`.
     pub fits_kv: bool,
+    /// Requests decoding at once ([`admission`]): the clients, the engine's cap or what
+    /// the KV pool holds.
+    pub running_batch: Term,
+    /// Mean wait of a request for a slot in the running batch, s.
+    pub admission_wait: Term,
+    /// The prefill as a request meets it under the load: its chunk steps shared with the
+    /// running decodes, s (the prefill queue's service time).
+    pub prefill_under_load: Term,
+    /// Speculative decoding's terms (empty without it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub speculation: Vec<Term>,
 }
 
 impl ServingTime {
@@ -286,6 +306,9 @@ impl ServingTime {
             &self.arrival_rate,
             &self.utilisation,
             &self.queue_wait,
+            &self.prefill_under_load,
+            &self.running_batch,
+            &self.admission_wait,
             &self.ttft,
             &self.ttft_p90,
             &self.ttft_p99,
@@ -293,6 +316,7 @@ impl ServingTime {
             &self.throughput_per_gpu,
             &self.kv_capacity_tokens,
         ]);
+        v.extend(self.speculation.iter());
         v
     }
 }
@@ -689,7 +713,8 @@ pub struct ReplicaTimer {
 /// The numbers of [`ServingTime`] the deployment search ranks by, without their explanations.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct ServingNumbers {
-    /// Isolated prefill of one request, s.
+    /// Prefill of one request under the load (its chunk steps shared with the running
+    /// decodes), s.
     pub prefill_s: f64,
     /// Bound of the prefill's largest chunk.
     pub prefill_bound: Bound,
@@ -807,19 +832,19 @@ impl ReplicaTimer {
         step: &StepModel,
         load: &ServingLoad,
     ) -> Result<ServingNumbers, ServingError> {
+        let load = &under_load(load, load.concurrency, self.pp);
         let ctx = self.ctx(model, step, load);
         let pre = prefill_numbers(&ctx, &self.shapes, load);
-        let dec = decode_numbers(&ctx, &self.shapes, self.pp, load, pre.p);
+        let dec = decode_numbers(&ctx, &self.shapes, self.pp, load, pre.p, 1.0);
+        let ride_s = riders_s(load, &dec.slowest, dec.m, pre.chunks, self.pp);
         let b = batch_numbers(
-            self.pp,
-            pre.prefill_s,
+            pre.prefill_s + ride_s,
             pre.prefill_compute_s + pre.prefill_traffic_s,
-            &dec.slowest,
-            dec.hops,
+            f64::from(self.pp) * dec.slowest.total_s + dec.hops,
             load,
         )?;
         Ok(ServingNumbers {
-            prefill_s: pre.prefill_s,
+            prefill_s: pre.prefill_s + ride_s,
             prefill_bound: bound_of(&pre.worst_chunk),
             tpot_s: b.tpot_s,
             interference_s: b.interference_s,
@@ -923,6 +948,7 @@ fn decode_numbers(
     pp: u32,
     load: &ServingLoad,
     p: u64,
+    queries_per_seq: f64,
 ) -> DecodeNumbers {
     let model = ctx.model;
     let c = u64::from(load.concurrency);
@@ -938,10 +964,17 @@ fn decode_numbers(
         // Sliding-window layers read min(w, context) cached tokens and attend to
         // min(w, context + 1) keys (window_decode); full layers the whole context.
         let means = stage_decode_means(model, st.first_layer, st.layer_count, p as f64, o);
+        // A verify step of speculative decoding runs q = k + 1 queries per sequence over the
+        // same cached context: q times the tokens and attention, the KV read once.
+        let tokens = if queries_per_seq > 1.0 {
+            mf * queries_per_seq
+        } else {
+            graph_padded_tokens(load, mf)
+        };
         let n = ctx.stage_step(
             st,
-            graph_padded_tokens(load, mf),
-            mf * means.attended_keys,
+            tokens,
+            mf * queries_per_seq * means.attended_keys,
             mf * means.kv_tokens,
             true,
         );
@@ -988,6 +1021,179 @@ pub fn graph_padded_tokens(load: &ServingLoad, m: f64) -> f64 {
     }
 }
 
+/// Speculative decoding's step ([`speculation`]): the verify forward of k + 1 queries per
+/// sequence on the target, k draft forwards, and the tokens a step keeps on average.
+struct SpecNumbers {
+    tokens_per_step: f64,
+    verify_s: f64,
+    draft: speculation::DraftStep,
+    draft_s: f64,
+    step_per_token_s: f64,
+    plain_step_s: f64,
+    /// Smallest running batch of the ladder at which speculation no longer pays.
+    break_even_batch: Option<u32>,
+}
+
+/// What a speculative step is priced from, besides the load.
+struct SpecInputs<'a> {
+    ctx: &'a Ctx<'a>,
+    timer: &'a ReplicaTimer,
+    scenario: &'a Scenario,
+    sp: &'a Speculation,
+    /// Prompt tokens.
+    p: u64,
+}
+
+impl SpecInputs<'_> {
+    /// The plain step, the verify step, the k draft forwards (s) and one draft forward, at
+    /// `load`'s concurrency.
+    fn steps(&self, load: &ServingLoad) -> (f64, f64, f64, speculation::DraftStep) {
+        let (ctx, timer, sp) = (self.ctx, self.timer, self.sp);
+        let pp = f64::from(timer.pp);
+        let plain = decode_numbers(ctx, &timer.shapes, timer.pp, load, self.p, 1.0);
+        let queries = f64::from(sp.draft_tokens) + 1.0;
+        let verify = decode_numbers(ctx, &timer.shapes, timer.pp, load, self.p, queries);
+        let serving = &self.scenario.serving;
+        let machine = speculation::DraftMachine {
+            tp: timer.tp,
+            weight_bytes_per_param: serving.weight_dtype.bytes(),
+            kv_bytes_per_token_layer_gpu:
+                crate::memory::kv_cache::values_per_token_per_layer_per_gpu(ctx.model, timer.tp)
+                    * serving.kv_dtype.bytes(),
+            hbm_bytes_per_s: ctx.step.hbm_streaming_bytes_per_s(),
+            flops_per_s: ctx.rate(plain.slowest.gemm_eff),
+            launch_s: ctx.kernel_launch_s.unwrap_or(0.0),
+        };
+        let o = f64::from(load.output_tokens);
+        let mean_ctx = self.p as f64 + (o - 1.0) / 2.0;
+        let draft = speculation::draft_step(ctx.model, sp, plain.m as f64, mean_ctx, &machine);
+        let plain_s = pp * plain.slowest.total_s + plain.hops;
+        let verify_s = pp * verify.slowest.total_s + verify.hops;
+        (
+            plain_s,
+            verify_s,
+            f64::from(sp.draft_tokens) * draft.seconds,
+            draft,
+        )
+    }
+
+    fn numbers(&self, load: &ServingLoad) -> SpecNumbers {
+        let tokens_per_step = self.sp.tokens_per_step();
+        let (plain_step_s, verify_s, draft_s, draft) = self.steps(load);
+        // The batch where the verify step's extra queries and the drafts cost more than the
+        // accepted tokens save: the doubling ladder of running batches, first loss.
+        let break_even_batch = (0..13).map(|i| 1u32 << i).find(|&b| {
+            let at = ServingLoad {
+                concurrency: b,
+                graph_padded_batch: None,
+                ..load.clone()
+            };
+            let (plain, verify, draft, _) = self.steps(&at);
+            (verify + draft) / tokens_per_step >= plain
+        });
+        SpecNumbers {
+            tokens_per_step,
+            verify_s,
+            draft,
+            draft_s,
+            step_per_token_s: (verify_s + draft_s) / tokens_per_step,
+            plain_step_s,
+            break_even_batch,
+        }
+    }
+}
+
+impl SpecNumbers {
+    fn terms(&self, sp: &Speculation) -> Vec<Term> {
+        let k = sp.draft_tokens;
+        vec![
+            term(
+                "serve.spec.tokens_per_step",
+                "Tokens kept per verify step (count)",
+                Unit::Count,
+                self.tokens_per_step,
+                "(1 − α^(k+1)) / (1 − α)",
+                format!("(1 − {}^{}) / (1 − {}) = {:.3}", sp.acceptance, k + 1, sp.acceptance, self.tokens_per_step),
+                "Leviathan et al. 2023 eq. 1: drafts are kept up to the first rejection, and the target adds its own token; α independent per position",
+            ),
+            term(
+                "serve.spec.verify",
+                "Verify step (s)",
+                Unit::Seconds,
+                self.verify_s,
+                "pp · step(k + 1 queries per sequence) + PP hops",
+                format!("{} (plain step {})", secs(self.verify_s), secs(self.plain_step_s)),
+                "the target's decode step with k + 1 tokens per sequence: the weights and KV read once, the GEMMs and attention over k + 1 queries",
+            ),
+            term(
+                "serve.spec.draft",
+                "Draft forwards per step (s)",
+                Unit::Seconds,
+                self.draft_s,
+                "k · max((draft weights + draft KV) / HBM, draft FLOPs / rate) + launches",
+                format!(
+                    "{k} × {} ({:.3e} parameters, {:.3e} B weights + {:.3e} B KV per GPU)",
+                    secs(self.draft.seconds), self.draft.params, self.draft.weight_bytes, self.draft.kv_bytes
+                ),
+                &format!("{} draft, priced as a memory-bound roofline like the target's step; a separate draft model's KV is not priced", sp.method.id()),
+            ),
+            term(
+                "serve.spec.break_even_batch",
+                "Batch where speculation stops paying (requests)",
+                Unit::Count,
+                self.break_even_batch.map_or(0.0, f64::from),
+                "smallest b of 1, 2, 4, … 4096 with (verify(b) + k·draft(b)) / tokens per step ≥ plain step(b)",
+                match self.break_even_batch {
+                    Some(b) => format!("{b}: at this running batch the step is compute-bound enough that the extra queries cost what the kept tokens save"),
+                    None => "0: speculation pays up to a batch of 4096".to_string(),
+                },
+                "the verify step's k + 1 queries move the GEMMs from memory- to compute-bound as the batch grows",
+            ),
+        ]
+    }
+}
+
+/// Decodes that share a prefill chunk's step on a stage: the other running requests
+/// (`⌈(b − 1)/pp⌉`), none when prompts run in steps of their own.
+fn decodes_beside_a_chunk(load: &ServingLoad, running: u32, pp: u32) -> u32 {
+    if load.prefill_first {
+        0
+    } else {
+        running.saturating_sub(1).div_ceil(pp.max(1))
+    }
+}
+
+/// The load as the engine runs it: `running` requests decoding, and a prompt's chunk given
+/// what the decodes leave of the step's token budget.
+fn under_load(clients: &ServingLoad, running: u32, pp: u32) -> ServingLoad {
+    let riders = decodes_beside_a_chunk(clients, running, pp);
+    ServingLoad {
+        concurrency: running,
+        // vllm/v1/core/sched/scheduler.py `schedule`: running requests take their decode tokens
+        // from `max_num_batched_tokens` first; a waiting prompt's chunk gets what is left
+        // (TensorRT-LLM's max_num_tokens and SGLang's chunked_prefill_size budget the same way).
+        // A prompt the chunk size covers whole runs whole (chunking off, or a short prompt).
+        prefill_chunk_tokens: if clients.prefill_chunk_tokens >= clients.prompt_tokens {
+            clients.prefill_chunk_tokens
+        } else {
+            clients.prefill_chunk_tokens.saturating_sub(riders).max(1)
+        },
+        ..clients.clone()
+    }
+}
+
+/// Seconds the running decodes add to a prompt's chunk steps: each chunk step also reads the
+/// riders' KV, runs their attention and moves their activations (their weight GEMMs share the
+/// chunk's weight read), on every stage the chunk passes.
+fn riders_s(load: &ServingLoad, slowest: &StepNumbers, m: u64, chunks: u64, pp: u32) -> f64 {
+    let riders = decodes_beside_a_chunk(load, load.concurrency, pp);
+    if riders == 0 || m == 0 {
+        return 0.0;
+    }
+    let per_rider = (slowest.attn_op_s + slowest.traffic_s) / m as f64;
+    chunks as f64 * f64::from(pp) * per_rider * f64::from(riders)
+}
+
 /// Continuous batching and the prefill queue.
 struct BatchNumbers {
     interference_s: f64,
@@ -997,16 +1203,14 @@ struct BatchNumbers {
 }
 
 fn batch_numbers(
-    pp: u32,
     prefill_s: f64,
     prefill_added_s: f64,
-    slowest: &StepNumbers,
-    hops: f64,
+    step_per_token_s: f64,
     load: &ServingLoad,
 ) -> Result<BatchNumbers, ServingError> {
     let cf = f64::from(load.concurrency);
     let o = f64::from(load.output_tokens);
-    let pipeline_step = f64::from(pp) * slowest.total_s + hops;
+    let pipeline_step = step_per_token_s;
     // Sarathi-Serve (Agrawal et al. 2024): chunks of new prompts ride in decode steps; at steady
     // state c/O requests finish (and are replaced) per step, adding their prefill compute and
     // their tokens' activation traffic (layer_traffic.rs: per token, not shared with the step).
@@ -1070,7 +1274,26 @@ pub fn serving_time_with(
     plan: &serving::ServingPlan,
     step: StepModel,
 ) -> Result<ServingTime, ServingError> {
+    if let Some(sp) = &scenario.serving.speculation {
+        if sp.method == crate::input::speculation::SpecMethod::Mtp && model.mtp_layers == 0 {
+            return Err(err(
+                "serving.speculation",
+                format!("mtp drafts with the model's own MTP modules, and {} has none: use eagle, eagle3 or a draft model", model.name),
+            ));
+        }
+    }
     let timer = ReplicaTimer::new(model, scenario, plan);
+    let clients = load;
+    let admission = admission::admit(
+        scenario,
+        clients.concurrency,
+        clients.prompt_tokens,
+        clients.output_tokens,
+        timer.kv_capacity_tokens,
+    )?;
+    // The engine runs `admission.running` of the clients' requests; the rest wait for a slot.
+    let running_load = under_load(clients, admission.running, timer.pp);
+    let load = &running_load;
     let ctx = timer.ctx(model, &step, load);
     let shapes = &timer.shapes;
     let serving = &scenario.serving;
@@ -1184,8 +1407,9 @@ pub fn serving_time_with(
         slowest,
         kv_means,
         hops,
-    } = decode_numbers(&ctx, shapes, pp, load, p);
+    } = decode_numbers(&ctx, shapes, pp, load, p, 1.0);
     let mf = m as f64;
+    let ride_s = riders_s(load, &slowest, m, chunks, pp);
     let bw = ctx.step.hbm_streaming_bytes_per_s();
     let weight_bw = ctx
         .weight_stream_fraction
@@ -1393,6 +1617,18 @@ pub fn serving_time_with(
         distinct_experts,
     };
 
+    // ---- Speculative decoding ----
+    let spec = scenario.serving.speculation.as_ref().map(|sp| {
+        SpecInputs {
+            ctx: &ctx,
+            timer: &timer,
+            scenario,
+            sp,
+            p,
+        }
+        .numbers(load)
+    });
+
     // ---- Continuous batching ----
     let BatchNumbers {
         interference_s,
@@ -1400,13 +1636,31 @@ pub fn serving_time_with(
         queue,
         throughput_s,
     } = batch_numbers(
-        pp,
-        prefill_s,
+        prefill_s + ride_s,
         prefill_compute_s + prefill_traffic_s,
-        &slowest,
-        hops,
+        spec.as_ref()
+            .map_or(f64::from(pp) * decode_time + hops, |x| x.step_per_token_s),
         load,
     )?;
+    let prefill_under_load = term(
+        "serve.prefill_under_load",
+        "Prefill under load (s)",
+        Unit::Seconds,
+        prefill_s + ride_s,
+        "prefill + chunks × pp × riders × (decode KV/attention + activation traffic per sequence)",
+        format!(
+            "{} + {chunks} × {pp} × {} × {} = {}",
+            secs(prefill_s),
+            decodes_beside_a_chunk(load, load.concurrency, pp),
+            secs((slowest.attn_op_s + slowest.traffic_s) / mf.max(1.0)),
+            secs(prefill_s + ride_s)
+        ),
+        if load.prefill_first {
+            "prompts run in steps of their own: no decode shares them"
+        } else {
+            "chunked prefill (vLLM V1 scheduler, Sarathi-Serve): the other running requests decode in each of the prompt's chunk steps; their KV read and attention add to the step, their weight GEMMs share the chunk's weight read; the chunk gets the token budget they leave"
+        },
+    );
     let interference = term(
         "serve.interference",
         "Prefill interference per step (s)",
@@ -1422,22 +1676,40 @@ pub fn serving_time_with(
         ),
         "Sarathi-Serve-style mixed batches; the chunk's FLOPs and its tokens' activation traffic are added to the step (no overlap with its memory time: an upper bound)",
     );
-    let tpot = term(
-        "serve.tpot",
-        "TPOT (s)",
-        Unit::Seconds,
-        tpot_s,
-        "pp · decode step(⌈c/pp⌉) + PP hops + interference",
-        format!(
-            "{pp} × {} + {} + {} = {}",
-            secs(decode_time),
-            secs(hops),
-            secs(interference_s),
-            secs(tpot_s)
+    let tpot = match &spec {
+        None => term(
+            "serve.tpot",
+            "TPOT (s)",
+            Unit::Seconds,
+            tpot_s,
+            "pp · decode step(⌈c/pp⌉) + PP hops + interference",
+            format!(
+                "{pp} × {} + {} + {} = {}",
+                secs(decode_time),
+                secs(hops),
+                secs(interference_s),
+                secs(tpot_s)
+            ),
+            "continuous batching (Yu et al. 2022, Orca): every running request advances one token per step; with PP, pp micro-batches in flight and the slowest stage paces them",
         ),
-        "continuous batching (Yu et al. 2022, Orca): every running request advances one token per step; with PP, pp micro-batches in flight and the slowest stage paces them",
-    );
-    let service = prefill_s;
+        Some(x) => term(
+            "serve.tpot",
+            "TPOT (s)",
+            Unit::Seconds,
+            tpot_s,
+            "(verify step + k · draft) / tokens kept per step + interference",
+            format!(
+                "({} + {}) / {:.3} + {} = {}",
+                secs(x.verify_s),
+                secs(x.draft_s),
+                x.tokens_per_step,
+                secs(interference_s),
+                secs(tpot_s)
+            ),
+            "speculative decoding (Leviathan et al. 2023): each step drafts k tokens, verifies them in one target forward and keeps the accepted prefix plus one; continuous batching as without it",
+        ),
+    };
+    let service = prefill_s + ride_s;
     let (rate, rho, wait_s) = (queue.rate, queue.rho, queue.wait_s);
     let arrival_rate = term(
         "serve.arrival_rate",
@@ -1474,18 +1746,31 @@ pub fn serving_time_with(
         queue.worked(service),
         queue.assumption,
     );
-    let ttft_s = wait_s + service;
+    // Closed loop: completions at λ free slots for the waiting clients (open loop: the given
+    // concurrency is the running batch, and admission adds no wait).
+    let slot_wait_s = if clients.arrival_rate_per_s.is_some() {
+        0.0
+    } else {
+        admission.wait_s(rate)
+    };
+    let ttft_s = slot_wait_s + wait_s + service;
     let ttft = term(
         "serve.ttft",
         "TTFT mean (s)",
         Unit::Seconds,
         ttft_s,
-        "W_q + S_prefill",
-        format!("{} + {} = {}", secs(wait_s), secs(service), secs(ttft_s)),
-        "queueing, then the request's own prefill, which yields its first token",
+        "W_slot + W_q + S_prefill",
+        format!(
+            "{} + {} + {} = {}",
+            secs(slot_wait_s),
+            secs(wait_s),
+            secs(service),
+            secs(ttft_s)
+        ),
+        "a wait for a slot in the running batch, queueing at the prefill, then the request's own prefill, which yields its first token",
     );
     let pct = |q: f64, key: &str, label: &str| {
-        let w = queue.quantile(q, service);
+        let w = queue.quantile(q, service) + slot_wait_s;
         term(
             key,
             label,
@@ -1528,7 +1813,10 @@ pub fn serving_time_with(
         "every GPU of the replica counted",
     );
     let capacity = timer.kv_capacity_tokens;
-    let (cf, o) = (c as f64, f64::from(load.output_tokens));
+    let (cf, o) = (
+        f64::from(clients.concurrency),
+        f64::from(load.output_tokens),
+    );
     let needed = cf * (p as f64 + o);
     let kv_capacity_tokens = term(
         "serve.kv_capacity_tokens",
@@ -1537,16 +1825,26 @@ pub fn serving_time_with(
         capacity,
         "⌊KV pool / KV per token⌋ on the worst stage",
         format!(
-            "{capacity:.0} tokens; the load needs {c} × ({p} + {}) = {needed:.0}",
-            load.output_tokens
+            "{capacity:.0} tokens; the load needs {} × ({p} + {}) = {needed:.0}",
+            clients.concurrency, load.output_tokens
         ),
-        "serving memory plan (vLLM-style pool); a load beyond it would preempt or queue",
+        &format!(
+            "serving memory plan (vLLM-style pool); a load beyond it runs {} at once: the engine {}",
+            admission.running,
+            admission.policy.action()
+        ),
     );
+    let running_batch = admission.running_term();
+    let admission_wait = admission.wait_term(if clients.arrival_rate_per_s.is_some() {
+        0.0
+    } else {
+        rate
+    });
     Ok(ServingTime {
         tp,
         pp,
         gpus_per_replica: gpus,
-        load: load.clone(),
+        load: clients.clone(),
         prefill,
         decode,
         interference,
@@ -1561,6 +1859,13 @@ pub fn serving_time_with(
         throughput_per_gpu,
         fits_kv: needed <= capacity,
         kv_capacity_tokens,
+        running_batch,
+        admission_wait,
+        prefill_under_load,
+        speculation: match (&spec, &scenario.serving.speculation) {
+            (Some(x), Some(sp)) => x.terms(sp),
+            _ => Vec::new(),
+        },
     })
 }
 

@@ -2,6 +2,7 @@
 //!
 //! Invariant: Imports the layers below; never search, figures or edges.
 
+pub mod admission;
 pub mod closed_loop;
 pub mod custom_all_reduce;
 pub mod decode_attention;
@@ -9,6 +10,7 @@ pub mod disagg;
 pub mod kernel_gaps;
 pub mod latency;
 pub mod layer_traffic;
+pub mod speculation;
 pub mod weight_stream;
 pub mod window_decode;
 pub mod window_prefill;

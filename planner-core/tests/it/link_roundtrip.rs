@@ -501,6 +501,24 @@ fn arb_rest() -> impl Strategy<Value = (Training, ActivationOptions, Overheads, 
                             cuda_graph_bytes: graphs,
                         }),
                         mem_fraction_static: memfrac,
+                        // Drawn from the concurrency: a cap or none, each admission policy.
+                        max_running_seqs: (conc % 3 != 0).then_some(conc % 4096 + 1),
+                        speculation: (conc % 5 == 1).then(|| {
+                            planner_core::input::speculation::Speculation {
+                                method: planner_core::input::speculation::SpecMethod::ALL
+                                    [conc as usize % 4],
+                                draft_tokens: conc % 16 + 1,
+                                acceptance: f64::from(conc % 97 + 1) / 100.0,
+                                draft_params: Some(f64::from(conc % 1000 + 1) * 1e6),
+                            }
+                        }),
+                        kv_admission: match conc % 3 {
+                            0 => None,
+                            1 => Some(planner_core::input::engine_scheduler::KvAdmission::WholeRequest),
+                            _ => Some(
+                                planner_core::input::engine_scheduler::KvAdmission::PromptThenPreempt,
+                            ),
+                        },
                     },
                 )
             },

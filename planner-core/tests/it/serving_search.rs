@@ -89,6 +89,7 @@ fn disaggregated_ttft_is_prefill_plus_kv_transfer_by_hand() {
         arrival_rate_per_s: Some(1e-3),
         graph_padded_batch: None,
         decode_attention: None,
+        prefill_first: false,
         ..load(1024, 256, 8)
     };
     let t = disagg_time(&model, &s, &d, &l).expect("valid");
@@ -213,6 +214,7 @@ fn disaggregated_deployment_input_is_checked_by_field() {
         arrival_rate_per_s: Some(2.0 / sv / 7.0),
         graph_padded_batch: None,
         decode_attention: None,
+        prefill_first: false,
         ..load(8192, 16, 256)
     };
     let e = disagg_time(&model, &s, &d, &open).map(|_| ()).unwrap_err();

@@ -293,7 +293,8 @@ fn int4_weights_speed_up_a_memory_bound_step_by_the_byte_ratio() {
 fn ttft_grows_with_utilisation_and_is_refused_at_saturation() {
     let s = scenario("llama-3.1-70b", 1, 8, 1);
     let base = serving_time(&s, &load(4096, 256, 16)).expect("valid");
-    let service = base.prefill.time.value;
+    // The prefill server's service: the prompt's chunk steps shared with the 15 other decodes.
+    let service = base.prefill_under_load.value;
     let mut last = 0.0;
     for rho in [0.1, 0.3, 0.5, 0.7, 0.9, 0.99, 0.999_999] {
         let l = ServingLoad {
@@ -478,6 +479,7 @@ proptest! {
             arrival_rate_per_s: rate,
             graph_padded_batch: None,
             decode_attention: None,
+            prefill_first: false,
         };
         match serving_time(&s, &l) {
             Ok(t) => {
@@ -516,7 +518,7 @@ fn a_closed_loop_waits_more_as_prefill_saturates() {
     // wait R − S; Little's law's saturated wait c·S − (S + Z) is within 2% of it.
     let l = load(16384, 2, 64);
     let t = serving_time(&s, &l).expect("a closed loop is never refused for load");
-    let (sv, tpot) = (t.prefill.time.value, t.tpot.value);
+    let (sv, tpot) = (t.prefill_under_load.value, t.tpot.value);
     assert!(64.0 / (sv + tpot) > 1.0 / sv, "the case saturates prefill");
     assert!(t.utilisation.value > 0.99, "{}", t.utilisation.value);
     let b = 64.0 * sv - tpot;
@@ -909,6 +911,7 @@ fn xqa_reads_an_fp8_kv_cache_at_its_measured_share_in_decode_only() {
     let plain = load(1024, 256, 64);
     let with = ServingLoad {
         decode_attention: xqa,
+        prefill_first: false,
         ..plain.clone()
     };
     let (a, b) = (
@@ -971,4 +974,131 @@ fn a_layers_memory_bound_kernels_move_their_tensors_once() {
         1024.0 * 32.0 * LLAMA_8B_TRAFFIC_BYTES_PER_TOKEN_PER_LAYER / (0.9 * 3.35e12),
         1e-12
     ));
+}
+
+/// A load whose KV exceeds the pool is served as engines serve it (serving/admission.rs): the
+/// running batch is what the pool holds under the admission policy, the other clients wait for
+/// a slot (Little's law: (c − b)/λ), and the replica's figures are those of the running batch.
+#[test]
+fn a_load_beyond_the_pool_runs_what_fits_and_queues_the_rest() {
+    use planner_core::input::engine_scheduler::KvAdmission;
+    let mut s = scenario("llama-3.1-70b", 1, 8, 1);
+    s.serving.max_running_seqs = Some(100_000);
+    s.serving.kv_admission = Some(KvAdmission::WholeRequest);
+    let l = load(2048, 2048, 5000);
+    let t = serving_time(&s, &l).expect("a load beyond the pool is served");
+    assert!(!t.fits_kv);
+    // GUARANTEED_NO_EVICT reserves prompt + output: b = ⌊pool / 4096⌋.
+    let b = (t.kv_capacity_tokens.value / 4096.0).floor();
+    assert_eq!(t.running_batch.value, b);
+    assert!(b < 5000.0 && b > 10.0, "{b}");
+    // The running batch alone gives the same rate; the other 5000 − b wait (c − b)/λ.
+    let alone = serving_time(&s, &load(2048, 2048, b as u32)).expect("fits");
+    assert!(
+        (alone.arrival_rate.value - t.arrival_rate.value).abs() <= 1e-9 * alone.arrival_rate.value
+    );
+    assert_eq!(alone.tpot.value, t.tpot.value);
+    let wait = (5000.0 - b) / t.arrival_rate.value;
+    assert!((t.admission_wait.value - wait).abs() <= 1e-9 * wait);
+    assert!((t.ttft.value - (alone.ttft.value + wait)).abs() <= 1e-9 * t.ttft.value);
+    // Admitting on the prompt holds more at once: ⌊pool / (2048 + 2049/2)⌋.
+    s.serving.kv_admission = Some(KvAdmission::PromptThenPreempt);
+    let p = serving_time(&s, &l).expect("served");
+    let bp = (t.kv_capacity_tokens.value / (2048.0 + 2049.0 / 2.0)).floor();
+    assert_eq!(p.running_batch.value, bp);
+    assert!(p.running_batch.value > t.running_batch.value);
+    // An engine cap binds first when it is lower.
+    s.serving.max_running_seqs = Some(64);
+    let capped = serving_time(&s, &l).expect("served");
+    assert_eq!(capped.running_batch.value, 64.0);
+}
+
+/// A prompt's chunk shares its steps with the running decodes (vLLM V1's token budget): the
+/// chunk gets what they leave, and their KV read and attention add to each chunk step.
+#[test]
+fn a_chunk_shares_its_step_with_the_running_decodes() {
+    let s = scenario("llama-3.1-8b", 1, 1, 1);
+    let one = serving_time(&s, &load(8192, 256, 1)).expect("valid");
+    assert_eq!(one.prefill_under_load.value, one.prefill.time.value);
+    // 256 running: 255 decode beside a chunk; the 2048 budget leaves 1793 tokens per chunk,
+    // so 8192 prompt tokens take ⌈8192/1793⌉ = 5 chunks instead of 4.
+    let busy = serving_time(&s, &load(8192, 256, 256)).expect("valid");
+    assert_eq!(one.prefill.chunks, 4);
+    assert_eq!(busy.prefill.chunks, 5);
+    assert!(busy.prefill_under_load.value > busy.prefill.time.value);
+    // A static batch runs its prompts in steps of their own.
+    let first = ServingLoad {
+        prefill_first: true,
+        ..load(8192, 256, 256)
+    };
+    let f = serving_time(&s, &first).expect("valid");
+    assert_eq!(f.prefill.chunks, 4);
+    assert_eq!(f.prefill_under_load.value, f.prefill.time.value);
+}
+
+/// Speculative decoding (input/speculation.rs, serving/speculation.rs): TPOT is the verify
+/// step of k + 1 queries plus k draft forwards over the tokens a step keeps,
+/// (1 − α^(k+1))/(1 − α); at a batch of one it pays, at large batches it stops paying.
+#[test]
+fn speculation_divides_the_step_by_the_tokens_kept() {
+    use planner_core::input::speculation::{SpecMethod, Speculation};
+    let mut s = scenario("llama-3.1-70b", 1, 8, 1);
+    let plain = serving_time(&s, &load(1024, 256, 1)).expect("valid");
+    s.serving.speculation = Some(Speculation {
+        method: SpecMethod::Eagle,
+        draft_tokens: 3,
+        acceptance: 0.8,
+        draft_params: None,
+    });
+    let t = serving_time(&s, &load(1024, 256, 1)).expect("valid");
+    let term = |key: &str| {
+        t.speculation
+            .iter()
+            .find(|x| x.key == key)
+            .unwrap_or_else(|| panic!("{key}"))
+            .value
+    };
+    // 1 + 0.8 + 0.64 + 0.512 = 2.952 tokens per verify step.
+    assert!((term("serve.spec.tokens_per_step") - 2.952).abs() < 1e-12);
+    let (verify, draft) = (term("serve.spec.verify"), term("serve.spec.draft"));
+    // The verify step reads the same weights and KV as the plain one and runs 4× the queries.
+    assert!(verify >= plain.decode.time.value && verify < 2.0 * plain.decode.time.value);
+    let want = (verify + draft) / 2.952 + t.interference.value;
+    assert!(
+        (t.tpot.value - want).abs() <= 1e-12 * want,
+        "{} vs {want}",
+        t.tpot.value
+    );
+    assert!(
+        t.tpot.value < plain.tpot.value / 2.0,
+        "EAGLE pays at batch 1"
+    );
+    // Beyond the break-even batch the plain step is faster.
+    let b = term("serve.spec.break_even_batch") as u32;
+    assert!(b > 1, "{b}");
+    let at = |spec: bool| {
+        let mut x = s.clone();
+        if !spec {
+            x.serving.speculation = None;
+        }
+        x.serving.max_running_seqs = Some(1_000_000);
+        let mut l = load(128, 128, b);
+        l.prefill_chunk_tokens = 1_000_000;
+        serving_time(&x, &l).expect("valid")
+    };
+    let (with, without) = (at(true), at(false));
+    assert!(
+        with.tpot.value - with.interference.value
+            >= without.tpot.value - without.interference.value,
+        "at b = {b}"
+    );
+    // MTP needs the model's own MTP modules.
+    s.serving.speculation = Some(Speculation {
+        method: SpecMethod::Mtp,
+        draft_tokens: 1,
+        acceptance: 0.85,
+        draft_params: None,
+    });
+    let e = serving_time(&s, &load(1024, 256, 1)).expect_err("Llama has no MTP");
+    assert_eq!(e.field, "serving.speculation");
 }

@@ -33,7 +33,10 @@ pub(super) fn sglang_parts(c: &Ctx) -> (Vec<String>, Vec<String>) {
         format!("--pp-size {}", sv.pp),
         format!("--context-length {}", sv.context_len),
         format!("--mem-fraction-static {}", sglang_fraction(sv)),
-        format!("--max-running-requests {}", sv.target_concurrency),
+        format!(
+            "--max-running-requests {}",
+            sv.max_running_seqs.unwrap_or(sv.target_concurrency)
+        ),
         "--dtype bfloat16".to_string(),
     ];
     match sv.kv_dtype {
@@ -47,6 +50,9 @@ pub(super) fn sglang_parts(c: &Ctx) -> (Vec<String>, Vec<String>) {
     }
     if sv.weight_dtype == ServeDtype::Fp8 {
         parts.push("--quantization fp8".to_string());
+    }
+    if let Some(sp) = &sv.speculation {
+        parts.extend(sglang_speculative_flags(sp));
     }
     weight_quant_note(&mut notes, sv.weight_dtype, "SGLang");
     let gpn = u64::from(c.s.cluster.gpus_per_node.max(1));
@@ -74,4 +80,28 @@ pub(super) fn sglang_parts(c: &Ctx) -> (Vec<String>, Vec<String>) {
             .to_string(),
     );
     (parts, notes)
+}
+
+/// SGLang's speculative flags (python/sglang/srt/server_args.py: `--speculative-algorithm`
+/// EAGLE, EAGLE3, NEXTN or STANDALONE, `--speculative-num-steps`, `--speculative-eagle-topk`,
+/// `--speculative-num-draft-tokens`, `--speculative-draft-model-path`): a chain of k drafts
+/// (top-k 1, k + 1 verified tokens), as the plan prices it.
+fn sglang_speculative_flags(sp: &crate::input::speculation::Speculation) -> Vec<String> {
+    use crate::input::speculation::SpecMethod;
+    let algorithm = match sp.method {
+        SpecMethod::Eagle => "EAGLE",
+        SpecMethod::Eagle3 => "EAGLE3",
+        SpecMethod::Mtp => "NEXTN",
+        SpecMethod::DraftModel => "STANDALONE",
+    };
+    let mut flags = vec![
+        format!("--speculative-algorithm {algorithm}"),
+        format!("--speculative-num-steps {}", sp.draft_tokens),
+        "--speculative-eagle-topk 1".to_string(),
+        format!("--speculative-num-draft-tokens {}", sp.draft_tokens + 1),
+    ];
+    if sp.method != SpecMethod::Mtp {
+        flags.push(r#"--speculative-draft-model-path "$DRAFT_MODEL""#.to_string());
+    }
+    flags
 }

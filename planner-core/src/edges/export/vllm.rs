@@ -20,7 +20,10 @@ pub(super) fn vllm_parts(c: &Ctx) -> (Vec<String>, Vec<String>) {
         format!("--pipeline-parallel-size {}", sv.pp),
         format!("--max-model-len {}", sv.context_len),
         format!("--gpu-memory-utilization {}", sv.memory_utilization),
-        format!("--max-num-seqs {}", sv.target_concurrency),
+        format!(
+            "--max-num-seqs {}",
+            sv.max_running_seqs.unwrap_or(sv.target_concurrency)
+        ),
         "--dtype bfloat16".to_string(),
     ];
     match sv.kv_dtype {
@@ -48,6 +51,13 @@ pub(super) fn vllm_parts(c: &Ctx) -> (Vec<String>, Vec<String>) {
             ));
         }
     }
+    if let Some(sp) = &sv.speculation {
+        parts.push(vllm_speculative_config(sp));
+        notes.push(format!(
+            "Speculation priced at acceptance {} per drafted token: measure your draft's rate on your traffic (vLLM logs the spec-decode acceptance) and set it in the plan.",
+            sp.acceptance
+        ));
+    }
     weight_quant_note(&mut notes, sv.weight_dtype, "vLLM");
     let gpn = u64::from(c.s.cluster.gpus_per_node.max(1));
     if replica_gpus(c) > gpn {
@@ -71,4 +81,25 @@ pub(super) fn vllm_parts(c: &Ctx) -> (Vec<String>, Vec<String>) {
             .to_string(),
     );
     (parts, notes)
+}
+
+/// `--speculative-config`: vllm/config/speculative.py SpeculativeConfig (`method`,
+/// `num_speculative_tokens`, `model`); EAGLE heads and draft models name their checkpoint
+/// (`$DRAFT_MODEL`, a shell variable to set), MTP reuses the target's own modules.
+fn vllm_speculative_config(sp: &crate::input::speculation::Speculation) -> String {
+    use crate::input::speculation::SpecMethod;
+    let k = sp.draft_tokens;
+    let json = match sp.method {
+        SpecMethod::Mtp => {
+            format!(r#"{{"method": "deepseek_mtp", "num_speculative_tokens": {k}}}"#)
+        }
+        SpecMethod::DraftModel => {
+            format!(r#"{{"model": "'"$DRAFT_MODEL"'", "num_speculative_tokens": {k}}}"#)
+        }
+        m => format!(
+            r#"{{"method": "{}", "model": "'"$DRAFT_MODEL"'", "num_speculative_tokens": {k}}}"#,
+            m.id()
+        ),
+    };
+    format!("--speculative-config '{json}'")
 }
