@@ -8,6 +8,7 @@ use std::hint::black_box;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use planner_core::input::hardware::{gpu_preset, Cluster};
 use planner_core::input::scenario::{ModelChoice, Scenario};
+use planner_core::input::speculation::{SpecMethod, Speculation};
 use planner_core::resolve::presets::article_mesh_scenario;
 use planner_core::search::deployment::{serve_search, Percentile, ServeSearchSpace, ServeTarget};
 use planner_core::serving::latency::ServingLoad;
@@ -33,14 +34,23 @@ fn bench(c: &mut Criterion) {
     };
     let space = ServeSearchSpace::default();
     let mut group = c.benchmark_group("serving_search");
-    for (name, model) in [
-        ("llama-3.1-70b_64xH100", "llama-3.1-70b"),
-        ("mixtral-8x7b_64xH100", "mixtral-8x7b"),
+    // The 70B search again with EAGLE (k = 3, α = 0.8) priced in every deployment.
+    let eagle = Speculation {
+        method: SpecMethod::Eagle,
+        draft_tokens: 3,
+        acceptance: 0.8,
+        draft_params: None,
+    };
+    for (name, model, speculation) in [
+        ("llama-3.1-70b_64xH100", "llama-3.1-70b", None),
+        ("mixtral-8x7b_64xH100", "mixtral-8x7b", None),
+        ("llama-3.1-70b_64xH100_eagle", "llama-3.1-70b", Some(eagle)),
     ] {
-        let Some(sc) = scenario(model, 8) else {
+        let Some(mut sc) = scenario(model, 8) else {
             eprintln!("{name}: preset missing");
             continue;
         };
+        sc.serving.speculation = speculation;
         let Ok(spec) = sc.model_spec() else {
             eprintln!("{name}: preset missing");
             continue;

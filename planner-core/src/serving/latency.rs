@@ -708,6 +708,11 @@ pub struct ReplicaTimer {
     shapes: Vec<StageShape>,
     /// ⌊KV pool / KV per token⌋ on the worst stage.
     pub kv_capacity_tokens: f64,
+    /// The scenario's speculative decoding, if any.
+    speculation: Option<Speculation>,
+    /// Bytes per weight and per KV value of the serving dtypes (the draft's reads).
+    weight_bytes_per_param: f64,
+    kv_bytes_per_value: f64,
 }
 
 /// The numbers of [`ServingTime`] the deployment search ranks by, without their explanations.
@@ -789,6 +794,9 @@ impl ReplicaTimer {
             attn_coeff: f1.attention_forward,
             shapes: stage_shapes(model, scenario, &plan.stages),
             kv_capacity_tokens: if capacity.is_finite() { capacity } else { 0.0 },
+            speculation: serving.speculation.clone(),
+            weight_bytes_per_param: serving.weight_dtype.bytes(),
+            kv_bytes_per_value: serving.kv_dtype.bytes(),
         }
     }
 
@@ -837,10 +845,20 @@ impl ReplicaTimer {
         let pre = prefill_numbers(&ctx, &self.shapes, load);
         let dec = decode_numbers(&ctx, &self.shapes, self.pp, load, pre.p, 1.0);
         let ride_s = riders_s(load, &dec.slowest, dec.m, pre.chunks, self.pp);
+        let step_per_token_s = match &self.speculation {
+            Some(sp) => SpecInputs {
+                ctx: &ctx,
+                timer: self,
+                sp,
+                p: pre.p,
+            }
+            .step_per_token_s(load),
+            None => f64::from(self.pp) * dec.slowest.total_s + dec.hops,
+        };
         let b = batch_numbers(
             pre.prefill_s + ride_s,
             pre.prefill_compute_s + pre.prefill_traffic_s,
-            f64::from(self.pp) * dec.slowest.total_s + dec.hops,
+            step_per_token_s,
             load,
         )?;
         Ok(ServingNumbers {
@@ -1038,7 +1056,6 @@ struct SpecNumbers {
 struct SpecInputs<'a> {
     ctx: &'a Ctx<'a>,
     timer: &'a ReplicaTimer,
-    scenario: &'a Scenario,
     sp: &'a Speculation,
     /// Prompt tokens.
     p: u64,
@@ -1053,13 +1070,12 @@ impl SpecInputs<'_> {
         let plain = decode_numbers(ctx, &timer.shapes, timer.pp, load, self.p, 1.0);
         let queries = f64::from(sp.draft_tokens) + 1.0;
         let verify = decode_numbers(ctx, &timer.shapes, timer.pp, load, self.p, queries);
-        let serving = &self.scenario.serving;
         let machine = speculation::DraftMachine {
             tp: timer.tp,
-            weight_bytes_per_param: serving.weight_dtype.bytes(),
+            weight_bytes_per_param: timer.weight_bytes_per_param,
             kv_bytes_per_token_layer_gpu:
                 crate::memory::kv_cache::values_per_token_per_layer_per_gpu(ctx.model, timer.tp)
-                    * serving.kv_dtype.bytes(),
+                    * timer.kv_bytes_per_value,
             hbm_bytes_per_s: ctx.step.hbm_streaming_bytes_per_s(),
             flops_per_s: ctx.rate(plain.slowest.gemm_eff),
             launch_s: ctx.kernel_launch_s.unwrap_or(0.0),
@@ -1075,6 +1091,12 @@ impl SpecInputs<'_> {
             f64::from(sp.draft_tokens) * draft.seconds,
             draft,
         )
+    }
+
+    /// Seconds per output token of the speculative step (interference aside).
+    fn step_per_token_s(&self, load: &ServingLoad) -> f64 {
+        let (_, verify_s, draft_s, _) = self.steps(load);
+        (verify_s + draft_s) / self.sp.tokens_per_step()
     }
 
     fn numbers(&self, load: &ServingLoad) -> SpecNumbers {
@@ -1622,7 +1644,6 @@ pub fn serving_time_with(
         SpecInputs {
             ctx: &ctx,
             timer: &timer,
-            scenario,
             sp,
             p,
         }

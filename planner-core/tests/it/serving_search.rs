@@ -465,3 +465,40 @@ fn concurrency_curve_is_serving_time_at_each_concurrency() {
     }
     assert!(curve.windows(2).all(|w| w[0].tpot_s <= w[1].tpot_s));
 }
+
+/// With speculative decoding in the scenario, every deployment is priced with it: the best
+/// aggregated one agrees with `serving_time` at its concurrency, speculation included.
+#[test]
+fn the_search_prices_speculation_as_serving_time_does() {
+    use planner_core::input::speculation::{SpecMethod, Speculation};
+    let mut s = scenario("llama-3.1-70b", 8);
+    s.serving.speculation = Some(Speculation {
+        method: SpecMethod::Eagle,
+        draft_tokens: 3,
+        acceptance: 0.8,
+        draft_params: None,
+    });
+    let model = model_preset("llama-3.1-70b").expect("preset");
+    let target = ServeTarget {
+        ttft_s: Some(2.0),
+        tpot_s: Some(0.05),
+        percentile: Percentile::P99,
+    };
+    let space = ServeSearchSpace {
+        top: usize::MAX,
+        ..ServeSearchSpace::default()
+    };
+    let r = serve_search(&model, &s, &load(1024, 256, 1), &target, &space).expect("valid");
+    let best = r
+        .ranked
+        .iter()
+        .find(|d| matches!(d.deployment.pools, Pools::Aggregated { .. }))
+        .expect("an aggregated deployment meets the target");
+    let (tp, pp) = best.deployment.serving_shape();
+    let mut one = s.clone();
+    one.serving.tp = tp;
+    one.serving.pp = pp;
+    let t = serving_time(&one, &load(1024, 256, best.deployment.concurrency)).expect("valid");
+    assert!(!t.speculation.is_empty());
+    assert!(close(best.tpot_s, t.tpot.value, 1e-12));
+}
