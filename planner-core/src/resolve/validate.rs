@@ -431,6 +431,15 @@ impl Scenario {
 
         let s = &self.serving;
         e.range_u32("serve_ctx", s.context_len, 1, MAX_SEQ_LEN);
+        if !s.kv_dtype.is_kv_format() {
+            e.push(
+                "serve_kv",
+                format!(
+                    "{} is a weight format; a KV cache is bf16, fp8, int8, int4 or nvfp4",
+                    s.kv_dtype.id()
+                ),
+            );
+        }
         e.range_u32("serve_conc", s.target_concurrency, 1, 1_000_000);
         e.range_u32("serve_tp", s.tp, 1, max_degree);
         e.range_u32("serve_pp", s.pp, 1, max_degree);

@@ -428,6 +428,14 @@ impl<'a> Ctx<'a> {
                 "FP8 compute is not set here for {tool}: it needs Transformer Engine or \
                  torchao float8 in the training script."
             )),
+            PrecisionRecipe::Fp8BlockBf16Master
+            | PrecisionRecipe::Mxfp8Bf16Master
+            | PrecisionRecipe::Nvfp4Bf16Master => notes.push(format!(
+                "{} is a Transformer Engine recipe ({}) that {tool} does not set: run it under \
+                 Megatron-LM or TE's `fp8_autocast(fp8_recipe=...)` in the training script.",
+                self.s.precision.recipe.id(),
+                te_recipe_class(self.s.precision.recipe)
+            )),
             PrecisionRecipe::Bf16Pure => notes.push(format!(
                 "Pure BF16 with BF16 Adam moments is not a {tool} setting: load the model in \
                  bfloat16 and build torch.optim.AdamW on it without autocast in the training script."
@@ -438,6 +446,51 @@ impl<'a> Ctx<'a> {
             )),
         }
     }
+}
+
+/// Transformer Engine's recipe class for a block-scaled recipe
+/// (transformer_engine/common/recipe/__init__.py).
+fn te_recipe_class(recipe: PrecisionRecipe) -> &'static str {
+    match recipe {
+        PrecisionRecipe::Fp8BlockBf16Master => "Float8BlockScaling",
+        PrecisionRecipe::Mxfp8Bf16Master => "MXFP8BlockScaling",
+        PrecisionRecipe::Nvfp4Bf16Master => "NVFP4BlockScaling",
+        _ => "DelayedScaling",
+    }
+}
+
+/// Why `recipe` cannot run on `gpu`'s tensor cores, if it cannot: MXFP8 needs MX-format tensor
+/// cores (Blackwell; TE `MXFP8BlockScaling` checks compute capability 10.0+), NVFP4 needs NVFP4
+/// ones (Blackwell).
+fn recipe_hardware_note(
+    recipe: PrecisionRecipe,
+    gpu: &crate::input::hardware::GpuSpec,
+) -> Option<String> {
+    use crate::input::gpu_traits::Fp4Formats;
+    let formats = gpu.traits().sheet.fp4_formats;
+    let runs = match recipe {
+        PrecisionRecipe::Mxfp8Bf16Master => formats != Fp4Formats::None,
+        PrecisionRecipe::Nvfp4Bf16Master => formats == Fp4Formats::NvFp4AndMxFp4,
+        _ => true,
+    };
+    (!runs).then(|| {
+        format!(
+            "{} needs {} tensor cores, which {} does not have: Transformer Engine refuses the \
+             recipe there; the plan prices its GEMMs at the {} rate.",
+            recipe.id(),
+            if recipe == PrecisionRecipe::Mxfp8Bf16Master {
+                "MX-format"
+            } else {
+                "NVFP4"
+            },
+            gpu.name,
+            if recipe == PrecisionRecipe::Mxfp8Bf16Master {
+                "FP8"
+            } else {
+                "BF16"
+            }
+        )
+    })
 }
 
 fn shell_line(out: &mut String, parts: &[String]) {
@@ -470,8 +523,57 @@ fn replica_gpus(c: &Ctx) -> u64 {
     u64::from(c.s.serving.tp.max(1)) * u64::from(c.s.serving.pp.max(1))
 }
 
+/// The `--quantization` flag vLLM and SGLang take for served weights in `dtype`, with the notes
+/// a format needs (the checkpoint it needs, a GPU without the format's tensor cores). Both read
+/// the method from a pre-quantized checkpoint's `quantization_config`; the flag names it
+/// (vLLM model_executor/layers/quantization `QUANTIZATION_METHODS`: "fp8", "modelopt_fp4",
+/// "mxfp4"; SGLang srt/layers/quantization likewise).
+fn quantization_flag(
+    notes: &mut Vec<String>,
+    dtype: ServeDtype,
+    gpu: &crate::input::hardware::GpuSpec,
+    tool: &str,
+) -> Option<&'static str> {
+    let flag = match dtype {
+        ServeDtype::Fp8 => Some("fp8"),
+        ServeDtype::Fp8Block => {
+            notes.push(format!(
+                "Block-scaled FP8 weights (128 × 128) come from a checkpoint that carries them \
+                 (`weight_block_size` in its quantization_config, as DeepSeek-V3/R1's); {tool} \
+                 reads the blocks from it, it does not make them."
+            ));
+            Some("fp8")
+        }
+        ServeDtype::Nvfp4 => Some("modelopt_fp4"),
+        ServeDtype::Mxfp4 | ServeDtype::Mxfp4Moe => Some("mxfp4"),
+        ServeDtype::Mxfp8 => {
+            notes.push(format!(
+                "MXFP8 weights: no {tool} --quantization name selects them; serve a checkpoint \
+                 whose quantization_config names MXFP8 (compressed-tensors, Quark) and {tool} \
+                 reads it from there."
+            ));
+            None
+        }
+        _ => None,
+    };
+    if let Some(format) = dtype.format().filter(|f| f.is_fp4()) {
+        if !format.gemm_rate(gpu).1 {
+            notes.push(format!(
+                "{} has no tensor cores for {}: {tool} dequantizes the weights in the GEMM \
+                 (W4A16), priced at the BF16 rate; some {tool} versions refuse the format on it.",
+                gpu.name,
+                dtype.id().to_ascii_uppercase()
+            ));
+        }
+    }
+    flag
+}
+
 fn weight_quant_note(notes: &mut Vec<String>, dtype: ServeDtype, tool: &str) {
-    if matches!(dtype, ServeDtype::Int8 | ServeDtype::Int4) {
+    if matches!(
+        dtype,
+        ServeDtype::Int8 | ServeDtype::Int4 | ServeDtype::Int4G128
+    ) {
         notes.push(format!(
             "{} weights need a pre-quantized checkpoint (GPTQ, AWQ or compressed-tensors); \
              {tool} reads the method from its config, so no --quantization flag is written. \

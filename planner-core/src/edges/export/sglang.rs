@@ -45,8 +45,9 @@ pub(super) fn sglang_parts(c: &Ctx) -> (Vec<String>, Vec<String>) {
             other.id().to_ascii_uppercase()
         )),
     }
-    if sv.weight_dtype == ServeDtype::Fp8 {
-        parts.push("--quantization fp8".to_string());
+    if let Some(method) = quantization_flag(&mut notes, sv.weight_dtype, &c.s.cluster.gpu, "SGLang")
+    {
+        parts.push(format!("--quantization {method}"));
     }
     weight_quant_note(&mut notes, sv.weight_dtype, "SGLang");
     let gpn = u64::from(c.s.cluster.gpus_per_node.max(1));
