@@ -63,6 +63,13 @@ pub fn ServingView() -> impl IntoView {
             .map(|d| (d.id().to_string(), d.id().to_ascii_uppercase()))
             .collect::<Vec<_>>()
     };
+    let kv_options = || {
+        ServeDtype::ALL
+            .iter()
+            .filter(|d| d.is_kv_format())
+            .map(|d| (d.id().to_string(), d.id().to_ascii_uppercase()))
+            .collect::<Vec<_>>()
+    };
     let node = Signal::derive(move || s.with(|sc| sc.cluster.gpus_per_node));
     let engine_value = Signal::derive(move || s.with(|sc| sc.serving.engine.id().to_string()));
     // An unknown id (never offered) leaves the engine as it is.
@@ -187,7 +194,7 @@ pub fn ServingView() -> impl IntoView {
                 <Select
                     label="Weights"
                     field="serve_w"
-                    hint="Dtype of the served weights."
+                    hint="Format of the served weights, block scales counted: NVFP4 and MXFP4 run on FP4 tensor cores where the GPU has them, else dequantized at the BF16 rate; mxfp4-moe is gpt-oss as shipped (MXFP4 experts, the rest BF16)."
                     options=dtype_options()
                     value=Signal::derive(move || s.with(|sc| sc.serving.weight_dtype.id().to_string()))
                     on_change=Callback::new(move |id: String| {
@@ -200,7 +207,7 @@ pub fn ServingView() -> impl IntoView {
                     label="KV cache"
                     field="serve_kv"
                     hint="Dtype of the cached keys and values."
-                    options=dtype_options()
+                    options=kv_options()
                     value=Signal::derive(move || s.with(|sc| sc.serving.kv_dtype.id().to_string()))
                     on_change=Callback::new(move |id: String| {
                         if let Some(d) = ServeDtype::from_id(&id) {

@@ -319,6 +319,17 @@ pub fn TopologyView() -> impl IntoView {
                 }}
             </p>
             <div class="topo-scroll">{figure}</div>
+            <details data-testid="gpu-sheet">
+                <summary>{move || scenario.with(|s| format!("{} datasheet", s.cluster.gpu.name))}</summary>
+                <dl>
+                    {move || scenario.with(|s| {
+                        planner_core::view::gpu_sheet::gpu_sheet(&s.cluster.gpu)
+                            .into_iter()
+                            .map(|r| view! { <dt>{r.label}</dt><dd>{r.value}</dd> })
+                            .collect::<Vec<_>>()
+                    })}
+                </dl>
+            </details>
             <p class="hint topo-hover" data-testid="topology-hover">
                 {move || {
                     let kind = colour_by.get();

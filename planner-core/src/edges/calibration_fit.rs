@@ -116,6 +116,8 @@ pub fn samples_from_report(
         .filter(|g| match compute {
             ComputeDtype::Bf16 => matches!(g.dtype, Dtype::Bf16 | Dtype::Fp16),
             ComputeDtype::Fp8 => g.dtype == Dtype::Fp8E4m3,
+            // No FP4 GEMM dtype in a benchmark report yet.
+            ComputeDtype::Fp4 => false,
         })
         .map(|g| GemmSample {
             m: g.m,

@@ -176,6 +176,18 @@ fn base_spec(c: &Config<'_>, arch: &str) -> Result<ModelSpec, ImportError> {
     let heads = c.positive("num_attention_heads")?;
     // LlamaConfig: num_key_value_heads defaults to num_attention_heads (MHA).
     let kv_heads = c.opt_u32("num_key_value_heads")?.unwrap_or(heads);
+    let groups = crate::resolve::validate::query_group_problem(
+        ("num_attention_heads", heads),
+        ("num_key_value_heads", kv_heads),
+    );
+    // MLA (DeepSeek-V3) keeps num_key_value_heads = heads; a bad pair is refused for every
+    // architecture here, where both config keys can be named.
+    if let Some(message) = groups.filter(|_| kv_heads <= heads) {
+        return Err(ImportError::UnsupportedSetting {
+            field: "num_key_value_heads".to_string(),
+            message,
+        });
+    }
     // LlamaConfig/MistralConfig: head_dim defaults to hidden_size / num_attention_heads.
     let head_dim = c.opt_u32("head_dim")?.unwrap_or(hidden / heads);
     let act = c.str_or("hidden_act", "silu")?;

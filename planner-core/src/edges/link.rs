@@ -142,6 +142,7 @@ fn compute_id(c: ComputeDtype) -> &'static str {
     match c {
         ComputeDtype::Bf16 => "bf16",
         ComputeDtype::Fp8 => "fp8",
+        ComputeDtype::Fp4 => "fp4",
     }
 }
 
@@ -149,6 +150,7 @@ fn compute_from_id(v: &str) -> Option<ComputeDtype> {
     match v {
         "bf16" => Some(ComputeDtype::Bf16),
         "fp8" => Some(ComputeDtype::Fp8),
+        "fp4" => Some(ComputeDtype::Fp4),
         _ => None,
     }
 }

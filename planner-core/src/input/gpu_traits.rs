@@ -26,6 +26,87 @@ pub struct GpuTraits {
     pub compute: ComputeShares,
     /// Which serving-kernel measurements apply to this GPU.
     pub serving: ServingKernels,
+    /// Datasheet figures beyond the spec's rates: FP6 and FP4 peaks, board power.
+    pub sheet: DatasheetExtras,
+}
+
+/// One datasheet figure of a preset: stated, absent from the part, or not in this record
+/// (unpublished, or not entered); the page names the last two instead of guessing.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum SheetFigure {
+    /// The datasheet's figure, in the field's unit.
+    Stated(f64),
+    /// The part has no such unit (FP4 tensor cores before Blackwell and CDNA 4).
+    NotOnThisPart,
+    /// No figure in this record: unpublished, or not entered.
+    NotStated,
+}
+
+impl SheetFigure {
+    /// The figure, where stated.
+    pub fn value(self) -> Option<f64> {
+        match self {
+            SheetFigure::Stated(v) => Some(v),
+            _ => None,
+        }
+    }
+}
+
+/// Which block-scaled 4-bit formats a part's FP4 tensor cores take natively.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Fp4Formats {
+    /// No FP4 tensor cores (or none recorded): FP4 weights are dequantized before the GEMM.
+    None,
+    /// NVFP4 and MXFP4 (Blackwell's fifth-generation tensor cores, `tcgen05.mma` block-scaled
+    /// kinds `mxf4` and `mxf4nvf4`: PTX ISA 8.7, "Block Scaling").
+    NvFp4AndMxFp4,
+    /// MXFP4 only (AMD CDNA 4: OCP MX formats, no NVFP4).
+    MxFp4,
+}
+
+/// Datasheet figures beyond [`crate::input::hardware::GpuSpec`]'s rates.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DatasheetExtras {
+    /// Dense FP6 tensor rate, FLOP/s.
+    pub fp6_flops_per_s: SheetFigure,
+    /// Dense FP4 tensor rate, FLOP/s.
+    pub fp4_flops_per_s: SheetFigure,
+    /// The 4-bit formats the FP4 rate applies to.
+    pub fp4_formats: Fp4Formats,
+    /// Board power (the power cap the GPU ships with), W.
+    pub board_power_w: SheetFigure,
+}
+
+impl DatasheetExtras {
+    /// A part without FP6/FP4 tensor cores (before Blackwell and CDNA 4), board power not entered.
+    pub const NO_FP4_UNITS: DatasheetExtras = DatasheetExtras {
+        fp6_flops_per_s: SheetFigure::NotOnThisPart,
+        fp4_flops_per_s: SheetFigure::NotOnThisPart,
+        fp4_formats: Fp4Formats::None,
+        board_power_w: SheetFigure::NotStated,
+    };
+
+    /// A record that states none of these figures (a custom GPU, or a part not entered yet).
+    pub const NOT_STATED: DatasheetExtras = DatasheetExtras {
+        fp6_flops_per_s: SheetFigure::NotStated,
+        fp4_flops_per_s: SheetFigure::NotStated,
+        fp4_formats: Fp4Formats::None,
+        board_power_w: SheetFigure::NotStated,
+    };
+
+    /// The dense FP4 rate where the tensor cores take `nvfp4` (NVFP4, else MXFP4) natively.
+    pub fn native_fp4_flops_per_s(&self, nvfp4: bool) -> Option<f64> {
+        let native = match self.fp4_formats {
+            Fp4Formats::None => false,
+            Fp4Formats::NvFp4AndMxFp4 => true,
+            Fp4Formats::MxFp4 => !nvfp4,
+        };
+        if native {
+            self.fp4_flops_per_s.value()
+        } else {
+            None
+        }
+    }
 }
 
 /// The share of each link's line rate that NCCL's (or RCCL's) collectives reach as nccl-tests
@@ -155,6 +236,7 @@ pub const CUSTOM_GPU_TRAITS: GpuTraits = GpuTraits {
         graph_kernel_launch: false,
         fp8_weight_stream: false,
     },
+    sheet: DatasheetExtras::NOT_STATED,
 };
 
 impl LinkShares {

@@ -302,6 +302,11 @@ mod device_name_tests {
         assert_eq!(id("NVIDIA A10").as_deref(), Some("a10"));
         assert_eq!(id("NVIDIA A800-SXM4-80GB").as_deref(), Some("a800"));
         assert_eq!(id("NVIDIA H20").as_deref(), Some("h20"));
+        // Issue 43 §1: Blackwell Ultra and CDNA 4 by their drivers' names.
+        assert_eq!(id("NVIDIA B300 SXM6 AC").as_deref(), Some("b300"));
+        assert_eq!(id("NVIDIA GB300").as_deref(), Some("gb300-nvl72"));
+        assert_eq!(id("AMD Instinct MI355X").as_deref(), Some("mi355x"));
+        assert_eq!(id("AMD Instinct MI350X").as_deref(), Some("mi350x"));
         assert_eq!(
             id("NVIDIA RTX 6000 Ada Generation").as_deref(),
             Some("rtx-6000-ada")

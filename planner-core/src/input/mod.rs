@@ -22,6 +22,7 @@ pub mod link_efficiency;
 pub mod model;
 pub mod moe_routing;
 pub mod nccl_node;
+pub mod number_format;
 pub mod offload;
 pub mod overlap;
 pub mod power_limit;

@@ -6,6 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::input::number_format::NumberFormat;
+
 /// Named precision/optimizer recipes; [`Precision::from_recipe`] gives their bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -22,6 +24,19 @@ pub enum PrecisionRecipe {
     Fp8Bf16Master,
     /// Mixed precision with 8-bit Adam (Dettmers et al. 2022): 2 + 2 + 4 + 2 = 10 B.
     Adam8Bit,
+    /// DeepSeek-V3-style block-scaled FP8 (Transformer Engine `Float8BlockScaling`: 128 × 128
+    /// weight blocks, 1 × 128 activation tiles, FP32 scales): BF16 weights and their FP8 copy in
+    /// both usages (TE's `Float8BlockQuantizer` for weights keeps rowwise and columnwise data,
+    /// the Wᵀ of dgrad), fp32 moments: 2 + 2 × (1 + 4/16384) + 2 + 8 ≈ 14.0005 B.
+    Fp8BlockBf16Master,
+    /// MXFP8 (TE `MXFP8BlockScaling`, Blackwell): 32-element blocks along the reduction dim, so
+    /// the weight's rowwise and columnwise MXFP8 copies differ (TE `MXFP8Quantizer` with both
+    /// usages): 2 + 2 × (1 + 1/32) + 2 + 8 = 14.0625 B.
+    Mxfp8Bf16Master,
+    /// NVFP4 training (TE `NVFP4BlockScaling`; NVIDIA, "Pretraining Large Language Models with
+    /// NVFP4", 2025: 16 × 16 2D weight blocks with E4M3 scales and an FP32 tensor scale, both
+    /// usages): 2 + 2 × (0.5 + 1/256) + 2 + 8 ≈ 13.008 B; its GEMMs on FP4 tensor cores.
+    Nvfp4Bf16Master,
     /// The model loaded in BF16 and trained without autocast: BF16 weights and gradients, and
     /// torch.optim.AdamW's moments in the parameters' dtype (torch/optim/adamw.py `_init_group`:
     /// `torch.zeros_like(p, memory_format=torch.preserve_format)`): 2 + 2 + 4 = 8 B.
@@ -30,11 +45,14 @@ pub enum PrecisionRecipe {
 
 impl PrecisionRecipe {
     /// All recipes, in display order.
-    pub const ALL: [PrecisionRecipe; 6] = [
+    pub const ALL: [PrecisionRecipe; 9] = [
         PrecisionRecipe::MixedAdam,
         PrecisionRecipe::MixedAdamFp32Grads,
         PrecisionRecipe::Bf16NoMaster,
         PrecisionRecipe::Fp8Bf16Master,
+        PrecisionRecipe::Fp8BlockBf16Master,
+        PrecisionRecipe::Mxfp8Bf16Master,
+        PrecisionRecipe::Nvfp4Bf16Master,
         PrecisionRecipe::Adam8Bit,
         PrecisionRecipe::Bf16Pure,
     ];
@@ -46,6 +64,9 @@ impl PrecisionRecipe {
             PrecisionRecipe::MixedAdamFp32Grads => "mixed-adam-fp32-grads",
             PrecisionRecipe::Bf16NoMaster => "bf16-no-master",
             PrecisionRecipe::Fp8Bf16Master => "fp8-bf16-master",
+            PrecisionRecipe::Fp8BlockBf16Master => "fp8-block-bf16-master",
+            PrecisionRecipe::Mxfp8Bf16Master => "mxfp8-bf16-master",
+            PrecisionRecipe::Nvfp4Bf16Master => "nvfp4-bf16-master",
             PrecisionRecipe::Adam8Bit => "adam-8bit",
             PrecisionRecipe::Bf16Pure => "bf16-pure",
         }
@@ -63,6 +84,11 @@ impl PrecisionRecipe {
             PrecisionRecipe::MixedAdamFp32Grads => "BF16 + fp32 grads, Adam (18 B/param, Megatron)",
             PrecisionRecipe::Bf16NoMaster => "Pure BF16, no fp32 master (12 B/param)",
             PrecisionRecipe::Fp8Bf16Master => "FP8 compute, BF16 master (13 B/param)",
+            PrecisionRecipe::Fp8BlockBf16Master => {
+                "Block-scaled FP8 (DeepSeek-V3), BF16 master (14.0 B/param)"
+            }
+            PrecisionRecipe::Mxfp8Bf16Master => "MXFP8 (Blackwell), BF16 master (14.06 B/param)",
+            PrecisionRecipe::Nvfp4Bf16Master => "NVFP4 (Blackwell), BF16 master (13.01 B/param)",
             PrecisionRecipe::Adam8Bit => "BF16 mixed precision, 8-bit Adam (10 B/param)",
             PrecisionRecipe::Bf16Pure => "Pure BF16, AdamW moments in BF16 (8 B/param)",
         }
@@ -79,6 +105,10 @@ pub enum ComputeDtype {
     /// Engine runs them (`DelayedScaling`: `override_linear_precision` all False, `fp8_dpa`
     /// False); attention, the LM head and element-wise work stay BF16 (cost.rs).
     Fp8,
+    /// NVFP4 tensor cores for the linear-layer GEMMs where the GPU has them (TE
+    /// `NVFP4BlockScaling`; attention, norms, the router and the LM head stay BF16), else the
+    /// BF16 rate ([`crate::input::number_format::NumberFormat::gemm_rate`]).
+    Fp4,
 }
 
 /// Bytes per parameter for each model-state category, and bytes per activation value.
@@ -109,6 +139,28 @@ impl Precision {
             PrecisionRecipe::MixedAdamFp32Grads => (2.0, 4.0, 4.0, 8.0, ComputeDtype::Bf16),
             PrecisionRecipe::Bf16NoMaster => (2.0, 2.0, 0.0, 8.0, ComputeDtype::Bf16),
             PrecisionRecipe::Fp8Bf16Master => (3.0, 2.0, 0.0, 8.0, ComputeDtype::Fp8),
+            PrecisionRecipe::Fp8BlockBf16Master => (
+                2.0 + 2.0 * NumberFormat::Fp8BlockWeight.bytes_per_element(),
+                2.0,
+                0.0,
+                8.0,
+                ComputeDtype::Fp8,
+            ),
+            PrecisionRecipe::Mxfp8Bf16Master => (
+                2.0 + 2.0 * NumberFormat::Mxfp8.bytes_per_element(),
+                2.0,
+                0.0,
+                8.0,
+                ComputeDtype::Fp8,
+            ),
+            // 16 × 16 weight blocks: one E4M3 scale per 256 elements.
+            PrecisionRecipe::Nvfp4Bf16Master => (
+                2.0 + 2.0 * (0.5 + 1.0 / 256.0),
+                2.0,
+                0.0,
+                8.0,
+                ComputeDtype::Fp4,
+            ),
             PrecisionRecipe::Adam8Bit => (2.0, 2.0, 4.0, 2.0, ComputeDtype::Bf16),
             PrecisionRecipe::Bf16Pure => (2.0, 2.0, 0.0, 4.0, ComputeDtype::Bf16),
         };

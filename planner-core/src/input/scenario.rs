@@ -9,6 +9,7 @@ use crate::input::finetune::FineTune;
 use crate::input::hardware::Cluster;
 use crate::input::layout::Layout;
 use crate::input::model::ModelSpec;
+use crate::input::number_format::NumberFormat;
 use crate::input::precision::Precision;
 use crate::input::serving_engine::{EngineProfile, ServingEngine};
 use crate::input::speculation::Speculation;
@@ -197,29 +198,76 @@ impl Overheads {
 pub enum ServeDtype {
     /// 2 bytes.
     Bf16,
-    /// 1 byte.
+    /// 1 byte (FP8 E4M3, one FP32 scale per tensor, a few bytes a layer, not counted).
     Fp8,
-    /// 1 byte.
+    /// 1 byte (per-channel scales, 2 B a row, not counted).
     Int8,
-    /// 0.5 bytes.
+    /// 0.5 bytes (scales and zeros not counted; `int4-g128` counts AWQ's and GPTQ's).
     Int4,
+    /// FP8 with DeepSeek-V3's 128 × 128 weight blocks (checkpoints with `weight_block_size`).
+    Fp8Block,
+    /// MXFP8: 32-element blocks, E8M0 scales.
+    Mxfp8,
+    /// MXFP4: 32-element blocks, E8M0 scales.
+    Mxfp4,
+    /// NVFP4: 16-element blocks, E4M3 scales, an FP32 scale per tensor.
+    Nvfp4,
+    /// INT4 weight-only in 128-channel groups with FP16 scales and 4-bit zeros (AWQ, GPTQ).
+    #[serde(rename = "int4_g128")]
+    Int4G128,
+    /// MXFP4 routed experts, every other weight BF16: how gpt-oss ships (openai/gpt-oss-120b
+    /// config.json `quantization_config`: `"quant_method": "mxfp4"`, `modules_to_not_convert`
+    /// the attention, router, embedding and LM head).
+    #[serde(rename = "mxfp4_moe")]
+    Mxfp4Moe,
 }
 
 impl ServeDtype {
     /// All dtypes.
-    pub const ALL: [ServeDtype; 4] = [
+    pub const ALL: [ServeDtype; 10] = [
         ServeDtype::Bf16,
         ServeDtype::Fp8,
         ServeDtype::Int8,
         ServeDtype::Int4,
+        ServeDtype::Fp8Block,
+        ServeDtype::Mxfp8,
+        ServeDtype::Mxfp4,
+        ServeDtype::Nvfp4,
+        ServeDtype::Int4G128,
+        ServeDtype::Mxfp4Moe,
     ];
 
-    /// Bytes per value.
+    /// The number format of the weights it applies to (the routed experts for `mxfp4-moe`);
+    /// `None` for the plain byte counts whose scales are not counted (fp8, int8, int4).
+    pub fn format(self) -> Option<NumberFormat> {
+        match self {
+            ServeDtype::Bf16 => Some(NumberFormat::Bf16),
+            ServeDtype::Fp8 | ServeDtype::Int8 | ServeDtype::Int4 => None,
+            ServeDtype::Fp8Block => Some(NumberFormat::Fp8BlockWeight),
+            ServeDtype::Mxfp8 => Some(NumberFormat::Mxfp8),
+            ServeDtype::Mxfp4 | ServeDtype::Mxfp4Moe => Some(NumberFormat::Mxfp4),
+            ServeDtype::Nvfp4 => Some(NumberFormat::Nvfp4),
+            ServeDtype::Int4G128 => Some(NumberFormat::Int4Group { group: 128 }),
+        }
+    }
+
+    /// Bytes per value of the weights (or cache) it applies to, scales included where
+    /// [`ServeDtype::format`] names the layout; `mxfp4-moe`: its BF16 weights (the routed
+    /// experts' bytes are [`ServeDtype::routed_expert_bytes`]).
     pub fn bytes(self) -> f64 {
         match self {
-            ServeDtype::Bf16 => 2.0,
+            ServeDtype::Bf16 | ServeDtype::Mxfp4Moe => 2.0,
             ServeDtype::Fp8 | ServeDtype::Int8 => 1.0,
             ServeDtype::Int4 => 0.5,
+            other => other.format().map_or(2.0, NumberFormat::bytes_per_element),
+        }
+    }
+
+    /// Bytes per routed-expert weight: [`ServeDtype::bytes`] except under `mxfp4-moe`.
+    pub fn routed_expert_bytes(self) -> f64 {
+        match self {
+            ServeDtype::Mxfp4Moe => NumberFormat::Mxfp4.bytes_per_element(),
+            other => other.bytes(),
         }
     }
 
@@ -230,12 +278,31 @@ impl ServeDtype {
             ServeDtype::Fp8 => "fp8",
             ServeDtype::Int8 => "int8",
             ServeDtype::Int4 => "int4",
+            ServeDtype::Fp8Block => "fp8-block",
+            ServeDtype::Mxfp8 => "mxfp8",
+            ServeDtype::Mxfp4 => "mxfp4",
+            ServeDtype::Nvfp4 => "nvfp4",
+            ServeDtype::Int4G128 => "int4-g128",
+            ServeDtype::Mxfp4Moe => "mxfp4-moe",
         }
     }
 
     /// Parses [`ServeDtype::id`].
     pub fn from_id(id: &str) -> Option<Self> {
         Self::ALL.into_iter().find(|d| d.id() == id)
+    }
+
+    /// Whether a KV cache can be held in it (vLLM `--kv-cache-dtype` fp8 variants, TensorRT-LLM's
+    /// FP8 and NVFP4 KV caches); weight-only and per-expert formats cannot.
+    pub fn is_kv_format(self) -> bool {
+        matches!(
+            self,
+            ServeDtype::Bf16
+                | ServeDtype::Fp8
+                | ServeDtype::Int8
+                | ServeDtype::Int4
+                | ServeDtype::Nvfp4
+        )
     }
 }
 

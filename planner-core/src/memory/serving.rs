@@ -329,6 +329,105 @@ fn stage_params(
     total * model.param_scale() + vocab
 }
 
+/// The weights term's formula and worked arithmetic for `(params, vocab, routed)` parameters
+/// on one GPU of the stage.
+fn weights_arithmetic(
+    dtype: ServeDtype,
+    (params, vocab, routed): (f64, f64, f64),
+    sixteen_bit_vocab: bool,
+    weight_bytes: f64,
+) -> (&'static str, String) {
+    let bytes = dtype.bytes();
+    if dtype == ServeDtype::Mxfp4Moe {
+        return (
+            "(stage params − routed experts) × 2 B + routed experts × MXFP4 bytes",
+            format!(
+                "({:.3}e9 − {:.3}e9) params × {bytes} B + {:.3}e9 × {} B = {}",
+                params / 1e9,
+                routed / 1e9,
+                routed / 1e9,
+                dtype.routed_expert_bytes(),
+                fmt_bytes(weight_bytes)
+            ),
+        );
+    }
+    if sixteen_bit_vocab {
+        (
+            "(stage params − embedding/output) × bytes_per_weight + embedding/output × 2 B",
+            format!(
+                "({:.3}e9 − {:.3}e9) params × {} B + {:.3}e9 × {} B = {}",
+                params / 1e9,
+                vocab / 1e9,
+                bytes,
+                vocab / 1e9,
+                vocab_dtype_bytes(dtype),
+                fmt_bytes(weight_bytes)
+            ),
+        )
+    } else {
+        (
+            "(stage params sharded / TP + replicated norms) × bytes_per_weight",
+            format!(
+                "{:.3}e9 params × {} B = {}",
+                params / 1e9,
+                bytes,
+                fmt_bytes(weight_bytes)
+            ),
+        )
+    }
+}
+
+/// What the weights term assumes of `dtype`'s layout on `stage`.
+fn weights_assumption(
+    dtype: ServeDtype,
+    stage: u32,
+    layers: u32,
+    holds: &str,
+    sixteen_bit_vocab: bool,
+) -> String {
+    let id = dtype.id();
+    let layout = dtype
+        .format()
+        .filter(|f| *f != crate::input::number_format::NumberFormat::Bf16);
+    match (layout, sixteen_bit_vocab) {
+        (Some(f), _) if dtype == ServeDtype::Mxfp4Moe => format!(
+            "stage {stage}: {layers} layers, {holds}; routed experts in MXFP4 ({} B a weight with its block scales), every other weight in BF16, as gpt-oss ships",
+            f.bytes_per_element()
+        ),
+        (Some(f), true) => format!(
+            "stage {stage}: {layers} layers, {holds}; linear layers in {id} ({} B a weight with its block scales), the embedding and output projection in BF16 (ModelOpt's lm_head exclusion, vLLM's linear-only quantization)",
+            f.bytes_per_element()
+        ),
+        (Some(f), false) => format!(
+            "stage {stage}: {layers} layers, {holds}; all weights in {id} ({} B a weight with its block scales)",
+            f.bytes_per_element()
+        ),
+        (None, true) => format!(
+            "stage {stage}: {layers} layers, {holds}; linear layers in {id}, the embedding and output projection in BF16 (ModelOpt's lm_head exclusion, vLLM's linear-only quantization; scales ignored)"
+        ),
+        (None, false) => format!(
+            "stage {stage}: {layers} layers, {holds}; all weights in {id} (quantization scales ignored)"
+        ),
+    }
+}
+
+/// Routed-expert parameters on one GPU of the stage of `layers` layers from `first_layer`
+/// (sharded over TP as [`stage_params`] shards them; nominal scale applied).
+fn stage_routed_params(
+    model: &ModelSpec,
+    b: &ParamBreakdown,
+    tp: u32,
+    first_layer: u32,
+    layers: u32,
+) -> f64 {
+    let dense_layers = b.dense_layers as u32;
+    let dense_here = (first_layer + layers)
+        .min(dense_layers)
+        .saturating_sub(first_layer.min(dense_layers));
+    let moe_here = u64::from(layers - dense_here);
+    (b.routed_experts_per_layer * moe_here) as f64 / f64::from(tp.max(1)) * model.param_scale()
+}
+
 /// The numbers of one stage, without text: what [`evaluate`] explains and what the
 /// recommendation compares.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -359,8 +458,11 @@ fn stage_numbers(
     let params = stage_params(model, breakdown, tp, pp, stage, first_layer, layers);
     let vocab = stage_vocab_params(model, breakdown, tp, pp, stage);
     // The embedding and output projection in 16 bits under quantized linear layers.
-    let weight_bytes = params * serving.weight_dtype.bytes()
-        + vocab * (vocab_dtype_bytes(serving.weight_dtype) - serving.weight_dtype.bytes());
+    let dtype = serving.weight_dtype;
+    let routed = stage_routed_params(model, breakdown, tp, first_layer, layers);
+    let weight_bytes = params * dtype.bytes()
+        + vocab * (vocab_dtype_bytes(dtype) - dtype.bytes())
+        + routed * (dtype.routed_expert_bytes() - dtype.bytes());
     // Windowed layers hold only their window (attention_window); the rest every token.
     let kv_per_sequence = crate::memory::window_kv::kv_bytes_per_sequence_per_gpu_value(
         model,
@@ -613,46 +715,27 @@ fn evaluate(
         let vocab = stage_vocab_params(model, &breakdown, tp, pp, stage);
         let vocab_bytes = vocab_dtype_bytes(serving.weight_dtype);
         let sixteen_bit_vocab = vocab > 0.0 && vocab_bytes > dtype_bytes;
+        let routed = stage_routed_params(model, &breakdown, tp, first_layer, layers);
+        let (formula, worked) = weights_arithmetic(
+            serving.weight_dtype,
+            (params, vocab, routed),
+            sixteen_bit_vocab,
+            weight_bytes,
+        );
         let weights = Term {
             key: "serving.weights".to_string(),
             label: format!("Weights ({})", serving.weight_dtype.id()),
             unit: Unit::Bytes,
             value: weight_bytes,
-            formula: if sixteen_bit_vocab {
-                "(stage params − embedding/output) × bytes_per_weight + embedding/output × 2 B"
-                    .to_string()
-            } else {
-                "(stage params sharded / TP + replicated norms) × bytes_per_weight".to_string()
-            },
-            worked: if sixteen_bit_vocab {
-                format!(
-                    "({:.3}e9 − {:.3}e9) params × {} B + {:.3}e9 × {} B = {}",
-                    params / 1e9,
-                    vocab / 1e9,
-                    dtype_bytes,
-                    vocab / 1e9,
-                    vocab_bytes,
-                    fmt_bytes(weight_bytes)
-                )
-            } else {
-                format!(
-                    "{:.3}e9 params × {} B = {}",
-                    params / 1e9,
-                    dtype_bytes,
-                    fmt_bytes(weight_bytes)
-                )
-            },
-            assumption: if sixteen_bit_vocab {
-                format!(
-                    "stage {stage}: {layers} layers, {holds}; linear layers in {}, the embedding and output projection in BF16 (ModelOpt's lm_head exclusion, vLLM's linear-only quantization; scales ignored)",
-                    serving.weight_dtype.id()
-                )
-            } else {
-                format!(
-                    "stage {stage}: {layers} layers, {holds}; all weights in {} (quantization scales ignored)",
-                    serving.weight_dtype.id()
-                )
-            },
+            formula: formula.to_string(),
+            worked,
+            assumption: weights_assumption(
+                serving.weight_dtype,
+                stage,
+                layers,
+                holds,
+                sixteen_bit_vocab,
+            ),
         };
         let kv_per_token =
             kv_cache::kv_bytes_per_token_per_gpu(model, serving.kv_dtype, tp, layers);

@@ -98,6 +98,106 @@ fn gpt_oss(name: &str, layers: u32, experts: u32) -> ModelSpec {
     }
 }
 
+/// DeepSeek-V3's shapes (deepseek-ai/DeepSeek-V3 config.json): 61 layers (first_k_dense_replace 3,
+/// intermediate 18432), hidden 7168, 128 heads, MLA q_lora 1536 / kv_lora 512 / rope 64 / nope 128 /
+/// v 128, 256 routed + 1 shared experts of width 2048, top-8, vocab 129280, untied.
+fn deepseek_v3(name: &str) -> ModelSpec {
+    ModelSpec {
+        name: name.to_string(),
+        layers: 61,
+        hidden: 7168,
+        heads: 128,
+        kv_heads: 128,
+        // Query/key head dim (nope 128 + rope 64): what attention scores are computed over.
+        head_dim: 192,
+        ffn: 18432,
+        ffn_kind: FfnKind::SwiGlu,
+        vocab: 129_280,
+        tied_embeddings: false,
+        norm: NormKind::RmsNorm,
+        dropout: false,
+        qkv_bias: false,
+        linear_bias: false,
+        learned_positions: 0,
+        moe: Some(MoeSpec {
+            routed_experts: 256,
+            experts_per_token: 8,
+            shared_experts: 1,
+            expert_ffn: 2048,
+            dense_layers: 3,
+        }),
+        mla: Some(MlaSpec {
+            q_lora_rank: 1536,
+            kv_lora_rank: 512,
+            qk_rope_head_dim: 64,
+            qk_nope_head_dim: 128,
+            v_head_dim: 128,
+        }),
+        attention_window: None,
+        mtp_layers: 0,
+        nominal_params: None,
+    }
+}
+
+/// A Qwen3 dense model (Qwen/Qwen3-* config.json): Llama-style attention with head_dim 128 whatever
+/// the width, no biases (attention_bias false), SwiGLU, vocab 151936. Qwen3Attention's q_norm and
+/// k_norm (two RMSNorms of head_dim, 256 parameters a layer) are not counted (< 0.0002% of Ψ).
+fn qwen3(name: &str, layers: u32, hidden: u32, heads: u32, ffn: u32, tied: bool) -> ModelSpec {
+    ModelSpec {
+        head_dim: 128,
+        tied_embeddings: tied,
+        ..llama(name, layers, hidden, heads, 8, ffn, 151_936)
+    }
+}
+
+/// A Qwen3-MoE model (Qwen3MoeForCausalLM): Qwen3 attention with 4 KV heads, every layer MoE
+/// (decoder_sparse_step 1, mlp_only_layers []), 128 experts of `expert_ffn`, top-8, no shared
+/// expert, untied; q_norm / k_norm not counted as in [`qwen3`].
+fn qwen3_moe(
+    name: &str,
+    layers: u32,
+    hidden: u32,
+    heads: u32,
+    ffn: u32,
+    expert_ffn: u32,
+) -> ModelSpec {
+    ModelSpec {
+        head_dim: 128,
+        moe: Some(MoeSpec {
+            routed_experts: 128,
+            experts_per_token: 8,
+            shared_experts: 0,
+            expert_ffn,
+            dense_layers: 0,
+        }),
+        ..llama(name, layers, hidden, heads, 4, ffn, 151_936)
+    }
+}
+
+/// A Gemma 3 model's text decoder (google/gemma-3-*: Gemma3TextConfig): gated tanh-GeLU FFN (gate,
+/// up, down: SwiGLU's three matrices), tied embeddings, attention_bias false, five local layers of
+/// `window` tokens per global one (sliding_window_pattern 6: `is_sliding = (i + 1) % 6 != 0`).
+/// Not counted: q_norm / k_norm and the post-attention / post-FFN RMSNorms (2·head_dim + 2h a
+/// layer, < 0.003% of Ψ), and on 4B-27B the SigLIP vision tower (Gemma 3 report Table 1: 417M).
+fn gemma3(
+    name: &str,
+    shape: (u32, u32, u32, u32, u32),
+    ffn: u32,
+    vocab: u32,
+    window: u32,
+) -> ModelSpec {
+    let (layers, hidden, heads, kv_heads, head_dim) = shape;
+    ModelSpec {
+        head_dim,
+        tied_embeddings: true,
+        attention_window: Some(AttentionWindow {
+            window_tokens: window,
+            full_every: 6,
+        }),
+        ..llama(name, layers, hidden, heads, kv_heads, ffn, vocab)
+    }
+}
+
 /// Every model preset.
 pub fn model_presets() -> Vec<ModelPreset> {
     vec![
@@ -126,49 +226,13 @@ pub fn model_presets() -> Vec<ModelPreset> {
             id: "mixtral-8x22b",
             spec: mixtral("Mixtral 8x22B", 56, 6144, 48, 16384, 32000, 8),
         },
-        // deepseek-ai/DeepSeek-V3 config.json: 61 layers (first_k_dense_replace 3, intermediate 18432),
-        // hidden 7168, 128 heads, MLA q_lora 1536 / kv_lora 512 / rope 64 / nope 128 / v 128,
-        // 256 routed + 1 shared experts of width 2048, top-8, vocab 129280, untied.
+        // deepseek-ai/DeepSeek-V3 config.json (shapes in `deepseek_v3`).
         // The one MTP module (num_nextn_predict_layers = 1, ~14B with its copies of the embedding and
         // head) is not part of the 671B main model, nor loaded by serving engines: the preset leaves it
         // out (mtp_layers 0); a training scenario adds it with `mtp_layers` (link `mtp`).
         ModelPreset {
             id: "deepseek-v3",
-            spec: ModelSpec {
-                name: "DeepSeek-V3".to_string(),
-                layers: 61,
-                hidden: 7168,
-                heads: 128,
-                kv_heads: 128,
-                // Query/key head dim (nope 128 + rope 64): what attention scores are computed over.
-                head_dim: 192,
-                ffn: 18432,
-                ffn_kind: FfnKind::SwiGlu,
-                vocab: 129_280,
-                tied_embeddings: false,
-                norm: NormKind::RmsNorm,
-                dropout: false,
-                qkv_bias: false,
-                linear_bias: false,
-                learned_positions: 0,
-                moe: Some(MoeSpec {
-                    routed_experts: 256,
-                    experts_per_token: 8,
-                    shared_experts: 1,
-                    expert_ffn: 2048,
-                    dense_layers: 3,
-                }),
-                mla: Some(MlaSpec {
-                    q_lora_rank: 1536,
-                    kv_lora_rank: 512,
-                    qk_rope_head_dim: 64,
-                    qk_nope_head_dim: 128,
-                    v_head_dim: 128,
-                }),
-                attention_window: None,
-                mtp_layers: 0,
-                nominal_params: None,
-            },
+            spec: deepseek_v3("DeepSeek-V3"),
         },
         // mistralai/Mistral-7B-v0.1 config.json: 32 layers, hidden 4096, 32 heads, 8 KV, ffn 14336,
         // vocab 32000, untied, "sliding_window": 4096 on every layer (Jiang et al. 2023 §2: rolling buffer cache).
@@ -250,6 +314,138 @@ pub fn model_presets() -> Vec<ModelPreset> {
                 attention_window: None,
                 mtp_layers: 0,
                 nominal_params: None,
+            },
+        },
+        // meta-llama/Llama-3.2-1B config.json: 16 layers, hidden 2048, 32 heads, 8 KV, head_dim 64,
+        // intermediate 8192, vocab 128256, tie_word_embeddings true.
+        ModelPreset {
+            id: "llama-3.2-1b",
+            spec: ModelSpec {
+                tied_embeddings: true,
+                ..llama("Llama 3.2 1B", 16, 2048, 32, 8, 8192, 128_256)
+            },
+        },
+        // meta-llama/Llama-3.2-3B config.json: 28 layers, hidden 3072, 24 heads, 8 KV, head_dim 128,
+        // intermediate 8192, vocab 128256, tie_word_embeddings true.
+        ModelPreset {
+            id: "llama-3.2-3b",
+            spec: ModelSpec {
+                tied_embeddings: true,
+                ..llama("Llama 3.2 3B", 28, 3072, 24, 8, 8192, 128_256)
+            },
+        },
+        // meta-llama/Llama-4-Scout-17B-16E config.json, text_config: 48 layers, hidden 5120, 40 heads,
+        // 8 KV, head_dim 128, every layer MoE (interleave_moe_layer_step 1): 16 routed experts top-1
+        // (num_local_experts, num_experts_per_tok) plus one shared expert, all of width 8192
+        // (intermediate_size; intermediate_size_mlp 16384 is the dense FFN no layer uses), vocab
+        // 202048, untied; Llama4TextL2Norm on q/k has no weights. The text decoder only: the vision
+        // encoder is not modelled. Chunked local attention (attention_chunk_size 8192 on three layers
+        // of four) is not modelled either: every layer is priced as full attention, an upper bound on
+        // KV cache and attention time beyond 8,192 tokens.
+        ModelPreset {
+            id: "llama-4-scout",
+            spec: ModelSpec {
+                moe: Some(MoeSpec {
+                    routed_experts: 16,
+                    experts_per_token: 1,
+                    shared_experts: 1,
+                    expert_ffn: 8192,
+                    dense_layers: 0,
+                }),
+                ..llama("Llama 4 Scout", 48, 5120, 40, 8, 16384, 202_048)
+            },
+        },
+        // Qwen/Qwen3-0.6B config.json: 28 layers, hidden 1024, 16 heads, 8 KV, intermediate 3072, tied.
+        ModelPreset {
+            id: "qwen3-0.6b",
+            spec: qwen3("Qwen3 0.6B", 28, 1024, 16, 3072, true),
+        },
+        // Qwen/Qwen3-1.7B config.json: 28 layers, hidden 2048, 16 heads, 8 KV, intermediate 6144, tied.
+        ModelPreset {
+            id: "qwen3-1.7b",
+            spec: qwen3("Qwen3 1.7B", 28, 2048, 16, 6144, true),
+        },
+        // Qwen/Qwen3-4B config.json: 36 layers, hidden 2560, 32 heads, 8 KV, intermediate 9728, tied.
+        ModelPreset {
+            id: "qwen3-4b",
+            spec: qwen3("Qwen3 4B", 36, 2560, 32, 9728, true),
+        },
+        // Qwen/Qwen3-8B config.json: 36 layers, hidden 4096, 32 heads, 8 KV, intermediate 12288, untied.
+        ModelPreset {
+            id: "qwen3-8b",
+            spec: qwen3("Qwen3 8B", 36, 4096, 32, 12288, false),
+        },
+        // Qwen/Qwen3-14B config.json: 40 layers, hidden 5120, 40 heads, 8 KV, intermediate 17408, untied.
+        ModelPreset {
+            id: "qwen3-14b",
+            spec: qwen3("Qwen3 14B", 40, 5120, 40, 17408, false),
+        },
+        // Qwen/Qwen3-32B config.json: 64 layers, hidden 5120, 64 heads, 8 KV, intermediate 25600, untied.
+        ModelPreset {
+            id: "qwen3-32b",
+            spec: qwen3("Qwen3 32B", 64, 5120, 64, 25600, false),
+        },
+        // Qwen/Qwen3-30B-A3B config.json: 48 layers, hidden 2048, 32 heads, 4 KV, intermediate 6144,
+        // 128 experts top-8 of moe_intermediate_size 768, vocab 151936, untied.
+        ModelPreset {
+            id: "qwen3-30b-a3b",
+            spec: qwen3_moe("Qwen3 30B-A3B", 48, 2048, 32, 6144, 768),
+        },
+        // Qwen/Qwen3-235B-A22B config.json: 94 layers, hidden 4096, 64 heads, 4 KV, intermediate
+        // 12288, 128 experts top-8 of moe_intermediate_size 1536, vocab 151936, untied.
+        ModelPreset {
+            id: "qwen3-235b-a22b",
+            spec: qwen3_moe("Qwen3 235B-A22B", 94, 4096, 64, 12288, 1536),
+        },
+        // deepseek-ai/DeepSeek-R1 config.json: DeepseekV3ForCausalLM with DeepSeek-V3's every shape
+        // (R1 is V3-Base post-trained); its MTP module is left out as V3's is.
+        ModelPreset {
+            id: "deepseek-r1",
+            spec: deepseek_v3("DeepSeek-R1"),
+        },
+        // google/gemma-3-1b-pt config.json: 26 layers, hidden 1152, 4 heads, 1 KV, head_dim 256,
+        // intermediate 6912, vocab 262144, sliding_window 512.
+        ModelPreset {
+            id: "gemma-3-1b",
+            spec: gemma3("Gemma 3 1B", (26, 1152, 4, 1, 256), 6912, 262_144, 512),
+        },
+        // google/gemma-3-4b-pt config.json, text_config: 34 layers, hidden 2560, 8 heads, 4 KV,
+        // head_dim 256, intermediate 10240, vocab 262208, sliding_window 1024.
+        ModelPreset {
+            id: "gemma-3-4b",
+            spec: gemma3("Gemma 3 4B", (34, 2560, 8, 4, 256), 10240, 262_208, 1024),
+        },
+        // google/gemma-3-12b-pt config.json, text_config: 48 layers, hidden 3840, 16 heads, 8 KV,
+        // head_dim 256, intermediate 15360, vocab 262208, sliding_window 1024.
+        ModelPreset {
+            id: "gemma-3-12b",
+            spec: gemma3("Gemma 3 12B", (48, 3840, 16, 8, 256), 15360, 262_208, 1024),
+        },
+        // google/gemma-3-27b-pt config.json, text_config: 62 layers, hidden 5376, 32 heads, 16 KV,
+        // head_dim 128, intermediate 21504, vocab 262208, sliding_window 1024.
+        ModelPreset {
+            id: "gemma-3-27b",
+            spec: gemma3("Gemma 3 27B", (62, 5376, 32, 16, 128), 21504, 262_208, 1024),
+        },
+        // moonshotai/Kimi-K2-Instruct config.json (DeepseekV3ForCausalLM): DeepSeek-V3's MLA and
+        // expert shapes with 64 heads (num_attention_heads, num_key_value_heads), 384 routed experts
+        // (n_routed_experts) + 1 shared, top-8, first_k_dense_replace 1, vocab 163840, untied, no MTP
+        // module (num_nextn_predict_layers 0).
+        ModelPreset {
+            id: "kimi-k2",
+            spec: {
+                let mut k2 = deepseek_v3("Kimi K2");
+                k2.heads = 64;
+                k2.kv_heads = 64;
+                k2.vocab = 163_840;
+                k2.moe = Some(MoeSpec {
+                    routed_experts: 384,
+                    experts_per_token: 8,
+                    shared_experts: 1,
+                    expert_ffn: 2048,
+                    dense_layers: 1,
+                });
+                k2
             },
         },
     ]

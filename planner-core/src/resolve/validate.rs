@@ -168,6 +168,10 @@ fn check_model(e: &mut Errors, m: &ModelSpec) {
             "kv_heads",
             format!("{} exceeds heads ({})", m.kv_heads, m.heads),
         );
+    } else if m.mla.is_none() {
+        if let Some(problem) = query_group_problem(("heads", m.heads), ("kv_heads", m.kv_heads)) {
+            e.push("kv_heads", problem);
+        }
     }
     e.range_u32("head_dim", m.head_dim, 1, MAX_WIDTH);
     e.range_u32("ffn", m.ffn, 1, MAX_WIDTH);
@@ -210,6 +214,21 @@ fn check_model(e: &mut Errors, m: &ModelSpec) {
             format!("the shapes give about {estimate:.3e} parameters, over {MAX_PARAMS:e}"),
         );
     }
+}
+
+/// Why `heads` query heads cannot share `kv_heads` key/value heads, or `None` when they can;
+/// each pair is (the field's name where it was read, its value), so a link and a
+/// `config.json` each name their own fields.
+/// GQA (Ainslie et al. 2023 §2.2; transformers LlamaAttention `num_key_value_groups =
+/// num_attention_heads // num_key_value_heads`): every KV head serves a whole group of queries.
+pub fn query_group_problem(heads: (&str, u32), kv_heads: (&str, u32)) -> Option<String> {
+    let ((heads_field, a), (kv_field, kv)) = (heads, kv_heads);
+    (kv > 0 && !a.is_multiple_of(kv)).then(|| {
+        format!(
+            "{heads_field} ({a}) is not a multiple of {kv_field} ({kv}): grouped-query \
+             attention gives each key/value head the same number of query heads"
+        )
+    })
 }
 
 /// An upper bound on the parameter count, in f64 so it cannot overflow.
@@ -412,6 +431,15 @@ impl Scenario {
 
         let s = &self.serving;
         e.range_u32("serve_ctx", s.context_len, 1, MAX_SEQ_LEN);
+        if !s.kv_dtype.is_kv_format() {
+            e.push(
+                "serve_kv",
+                format!(
+                    "{} is a weight format; a KV cache is bf16, fp8, int8, int4 or nvfp4",
+                    s.kv_dtype.id()
+                ),
+            );
+        }
         e.range_u32("serve_conc", s.target_concurrency, 1, 1_000_000);
         e.range_u32("serve_tp", s.tp, 1, max_degree);
         e.range_u32("serve_pp", s.pp, 1, max_degree);

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::explain::{Term, Unit};
 use crate::input::model::ModelSpec;
+use crate::input::number_format::NumberFormat;
 use crate::input::scenario::{Scenario, ServeDtype};
 use crate::input::speculation::Speculation;
 use crate::memory::serving::{self, ServingError, StagePlan, MAX_LISTED_STAGES};
@@ -650,7 +651,7 @@ fn stage_shapes(model: &ModelSpec, scenario: &Scenario, stages: &[StagePlan]) ->
         let routed_bytes =
             b.routed_experts_per_layer as f64 * moe_here as f64 * model.param_scale()
                 / f64::from(tp)
-                * serving.weight_dtype.bytes();
+                * serving.weight_dtype.routed_expert_bytes();
         let flop_share = if pp == 1 {
             1.0
         } else {
@@ -1286,6 +1287,38 @@ pub fn serving_time_for(
     serving_time_with(model, scenario, load, &plan, step)
 }
 
+/// The time model with its GEMM rate set by the served weights' block-scaled format
+/// ([`NumberFormat::gemm_rate`]): FP4 on FP4 tensor cores where the part takes that format
+/// (NVIDIA ModelOpt's NVFP4 checkpoints quantize the activations too: vLLM
+/// `ModelOptNvFp4LinearMethod` runs `cutlass_scaled_fp4_mm`), else dequantized to BF16 in the
+/// GEMM (W4A16, vLLM's Marlin kernels); block-scaled and MX FP8 at the FP8 rate. No FP4 GEMM
+/// share is measured, so the FP4 rate takes the BF16 curve (ratio 1). The plain ids (bf16, fp8,
+/// int8, int4) and `mxfp4-moe` (BF16 activations; vLLM's gpt-oss MoE dequantizes the experts
+/// on parts without FP4 units) keep the scenario's rate, as before.
+fn weight_format_peak(mut step: StepModel, scenario: &Scenario) -> StepModel {
+    let dtype = scenario.serving.weight_dtype;
+    let Some(format) = dtype
+        .format()
+        .filter(|_| !matches!(dtype, ServeDtype::Bf16 | ServeDtype::Mxfp4Moe))
+    else {
+        return step;
+    };
+    let gpu = &scenario.cluster.gpu;
+    let (rate, native) = format.gemm_rate(gpu);
+    step.peak_flops_per_s = rate;
+    let fp8_class = matches!(
+        format,
+        NumberFormat::Fp8BlockWeight | NumberFormat::Fp8PerTensor | NumberFormat::Mxfp8
+    );
+    // ml-engineering's MAMF table: FP8 GEMMs reach a smaller share of their peak than BF16's.
+    step.peak_gemm_efficiency_ratio = if native && fp8_class {
+        gpu.traits().compute.fp8_gemm_relative_to_bf16
+    } else {
+        1.0
+    };
+    step
+}
+
 /// [`serving_time_for`] with the replica's memory plan (`serving_plan` of `scenario.serving`)
 /// and the scenario's time model already built, for callers that price one shape at many loads.
 /// The load must have passed [`ServingLoad::validate`].
@@ -1304,6 +1337,7 @@ pub fn serving_time_with(
             ));
         }
     }
+    let step = weight_format_peak(step, scenario);
     let timer = ReplicaTimer::new(model, scenario, plan);
     let clients = load;
     let admission = admission::admit(

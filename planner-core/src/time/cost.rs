@@ -543,10 +543,14 @@ impl StepModel {
     pub fn new(model: &ModelSpec, scenario: &Scenario, options: CostOptions) -> Self {
         let gpu = &scenario.cluster.gpu;
         let fp8 = scenario.precision.compute == ComputeDtype::Fp8 && gpu.fp8_flops_per_s > 0.0;
-        let peak = if fp8 {
-            gpu.fp8_flops_per_s
-        } else {
-            gpu.bf16_flops_per_s
+        // NVFP4 GEMMs on FP4 tensor cores where the part has them, else the BF16 rate.
+        let fp4 = (scenario.precision.compute == ComputeDtype::Fp4)
+            .then(|| gpu.traits().sheet.native_fp4_flops_per_s(true))
+            .flatten();
+        let peak = match (fp4, fp8) {
+            (Some(rate), _) => rate,
+            (None, true) => gpu.fp8_flops_per_s,
+            (None, false) => gpu.bf16_flops_per_s,
         };
         let shares = &gpu.traits().compute;
         let adapters = AdapterTime::of(model, &scenario.training.finetune);

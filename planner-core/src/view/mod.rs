@@ -8,6 +8,7 @@
 //! re-exported here, each with the reason the page needs it.
 
 pub mod fit;
+pub mod gpu_sheet;
 pub mod issues;
 pub mod measured;
 pub mod memory;

@@ -589,3 +589,24 @@ fn hostile_model_name_stays_inert_in_torchtune_and_trl() {
         }
     }
 }
+
+#[test]
+fn issue_43_presets_name_their_checkpoint_and_layer_class() {
+    for (id, repo, layer) in [
+        ("qwen3-8b", "Qwen/Qwen3-8B", "Qwen3DecoderLayer"),
+        (
+            "qwen3-30b-a3b",
+            "Qwen/Qwen3-30B-A3B",
+            "Qwen3MoeDecoderLayer",
+        ),
+        ("gemma-3-27b", "google/gemma-3-27b-pt", "Gemma3DecoderLayer"),
+        ("gpt-oss-120b", "openai/gpt-oss-120b", "GptOssDecoderLayer"),
+    ] {
+        let mut s = default_scenario();
+        s.model = ModelChoice::Preset(id.to_string());
+        let v = one(ExportFormat::Vllm, &s);
+        assert!(v.text.contains(repo), "{id}: {}", v.text);
+        let a = one(ExportFormat::Accelerate, &s);
+        assert!(a.text.contains(layer), "{id}: {}", a.text);
+    }
+}

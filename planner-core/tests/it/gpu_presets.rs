@@ -110,6 +110,91 @@ fn each_new_preset_carries_its_datasheet() {
     assert_eq!(23_034.0, 24.0 * 1024.0 * 15.0 / 16.0 - 6.0);
 }
 
+/// Issue 43 §1's presets, copied by hand from the documents each record cites: id, GB sold,
+/// MiB reported, TB/s, dense BF16 / FP8 / FP6 / FP4 TFLOPS, NVLink or Infinity Fabric each way
+/// (GB/s), NIC per GPU (GB/s), GPUs in the scale-up domain, board power (W). NVLink 5 "1.8 TB/s"
+/// and CDNA 4's 7 × 153.6 = 1,075.2 GB/s halve; ConnectX-8 800 Gb/s = 100 GB/s, the MI35x's 400
+/// Gb/s default 50 GB/s.
+const ISSUE_43_SHEETS: [(&str, [f64; 11], u32, f64); 4] = [
+    (
+        "b300",
+        [
+            288.0, 275_040.0, 8.0, 2250.0, 4500.0, 4500.0, 13_125.0, 900.0, 100.0, 0.0, 0.0,
+        ],
+        8,
+        1100.0,
+    ),
+    (
+        "gb300-nvl72",
+        [
+            288.0, 284_208.0, 8.0, 2500.0, 5000.0, 5000.0, 15_000.0, 900.0, 100.0, 0.0, 0.0,
+        ],
+        72,
+        1400.0,
+    ),
+    (
+        "mi355x",
+        [
+            288.0, 294_896.0, 8.0, 2516.6, 5033.2, 10_066.3, 10_066.3, 537.6, 50.0, 0.0, 0.0,
+        ],
+        8,
+        1400.0,
+    ),
+    (
+        "mi350x",
+        [
+            288.0, 294_896.0, 8.0, 2306.9, 4613.7, 9227.5, 9227.5, 537.6, 50.0, 0.0, 0.0,
+        ],
+        8,
+        1000.0,
+    ),
+];
+
+#[test]
+fn blackwell_ultra_and_cdna4_presets_carry_their_datasheets() {
+    use planner_core::input::gpu_traits::{Fp4Formats, SheetFigure};
+    for &(id, f, gpus, watts) in &ISSUE_43_SHEETS {
+        let g = gpu_preset(id).unwrap_or_else(|| panic!("{id} is a preset"));
+        assert!(close(g.datasheet_memory_bytes, f[0] * GB), "{id}");
+        assert!(close(g.memory_bytes, f[1] * MIB), "{id}");
+        assert!(close(g.hbm_bytes_per_s, f[2] * 1e12), "{id}");
+        assert!(close(g.bf16_flops_per_s, f[3] * 1e12), "{id}");
+        assert!(close(g.fp8_flops_per_s, f[4] * 1e12), "{id}");
+        let sheet = g.traits().sheet;
+        assert_eq!(
+            sheet.fp6_flops_per_s,
+            SheetFigure::Stated(f[5] * 1e12),
+            "{id}"
+        );
+        assert_eq!(
+            sheet.fp4_flops_per_s,
+            SheetFigure::Stated(f[6] * 1e12),
+            "{id}"
+        );
+        assert!(close(g.intra_node_bytes_per_s, f[7] * GB), "{id}");
+        assert!(close(g.inter_node_bytes_per_s, f[8] * GB), "{id}");
+        assert_eq!(g.gpus_per_node, gpus, "{id}");
+        assert_eq!(sheet.board_power_w, SheetFigure::Stated(watts), "{id}");
+        assert!(g.memory_bytes <= f[0] * 1024.0 * MIB, "{id}");
+    }
+    // 288 GiB less the 16 MiB rocm-smi withholds, as on the MI300X (196,608 − 16).
+    assert_eq!(294_896.0, 288.0 * 1024.0 - 16.0);
+    // NVFP4 runs natively on Blackwell Ultra; CDNA 4 takes MXFP4 only; Hopper has no FP4 units.
+    let native = |id: &str, nvfp4: bool| {
+        gpu_preset(id).and_then(|g| g.traits().sheet.native_fp4_flops_per_s(nvfp4))
+    };
+    assert_eq!(native("b300", true), Some(13.125e15));
+    assert_eq!(native("mi355x", true), None);
+    assert_eq!(native("mi355x", false), Some(10_066.3e12));
+    assert_eq!(native("h100-sxm", false), None);
+    let h100 = gpu_preset("h100-sxm").expect("preset");
+    assert_eq!(h100.traits().sheet.fp4_formats, Fp4Formats::None);
+    assert_eq!(
+        h100.traits().sheet.fp4_flops_per_s,
+        SheetFigure::NotOnThisPart
+    );
+}
+
 #[test]
 fn geforce_rates_are_the_fp32_accumulate_ones() {
     // The whitepapers' FP16-accumulate rows (RTX 4090 330.3 BF16/FP16, 660.6 FP8; RTX 5090 419

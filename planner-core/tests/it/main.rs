@@ -37,6 +37,7 @@ mod models_presets;
 mod models_validate;
 mod moe_routing;
 mod mtp;
+mod number_formats;
 mod numbers_that_hold;
 mod offload;
 mod overlap_choice;

@@ -26,6 +26,8 @@ fn imported_shapes_equal_the_presets() {
         "mixtral-8x22b",
         "qwen2.5-72b",
         "deepseek-v3",
+        "qwen3-8b",
+        "qwen3-30b-a3b",
     ] {
         let mut imported = import(id);
         let preset = model_preset(id).unwrap();
@@ -108,6 +110,28 @@ fn ill_typed_field_is_named() {
     assert!(
         matches!(import_hf_config(&json), Err(ImportError::UnsupportedSetting { field, .. }) if field == "num_key_value_heads")
     );
+}
+
+#[test]
+fn query_heads_not_a_multiple_of_kv_heads_is_refused_naming_both_keys() {
+    // 32 query heads over 7 KV heads: 32 / 7 is no whole group (issue 43 §5).
+    let json =
+        fixture("llama-3.1-8b").replace("\"num_key_value_heads\": 8", "\"num_key_value_heads\": 7");
+    match import_hf_config(&json).unwrap_err() {
+        ImportError::UnsupportedSetting { field, message } => {
+            assert_eq!(field, "num_key_value_heads");
+            assert!(
+                message.contains("num_attention_heads (32)")
+                    && message.contains("num_key_value_heads (7)"),
+                "{message}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    // 32 over 4 is a whole group of 8: still accepted.
+    let json =
+        fixture("llama-3.1-8b").replace("\"num_key_value_heads\": 8", "\"num_key_value_heads\": 4");
+    assert_eq!(import_hf_config(&json).map(|m| m.kv_heads), Ok(4));
 }
 
 #[test]

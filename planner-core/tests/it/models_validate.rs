@@ -92,6 +92,26 @@ fn absurd_custom_models_are_rejected_before_counting() {
 }
 
 #[test]
+fn query_heads_not_a_multiple_of_kv_heads_is_refused_from_a_link() {
+    // Issue 43 §5: 32 query heads over 7 KV heads is no grouped-query attention.
+    let link =
+        "v=1&model=custom&name=x&layers=4&hidden=4096&heads=32&kv_heads=7&ffn=14336&vocab=32000";
+    let errors = planner_core::edges::link::decode(link).unwrap_err();
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    assert_eq!(errors[0].field, "kv_heads");
+    assert!(
+        errors[0].message.contains("heads (32)") && errors[0].message.contains("kv_heads (7)"),
+        "{}",
+        errors[0].message
+    );
+    // 32 over 8 (Llama 3.1 8B's groups of 4) and over 1 (MQA) decode.
+    for kv in [8, 1, 32] {
+        let ok = link.replace("kv_heads=7", &format!("kv_heads={kv}"));
+        assert!(planner_core::edges::link::decode(&ok).is_ok(), "{ok}");
+    }
+}
+
+#[test]
 fn the_article_mesh_breaks_no_rule() {
     let s = article_mesh_scenario();
     assert!(layout_rule_violations(&s.model_spec().unwrap(), &s).is_empty());

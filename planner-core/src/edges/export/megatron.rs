@@ -359,12 +359,33 @@ pub(super) fn megatron(c: &Ctx) -> (String, Vec<String>) {
     }
 
     let mut prec = vec!["--bf16".to_string()];
-    if c.s.precision.compute == ComputeDtype::Fp8 {
-        prec.push("--fp8-format hybrid".to_string());
+    // Megatron-LM megatron/training/arguments.py: --fp8-recipe {delayed, tensorwise, mxfp8,
+    // blockwise} (E4M3 throughout for the block-scaled ones), --fp4-format e2m1 with
+    // --fp4-recipe nvfp4.
+    match c.s.precision.recipe {
+        PrecisionRecipe::Fp8BlockBf16Master => {
+            prec.push("--fp8-format e4m3 --fp8-recipe blockwise".to_string())
+        }
+        PrecisionRecipe::Mxfp8Bf16Master => {
+            prec.push("--fp8-format e4m3 --fp8-recipe mxfp8".to_string())
+        }
+        PrecisionRecipe::Nvfp4Bf16Master => {
+            prec.push("--fp4-format e2m1 --fp4-recipe nvfp4".to_string())
+        }
+        _ if c.s.precision.compute == ComputeDtype::Fp8 => {
+            prec.push("--fp8-format hybrid".to_string())
+        }
+        _ => {}
+    }
+    if let Some(note) = recipe_hardware_note(c.s.precision.recipe, &c.s.cluster.gpu) {
+        notes.push(note);
     }
     match c.s.precision.recipe {
         PrecisionRecipe::MixedAdamFp32Grads
         | PrecisionRecipe::Fp8Bf16Master
+        | PrecisionRecipe::Fp8BlockBf16Master
+        | PrecisionRecipe::Mxfp8Bf16Master
+        | PrecisionRecipe::Nvfp4Bf16Master
         | PrecisionRecipe::MixedAdam => {}
         PrecisionRecipe::Bf16NoMaster | PrecisionRecipe::Adam8Bit | PrecisionRecipe::Bf16Pure => {
             c.precision_notes(&mut notes, "Megatron-LM")

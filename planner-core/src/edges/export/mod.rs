@@ -278,6 +278,33 @@ fn preset_identity(id: &str) -> Option<Identity> {
         "qwen2.5-72b" => ("Qwen/Qwen2.5-72B", "Qwen2DecoderLayer", None),
         "mistral-7b-v0.1" => ("mistralai/Mistral-7B-v0.1", "MistralDecoderLayer", None),
         "gemma-2-9b" => ("google/gemma-2-9b", "Gemma2DecoderLayer", None),
+        "gpt-oss-120b" => ("openai/gpt-oss-120b", "GptOssDecoderLayer", None),
+        "gpt-oss-20b" => ("openai/gpt-oss-20b", "GptOssDecoderLayer", None),
+        "llama-3.2-1b" => ("meta-llama/Llama-3.2-1B", "LlamaDecoderLayer", None),
+        "llama-3.2-3b" => ("meta-llama/Llama-3.2-3B", "LlamaDecoderLayer", None),
+        "llama-4-scout" => (
+            "meta-llama/Llama-4-Scout-17B-16E",
+            "Llama4TextDecoderLayer",
+            None,
+        ),
+        "qwen3-0.6b" => ("Qwen/Qwen3-0.6B", "Qwen3DecoderLayer", None),
+        "qwen3-1.7b" => ("Qwen/Qwen3-1.7B", "Qwen3DecoderLayer", None),
+        "qwen3-4b" => ("Qwen/Qwen3-4B", "Qwen3DecoderLayer", None),
+        "qwen3-8b" => ("Qwen/Qwen3-8B", "Qwen3DecoderLayer", None),
+        "qwen3-14b" => ("Qwen/Qwen3-14B", "Qwen3DecoderLayer", None),
+        "qwen3-32b" => ("Qwen/Qwen3-32B", "Qwen3DecoderLayer", None),
+        "qwen3-30b-a3b" => ("Qwen/Qwen3-30B-A3B", "Qwen3MoeDecoderLayer", None),
+        "qwen3-235b-a22b" => ("Qwen/Qwen3-235B-A22B", "Qwen3MoeDecoderLayer", None),
+        "deepseek-r1" => (
+            "deepseek-ai/DeepSeek-R1",
+            "DeepseekV3DecoderLayer",
+            Some(("deepseek_v3", "671B")),
+        ),
+        "gemma-3-1b" => ("google/gemma-3-1b-pt", "Gemma3DecoderLayer", None),
+        "gemma-3-4b" => ("google/gemma-3-4b-pt", "Gemma3DecoderLayer", None),
+        "gemma-3-12b" => ("google/gemma-3-12b-pt", "Gemma3DecoderLayer", None),
+        "gemma-3-27b" => ("google/gemma-3-27b-pt", "Gemma3DecoderLayer", None),
+        "kimi-k2" => ("moonshotai/Kimi-K2-Base", "DeepseekV3DecoderLayer", None),
         _ => return None,
     };
     Some(Identity {
@@ -428,6 +455,14 @@ impl<'a> Ctx<'a> {
                 "FP8 compute is not set here for {tool}: it needs Transformer Engine or \
                  torchao float8 in the training script."
             )),
+            PrecisionRecipe::Fp8BlockBf16Master
+            | PrecisionRecipe::Mxfp8Bf16Master
+            | PrecisionRecipe::Nvfp4Bf16Master => notes.push(format!(
+                "{} is a Transformer Engine recipe ({}) that {tool} does not set: run it under \
+                 Megatron-LM or TE's `fp8_autocast(fp8_recipe=...)` in the training script.",
+                self.s.precision.recipe.id(),
+                te_recipe_class(self.s.precision.recipe)
+            )),
             PrecisionRecipe::Bf16Pure => notes.push(format!(
                 "Pure BF16 with BF16 Adam moments is not a {tool} setting: load the model in \
                  bfloat16 and build torch.optim.AdamW on it without autocast in the training script."
@@ -438,6 +473,51 @@ impl<'a> Ctx<'a> {
             )),
         }
     }
+}
+
+/// Transformer Engine's recipe class for a block-scaled recipe
+/// (transformer_engine/common/recipe/__init__.py).
+fn te_recipe_class(recipe: PrecisionRecipe) -> &'static str {
+    match recipe {
+        PrecisionRecipe::Fp8BlockBf16Master => "Float8BlockScaling",
+        PrecisionRecipe::Mxfp8Bf16Master => "MXFP8BlockScaling",
+        PrecisionRecipe::Nvfp4Bf16Master => "NVFP4BlockScaling",
+        _ => "DelayedScaling",
+    }
+}
+
+/// Why `recipe` cannot run on `gpu`'s tensor cores, if it cannot: MXFP8 needs MX-format tensor
+/// cores (Blackwell; TE `MXFP8BlockScaling` checks compute capability 10.0+), NVFP4 needs NVFP4
+/// ones (Blackwell).
+fn recipe_hardware_note(
+    recipe: PrecisionRecipe,
+    gpu: &crate::input::hardware::GpuSpec,
+) -> Option<String> {
+    use crate::input::gpu_traits::Fp4Formats;
+    let formats = gpu.traits().sheet.fp4_formats;
+    let runs = match recipe {
+        PrecisionRecipe::Mxfp8Bf16Master => formats != Fp4Formats::None,
+        PrecisionRecipe::Nvfp4Bf16Master => formats == Fp4Formats::NvFp4AndMxFp4,
+        _ => true,
+    };
+    (!runs).then(|| {
+        format!(
+            "{} needs {} tensor cores, which {} does not have: Transformer Engine refuses the \
+             recipe there; the plan prices its GEMMs at the {} rate.",
+            recipe.id(),
+            if recipe == PrecisionRecipe::Mxfp8Bf16Master {
+                "MX-format"
+            } else {
+                "NVFP4"
+            },
+            gpu.name,
+            if recipe == PrecisionRecipe::Mxfp8Bf16Master {
+                "FP8"
+            } else {
+                "BF16"
+            }
+        )
+    })
 }
 
 fn shell_line(out: &mut String, parts: &[String]) {
@@ -470,8 +550,57 @@ fn replica_gpus(c: &Ctx) -> u64 {
     u64::from(c.s.serving.tp.max(1)) * u64::from(c.s.serving.pp.max(1))
 }
 
+/// The `--quantization` flag vLLM and SGLang take for served weights in `dtype`, with the notes
+/// a format needs (the checkpoint it needs, a GPU without the format's tensor cores). Both read
+/// the method from a pre-quantized checkpoint's `quantization_config`; the flag names it
+/// (vLLM model_executor/layers/quantization `QUANTIZATION_METHODS`: "fp8", "modelopt_fp4",
+/// "mxfp4"; SGLang srt/layers/quantization likewise).
+fn quantization_flag(
+    notes: &mut Vec<String>,
+    dtype: ServeDtype,
+    gpu: &crate::input::hardware::GpuSpec,
+    tool: &str,
+) -> Option<&'static str> {
+    let flag = match dtype {
+        ServeDtype::Fp8 => Some("fp8"),
+        ServeDtype::Fp8Block => {
+            notes.push(format!(
+                "Block-scaled FP8 weights (128 × 128) come from a checkpoint that carries them \
+                 (`weight_block_size` in its quantization_config, as DeepSeek-V3/R1's); {tool} \
+                 reads the blocks from it, it does not make them."
+            ));
+            Some("fp8")
+        }
+        ServeDtype::Nvfp4 => Some("modelopt_fp4"),
+        ServeDtype::Mxfp4 | ServeDtype::Mxfp4Moe => Some("mxfp4"),
+        ServeDtype::Mxfp8 => {
+            notes.push(format!(
+                "MXFP8 weights: no {tool} --quantization name selects them; serve a checkpoint \
+                 whose quantization_config names MXFP8 (compressed-tensors, Quark) and {tool} \
+                 reads it from there."
+            ));
+            None
+        }
+        _ => None,
+    };
+    if let Some(format) = dtype.format().filter(|f| f.is_fp4()) {
+        if !format.gemm_rate(gpu).1 {
+            notes.push(format!(
+                "{} has no tensor cores for {}: {tool} dequantizes the weights in the GEMM \
+                 (W4A16), priced at the BF16 rate; some {tool} versions refuse the format on it.",
+                gpu.name,
+                dtype.id().to_ascii_uppercase()
+            ));
+        }
+    }
+    flag
+}
+
 fn weight_quant_note(notes: &mut Vec<String>, dtype: ServeDtype, tool: &str) {
-    if matches!(dtype, ServeDtype::Int8 | ServeDtype::Int4) {
+    if matches!(
+        dtype,
+        ServeDtype::Int8 | ServeDtype::Int4 | ServeDtype::Int4G128
+    ) {
         notes.push(format!(
             "{} weights need a pre-quantized checkpoint (GPTQ, AWQ or compressed-tensors); \
              {tool} reads the method from its config, so no --quantization flag is written. \

@@ -48,8 +48,9 @@ pub(super) fn sglang_parts(c: &Ctx) -> (Vec<String>, Vec<String>) {
             other.id().to_ascii_uppercase()
         )),
     }
-    if sv.weight_dtype == ServeDtype::Fp8 {
-        parts.push("--quantization fp8".to_string());
+    if let Some(method) = quantization_flag(&mut notes, sv.weight_dtype, &c.s.cluster.gpu, "SGLang")
+    {
+        parts.push(format!("--quantization {method}"));
     }
     if let Some(sp) = &sv.speculation {
         parts.extend(sglang_speculative_flags(sp));

@@ -35,8 +35,8 @@ pub(super) fn vllm_parts(c: &Ctx) -> (Vec<String>, Vec<String>) {
             other.id().to_ascii_uppercase()
         )),
     }
-    if sv.weight_dtype == ServeDtype::Fp8 {
-        parts.push("--quantization fp8".to_string());
+    if let Some(method) = quantization_flag(&mut notes, sv.weight_dtype, &c.s.cluster.gpu, "vLLM") {
+        parts.push(format!("--quantization {method}"));
     }
     if let Some(p) = &sv.engine_profile {
         // The pool was sized for a profiling run of this many tokens (engine_kv_pool).

@@ -67,41 +67,9 @@ fn nemotron_like(
     }
 }
 
-/// A Qwen3-MoE spec: Llama-style attention with head dim 128, every layer MoE.
-fn qwen3_moe(
-    name: &str,
-    layers: u32,
-    hidden: u32,
-    heads: u32,
-    kv_heads: u32,
-    ffn: u32,
-    expert_ffn: u32,
-) -> ModelSpec {
-    ModelSpec {
-        head_dim: 128,
-        moe: Some(MoeSpec {
-            routed_experts: 128,
-            experts_per_token: 8,
-            shared_experts: 0,
-            expert_ffn,
-            dense_layers: 0,
-        }),
-        ..llama_like(name, layers, hidden, heads, kv_heads, ffn, 151_936)
-    }
-}
-
 /// Public models the planner has no preset for, by key, each from its published config.
 fn config_table(key: &str) -> Option<(ModelSpec, &'static str)> {
     let entry = match key {
-        // meta-llama/Llama-3.2-3B config.json: 28 layers, hidden 3072, 24 heads, 8 KV, head_dim 128,
-        // intermediate 8192, vocab 128256, tie_word_embeddings true.
-        "llama-3.2-3b" => (
-            ModelSpec {
-                tied_embeddings: true,
-                ..llama_like("Llama 3.2 3B", 28, 3072, 24, 8, 8192, 128_256)
-            },
-            "meta-llama/Llama-3.2-3B config.json",
-        ),
         // huggyllama/llama-7b config.json (LLaMA, Touvron et al. 2023 Table 2): 32 layers, hidden
         // 4096, 32 heads, intermediate 11008, vocab 32000, untied.
         "llama-7b" => (
@@ -147,16 +115,6 @@ fn config_table(key: &str) -> Option<(ModelSpec, &'static str)> {
         "nemotron-340b" => (
             nemotron_like("Nemotron 340B", 96, 18432, 96, 8, 73728),
             "NeMo-Framework-Launcher conf/training/nemotron/nemotron_340b.yaml",
-        ),
-        // Qwen/Qwen3-30B-A3B config.json: 48 layers, hidden 2048, 32 heads, 4 KV, head_dim 128, intermediate 6144, 128 experts top-8 of moe_intermediate_size 768, every layer MoE, vocab 151936, untied.
-        "qwen3-30b-a3b" => (
-            qwen3_moe("Qwen3 30B-A3B", 48, 2048, 32, 4, 6144, 768),
-            "Qwen/Qwen3-30B-A3B config.json",
-        ),
-        // Qwen/Qwen3-235B-A22B config.json: 94 layers, hidden 4096, 64 heads, 4 KV, head_dim 128, intermediate 12288, 128 experts top-8 of moe_intermediate_size 1536, every layer MoE, vocab 151936, untied.
-        "qwen3-235b-a22b" => (
-            qwen3_moe("Qwen3 235B-A22B", 94, 4096, 64, 4, 12288, 1536),
-            "Qwen/Qwen3-235B-A22B config.json",
         ),
         _ => return None,
     };

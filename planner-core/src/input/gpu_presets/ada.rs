@@ -4,7 +4,7 @@
 //! layout only on sm 100–119 and 130+, so sm89 FP8 GEMMs are TN-only (one more FP8 write per cast
 //! element, as Hopper's).
 
-use crate::input::gpu_traits::ComputeShares;
+use crate::input::gpu_traits::{ComputeShares, DatasheetExtras};
 use crate::input::hardware::{DeviceName, GpuPreset};
 
 use super::pcie_server::{pcie_card, pcie_card_traits, PcieGen};
@@ -31,7 +31,7 @@ pub(super) fn presets() -> Vec<GpuPreset> {
                 733.0,
                 PcieGen::Gen4,
             ),
-            traits: pcie_card_traits(ADA_COMPUTE),
+            traits: pcie_card_traits(ADA_COMPUTE, DatasheetExtras::NO_FP4_UNITS),
         },
         GpuPreset {
             device_names: &[DeviceName(&["6000", "rtx", "ada"])],
@@ -50,7 +50,7 @@ pub(super) fn presets() -> Vec<GpuPreset> {
                 728.5,
                 PcieGen::Gen4,
             ),
-            traits: pcie_card_traits(ADA_COMPUTE),
+            traits: pcie_card_traits(ADA_COMPUTE, DatasheetExtras::NO_FP4_UNITS),
         },
         GpuPreset {
             device_names: &[DeviceName(&["l4"])],
@@ -66,7 +66,7 @@ pub(super) fn presets() -> Vec<GpuPreset> {
                 242.5,
                 PcieGen::Gen4,
             ),
-            traits: pcie_card_traits(ADA_COMPUTE),
+            traits: pcie_card_traits(ADA_COMPUTE, DatasheetExtras::NO_FP4_UNITS),
         },
         GpuPreset {
             device_names: &[DeviceName(&["4090"])],
@@ -86,7 +86,7 @@ pub(super) fn presets() -> Vec<GpuPreset> {
                 330.3,
                 PcieGen::Gen4,
             ),
-            traits: pcie_card_traits(ADA_COMPUTE),
+            traits: pcie_card_traits(ADA_COMPUTE, DatasheetExtras::NO_FP4_UNITS),
         },
     ]
 }

@@ -1,6 +1,8 @@
 //! AMD CDNA 3 (gfx942): MI300X and MI325X, on Infinity Fabric, collectives by RCCL.
 
-use crate::input::gpu_traits::{ComputeShares, GpuTraits, IntraNodeShares, LinkShares};
+use crate::input::gpu_traits::{
+    ComputeShares, DatasheetExtras, GpuTraits, IntraNodeShares, LinkShares,
+};
 use crate::input::hardware::{gpu, DeviceName, GpuPreset, MIB, NO_SERVING_KERNELS};
 use crate::input::intra_node_link::IntraNodeLink;
 use crate::input::link_efficiency::XGMI_GFX94_SHARE;
@@ -47,6 +49,8 @@ pub(super) fn presets() -> Vec<GpuPreset> {
                 host: None,
                 nccl: None,
                 links: XGMI_GFX94_LINKS,
+                // No FP6/FP4 tensor cores on this architecture.
+                sheet: DatasheetExtras::NO_FP4_UNITS,
                 intra_node_link: IntraNodeLink::InfinityFabric,
                 compute: ComputeShares {
                     // Azure/AI-benchmarking-guide, Azure_Results/ND_MI300X_v5_results.md, "HBM
@@ -75,6 +79,8 @@ pub(super) fn presets() -> Vec<GpuPreset> {
                 nccl: None,
                 // The same gfx942 die and links as the MI300X.
                 links: XGMI_GFX94_LINKS,
+                // No FP6/FP4 tensor cores on this architecture.
+                sheet: DatasheetExtras::NO_FP4_UNITS,
                 intra_node_link: IntraNodeLink::InfinityFabric,
                 // The MI325X's own BF16 matmul share; no HBM or FP8 measurement of its own, and
                 // the MI300X's are not carried over.

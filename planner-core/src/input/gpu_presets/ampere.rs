@@ -1,7 +1,9 @@
 //! Ampere (sm80, sm86): A100 SXM and A800 SXM in DGX servers; the RTX A6000 and the A10,
 //! PCIe cards in the PCIe server ([`super::pcie_server`]).
 
-use crate::input::gpu_traits::{ComputeShares, GpuTraits, IntraNodeShares, LinkShares};
+use crate::input::gpu_traits::{
+    ComputeShares, DatasheetExtras, GpuTraits, IntraNodeShares, LinkShares,
+};
 use crate::input::hardware::{gpu, DeviceName, GpuPreset, GB, NO_SERVING_KERNELS};
 use crate::input::host::dgx_host;
 use crate::input::intra_node_link::IntraNodeLink;
@@ -41,6 +43,8 @@ fn a100_40gb() -> GpuPreset {
             host: Some(dgx_host(1.0, 4, 3.84, 32.0, 128)),
             nccl: Some(DGX_A100_NCCL),
             links: DGX_A100_LINKS,
+            // No FP6/FP4 tensor cores on this architecture.
+            sheet: DatasheetExtras::NO_FP4_UNITS,
             intra_node_link: IntraNodeLink::NvLink,
             compute: ComputeShares {
                 hbm_stream_fraction: None,
@@ -75,6 +79,8 @@ fn a100_80gb() -> GpuPreset {
             host: Some(dgx_host(2.0, 8, 3.84, 32.0, 128)),
             nccl: Some(DGX_A100_NCCL),
             links: DGX_A100_LINKS,
+            // No FP6/FP4 tensor cores on this architecture.
+            sheet: DatasheetExtras::NO_FP4_UNITS,
             intra_node_link: IntraNodeLink::NvLink,
             compute: ComputeShares {
                 // Azure/AI-benchmarking-guide, Azure_Results/ND_A100_v4_results.md, "HBM
@@ -121,6 +127,8 @@ fn a800() -> GpuPreset {
                 intra_node: Some(IntraNodeShares::uniform(NVLINK3_PER_LINK_SHARE)),
                 inter_node: Some(HDR_200G_NIC_SHARE),
             },
+            // No FP6/FP4 tensor cores on this architecture.
+            sheet: DatasheetExtras::NO_FP4_UNITS,
             intra_node_link: IntraNodeLink::NvLink,
             // The A100's GA100 die; its own HBM share is not measured and the A100's is not
             // carried over (the MAMF table's A100 BF16 row is not lower than the H100's: 1).
@@ -151,7 +159,10 @@ fn pcie_cards() -> Vec<GpuPreset> {
                 0.0,
                 PcieGen::Gen4,
             ),
-            traits: pcie_card_traits(ComputeShares::unmeasured(0.0)),
+            traits: pcie_card_traits(
+                ComputeShares::unmeasured(0.0),
+                DatasheetExtras::NO_FP4_UNITS,
+            ),
         },
         GpuPreset {
             device_names: &[DeviceName(&["a10"])],
@@ -167,7 +178,10 @@ fn pcie_cards() -> Vec<GpuPreset> {
                 0.0,
                 PcieGen::Gen4,
             ),
-            traits: pcie_card_traits(ComputeShares::unmeasured(0.0)),
+            traits: pcie_card_traits(
+                ComputeShares::unmeasured(0.0),
+                DatasheetExtras::NO_FP4_UNITS,
+            ),
         },
     ]
 }

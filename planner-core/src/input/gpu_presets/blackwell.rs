@@ -1,7 +1,9 @@
 //! Blackwell: B200 and GB200 NVL72 (sm100) on NVLink 5; the RTX PRO 6000 Blackwell and the
 //! GeForce RTX 5090 (GB202, sm120), PCIe cards in the PCIe server ([`super::pcie_server`]).
 
-use crate::input::gpu_traits::{ComputeShares, GpuTraits, IntraNodeShares, LinkShares};
+use crate::input::gpu_traits::{
+    ComputeShares, DatasheetExtras, Fp4Formats, GpuTraits, IntraNodeShares, LinkShares, SheetFigure,
+};
 use crate::input::hardware::{gpu, DeviceName, GpuPreset, GB, NO_SERVING_KERNELS};
 use crate::input::host::{dgx_host, HostSpec};
 use crate::input::intra_node_link::IntraNodeLink;
@@ -72,31 +74,23 @@ fn sxm_presets() -> Vec<GpuPreset> {
                     fp8_transpose_bytes_per_element: 0.0,
                 },
                 serving: NO_SERVING_KERNELS,
+                sheet: DatasheetExtras {
+                    // NVIDIA DGX B200 datasheet (8 GPUs): FP8/FP6 72 PFLOPS and FP4 144 PFLOPS, both
+                    // with sparsity: 4.5 and 9 PFLOPS dense per GPU.
+                    fp6_flops_per_s: SheetFigure::Stated(4.5e15),
+                    fp4_flops_per_s: SheetFigure::Stated(9.0e15),
+                    fp4_formats: Fp4Formats::NvFp4AndMxFp4,
+                    // The nvidia-smi readout above: "NVIDIA B200", power cap 1000 W.
+                    board_power_w: SheetFigure::Stated(1000.0),
+                },
             },
         },
         GpuPreset {
             device_names: &[DeviceName(&["gb200"])],
             spec: gb200,
             traits: GpuTraits {
-                // NVIDIA GB200 NVL72 datasheet: up to 17 TB LPDDR5X per rack (36 Grace × 480
-                // GB), 2,592 Arm Neoverse V2 cores (36 × 72), NVLink-C2C 900 GB/s (both
-                // directions) per superchip of one Grace and two GPUs: 225 GB/s each way per
-                // GPU. The rack is the "node" (72 GPUs). Local NVMe per tray is not on the
-                // datasheet: 0 until set.
-                host: Some(HostSpec {
-                    ram_bytes: 36.0 * 480e9,
-                    nvme_bytes: 0.0,
-                    nvme_read_bytes_per_s: 0.0,
-                    nvme_write_bytes_per_s: 0.0,
-                    host_link_bytes_per_s: 900.0 / 2.0 / 2.0 * GB,
-                    cpu_cores: 36 * 72,
-                }),
-                // GB200 NVL72: Grace (Arm) hosts, NVLink Switch trays with SHARP.
-                nccl: Some(NcclNode {
-                    arch: NcclArch::Blackwell,
-                    cpu: NcclCpu::Other,
-                    nvls: true,
-                }),
+                host: Some(nvl72_grace_host()),
+                nccl: Some(NVL72_NCCL_NODE),
                 links: NVLINK5_NDR_LINKS,
                 intra_node_link: IntraNodeLink::NvLink,
                 compute: ComputeShares {
@@ -110,10 +104,41 @@ fn sxm_presets() -> Vec<GpuPreset> {
                     fp8_transpose_bytes_per_element: 0.0,
                 },
                 serving: NO_SERVING_KERNELS,
+                sheet: DatasheetExtras {
+                    // NVIDIA GB200 NVL72 datasheet (72 GPUs): FP8/FP6 720 PFLOPS and FP4 1,440
+                    // PFLOPS, with sparsity: 5 and 10 PFLOPS dense per GPU.
+                    fp6_flops_per_s: SheetFigure::Stated(5.0e15),
+                    fp4_flops_per_s: SheetFigure::Stated(10.0e15),
+                    fp4_formats: Fp4Formats::NvFp4AndMxFp4,
+                    // The readout above: "NVIDIA GB200", power cap 1200 W.
+                    board_power_w: SheetFigure::Stated(1200.0),
+                },
             },
         },
     ]
 }
+
+/// An NVL72 rack's Grace hosts, the rack being the "node" (72 GPUs). NVIDIA GB200 NVL72 and
+/// GB300 NVL72 datasheets: up to 17 TB LPDDR5X per rack (36 Grace × 480 GB), 2,592 Arm
+/// Neoverse V2 cores (36 × 72), NVLink-C2C 900 GB/s (both directions) per Grace shared by its
+/// two GPUs: 225 GB/s each way per GPU. Local NVMe per tray is not on the datasheets: 0 until set.
+pub(super) fn nvl72_grace_host() -> HostSpec {
+    HostSpec {
+        ram_bytes: 36.0 * 480e9,
+        nvme_bytes: 0.0,
+        nvme_read_bytes_per_s: 0.0,
+        nvme_write_bytes_per_s: 0.0,
+        host_link_bytes_per_s: 900.0 / 2.0 / 2.0 * GB,
+        cpu_cores: 36 * 72,
+    }
+}
+
+/// An NVL72 rack as NCCL's tuner sees it: Grace (Arm) hosts, NVLink Switch trays with SHARP.
+pub(super) const NVL72_NCCL_NODE: NcclNode = NcclNode {
+    arch: NcclArch::Blackwell,
+    cpu: NcclCpu::Other,
+    nvls: true,
+};
 
 /// GB202 (sm120) cards in the PCIe server: the RTX PRO 6000 Blackwell and the GeForce RTX 5090.
 /// NVIDIA/TransformerEngine transformer_engine/common/transformer_engine.cpp
@@ -139,7 +164,11 @@ fn gb202_cards() -> Vec<GpuPreset> {
                 1007.6,
                 PcieGen::Gen5,
             ),
-            traits: pcie_card_traits(ComputeShares::unmeasured(1.0)),
+            traits: pcie_card_traits(
+                ComputeShares::unmeasured(1.0),
+                // GB202 has FP4 tensor cores; their rates are not entered in this record.
+                DatasheetExtras::NOT_STATED,
+            ),
         },
         GpuPreset {
             device_names: &[DeviceName(&["5090"])],
@@ -159,7 +188,11 @@ fn gb202_cards() -> Vec<GpuPreset> {
                 419.0,
                 PcieGen::Gen5,
             ),
-            traits: pcie_card_traits(ComputeShares::unmeasured(1.0)),
+            traits: pcie_card_traits(
+                ComputeShares::unmeasured(1.0),
+                // GB202 has FP4 tensor cores; their rates are not entered in this record.
+                DatasheetExtras::NOT_STATED,
+            ),
         },
     ]
 }

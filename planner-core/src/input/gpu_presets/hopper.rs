@@ -1,7 +1,9 @@
 //! Hopper (sm90): H100 SXM, the 96 GB HBM2e H100, H800, H200 and H20, each on an HGX
 //! H100-class baseboard.
 
-use crate::input::gpu_traits::{ComputeShares, GpuTraits, LinkShares, ServingKernels};
+use crate::input::gpu_traits::{
+    ComputeShares, DatasheetExtras, GpuTraits, LinkShares, ServingKernels,
+};
 use crate::input::hardware::{gpu, DeviceName, GpuPreset, NO_SERVING_KERNELS};
 use crate::input::host::{dgx_host, HostSpec};
 use crate::input::intra_node_link::IntraNodeLink;
@@ -67,6 +69,8 @@ fn h100_sxm() -> GpuPreset {
             // NVSwitches with NVLink SHARP.
             nccl: Some(HGX_H100_NCCL),
             links: HGX_H100_LINKS,
+            // No FP6/FP4 tensor cores on this architecture.
+            sheet: DatasheetExtras::NO_FP4_UNITS,
             intra_node_link: IntraNodeLink::NvLink,
             compute: GH100_COMPUTE,
             // Every serving-kernel measurement was taken on an H100: vLLM's custom all-reduce
@@ -109,6 +113,8 @@ fn h100_96gb() -> GpuPreset {
             // Sapphire Rapids, HGX H100 baseboard).
             nccl: Some(HGX_H100_NCCL),
             links: HGX_H100_LINKS,
+            // No FP6/FP4 tensor cores on this architecture.
+            sheet: DatasheetExtras::NO_FP4_UNITS,
             intra_node_link: IntraNodeLink::NvLink,
             // The same GH100 die as the H100 SXM; no MAMF row of its own.
             compute: ComputeShares {
@@ -147,6 +153,8 @@ fn h800() -> GpuPreset {
             // H100's 18: 8 × 20.6 of 8 × 25; one user's H800 NVLS all-reduce, NVIDIA/nccl issue
             // #1374, read 215 GB/s busBW, the 480/450 share's 213.
             links: HGX_H100_LINKS,
+            // No FP6/FP4 tensor cores on this architecture.
+            sheet: DatasheetExtras::NO_FP4_UNITS,
             intra_node_link: IntraNodeLink::NvLink,
             // The same GH100 die as the H100 SXM; no MAMF row of its own.
             compute: GH100_COMPUTE,
@@ -173,6 +181,8 @@ fn h200() -> GpuPreset {
             // NVIDIA DGX H200 datasheet: the DGX H100's CPUs and NVSwitches.
             nccl: Some(HGX_H100_NCCL),
             links: HGX_H100_LINKS,
+            // No FP6/FP4 tensor cores on this architecture.
+            sheet: DatasheetExtras::NO_FP4_UNITS,
             intra_node_link: IntraNodeLink::NvLink,
             compute: ComputeShares {
                 // H200 keeps its own measurement, the one CostOptions::hbm_achievable_fraction
@@ -232,6 +242,8 @@ fn h20() -> GpuPreset {
             // The same links and switch as HGX H100 (no H20 measurement); its servers' NICs are
             // not cited, so `gpu`'s one 400 Gb/s NIC per GPU stays.
             links: HGX_H100_LINKS,
+            // No FP6/FP4 tensor cores on this architecture.
+            sheet: DatasheetExtras::NO_FP4_UNITS,
             intra_node_link: IntraNodeLink::NvLink,
             // No MAMF row; Hopper (sm90) FP8 GEMMs are TN-only.
             compute: ComputeShares::unmeasured(1.0),

@@ -8,8 +8,10 @@
 
 mod ada;
 mod amd;
+mod amd_cdna4;
 mod ampere;
 mod blackwell;
+mod blackwell_ultra;
 mod hopper;
 pub mod pcie_server;
 
@@ -22,7 +24,9 @@ pub(crate) fn all() -> Vec<GpuPreset> {
         ada::presets(),
         hopper::presets(),
         blackwell::presets(),
+        blackwell_ultra::presets(),
         amd::presets(),
+        amd_cdna4::presets(),
     ]
     .concat()
 }

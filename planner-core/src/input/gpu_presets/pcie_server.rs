@@ -20,7 +20,9 @@
 //! pairs only: a group of more than two, and every node-wide collective, still crosses PCIe, so
 //! the node is priced as PCIe.
 
-use crate::input::gpu_traits::{ComputeShares, GpuTraits, IntraNodeShares, LinkShares};
+use crate::input::gpu_traits::{
+    ComputeShares, DatasheetExtras, GpuTraits, IntraNodeShares, LinkShares,
+};
 use crate::input::hardware::{gpu, GpuSpec, NO_SERVING_KERNELS};
 use crate::input::intra_node_link::IntraNodeLink;
 use crate::input::link_efficiency::{HDR_200G_NIC_SHARE, PCIE_NCCL_SHARE};
@@ -84,9 +86,10 @@ pub const PCIE_SERVER_LINKS: LinkShares = LinkShares {
 };
 
 /// The traits of a PCIe card in this server: no host preset, α–β collectives over PCIe, no
-/// serving-kernel measurement; `compute` is the card's own.
-pub(super) fn pcie_card_traits(compute: ComputeShares) -> GpuTraits {
+/// serving-kernel measurement; `compute` and `sheet` are the card's own.
+pub(super) fn pcie_card_traits(compute: ComputeShares, sheet: DatasheetExtras) -> GpuTraits {
     GpuTraits {
+        sheet,
         host: None,
         nccl: None,
         links: PCIE_SERVER_LINKS,
