@@ -22,7 +22,6 @@ use wasm_bindgen::JsCast;
 
 use crate::deferred::DeferredViews;
 use crate::views::{CalibrationBadge, MemoryView, PipelineView, ServingView};
-use crate::views::{MeshView, StepBreakdownView};
 
 /// What the views read: the scenario and its resolved model.
 #[derive(Clone, Copy)]
@@ -83,6 +82,10 @@ pub fn App() -> impl IntoView {
     provide_context(ctx);
     share::sync_url(scenario);
     crate::warm_up::watch(scenario);
+    // The sections below the first screen mount after the frame that shows its first chart:
+    // until then the page's one task builds, lays out and draws only what a visitor sees.
+    let below_first_screen = RwSignal::new(false);
+    crate::prerender::after_first_screen(move || below_first_screen.set(true));
 
     view! {
         <header class="top">
@@ -128,11 +131,18 @@ pub fn App() -> impl IntoView {
             <div class="views">
                 <MemoryView />
                 <PipelineView />
-                <ServingView />
-                <MeshView />
-                <StepBreakdownView />
-                // Accuracy, topology, learn, model import, measured numbers and exports.
-                <DeferredViews />
+                {move || {
+                    below_first_screen
+                        .get()
+                        .then(|| {
+                            view! {
+                                <ServingView />
+                                // The mesh explorer, step-time breakdown, accuracy, topology,
+                                // learn, model import, measured numbers, fine-tuning and exports.
+                                <DeferredViews />
+                            }
+                        })
+                }}
             </div>
         </main>
         <footer class="foot">

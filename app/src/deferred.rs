@@ -1,11 +1,13 @@
-//! The deferred sections: the accuracy section, topology, learn, model import, measured
-//! numbers, fine-tuning and exports live in a second wasm module (`src/bin/app-deferred.rs`), so the
+//! The deferred sections: the mesh explorer, the step-time breakdown, the accuracy section,
+//! topology, learn, model import, measured numbers, fine-tuning and exports live in a second
+//! wasm module (`src/bin/app-deferred.rs`), so the
 //! page's first download carries none of their code. trunk cannot split one module, so
 //! the page builds two from this library; each links only what its own views reach.
 //!
-//! The page renders an empty container at the sections' place ([`DeferredViews`]) and,
-//! once its first chart is on screen ([`load`], called by `prerender`), imports the
-//! deferred module, which mounts the sections into it ([`start`]). The two modules
+//! The page renders an empty container at the sections' place ([`DeferredViews`], mounted
+//! with the rest of the page below its first screen, after the first chart is on screen)
+//! and, once mounted, imports the deferred module ([`load`]), which mounts the sections
+//! into it ([`start`]). The two modules
 //! share no memory, so they share the scenario as its share link
 //! (`planner_core::edges::link`), through events on `window`:
 //! - [`READY_EVENT`] (deferred → page, once): the page answers with the scenario;
@@ -28,7 +30,8 @@ use wasm_bindgen::{JsCast, JsValue};
 
 use crate::app::{page_theme, resolved_model, Ctx};
 use crate::views::{
-    AccuracyView, ExportsView, FineTuneView, LearnView, MeasuredView, ModelImport, TopologyView,
+    AccuracyView, ExportsView, FineTuneView, LearnView, MeasuredView, MeshView, ModelImport,
+    StepBreakdownView, TopologyView,
 };
 
 /// The container's element id (the e2e tests wait for its `data-ready="1"`).
@@ -48,7 +51,7 @@ init({ module_or_path: "./app-deferred_bg.wasm" }).catch((e) => {
   const el = document.getElementById("deferred-views");
   if (el) {
     el.dataset.ready = "failed";
-    el.textContent = "The accuracy, topology, learn, import, fine-tuning and export sections could not be loaded (" + e + "). Reload the page to try again.";
+    el.textContent = "The mesh explorer, step-time, accuracy, topology, learn, import, fine-tuning and export sections could not be loaded (" + e + "). Reload the page to try again.";
   }
 });"#;
 
@@ -138,10 +141,12 @@ pub fn DeferredViews() -> impl IntoView {
         ctx.scenario.track();
         send();
     });
+    // Effects run once the container is in the document: the module has a place to mount.
+    Effect::new(move |_| load());
     view! {
         <div id=CONTAINER_ID class="deferred-views" data-ready="0" data-testid="deferred-views">
             <p class="deferred-note">
-                "Accuracy, topology, learn, model import, measured numbers, fine-tuning and exports load after the first chart…"
+                "The mesh explorer, step time, accuracy, topology, learn, model import, measured numbers, fine-tuning and exports load after the first chart…"
             </p>
         </div>
     }
@@ -152,6 +157,8 @@ pub fn start() {
     console_error_panic_hook::set_once();
     // Its charts draw after the page's first one; they must not mark it again.
     crate::prerender::first_chart_already_drawn();
+    // The page's warm-up visits reach its views too: they skip them as the page's do.
+    crate::warm_up::follow_the_page();
     let Some(container) = web_sys::window()
         .and_then(|w| w.document())
         .and_then(|d| d.get_element_by_id(CONTAINER_ID))
@@ -199,6 +206,9 @@ fn DeferredSections() -> impl IntoView {
     };
     provide_context(ctx);
     view! {
+        // First, in the page's order: they stood right above the container in the page's module.
+        <MeshView />
+        <StepBreakdownView />
         <AccuracyView />
         <TopologyView />
         <LearnView />

@@ -29,9 +29,43 @@ fn in_frames(frames: u32, f: impl FnOnce() + 'static) {
     let _ = w.request_animation_frame(cb.unchecked_ref());
 }
 
-/// Removes the copy (once; later calls do nothing) and marks `meshplan:live`; then
-/// starts loading the deferred sections (`deferred::load`, also once), so their
-/// download never competes with the first chart, and the warm-up (`warm_up::start`, once).
+/// Work queued for later, run once.
+type Queued = Vec<Box<dyn FnOnce()>>;
+
+thread_local! {
+    /// What waits for the first screen ([`after_first_screen`]); `None` once it has run.
+    static WAITING: std::cell::RefCell<Option<Queued>> = std::cell::RefCell::new(Some(Vec::new()));
+}
+
+/// Runs `f` in a task after the frame that shows the live first screen (the copy retired,
+/// the first chart drawn), or after [`FALLBACK_MS`] if no chart draws; at once (in a task)
+/// if that has passed. The page mounts what lies below its first screen this way, so the
+/// first chart waits for none of it.
+pub fn after_first_screen(f: impl FnOnce() + 'static) {
+    let f: Box<dyn FnOnce()> = Box::new(f);
+    let late = WAITING.with(|w| match w.borrow_mut().as_mut() {
+        Some(list) => {
+            list.push(f);
+            None
+        }
+        None => Some(f),
+    });
+    if let Some(f) = late {
+        in_a_task(f);
+    }
+}
+
+/// Runs `f` in a task of its own: queued from a frame's callback, after that frame is rendered.
+fn in_a_task(f: impl FnOnce() + 'static) {
+    let Some(w) = web_sys::window() else { return };
+    let cb = Closure::once_into_js(f);
+    let _ = w.set_timeout_with_callback_and_timeout_and_arguments_0(cb.unchecked_ref(), 0);
+}
+
+/// Removes the copy (once; later calls do nothing) and marks `meshplan:live`; then, after
+/// this frame, runs what waits for the first screen ([`after_first_screen`]: the sections
+/// below it, whose mount loads the deferred module) and starts the warm-up
+/// (`warm_up::start`, once; it runs when the page is idle, after those).
 fn retire() {
     let Some(doc) = web_sys::window().and_then(|w| w.document()) else {
         return;
@@ -40,7 +74,13 @@ fn retire() {
         el.remove();
         mark("meshplan:live");
     }
-    crate::deferred::load();
+    if WAITING.with(|w| w.borrow().is_some()) {
+        in_a_task(|| {
+            for f in WAITING.with(|w| w.borrow_mut().take()).unwrap_or_default() {
+                f();
+            }
+        });
+    }
     crate::warm_up::start();
 }
 

@@ -68,7 +68,13 @@ thread_local! {
     static STARTED: Cell<bool> = const { Cell::new(false) };
     /// A visit is under way.
     static VISITING: Cell<bool> = const { Cell::new(false) };
+    /// This is the deferred module (`deferred::start`): the visits are the page's.
+    static IN_DEFERRED_MODULE: Cell<bool> = const { Cell::new(false) };
 }
+
+/// `window`'s property that says a visit is under way, for the deferred module, whose views
+/// hear of each visit's scenarios (`deferred::SCENARIO_EVENT`) but share no memory with the page.
+const VISITING_PROPERTY: &str = "__meshplanVisiting";
 
 /// Remembers the page's scenario for [`start`].
 pub fn watch(scenario: RwSignal<Scenario>) {
@@ -77,7 +83,27 @@ pub fn watch(scenario: RwSignal<Scenario>) {
 
 /// Whether the scenario now is a warm-up's neighbour (or its way back), not the user's.
 pub fn visiting() -> bool {
-    VISITING.with(Cell::get)
+    VISITING.with(Cell::get) || (IN_DEFERRED_MODULE.with(Cell::get) && page_visiting())
+}
+
+/// In the deferred module: [`visiting`] follows the page's visits from now on.
+pub fn follow_the_page() {
+    IN_DEFERRED_MODULE.with(|d| d.set(true));
+}
+
+/// The page's [`VISITING_PROPERTY`].
+fn page_visiting() -> bool {
+    web_sys::window()
+        .and_then(|w| js_sys::Reflect::get(&w, &VISITING_PROPERTY.into()).ok())
+        .is_some_and(|v| v.is_truthy())
+}
+
+/// Sets [`VISITING`] and its [`VISITING_PROPERTY`] on `window`.
+fn set_visiting(on: bool) {
+    VISITING.with(|v| v.set(on));
+    if let Some(w) = web_sys::window() {
+        let _ = js_sys::Reflect::set(&w, &VISITING_PROPERTY.into(), &on.into());
+    }
 }
 
 /// The states one control away from `s`: every other position of the DP, TP and PP sliders
@@ -149,14 +175,14 @@ async fn visit(scenario: RwSignal<Scenario>, to: Scenario) {
     let Some(from) = scenario.try_get_untracked() else {
         return;
     };
-    VISITING.with(|v| v.set(true));
+    set_visiting(true);
     scenario.set(to);
     settle().await;
     force_layout();
     scenario.set(from);
     settle().await;
     force_layout();
-    VISITING.with(|v| v.set(false));
+    set_visiting(false);
 }
 
 /// Whether a visit may run now: the page and its controls' panel (a scroll box of its own,

@@ -39,8 +39,10 @@ pub struct Snapshot {
     /// Of those, how many carry a dark-scheme drawing too (all of them, unless the
     /// dark copy laid out another set of charts near the first screen).
     pub dark_images: u32,
-    /// Canvases left as empty frames (below the first screen).
+    /// Canvases left as empty frames (near the first screen, not on it).
     pub empty_frames: u32,
+    /// Sections, control groups and footers left out: they start below the first screen.
+    pub left_out: u32,
     /// The copied page's query (`?v=1&…`, the default scenario's link): a visitor
     /// arriving with another query sees the copy dimmed, as not yet their scenario.
     pub query: String,
@@ -59,7 +61,14 @@ requestAnimationFrame(() => requestAnimationFrame(() => {
   const encode = c => [c.toDataURL('image/png'), c.toDataURL('image/webp', 0.92)]
     .filter(u => u.startsWith('data:image/')).sort((a, b) => a.length - b.length)[0];
   const parts = [], charts = [];
-  let images = 0, frames = 0, darkImages = 0;
+  let images = 0, frames = 0, darkImages = 0, dropped = 0;
+  // The first screen only: sections, control groups and the footer that start below it are
+  // left out (the live page brings them a moment later), so the copy parses, lays out and
+  // paints no more than a visitor sees.
+  const DROP = 'data-prerender-drop';
+  for (const el of document.querySelectorAll('.views > *, .controls fieldset, .foot')) {
+    if (el.getBoundingClientRect().top >= limit) { el.setAttribute(DROP, ''); dropped++; }
+  }
   for (const root of document.body.children) {
     if (['SCRIPT', 'NOSCRIPT', 'TEMPLATE'].includes(root.tagName)) continue;
     if (root.id === 'meshplan-prerender') continue;
@@ -68,6 +77,7 @@ requestAnimationFrame(() => requestAnimationFrame(() => {
     const copied = copy.querySelectorAll('canvas, input, select, textarea');
     live.forEach((el, i) => {
       const c = copied[i];
+      if (el.closest('[' + DROP + ']')) return;
       if (el.tagName === 'CANVAS') {
         const r = el.getBoundingClientRect();
         if (r.top < limit && r.bottom > 0 && el.width > 0 && r.width > 0) {
@@ -114,7 +124,7 @@ requestAnimationFrame(() => requestAnimationFrame(() => {
     // The deferred sections (app/src/deferred.rs) are below the first screens and come with
     // their own module: the copy keeps their empty container, whenever they loaded.
     copy.querySelectorAll('.deferred-views').forEach(d => d.replaceChildren());
-    copy.querySelectorAll('script, .tooltip').forEach(s => s.remove());
+    copy.querySelectorAll('[' + DROP + '], script, .tooltip').forEach(s => s.remove());
     for (const e of [copy, ...copy.querySelectorAll('*')]) {
       e.removeAttribute('data-testid');
       e.removeAttribute('id');
@@ -122,7 +132,8 @@ requestAnimationFrame(() => requestAnimationFrame(() => {
     }
     parts.push(copy.outerHTML);
   }
-  done({html: parts.join('\n'), images, frames, darkImages, charts, query: location.search});
+  document.querySelectorAll('[' + DROP + ']').forEach(e => e.removeAttribute(DROP));
+  done({html: parts.join('\n'), images, frames, darkImages, dropped, charts, query: location.search});
 }));
 "#;
 
@@ -160,6 +171,7 @@ pub fn snapshot(session: &Session, url: &str) -> Result<Snapshot> {
         charts_as_images: v["images"].as_u64().unwrap_or(0) as u32,
         dark_images: v["darkImages"].as_u64().unwrap_or(0) as u32,
         empty_frames: v["frames"].as_u64().unwrap_or(0) as u32,
+        left_out: v["dropped"].as_u64().unwrap_or(0) as u32,
         query: v["query"].as_str().unwrap_or("").to_string(),
     })
 }
@@ -234,11 +246,12 @@ pub fn prerender(dist: &Path) -> Result<Snapshot> {
 pub fn summary(shot: &Snapshot, index: &Path) -> String {
     let bytes = std::fs::metadata(index).map(|m| m.len()).unwrap_or(0);
     format!(
-        "pre-rendered the default page into {}: {} charts as images ({} with a dark-scheme drawing), {} empty chart frames, index.html now {:.1} KB raw",
+        "pre-rendered the default page's first screen into {}: {} charts as images ({} with a dark-scheme drawing), {} empty chart frames, {} parts below the first screen left out, index.html now {:.1} KB raw",
         index.display(),
         shot.charts_as_images,
         shot.dark_images,
         shot.empty_frames,
+        shot.left_out,
         bytes as f64 / 1000.0
     )
 }
