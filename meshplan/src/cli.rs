@@ -70,6 +70,10 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The run's bill: ideal and expected days, GPU-hours, dollars, energy, tokens per joule,
+    /// expected interruptions, checkpoint size and write time, the Young checkpoint interval,
+    /// restart cost and goodput, each with its formula; every default cited.
+    Bill(crate::commands::bill::Args),
     /// Serving time of the scenario's replica (serving.tp × serving.pp): TTFT, TPOT, throughput.
     Serve(crate::commands::serve::Args),
     /// Rank every serving deployment of the scenario's cluster (replicas × TP × PP, × EP for

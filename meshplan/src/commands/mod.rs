@@ -1,5 +1,6 @@
 //! One module per subcommand.
 
+pub mod bill;
 mod calibrate;
 mod eval;
 mod export;
@@ -47,6 +48,7 @@ pub fn run(command: Command) -> Result<String, CliError> {
             fit::dataset(dataset_tokens, examples, mean_len),
             json,
         ),
+        Command::Bill(args) => bill::run(&args),
         Command::Serve(args) => serve::run(&args),
         Command::ServeSearch(args) => serve_search::run(&args),
         Command::Link { scenario } => link::encode(&scenario),

@@ -363,6 +363,7 @@ pub fn default_scenario() -> Scenario {
         overheads: Overheads::article(),
         serving: Serving::default(),
         calibration: None,
+        bill: Default::default(),
     }
 }
 
@@ -417,6 +418,7 @@ pub fn finetune_scenario() -> Scenario {
             ..Serving::default()
         },
         calibration: None,
+        bill: Default::default(),
     }
 }
 
