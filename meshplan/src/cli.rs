@@ -74,6 +74,9 @@ pub enum Command {
     /// expected interruptions, checkpoint size and write time, the Young checkpoint interval,
     /// restart cost and goodput, each with its formula; every default cited.
     Bill(crate::commands::bill::Args),
+    /// The smallest cluster (node counts listed, or powers of two) whose best mesh trains the
+    /// token budget by the deadline (and within the budget), with each smaller size's reason.
+    Deadline(crate::commands::deadline::Args),
     /// Serving time of the scenario's replica (serving.tp × serving.pp): TTFT, TPOT, throughput.
     Serve(crate::commands::serve::Args),
     /// Rank every serving deployment of the scenario's cluster (replicas × TP × PP, × EP for

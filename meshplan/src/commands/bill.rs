@@ -3,9 +3,10 @@
 
 use std::fmt::Write;
 
+use planner_core::base::explain::{display_dollars, display_joules};
 use planner_core::input::bill::PriceKind;
 use planner_core::input::scenario::Scenario;
-use planner_core::view::bill::{bill_view, BillView};
+use planner_core::view::bill::{bill_view, rank_leaders, BillView, RankLeader};
 
 use crate::error::CliError;
 use crate::input::read_file_or_link;
@@ -101,6 +102,10 @@ pub struct Args {
     /// The bill's inputs.
     #[command(flatten)]
     pub bill: BillFlags,
+    /// Also search every mesh of the cluster, price each as a whole run, and print the leader
+    /// by time, by dollars and by energy.
+    #[arg(long)]
+    pub rankings: bool,
     /// Print a readable table instead of JSON.
     #[arg(long)]
     pub table: bool,
@@ -112,9 +117,12 @@ pub fn run(args: &Args) -> Result<String, CliError> {
     let model = scenario
         .model_spec()
         .map_err(|e| CliError::BadInput(format!("model: {e}")))?;
-    let view = bill_view(&scenario, &model);
+    let mut view = bill_view(&scenario, &model);
+    if args.rankings {
+        view.rankings = rank_leaders(&scenario, &model);
+    }
     if args.table {
-        Ok(render_table(&view))
+        Ok(render_table(&view) + &render_leaders(&view.rankings))
     } else {
         serde_json::to_string_pretty(&view)
             .map_err(|e| CliError::BadInput(format!("result cannot be written as JSON: {e}")))
@@ -144,4 +152,31 @@ pub fn render_table(v: &BillView) -> String {
         );
     }
     out.trim_end().to_string()
+}
+
+/// The leader under each key; one line when they agree.
+fn render_leaders(leaders: &[RankLeader]) -> String {
+    let mut out = String::new();
+    if leaders.is_empty() {
+        return out;
+    }
+    let _ = write!(
+        out,
+        "\nRankings (the cluster's meshes priced as whole runs):"
+    );
+    for l in leaders {
+        let _ = write!(
+            out,
+            "\n  by {:<8} {:<52} {:>6.1} days {:>9} {:>10}",
+            l.key,
+            l.mesh,
+            l.expected_days,
+            display_dollars(l.total_usd),
+            display_joules(l.energy_j)
+        );
+    }
+    if leaders.windows(2).all(|w| w[0].mesh == w[1].mesh) {
+        let _ = write!(out, "\n  (one mesh leads all three)");
+    }
+    out
 }

@@ -2,6 +2,7 @@
 
 pub mod bill;
 mod calibrate;
+pub mod deadline;
 mod eval;
 mod export;
 mod fit;
@@ -49,6 +50,7 @@ pub fn run(command: Command) -> Result<String, CliError> {
             json,
         ),
         Command::Bill(args) => bill::run(&args),
+        Command::Deadline(args) => deadline::run(&args),
         Command::Serve(args) => serve::run(&args),
         Command::ServeSearch(args) => serve_search::run(&args),
         Command::Link { scenario } => link::encode(&scenario),

@@ -5,7 +5,9 @@
 //! Invariant: imports `search` and below, never `evaluate`, `figures`, `view` or `edges`.
 
 pub mod checkpoint;
+pub mod deadline;
 pub mod energy;
 pub mod failures;
+pub mod rank;
 pub mod run;
 pub mod terms;

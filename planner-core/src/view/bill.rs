@@ -7,6 +7,9 @@ use serde::Serialize;
 use crate::base::explain::Term;
 use crate::bill::run::training_bill;
 use crate::input::bill::{RunBill, DEFAULT_SOURCES};
+
+/// What the rankings sort by.
+pub use crate::bill::rank::RankKey;
 use crate::input::model::ModelSpec;
 use crate::input::scenario::Scenario;
 
@@ -34,6 +37,9 @@ pub struct BillView {
     /// Why the run has no bill (no board power for a custom GPU, failures outpacing progress).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The leaders by time, dollars and energy ([`rank_leaders`]); empty until asked for.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rankings: Vec<RankLeader>,
 }
 
 /// The bill of the scenario's own layout.
@@ -44,11 +50,13 @@ pub fn bill_view(scenario: &Scenario, model: &ModelSpec) -> BillView {
             inputs,
             terms: bill.terms,
             error: None,
+            rankings: Vec::new(),
         },
         Err(e) => BillView {
             inputs,
             terms: Vec::new(),
             error: Some(e.to_string()),
+            rankings: Vec::new(),
         },
     }
 }
@@ -139,4 +147,65 @@ fn source(key: &str) -> Option<&'static str> {
         .iter()
         .find(|(k, _)| *k == key)
         .map(|(_, s)| *s)
+}
+
+/// One ranking's leader: the mesh that comes first when the search's meshes are priced as whole
+/// runs and ranked by `key`.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct RankLeader {
+    /// `time`, `dollars` or `energy`.
+    pub key: &'static str,
+    /// The mesh, `DP 4 × TP 8 × PP 4 × CP 4 × EP 1, ZeRO-1, mbs 1`.
+    pub mesh: String,
+    /// Expected wall-clock, days.
+    pub expected_days: f64,
+    /// Dollars.
+    pub total_usd: f64,
+    /// Facility energy, J.
+    pub energy_j: f64,
+}
+
+/// The leaders of the three rankings of the scenario's cluster (the fastest meshes of the full
+/// mesh search, priced): one row per key, in [`RankKey::ALL`]'s order; empty when nothing fits
+/// or the GPU has no board power.
+pub fn rank_leaders(scenario: &Scenario, model: &ModelSpec) -> Vec<RankLeader> {
+    use crate::bill::rank::{leaders, price_candidates, RankKey};
+    let Ok(board) = crate::bill::run::board_power_w(scenario) else {
+        return Vec::new();
+    };
+    let step = crate::time::cost::StepModel::for_scenario(
+        model,
+        scenario,
+        crate::time::cost::CostOptions::default(),
+    );
+    let space = crate::search::mesh::SearchSpace {
+        max_rejected: 0,
+        ..crate::search::mesh::SearchSpace::default()
+    };
+    let result = crate::search::mesh::search(model, scenario, &space, &step);
+    let priced = price_candidates(scenario, model, &result.feasible, board);
+    RankKey::ALL
+        .iter()
+        .zip(leaders(&priced))
+        .filter_map(|(key, i)| {
+            let p = priced.get(i?)?;
+            let (d, k) = (p.candidate.dims, p.candidate.knobs);
+            Some(RankLeader {
+                key: key.id(),
+                mesh: format!(
+                    "DP {} × TP {} × PP {} × CP {} × EP {}, {}, mbs {}",
+                    d.dp,
+                    d.tp,
+                    d.pp,
+                    d.cp,
+                    d.ep,
+                    k.zero.label(),
+                    k.micro_batch
+                ),
+                expected_days: p.bill.expected_days(),
+                total_usd: p.bill.total_usd,
+                energy_j: p.bill.energy_j,
+            })
+        })
+        .collect()
 }

@@ -132,3 +132,55 @@ fn a_custom_gpu_has_no_bill_until_it_gets_a_board_power() {
     s.bill.board_power_w = Some(500.0);
     assert!(bill_view(&s, &model).error.is_none());
 }
+
+#[test]
+fn the_smallest_cluster_for_405b_by_a_deadline_and_why_smaller_ones_fail() {
+    use planner_core::bill::deadline::{smallest_cluster, TrainingGoal, Verdict};
+    let mut s = llama_405b_16k();
+    s.bill.tokens = Some(15.6e12);
+    let model = s.model_spec().expect("preset");
+    let goal = TrainingGoal {
+        deadline_days: 90.0,
+        node_counts: vec![1, 16, 2_048],
+        ..TrainingGoal::default()
+    };
+    let a = smallest_cluster(&s, &model, &goal).expect("an answer");
+    let verdicts: Vec<Verdict> = a.sizes.iter().map(|o| o.verdict).collect();
+    assert_eq!(
+        verdicts,
+        [Verdict::DoesNotFit, Verdict::TooSlow, Verdict::Meets],
+        "{a:?}"
+    );
+    assert_eq!(a.answer, Some(2));
+    let plan = a.sizes[2].plan.expect("a mesh");
+    assert!(plan.expected_days <= 90.0);
+    // The same sizes with $1 to spend: the one in time is too expensive, none meets.
+    let broke = TrainingGoal {
+        budget_usd: Some(1.0),
+        ..goal
+    };
+    let b = smallest_cluster(&s, &model, &broke).expect("an answer");
+    assert_eq!(b.answer, None);
+    assert_eq!(b.sizes[2].verdict, Verdict::TooExpensive);
+}
+
+#[test]
+fn each_rankings_leader_is_the_least_under_its_key() {
+    use planner_core::bill::rank::{leaders, price_candidates, RankKey};
+    use planner_core::search::mesh::{search, SearchSpace};
+    use planner_core::time::cost::{CostOptions, StepModel};
+    let mut s = article_mesh_scenario();
+    s.bill.price_kind = PriceKind::Owned;
+    s.bill.usd_per_kwh = 0.3;
+    let model = s.model_spec().expect("preset");
+    let step = StepModel::for_scenario(&model, &s, CostOptions::default());
+    let result = search(&model, &s, &SearchSpace::default(), &step);
+    let priced = price_candidates(&s, &model, &result.feasible, 700.0);
+    assert!(priced.len() > 3);
+    for (key, leader) in RankKey::ALL.iter().zip(leaders(&priced)) {
+        let best = &priced[leader.expect("a leader")];
+        for p in priced.iter().filter(|p| p.candidate.caveat.is_none()) {
+            assert!(key.of(&best.bill) <= key.of(&p.bill), "{key:?}");
+        }
+    }
+}
