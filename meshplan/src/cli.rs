@@ -77,6 +77,10 @@ pub enum Command {
     /// The smallest cluster (node counts listed, or powers of two) whose best mesh trains the
     /// token budget by the deadline (and within the budget), with each smaller size's reason.
     Deadline(crate::commands::deadline::Args),
+    /// The fewest GPUs of each allowed type that serve a request rate within TTFT and TPOT
+    /// bounds, ranked by dollars per million output tokens, with joules per million tokens and
+    /// idle power.
+    Fleet(crate::commands::fleet::Args),
     /// Serving time of the scenario's replica (serving.tp × serving.pp): TTFT, TPOT, throughput.
     Serve(crate::commands::serve::Args),
     /// Rank every serving deployment of the scenario's cluster (replicas × TP × PP, × EP for

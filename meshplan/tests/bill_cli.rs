@@ -52,3 +52,28 @@ fn deadline_names_the_smallest_cluster_and_why_the_smaller_fail() {
         "{text}"
     );
 }
+
+#[test]
+fn fleet_ranks_gpu_types_by_dollars_per_million_tokens() {
+    let out = meshplan(&[
+        "fleet",
+        "v=1&model=llama-3.1-70b",
+        "--rate",
+        "20",
+        "--ttft-ms",
+        "2000",
+        "--tpot-ms",
+        "50",
+        "--gpus",
+        "h100-sxm,a100-80gb",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("h100-sxm") && text.contains("a100-80gb"),
+        "{text}"
+    );
+    let out = meshplan(&["fleet", "v=1", "--rate", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--rate"), "{}", stderr(&out));
+}

@@ -6,6 +6,7 @@ pub mod deadline;
 mod eval;
 mod export;
 mod fit;
+pub mod fleet;
 mod link;
 mod search;
 pub mod serve;
@@ -51,6 +52,7 @@ pub fn run(command: Command) -> Result<String, CliError> {
         ),
         Command::Bill(args) => bill::run(&args),
         Command::Deadline(args) => deadline::run(&args),
+        Command::Fleet(args) => fleet::run(&args),
         Command::Serve(args) => serve::run(&args),
         Command::ServeSearch(args) => serve_search::run(&args),
         Command::Link { scenario } => link::encode(&scenario),

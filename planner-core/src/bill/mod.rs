@@ -8,6 +8,7 @@ pub mod checkpoint;
 pub mod deadline;
 pub mod energy;
 pub mod failures;
+pub mod fleet;
 pub mod rank;
 pub mod run;
 pub mod terms;

@@ -108,6 +108,32 @@ pub const DEFAULT_SOURCES: [(&str, &str); 10] = [
     ("bill_tok", "Chinchilla (2022): 20 tokens per parameter"),
 ];
 
+/// Rented list prices of the GPU presets the fleet question compares, US dollars per GPU-hour,
+/// all read 2026-05-07 from the vendors' pages (techbytes.app, "Serverless GPU Pricing Matrix");
+/// a GPU not listed needs its price given.
+pub const LIST_USD_PER_GPU_HOUR: [(&str, f64); 6] = [
+    // Lambda, 1× H100 SXM on demand.
+    ("h100-sxm", ON_DEMAND_USD_PER_H100_HOUR),
+    // Lambda, 1× A100 40GB on demand: $1.48/h.
+    ("a100-40gb", 1.48),
+    // Lambda, 1× A10 on demand: $0.86/h.
+    ("a10", 0.86),
+    // Modal, A100 80GB: $2.4984/h.
+    ("a100-80gb", 2.4984),
+    // Modal, L40S: $1.9512/h.
+    ("l40s", 1.9512),
+    // Modal, L4: $0.7992/h.
+    ("l4", 0.7992),
+];
+
+/// The list price of GPU preset `id`, dollars per GPU-hour, when [`LIST_USD_PER_GPU_HOUR`] has one.
+pub fn list_usd_per_gpu_hour(id: &str) -> Option<f64> {
+    LIST_USD_PER_GPU_HOUR
+        .iter()
+        .find(|(g, _)| *g == id)
+        .map(|(_, usd)| *usd)
+}
+
 /// The run's bill inputs.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]

@@ -184,3 +184,50 @@ fn each_rankings_leader_is_the_least_under_its_key() {
         }
     }
 }
+
+#[test]
+fn the_fewest_gpus_for_a_request_rate_per_gpu_type_cheapest_first() {
+    use planner_core::bill::fleet::{fleet_for_rate, FleetGoal};
+    use planner_core::search::deployment::ServeTarget;
+    use planner_core::serving::latency::ServingLoad;
+    let s = article_mesh_scenario();
+    let model = s.model_spec().expect("preset");
+    let goal = FleetGoal {
+        rate_rps: 20.0,
+        target: ServeTarget {
+            ttft_s: Some(2.0),
+            tpot_s: Some(0.05),
+            ..ServeTarget::default()
+        },
+        load: ServingLoad {
+            concurrency: 1,
+            ..ServingLoad::default()
+        },
+        gpu_ids: vec!["a100-80gb".into(), "h100-sxm".into(), "no-such-gpu".into()],
+        prices: vec![("a100-80gb".into(), 1.0)],
+    };
+    let a = fleet_for_rate(&s, &model, &goal);
+    assert_eq!(a.options.len(), 2, "{a:?}");
+    assert_eq!(a.refused.len(), 1);
+    for o in &a.options {
+        // ⌈R / unit rate⌉ units of unit GPUs, and that is the fewest that hold the rate.
+        assert_eq!(o.units, (20.0 / o.unit_rps).ceil() as u64);
+        assert_eq!(o.gpus, o.units * o.unit_gpus);
+        assert!((o.units - 1) as f64 * o.unit_rps < 20.0);
+        assert!(o.idle_facility_w < o.facility_w);
+    }
+    // The given price replaces the list price; the ranking is by dollars per million tokens.
+    assert_eq!(
+        a.options
+            .iter()
+            .find(|o| o.gpu == "a100-80gb")
+            .and_then(|o| o.usd_per_gpu_hour),
+        Some(1.0)
+    );
+    let cost: Vec<f64> = a
+        .options
+        .iter()
+        .map(|o| o.usd_per_m_tokens.expect("priced"))
+        .collect();
+    assert!(cost.windows(2).all(|w| w[0] <= w[1]), "{cost:?}");
+}
