@@ -148,6 +148,10 @@ pub enum Command {
         /// the matching prediction); no mesh search.
         #[arg(long, conflicts_with_all = ["serving", "parts", "write_errors"])]
         memory: bool,
+        /// Set the planner's expected GPU-hours (goodput included) against the totals model
+        /// cards and technical reports state (validation/gpu-hours.json); no mesh search.
+        #[arg(long, conflicts_with_all = ["serving", "parts", "memory", "write_errors"])]
+        gpu_hours: bool,
         /// Print the full result as JSON.
         #[arg(long, conflicts_with = "table")]
         json: bool,

@@ -12,6 +12,7 @@ mod search;
 pub mod serve;
 pub mod serve_search;
 mod validate;
+mod validate_gpu_hours;
 mod validate_parts;
 mod validate_serving;
 
@@ -74,6 +75,12 @@ pub fn run(command: Command) -> Result<String, CliError> {
             every_knob,
             table,
         }),
+        Command::Validate {
+            dataset,
+            gpu_hours: true,
+            json,
+            ..
+        } => validate_gpu_hours::run(dataset.as_deref(), json),
         Command::Validate {
             dataset,
             parts: true,
