@@ -70,6 +70,17 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The run's bill: ideal and expected days, GPU-hours, dollars, energy, tokens per joule,
+    /// expected interruptions, checkpoint size and write time, the Young checkpoint interval,
+    /// restart cost and goodput, each with its formula; every default cited.
+    Bill(crate::commands::bill::Args),
+    /// The smallest cluster (node counts listed, or powers of two) whose best mesh trains the
+    /// token budget by the deadline (and within the budget), with each smaller size's reason.
+    Deadline(crate::commands::deadline::Args),
+    /// The fewest GPUs of each allowed type that serve a request rate within TTFT and TPOT
+    /// bounds, ranked by dollars per million output tokens, with joules per million tokens and
+    /// idle power.
+    Fleet(crate::commands::fleet::Args),
     /// Serving time of the scenario's replica (serving.tp × serving.pp): TTFT, TPOT, throughput.
     Serve(crate::commands::serve::Args),
     /// Rank every serving deployment of the scenario's cluster (replicas × TP × PP, × EP for
@@ -137,6 +148,10 @@ pub enum Command {
         /// the matching prediction); no mesh search.
         #[arg(long, conflicts_with_all = ["serving", "parts", "write_errors"])]
         memory: bool,
+        /// Set the planner's expected GPU-hours (goodput included) against the totals model
+        /// cards and technical reports state (validation/gpu-hours.json); no mesh search.
+        #[arg(long, conflicts_with_all = ["serving", "parts", "memory", "write_errors"])]
+        gpu_hours: bool,
         /// Print the full result as JSON.
         #[arg(long, conflicts_with = "table")]
         json: bool,

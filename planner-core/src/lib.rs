@@ -21,6 +21,7 @@
 //! | [`memory`] · [`time`] | bytes per GPU · seconds per step (siblings) |
 //! | [`serving`] | serving latency: prefill, decode, batching, queueing, disaggregation |
 //! | [`search`] | the mesh search and the deployment search |
+//! | [`bill`] | a run's days, dollars, energy and failures; the smallest cluster for a deadline, the fewest GPUs for a request rate |
 //! | [`evaluate`] | one scenario in, every prediction out: what the CLI, the validation runs and the tests call |
 //! | [`figures`] | what the page draws, as data: step breakdown, teaching figures |
 //! | [`view`] | the page's only door: one builder per page section (issues, memory, pipeline, serving, step breakdown, measured numbers) and the lower-layer types the page names, re-exported with a reason; `meshplan eval` prints the same structs |
@@ -30,6 +31,7 @@
 #![warn(missing_docs)]
 
 pub mod base;
+pub mod bill;
 pub mod edges;
 pub mod evaluate;
 pub mod figures;

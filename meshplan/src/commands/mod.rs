@@ -1,14 +1,18 @@
 //! One module per subcommand.
 
+pub mod bill;
 mod calibrate;
+pub mod deadline;
 mod eval;
 mod export;
 mod fit;
+pub mod fleet;
 mod link;
 mod search;
 pub mod serve;
 pub mod serve_search;
 mod validate;
+mod validate_gpu_hours;
 mod validate_parts;
 mod validate_serving;
 
@@ -47,6 +51,9 @@ pub fn run(command: Command) -> Result<String, CliError> {
             fit::dataset(dataset_tokens, examples, mean_len),
             json,
         ),
+        Command::Bill(args) => bill::run(&args),
+        Command::Deadline(args) => deadline::run(&args),
+        Command::Fleet(args) => fleet::run(&args),
         Command::Serve(args) => serve::run(&args),
         Command::ServeSearch(args) => serve_search::run(&args),
         Command::Link { scenario } => link::encode(&scenario),
@@ -68,6 +75,12 @@ pub fn run(command: Command) -> Result<String, CliError> {
             every_knob,
             table,
         }),
+        Command::Validate {
+            dataset,
+            gpu_hours: true,
+            json,
+            ..
+        } => validate_gpu_hours::run(dataset.as_deref(), json),
         Command::Validate {
             dataset,
             parts: true,

@@ -183,6 +183,33 @@ pub const MOE_CAPACITY_FACTOR: Bounds = Bounds::above(0.0, 64.0, "× the mean");
 /// every token on one rank of the largest EP group a scenario allows.
 pub const MOE_BUSIEST_LOAD: Bounds = Bounds::closed(1.0, 1e6, "× the mean");
 
+// The run's bill ([`crate::input::bill`]): wide enough for any run or price list, narrow
+// enough that tokens × dollars × joules stay finite.
+/// A token budget: the largest published pre-training runs are under 1e14 tokens.
+pub const BILL_TOKENS: Bounds = Bounds::above(0.0, 1e16, "tokens");
+/// Optimizer steps: a million steps a day for 3,000 years.
+pub const BILL_STEPS_MAX: u64 = 1_000_000_000_000;
+/// A GPU-hour's price: free (0) to 1,000× any list price.
+pub const USD_PER_GPU_HOUR: Bounds = Bounds::closed(0.0, 1e4, "$ per GPU-hour");
+/// A GPU's purchase price with its share of the server.
+pub const CAPEX_USD_PER_GPU: Bounds = Bounds::closed(0.0, 1e8, "$");
+/// Amortisation: a month to a century.
+pub const AMORTISATION_YEARS: Bounds = Bounds::closed(0.1, 100.0, "years");
+/// Electricity: free to 100× any retail tariff.
+pub const USD_PER_KWH: Bounds = Bounds::closed(0.0, 100.0, "$ per kWh");
+/// PUE is facility over IT power: at least 1 by definition (The Green Grid, WP#49).
+pub const PUE: Bounds = Bounds::closed(1.0, 10.0, "");
+/// A node's non-GPU power.
+pub const NODE_OVERHEAD_W: Bounds = Bounds::closed(0.0, 1e6, "W");
+/// A GPU's board power: above 0, 100× any shipping part.
+pub const BOARD_POWER_W: Bounds = Bounds::above(0.0, 1e5, "W");
+/// Checkpoint write bandwidth per node: above 0, 1,000× any parallel file system's per-node rate.
+pub const CHECKPOINT_GB_S: Bounds = Bounds::above(0.0, 1e5, "GB/s");
+/// Restart time: none to four months.
+pub const RESTART_S: Bounds = Bounds::closed(0.0, 1e7, "s");
+/// Interruptions per GPU-hour: none to one an hour on every GPU.
+pub const FAILURES_PER_GPU_HOUR: Bounds = Bounds::closed(0.0, 1.0, "per GPU-hour");
+
 #[cfg(test)]
 mod tests {
     use super::*;

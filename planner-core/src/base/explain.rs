@@ -24,6 +24,18 @@ pub enum Unit {
     Flops,
     /// Floating-point operations per second.
     FlopsPerSecond,
+    /// US dollars.
+    Dollars,
+    /// Energy, joules (displayed in kWh, MWh or GWh).
+    Joules,
+    /// Power, watts.
+    Watts,
+    /// Days of wall-clock time.
+    Days,
+    /// GPU-hours: GPUs times hours.
+    GpuHours,
+    /// Tokens per joule.
+    TokensPerJoule,
 }
 
 impl Unit {
@@ -43,7 +55,66 @@ impl Unit {
             Unit::Flops if value.is_finite() => format!("{value:.3e} FLOP"),
             Unit::Flops => "—".into(),
             Unit::FlopsPerSecond => format!("{} TFLOP/s", sig3(value / 1e12)),
+            Unit::Dollars => display_dollars(value),
+            Unit::Joules => display_joules(value),
+            Unit::Watts => scaled(value, &[(1e6, "MW"), (1e3, "kW"), (1.0, "W")]),
+            Unit::Days => format!("{} days", sig3(value)),
+            Unit::GpuHours => format!("{} GPU-hours", large_count(value)),
+            Unit::TokensPerJoule => format!("{} tokens/J", sig3(value)),
         }
+    }
+}
+
+/// `value` in the first of `steps` (largest first) it reaches, three significant digits;
+/// below the last step, in the last: `scaled(2.5e6, &[(1e6, "MW"), (1e3, "kW")])` = `"2.50 MW"`.
+fn scaled(value: f64, steps: &[(f64, &str)]) -> String {
+    if !value.is_finite() {
+        return "—".into();
+    }
+    let (div, unit) = steps
+        .iter()
+        .find(|(d, _)| value.abs() >= *d)
+        .or(steps.last())
+        .copied()
+        .unwrap_or((1.0, ""));
+    format!("{} {unit}", sig3(value / div))
+}
+
+/// Dollars for display: `$1.23M`, `$45.6k`, `$0.12`.
+pub fn display_dollars(usd: f64) -> String {
+    if !usd.is_finite() {
+        return "—".into();
+    }
+    let a = usd.abs();
+    let sign = if usd < 0.0 { "-" } else { "" };
+    let (div, suffix) = if a >= 1e9 {
+        (1e9, "B")
+    } else if a >= 1e6 {
+        (1e6, "M")
+    } else if a >= 1e4 {
+        (1e3, "k")
+    } else {
+        (1.0, "")
+    };
+    format!("{sign}${}{suffix}", sig3(a / div))
+}
+
+/// Energy for display in kWh, MWh or GWh (1 kWh = 3.6e6 J): `3.6e9` → `"1.00 MWh"`.
+pub fn display_joules(joules: f64) -> String {
+    scaled(
+        joules / 3.6e6,
+        &[(1e6, "GWh"), (1e3, "MWh"), (1.0, "kWh"), (0.0, "kWh")],
+    )
+}
+
+/// A large count with a suffix: `2.788e6` → `"2.79M"`, `1,024` below a million.
+fn large_count(n: f64) -> String {
+    if n.is_finite() && n.abs() >= 1e6 {
+        format!("{}M", sig3(n / 1e6))
+    } else if n.is_finite() {
+        thousands(n.round().max(0.0) as u64)
+    } else {
+        "—".into()
     }
 }
 
@@ -226,6 +297,16 @@ mod tests {
         assert_eq!(Unit::TokensPerSecond.format(1500.0), "1,500 tokens/s");
         assert_eq!(Unit::Flops.format(1.4234e14), "1.423e14 FLOP");
         assert_eq!(Unit::FlopsPerSecond.format(9.89e14), "989 TFLOP/s");
+        assert_eq!(Unit::Dollars.format(1_234_567.0), "$1.23M");
+        assert_eq!(Unit::Dollars.format(45_600.0), "$45.6k");
+        assert_eq!(Unit::Dollars.format(0.123), "$0.12");
+        // 3.6e9 J / 3.6e6 J per kWh = 1,000 kWh = 1.00 MWh.
+        assert_eq!(Unit::Joules.format(3.6e9), "1.00 MWh");
+        assert_eq!(Unit::Watts.format(10_200.0), "10.2 kW");
+        assert_eq!(Unit::Days.format(54.0), "54.0 days");
+        assert_eq!(Unit::GpuHours.format(2.788e6), "2.79M GPU-hours");
+        assert_eq!(Unit::GpuHours.format(f64::NAN), "— GPU-hours");
+        assert_eq!(Unit::TokensPerJoule.format(2.5), "2.50 tokens/J");
     }
 
     #[test]

@@ -9,6 +9,7 @@
 use std::fmt::Display;
 use std::str::FromStr;
 
+use crate::input::bill::PriceKind;
 use crate::input::calibration::CalibrationSummary;
 use crate::input::engine_scheduler::KvAdmission;
 use crate::input::finetune::{FineTuneMode, LoraTargets};
@@ -279,7 +280,7 @@ fn host_fields() -> [Field<HostSpec>; 6] {
 }
 
 /// Everything after the model, precision and cluster, compared with the default scenario.
-fn scenario_fields() -> [Field<Scenario>; 55] {
+fn scenario_fields() -> [Field<Scenario>; 68] {
     [
         field!("seq", Scenario, |s| s.training.seq_len, number),
         field!("gbs", Scenario, |s| s.training.global_batch, number),
@@ -564,6 +565,46 @@ fn scenario_fields() -> [Field<Scenario>; 55] {
                 Ok(())
             },
         },
+        field!("bill_tok", Scenario, |s| s.bill.tokens, optional_number),
+        field!("bill_steps", Scenario, |s| s.bill.steps, optional_number),
+        field!(
+            "bill_price",
+            Scenario,
+            |s| s.bill.price_kind,
+            PriceKind::id,
+            PriceKind::from_id,
+            "on-demand, reserved or owned"
+        ),
+        field!("bill_usd_h", Scenario, |s| s.bill.usd_per_gpu_hour, number),
+        field!("bill_capex", Scenario, |s| s.bill.capex_usd_per_gpu, number),
+        field!(
+            "bill_years",
+            Scenario,
+            |s| s.bill.amortisation_years,
+            number
+        ),
+        field!("bill_kwh", Scenario, |s| s.bill.usd_per_kwh, number),
+        field!("bill_pue", Scenario, |s| s.bill.pue, number),
+        field!("bill_node_w", Scenario, |s| s.bill.node_overhead_w, number),
+        field!(
+            "bill_board_w",
+            Scenario,
+            |s| s.bill.board_power_w,
+            optional_number
+        ),
+        field!(
+            "bill_ckpt_gbs",
+            Scenario,
+            |s| s.bill.checkpoint_write_gb_s_per_node,
+            number
+        ),
+        field!("bill_restart_s", Scenario, |s| s.bill.restart_s, number),
+        field!(
+            "bill_fail",
+            Scenario,
+            |s| s.bill.failures_per_gpu_hour,
+            number
+        ),
     ]
 }
 

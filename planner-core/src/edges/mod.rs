@@ -6,6 +6,7 @@ pub mod calibration_fit;
 pub mod error_band;
 pub mod export;
 pub mod finetune_export;
+pub mod gpu_hours_validation;
 pub mod hf_config;
 pub mod import_page;
 pub mod import_sniff;

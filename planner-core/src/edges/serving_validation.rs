@@ -505,6 +505,7 @@ pub fn map_serving_run(run: &ServingRun) -> Result<MappedServing, String> {
         overheads: Overheads::default(),
         serving,
         calibration: None,
+        bill: Default::default(),
     };
     let chunk = match run.batching {
         Batching::Static => run.prompt_tokens,

@@ -71,19 +71,17 @@ pub struct DatasheetExtras {
     pub fp6_flops_per_s: SheetFigure,
     /// Dense FP4 tensor rate, FLOP/s.
     pub fp4_flops_per_s: SheetFigure,
-    /// The 4-bit formats the FP4 rate applies to.
+    /// The 4-bit formats the FP4 rate applies to (board power is the preset's
+    /// `board_power_w`, one fact in one place).
     pub fp4_formats: Fp4Formats,
-    /// Board power (the power cap the GPU ships with), W.
-    pub board_power_w: SheetFigure,
 }
 
 impl DatasheetExtras {
-    /// A part without FP6/FP4 tensor cores (before Blackwell and CDNA 4), board power not entered.
+    /// A part without FP6/FP4 tensor cores (before Blackwell and CDNA 4).
     pub const NO_FP4_UNITS: DatasheetExtras = DatasheetExtras {
         fp6_flops_per_s: SheetFigure::NotOnThisPart,
         fp4_flops_per_s: SheetFigure::NotOnThisPart,
         fp4_formats: Fp4Formats::None,
-        board_power_w: SheetFigure::NotStated,
     };
 
     /// A record that states none of these figures (a custom GPU, or a part not entered yet).
@@ -91,7 +89,6 @@ impl DatasheetExtras {
         fp6_flops_per_s: SheetFigure::NotStated,
         fp4_flops_per_s: SheetFigure::NotStated,
         fp4_formats: Fp4Formats::None,
-        board_power_w: SheetFigure::NotStated,
     };
 
     /// The dense FP4 rate where the tensor cores take `nvfp4` (NVFP4, else MXFP4) natively.

@@ -186,6 +186,9 @@ pub(crate) struct GpuPreset {
     pub(crate) traits: GpuTraits,
     /// The device names that name this preset ([`gpu_preset_for_device`]).
     pub(crate) device_names: &'static [DeviceName],
+    /// Board power at the datasheet's limit (TDP, total board or graphics power), watts:
+    /// what a run's energy is priced from ([`gpu_board_power_w`]).
+    pub(crate) board_power_w: f64,
 }
 
 /// A device name as the driver prints it ("NVIDIA H100 80GB HBM3", "NVIDIA GeForce RTX 4090"),
@@ -233,6 +236,15 @@ pub fn gpu_traits(id: &str) -> &'static GpuTraits {
         .iter()
         .find(|p| p.spec.id == id)
         .map_or(&CUSTOM, |p| &p.traits)
+}
+
+/// The board power of the GPU preset `id` at its datasheet limit, watts; `None` for a GPU whose
+/// id names no preset (a custom GPU: the bill then asks for the figure).
+pub fn gpu_board_power_w(id: &str) -> Option<f64> {
+    preset_table()
+        .iter()
+        .find(|p| p.spec.id == id)
+        .map(|p| p.board_power_w)
 }
 
 /// Every preset, built once, in the order the page lists them.

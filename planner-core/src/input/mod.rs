@@ -4,6 +4,7 @@
 
 pub mod attention_length;
 pub mod attention_window;
+pub mod bill;
 pub mod calibration;
 pub mod collective;
 pub mod engine_scheduler;

@@ -404,4 +404,10 @@ pub struct Scenario {
     /// Calibration from a benchmark report, if one was imported.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub calibration: Option<Measured>,
+    /// The run's bill inputs ([`crate::input::bill`]); files without it read as the defaults.
+    #[serde(
+        default,
+        skip_serializing_if = "crate::input::bill::RunBill::is_default"
+    )]
+    pub bill: crate::input::bill::RunBill,
 }

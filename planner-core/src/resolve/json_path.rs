@@ -106,6 +106,19 @@ pub const JSON_PATHS: &[(&str, &str)] = &[
     ("serve_profile", "serving.engine_profile"),
     ("serve_maxseqs", "serving.max_running_seqs"),
     ("cal", "calibration.summary"),
+    // The run's bill.
+    ("bill_tok", "bill.tokens"),
+    ("bill_steps", "bill.steps"),
+    ("bill_usd_h", "bill.usd_per_gpu_hour"),
+    ("bill_capex", "bill.capex_usd_per_gpu"),
+    ("bill_years", "bill.amortisation_years"),
+    ("bill_kwh", "bill.usd_per_kwh"),
+    ("bill_pue", "bill.pue"),
+    ("bill_node_w", "bill.node_overhead_w"),
+    ("bill_board_w", "bill.board_power_w"),
+    ("bill_ckpt_gbs", "bill.checkpoint_write_gb_s_per_node"),
+    ("bill_restart_s", "bill.restart_s"),
+    ("bill_fail", "bill.failures_per_gpu_hour"),
 ];
 
 /// The JSON path of link parameter `key` in a scenario file, if it names one.

@@ -559,6 +559,7 @@ pub fn default_scenario() -> Scenario {
         overheads: Overheads::article(),
         serving: Serving::default(),
         calibration: None,
+        bill: Default::default(),
     }
 }
 
@@ -613,6 +614,7 @@ pub fn finetune_scenario() -> Scenario {
             ..Serving::default()
         },
         calibration: None,
+        bill: Default::default(),
     }
 }
 

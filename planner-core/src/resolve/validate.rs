@@ -146,6 +146,48 @@ impl Errors {
     }
 }
 
+/// Range checks of the run's bill inputs, each named by its link key.
+fn check_bill(e: &mut Errors, b: &crate::input::bill::RunBill) {
+    if let Some(tokens) = b.tokens {
+        e.within("bill_tok", tokens, bounds::BILL_TOKENS);
+    }
+    if let Some(steps) = b.steps {
+        if steps == 0 || steps > bounds::BILL_STEPS_MAX {
+            e.push(
+                "bill_steps",
+                format!("{steps} is outside 1..={}", bounds::BILL_STEPS_MAX),
+            );
+        }
+        if b.tokens.is_some() {
+            e.push("bill_steps", "give a token budget or steps, not both");
+        }
+    }
+    e.within("bill_usd_h", b.usd_per_gpu_hour, bounds::USD_PER_GPU_HOUR);
+    e.within("bill_capex", b.capex_usd_per_gpu, bounds::CAPEX_USD_PER_GPU);
+    e.within(
+        "bill_years",
+        b.amortisation_years,
+        bounds::AMORTISATION_YEARS,
+    );
+    e.within("bill_kwh", b.usd_per_kwh, bounds::USD_PER_KWH);
+    e.within("bill_pue", b.pue, bounds::PUE);
+    e.within("bill_node_w", b.node_overhead_w, bounds::NODE_OVERHEAD_W);
+    if let Some(w) = b.board_power_w {
+        e.within("bill_board_w", w, bounds::BOARD_POWER_W);
+    }
+    e.within(
+        "bill_ckpt_gbs",
+        b.checkpoint_write_gb_s_per_node,
+        bounds::CHECKPOINT_GB_S,
+    );
+    e.within("bill_restart_s", b.restart_s, bounds::RESTART_S);
+    e.within(
+        "bill_fail",
+        b.failures_per_gpu_hour,
+        bounds::FAILURES_PER_GPU_HOUR,
+    );
+}
+
 /// Range checks of a custom model's shapes (link parameters of `model=custom`).
 pub fn validate_model(spec: &ModelSpec) -> Result<(), Vec<FieldError>> {
     let mut e = Errors(Vec::new());
@@ -464,6 +506,8 @@ impl Scenario {
                 e.within("serve_profile", bytes, bounds::BUFFER_BYTES);
             }
         }
+
+        check_bill(&mut e, &self.bill);
 
         if let Some(measured) = &self.calibration {
             // A calibration inside a file is as foreign as one in a link: the same check.

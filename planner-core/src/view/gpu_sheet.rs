@@ -76,7 +76,10 @@ pub fn gpu_sheet(gpu: &GpuSpec) -> Vec<SheetRow> {
         ),
         row(
             "Board power",
-            figure(sheet.board_power_w, &|w| format!("{w:.0} W")),
+            match crate::input::hardware::gpu_board_power_w(&gpu.id) {
+                Some(w) => format!("{w:.0} W"),
+                None => "not stated".to_string(),
+            },
         ),
     ]
 }

@@ -7,6 +7,7 @@
 //! page and the command show the same data. Types of lower layers the page names are
 //! re-exported here, each with the reason the page needs it.
 
+pub mod bill;
 pub mod fit;
 pub mod gpu_sheet;
 pub mod issues;

@@ -212,6 +212,7 @@ fn gemm_fit_recovers_a_saturating_curve_and_marks_predictions_measured() {
         overheads: Overheads::default(),
         serving: Serving::default(),
         calibration: None,
+        bill: Default::default(),
     };
     let assumed = StepModel::new(&model, &sc, CostOptions::default()).evaluate(&sc.layout);
     let measured = StepModel::new(&model, &sc, CostOptions::default())

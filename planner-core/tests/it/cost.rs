@@ -33,6 +33,7 @@ pub(crate) fn scenario(
         overheads: Overheads::default(),
         serving: Serving::default(),
         calibration: None,
+        bill: Default::default(),
     }
 }
 

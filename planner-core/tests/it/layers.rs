@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 
 /// Bottom to top; folders with the same rank are siblings.
-const LAYERS: [(&str, u32); 12] = [
+const LAYERS: [(&str, u32); 13] = [
     ("base", 0),
     ("input", 1),
     ("resolve", 2),
@@ -16,6 +16,7 @@ const LAYERS: [(&str, u32); 12] = [
     ("time", 4),
     ("serving", 5),
     ("search", 6),
+    ("bill", 7),
     ("evaluate", 7),
     ("figures", 8),
     ("view", 9),

@@ -1,6 +1,7 @@
 //! Share links: golden strings, round trips, and a decoder that never panics.
 
 use planner_core::edges::link::{decode, decode_lenient, encode};
+use planner_core::input::bill::{PriceKind, RunBill};
 use planner_core::input::calibration::{
     CalibrationSummary, FittedLink, GemmFit, CALIBRATION_VERSION,
 };
@@ -579,6 +580,51 @@ fn arb_calibration() -> impl Strategy<Value = Option<Measured>> {
     )
 }
 
+/// The run's bill: a token budget or steps (never both), each price and rate over its range.
+fn arb_bill() -> impl Strategy<Value = RunBill> {
+    (
+        (
+            prop::option::of(1e6f64..1e15),
+            prop::option::of(1u64..10_000_000),
+            0usize..PriceKind::ALL.len(),
+            0.0f64..100.0,
+            0.0f64..1e6,
+            0.5f64..20.0,
+        ),
+        (
+            0.0f64..1.0,
+            1.0f64..3.0,
+            0.0f64..20_000.0,
+            prop::option::of(10.0f64..2_000.0),
+            0.01f64..100.0,
+            0.0f64..10_000.0,
+            0.0f64..1e-3,
+        ),
+    )
+        .prop_map(
+            |(
+                (tokens, steps, kind, usd, capex, years),
+                (kwh, pue, node_w, board, gbs, restart, fail),
+            )| {
+                RunBill {
+                    tokens,
+                    steps: if tokens.is_some() { None } else { steps },
+                    price_kind: PriceKind::ALL[kind],
+                    usd_per_gpu_hour: usd,
+                    capex_usd_per_gpu: capex,
+                    amortisation_years: years,
+                    usd_per_kwh: kwh,
+                    pue,
+                    node_overhead_w: node_w,
+                    board_power_w: board,
+                    checkpoint_write_gb_s_per_node: gbs,
+                    restart_s: restart,
+                    failures_per_gpu_hour: fail,
+                }
+            },
+        )
+}
+
 fn arb_scenario() -> impl Strategy<Value = Scenario> {
     (
         arb_model(),
@@ -587,6 +633,7 @@ fn arb_scenario() -> impl Strategy<Value = Scenario> {
         arb_layout(),
         arb_rest(),
         arb_calibration(),
+        arb_bill(),
     )
         .prop_map(
             |(
@@ -596,6 +643,7 @@ fn arb_scenario() -> impl Strategy<Value = Scenario> {
                 layout,
                 (training, activations, overheads, serving),
                 calibration,
+                bill,
             )| {
                 Scenario {
                     version: SCENARIO_VERSION,
@@ -608,6 +656,7 @@ fn arb_scenario() -> impl Strategy<Value = Scenario> {
                     overheads,
                     serving,
                     calibration,
+                    bill,
                 }
             },
         )

@@ -3,6 +3,7 @@
 //! `tests/golden`.
 
 mod activations;
+mod bill;
 mod bounded_work;
 mod calibrated_views;
 mod calibration;

@@ -59,6 +59,7 @@ fn scenario(layout: Layout) -> Scenario {
         overheads: Overheads::default(),
         serving: Serving::default(),
         calibration: None,
+        bill: Default::default(),
     }
 }
 

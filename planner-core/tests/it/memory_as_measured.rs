@@ -169,6 +169,7 @@ fn torchtitan_t1(framework: Framework) -> Scenario {
         },
         serving: Serving::default(),
         calibration: None,
+        bill: Default::default(),
     }
 }
 

@@ -37,6 +37,7 @@ fn scenario(nodes: u32, seq_len: u32, global_batch: u32) -> Scenario {
         overheads: Overheads::default(),
         serving: Serving::default(),
         calibration: None,
+        bill: Default::default(),
     }
 }
 

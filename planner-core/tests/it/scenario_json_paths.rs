@@ -45,6 +45,8 @@ fn every_section() -> Scenario {
     let (with_cal, errors) = decode_lenient("v=1&cal=all_reduce.i:0.000003:300000000000:4:0.01");
     assert!(errors.is_empty(), "{errors:?}");
     s.calibration = with_cal.calibration;
+    s.bill.steps = Some(1_000);
+    s.bill.board_power_w = Some(700.0);
     s
 }
 

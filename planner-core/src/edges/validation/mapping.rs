@@ -239,6 +239,7 @@ pub fn map_run(run: &PublishedRun) -> Result<MappedRun, String> {
             ..Serving::default()
         },
         calibration: None,
+        bill: Default::default(),
     };
     Ok(MappedRun {
         scenario,

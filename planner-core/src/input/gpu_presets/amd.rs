@@ -44,6 +44,8 @@ pub(super) fn presets() -> Vec<GpuPreset> {
     vec![
         GpuPreset {
             device_names: &[DeviceName(&["mi300x"])],
+            // AMD Instinct MI300X datasheet: peak total board power 750 W.
+            board_power_w: 750.0,
             spec: mi300x,
             traits: GpuTraits {
                 host: None,
@@ -73,6 +75,8 @@ pub(super) fn presets() -> Vec<GpuPreset> {
         },
         GpuPreset {
             device_names: &[DeviceName(&["mi325x"])],
+            // AMD Instinct MI325X datasheet: peak total board power 1000 W.
+            board_power_w: 1000.0,
             spec: mi325x,
             traits: GpuTraits {
                 host: None,

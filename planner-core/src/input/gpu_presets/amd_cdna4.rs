@@ -39,6 +39,8 @@ fn cdna4_traits(sheet: DatasheetExtras) -> GpuTraits {
 pub(super) fn presets() -> Vec<GpuPreset> {
     vec![
         GpuPreset {
+            // Board power as the datasheet quoted below states it.
+            board_power_w: 1400.0,
             device_names: &[DeviceName(&["mi355x"])],
             // AMD Instinct MI355X data sheet: 288 GB HBM3E at 8 TB/s, peak dense FP16/BF16
             // 2,516.6 TFLOPS, FP8 5,033.2, MXFP6 and MXFP4 10,066.3 (256 CUs at 2.4 GHz), 7 Infinity
@@ -56,10 +58,11 @@ pub(super) fn presets() -> Vec<GpuPreset> {
                 fp6_flops_per_s: SheetFigure::Stated(10_066.3e12),
                 fp4_flops_per_s: SheetFigure::Stated(10_066.3e12),
                 fp4_formats: Fp4Formats::MxFp4,
-                board_power_w: SheetFigure::Stated(1400.0),
             }),
         },
         GpuPreset {
+            // Board power as the datasheet quoted below states it.
+            board_power_w: 1000.0,
             device_names: &[DeviceName(&["mi350x"])],
             // AMD Instinct MI350X data sheet: 288 GB HBM3E at 8 TB/s, peak dense FP16/BF16
             // 2,306.9 TFLOPS, FP8 4,613.7, MXFP6 and MXFP4 9,227.5 (256 CUs at 2.2 GHz), Infinity
@@ -78,7 +81,6 @@ pub(super) fn presets() -> Vec<GpuPreset> {
                 fp6_flops_per_s: SheetFigure::Stated(9_227.5e12),
                 fp4_flops_per_s: SheetFigure::Stated(9_227.5e12),
                 fp4_formats: Fp4Formats::MxFp4,
-                board_power_w: SheetFigure::Stated(1000.0),
             }),
         },
     ]

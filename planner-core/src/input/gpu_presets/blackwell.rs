@@ -38,6 +38,8 @@ fn sxm_presets() -> Vec<GpuPreset> {
     vec![
         GpuPreset {
             device_names: &[DeviceName(&["b200"])],
+            // NVIDIA/TensorRT-LLM issue #10278 (cited below): nvidia-smi shows "NVIDIA B200" at a 1000 W cap.
+            board_power_w: 1000.0,
             // NVIDIA/TensorRT-LLM issue #10278 (nvidia-smi, "NVIDIA B200", 1000 W): 183359MiB.
             spec: gpu(
                 "b200",
@@ -80,13 +82,13 @@ fn sxm_presets() -> Vec<GpuPreset> {
                     fp6_flops_per_s: SheetFigure::Stated(4.5e15),
                     fp4_flops_per_s: SheetFigure::Stated(9.0e15),
                     fp4_formats: Fp4Formats::NvFp4AndMxFp4,
-                    // The nvidia-smi readout above: "NVIDIA B200", power cap 1000 W.
-                    board_power_w: SheetFigure::Stated(1000.0),
                 },
             },
         },
         GpuPreset {
             device_names: &[DeviceName(&["gb200"])],
+            // Public nvidia-smi readouts of "NVIDIA GB200" (cited above) show a 1200 W cap.
+            board_power_w: 1200.0,
             spec: gb200,
             traits: GpuTraits {
                 host: Some(nvl72_grace_host()),
@@ -110,8 +112,6 @@ fn sxm_presets() -> Vec<GpuPreset> {
                     fp6_flops_per_s: SheetFigure::Stated(5.0e15),
                     fp4_flops_per_s: SheetFigure::Stated(10.0e15),
                     fp4_formats: Fp4Formats::NvFp4AndMxFp4,
-                    // The readout above: "NVIDIA GB200", power cap 1200 W.
-                    board_power_w: SheetFigure::Stated(1200.0),
                 },
             },
         },
@@ -148,6 +148,8 @@ fn gb202_cards() -> Vec<GpuPreset> {
     vec![
         GpuPreset {
             device_names: &[DeviceName(&["6000", "rtx", "pro"])],
+            // NVIDIA RTX PRO 6000 Blackwell Workstation Edition datasheet (cited below): 600 W.
+            board_power_w: 600.0,
             // The Workstation Edition (Server and Max-Q editions map here by name: the same 188
             // SMs and 96 GB). NVIDIA RTX Blackwell GPU architecture whitepaper, RTX PRO 6000
             // Blackwell Workstation Edition: "Peak FP16/BF16 Tensor TFLOPS with FP32 Accumulate
@@ -172,6 +174,8 @@ fn gb202_cards() -> Vec<GpuPreset> {
         },
         GpuPreset {
             device_names: &[DeviceName(&["5090"])],
+            // NVIDIA GeForce RTX 5090 specifications (cited below): total graphics power 575 W.
+            board_power_w: 575.0,
             // NVIDIA RTX Blackwell GPU architecture whitepaper, GeForce RTX 5090: "Peak FP16
             // Tensor TFLOPS with FP32 Accumulate 209.5/419" and "Peak FP8 Tensor TFLOPS with
             // FP32 Accumulate 419/838" (dense/sparse: GeForce runs FP32 accumulation at half the

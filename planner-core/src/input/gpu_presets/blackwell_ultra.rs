@@ -59,6 +59,8 @@ pub(super) fn presets() -> Vec<GpuPreset> {
     gb300.inter_node_bytes_per_s = CX8_BYTES_PER_S;
     vec![
         GpuPreset {
+            // Board power as the datasheet quoted below states it.
+            board_power_w: 1100.0,
             device_names: &[DeviceName(&["b300"])],
             spec: b300,
             traits: GpuTraits {
@@ -82,11 +84,12 @@ pub(super) fn presets() -> Vec<GpuPreset> {
                     fp4_flops_per_s: SheetFigure::Stated(13.125e15),
                     fp4_formats: Fp4Formats::NvFp4AndMxFp4,
                     // The readouts above: power cap 1100 W.
-                    board_power_w: SheetFigure::Stated(1100.0),
                 },
             },
         },
         GpuPreset {
+            // Board power as the datasheet quoted below states it.
+            board_power_w: 1400.0,
             device_names: &[DeviceName(&["gb300"])],
             spec: gb300,
             traits: GpuTraits {
@@ -104,7 +107,6 @@ pub(super) fn presets() -> Vec<GpuPreset> {
                     fp4_flops_per_s: SheetFigure::Stated(15.0e15),
                     fp4_formats: Fp4Formats::NvFp4AndMxFp4,
                     // The readouts above: power cap 1400 W.
-                    board_power_w: SheetFigure::Stated(1400.0),
                 },
             },
         },

@@ -9,7 +9,9 @@ use crate::input::host::{dgx_host, HostSpec};
 use crate::input::intra_node_link::IntraNodeLink;
 use crate::input::link_efficiency::{NDR_400G_NIC_SHARE, NVLINK4_NVSWITCH};
 use crate::input::nccl_node::{NcclArch, NcclCpu, NcclNode};
-use crate::input::power_limit::{gh100_tensor_rating_fraction, H100_96GB_POWER_LIMIT_WATTS};
+use crate::input::power_limit::{
+    gh100_tensor_rating_fraction, H100_96GB_POWER_LIMIT_WATTS, H100_SXM_RATED_POWER_WATTS,
+};
 
 /// NVIDIA DGX H100/H200 user guide (hardware overview): 2 TB RAM, 8 × 3.84 TB U.2 NVMe data
 /// drives, 2 × Xeon Platinum 8480C (56 cores each); H100/H200 datasheets: PCIe Gen5 128 GB/s
@@ -52,6 +54,8 @@ const GH100_COMPUTE: ComputeShares = ComputeShares {
 fn h100_sxm() -> GpuPreset {
     GpuPreset {
         device_names: &[DeviceName(&["h100"])],
+        // NVIDIA H100 product page: H100 SXM "Max Thermal Design Power (TDP) Up to 700W" (input/power_limit.rs).
+        board_power_w: H100_SXM_RATED_POWER_WATTS,
         // NVIDIA/nccl issue #1264 (nvidia-smi, "NVIDIA H100 80GB HBM3", 700 W): 81559MiB;
         // the same total in modal-labs/modal-client PR #2797.
         spec: gpu(
@@ -90,6 +94,8 @@ fn h100_sxm() -> GpuPreset {
 fn h100_96gb() -> GpuPreset {
     GpuPreset {
         device_names: &[DeviceName(&["h100", "96"])],
+        // torchtitan docs/performance.md: "the default 500W power limit" (input/power_limit.rs).
+        board_power_w: H100_96GB_POWER_LIMIT_WATTS,
         // torchtitan docs/performance.md (Grand Teton): "96GB HBM2e with 2.4 TB/sec peak
         // memory bandwidth", 400 Gb/s RDMA per GPU, the default 500 W power limit. Same
         // GH100 die and datasheet tensor peaks as the SXM5 (MFU's denominator); the power cap
@@ -132,6 +138,8 @@ fn h100_96gb() -> GpuPreset {
 fn h800() -> GpuPreset {
     GpuPreset {
         device_names: &[DeviceName(&["h800"])],
+        // NVIDIA H800 SXM5 datasheet: max TDP 700 W (nvidia-smi readouts show a 700 W cap).
+        board_power_w: 700.0,
         // NVIDIA H800 SXM5 datasheet: H100's tensor peaks and HBM3, NVLink cut to 400 GB/s.
         // Public nvidia-smi readouts of "NVIDIA H800" (700 W) show 81559MiB, as the H100's.
         spec: gpu(
@@ -166,6 +174,8 @@ fn h800() -> GpuPreset {
 fn h200() -> GpuPreset {
     GpuPreset {
         device_names: &[DeviceName(&["h200"])],
+        // NVIDIA H200 datasheet, H200 SXM: "Max Thermal Design Power (TDP) Up to 700W".
+        board_power_w: 700.0,
         // Public nvidia-smi readouts of "NVIDIA H200" (700 W) show 143771MiB.
         spec: gpu(
             "h200",
@@ -214,6 +224,8 @@ fn h200() -> GpuPreset {
 fn h20() -> GpuPreset {
     GpuPreset {
         device_names: &[DeviceName(&["h20"])],
+        // NVIDIA HGX H20 specifications as its partners publish them (cited below): 400 W.
+        board_power_w: 400.0,
         // NVIDIA HGX H20 specifications as NVIDIA's partners publish them (NVIDIA posts no H20
         // datasheet: sunkx109/GPUs-Specs issue #2): 96 GB HBM3 at 4.0 TB/s, BF16 148 TFLOPS and
         // FP8 296 TFLOPS dense (a BF16 GEMM reaches 142.25 TFLOPS at 10240³,

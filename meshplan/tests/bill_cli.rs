@@ -1,0 +1,79 @@
+//! `meshplan bill` and `meshplan deadline`: outputs and exit codes.
+
+mod common;
+use common::{meshplan, stderr};
+
+const MESH_LINK: &str = "v=1&model=llama-3.1-70b&gpus=512&seq=32768&gbs=64&pp=4&cp=4&dp=4";
+
+#[test]
+fn bill_prints_every_figure_with_its_formula_and_the_defaults_sources() {
+    let out = meshplan(&["bill", "examples/article-70b-mesh.json", "--table"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    for want in [
+        "Goodput",
+        "√(2 × ",
+        "Checkpoint size",
+        "Tokens per joule",
+        "default: Uptime Institute survey 2024",
+        "GPU-hours",
+    ] {
+        assert!(text.contains(want), "{want} missing:\n{text}");
+    }
+}
+
+#[test]
+fn a_bill_flag_out_of_range_exits_2_naming_its_link_key() {
+    let out = meshplan(&["bill", MESH_LINK, "--pue", "0.7"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("bill_pue"), "{}", stderr(&out));
+    let out = meshplan(&["bill", MESH_LINK, "--price", "spot"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("bill_price"), "{}", stderr(&out));
+}
+
+#[test]
+fn deadline_names_the_smallest_cluster_and_why_the_smaller_fail() {
+    let out = meshplan(&[
+        "deadline",
+        MESH_LINK,
+        "--tokens",
+        "1e12",
+        "--days",
+        "30",
+        "--nodes",
+        "1,8,64,128",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("Smallest cluster:"), "{text}");
+    assert!(
+        text.contains("too slow") || text.contains("does not fit"),
+        "{text}"
+    );
+}
+
+#[test]
+fn fleet_ranks_gpu_types_by_dollars_per_million_tokens() {
+    let out = meshplan(&[
+        "fleet",
+        "v=1&model=llama-3.1-70b",
+        "--rate",
+        "20",
+        "--ttft-ms",
+        "2000",
+        "--tpot-ms",
+        "50",
+        "--gpus",
+        "h100-sxm,a100-80gb",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("h100-sxm") && text.contains("a100-80gb"),
+        "{text}"
+    );
+    let out = meshplan(&["fleet", "v=1", "--rate", "0"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("--rate"), "{}", stderr(&out));
+}
