@@ -53,6 +53,12 @@ fn the_article_mesh_bill_holds_together_by_hand() {
     ] {
         assert!(keys.contains(&key), "{key} missing from {keys:?}");
     }
+    // The failure rate reads in the formulas as the user typed its order of magnitude.
+    let interruptions = bill.terms.iter().find(|t| t.key == "bill.interruptions");
+    assert!(
+        interruptions.is_some_and(|t| t.worked.starts_with("1.973e-5 × ")),
+        "{interruptions:?}"
+    );
     for t in &bill.terms {
         assert!(t.value.is_finite(), "{}: {}", t.key, t.value);
         assert!(!t.formula.is_empty() && !t.worked.is_empty(), "{}", t.key);
