@@ -6,7 +6,6 @@ use std::fmt::Write;
 
 use planner_core::base::explain::{display_dollars, Unit};
 use planner_core::bill::fleet::{fleet_for_rate, FleetAnswer, FleetGoal};
-use planner_core::search::deployment::ServeTarget;
 use planner_core::serving::latency::ServingLoad;
 
 use crate::error::CliError;
@@ -60,26 +59,21 @@ pub fn run(args: &Args) -> Result<String, CliError> {
     } else {
         args.gpus.clone()
     };
-    let goal = FleetGoal {
-        rate_rps: args.rate,
-        target: ServeTarget {
-            ttft_s: args.ttft_ms.map(|ms| ms / 1e3),
-            tpot_s: args.tpot_ms.map(|ms| ms / 1e3),
-            ..ServeTarget::default()
-        },
-        load: ServingLoad {
-            prompt_tokens: args.prompt,
-            output_tokens: args.output,
-            concurrency: 1,
-            ..ServingLoad::default()
-        },
+    let mut goal = FleetGoal::new(
+        args.rate,
+        (
+            args.ttft_ms.map(|ms| ms / 1e3),
+            args.tpot_ms.map(|ms| ms / 1e3),
+        ),
         gpu_ids,
-        prices: args
-            .prices
-            .iter()
-            .map(|p| price(p))
-            .collect::<Result<_, _>>()?,
-    };
+    );
+    goal.load.prompt_tokens = args.prompt;
+    goal.load.output_tokens = args.output;
+    goal.prices = args
+        .prices
+        .iter()
+        .map(|p| price(p))
+        .collect::<Result<_, _>>()?;
     let answer = fleet_for_rate(&scenario, &model, &goal);
     if args.json {
         serde_json::to_string_pretty(&answer)

@@ -35,6 +35,31 @@ pub struct FleetGoal {
     pub prices: Vec<(String, f64)>,
 }
 
+impl FleetGoal {
+    /// `rate_rps` within the bounds (p99 TTFT, mean TPOT) on `gpu_ids` at the list prices, the
+    /// default request mix, the concurrency ladder from 1.
+    pub fn new(
+        rate_rps: f64,
+        (ttft_s, tpot_s): (Option<f64>, Option<f64>),
+        gpu_ids: Vec<String>,
+    ) -> Self {
+        FleetGoal {
+            rate_rps,
+            target: ServeTarget {
+                ttft_s,
+                tpot_s,
+                ..ServeTarget::default()
+            },
+            load: ServingLoad {
+                concurrency: 1,
+                ..ServingLoad::default()
+            },
+            gpu_ids,
+            prices: Vec::new(),
+        }
+    }
+}
+
 /// The fleet of one GPU type.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FleetOption {

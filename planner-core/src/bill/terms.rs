@@ -155,7 +155,7 @@ fn failure_terms(shape: &RunShape, bill: &RunBill, n: &BillNumbers) -> Vec<Term>
             "λ × GPU-hours",
             format!(
                 "{} × {} = {}",
-                fmt_num(bill.failures_per_gpu_hour),
+                rate(bill.failures_per_gpu_hour),
                 fmt_num(n.gpu_hours),
                 fmt_num(n.interruptions)
             ),

@@ -78,7 +78,7 @@ pub fn gpu_sheet(gpu: &GpuSpec) -> Vec<SheetRow> {
             "Board power",
             match crate::input::hardware::gpu_board_power_w(&gpu.id) {
                 Some(w) => format!("{w:.0} W"),
-                None => "not stated".to_string(),
+                None => NOT_STATED.to_string(),
             },
         ),
     ]
@@ -113,7 +113,8 @@ mod tests {
             value("h100-sxm", "FP4"),
             "no such tensor-core mode on this part"
         );
-        assert_eq!(value("h100-sxm", "Board power"), NOT_STATED);
+        // H100 SXM5: 700 W (its preset's board_power_w, the datasheet's maximum TDP).
+        assert_eq!(value("h100-sxm", "Board power"), "700 W");
         // 275,040 MiB = 268.6 GiB.
         assert_eq!(
             value("b300", "Memory"),

@@ -53,6 +53,12 @@ fn the_article_mesh_bill_holds_together_by_hand() {
     ] {
         assert!(keys.contains(&key), "{key} missing from {keys:?}");
     }
+    // The failure rate reads in the formulas as the user typed its order of magnitude.
+    let interruptions = bill.terms.iter().find(|t| t.key == "bill.interruptions");
+    assert!(
+        interruptions.is_some_and(|t| t.worked.starts_with("1.973e-5 × ")),
+        "{interruptions:?}"
+    );
     for t in &bill.terms {
         assert!(t.value.is_finite(), "{}: {}", t.key, t.value);
         assert!(!t.formula.is_empty() && !t.worked.is_empty(), "{}", t.key);
@@ -188,24 +194,11 @@ fn each_rankings_leader_is_the_least_under_its_key() {
 #[test]
 fn the_fewest_gpus_for_a_request_rate_per_gpu_type_cheapest_first() {
     use planner_core::bill::fleet::{fleet_for_rate, FleetGoal};
-    use planner_core::search::deployment::ServeTarget;
-    use planner_core::serving::latency::ServingLoad;
     let s = article_mesh_scenario();
     let model = s.model_spec().expect("preset");
-    let goal = FleetGoal {
-        rate_rps: 20.0,
-        target: ServeTarget {
-            ttft_s: Some(2.0),
-            tpot_s: Some(0.05),
-            ..ServeTarget::default()
-        },
-        load: ServingLoad {
-            concurrency: 1,
-            ..ServingLoad::default()
-        },
-        gpu_ids: vec!["a100-80gb".into(), "h100-sxm".into(), "no-such-gpu".into()],
-        prices: vec![("a100-80gb".into(), 1.0)],
-    };
+    let gpus = ["a100-80gb", "h100-sxm", "no-such-gpu"].map(String::from);
+    let mut goal = FleetGoal::new(20.0, (Some(2.0), Some(0.05)), gpus.to_vec());
+    goal.prices = vec![("a100-80gb".into(), 1.0)];
     let a = fleet_for_rate(&s, &model, &goal);
     assert_eq!(a.options.len(), 2, "{a:?}");
     assert_eq!(a.refused.len(), 1);
