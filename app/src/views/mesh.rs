@@ -61,11 +61,13 @@ const ROWS_PER_FRAME: usize = 10;
 /// is drawn ([`SearchState::post_when_drawn`]).
 const STILL_MS: f64 = 120.0;
 
-/// What the search depends on: the scenario without its layout and serving inputs.
+/// What the search depends on: the scenario without its layout, serving and bill inputs.
 fn search_key(s: &Scenario) -> Scenario {
     let mut k = s.clone();
     k.layout = Layout::default();
     k.serving = Serving::default();
+    // The page's mesh search ranks by step time: the run's bill does not change its answer.
+    k.bill = Default::default();
     k
 }
 
