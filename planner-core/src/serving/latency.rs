@@ -853,7 +853,7 @@ impl ReplicaTimer {
                 sp,
                 p: pre.p,
             }
-            .step_per_token_s(load),
+            .step_per_token_s(load, &dec),
             None => f64::from(self.pp) * dec.slowest.total_s + dec.hops,
         };
         let b = batch_numbers(
@@ -1066,9 +1066,19 @@ impl SpecInputs<'_> {
     /// The plain step, the verify step, the k draft forwards (s) and one draft forward, at
     /// `load`'s concurrency.
     fn steps(&self, load: &ServingLoad) -> (f64, f64, f64, speculation::DraftStep) {
+        let timer = self.timer;
+        let plain = decode_numbers(self.ctx, &timer.shapes, timer.pp, load, self.p, 1.0);
+        self.steps_beside(load, &plain)
+    }
+
+    /// [`Self::steps`] with the plain step already priced (the search has it).
+    fn steps_beside(
+        &self,
+        load: &ServingLoad,
+        plain: &DecodeNumbers,
+    ) -> (f64, f64, f64, speculation::DraftStep) {
         let (ctx, timer, sp) = (self.ctx, self.timer, self.sp);
         let pp = f64::from(timer.pp);
-        let plain = decode_numbers(ctx, &timer.shapes, timer.pp, load, self.p, 1.0);
         let queries = f64::from(sp.draft_tokens) + 1.0;
         let verify = decode_numbers(ctx, &timer.shapes, timer.pp, load, self.p, queries);
         let machine = speculation::DraftMachine {
@@ -1095,8 +1105,8 @@ impl SpecInputs<'_> {
     }
 
     /// Seconds per output token of the speculative step (interference aside).
-    fn step_per_token_s(&self, load: &ServingLoad) -> f64 {
-        let (_, verify_s, draft_s, _) = self.steps(load);
+    fn step_per_token_s(&self, load: &ServingLoad, plain: &DecodeNumbers) -> f64 {
+        let (_, verify_s, draft_s, _) = self.steps_beside(load, plain);
         (verify_s + draft_s) / self.sp.tokens_per_step()
     }
 
