@@ -105,6 +105,9 @@ pub struct PartRow {
     /// GEMM shape.
     #[serde(default)]
     pub k: Option<f64>,
+    /// GEMM: batched GEMMs of the shape one call runs (XLA's `b`); 1 when absent.
+    #[serde(default)]
+    pub batch: Option<f64>,
     /// GEMM and attention: measured TFLOP/s.
     #[serde(default)]
     pub tflops: Option<f64>,
@@ -245,6 +248,37 @@ fn predict_gemm(row: &PartRow) -> Result<(f64, f64, String), String> {
         other => return Err(format!("dtype {other:?} is not bf16, fp16 or fp8")),
     };
     let eff = curve.at(d) * share;
+    let fp8 = row.dtype.as_deref() == Some("fp8");
+    let batch = row.batch.unwrap_or(1.0);
+    let (m, n, k) = (need(row.m, "m")?, need(row.n, "n")?, need(row.k, "k")?);
+    let default_hbm = CostOptions::default().hbm_achievable_fraction;
+    if let Some(unit) = crate::time::gemm_shape::GemmUnit::for_gpu(&gpu, fp8, default_hbm) {
+        let shape = crate::time::gemm_shape::GemmShape {
+            m,
+            n,
+            k,
+            groups: batch,
+        };
+        let t = crate::time::gemm_shape::gemm_time(&shape, &unit);
+        let predicted = 2.0 * m * n * k * batch / t.seconds / 1e12;
+        return Ok((
+            measured,
+            predicted,
+            format!(
+                "{}×{} tiles, {:.0} wave(s) on {:.0} SMs, {} of {:.1} µs",
+                t.tile.m,
+                t.tile.n,
+                t.waves,
+                unit.multiprocessors,
+                if t.memory_s > t.compute_s {
+                    "bytes"
+                } else {
+                    "tiles"
+                },
+                t.seconds * 1e6
+            ),
+        ));
+    }
     let predicted = peak * eff * power / 1e12;
     Ok((
         measured,

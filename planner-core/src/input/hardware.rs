@@ -189,6 +189,9 @@ pub(crate) struct GpuPreset {
     /// Board power at the datasheet's limit (TDP, total board or graphics power), watts:
     /// what a run's energy is priced from ([`gpu_board_power_w`]).
     pub(crate) board_power_w: f64,
+    /// Streaming multiprocessors (AMD: compute units), the units a GEMM's tiles are spread
+    /// over in waves ([`crate::time::gemm_shape`]); `None` where no datasheet states it.
+    pub(crate) multiprocessors: Option<u32>,
 }
 
 /// A device name as the driver prints it ("NVIDIA H100 80GB HBM3", "NVIDIA GeForce RTX 4090"),
@@ -245,6 +248,15 @@ pub fn gpu_board_power_w(id: &str) -> Option<f64> {
         .iter()
         .find(|p| p.spec.id == id)
         .map(|p| p.board_power_w)
+}
+
+/// The streaming multiprocessors (compute units) of the GPU preset `id`; `None` for a custom
+/// GPU or a preset whose datasheet does not state them.
+pub fn gpu_multiprocessors(id: &str) -> Option<u32> {
+    preset_table()
+        .iter()
+        .find(|p| p.spec.id == id)
+        .and_then(|p| p.multiprocessors)
 }
 
 /// Every preset, built once, in the order the page lists them.

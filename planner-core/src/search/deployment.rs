@@ -1029,9 +1029,16 @@ pub fn concurrency_curve(
         cs.push(load.concurrency);
         cs.sort_unstable();
     }
+    // The KV capacity does not depend on the concurrency (as in the search above): read once.
+    let one = ServingLoad {
+        concurrency: 1,
+        ..load.clone()
+    };
+    let capacity = shape.numbers(model, &one)?.kv_capacity_tokens;
     let mut out = Vec::with_capacity(cs.len());
     for c in cs {
-        if let Some(point) = curve_point(model, scenario, &shape, load, c, percentile)? {
+        let point = curve_point(model, scenario, &shape, load, (c, capacity), percentile)?;
+        if let Some(point) = point {
             out.push(point);
         }
     }
@@ -1039,32 +1046,28 @@ pub fn concurrency_curve(
 }
 
 /// One point of [`concurrency_curve`]: `c` clients, of which the engine runs what its cap and
-/// KV pool admit ([`admission`]); the others wait for a slot, which adds to their TTFT.
+/// KV pool (`kv_capacity_tokens`) admit ([`admission`]); the others wait for a slot, which adds
+/// to their TTFT.
 fn curve_point(
     model: &ModelSpec,
     scenario: &Scenario,
     shape: &ShapeModel,
     load: &ServingLoad,
-    c: u32,
+    (c, kv_capacity_tokens): (u32, f64),
     percentile: Percentile,
 ) -> Result<Option<ConcurrencyPoint>, ServingError> {
-    let at = |n: u32| ServingLoad {
-        concurrency: n,
-        ..load.clone()
-    };
-    let all = shape.numbers(model, &at(c))?;
     let adm = admission::admit(
         scenario,
         c,
         load.prompt_tokens,
         load.output_tokens,
-        all.kv_capacity_tokens,
+        kv_capacity_tokens,
     )?;
-    let n = if adm.running == c {
-        all
-    } else {
-        shape.numbers(model, &at(adm.running))?
+    let running = ServingLoad {
+        concurrency: adm.running,
+        ..load.clone()
     };
+    let n = shape.numbers(model, &running)?;
     let Some(e) = eval_aggregated(&n, load.output_tokens, percentile) else {
         return Ok(None);
     };

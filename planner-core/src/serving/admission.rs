@@ -177,10 +177,20 @@ impl Admission {
             Unit::Seconds,
             w,
             "(c − b) / λ",
-            format!(
-                "({} − {}) / {rate_per_s:.4} = {w:.4} s",
-                self.clients, self.running
-            ),
+            if rate_per_s > 0.0 && self.clients > self.running {
+                format!(
+                    "({} − {}) / {rate_per_s:.4} = {w:.4} s",
+                    self.clients, self.running
+                )
+            } else if rate_per_s > 0.0 {
+                format!(
+                    "all {} requests run at once: no wait = 0 s",
+                    self.clients
+                )
+            } else {
+                "open loop (no completion rate closes it): the engine adds no slot wait = 0 s"
+                    .to_string()
+            },
             "Little's law on the requests waiting for admission (closed loop: every client keeps one request in the engine; completions at λ free slots)",
         )
     }
@@ -194,6 +204,28 @@ mod tests {
         let mut s = crate::resolve::presets::default_scenario();
         s.serving.engine = engine;
         s
+    }
+
+    #[test]
+    fn the_wait_says_why_it_is_zero() {
+        let a = Admission {
+            clients: 10,
+            running: 10,
+            cap: (256, "engine default".to_string()),
+            kv_tokens_per_seq: 1280.0,
+            kv_seqs: 100.0,
+            policy: KvAdmission::PromptThenPreempt,
+            limit: Limit::Clients,
+        };
+        assert!(a.wait_term(2.0).worked.contains("no wait"));
+        let open = Admission {
+            clients: 12,
+            limit: Limit::KvPool,
+            ..a
+        };
+        assert!(open.wait_term(0.0).worked.contains("open loop"));
+        // (12 − 10) / 4 = 0.5 s.
+        assert!((open.wait_s(4.0) - 0.5).abs() < 1e-12);
     }
 
     #[test]

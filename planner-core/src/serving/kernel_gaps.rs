@@ -11,11 +11,8 @@
 
 use crate::input::hardware::GpuSpec;
 
-/// Launch cost of one kernel inside a CUDA graph on an H100, s: Hazy Research, "Look Ma, No
-/// Bubbles! Designing a Low-Latency Megakernel for Llama-1B" (Spector, Juravsky et al.,
-/// 2025-05-27, hazyresearch.stanford.edu/blog/2025-05-27-no-bubbles): "even with CUDA graphs"
-/// they measured launch costs of about 1.3 µs per kernel on an H100.
-pub const GRAPH_KERNEL_LAUNCH_S: f64 = 1.3e-6;
+/// Launch cost of one kernel inside a CUDA graph on an H100 (its source is cited where it lives).
+pub use crate::time::kernel_launch::GRAPH_KERNEL_LAUNCH_S;
 
 /// Kernels one Llama decoder layer runs per forward, TP all-reduces aside (those are priced by
 /// the communication term): vLLM `vllm/model_executor/models/llama.py` `LlamaDecoderLayer.forward`

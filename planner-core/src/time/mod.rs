@@ -10,6 +10,8 @@ pub mod cost;
 pub mod deepspeed_zero3;
 pub mod elementwise;
 pub mod epoch;
+pub mod gemm_shape;
+pub mod kernel_launch;
 pub mod layer_time;
 pub mod nccl_algo;
 pub mod offload;

@@ -281,6 +281,18 @@ fn the_parts_datasets_price_every_row_or_say_why() {
         .filter(|p| p.part == Part::Collective && p.how.starts_with("NCCL tuner"))
         .count();
     assert!(nccl > 50, "{nccl}");
+    // A GEMM on a GPU whose record states its SMs is priced by tiles in waves
+    // (time::gemm_shape): 2048³ FP8 on an H100 is one wave of 256 × 128 tiles on 132 SMs.
+    let h100 = r
+        .rows
+        .iter()
+        .find(|p| p.id == "azure-h100-gemm-2048x2048x2048")
+        .expect("row");
+    assert!(
+        h100.how.starts_with("256×128 tiles, 1 wave(s) on 132 SMs"),
+        "{}",
+        h100.how
+    );
     assert_eq!(
         Collective::from_id("all_reduce"),
         Some(Collective::AllReduce)

@@ -5,12 +5,12 @@ use planner_core::input::hardware::{gpu_preset, Cluster};
 use planner_core::input::scenario::{ModelChoice, Scenario};
 use planner_core::resolve::presets::{article_mesh_scenario, model_preset};
 use planner_core::search::deployment::{
-    concurrency_ladder, mark_pareto, serve_search, Percentile, Pools, ServeRejectReason,
-    ServeSearchSpace, ServeTarget, TradeoffPoint,
+    concurrency_ladder, mark_pareto, serve_search, Percentile, Pools, RankedDeployment,
+    ServeRejectReason, ServeSearchResult, ServeSearchSpace, ServeTarget, TradeoffPoint,
 };
 use planner_core::serving::disagg::{disagg_time, DisaggDeployment, PoolShape};
 use planner_core::serving::latency::{
-    closed_loop_queue, open_loop_queue, serving_time, ServingLoad,
+    closed_loop_queue, open_loop_queue, serving_time, ServingLoad, ServingTime,
 };
 
 fn scenario(model: &str, nodes: u32) -> Scenario {
@@ -232,20 +232,7 @@ fn ladder_doubles_from_the_requested_concurrency() {
 #[test]
 fn search_ranks_feasible_deployments_and_agrees_with_serving_time() {
     let s = scenario("llama-3.1-70b", 8);
-    let model = model_preset("llama-3.1-70b").expect("preset");
-    let l = load(1024, 256, 1);
-    let target = ServeTarget {
-        ttft_s: Some(2.0),
-        tpot_s: Some(0.05),
-        percentile: Percentile::P99,
-    };
-    // Every deployment kept, so the best aggregated one is listed even when disaggregated
-    // pools fill the top.
-    let space = ServeSearchSpace {
-        top: usize::MAX,
-        ..ServeSearchSpace::default()
-    };
-    let r = serve_search(&model, &s, &l, &target, &space).expect("valid");
+    let (r, best, one, t) = best_aggregated_against_serving_time(&s);
     assert_eq!(r.gpus, 64);
     assert_eq!(r.candidates, r.feasible_count + r.rejected_count);
     assert!(!r.ranked.is_empty());
@@ -258,16 +245,6 @@ fn search_ranks_feasible_deployments_and_agrees_with_serving_time() {
     }
     // The best aggregated deployment, re-evaluated by serving_time at its concurrency, gives
     // the same TPOT, p99 TTFT and throughput per GPU.
-    let best = r
-        .ranked
-        .iter()
-        .find(|d| matches!(d.deployment.pools, Pools::Aggregated { .. }))
-        .expect("an aggregated deployment meets the target");
-    let (tp, pp) = best.deployment.serving_shape();
-    let mut one = s.clone();
-    one.serving.tp = tp;
-    one.serving.pp = pp;
-    let t = serving_time(&one, &load(1024, 256, best.deployment.concurrency)).expect("valid");
     assert!(close(best.tpot_s, t.tpot.value, 1e-12));
     assert!(close(best.ttft_s, t.ttft_p99.value, 1e-9));
     assert!(close(
@@ -478,6 +455,17 @@ fn the_search_prices_speculation_as_serving_time_does() {
         acceptance: 0.8,
         draft_params: None,
     });
+    let (_, best, _, t) = best_aggregated_against_serving_time(&s);
+    assert!(!t.speculation.is_empty());
+    assert!(close(best.tpot_s, t.tpot.value, 1e-12));
+}
+
+/// Llama 3.1 70B's serve search on `s` (1,024 + 256 tokens, p99 TTFT ≤ 2 s, TPOT ≤ 50 ms, every
+/// deployment kept so the best aggregated one is listed even when disaggregated pools fill the
+/// top), its best aggregated deployment, that deployment's scenario and `serving_time` there.
+fn best_aggregated_against_serving_time(
+    s: &Scenario,
+) -> (ServeSearchResult, RankedDeployment, Scenario, ServingTime) {
     let model = model_preset("llama-3.1-70b").expect("preset");
     let target = ServeTarget {
         ttft_s: Some(2.0),
@@ -488,17 +476,17 @@ fn the_search_prices_speculation_as_serving_time_does() {
         top: usize::MAX,
         ..ServeSearchSpace::default()
     };
-    let r = serve_search(&model, &s, &load(1024, 256, 1), &target, &space).expect("valid");
+    let r = serve_search(&model, s, &load(1024, 256, 1), &target, &space).expect("valid");
     let best = r
         .ranked
         .iter()
         .find(|d| matches!(d.deployment.pools, Pools::Aggregated { .. }))
-        .expect("an aggregated deployment meets the target");
+        .expect("an aggregated deployment meets the target")
+        .clone();
     let (tp, pp) = best.deployment.serving_shape();
     let mut one = s.clone();
     one.serving.tp = tp;
     one.serving.pp = pp;
     let t = serving_time(&one, &load(1024, 256, best.deployment.concurrency)).expect("valid");
-    assert!(!t.speculation.is_empty());
-    assert!(close(best.tpot_s, t.tpot.value, 1e-12));
+    (r, best, one, t)
 }

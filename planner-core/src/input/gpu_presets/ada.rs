@@ -19,6 +19,8 @@ pub(super) fn presets() -> Vec<GpuPreset> {
             device_names: &[DeviceName(&["l40s"])],
             // NVIDIA L40S datasheet (cited below): max power consumption 350 W.
             board_power_w: 350.0,
+            // L40S datasheet: 18,176 CUDA cores, 128 per Ada SM.
+            multiprocessors: Some(142),
             // NVIDIA L40S datasheet: BF16 Tensor Core "362.05 | 733" TFLOPS and FP8 "733 |
             // 1,466" (dense | with sparsity), 48 GB GDDR6 with ECC at 864 GB/s, max power 350 W,
             // PCIe Gen4 x16 64 GB/s bidirectional, NVLink: no. akash-network/provider-configs PR
@@ -39,6 +41,8 @@ pub(super) fn presets() -> Vec<GpuPreset> {
             device_names: &[DeviceName(&["6000", "rtx", "ada"])],
             // NVIDIA RTX 6000 Ada datasheet (cited below): max power consumption 300 W.
             board_power_w: 300.0,
+            // RTX 6000 Ada datasheet: 18,176 CUDA cores, 128 per Ada SM.
+            multiprocessors: Some(142),
             // NVIDIA Ada GPU architecture whitepaper (v2.01), RTX 6000 Ada: "Peak FP16/BF16
             // Tensor TFLOPS with FP32 Accumulate 364.2/728.5" and "Peak FP8 Tensor TFLOPS with
             // FP32 Accumulate 728.5/1457" (dense/sparse; the professional card runs FP32
@@ -60,6 +64,8 @@ pub(super) fn presets() -> Vec<GpuPreset> {
             device_names: &[DeviceName(&["l4"])],
             // NVIDIA L4 datasheet (cited below): max power 72 W.
             board_power_w: 72.0,
+            // L4 datasheet: 7,424 CUDA cores, 128 per Ada SM.
+            multiprocessors: Some(58),
             // NVIDIA L4 datasheet: BF16 Tensor Core 242 and FP8 485 teraFLOPS "with sparsity"
             // (dense: half), 24 GB GDDR6 at 300 GB/s, max power 72 W, PCIe Gen4 x16 64 GB/s.
             // speaches-ai/speaches PR #438 (nvidia-smi, "NVIDIA L4", 72 W): 23034MiB (ECC on).
@@ -78,6 +84,8 @@ pub(super) fn presets() -> Vec<GpuPreset> {
             device_names: &[DeviceName(&["4090"])],
             // NVIDIA GeForce RTX 4090 specifications (cited below): total graphics power 450 W.
             board_power_w: 450.0,
+            // GeForce RTX 4090 specifications: 16,384 CUDA cores, 128 per Ada SM.
+            multiprocessors: Some(128),
             // NVIDIA Ada GPU architecture whitepaper (v2.01), GeForce RTX 4090: "Peak BF16 Tensor
             // TFLOPS with FP32 Accumulate 165.2/330.4" and "Peak FP8 Tensor TFLOPS with FP32
             // Accumulate 330.3/660.6" (dense/sparse: GeForce runs FP32 accumulation at half its

@@ -46,6 +46,8 @@ pub(super) fn presets() -> Vec<GpuPreset> {
             device_names: &[DeviceName(&["mi300x"])],
             // AMD Instinct MI300X datasheet: peak total board power 750 W.
             board_power_w: 750.0,
+            // AMD Instinct MI300X datasheet: 304 compute units.
+            multiprocessors: Some(304),
             spec: mi300x,
             traits: GpuTraits {
                 host: None,
@@ -77,6 +79,8 @@ pub(super) fn presets() -> Vec<GpuPreset> {
             device_names: &[DeviceName(&["mi325x"])],
             // AMD Instinct MI325X datasheet: peak total board power 1000 W.
             board_power_w: 1000.0,
+            // AMD Instinct MI325X datasheet: 304 compute units.
+            multiprocessors: Some(304),
             spec: mi325x,
             traits: GpuTraits {
                 host: None,

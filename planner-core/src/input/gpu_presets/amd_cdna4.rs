@@ -41,6 +41,8 @@ pub(super) fn presets() -> Vec<GpuPreset> {
         GpuPreset {
             // Board power as the datasheet quoted below states it.
             board_power_w: 1400.0,
+            // AMD Instinct MI355X datasheet: 256 compute units.
+            multiprocessors: Some(256),
             device_names: &[DeviceName(&["mi355x"])],
             // AMD Instinct MI355X data sheet: 288 GB HBM3E at 8 TB/s, peak dense FP16/BF16
             // 2,516.6 TFLOPS, FP8 5,033.2, MXFP6 and MXFP4 10,066.3 (256 CUs at 2.4 GHz), 7 Infinity
@@ -63,6 +65,8 @@ pub(super) fn presets() -> Vec<GpuPreset> {
         GpuPreset {
             // Board power as the datasheet quoted below states it.
             board_power_w: 1000.0,
+            // AMD Instinct MI350X datasheet: 256 compute units.
+            multiprocessors: Some(256),
             device_names: &[DeviceName(&["mi350x"])],
             // AMD Instinct MI350X data sheet: 288 GB HBM3E at 8 TB/s, peak dense FP16/BF16
             // 2,306.9 TFLOPS, FP8 4,613.7, MXFP6 and MXFP4 9,227.5 (256 CUs at 2.2 GHz), Infinity

@@ -37,6 +37,8 @@ fn a100_40gb() -> GpuPreset {
         device_names: &[DeviceName(&["a100", "40"])],
         // NVIDIA A100 datasheet (A100 80GB SXM / 40GB SXM column): "Max Thermal Design Power (TDP) 400W".
         board_power_w: 400.0,
+        // NVIDIA A100 Tensor Core GPU Architecture whitepaper: 108 SMs.
+        multiprocessors: Some(108),
         spec: a100_40,
         traits: GpuTraits {
             // NVIDIA DGX A100 user guide (hardware overview), 320 GB system: 1 TB RAM, 15 TB
@@ -77,6 +79,8 @@ fn a100_80gb() -> GpuPreset {
         device_names: &[DeviceName(&["a100"])],
         // NVIDIA A100 datasheet, A100 80GB SXM: "Max Thermal Design Power (TDP) 400W".
         board_power_w: 400.0,
+        // NVIDIA A100 Tensor Core GPU Architecture whitepaper: 108 SMs.
+        multiprocessors: Some(108),
         spec: a100_80,
         traits: GpuTraits {
             // The same guide, 640 GB system: 2 TB RAM, 30 TB (8 × 3.84 TB) U.2 NVMe.
@@ -122,6 +126,8 @@ fn a800() -> GpuPreset {
         device_names: &[DeviceName(&["a800"])],
         // NVIDIA A800 SXM4 datasheet (cited above): max TDP 400 W.
         board_power_w: 400.0,
+        // A800 datasheet: 6,912 CUDA cores, 64 per Ampere GA100 SM.
+        multiprocessors: Some(108),
         spec: a800,
         traits: GpuTraits {
             // The DGX A100 640 GB system's host (2 TB RAM, 8 × 3.84 TB NVMe, 2 × EPYC 7742).
@@ -151,6 +157,8 @@ fn pcie_cards() -> Vec<GpuPreset> {
             device_names: &[DeviceName(&["a6000"])],
             // NVIDIA RTX A6000 datasheet (cited below): max power consumption 300 W.
             board_power_w: 300.0,
+            // RTX A6000 datasheet: 10,752 CUDA cores, 128 per GA102 SM.
+            multiprocessors: Some(84),
             // NVIDIA Ampere GA102 GPU architecture whitepaper (v2), RTX A6000: "Peak BF16 Tensor
             // TFLOPS with FP32 Accumulate 154.8/309.7" (dense/sparse; the professional card runs
             // FP32 accumulation at the full rate); NVIDIA RTX A6000 datasheet: 48 GB GDDR6 with
@@ -176,6 +184,8 @@ fn pcie_cards() -> Vec<GpuPreset> {
             device_names: &[DeviceName(&["a10"])],
             // NVIDIA A10 datasheet (cited below): max TDP 150 W.
             board_power_w: 150.0,
+            // A10 datasheet: 9,216 CUDA cores, 128 per GA102 SM.
+            multiprocessors: Some(72),
             // NVIDIA A10 datasheet: BF16 Tensor Core "125 TF | 250 TF*" (dense | with sparsity),
             // 24 GB GDDR6 at 600 GB/s, max TDP 150 W, PCIe Gen4 64 GB/s. Public nvidia-smi
             // readouts of "NVIDIA A10" (150 W, ECC off) show 24564MiB.

@@ -40,6 +40,8 @@ fn sxm_presets() -> Vec<GpuPreset> {
             device_names: &[DeviceName(&["b200"])],
             // NVIDIA/TensorRT-LLM issue #10278 (cited below): nvidia-smi shows "NVIDIA B200" at a 1000 W cap.
             board_power_w: 1000.0,
+            // B200 as CUDA reports it (multiProcessorCount 148; FlashAttention 4 and CUTLASS examples size their grids to 148 SMs).
+            multiprocessors: Some(148),
             // NVIDIA/TensorRT-LLM issue #10278 (nvidia-smi, "NVIDIA B200", 1000 W): 183359MiB.
             spec: gpu(
                 "b200",
@@ -89,6 +91,8 @@ fn sxm_presets() -> Vec<GpuPreset> {
             device_names: &[DeviceName(&["gb200"])],
             // Public nvidia-smi readouts of "NVIDIA GB200" (cited above) show a 1200 W cap.
             board_power_w: 1200.0,
+            // the superchip's B200 GPUs, 148 SMs as the B200 preset.
+            multiprocessors: Some(148),
             spec: gb200,
             traits: GpuTraits {
                 host: Some(nvl72_grace_host()),
@@ -150,6 +154,8 @@ fn gb202_cards() -> Vec<GpuPreset> {
             device_names: &[DeviceName(&["6000", "rtx", "pro"])],
             // NVIDIA RTX PRO 6000 Blackwell Workstation Edition datasheet (cited below): 600 W.
             board_power_w: 600.0,
+            // RTX PRO 6000 Blackwell datasheet: 24,064 CUDA cores, 128 per GB202 SM.
+            multiprocessors: Some(188),
             // The Workstation Edition (Server and Max-Q editions map here by name: the same 188
             // SMs and 96 GB). NVIDIA RTX Blackwell GPU architecture whitepaper, RTX PRO 6000
             // Blackwell Workstation Edition: "Peak FP16/BF16 Tensor TFLOPS with FP32 Accumulate
@@ -176,6 +182,8 @@ fn gb202_cards() -> Vec<GpuPreset> {
             device_names: &[DeviceName(&["5090"])],
             // NVIDIA GeForce RTX 5090 specifications (cited below): total graphics power 575 W.
             board_power_w: 575.0,
+            // GeForce RTX 5090 specifications: 21,760 CUDA cores, 128 per GB202 SM.
+            multiprocessors: Some(170),
             // NVIDIA RTX Blackwell GPU architecture whitepaper, GeForce RTX 5090: "Peak FP16
             // Tensor TFLOPS with FP32 Accumulate 209.5/419" and "Peak FP8 Tensor TFLOPS with
             // FP32 Accumulate 419/838" (dense/sparse: GeForce runs FP32 accumulation at half the

@@ -61,6 +61,8 @@ pub(super) fn presets() -> Vec<GpuPreset> {
         GpuPreset {
             // Board power as the datasheet quoted below states it.
             board_power_w: 1100.0,
+            // B300 as CUDA reports it (160 SMs; Modular's MAX kernels size partitions to B300's 160 SMs).
+            multiprocessors: Some(160),
             device_names: &[DeviceName(&["b300"])],
             spec: b300,
             traits: GpuTraits {
@@ -90,6 +92,8 @@ pub(super) fn presets() -> Vec<GpuPreset> {
         GpuPreset {
             // Board power as the datasheet quoted below states it.
             board_power_w: 1400.0,
+            // the superchip's B300 GPUs, 160 SMs as the B300 preset.
+            multiprocessors: Some(160),
             device_names: &[DeviceName(&["gb300"])],
             spec: gb300,
             traits: GpuTraits {

@@ -56,6 +56,8 @@ fn h100_sxm() -> GpuPreset {
         device_names: &[DeviceName(&["h100"])],
         // NVIDIA H100 product page: H100 SXM "Max Thermal Design Power (TDP) Up to 700W" (input/power_limit.rs).
         board_power_w: H100_SXM_RATED_POWER_WATTS,
+        // NVIDIA H100 Tensor Core GPU Architecture whitepaper: 132 SMs on H100 SXM5.
+        multiprocessors: Some(132),
         // NVIDIA/nccl issue #1264 (nvidia-smi, "NVIDIA H100 80GB HBM3", 700 W): 81559MiB;
         // the same total in modal-labs/modal-client PR #2797.
         spec: gpu(
@@ -96,6 +98,8 @@ fn h100_96gb() -> GpuPreset {
         device_names: &[DeviceName(&["h100", "96"])],
         // torchtitan docs/performance.md: "the default 500W power limit" (input/power_limit.rs).
         board_power_w: H100_96GB_POWER_LIMIT_WATTS,
+        // the H100 SXM's GH100 configuration (H100 whitepaper: 132 SMs).
+        multiprocessors: Some(132),
         // torchtitan docs/performance.md (Grand Teton): "96GB HBM2e with 2.4 TB/sec peak
         // memory bandwidth", 400 Gb/s RDMA per GPU, the default 500 W power limit. Same
         // GH100 die and datasheet tensor peaks as the SXM5 (MFU's denominator); the power cap
@@ -140,6 +144,8 @@ fn h800() -> GpuPreset {
         device_names: &[DeviceName(&["h800"])],
         // NVIDIA H800 SXM5 datasheet: max TDP 700 W (nvidia-smi readouts show a 700 W cap).
         board_power_w: 700.0,
+        // the H100 SXM's GH100 configuration (132 SMs).
+        multiprocessors: Some(132),
         // NVIDIA H800 SXM5 datasheet: H100's tensor peaks and HBM3, NVLink cut to 400 GB/s.
         // Public nvidia-smi readouts of "NVIDIA H800" (700 W) show 81559MiB, as the H100's.
         spec: gpu(
@@ -176,6 +182,8 @@ fn h200() -> GpuPreset {
         device_names: &[DeviceName(&["h200"])],
         // NVIDIA H200 datasheet, H200 SXM: "Max Thermal Design Power (TDP) Up to 700W".
         board_power_w: 700.0,
+        // the H100 SXM's GH100 configuration (132 SMs).
+        multiprocessors: Some(132),
         // Public nvidia-smi readouts of "NVIDIA H200" (700 W) show 143771MiB.
         spec: gpu(
             "h200",
@@ -226,6 +234,8 @@ fn h20() -> GpuPreset {
         device_names: &[DeviceName(&["h20"])],
         // NVIDIA HGX H20 specifications as its partners publish them (cited below): 400 W.
         board_power_w: 400.0,
+        // no NVIDIA datasheet states H20's SM count.
+        multiprocessors: None,
         // NVIDIA HGX H20 specifications as NVIDIA's partners publish them (NVIDIA posts no H20
         // datasheet: sunkx109/GPUs-Specs issue #2): 96 GB HBM3 at 4.0 TB/s, BF16 148 TFLOPS and
         // FP8 296 TFLOPS dense (a BF16 GEMM reaches 142.25 TFLOPS at 10240³,
