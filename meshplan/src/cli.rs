@@ -19,12 +19,17 @@ pub enum Command {
     /// Evaluate a scenario: model state, per-stage training memory, pipeline bubble, KV cache
     /// and serving, every number with its formula. JSON by default.
     Eval {
-        /// Scenario JSON file (`-` reads stdin). Omit when using `--link`.
-        #[arg(required_unless_present = "link", conflicts_with = "link")]
+        /// Scenario JSON file (`-` reads stdin). Omit when using `--link` or `--hf` alone.
+        #[arg(required_unless_present_any = ["link", "hf"], conflicts_with = "link")]
         scenario: Option<PathBuf>,
         /// A share link (query, `?query` or full URL) instead of a file.
         #[arg(long)]
         link: Option<String>,
+        /// A model on the Hugging Face Hub (`org/name` or its URL), read from its config.json
+        /// and safetensors headers, replacing the scenario's model (the default scenario's
+        /// when no scenario is given). `HF_ENDPOINT`, `HF_TOKEN`, cached.
+        #[arg(long, value_name = "MODEL_ID")]
+        hf: Option<String>,
         /// Print a readable table instead of JSON.
         #[arg(long)]
         table: bool,

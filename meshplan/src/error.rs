@@ -12,6 +12,9 @@ pub enum CliError {
     /// The input could not be read (missing file, permissions): exit code 2 too,
     /// since it is the path the user gave.
     Io(String),
+    /// A Hub fetch failed (gated, not found, rate limited, timed out, not a model the planner
+    /// maps): exit code 3.
+    Hub(String),
 }
 
 impl CliError {
@@ -19,6 +22,7 @@ impl CliError {
     pub fn exit_code(&self) -> u8 {
         match self {
             CliError::BadInput(_) | CliError::Io(_) => 2,
+            CliError::Hub(_) => 3,
         }
     }
 
@@ -36,7 +40,7 @@ impl CliError {
 impl fmt::Display for CliError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CliError::BadInput(m) | CliError::Io(m) => write!(f, "error: {m}"),
+            CliError::BadInput(m) | CliError::Io(m) | CliError::Hub(m) => write!(f, "error: {m}"),
         }
     }
 }

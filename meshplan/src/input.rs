@@ -33,3 +33,48 @@ pub fn read_file_or_link(arg: &str) -> Result<Scenario, CliError> {
     planner_core::edges::link::decode(arg)
         .map_err(|errors| CliError::fields("not a file, and an invalid link:", &errors))
 }
+
+/// `scenario` with its model replaced by the Hub model `hf` names (when given), and what was
+/// fetched; an error leaves nothing changed.
+pub fn with_hub_model(
+    mut scenario: Scenario,
+    hf: Option<&str>,
+) -> Result<(Scenario, Option<crate::hub::Fetched>), CliError> {
+    let Some(id) = hf else {
+        return Ok((scenario, None));
+    };
+    let fetched = crate::hub::fetch(id)?;
+    scenario.model = planner_core::input::scenario::ModelChoice::Custom(fetched.model.spec.clone());
+    Ok((scenario, Some(fetched)))
+}
+
+/// The fetched model as table lines: counts, what the headers changed, classes, files.
+pub fn hub_table(h: &crate::hub::Fetched) -> String {
+    use std::fmt::Write;
+    let m = &h.model;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} ({}): {} parameters from the safetensors headers; config.json's shapes alone: {}",
+        m.repo, m.architecture, m.model_params, m.config_params
+    );
+    if let Some(q) = &m.quantization {
+        let _ = writeln!(
+            out,
+            "  quantization ({}): {} — {}",
+            q.source, q.method, q.format
+        );
+    }
+    for c in &m.classes {
+        let _ = writeln!(
+            out,
+            "  {:<34} {:>16} params {:>16} bytes {:>12} scale bytes",
+            c.label, c.params, c.weight_bytes, c.scale_bytes
+        );
+    }
+    for n in &m.notes {
+        let _ = writeln!(out, "  note: {n}");
+    }
+    let _ = writeln!(out, "  read: {}\n", h.files.join(", "));
+    out
+}

@@ -6,6 +6,7 @@
 mod cli;
 mod commands;
 mod error;
+mod hub;
 mod input;
 
 use std::io::Write;

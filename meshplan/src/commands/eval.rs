@@ -17,19 +17,34 @@ use crate::error::CliError;
 use crate::input::read_scenario;
 
 /// Evaluates the scenario in `path` or `link` and renders it.
-pub fn run(path: Option<&Path>, query: Option<&str>, table: bool) -> Result<String, CliError> {
-    let scenario = match (path, query) {
-        (_, Some(q)) => {
+pub fn run(
+    path: Option<&Path>,
+    query: Option<&str>,
+    hf: Option<&str>,
+    table: bool,
+) -> Result<String, CliError> {
+    let scenario = match (path, query, hf) {
+        (_, Some(q), _) => {
             link::decode(q).map_err(|errors| CliError::fields("invalid link:", &errors))?
         }
-        (Some(p), None) => read_scenario(p)?,
-        (None, None) => return Err(CliError::BadInput("give a scenario file or --link".into())),
+        (Some(p), None, _) => read_scenario(p)?,
+        (None, None, Some(_)) => planner_core::resolve::presets::default_scenario(),
+        (None, None, None) => {
+            return Err(CliError::BadInput(
+                "give a scenario file, --link or --hf".into(),
+            ))
+        }
     };
+    let (scenario, hub) = crate::input::with_hub_model(scenario, hf)?;
     let eval = evaluate(&scenario).map_err(|e| CliError::fields("invalid scenario:", &e.errors))?;
     let bands = builtin_bands(&band_scenario(&scenario, eval.params.total / 1e9));
     let views = page_views(&scenario);
     if table {
-        let mut out = render_table(&scenario, &eval, &views);
+        let mut out = hub
+            .as_ref()
+            .map(crate::input::hub_table)
+            .unwrap_or_default();
+        out.push_str(&render_table(&scenario, &eval, &views));
         render_views(&mut out, &views);
         for b in &bands {
             let what = match b.kind {
@@ -51,6 +66,10 @@ pub fn run(path: Option<&Path>, query: Option<&str>, table: bool) -> Result<Stri
         })?;
         if let Some(obj) = value.as_object_mut() {
             obj.insert("views".to_string(), views);
+            if let Some(h) = &hub {
+                let fetched = serde_json::json!({ "model": &h.model, "files": &h.files });
+                obj.insert("hub".to_string(), fetched);
+            }
         }
         serde_json::to_string_pretty(&value)
             .map_err(|e| CliError::BadInput(format!("evaluation cannot be written as JSON: {e}")))

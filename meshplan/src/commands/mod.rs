@@ -25,8 +25,9 @@ pub fn run(command: Command) -> Result<String, CliError> {
         Command::Eval {
             scenario,
             link,
+            hf,
             table,
-        } => eval::run(scenario.as_deref(), link.as_deref(), table),
+        } => eval::run(scenario.as_deref(), link.as_deref(), hf.as_deref(), table),
         Command::Export {
             scenario,
             link,

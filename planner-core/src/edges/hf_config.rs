@@ -1,13 +1,15 @@
 //! Import a Hugging Face `config.json` into a [`ModelSpec`].
 //!
-//! Supported: `LlamaForCausalLM`, `MistralForCausalLM`, `MixtralForCausalLM`,
-//! `Qwen2ForCausalLM`, `Qwen3ForCausalLM`, `Qwen3MoeForCausalLM`,
-//! `DeepseekV3ForCausalLM`, `Gemma2ForCausalLM`. Field names and defaults follow the `transformers`
+//! Supported: [`SUPPORTED_ARCHITECTURES`]. Field names and defaults follow the `transformers`
 //! configuration classes of those models (`LlamaConfig`, `MixtralConfig`,
-//! `Qwen2Config`, `Qwen3Config`, `Qwen3MoeConfig`, `DeepseekV3Config`).
-//! Known approximations: Qwen3's per-head q/k RMSNorm (2 × head_dim per layer)
-//! and DeepSeek-V3's router bias (`e_score_correction_bias`, one per expert) are
-//! not counted; both are under 0.001% of the model.
+//! `Qwen2Config`, `Qwen3Config`, `Qwen3MoeConfig`, `DeepseekV3Config` (also Kimi K2),
+//! `Gemma3TextConfig`, `Llama4TextConfig`, `GptOssConfig`); a multimodal wrapper
+//! (`…ForConditionalGeneration`) is read from its `text_config`.
+//! Known approximations, each returned as a note by [`import_hf_config_noted`]: Qwen3's and
+//! Gemma 3's per-head q/k RMSNorm, Gemma 3's two extra norms per layer, DeepSeek-V3's router
+//! bias and gpt-oss's expert and router biases and attention sinks are not counted (the
+//! safetensors headers count them: `edges::hub`); Llama 4's chunked attention is priced as a
+//! sliding window of the chunk.
 
 use std::fmt;
 
@@ -35,7 +37,12 @@ pub enum ImportError {
         found: String,
     },
     /// `architectures[0]` is not one this importer knows.
-    UnsupportedArchitecture(String),
+    UnsupportedArchitecture {
+        /// The architecture's name, made printable.
+        architecture: String,
+        /// The config's keys no supported mapping reads (bookkeeping keys left out).
+        unmapped: Vec<String>,
+    },
     /// A setting of a supported architecture that the planner cannot model.
     UnsupportedSetting {
         /// The `config.json` key.
@@ -46,7 +53,7 @@ pub enum ImportError {
 }
 
 /// Architectures [`import_hf_config`] accepts.
-pub const SUPPORTED_ARCHITECTURES: [&str; 8] = [
+pub const SUPPORTED_ARCHITECTURES: [&str; 13] = [
     "LlamaForCausalLM",
     "MistralForCausalLM",
     "MixtralForCausalLM",
@@ -55,6 +62,76 @@ pub const SUPPORTED_ARCHITECTURES: [&str; 8] = [
     "Qwen3MoeForCausalLM",
     "DeepseekV3ForCausalLM",
     "Gemma2ForCausalLM",
+    "Gemma3ForCausalLM",
+    "Gemma3ForConditionalGeneration",
+    "Llama4ForCausalLM",
+    "Llama4ForConditionalGeneration",
+    "GptOssForCausalLM",
+];
+
+/// Keys a supported mapping reads or knowingly ignores (numerics of training, token ids,
+/// bookkeeping); any other key of an unsupported architecture is named as unmapped.
+const KNOWN_KEYS: [&str; 60] = [
+    "architectures",
+    "model_type",
+    "hidden_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "head_dim",
+    "intermediate_size",
+    "vocab_size",
+    "tie_word_embeddings",
+    "hidden_act",
+    "hidden_activation",
+    "attention_bias",
+    "mlp_bias",
+    "sliding_window",
+    "layer_types",
+    "sliding_window_pattern",
+    "use_sliding_window",
+    "max_window_layers",
+    "num_local_experts",
+    "num_experts",
+    "num_experts_per_tok",
+    "moe_intermediate_size",
+    "decoder_sparse_step",
+    "mlp_only_layers",
+    "n_routed_experts",
+    "n_shared_experts",
+    "first_k_dense_replace",
+    "moe_layer_freq",
+    "q_lora_rank",
+    "kv_lora_rank",
+    "qk_rope_head_dim",
+    "qk_nope_head_dim",
+    "v_head_dim",
+    "num_nextn_predict_layers",
+    "text_config",
+    "_name_or_path",
+    "torch_dtype",
+    "dtype",
+    "transformers_version",
+    "bos_token_id",
+    "eos_token_id",
+    "pad_token_id",
+    "rms_norm_eps",
+    "layer_norm_eps",
+    "rope_theta",
+    "rope_scaling",
+    "max_position_embeddings",
+    "initializer_range",
+    "use_cache",
+    "attention_dropout",
+    "auto_map",
+    "quantization_config",
+    "intermediate_size_mlp",
+    "interleave_moe_layer_step",
+    "moe_layers",
+    "attention_chunk_size",
+    "no_rope_layers",
+    "experts_per_token",
+    "generation_config",
 ];
 
 impl fmt::Display for ImportError {
@@ -73,11 +150,20 @@ impl fmt::Display for ImportError {
                 f,
                 "config.json: field `{field}` should be {expected}, found {found}"
             ),
-            ImportError::UnsupportedArchitecture(arch) => write!(
-                f,
-                "config.json: architecture `{arch}` is not supported (supported: {})",
-                SUPPORTED_ARCHITECTURES.join(", ")
-            ),
+            ImportError::UnsupportedArchitecture {
+                architecture,
+                unmapped,
+            } => {
+                write!(
+                    f,
+                    "config.json: architecture `{architecture}` is not supported (supported: {})",
+                    SUPPORTED_ARCHITECTURES.join(", ")
+                )?;
+                if !unmapped.is_empty() {
+                    write!(f, "; fields it could not map: {}", unmapped.join(", "))?;
+                }
+                Ok(())
+            }
             ImportError::UnsupportedSetting { field, message } => {
                 write!(f, "config.json: field `{field}`: {message}")
             }
@@ -190,13 +276,20 @@ fn base_spec(c: &Config<'_>, arch: &str) -> Result<ModelSpec, ImportError> {
     }
     // LlamaConfig/MistralConfig: head_dim defaults to hidden_size / num_attention_heads.
     let head_dim = c.opt_u32("head_dim")?.unwrap_or(hidden / heads);
-    let act = c.str_or("hidden_act", "silu")?;
-    // Gemma2MLP: gate_proj, up_proj, down_proj with a tanh-GeLU gate (GeGLU), the same
-    // three matrices and saved tensors as SwiGLU.
-    let gated_gelu = arch == "Gemma2ForCausalLM" && act.starts_with("gelu");
+    let gemma = arch.starts_with("Gemma");
+    // Gemma2Config/Gemma3TextConfig name the FFN's activation `hidden_activation`.
+    let act_field = if gemma && c.get("hidden_activation").is_some() {
+        "hidden_activation"
+    } else {
+        "hidden_act"
+    };
+    let act = c.str_or(act_field, "silu")?;
+    // Gemma2MLP / Gemma3MLP: gate_proj, up_proj, down_proj with a tanh-GeLU gate (GeGLU), the
+    // same three matrices and saved tensors as SwiGLU.
+    let gated_gelu = gemma && act.starts_with("gelu");
     if act != "silu" && !gated_gelu {
         return Err(ImportError::UnsupportedSetting {
-            field: "hidden_act".to_string(),
+            field: act_field.to_string(),
             message: format!(
                 "'{}': only the SiLU-gated (SwiGLU) FFN of {arch} is modelled",
                 crate::base::free_text::one_line(act)
@@ -236,14 +329,100 @@ fn base_spec(c: &Config<'_>, arch: &str) -> Result<ModelSpec, ImportError> {
 
 /// The planner's shapes for a Hugging Face `config.json`.
 pub fn import_hf_config(json: &str) -> Result<ModelSpec, ImportError> {
+    import_hf_config_noted(json).map(|(spec, _)| spec)
+}
+
+/// Gemma3TextConfig's defaults (transformers `configuration_gemma3.py`) for the keys a
+/// Gemma 3 `text_config` leaves out (gemma-3-4b-it omits the head counts and vocabulary).
+const GEMMA3_TEXT_DEFAULTS: [(&str, u32); 4] = [
+    ("num_attention_heads", 8),
+    ("num_key_value_heads", 4),
+    ("head_dim", 256),
+    ("vocab_size", 262_208),
+];
+
+/// The planner's shapes for a `config.json`, with one sentence for each approximation the
+/// mapping made (empty when the shapes say everything the planner models).
+pub fn import_hf_config_noted(json: &str) -> Result<(ModelSpec, Vec<String>), ImportError> {
     let value: Value =
         serde_json::from_str(json).map_err(|e| ImportError::NotJson(e.to_string()))?;
-    let map = value.as_object().ok_or(ImportError::NotAnObject)?;
-    let c = Config(map);
-    let arch = c.architecture()?;
+    let top = value.as_object().ok_or(ImportError::NotAnObject)?;
+    let top_config = Config(top);
+    let arch = top_config.architecture()?;
+    // A multimodal wrapper keeps the language model's fields under `text_config`.
+    let mut text = match top.get("text_config") {
+        Some(Value::Object(t)) if arch.ends_with("ForConditionalGeneration") => t.clone(),
+        _ => top.clone(),
+    };
+    if arch.starts_with("Gemma3") {
+        for (key, default) in GEMMA3_TEXT_DEFAULTS {
+            text.entry(key).or_insert(Value::from(default));
+        }
+        // Gemma3TextConfig: tie_word_embeddings defaults to true.
+        text.entry("tie_word_embeddings")
+            .or_insert(Value::Bool(true));
+    }
+    if let Some(name) = top.get("_name_or_path") {
+        text.entry("_name_or_path").or_insert(name.clone());
+    }
+    let c = Config(&text);
+    let mut notes = Vec::new();
     let mut spec = match arch {
+        "MixtralForCausalLM" | "Qwen3MoeForCausalLM" | "DeepseekV3ForCausalLM" => {
+            moe_arch_spec(&c, arch)?
+        }
+        "Llama4ForCausalLM" | "Llama4ForConditionalGeneration" => {
+            llama4_spec(&c, arch, &mut notes)?
+        }
+        _ => dense_arch_spec(&c, arch, &mut notes)?,
+    };
+    spec.attention_window = attention_window(&c, arch, spec.layers)?;
+    if arch.starts_with("Llama4") {
+        spec.attention_window = llama4_chunks(&c, spec.layers, &mut notes)?;
+    }
+    let keep = spec
+        .name
+        .char_indices()
+        .nth(crate::resolve::validate::MAX_NAME_CHARS)
+        .map_or(spec.name.len(), |(i, _)| i);
+    spec.name.truncate(keep);
+    if let Err(errors) = validate_model(&spec) {
+        let e = &errors[0];
+        return Err(ImportError::UnsupportedSetting {
+            field: config_field(arch, &e.field).to_string(),
+            message: e.message.clone(),
+        });
+    }
+    Ok((spec, notes))
+}
+
+/// The config's keys that no supported mapping reads, sorted, each made printable.
+fn unmapped_keys(c: &Config<'_>) -> Vec<String> {
+    let mut keys: Vec<String> =
+        c.0.keys()
+            .filter(|k| !KNOWN_KEYS.contains(&k.as_str()))
+            .take(40)
+            .map(|k| {
+                crate::base::free_text::one_line(k)
+                    .chars()
+                    .take(60)
+                    .collect()
+            })
+            .collect();
+    keys.sort();
+    keys
+}
+
+/// Dense architectures (Llama, Mistral, Qwen2/3, Gemma 2/3, and gpt-oss's MoE, whose experts
+/// are the dense FFN's width).
+fn dense_arch_spec(
+    c: &Config<'_>,
+    arch: &str,
+    notes: &mut Vec<String>,
+) -> Result<ModelSpec, ImportError> {
+    let spec = match arch {
         "LlamaForCausalLM" | "MistralForCausalLM" => {
-            let mut s = base_spec(&c, arch)?;
+            let mut s = base_spec(c, arch)?;
             // LlamaConfig.attention_bias puts biases on q/k/v/o; the o bias (h per
             // layer) is not modelled separately, so it counts as a Q/K/V bias.
             s.qkv_bias = c.bool_or("attention_bias", false)?;
@@ -256,27 +435,67 @@ pub fn import_hf_config(json: &str) -> Result<ModelSpec, ImportError> {
             }
             s
         }
-        "Gemma2ForCausalLM" => {
-            let mut s = base_spec(&c, arch)?;
+        "Gemma2ForCausalLM" | "Gemma3ForCausalLM" | "Gemma3ForConditionalGeneration" => {
+            let mut s = base_spec(c, arch)?;
             // Gemma2Config: tie_word_embeddings defaults to true; attention_bias to false.
             s.tied_embeddings = c.bool_or("tie_word_embeddings", true)?;
             s.qkv_bias = c.bool_or("attention_bias", false)?;
+            if arch.starts_with("Gemma3") {
+                // Gemma3DecoderLayer: pre/post attention and pre/post FFN norms, and
+                // Gemma3Attention's q_norm / k_norm over head_dim.
+                notes.push("Gemma 3's two extra norms per layer and its q/k norms are not in the shape model (the safetensors headers count them)".to_string());
+            }
             s
         }
         "Qwen2ForCausalLM" => {
             // Qwen2Attention: q_proj, k_proj, v_proj have bias=True, o_proj none.
             ModelSpec {
                 qkv_bias: true,
-                ..base_spec(&c, arch)?
+                ..base_spec(c, arch)?
             }
         }
         "Qwen3ForCausalLM" => {
-            let mut s = base_spec(&c, arch)?;
+            let mut s = base_spec(c, arch)?;
             s.qkv_bias = c.bool_or("attention_bias", false)?;
+            notes.push("Qwen3's per-head q/k norms are not in the shape model (the safetensors headers count them)".to_string());
             s
         }
+        "GptOssForCausalLM" => {
+            let mut s = base_spec(c, arch)?;
+            // GptOssAttention: q/k/v/o projections with bias=config.attention_bias (true);
+            // the o bias counts as a Q/K/V bias, as for Llama.
+            s.qkv_bias = c.bool_or("attention_bias", true)?;
+            // GptOssConfig: num_local_experts experts of width intermediate_size, top
+            // num_experts_per_tok (the published configs also carry experts_per_token).
+            let topk = match c.opt_u32("num_experts_per_tok")? {
+                Some(k) => k,
+                None => c.positive("experts_per_token")?,
+            };
+            s.moe = Some(MoeSpec {
+                routed_experts: c.positive("num_local_experts")?,
+                experts_per_token: topk,
+                shared_experts: 0,
+                expert_ffn: s.ffn,
+                dense_layers: 0,
+            });
+            notes.push("gpt-oss's expert and router biases and attention sinks are not in the shape model (the safetensors headers count them)".to_string());
+            s
+        }
+        other => {
+            return Err(ImportError::UnsupportedArchitecture {
+                architecture: crate::base::free_text::one_line(other),
+                unmapped: unmapped_keys(c),
+            })
+        }
+    };
+    Ok(spec)
+}
+
+/// Mixtral, Qwen3-MoE and DeepSeek-V3 (also Kimi K2, which ships as `DeepseekV3ForCausalLM`).
+fn moe_arch_spec(c: &Config<'_>, arch: &str) -> Result<ModelSpec, ImportError> {
+    let mut s = base_spec(c, arch)?;
+    match arch {
         "MixtralForCausalLM" => {
-            let mut s = base_spec(&c, arch)?;
             // MixtralConfig: every layer is sparse; experts have width intermediate_size.
             s.moe = Some(MoeSpec {
                 routed_experts: c.positive("num_local_experts")?,
@@ -285,10 +504,8 @@ pub fn import_hf_config(json: &str) -> Result<ModelSpec, ImportError> {
                 expert_ffn: s.ffn,
                 dense_layers: 0,
             });
-            s
         }
         "Qwen3MoeForCausalLM" => {
-            let mut s = base_spec(&c, arch)?;
             s.qkv_bias = c.bool_or("attention_bias", false)?;
             let step = c.opt_u32("decoder_sparse_step")?.unwrap_or(1);
             if step != 1 {
@@ -315,73 +532,134 @@ pub fn import_hf_config(json: &str) -> Result<ModelSpec, ImportError> {
                 expert_ffn: c.positive("moe_intermediate_size")?,
                 dense_layers: 0,
             });
-            s
         }
-        "DeepseekV3ForCausalLM" => {
-            let mut s = base_spec(&c, arch)?;
-            let freq = c.opt_u32("moe_layer_freq")?.unwrap_or(1);
-            if freq != 1 {
-                return Err(ImportError::UnsupportedSetting {
-                    field: "moe_layer_freq".to_string(),
-                    message: format!(
-                        "{freq}: only every-layer MoE after the dense ones (1) is modelled"
-                    ),
-                });
-            }
-            let mla = MlaSpec {
-                // DeepseekV3Config: q_lora_rank null means queries are projected directly.
-                q_lora_rank: c.opt_u32("q_lora_rank")?.unwrap_or(0),
-                kv_lora_rank: c.positive("kv_lora_rank")?,
-                qk_rope_head_dim: c.u32("qk_rope_head_dim")?,
-                qk_nope_head_dim: c.u32("qk_nope_head_dim")?,
-                v_head_dim: c.positive("v_head_dim")?,
-            };
-            // Attention scores run over the nope + rope query/key dims (checked: both are
-            // the file's numbers, and a wrapped sum would be a wrong model, not an error).
-            s.head_dim = mla
-                .qk_nope_head_dim
-                .checked_add(mla.qk_rope_head_dim)
-                .filter(|d| *d <= crate::resolve::validate::MAX_WIDTH)
-                .ok_or_else(|| ImportError::UnsupportedSetting {
-                    field: "qk_rope_head_dim".to_string(),
-                    message: format!(
-                        "qk_nope_head_dim + qk_rope_head_dim = {} + {} is over {}",
-                        mla.qk_nope_head_dim,
-                        mla.qk_rope_head_dim,
-                        crate::resolve::validate::MAX_WIDTH
-                    ),
-                })?;
-            s.mla = Some(mla);
-            s.moe = Some(MoeSpec {
-                routed_experts: c.positive("n_routed_experts")?,
-                experts_per_token: c.positive("num_experts_per_tok")?,
-                shared_experts: c.opt_u32("n_shared_experts")?.unwrap_or(0),
-                expert_ffn: c.positive("moe_intermediate_size")?,
-                dense_layers: c.opt_u32("first_k_dense_replace")?.unwrap_or(0),
-            });
-            s
-        }
-        other => {
-            return Err(ImportError::UnsupportedArchitecture(
-                crate::base::free_text::one_line(other),
-            ))
-        }
-    };
-    spec.attention_window = attention_window(&c, arch, spec.layers)?;
-    let keep = spec
-        .name
-        .char_indices()
-        .nth(crate::resolve::validate::MAX_NAME_CHARS)
-        .map_or(spec.name.len(), |(i, _)| i);
-    spec.name.truncate(keep);
-    if let Err(errors) = validate_model(&spec) {
-        let e = &errors[0];
+        _ => deepseek_v3(c, &mut s)?,
+    }
+    Ok(s)
+}
+
+/// DeepSeek-V3's MLA and MoE fields on top of the base shapes.
+fn deepseek_v3(c: &Config<'_>, s: &mut ModelSpec) -> Result<(), ImportError> {
+    let freq = c.opt_u32("moe_layer_freq")?.unwrap_or(1);
+    if freq != 1 {
         return Err(ImportError::UnsupportedSetting {
-            field: config_field(arch, &e.field).to_string(),
-            message: e.message.clone(),
+            field: "moe_layer_freq".to_string(),
+            message: format!("{freq}: only every-layer MoE after the dense ones (1) is modelled"),
         });
     }
-    Ok(spec)
+    let mla = MlaSpec {
+        // DeepseekV3Config: q_lora_rank null means queries are projected directly.
+        q_lora_rank: c.opt_u32("q_lora_rank")?.unwrap_or(0),
+        kv_lora_rank: c.positive("kv_lora_rank")?,
+        qk_rope_head_dim: c.u32("qk_rope_head_dim")?,
+        qk_nope_head_dim: c.u32("qk_nope_head_dim")?,
+        v_head_dim: c.positive("v_head_dim")?,
+    };
+    // Attention scores run over the nope + rope query/key dims (checked: both are
+    // the file's numbers, and a wrapped sum would be a wrong model, not an error).
+    s.head_dim = mla
+        .qk_nope_head_dim
+        .checked_add(mla.qk_rope_head_dim)
+        .filter(|d| *d <= crate::resolve::validate::MAX_WIDTH)
+        .ok_or_else(|| ImportError::UnsupportedSetting {
+            field: "qk_rope_head_dim".to_string(),
+            message: format!(
+                "qk_nope_head_dim + qk_rope_head_dim = {} + {} is over {}",
+                mla.qk_nope_head_dim,
+                mla.qk_rope_head_dim,
+                crate::resolve::validate::MAX_WIDTH
+            ),
+        })?;
+    s.mla = Some(mla);
+    s.moe = Some(MoeSpec {
+        routed_experts: c.positive("n_routed_experts")?,
+        experts_per_token: c.positive("num_experts_per_tok")?,
+        shared_experts: c.opt_u32("n_shared_experts")?.unwrap_or(0),
+        expert_ffn: c.positive("moe_intermediate_size")?,
+        dense_layers: c.opt_u32("first_k_dense_replace")?.unwrap_or(0),
+    });
+    Ok(())
+}
+
+/// Llama 4 (Scout, Maverick): Llama4TextConfig's dense FFN is `intermediate_size_mlp`, each
+/// expert and the one shared expert (Llama4TextMoe.shared_expert) `intermediate_size`; MoE
+/// layers are `moe_layers`, by default every `interleave_moe_layer_step`-th
+/// (`range(step - 1, layers, step)`).
+fn llama4_spec(
+    c: &Config<'_>,
+    arch: &str,
+    notes: &mut Vec<String>,
+) -> Result<ModelSpec, ImportError> {
+    let mut s = base_spec(c, arch)?;
+    let expert_ffn = s.ffn;
+    s.ffn = c.opt_u32("intermediate_size_mlp")?.unwrap_or(expert_ffn);
+    s.qkv_bias = c.bool_or("attention_bias", false)?;
+    let step = c.opt_u32("interleave_moe_layer_step")?.unwrap_or(1).max(1);
+    let moe_layers = match c.get("moe_layers") {
+        Some(v) => {
+            let list = v.as_array().filter(|a| {
+                a.iter()
+                    .all(|i| i.as_u64().is_some_and(|i| i < u64::from(s.layers)))
+            });
+            let n = list.map(Vec::len).and_then(|n| u32::try_from(n).ok());
+            n.ok_or_else(|| Config::invalid("moe_layers", "a list of layer indices", v))?
+        }
+        None => s.layers / step,
+    };
+    let dense_layers = s.layers.saturating_sub(moe_layers);
+    if dense_layers > 0 && moe_layers > 0 {
+        notes.push(format!("Llama 4's {dense_layers} dense layers interleaved with {moe_layers} MoE layers are placed first in the pipeline split (parameter totals exact, per-stage shares approximate)"));
+    }
+    s.moe = Some(MoeSpec {
+        routed_experts: c.positive("num_local_experts")?,
+        experts_per_token: c.positive("num_experts_per_tok")?,
+        shared_experts: 1,
+        expert_ffn,
+        dense_layers,
+    });
+    Ok(s)
+}
+
+/// Llama 4's chunked attention (`attention_chunk_size`): the RoPE layers attend within
+/// chunks, the NoPE layers (`no_rope_layers[i] == 0`, by default every fourth: Llama4TextConfig
+/// `no_rope_layer_interval = 4`) to the whole context. Priced as a sliding window of the chunk:
+/// the KV a chunked layer keeps is at most one chunk, as a window's is; its attention FLOPs are
+/// overstated (a token sees on average half a chunk, not a whole window).
+fn llama4_chunks(
+    c: &Config<'_>,
+    layers: u32,
+    notes: &mut Vec<String>,
+) -> Result<Option<AttentionWindow>, ImportError> {
+    let Some(chunk) = c.opt_u32("attention_chunk_size")?.filter(|n| *n > 0) else {
+        return Ok(None);
+    };
+    let full_every = match c.get("no_rope_layers") {
+        None => 4,
+        Some(v) => {
+            let sliding: Option<Vec<bool>> = v
+                .as_array()
+                .map(|a| a.iter().map(|x| x.as_u64().map(|r| r == 1)).collect())
+                .and_then(|o: Option<Vec<bool>>| o);
+            match sliding.and_then(|s| period(&s, layers)) {
+                Some(Some(k)) => k,
+                Some(None) => return Ok(None),
+                None => {
+                    return Err(ImportError::UnsupportedSetting {
+                        field: "no_rope_layers".to_string(),
+                        message: format!(
+                            "{}: only one global layer every k is modelled",
+                            shorten(v)
+                        ),
+                    })
+                }
+            }
+        }
+    };
+    notes.push(format!("Llama 4's chunked attention ({chunk}-token chunks, one global layer in {full_every}) is priced as a {chunk}-token sliding window: the KV cache is the same, attention FLOPs of the chunked layers are overstated up to 2×"));
+    Ok(Some(AttentionWindow {
+        window_tokens: chunk,
+        full_every,
+    }))
 }
 
 /// Sliding-window layers: `sliding_window` (tokens), and which layers use it from
@@ -429,6 +707,9 @@ fn attention_window(
     } else if arch == "Gemma2ForCausalLM" {
         // transformers Gemma2DecoderLayer: `is_sliding = not bool(layer_idx % 2)`.
         2
+    } else if arch.starts_with("Gemma3") {
+        // Gemma3TextConfig: sliding_window_pattern defaults to 6 (five local, one global).
+        6
     } else if qwen {
         return Err(ImportError::UnsupportedSetting {
             field: "max_window_layers".to_string(),
@@ -448,9 +729,6 @@ fn attention_window(
 /// is malformed, of the wrong length or irregular.
 fn layer_types_period(v: &Value, layers: u32) -> Option<Option<u32>> {
     let list = v.as_array()?;
-    if list.len() != usize::try_from(layers).ok()? {
-        return None;
-    }
     let mut sliding = Vec::with_capacity(list.len());
     for t in list {
         match t.as_str()? {
@@ -458,6 +736,15 @@ fn layer_types_period(v: &Value, layers: u32) -> Option<Option<u32>> {
             "full_attention" => sliding.push(false),
             _ => return None,
         }
+    }
+    period(&sliding, layers)
+}
+
+/// The period of a per-layer windowed (`true`) / full (`false`) list, as
+/// [`layer_types_period`] returns it; `None` for the wrong length or an irregular list.
+fn period(sliding: &[bool], layers: u32) -> Option<Option<u32>> {
+    if sliding.len() != usize::try_from(layers).ok()? {
+        return None;
     }
     let Some(first_full) = sliding.iter().position(|s| !s) else {
         return Some(Some(0));

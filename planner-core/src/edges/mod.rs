@@ -8,6 +8,7 @@ pub mod export;
 pub mod finetune_export;
 pub mod gpu_hours_validation;
 pub mod hf_config;
+pub mod hub;
 pub mod import_page;
 pub mod import_sniff;
 pub mod layer_step;

@@ -22,6 +22,7 @@ mod fuzz;
 mod gpu_presets;
 mod gpu_traits;
 mod hostile_input;
+mod hub_model;
 mod import_page;
 mod import_sniff;
 mod layer_time;

@@ -138,13 +138,19 @@ fn query_heads_not_a_multiple_of_kv_heads_is_refused_naming_both_keys() {
 fn unsupported_architecture_is_named() {
     let json = r#"{"architectures": ["GPT2LMHeadModel"], "n_layer": 12, "n_embd": 768}"#;
     let err = import_hf_config(json).unwrap_err();
+    // GPT-2's keys are its own (n_layer, n_embd): named as the fields no mapping reads.
     assert_eq!(
         err,
-        ImportError::UnsupportedArchitecture("GPT2LMHeadModel".into())
+        ImportError::UnsupportedArchitecture {
+            architecture: "GPT2LMHeadModel".into(),
+            unmapped: vec!["n_embd".into(), "n_layer".into()],
+        }
     );
     let msg = err.to_string();
     assert!(
-        msg.contains("GPT2LMHeadModel") && msg.contains("LlamaForCausalLM"),
+        msg.contains("GPT2LMHeadModel")
+            && msg.contains("LlamaForCausalLM")
+            && msg.contains("fields it could not map: n_embd, n_layer"),
         "{msg}"
     );
 }
