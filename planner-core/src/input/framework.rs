@@ -71,6 +71,17 @@ impl Framework {
         )
     }
 
+    /// Whether tensor parallelism saves the all-gathered, full-sequence input of the
+    /// column-parallel linears: torchtitan's TP plan (torchtitan/models/llama3/infra/parallelize.py
+    /// `apply_tp`, the plan of PyTorch's TP tutorial) redistributes the sequence-sharded norm
+    /// output `Shard(1) → Replicate()` (`PrepareModuleInput` on `attention` and `feed_forward`)
+    /// and the `ColwiseParallel` linears' autograd saves that replicated tensor for their weight
+    /// gradients; Megatron saves the sharded one and all-gathers it again in backward
+    /// (Korthikanti et al. 2022 §4.2.2).
+    pub fn saves_gathered_tp_inputs(self) -> bool {
+        self == Framework::Torchtitan
+    }
+
     /// Whether adapters are PEFT's: cast to fp32 (`autocast_adapter_dtype`), reading an fp32 copy
     /// of their input, and QLoRA's unquantized parameters cast to fp32
     /// (`prepare_model_for_kbit_training`).

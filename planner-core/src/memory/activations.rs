@@ -71,6 +71,9 @@ pub struct ActivationSetup {
     pub peft_adapters: bool,
     /// K and V are repeated over the query groups before attention (saved at full width).
     pub repeat_kv: bool,
+    /// The column-parallel linears save their all-gathered, full-sequence input under TP
+    /// ([`Framework::saves_gathered_tp_inputs`]) instead of the sequence-parallel shard.
+    pub gathered_tp_inputs: bool,
 }
 
 impl ActivationSetup {
@@ -102,6 +105,7 @@ impl ActivationSetup {
             eager_modules: framework.eager_modules(),
             peft_adapters: framework.peft_adapters(),
             repeat_kv: crate::memory::hf_activations::repeats_kv(framework, training),
+            gathered_tp_inputs: framework.saves_gathered_tp_inputs(),
         }
     }
 
@@ -133,6 +137,7 @@ impl ActivationSetup {
             eager_modules: false,
             peft_adapters: false,
             repeat_kv: false,
+            gathered_tp_inputs: false,
         }
     }
 }
@@ -330,8 +335,15 @@ pub(crate) fn visit_layer(
     // Korthikanti §4.1 "LayerNorm": each norm saves its input, 2sbh; the first
     // one's input is the layer input that full recompute keeps.
     emit(K::Norm1Input, h, a, false, e, S::SequenceParallel, D::Never);
+    // The column-parallel linears' shared input: sequence-sharded under Megatron's SP,
+    // the all-gathered full sequence under torchtitan's TP (Framework::saves_gathered_tp_inputs).
+    let linear_input = if setup.gathered_tp_inputs {
+        S::Replicated
+    } else {
+        S::SequenceParallel
+    };
     // Korthikanti §4.1: the QKV projection saves its shared input, 2sbh.
-    emit(K::QkvInput, h, a, false, e, S::SequenceParallel, D::Full);
+    emit(K::QkvInput, h, a, false, e, linear_input, D::Full);
 
     let (q_dim, k_dim, v_dim, proj_dim, k_heads) = match &model.mla {
         Some(mla) => {
@@ -413,7 +425,7 @@ pub(crate) fn visit_layer(
 
     emit(K::Norm2Input, h, a, false, e, S::SequenceParallel, D::Full);
     // Korthikanti §4.1 MLP: the first linear saves its input, 2sbh.
-    emit(K::FfnInput, h, a, false, e, S::SequenceParallel, D::Full);
+    emit(K::FfnInput, h, a, false, e, linear_input, D::Full);
 
     let ffn_tensors = |width: f64,
                        gelu: [TensorKind; 2],
@@ -682,7 +694,12 @@ impl TensorKind {
                 "s·b·h",
                 "Korthikanti §4.1; the tensor full recompute keeps",
             ),
-            K::QkvInput => ("attention.qkv", "QKV projection input", "s·b·h", kor),
+            K::QkvInput => (
+                "attention.qkv",
+                "QKV projection input",
+                "s·b·h",
+                "Korthikanti §4.1; sharded by SP under Megatron, the all-gathered sequence under torchtitan's TP",
+            ),
             K::MlaQLatent => (
                 "attention.mla",
                 "query latent",
@@ -725,7 +742,12 @@ impl TensorKind {
                 kor,
             ),
             K::Norm2Input => ("norm2", "norm 2 input", "s·b·h", kor),
-            K::FfnInput => ("ffn.in", "FFN input (first linear / router)", "s·b·h", kor),
+            K::FfnInput => (
+                "ffn.in",
+                "FFN input (first linear / router)",
+                "s·b·h",
+                "Korthikanti §4.1; sharded by SP under Megatron, the all-gathered sequence under torchtitan's TP",
+            ),
             K::GeluInput => ("ffn.gelu", "GeLU input", "s·b·f", kor),
             K::GeluOutput => ("ffn.out", "second linear input (GeLU output)", "s·b·f", kor),
             K::SwigluGate => ("ffn.swiglu", "gate projection output", "s·b·f", swiglu),

@@ -43,6 +43,7 @@ fn setup(
         eager_modules: false,
         peft_adapters: false,
         repeat_kv: false,
+        gathered_tp_inputs: false,
     }
 }
 
