@@ -275,7 +275,7 @@ pub struct DeadlineRow {
     pub verdict: &'static str,
     /// The verdict in words.
     pub why: &'static str,
-    /// The mesh it is judged by ([`mesh_label`]): the cheapest in time when it meets the
+    /// The mesh it is judged by (`DP × TP × PP × CP × EP, ZeRO, mbs`): the cheapest in time when it meets the
     /// goal, else the fastest; `None` when nothing fits.
     pub mesh: Option<String>,
     /// That mesh's step time, s.
