@@ -22,14 +22,21 @@
 //! so the mesh search never runs on the page's thread and its code stays out of the
 //! page's wasm.
 //!
+//! It answers the run's bill section too: a message that is a
+//! [`planner_core::edges::bill_page::BillRequest`] (the rankings, the smallest cluster for a
+//! deadline, the fewest GPUs for a request rate) is answered with progress and then the
+//! answer drawn ([`bill_markup`]).
+//!
 //! And it reads the page's imports ([`bench_import`]): a message that is a
 //! [`planner_core::edges::import_page::Job`] (a `config.json`, or a benchmark file with the
 //! scenario's link) is answered with that module's plain-text reply, so the parsers and the
 //! fit stay out of the page's wasm too.
 
 mod bench_import;
+mod bill_markup;
 mod serving_markup;
 
+use planner_core::edges::bill_page::{self, BillReply, BillRequest};
 use planner_core::edges::mesh_page::{self, MeshReply, MeshRequest};
 use planner_core::edges::serving_page::{self, PageView, ServingReply, ViewReply};
 use planner_core::edges::validation::{page_summary, PageReply, PUBLIC_RUNS_JSON};
@@ -75,6 +82,59 @@ fn mesh_search(
     }
 }
 
+/// Runs a bill request's search, posting its progress (at most every [`PROGRESS_MS`]) and
+/// then its answer drawn ([`bill_markup`]).
+fn bill_search(
+    scope: &DedicatedWorkerGlobalScope,
+    request: Result<BillRequest, String>,
+    now: &dyn Fn() -> f64,
+) {
+    let request = match request {
+        Ok(r) => r,
+        Err(message) => {
+            let job = bill_page::BillJob::Rankings;
+            post(
+                scope,
+                &BillReply::Failed {
+                    job,
+                    seq: 0,
+                    message,
+                }
+                .to_text(),
+            );
+            return;
+        }
+    };
+    let (job, seq) = (request.job, request.seq);
+    let t0 = now();
+    let mut last = t0;
+    let answer = bill_page::answer(&request, &mut |done, all| {
+        if now() - last >= PROGRESS_MS {
+            last = now();
+            post(
+                scope,
+                &BillReply::Progress {
+                    job,
+                    seq,
+                    done,
+                    all,
+                }
+                .to_text(),
+            );
+        }
+    });
+    let reply = match answer {
+        Ok(a) => BillReply::Done {
+            job,
+            seq,
+            worker_ms: now() - t0,
+            html: bill_markup::draw(&a),
+        },
+        Err(message) => BillReply::Failed { job, seq, message },
+    };
+    post(scope, &reply.to_text());
+}
+
 /// Posts `bytes` as a `Uint8Array` whose buffer is transferred (moved to the page, not
 /// cloned).
 fn post_bytes(scope: &DedicatedWorkerGlobalScope, bytes: Vec<u8>) {
@@ -111,6 +171,10 @@ fn main() {
         let text = ev.data().as_string().unwrap_or_default();
         if let Some(request) = MeshRequest::from_text(&text) {
             mesh_search(&worker_scope, request, &now);
+            return;
+        }
+        if let Some(request) = BillRequest::from_text(&text) {
+            bill_search(&worker_scope, request, &now);
             return;
         }
         if let Some(reply) = bench_import::answer(&text) {

@@ -1,5 +1,5 @@
 //! The deferred sections: the mesh explorer, the step-time breakdown, the accuracy section,
-//! topology, learn, model import, measured numbers, fine-tuning and exports live in a second
+//! topology, learn, model import, measured numbers, the run's bill, fine-tuning and exports live in a second
 //! wasm module (`src/bin/app-deferred.rs`), so the
 //! page's first download carries none of their code. trunk cannot split one module, so
 //! the page builds two from this library; each links only what its own views reach.
@@ -30,8 +30,8 @@ use wasm_bindgen::{JsCast, JsValue};
 
 use crate::app::{page_theme, resolved_model, Ctx};
 use crate::views::{
-    AccuracyView, ExportsView, FineTuneView, LearnView, MeasuredView, MeshView, ModelImport,
-    StepBreakdownView, TopologyView,
+    AccuracyView, BillSection, ExportsView, FineTuneView, LearnView, MeasuredView, MeshView,
+    ModelImport, StepBreakdownView, TopologyView,
 };
 
 /// The container's element id (the e2e tests wait for its `data-ready="1"`).
@@ -214,6 +214,7 @@ fn DeferredSections() -> impl IntoView {
         <LearnView />
         <ModelImport />
         <MeasuredView />
+        <BillSection />
         // Just above the exports it writes (torchtune, TRL); last but one, so its height,
         // which follows the scenario when near the screen, moves only the exports below it.
         <FineTuneView />

@@ -77,3 +77,33 @@ fn fleet_ranks_gpu_types_by_dollars_per_million_tokens() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("--rate"), "{}", stderr(&out));
 }
+
+/// The inverse questions' inputs ride in the share link: a link carrying the rate, bounds and
+/// GPU types answers as the same flags do (the page's "Fewest GPUs" asks with that link).
+#[test]
+fn fleet_reads_its_goal_from_the_link() {
+    let flags = meshplan(&[
+        "fleet",
+        "v=1&model=llama-3.1-70b",
+        "--rate",
+        "20",
+        "--ttft-ms",
+        "2000",
+        "--tpot-ms",
+        "50",
+        "--gpus",
+        "h100-sxm,a100-80gb",
+    ]);
+    let link = meshplan(&[
+        "fleet",
+        "v=1&model=llama-3.1-70b&fleet_rps=20&fleet_gpus=h100-sxm%2Ca100-80gb",
+    ]);
+    assert!(link.status.success(), "{}", stderr(&link));
+    assert_eq!(flags.stdout, link.stdout);
+    let bad = meshplan(&[
+        "fleet",
+        "v=1&model=llama-3.1-70b&fleet_gpus=h100-sxm%2Cnope",
+    ]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(stderr(&bad).contains("fleet_gpus"), "{}", stderr(&bad));
+}

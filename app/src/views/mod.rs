@@ -3,6 +3,7 @@
 
 mod accuracy;
 mod bandwidth_chart;
+mod bill;
 pub mod chart_canvas;
 pub mod error_band;
 mod exports;
@@ -23,6 +24,7 @@ mod visibility;
 mod worker_job;
 
 pub use accuracy::AccuracyView;
+pub use bill::BillSection;
 pub use exports::ExportsView;
 pub use finetune::FineTuneView;
 pub use measured::{CalibrationBadge, MeasuredView};

@@ -17,13 +17,14 @@ pub struct Args {
     /// Scenario JSON file (`-` reads stdin) or a share link: its model, GPU, batch and bill
     /// (its node count and layout are searched).
     pub input: String,
-    /// Expected wall-clock allowed, days.
+    /// Expected wall-clock allowed, days (default: the scenario's `bill_days`, 30).
     #[arg(long)]
-    pub days: f64,
-    /// Dollars allowed.
+    pub days: Option<f64>,
+    /// Dollars allowed (default: the scenario's `bill_budget`, none).
     #[arg(long)]
     pub budget: Option<f64>,
-    /// Node counts to try, comma-separated (default: powers of two up to --max-gpus).
+    /// Node counts to try, comma-separated (default: the scenario's `bill_nodes`, else powers
+    /// of two up to --max-gpus).
     #[arg(long, value_delimiter = ',')]
     pub nodes: Vec<u32>,
     /// Largest cluster the powers of two reach, GPUs.
@@ -42,10 +43,12 @@ pub struct Args {
 
 /// Searches each size and renders the answer.
 pub fn run(args: &Args) -> Result<String, CliError> {
-    if !(args.days.is_finite() && args.days > 0.0 && args.days <= 36_500.0) {
+    if let Some(d) = args
+        .days
+        .filter(|d| !(d.is_finite() && *d > 0.0 && *d <= 36_500.0))
+    {
         return Err(CliError::BadInput(format!(
-            "--days: {} is outside (0, 36500]",
-            args.days
+            "--days: {d} is outside (0, 36500]"
         )));
     }
     if let Some(b) = args.budget.filter(|b| !(b.is_finite() && *b >= 0.0)) {
@@ -54,13 +57,18 @@ pub fn run(args: &Args) -> Result<String, CliError> {
         )));
     }
     let scenario = args.bill.apply(read_file_or_link(&args.input)?)?;
+    let goals = &scenario.bill.goals;
     let model = scenario
         .model_spec()
         .map_err(|e| CliError::BadInput(format!("model: {e}")))?;
     let goal = TrainingGoal {
-        deadline_days: args.days,
-        budget_usd: args.budget,
-        node_counts: args.nodes.clone(),
+        deadline_days: args.days.unwrap_or(goals.deadline_days),
+        budget_usd: args.budget.or(goals.budget_usd),
+        node_counts: if args.nodes.is_empty() {
+            goals.node_counts.clone()
+        } else {
+            args.nodes.clone()
+        },
         max_gpus: args.max_gpus.min(planner_core::base::bounds::MAX_GPUS),
         every_size: args.every_size,
     };

@@ -16,13 +16,13 @@ use crate::input::read_file_or_link;
 pub struct Args {
     /// Scenario JSON file (`-` reads stdin) or a share link: its model, serving dtypes and engine.
     pub input: String,
-    /// Requests per second the fleet must serve.
+    /// Requests per second the fleet must serve (default: the scenario's `fleet_rps`, 10).
     #[arg(long)]
-    pub rate: f64,
-    /// Bound on p99 TTFT, ms.
+    pub rate: Option<f64>,
+    /// Bound on p99 TTFT, ms (default: the scenario's `fleet_ttft_ms`).
     #[arg(long)]
     pub ttft_ms: Option<f64>,
-    /// Bound on TPOT, ms.
+    /// Bound on TPOT, ms (default: the scenario's `fleet_tpot_ms`).
     #[arg(long)]
     pub tpot_ms: Option<f64>,
     /// Prompt tokens per request.
@@ -31,7 +31,8 @@ pub struct Args {
     /// Output tokens per request.
     #[arg(long, default_value_t = ServingLoad::default().output_tokens)]
     pub output: u32,
-    /// GPU presets allowed, comma-separated (default: the scenario's GPU).
+    /// GPU presets allowed, comma-separated (default: the scenario's `fleet_gpus`, else the
+    /// scenario's GPU).
     #[arg(long, value_delimiter = ',')]
     pub gpus: Vec<String>,
     /// A price per GPU-hour, `id=usd`, in place of the list price (repeatable).
@@ -44,26 +45,32 @@ pub struct Args {
 
 /// Sizes each GPU type's fleet and renders the ranking.
 pub fn run(args: &Args) -> Result<String, CliError> {
-    if !(args.rate.is_finite() && args.rate > 0.0 && args.rate <= 1e7) {
+    if let Some(r) = args
+        .rate
+        .filter(|r| !(r.is_finite() && *r > 0.0 && *r <= 1e7))
+    {
         return Err(CliError::BadInput(format!(
-            "--rate: {} is outside (0, 1e7]",
-            args.rate
+            "--rate: {r} is outside (0, 1e7]"
         )));
     }
     let scenario = read_file_or_link(&args.input)?;
+    let goals = &scenario.bill.goals;
     let model = scenario
         .model_spec()
         .map_err(|e| CliError::BadInput(format!("model: {e}")))?;
-    let gpu_ids = if args.gpus.is_empty() {
-        vec![scenario.cluster.gpu.id.clone()]
-    } else {
+    let gpu_ids = if !args.gpus.is_empty() {
         args.gpus.clone()
+    } else if !goals.fleet_gpus.is_empty() {
+        goals.fleet_gpus.clone()
+    } else {
+        vec![scenario.cluster.gpu.id.clone()]
     };
+    let ms = |flag: Option<f64>, goal: Option<f64>| flag.or(goal).map(|ms| ms / 1e3);
     let mut goal = FleetGoal::new(
-        args.rate,
+        args.rate.unwrap_or(goals.rate_rps),
         (
-            args.ttft_ms.map(|ms| ms / 1e3),
-            args.tpot_ms.map(|ms| ms / 1e3),
+            ms(args.ttft_ms, goals.ttft_ms),
+            ms(args.tpot_ms, goals.tpot_ms),
         ),
         gpu_ids,
     );

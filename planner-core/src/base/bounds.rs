@@ -209,6 +209,19 @@ pub const CHECKPOINT_GB_S: Bounds = Bounds::above(0.0, 1e5, "GB/s");
 pub const RESTART_S: Bounds = Bounds::closed(0.0, 1e7, "s");
 /// Interruptions per GPU-hour: none to one an hour on every GPU.
 pub const FAILURES_PER_GPU_HOUR: Bounds = Bounds::closed(0.0, 1.0, "per GPU-hour");
+/// A deadline: above 0, a century.
+pub const DEADLINE_DAYS: Bounds = Bounds::above(0.0, 36_500.0, "days");
+/// A budget: above 0, a thousand times the largest published training run's cost.
+pub const BUDGET_USD: Bounds = Bounds::above(0.0, 1e13, "$");
+/// Node counts the deadline question may list: enough for every multiple of 8 nodes up to
+/// 8,192 nodes (65,536 GPUs of 8), few enough that one question stays a few seconds.
+pub const DEADLINE_NODE_COUNTS_MAX: usize = 1_024;
+/// A request rate: above 0, ten million requests per second.
+pub const FLEET_RPS: Bounds = Bounds::above(0.0, 1e7, "requests/s");
+/// A latency bound: above 0, an hour.
+pub const LATENCY_BOUND_MS: Bounds = Bounds::above(0.0, 3.6e6, "ms");
+/// GPU types the fleet question may compare (each runs one deployment search).
+pub const FLEET_GPUS_MAX: usize = 32;
 
 #[cfg(test)]
 mod tests {

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::bill::rank::{price_candidates, PricedCandidate};
 use crate::bill::run::{board_power_w, BillError, S_PER_DAY};
+use crate::input::bill::{Goals, MAX_DEADLINE_GPUS};
 use crate::input::model::ModelSpec;
 use crate::input::scenario::Scenario;
 use crate::search::mesh::{search, Knobs, MeshDims, SearchSpace};
@@ -128,16 +129,43 @@ pub fn node_counts(goal: &TrainingGoal, gpus_per_node: u32) -> Vec<u32> {
     counts
 }
 
+impl TrainingGoal {
+    /// The goal the scenario's bill asks ([`Goals`]: deadline, budget, node counts; the powers
+    /// of two up to [`MAX_DEADLINE_GPUS`] when none are listed).
+    pub fn of(goals: &Goals) -> Self {
+        TrainingGoal {
+            deadline_days: goals.deadline_days,
+            budget_usd: goals.budget_usd,
+            node_counts: goals.node_counts.clone(),
+            max_gpus: MAX_DEADLINE_GPUS,
+            every_size: false,
+        }
+    }
+}
+
 /// The smallest cluster that meets `goal`, each size searched in full.
 pub fn smallest_cluster(
     scenario: &Scenario,
     model: &ModelSpec,
     goal: &TrainingGoal,
 ) -> Result<DeadlineAnswer, BillError> {
+    smallest_cluster_with_progress(scenario, model, goal, &mut |_, _| {})
+}
+
+/// [`smallest_cluster`], calling `progress(sizes searched, sizes listed)` before each size
+/// (the page's worker posts it; the last size searched may come before the list's end).
+pub fn smallest_cluster_with_progress(
+    scenario: &Scenario,
+    model: &ModelSpec,
+    goal: &TrainingGoal,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<DeadlineAnswer, BillError> {
     let board = board_power_w(scenario)?;
     let mut sizes = Vec::new();
     let mut answer = None;
-    for nodes in node_counts(goal, scenario.cluster.gpus_per_node) {
+    let counts = node_counts(goal, scenario.cluster.gpus_per_node);
+    for (i, &nodes) in counts.iter().enumerate() {
+        progress(i, counts.len());
         let outcome = judge_size(scenario, model, goal, nodes, board);
         if outcome.verdict == Verdict::Meets && answer.is_none() {
             answer = Some(sizes.len());

@@ -7,7 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::bill::energy::{facility_w, gpu_average_w, WAITING_POWER_SHARE};
-use crate::input::bill::{list_usd_per_gpu_hour, RunBill};
+use crate::input::bill::{list_usd_per_gpu_hour, Goals, RunBill};
 use crate::input::hardware::{gpu_board_power_w, gpu_presets, Cluster};
 use crate::input::model::ModelSpec;
 use crate::input::scenario::Scenario;
@@ -57,6 +57,21 @@ impl FleetGoal {
             gpu_ids,
             prices: Vec::new(),
         }
+    }
+}
+
+impl FleetGoal {
+    /// The goal the scenario's bill asks ([`Goals`]: rate, TTFT and TPOT bounds, the GPU
+    /// types), at the list prices and the default request mix.
+    pub fn of(goals: &Goals) -> Self {
+        FleetGoal::new(
+            goals.rate_rps,
+            (
+                goals.ttft_ms.map(|ms| ms / 1e3),
+                goals.tpot_ms.map(|ms| ms / 1e3),
+            ),
+            goals.fleet_gpu_ids(),
+        )
     }
 }
 

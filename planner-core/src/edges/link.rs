@@ -280,7 +280,7 @@ fn host_fields() -> [Field<HostSpec>; 6] {
 }
 
 /// Everything after the model, precision and cluster, compared with the default scenario.
-fn scenario_fields() -> [Field<Scenario>; 68] {
+fn scenario_fields() -> [Field<Scenario>; 75] {
     [
         field!("seq", Scenario, |s| s.training.seq_len, number),
         field!("gbs", Scenario, |s| s.training.global_batch, number),
@@ -605,7 +605,75 @@ fn scenario_fields() -> [Field<Scenario>; 68] {
             |s| s.bill.failures_per_gpu_hour,
             number
         ),
+        field!(
+            "bill_days",
+            Scenario,
+            |s| s.bill.goals.deadline_days,
+            number
+        ),
+        field!(
+            "bill_budget",
+            Scenario,
+            |s| s.bill.goals.budget_usd,
+            optional_number
+        ),
+        Field {
+            key: "bill_nodes",
+            get: |s| join(&s.bill.goals.node_counts),
+            set: |s, v| {
+                s.bill.goals.node_counts = list(v, num)?;
+                Ok(())
+            },
+        },
+        field!("fleet_rps", Scenario, |s| s.bill.goals.rate_rps, number),
+        field!(
+            "fleet_ttft_ms",
+            Scenario,
+            |s| s.bill.goals.ttft_ms,
+            optional_number
+        ),
+        field!(
+            "fleet_tpot_ms",
+            Scenario,
+            |s| s.bill.goals.tpot_ms,
+            optional_number
+        ),
+        Field {
+            key: "fleet_gpus",
+            get: |s| s.bill.goals.fleet_gpus.join(","),
+            set: |s, v| {
+                s.bill.goals.fleet_gpus = list(v, preset_id)?;
+                Ok(())
+            },
+        },
     ]
+}
+
+/// A comma-separated list (`16,32,64`); empty means none.
+fn list<T>(v: &str, parse: fn(&str) -> Result<T, String>) -> Result<Vec<T>, String> {
+    if v.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    v.split(',').map(|item| parse(item.trim())).collect()
+}
+
+fn join<T: Display>(items: &[T]) -> String {
+    items
+        .iter()
+        .map(ToString::to_string)
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// A GPU preset's id, refused unless a preset has it (the message quotes it on one line).
+fn preset_id(v: &str) -> Result<String, String> {
+    match gpu_preset(v) {
+        Some(g) => Ok(g.id),
+        None => Err(format!(
+            "'{}' is not a GPU preset",
+            crate::base::free_text::one_line(v)
+        )),
+    }
 }
 
 /// Shape fields of a custom model, always all written. `required` ones must be
@@ -1272,6 +1340,28 @@ fn decode_pass(p: &mut Params, errors: &mut Vec<FieldError>) -> Scenario {
         }
     }
     s
+}
+
+/// `s` with one parameter of the scenario's tail (the bill, serving and training keys of
+/// [`parameter_names`], not the model, precision or cluster) set from `value` as a link
+/// writes it, then validated: the new scenario, or an error naming `key` (`s` itself is
+/// never changed). The page's bill controls set their inputs through it.
+pub fn with_parameter(s: &Scenario, key: &str, value: &str) -> Result<Scenario, FieldError> {
+    let field = scenario_fields()
+        .into_iter()
+        .find(|f| f.key == key)
+        .ok_or_else(|| FieldError::new(key, "unknown parameter"))?;
+    let mut out = s.clone();
+    (field.set)(&mut out, value.trim()).map_err(|m| FieldError::new(key, m))?;
+    match out.validate() {
+        Ok(()) => Ok(out),
+        Err(errors) => Err(errors
+            .iter()
+            .find(|e| e.field == key)
+            .or(errors.first())
+            .cloned()
+            .unwrap_or_else(|| FieldError::new(key, "not valid"))),
+    }
 }
 
 /// Reads `cal` (a calibration summary's compact form) and `cal_on`.

@@ -16,10 +16,8 @@
 //! even at a record's end is refused, not read as a smaller search.
 
 use crate::base::record_text::{escape, unescape, FIELD, RECORD};
-use crate::edges::link;
 use crate::input::layout::{Recompute, Schedule, ZeroStage};
 use crate::input::offload::Offload;
-use crate::input::scenario::Scenario;
 use crate::input::stage_split::SplitProposal;
 use crate::search::mesh::{
     Feasible, Hint, Knobs, MeshDims, PricingCaveat, ReasonCount, Reasons, Rejected, SearchResult,
@@ -53,7 +51,7 @@ pub fn page_space() -> SearchSpace {
 pub struct MeshRequest {
     /// The page's request number; every reply carries it back.
     pub seq: u64,
-    /// The scenario as its share link's query ([`link::encode`]).
+    /// The scenario as its share link's query ([`crate::edges::link::encode`]).
     pub query: String,
 }
 
@@ -131,28 +129,10 @@ pub fn answer(
 ) -> MeshReply {
     let seq = request.seq;
     let failed = |message: String| MeshReply::Failed { seq, message };
-    let key: Scenario = match link::decode(&request.query) {
-        Ok(s) => s,
-        Err(errs) => {
-            return failed(
-                errs.first()
-                    .map(|e| format!("{}: {}", e.field, e.message))
-                    .unwrap_or_default(),
-            )
-        }
+    let (key, model) = match crate::edges::bill_page::scenario_of_query(&request.query) {
+        Ok(pair) => pair,
+        Err(message) => return failed(message),
     };
-    let model = match key.model_spec() {
-        Ok(m) => m,
-        Err(e) => return failed(e.to_string()),
-    };
-    if let Err(errors) = key.validate() {
-        return failed(
-            errors
-                .first()
-                .map(|e| format!("{}: {}", e.field, e.message))
-                .unwrap_or_default(),
-        );
-    }
     let t0 = now_ms();
     let step_model = StepModel::for_scenario(&model, &key, CostOptions::default());
     let mut search = SlicedSearch::new(model, key, page_space(), step_model);

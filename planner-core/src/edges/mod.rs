@@ -2,6 +2,7 @@
 //!
 //! Invariant: The top layer: may import anything below; nothing imports it.
 
+pub mod bill_page;
 pub mod calibration_fit;
 pub mod error_band;
 pub mod export;

@@ -168,6 +168,75 @@ pub struct RunBill {
     pub restart_s: f64,
     /// Interruptions per GPU-hour.
     pub failures_per_gpu_hour: f64,
+    /// What the inverse questions ask for: a deadline and a request rate.
+    #[serde(skip_serializing_if = "Goals::is_default")]
+    pub goals: Goals,
+}
+
+/// The inverse questions' inputs: train the token budget by a deadline (and within a
+/// budget) on the fewest nodes, and serve a request rate within a latency target on the
+/// fewest GPUs. The page and the share link carry them with the bill.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Goals {
+    /// Expected wall-clock allowed, days.
+    pub deadline_days: f64,
+    /// Dollars allowed; `None`: no budget.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget_usd: Option<f64>,
+    /// Node counts to try; empty: the powers of two up to [`MAX_DEADLINE_GPUS`].
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub node_counts: Vec<u32>,
+    /// Requests per second the fleet must serve.
+    pub rate_rps: f64,
+    /// Bound on p99 time to first token, ms; `None`: unbounded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ttft_ms: Option<f64>,
+    /// Bound on mean time per output token, ms; `None`: unbounded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tpot_ms: Option<f64>,
+    /// GPU presets the fleet may use, by id; empty: every preset with a list price
+    /// ([`LIST_USD_PER_GPU_HOUR`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub fleet_gpus: Vec<String>,
+}
+
+/// The largest cluster the deadline question's powers of two reach, GPUs (the issue's
+/// "1–64,000 GPUs").
+pub const MAX_DEADLINE_GPUS: u64 = 65_536;
+
+impl Default for Goals {
+    fn default() -> Self {
+        Goals {
+            deadline_days: 30.0,
+            budget_usd: None,
+            node_counts: Vec::new(),
+            rate_rps: 10.0,
+            // The serving view's default targets: 2 s to the first token, 50 ms per token.
+            ttft_ms: Some(2_000.0),
+            tpot_ms: Some(50.0),
+            fleet_gpus: Vec::new(),
+        }
+    }
+}
+
+impl Goals {
+    /// Whether every field is its default (serde: the bill leaves the goals out).
+    pub fn is_default(&self) -> bool {
+        *self == Goals::default()
+    }
+
+    /// The GPU presets the fleet question compares: the listed ones, else every priced one.
+    pub fn fleet_gpu_ids(&self) -> Vec<String> {
+        if self.fleet_gpus.is_empty() {
+            LIST_USD_PER_GPU_HOUR
+                .iter()
+                .map(|(id, _)| (*id).to_string())
+                .collect()
+        } else {
+            self.fleet_gpus.clone()
+        }
+    }
 }
 
 impl Default for RunBill {
@@ -186,6 +255,7 @@ impl Default for RunBill {
             checkpoint_write_gb_s_per_node: CHECKPOINT_WRITE_GB_S_PER_NODE,
             restart_s: RESTART_S,
             failures_per_gpu_hour: FAILURES_PER_GPU_HOUR,
+            goals: Goals::default(),
         }
     }
 }

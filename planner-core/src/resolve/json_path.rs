@@ -119,6 +119,13 @@ pub const JSON_PATHS: &[(&str, &str)] = &[
     ("bill_ckpt_gbs", "bill.checkpoint_write_gb_s_per_node"),
     ("bill_restart_s", "bill.restart_s"),
     ("bill_fail", "bill.failures_per_gpu_hour"),
+    ("bill_days", "bill.goals.deadline_days"),
+    ("bill_budget", "bill.goals.budget_usd"),
+    ("bill_nodes", "bill.goals.node_counts"),
+    ("fleet_rps", "bill.goals.rate_rps"),
+    ("fleet_ttft_ms", "bill.goals.ttft_ms"),
+    ("fleet_tpot_ms", "bill.goals.tpot_ms"),
+    ("fleet_gpus", "bill.goals.fleet_gpus"),
 ];
 
 /// The JSON path of link parameter `key` in a scenario file, if it names one.

@@ -188,6 +188,67 @@ fn check_bill(e: &mut Errors, b: &crate::input::bill::RunBill) {
     );
 }
 
+/// Range checks of the inverse questions' inputs, each named by its link key.
+fn check_goals(e: &mut Errors, g: &crate::input::bill::Goals, gpus_per_node: u32) {
+    e.within("bill_days", g.deadline_days, bounds::DEADLINE_DAYS);
+    if let Some(b) = g.budget_usd {
+        e.within("bill_budget", b, bounds::BUDGET_USD);
+    }
+    if g.node_counts.len() > bounds::DEADLINE_NODE_COUNTS_MAX {
+        e.push(
+            "bill_nodes",
+            format!(
+                "{} node counts; at most {}",
+                g.node_counts.len(),
+                bounds::DEADLINE_NODE_COUNTS_MAX
+            ),
+        );
+    }
+    let gpn = u64::from(gpus_per_node.max(1));
+    if let Some(&n) = g
+        .node_counts
+        .iter()
+        .find(|&&n| n == 0 || u64::from(n) * gpn > MAX_GPUS)
+    {
+        e.push(
+            "bill_nodes",
+            format!(
+                "{n} nodes is outside 1..={} ({MAX_GPUS} GPUs)",
+                MAX_GPUS / gpn
+            ),
+        );
+    }
+    e.within("fleet_rps", g.rate_rps, bounds::FLEET_RPS);
+    for (key, bound) in [("fleet_ttft_ms", g.ttft_ms), ("fleet_tpot_ms", g.tpot_ms)] {
+        if let Some(ms) = bound {
+            e.within(key, ms, bounds::LATENCY_BOUND_MS);
+        }
+    }
+    if g.fleet_gpus.len() > bounds::FLEET_GPUS_MAX {
+        e.push(
+            "fleet_gpus",
+            format!(
+                "{} GPU types; at most {}",
+                g.fleet_gpus.len(),
+                bounds::FLEET_GPUS_MAX
+            ),
+        );
+    }
+    if let Some(id) = g
+        .fleet_gpus
+        .iter()
+        .find(|id| crate::input::hardware::gpu_preset(id).is_none())
+    {
+        e.push(
+            "fleet_gpus",
+            format!(
+                "'{}' is not a GPU preset",
+                crate::base::free_text::one_line(id)
+            ),
+        );
+    }
+}
+
 /// Range checks of a custom model's shapes (link parameters of `model=custom`).
 pub fn validate_model(spec: &ModelSpec) -> Result<(), Vec<FieldError>> {
     let mut e = Errors(Vec::new());
@@ -508,6 +569,7 @@ impl Scenario {
         }
 
         check_bill(&mut e, &self.bill);
+        check_goals(&mut e, &self.bill.goals, self.cluster.gpus_per_node);
 
         if let Some(measured) = &self.calibration {
             // A calibration inside a file is as foreign as one in a link: the same check.

@@ -1,7 +1,7 @@
 //! Share links: golden strings, round trips, and a decoder that never panics.
 
 use planner_core::edges::link::{decode, decode_lenient, encode};
-use planner_core::input::bill::{PriceKind, RunBill};
+use planner_core::input::bill::{Goals, PriceKind, RunBill};
 use planner_core::input::calibration::{
     CalibrationSummary, FittedLink, GemmFit, CALIBRATION_VERSION,
 };
@@ -620,6 +620,37 @@ fn arb_bill() -> impl Strategy<Value = RunBill> {
                     checkpoint_write_gb_s_per_node: gbs,
                     restart_s: restart,
                     failures_per_gpu_hour: fail,
+                    goals: Goals::default(),
+                }
+            },
+        )
+        .prop_flat_map(|bill| (Just(bill), arb_goals()))
+        .prop_map(|(bill, goals)| RunBill { goals, ..bill })
+}
+
+/// The inverse questions' inputs: a deadline, an optional budget, listed node counts or none,
+/// a request rate, optional latency bounds, listed GPU presets or none.
+fn arb_goals() -> impl Strategy<Value = Goals> {
+    let ids: Vec<String> = gpu_presets().into_iter().map(|g| g.id).collect();
+    (
+        0.01f64..3_000.0,
+        prop::option::of(1.0f64..1e10),
+        proptest::collection::vec(1u32..4_096, 0..6),
+        0.001f64..1e5,
+        prop::option::of(1.0f64..60_000.0),
+        prop::option::of(1.0f64..1_000.0),
+        proptest::sample::subsequence(ids, 0..4),
+    )
+        .prop_map(
+            |(deadline_days, budget_usd, node_counts, rate_rps, ttft_ms, tpot_ms, fleet_gpus)| {
+                Goals {
+                    deadline_days,
+                    budget_usd,
+                    node_counts,
+                    rate_rps,
+                    ttft_ms,
+                    tpot_ms,
+                    fleet_gpus,
                 }
             },
         )
@@ -745,5 +776,74 @@ fn validation_fields_are_link_parameters() {
             "{} is not a link parameter",
             e.field
         );
+    }
+}
+
+/// The bill's inputs and the inverse questions' ride in the link: each key set alone reads
+/// back, and a bad value is refused naming its key, the scenario left as it was.
+#[test]
+fn bill_and_goal_keys_round_trip_and_refuse_naming_the_key() {
+    use planner_core::edges::link::with_parameter;
+    let base = article_mesh_scenario();
+    let set = [
+        ("bill_tok", "1.5e13"),
+        ("bill_price", "owned"),
+        ("bill_usd_h", "2.1"),
+        ("bill_kwh", "0.12"),
+        ("bill_pue", "1.2"),
+        ("bill_ckpt_gbs", "4"),
+        ("bill_restart_s", "600"),
+        ("bill_fail", "2e-5"),
+        ("bill_days", "54"),
+        ("bill_budget", "60000000"),
+        ("bill_nodes", "512,1024,2048"),
+        ("fleet_rps", "25"),
+        ("fleet_ttft_ms", "1500"),
+        ("fleet_tpot_ms", ""),
+        ("fleet_gpus", "h100-sxm,a100-80gb"),
+    ];
+    let mut s = base.clone();
+    for (k, v) in set {
+        s = with_parameter(&s, k, v).unwrap_or_else(|e| panic!("{k}={v}: {e:?}"));
+    }
+    let g = &s.bill.goals;
+    assert_eq!(g.node_counts, vec![512, 1024, 2048]);
+    assert_eq!(
+        g.fleet_gpus,
+        vec!["h100-sxm".to_string(), "a100-80gb".into()]
+    );
+    assert_eq!((g.deadline_days, g.budget_usd), (54.0, Some(6e7)));
+    assert_eq!((g.ttft_ms, g.tpot_ms), (Some(1500.0), None));
+    assert_eq!(s.bill.price_kind, PriceKind::Owned);
+    let q = encode(&s);
+    for key in [
+        "bill_days=54",
+        "bill_nodes=512%2C1024%2C2048",
+        "fleet_gpus=h100-sxm%2Ca100-80gb",
+        "fleet_tpot_ms=&",
+    ] {
+        assert!(q.contains(key), "{key} not in {q}");
+    }
+    assert_eq!(decode(&q), Ok(s.clone()));
+    // Each bad value names its key; the scenario it was set on is unchanged.
+    for (k, v) in [
+        ("bill_days", "0"),
+        ("bill_days", "soon"),
+        ("bill_budget", "-5"),
+        ("bill_nodes", "8,x"),
+        ("bill_nodes", "0"),
+        ("fleet_rps", "1e9"),
+        ("fleet_ttft_ms", "-1"),
+        ("fleet_gpus", "h100-sxm,<script>"),
+        ("bill_pue", "0.5"),
+        ("bill_price", "leased"),
+    ] {
+        let before = s.clone();
+        let e = with_parameter(&s, k, v).expect_err(k);
+        assert_eq!(e.field, k, "{k}={v}: {e:?}");
+        assert_eq!(s, before);
+        // A link with the bad value: refused naming the key.
+        let errors = decode(&format!("{}&{k}={v}", encode(&base))).expect_err(k);
+        assert!(errors.iter().any(|e| e.field == k), "{k}={v}: {errors:?}");
     }
 }

@@ -47,6 +47,9 @@ fn every_section() -> Scenario {
     s.calibration = with_cal.calibration;
     s.bill.steps = Some(1_000);
     s.bill.board_power_w = Some(700.0);
+    s.bill.goals.budget_usd = Some(1e7);
+    s.bill.goals.node_counts = vec![8, 16];
+    s.bill.goals.fleet_gpus = vec!["h100-sxm".into()];
     s
 }
 
@@ -88,6 +91,8 @@ fn breakers(key: &str, base: &Value, path: &str) -> Vec<Value> {
         "split" => one(&[("layout.stage_split.first_last.first", u32::MAX.into())]),
         "serve_profile" => one(&[("serving.engine_profile.max_num_seqs", 0.into())]),
         "cal" => one(&[("calibration.summary.links.0.latency_s", (-0.5).into())]),
+        "bill_nodes" => one(&[("bill.goals.node_counts", json!([8, 0]))]),
+        "fleet_gpus" => one(&[("bill.goals.fleet_gpus", json!(["no-such-gpu"]))]),
         "lora_mod" => one(&[("training.finetune.lora.targets", targets_none())]),
         "moe_pad" => one(&[
             ("overheads.moe_routing.pad_to_capacity", true.into()),

@@ -285,3 +285,48 @@ pub fn export_notes(id: &str) -> String {
 pub fn export_download(id: &str) -> String {
     testid(&format!("export-download-{id}"))
 }
+
+// bill-… (the run's bill, app/src/views/bill.rs)
+pub const BILL_VIEW: &str = "[data-testid=bill-view]";
+pub const BILL_TERM_ROWS: &str = "[data-testid^=bill-term-]";
+pub const BILL_DEFAULT_BADGES: &str = "[data-testid^=bill-default-]";
+pub const BILL_RANK_ROWS: &str = "[data-testid^=bill-rank-]";
+pub const BILL_INVERSE: &str = "[data-testid=bill-inverse]";
+pub const DEADLINE_SIZES: &str = "[data-testid=deadline-size]";
+pub const DEADLINE_ANSWER: &str = "[data-testid=deadline-answer]";
+pub const FLEET_OPTIONS: &str = "[data-testid=fleet-option]";
+
+/// The bill section's search panel of `job` (`rankings`, `deadline`, `fleet`).
+pub fn bill_panel(job: &str) -> String {
+    format!("[data-testid=bill-{job}]")
+}
+
+/// Its button.
+pub fn bill_run(job: &str) -> String {
+    format!("[data-testid=bill-run-{job}]")
+}
+
+/// Its status line (`data-running` 1 while it searches).
+pub fn bill_status(job: &str) -> String {
+    format!("[data-testid=bill-status-{job}]")
+}
+
+/// Its answer's markup.
+pub fn bill_result(job: &str) -> String {
+    format!("[data-testid=bill-result-{job}]")
+}
+
+/// Why it has no answer.
+pub fn bill_failed(job: &str) -> String {
+    format!("[data-testid=bill-failed-{job}]")
+}
+
+/// The bill's control of link key `key`.
+pub fn bill_input(key: &str) -> String {
+    format!("[data-testid=input-{key}]")
+}
+
+/// Why the value typed into `key`'s control was refused.
+pub fn bill_error(key: &str) -> String {
+    format!("[data-testid=bill-error-{key}]")
+}
