@@ -16,6 +16,9 @@ use crate::input::read_file_or_link;
 pub struct Args {
     /// Scenario JSON file (`-` reads stdin) or a share link: its model, serving dtypes and engine.
     pub input: String,
+    /// `--hf MODEL_ID`: a Hub model in place of the scenario's.
+    #[command(flatten)]
+    pub hub: crate::input::HubFlag,
     /// Requests per second the fleet must serve.
     #[arg(long)]
     pub rate: f64,
@@ -50,7 +53,7 @@ pub fn run(args: &Args) -> Result<String, CliError> {
             args.rate
         )));
     }
-    let scenario = read_file_or_link(&args.input)?;
+    let scenario = args.hub.apply(read_file_or_link(&args.input)?)?;
     let model = scenario
         .model_spec()
         .map_err(|e| CliError::BadInput(format!("model: {e}")))?;
