@@ -9,10 +9,15 @@
 //! Every request starts when it is made (`window.fetch`), so the shards' ranges are asked
 //! for together and read in order.
 
+#[cfg(not(feature = "fetch-gloo"))]
 use js_sys::Uint8Array;
+#[cfg(not(feature = "fetch-gloo"))]
 use wasm_bindgen::JsCast;
+#[cfg(not(feature = "fetch-gloo"))]
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{Request, RequestInit, RequestMode, Response};
+use web_sys::RequestMode;
+#[cfg(not(feature = "fetch-gloo"))]
+use web_sys::{Request, RequestInit, Response};
 
 /// Why a request returned no bytes.
 #[derive(Clone, Debug, PartialEq)]
@@ -25,13 +30,17 @@ pub enum FetchError {
 
 /// A request on its way.
 pub struct Pending {
+    #[cfg(not(feature = "fetch-gloo"))]
     reply: JsFuture,
+    #[cfg(feature = "fetch-gloo")]
+    request: gloo_net::http::Request,
     /// Bytes asked for (`Some` for a range).
     range: Option<(u64, u64)>,
     /// Largest body read.
     max_bytes: u64,
 }
 
+#[cfg(not(feature = "fetch-gloo"))]
 fn network(e: wasm_bindgen::JsValue) -> FetchError {
     FetchError::Network(
         e.as_string()
@@ -43,7 +52,48 @@ fn network(e: wasm_bindgen::JsValue) -> FetchError {
     )
 }
 
+/// gloo-net's request (feature `fetch-gloo`, for the bundle measurement only: it starts when
+/// awaited, so the shards' ranges go one at a time).
+#[cfg(feature = "fetch-gloo")]
+pub fn start(url: &str, range: Option<(u64, u64)>, max_bytes: u64) -> Result<Pending, FetchError> {
+    let mut builder = gloo_net::http::Request::get(url).mode(RequestMode::Cors);
+    if let Some((a, b)) = range {
+        builder = builder.header("Range", &format!("bytes={a}-{b}"));
+    }
+    let request = builder
+        .build()
+        .map_err(|e| FetchError::Network(e.to_string()))?;
+    Ok(Pending {
+        request,
+        range,
+        max_bytes,
+    })
+}
+
+#[cfg(feature = "fetch-gloo")]
+impl Pending {
+    /// The body's bytes, as the web-sys version checks them.
+    pub async fn bytes(self) -> Result<Vec<u8>, FetchError> {
+        let net = |e: gloo_net::Error| FetchError::Network(e.to_string());
+        let response = self.request.send().await.map_err(net)?;
+        let status = response.status();
+        if status != if self.range.is_some() { 206 } else { 200 } {
+            return Err(FetchError::Status(status));
+        }
+        let bytes = response.binary().await.map_err(net)?;
+        let expected = self.range.map_or(self.max_bytes, |(a, b)| b - a + 1);
+        if bytes.len() as u64 > expected {
+            return Err(FetchError::Network(format!(
+                "{} bytes where at most {expected} were asked for",
+                bytes.len()
+            )));
+        }
+        Ok(bytes)
+    }
+}
+
 /// Starts a GET of `url` (a byte range of it when `range` is given; inclusive ends).
+#[cfg(not(feature = "fetch-gloo"))]
 pub fn start(url: &str, range: Option<(u64, u64)>, max_bytes: u64) -> Result<Pending, FetchError> {
     let init = RequestInit::new();
     init.set_method("GET");
@@ -64,6 +114,7 @@ pub fn start(url: &str, range: Option<(u64, u64)>, max_bytes: u64) -> Result<Pen
     })
 }
 
+#[cfg(not(feature = "fetch-gloo"))]
 impl Pending {
     /// The body's bytes. A range answered with the whole file (200) is refused unread: the
     /// page never downloads weights.

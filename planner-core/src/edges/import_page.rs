@@ -37,7 +37,7 @@ pub enum Job {
         json: String,
     },
     /// A Hub model's configs and index (`None`: the repository has no such file): the worker
-    /// checks the configs and answers the shard files to read ([`HubFilesReply`]).
+    /// checks the configs and answers the shard files to read ([`hub_files_answer`]).
     HubFiles {
         /// `org/name`, checked by `hub::parse_hub_id`.
         repo: String,
