@@ -1,10 +1,13 @@
 //! The page's only network requests: a Hub model's files, on the person's click
 //! (`views/hub_import.rs`). web-sys `fetch` (features Request, RequestInit, RequestMode,
-//! Response, Headers), not gloo-net: BUNDLE_MEASUREMENT below.
+//! Response, Headers), not gloo-net, chosen by bundle size:
 //!
-//! BUNDLE_MEASUREMENT (deferred module `app-deferred_bg.wasm` + `app-deferred.js`, gzip -9):
-//! see docs/measurement-log.md ("Hub fetch crate"); the figures are written there and here
-//! once measured.
+//! BUNDLE_MEASUREMENT, deferred module (`cargo build -p app --bin app-deferred --target
+//! wasm32-unknown-unknown --profile wasm-release`, then `wasm-opt -Oz`, `gzip -9`; before
+//! wasm-bindgen, JS glue not counted): web-sys fetch 2,208,100 B, 723,831 B gzipped; gloo-net
+//! 0.6 (`http` only, `--features fetch-gloo`) 2,212,102 B, 726,813 B gzipped: gloo-net costs
+//! 3.0 KB more gzipped; without the Hub block 711,667 B gzipped (the block adds 12.2 KB).
+//! docs/measurement-log.md ("Hub fetch crate") has the table.
 //!
 //! Every request starts when it is made (`window.fetch`), so the shards' ranges are asked
 //! for together and read in order.
