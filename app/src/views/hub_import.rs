@@ -214,7 +214,8 @@ pub fn HubImport() -> impl IntoView {
         }
         busy.set(true);
         let (typed, at) = (id.get_untracked(), endpoint.get_untracked());
-        message.set(Some((format!("Fetching {}…", typed.trim()), false, None)));
+        let shown: String = typed.trim().chars().take(80).collect();
+        message.set(Some((format!("Fetching {shown}…"), false, None)));
         leptos::task::spawn_local(async move {
             match fetch_model(&at, &typed).await {
                 Ok((m, read)) => {
