@@ -1,5 +1,6 @@
 //! The page's imports, read in the worker ([`planner_core::edges::import_page`]): a
-//! Hugging Face `config.json` (`hf_config::import_hf_config`) and a gpu-bench report or
+//! Hugging Face `config.json` (`hf_config::import_hf_config`), a Hub model's configs, index
+//! and shard headers the page fetched (`edges::hub`) and a gpu-bench report or
 //! nccl-tests output (`import_sniff`, fitted by `calibration_fit`, layer steps checked by
 //! `layer_step`), so none of those parsers reach the page's first-load wasm. The
 //! measurement tables are drawn here as markup; every text from the file is escaped
@@ -15,7 +16,10 @@ use planner_core::edges::calibration_fit::{
     compare_comm, compare_gemm, predicted_busbw_bytes_per_s, CommComparison, GemmComparison,
 };
 use planner_core::edges::hf_config::import_hf_config;
-use planner_core::edges::import_page::{BenchImport, BusbwSeries, ConfigReply, Job};
+use planner_core::edges::import_page::{
+    hub_files_answer, hub_files_reply_text, hub_headers_answer, BenchImport, BusbwSeries,
+    ConfigReply, HubReply, Job,
+};
 use planner_core::edges::import_sniff::{
     fit_measurements, gpu_for_device, read_measurements, NcclContext,
 };
@@ -39,6 +43,26 @@ pub fn answer(text: &str) -> Option<String> {
             Err(e) => ConfigReply::Failed(e.to_string()),
         }
         .to_text(),
+        Job::HubFiles {
+            repo,
+            config,
+            quant,
+            index,
+        } => hub_files_reply_text(&hub_files_answer(
+            &repo,
+            &config,
+            quant.as_deref(),
+            index.as_deref(),
+        )),
+        Job::HubHeaders {
+            repo,
+            config,
+            quant,
+            headers,
+        } => match hub_headers_answer(&repo, &config, quant.as_deref(), &headers) {
+            Ok(reply) => reply.to_text(),
+            Err(e) => HubReply::failed_text(&e),
+        },
         Job::Bench {
             file_name,
             scenario_query,

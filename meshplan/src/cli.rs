@@ -74,6 +74,9 @@ pub enum Command {
         /// Print JSON instead of a table.
         #[arg(long)]
         json: bool,
+        /// `--hf MODEL_ID`: a Hub model in place of the scenario's.
+        #[command(flatten)]
+        hub: crate::input::HubFlag,
     },
     /// The run's bill: ideal and expected days, GPU-hours, dollars, energy, tokens per joule,
     /// expected interruptions, checkpoint size and write time, the Young checkpoint interval,
@@ -130,6 +133,9 @@ pub enum Command {
         /// Print a table instead of JSON.
         #[arg(long)]
         table: bool,
+        /// `--hf MODEL_ID`: a Hub model in place of the scenario's.
+        #[command(flatten)]
+        hub: crate::input::HubFlag,
     },
     /// Check the step-time model against published training runs: per row the prediction,
     /// the measurement and their relative error; summaries per quantity and per source; the

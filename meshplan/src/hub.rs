@@ -15,7 +15,9 @@ use std::time::Duration;
 use planner_core::edges::hub::safetensors::{
     header_length, parse_header, parse_index, valid_file_name, ShardHeader, MAX_HEADER_BYTES,
 };
-use planner_core::edges::hub::{file_url, hub_model, parse_hub_id, HubFiles, HubModel};
+use planner_core::edges::hub::{
+    check_config, file_url, hub_model, parse_hub_id, status_message, HubFiles, HubModel,
+};
 
 use crate::error::CliError;
 
@@ -69,7 +71,7 @@ impl Client {
             endpoint: std::env::var("HF_ENDPOINT")
                 .ok()
                 .filter(|e| !e.is_empty())
-                .unwrap_or_else(|| "https://huggingface.co".to_string()),
+                .unwrap_or_else(|| planner_core::edges::hub::DEFAULT_ENDPOINT.to_string()),
             token: std::env::var("HF_TOKEN").ok().filter(|t| !t.is_empty()),
             cache: cache_root(),
             repo: repo.to_string(),
@@ -149,12 +151,17 @@ impl Client {
         let repo = &self.repo;
         let url = file_url(&self.endpoint, repo, file);
         CliError::Hub(match status {
-            401 | 403 => format!(
-                "{repo} is gated or private (HTTP {status} for {file}). Alternatives: accept its licence on the Hub and set HF_TOKEN to a token with access, or paste its config.json as a custom model (a scenario file's model.custom)"
+            429 => format!(
+                "{}, or set HF_TOKEN (signed-in requests get a higher limit)",
+                status_message(repo, file, &url, status, "")
             ),
-            404 => format!("{repo}: {file} not found (HTTP 404 at {url}): is the id right, and is it a model repository?"),
-            429 => format!("the Hub refused {file} of {repo}: rate limited (HTTP 429). Wait and retry, or set HF_TOKEN (signed-in requests get a higher limit)"),
-            s => format!("{url}: HTTP {s}"),
+            s => status_message(
+                repo,
+                file,
+                &url,
+                s,
+                "accept its licence on the Hub and set HF_TOKEN to a token with access, or paste its config.json as a custom model (a scenario file's model.custom)",
+            ),
         })
     }
 
@@ -191,19 +198,8 @@ pub fn fetch(id: &str) -> Result<Fetched, CliError> {
     let mut c = Client::new(&repo);
     let config = c.json("config.json", false)?.unwrap_or_default();
     // A config the planner cannot map (not a transformer, an unknown architecture) is
-    // refused before any header is asked for: hub_model reports every config problem
-    // before it counts tensors, so with no shards only "no tensors" means the config is fine.
-    let no_shards = HubFiles {
-        repo: &repo,
-        config: &config,
-        hf_quant_config: None,
-        shards: &[],
-    };
-    if let Err(e) = hub_model(&no_shards) {
-        if !matches!(e, planner_core::edges::hub::HubError::BadFile { .. }) {
-            return Err(CliError::Hub(format!("{repo}: {e}")));
-        }
-    }
+    // refused before any header is asked for.
+    check_config(&repo, &config, None).map_err(|e| CliError::Hub(format!("{repo}: {e}")))?;
     let quant = c.json("hf_quant_config.json", true)?;
     let files = match c.json("model.safetensors.index.json", true)? {
         Some(index) => {

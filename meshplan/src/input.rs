@@ -34,6 +34,23 @@ pub fn read_file_or_link(arg: &str) -> Result<Scenario, CliError> {
         .map_err(|errors| CliError::fields("not a file, and an invalid link:", &errors))
 }
 
+/// `--hf MODEL_ID` on the commands that take a scenario (`fit`, `bill`, `deadline`, `fleet`,
+/// `serve`, `serve-search`, `search`): the Hub model replaces the scenario's.
+#[derive(Debug, Default, clap::Args)]
+pub struct HubFlag {
+    /// A model on the Hugging Face Hub (`org/name` or its URL), read from its config.json and
+    /// safetensors headers, replacing the scenario's model. `HF_ENDPOINT`, `HF_TOKEN`, cached.
+    #[arg(long, value_name = "MODEL_ID")]
+    pub hf: Option<String>,
+}
+
+impl HubFlag {
+    /// `scenario` with the Hub model in place of its own (unchanged without `--hf`).
+    pub fn apply(&self, scenario: Scenario) -> Result<Scenario, CliError> {
+        with_hub_model(scenario, self.hf.as_deref()).map(|(s, _)| s)
+    }
+}
+
 /// `scenario` with its model replaced by the Hub model `hf` names (when given), and what was
 /// fetched; an error leaves nothing changed.
 pub fn with_hub_model(

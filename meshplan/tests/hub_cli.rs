@@ -250,3 +250,45 @@ fn hub_errors_name_what_went_wrong_and_exit_non_zero() {
     assert!(!cache.join("org/gated").exists());
     let _ = std::fs::remove_dir_all(&cache);
 }
+
+#[test]
+fn fit_hf_plans_the_hub_model_in_the_scenario() {
+    let h = hub();
+    let cache = cache_dir("fit");
+    let args = [
+        "fit",
+        "examples/finetune-qlora-8b.json",
+        "--hf",
+        "org/tiny",
+        "--json",
+    ];
+    let peak = |text: &str| {
+        let v: serde_json::Value = serde_json::from_str(text).expect("json");
+        v["report"]["current"]["peak_bytes"].as_f64().expect("peak")
+    };
+    let hub_peak = peak(&common::ok(&run(&h, &cache, &args, None)));
+    let file_peak = peak(&common::ok(&run(
+        &h,
+        &cache,
+        &[args[0], args[1], "--json"],
+        None,
+    )));
+    // The scenario's Llama 3.1 8B (8.03B parameters) is replaced by the fixture hub's Llama 3.2
+    // 1B (1.24B): the QLoRA peak falls (14.3 GB for the file's model, 6.5 GB for the Hub's).
+    assert!(hub_peak < 0.6 * file_peak, "{hub_peak} vs {file_peak}");
+    // A refusal changes nothing and prints nothing.
+    let out = run(
+        &h,
+        &cache,
+        &[
+            "fit",
+            "examples/finetune-qlora-8b.json",
+            "--hf",
+            "org/missing",
+        ],
+        None,
+    );
+    assert!(!out.status.success() && out.stdout.is_empty());
+    assert!(common::stderr(&out).contains("not found (HTTP 404"));
+    let _ = std::fs::remove_dir_all(&cache);
+}

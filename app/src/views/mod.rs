@@ -9,6 +9,8 @@ pub mod error_band;
 mod exports;
 mod files;
 mod finetune;
+mod hub_fetch;
+mod hub_import;
 mod measured;
 mod memory;
 pub mod mesh;

@@ -12,6 +12,7 @@ use planner_core::input::scenario::ModelChoice;
 use crate::app::Ctx;
 use crate::format;
 use crate::views::files::{file_of_drop, file_of_input_event, read_text};
+use crate::views::hub_import::HubImport;
 use crate::views::worker_job;
 
 /// Largest config read (real ones are a few KB).
@@ -87,13 +88,14 @@ pub fn ModelImport() -> impl IntoView {
 
     view! {
         <section class="view model-import" aria-labelledby="model-import-title" data-testid="model-import">
-            <h2 id="model-import-title">"Your own model: import a config.json"</h2>
+            <h2 id="model-import-title">"Your own model: a Hub id or a config.json"</h2>
             <p class="explain">
                 {format!(
                     "Paste or drop a Hugging Face config.json; its shapes become a custom model for every view. Supported architectures: {}. A setting the planner cannot model is named, and nothing changes.",
                     SUPPORTED_ARCHITECTURES.join(", ")
                 )}
             </p>
+            <HubImport />
             <textarea
                 class="config-text"
                 rows="7"

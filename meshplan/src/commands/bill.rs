@@ -99,6 +99,9 @@ fn set(field: &mut f64, flag: Option<f64>) {
 pub struct Args {
     /// Scenario JSON file (`-` reads stdin) or a share link (query, `?query` or full URL).
     pub input: String,
+    /// `--hf MODEL_ID`: a Hub model in place of the scenario's.
+    #[command(flatten)]
+    pub hub: crate::input::HubFlag,
     /// The bill's inputs.
     #[command(flatten)]
     pub bill: BillFlags,
@@ -113,7 +116,9 @@ pub struct Args {
 
 /// Prices the scenario's run and renders its bill.
 pub fn run(args: &Args) -> Result<String, CliError> {
-    let scenario = args.bill.apply(read_file_or_link(&args.input)?)?;
+    let scenario = args
+        .bill
+        .apply(args.hub.apply(read_file_or_link(&args.input)?)?)?;
     let model = scenario
         .model_spec()
         .map_err(|e| CliError::BadInput(format!("model: {e}")))?;

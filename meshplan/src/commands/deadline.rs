@@ -17,6 +17,9 @@ pub struct Args {
     /// Scenario JSON file (`-` reads stdin) or a share link: its model, GPU, batch and bill
     /// (its node count and layout are searched).
     pub input: String,
+    /// `--hf MODEL_ID`: a Hub model in place of the scenario's.
+    #[command(flatten)]
+    pub hub: crate::input::HubFlag,
     /// Expected wall-clock allowed, days (default: the scenario's `bill_days`, 30).
     #[arg(long)]
     pub days: Option<f64>,
@@ -56,7 +59,9 @@ pub fn run(args: &Args) -> Result<String, CliError> {
             "--budget: {b} is not a dollar amount"
         )));
     }
-    let scenario = args.bill.apply(read_file_or_link(&args.input)?)?;
+    let scenario = args
+        .bill
+        .apply(args.hub.apply(read_file_or_link(&args.input)?)?)?;
     let goals = &scenario.bill.goals;
     let model = scenario
         .model_spec()

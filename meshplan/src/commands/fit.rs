@@ -7,7 +7,7 @@ use planner_core::base::explain::fmt_seconds;
 use planner_core::view::fit::{epoch_line, fit_view, Dataset, FitView};
 
 use crate::error::CliError;
-use crate::input::read_file_or_link;
+use planner_core::input::scenario::Scenario;
 
 /// The dataset the flags describe (clap makes the two forms exclusive and `--examples`
 /// need `--mean-len`); the numbers are checked by the epoch model, which names the flag.
@@ -26,13 +26,12 @@ pub fn dataset(
     }
 }
 
-/// Prints the fit of the scenario in `input` (file or link), as a table or JSON.
-pub fn run(input: &str, dataset: Option<Dataset>, json: bool) -> Result<String, CliError> {
-    let scenario = read_file_or_link(input)?;
+/// Prints the fit of `scenario` (read from a file or link), as a table or JSON.
+pub fn run(scenario: &Scenario, dataset: Option<Dataset>, json: bool) -> Result<String, CliError> {
     let model = scenario
         .model_spec()
         .map_err(|e| CliError::BadInput(e.to_string()))?;
-    let view = fit_view(&scenario, &model, dataset);
+    let view = fit_view(scenario, &model, dataset);
     if let Some(Err((field, message))) = &view.epoch {
         return Err(CliError::BadInput(format!(
             "--{}: {message}",

@@ -16,6 +16,9 @@ use crate::input::read_file_or_link;
 pub struct Args {
     /// Scenario JSON file (`-` reads stdin) or a share link: its model, serving dtypes and engine.
     pub input: String,
+    /// `--hf MODEL_ID`: a Hub model in place of the scenario's.
+    #[command(flatten)]
+    pub hub: crate::input::HubFlag,
     /// Requests per second the fleet must serve (default: the scenario's `fleet_rps`, 10).
     #[arg(long)]
     pub rate: Option<f64>,
@@ -53,7 +56,7 @@ pub fn run(args: &Args) -> Result<String, CliError> {
             "--rate: {r} is outside (0, 1e7]"
         )));
     }
-    let scenario = read_file_or_link(&args.input)?;
+    let scenario = args.hub.apply(read_file_or_link(&args.input)?)?;
     let goals = &scenario.bill.goals;
     let model = scenario
         .model_spec()

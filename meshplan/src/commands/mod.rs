@@ -47,8 +47,9 @@ pub fn run(command: Command) -> Result<String, CliError> {
             examples,
             mean_len,
             json,
+            hub,
         } => fit::run(
-            &input,
+            &hub.apply(crate::input::read_file_or_link(&input)?)?,
             fit::dataset(dataset_tokens, examples, mean_len),
             json,
         ),
@@ -67,8 +68,10 @@ pub fn run(command: Command) -> Result<String, CliError> {
             rank_order,
             every_knob,
             table,
+            hub,
         } => search::run(&search::Args {
             scenario: &scenario,
+            hub: &hub,
             calibration: calibration.as_deref(),
             top,
             rejected,

@@ -17,6 +17,8 @@ use crate::input::read_scenario;
 /// Arguments of `search`.
 pub struct Args<'a> {
     pub scenario: &'a Path,
+    /// `--hf`: a Hub model in place of the scenario's.
+    pub hub: &'a crate::input::HubFlag,
     pub calibration: Option<&'a Path>,
     pub top: usize,
     pub rejected: usize,
@@ -45,7 +47,7 @@ pub fn read_calibration(path: &Path) -> Result<CalibrationSummary, CliError> {
 
 /// Runs the search and formats its result.
 pub fn run(args: &Args) -> Result<String, CliError> {
-    let scenario = read_scenario(args.scenario)?;
+    let scenario = args.hub.apply(read_scenario(args.scenario)?)?;
     let model = scenario
         .model_spec()
         .map_err(|e| CliError::BadInput(format!("{}: {e}", args.scenario.display())))?;

@@ -16,6 +16,9 @@ use crate::input::read_scenario;
 pub struct Args {
     /// Scenario JSON (its `serving` block gives the replica shape and dtypes); `-` reads stdin.
     pub scenario: PathBuf,
+    /// `--hf MODEL_ID`: a Hub model in place of the scenario's.
+    #[command(flatten)]
+    pub hub: crate::input::HubFlag,
     /// Prompt tokens per request.
     #[arg(long, default_value_t = ServingLoad::default().prompt_tokens)]
     pub prompt: u32,
@@ -56,7 +59,7 @@ pub struct Args {
 
 /// Evaluates the load on the scenario's replica and renders it.
 pub fn run(args: &Args) -> Result<String, CliError> {
-    let mut scenario = read_scenario(&args.scenario)?;
+    let mut scenario = args.hub.apply(read_scenario(&args.scenario)?)?;
     if let Some(n) = args.max_running {
         if n == 0 || n > MAX_CONCURRENCY {
             return Err(CliError::BadInput(format!(

@@ -20,6 +20,9 @@ pub struct Args {
     /// Scenario JSON (its model, cluster and `serving` dtypes and memory settings are used;
     /// its replica shape is what the search replaces); `-` reads stdin.
     pub scenario: PathBuf,
+    /// `--hf MODEL_ID`: a Hub model in place of the scenario's.
+    #[command(flatten)]
+    pub hub: crate::input::HubFlag,
     /// Bound on TTFT at `--percentile`, milliseconds.
     #[arg(long)]
     pub ttft_ms: Option<f64>,
@@ -75,7 +78,7 @@ fn seconds_of(field: &str, ms: Option<f64>) -> Result<Option<f64>, CliError> {
 
 /// Runs the search and renders it.
 pub fn run(args: &Args) -> Result<String, CliError> {
-    let scenario = read_scenario(&args.scenario)?;
+    let scenario = args.hub.apply(read_scenario(&args.scenario)?)?;
     let model = scenario
         .model_spec()
         .map_err(|e| CliError::BadInput(format!("model: {e}")))?;

@@ -83,6 +83,13 @@ pub const HF_CONFIG_TEXT: &str = "[data-testid=hf-config-text]";
 pub const HF_FILE: &str = "[data-testid=hf-file]";
 pub const HF_MESSAGE: &str = "[data-testid=hf-message]";
 
+// hub-…
+pub const HUB_ENDPOINT: &str = "[data-testid=hub-endpoint]";
+pub const HUB_FETCH: &str = "[data-testid=hub-fetch]";
+pub const HUB_ID: &str = "[data-testid=hub-id]";
+pub const HUB_IMPORT: &str = "[data-testid=hub-import]";
+pub const HUB_MESSAGE: &str = "[data-testid=hub-message]";
+
 // include-…
 pub const INCLUDE_OTHER: &str = "[data-testid=include-other]";
 

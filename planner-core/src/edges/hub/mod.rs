@@ -106,6 +106,76 @@ pub fn file_url(endpoint: &str, repo: &str, file: &str) -> String {
     )
 }
 
+/// The Hub's address when none is given (huggingface_hub `constants.ENDPOINT`).
+pub const DEFAULT_ENDPOINT: &str = "https://huggingface.co";
+
+/// An endpoint a person typed (an `HF_ENDPOINT`-style mirror): `https://host[:port][/path]`,
+/// or `http://` only to this machine (`127.0.0.1`, `localhost`, `[::1]`: a local mirror or
+/// the tests' fixture hub); printable ASCII without spaces, quotes, `?` or `#`, at most 200
+/// characters. Returned without its trailing `/`.
+pub fn parse_endpoint(input: &str) -> Result<String, HubError> {
+    let t = input.trim().trim_end_matches('/');
+    let refuse = || {
+        HubError::BadId(format!(
+            "endpoint `{}` is not an https:// URL (or http:// to 127.0.0.1 or localhost)",
+            crate::base::free_text::one_line(t)
+                .chars()
+                .take(80)
+                .collect::<String>()
+        ))
+    };
+    let host = match (t.strip_prefix("https://"), t.strip_prefix("http://")) {
+        (Some(rest), _) => rest,
+        (None, Some(rest)) => {
+            let host = rest.split(['/', ':']).next().unwrap_or("");
+            let local = ["127.0.0.1", "localhost"].contains(&host) || rest.starts_with("[::1]");
+            if !local {
+                return Err(refuse());
+            }
+            rest
+        }
+        _ => return Err(refuse()),
+    };
+    let clean = t.len() <= 200
+        && !host.is_empty()
+        && !host.starts_with(['/', ':'])
+        && t.bytes().all(|b| {
+            b.is_ascii_graphic() && !matches!(b, b'"' | b'\'' | b'<' | b'>' | b'?' | b'#' | b'`')
+        });
+    if clean {
+        Ok(t.to_string())
+    } else {
+        Err(refuse())
+    }
+}
+
+/// What an HTTP status refusing `file` of `repo` means (`url` its address), the alternatives
+/// named: `gated_alternatives` is what the asker can do about a gated or private model (the
+/// command's `HF_TOKEN`, the page's pasted config). The Hub answers 401 for a repository it
+/// does not show an anonymous reader (gated, private or absent), 404 for a missing file of a
+/// visible one, 429 past its rate limit (huggingface_hub `utils/_http.py`,
+/// `hf_raise_for_status`).
+pub fn status_message(
+    repo: &str,
+    file: &str,
+    url: &str,
+    status: u16,
+    gated_alternatives: &str,
+) -> String {
+    match status {
+        401 | 403 => format!(
+            "{repo} is gated or private (HTTP {status} for {file}). Alternatives: {gated_alternatives}"
+        ),
+        404 => format!(
+            "{repo}: {file} not found (HTTP 404 at {url}): is the id right, and is it a model repository?"
+        ),
+        429 => format!(
+            "the Hub refused {file} of {repo}: rate limited (HTTP 429). Wait and retry"
+        ),
+        s => format!("{url}: HTTP {s}"),
+    }
+}
+
 /// Parameters and bytes of one class of tensors.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct ClassTotals {
@@ -185,6 +255,26 @@ fn tensor_params(name: &str, dtype: Dtype, elements: u64, element_bits: Option<u
     match element_bits.map(u64::from) {
         Some(b) if dtype.is_integer() && b > 0 && b < dtype.bits() => elements * (dtype.bits() / b),
         _ => elements,
+    }
+}
+
+/// Whether `config.json` (and `hf_quant_config.json`) describe a model the planner can map,
+/// checked before any shard header is asked for: [`hub_model`] reports every problem of the
+/// configs before it counts tensors, so with no shards only "no tensors" means they are fine.
+pub fn check_config(
+    repo: &str,
+    config: &str,
+    hf_quant_config: Option<&str>,
+) -> Result<(), HubError> {
+    let no_shards = HubFiles {
+        repo,
+        config,
+        hf_quant_config,
+        shards: &[],
+    };
+    match hub_model(&no_shards) {
+        Err(HubError::BadFile { .. }) | Ok(_) => Ok(()),
+        Err(e) => Err(e),
     }
 }
 
