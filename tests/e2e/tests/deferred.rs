@@ -263,7 +263,7 @@ fn the_run_s_bill_matches_planner_core_and_answers_the_inverse_questions() {
         session.set_window_size(1440, 2400).expect("resize");
         let want = bill_view(&s, &model);
         assert!(want.error.is_none(), "{:?}", want.error);
-        let first = format!("[data-testid=bill-term-{}]", want.terms[0].key);
+        let first = format!("[data-testid=\"bill-term-{}\"]", want.terms[0].key);
         session
             .wait_text(&first, WAIT, |t| !t.is_empty())
             .expect("the bill is drawn");
