@@ -109,19 +109,16 @@ impl Canvas2d {
     }
 
     fn fill_style(&mut self, c: BackendColor) {
-        let k = key(c);
-        if self.state.fill != Some(k) {
+        if replaced(&mut self.state.fill, Some(key(c))) {
             self.context.set_fill_style_str(&css(c));
-            self.state.fill = Some(k);
         }
     }
 
     fn line_style(&mut self, style: &impl BackendStyle) {
         let k = (key(style.color()), style.stroke_width());
-        if self.state.stroke != Some(k) {
+        if replaced(&mut self.state.stroke, Some(k)) {
             self.context.set_stroke_style_str(&css(style.color()));
             self.context.set_line_width(f64::from(style.stroke_width()));
-            self.state.stroke = Some(k);
         }
     }
 
@@ -131,18 +128,16 @@ impl Canvas2d {
             HPos::Right => "end",
             HPos::Center => "center",
         };
-        if self.state.align != align {
+        if replaced(&mut self.state.align, align) {
             self.context.set_text_align(align);
-            self.state.align = align;
         }
         let baseline = match v {
             VPos::Top => "top",
             VPos::Center => "middle",
             VPos::Bottom => "bottom",
         };
-        if self.state.baseline != baseline {
+        if replaced(&mut self.state.baseline, baseline) {
             self.context.set_text_baseline(baseline);
-            self.state.baseline = baseline;
         }
     }
 
@@ -161,6 +156,16 @@ impl Canvas2d {
             ));
         }
     }
+}
+
+/// Puts `value` in the state cache's `cached`; true when it was not there already (the
+/// context's style then needs setting).
+fn replaced<T: PartialEq>(cached: &mut T, value: T) -> bool {
+    if *cached == value {
+        return false;
+    }
+    *cached = value;
+    true
 }
 
 /// Lines still open when the chart is done are stroked (plotters does not always present).

@@ -585,70 +585,9 @@ fn draw_schedule_with(
     let span = span.max(1.0);
     let slot = (css_width - left - right) / span;
     let px = |v: f64| (v * r).round() as i32;
-    let font = ("sans-serif", 11.0 * r).into_font().color(&theme.muted);
 
-    // Time axis: a tick label every k slots so labels never overlap.
-    let every = [1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0]
-        .into_iter()
-        .find(|k| k * slot >= 28.0)
-        .unwrap_or(2000.0);
-    let mut t = 0.0;
-    while t <= span + 1e-9 {
-        let x = left + t * slot;
-        root.draw(&PathElement::new(
-            vec![(px(x), px(top - 4.0)), (px(x), px(css_height - 8.0))],
-            theme.grid.stroke_width(r.max(1.0) as u32),
-        ))
-        .map_err(err)?;
-        root.draw(&Text::new(
-            format!("{t}"),
-            (px(x), px(top - 6.0)),
-            font.clone().pos(Pos::new(HPos::Center, VPos::Bottom)),
-        ))
-        .map_err(err)?;
-        t += every;
-    }
-
-    for (i, row) in rows.iter().enumerate() {
-        let y = top + row_css * i as f64;
-        let mid = px(y + row_css / 2.0);
-        match *row {
-            GridRow::Stage(s) => {
-                root.draw(&Rectangle::new(
-                    [
-                        (px(left), px(y + 2.0)),
-                        (px(left + span * slot), px(y + row_css - 2.0)),
-                    ],
-                    theme.idle.filled(),
-                ))
-                .map_err(err)?;
-                root.draw(&Text::new(
-                    format!("stage {}", s + 1),
-                    (px(left - 8.0), mid),
-                    font.clone().pos(Pos::new(HPos::Right, VPos::Center)),
-                ))
-                .map_err(err)?;
-            }
-            GridRow::Elided { first, count } => {
-                root.draw(&Text::new(
-                    "⋮".to_string(),
-                    (px(left - 24.0), mid),
-                    font.clone().pos(Pos::new(HPos::Center, VPos::Center)),
-                ))
-                .map_err(err)?;
-                root.draw(&Text::new(
-                    format!(
-                        "stages {} to {} ({count}) run the same pattern and are not drawn",
-                        first + 1,
-                        first + count
-                    ),
-                    (px(left + 4.0), mid),
-                    font.clone().pos(Pos::new(HPos::Left, VPos::Center)),
-                ))
-                .map_err(err)?;
-            }
-        }
-    }
+    draw_time_axis(&root, theme, r, (left, top, slot), span, css_height)?;
+    draw_row_labels(&root, theme, r, rows, (left, top, slot, row_css), span)?;
     // Three passes (fills, outlines, then labels by colour) so the context's
     // fill colour changes once per cell rather than twice.
     let cell = |op: &GridOp| {
@@ -671,37 +610,7 @@ fn draw_schedule_with(
     };
     match fills {
         CellFills::OnePathPerColour => {
-            // Fills in colour order (a colour is a micro-batch and a shade), each colour one
-            // path of its cells filled once: the same pixels as a `fillRect` per cell (the
-            // corners are whole device pixels and the colours opaque; `schedule_grid_pixels`
-            // compares them), with one fill per colour instead of one per cell (issue 16:
-            // the grid was the costliest view of a PP move, 64 stages × 32 micro-batches × 2).
-            // First, what plotters drew is stroked: the backend may hold an open path of lines.
-            root.present().map_err(err)?;
-            let context = context_2d(canvas)?;
-            let mut by_colour: Vec<&GridOp> = ops.iter().collect();
-            by_colour.sort_by_key(|op| (op.micro_batch, op.shade as u8));
-            for group in by_colour
-                .chunk_by(|a, b| (a.micro_batch, a.shade as u8) == (b.micro_batch, b.shade as u8))
-            {
-                let color =
-                    op_color(group[0].micro_batch, group[0].shade, theme).to_backend_color();
-                if color.alpha == 0.0 {
-                    continue;
-                }
-                context.set_fill_style_str(&crate::canvas_backend::css(color));
-                context.begin_path();
-                for op in group {
-                    let ((x0, y0), (x1, y1)) = corners(op);
-                    context.rect(
-                        f64::from(x0),
-                        f64::from(y0),
-                        f64::from(x1 - x0),
-                        f64::from(y1 - y0),
-                    );
-                }
-                context.fill();
-            }
+            fill_by_colour(&root, canvas, ops, theme, &corners)?;
         }
         #[cfg(test)]
         CellFills::OneRectanglePerCell => {
@@ -754,6 +663,141 @@ fn draw_schedule_with(
         .collect();
     root.present().map_err(err)?;
     Ok(boxes)
+}
+
+/// The schedule's time axis: a line and a label every few slots, from `left` at `top` down to
+/// the grid's foot.
+fn draw_time_axis(
+    root: &DrawingArea<Canvas2d, Shift>,
+    theme: &Theme,
+    r: f64,
+    (left, top, slot): (f64, f64, f64),
+    span: f64,
+    css_height: f64,
+) -> Result<(), String> {
+    let px = |v: f64| (v * r).round() as i32;
+    let font = ("sans-serif", 11.0 * r).into_font().color(&theme.muted);
+    // Time axis: a tick label every k slots so labels never overlap.
+    let every = [1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0, 200.0, 500.0, 1000.0]
+        .into_iter()
+        .find(|k| k * slot >= 28.0)
+        .unwrap_or(2000.0);
+    let mut t = 0.0;
+    while t <= span + 1e-9 {
+        let x = left + t * slot;
+        root.draw(&PathElement::new(
+            vec![(px(x), px(top - 4.0)), (px(x), px(css_height - 8.0))],
+            theme.grid.stroke_width(r.max(1.0) as u32),
+        ))
+        .map_err(err)?;
+        root.draw(&Text::new(
+            format!("{t}"),
+            (px(x), px(top - 6.0)),
+            font.clone().pos(Pos::new(HPos::Center, VPos::Bottom)),
+        ))
+        .map_err(err)?;
+        t += every;
+    }
+
+    Ok(())
+}
+
+/// Each row's idle background and its stage's name, or the note on the stages not drawn.
+fn draw_row_labels(
+    root: &DrawingArea<Canvas2d, Shift>,
+    theme: &Theme,
+    r: f64,
+    rows: &[GridRow],
+    (left, top, slot, row_css): (f64, f64, f64, f64),
+    span: f64,
+) -> Result<(), String> {
+    let px = |v: f64| (v * r).round() as i32;
+    let font = ("sans-serif", 11.0 * r).into_font().color(&theme.muted);
+    for (i, row) in rows.iter().enumerate() {
+        let y = top + row_css * i as f64;
+        let mid = px(y + row_css / 2.0);
+        match *row {
+            GridRow::Stage(s) => {
+                root.draw(&Rectangle::new(
+                    [
+                        (px(left), px(y + 2.0)),
+                        (px(left + span * slot), px(y + row_css - 2.0)),
+                    ],
+                    theme.idle.filled(),
+                ))
+                .map_err(err)?;
+                root.draw(&Text::new(
+                    format!("stage {}", s + 1),
+                    (px(left - 8.0), mid),
+                    font.clone().pos(Pos::new(HPos::Right, VPos::Center)),
+                ))
+                .map_err(err)?;
+            }
+            GridRow::Elided { first, count } => {
+                root.draw(&Text::new(
+                    "⋮".to_string(),
+                    (px(left - 24.0), mid),
+                    font.clone().pos(Pos::new(HPos::Center, VPos::Center)),
+                ))
+                .map_err(err)?;
+                root.draw(&Text::new(
+                    format!(
+                        "stages {} to {} ({count}) run the same pattern and are not drawn",
+                        first + 1,
+                        first + count
+                    ),
+                    (px(left + 4.0), mid),
+                    font.clone().pos(Pos::new(HPos::Left, VPos::Center)),
+                ))
+                .map_err(err)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// A cell's device-pixel corners, smaller first.
+type CellCorners = ((i32, i32), (i32, i32));
+
+/// The cells' fills, one path per colour (`corners`: a cell's device-pixel corners).
+fn fill_by_colour(
+    root: &DrawingArea<Canvas2d, Shift>,
+    canvas: &HtmlCanvasElement,
+    ops: &[GridOp],
+    theme: &Theme,
+    corners: &dyn Fn(&GridOp) -> CellCorners,
+) -> Result<(), String> {
+    // Fills in colour order (a colour is a micro-batch and a shade), each colour one
+    // path of its cells filled once: the same pixels as a `fillRect` per cell (the
+    // corners are whole device pixels and the colours opaque; `schedule_grid_pixels`
+    // compares them), with one fill per colour instead of one per cell (issue 16:
+    // the grid was the costliest view of a PP move, 64 stages × 32 micro-batches × 2).
+    // First, what plotters drew is stroked: the backend may hold an open path of lines.
+    root.present().map_err(err)?;
+    let context = context_2d(canvas)?;
+    let mut by_colour: Vec<&GridOp> = ops.iter().collect();
+    by_colour.sort_by_key(|op| (op.micro_batch, op.shade as u8));
+    for group in
+        by_colour.chunk_by(|a, b| (a.micro_batch, a.shade as u8) == (b.micro_batch, b.shade as u8))
+    {
+        let color = op_color(group[0].micro_batch, group[0].shade, theme).to_backend_color();
+        if color.alpha == 0.0 {
+            continue;
+        }
+        context.set_fill_style_str(&crate::canvas_backend::css(color));
+        context.begin_path();
+        for op in group {
+            let ((x0, y0), (x1, y1)) = corners(op);
+            context.rect(
+                f64::from(x0),
+                f64::from(y0),
+                f64::from(x1 - x0),
+                f64::from(y1 - y0),
+            );
+        }
+        context.fill();
+    }
+    Ok(())
 }
 
 /// One line of a line chart.

@@ -47,6 +47,15 @@ pub fn FieldIssues(field: &'static str) -> impl IntoView {
     }
 }
 
+/// What every control shows under its input: its hint, then the field's issues.
+#[component]
+fn ControlFoot(hint: &'static str, field: &'static str) -> impl IntoView {
+    view! {
+        <p class="hint">{hint}</p>
+        <FieldIssues field=field />
+    }
+}
+
 fn has_error(field: &'static str) -> impl Fn() -> bool + Copy {
     let issues = use_context::<Issues>().map(|i| i.0);
     // A memo: the control's class is set only when its own verdict changes.
@@ -74,39 +83,30 @@ pub fn NumberField(
     #[prop(default = 1)] min: u32,
 ) -> impl IntoView {
     let local_error = RwSignal::new(None::<String>);
-    let id = format!("in-{field}");
-    let bad = has_error(field);
     let value = own_value(value);
     view! {
-        <div class="control" class:invalid=move || bad() || local_error.get().is_some()>
-            <label for=id.clone() title=hint>{label}</label>
-            <div class="number">
-                <input
-                    id=id
-                    type="number"
-                    inputmode="numeric"
-                    min=min
-                    step="1"
-                    title=hint
-                    data-testid=format!("input-{field}")
-                    prop:value=move || value.get().to_string()
-                    on:input=move |ev| {
-                        let text = event_target_value(&ev);
-                        match text.trim().parse::<u32>() {
-                            Ok(v) if v >= min => {
-                                local_error.set(None);
-                                on_change.run(v);
-                            }
-                            _ => local_error.set(Some(format!("enter a whole number ≥ {min}"))),
+        <NumberFrame label=label field=field unit=unit hint=hint local_error=local_error>
+            <input
+                id=format!("in-{field}")
+                type="number"
+                inputmode="numeric"
+                min=min
+                step="1"
+                title=hint
+                data-testid=format!("input-{field}")
+                prop:value=move || value.get().to_string()
+                on:input=move |ev| {
+                    let text = event_target_value(&ev);
+                    match text.trim().parse::<u32>() {
+                        Ok(v) if v >= min => {
+                            local_error.set(None);
+                            on_change.run(v);
                         }
+                        _ => local_error.set(Some(format!("enter a whole number ≥ {min}"))),
                     }
-                />
-                <span class="unit">{unit}</span>
-            </div>
-            <p class="hint">{hint}</p>
-            {move || local_error.get().map(|m| view! { <p class="issue error" role="status">{m}</p> })}
-            <FieldIssues field=field />
-        </div>
+                }
+            />
+        </NumberFrame>
     }
 }
 
@@ -122,30 +122,47 @@ pub fn DecimalField(
     #[prop(default = "any")] step: &'static str,
 ) -> impl IntoView {
     let local_error = RwSignal::new(None::<String>);
-    let id = format!("in-{field}");
-    let bad = has_error(field);
     let value = own_value(value);
     view! {
-        <div class="control" class:invalid=move || bad() || local_error.get().is_some()>
-            <label for=id.clone() title=hint>{label}</label>
-            <div class="number">
-                <input
-                    id=id
-                    type="number"
-                    step=step
-                    title=hint
-                    data-testid=format!("input-{field}")
-                    prop:value=move || value.get().to_string()
-                    on:input=move |ev| {
-                        match event_target_value(&ev).trim().parse::<f64>() {
-                            Ok(v) if v.is_finite() && v > 0.0 => {
-                                local_error.set(None);
-                                on_change.run(v);
-                            }
-                            _ => local_error.set(Some("enter a positive number".into())),
+        <NumberFrame label=label field=field unit=unit hint=hint local_error=local_error>
+            <input
+                id=format!("in-{field}")
+                type="number"
+                step=step
+                title=hint
+                data-testid=format!("input-{field}")
+                prop:value=move || value.get().to_string()
+                on:input=move |ev| {
+                    match event_target_value(&ev).trim().parse::<f64>() {
+                        Ok(v) if v.is_finite() && v > 0.0 => {
+                            local_error.set(None);
+                            on_change.run(v);
                         }
+                        _ => local_error.set(Some("enter a positive number".into())),
                     }
-                />
+                }
+            />
+        </NumberFrame>
+    }
+}
+
+/// What a number field shows around its input: the label, the unit, the hint, the message
+/// when the text typed is refused, and the field's issues.
+#[component]
+fn NumberFrame(
+    label: &'static str,
+    field: &'static str,
+    unit: &'static str,
+    hint: &'static str,
+    local_error: RwSignal<Option<String>>,
+    children: Children,
+) -> impl IntoView {
+    let bad = has_error(field);
+    view! {
+        <div class="control" class:invalid=move || bad() || local_error.get().is_some()>
+            <label for=format!("in-{field}") title=hint>{label}</label>
+            <div class="number">
+                {children()}
                 <span class="unit">{unit}</span>
             </div>
             <p class="hint">{hint}</p>
@@ -211,8 +228,7 @@ pub fn StepSlider(
                     }
                 }
             />
-            <p class="hint">{hint}</p>
-            <FieldIssues field=field />
+            <ControlFoot hint=hint field=field />
         </div>
     }
 }
@@ -257,8 +273,7 @@ pub fn Select(
                         .collect_view()
                 }}
             </select>
-            <p class="hint">{hint}</p>
-            <FieldIssues field=field />
+            <ControlFoot hint=hint field=field />
         </div>
     }
 }
@@ -289,8 +304,7 @@ pub fn Toggle(
                 " "
                 {label}
             </label>
-            <p class="hint">{hint}</p>
-            <FieldIssues field=field />
+            <ControlFoot hint=hint field=field />
         </div>
     }
 }

@@ -11,6 +11,7 @@
 pub mod app;
 mod canvas_backend;
 mod charts;
+mod control_specs;
 pub mod deferred;
 mod format;
 mod frames;

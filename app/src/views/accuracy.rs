@@ -13,16 +13,13 @@
 use leptos::prelude::*;
 use planner_core::edges::validation::{nearest_rows, PageGroup, PageReply, PageRow, PageSummary};
 use wasm_bindgen::prelude::*;
-use wasm_bindgen::JsCast;
-use web_sys::{ErrorEvent, MessageEvent, Worker};
+use web_sys::{MessageEvent, Worker};
 
 use crate::app::Ctx;
 use crate::format;
 use crate::perf::now_ms;
+use crate::views::worker_handle::spawn_worker;
 
-/// The worker's loader (trunk's `data-loader-shim`: `importScripts` of the
-/// no-modules glue, then its wasm), relative to the page.
-pub(crate) const WORKER_URL: &str = "./app-worker_loader.js";
 /// Published rows shown as "nearest to your scenario".
 const NEAREST_ROWS: usize = 5;
 
@@ -45,23 +42,12 @@ fn start(state: RwSignal<Progress>) {
     if !state.with_untracked(|p| matches!(p, Progress::Idle)) {
         return;
     }
-    let worker = match Worker::new(WORKER_URL) {
-        Ok(w) => w,
-        Err(e) => {
-            state.set(Progress::Failed(format!(
-                "the validation worker did not start: {e:?}"
-            )));
-            return;
-        }
-    };
-    state.set(Progress::Running);
     let started = now_ms();
-    let handle = worker.clone();
-    let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
+    let on_message = move |worker: &Worker, ev: MessageEvent| {
         let text = ev.data().as_string().unwrap_or_default();
         match PageReply::from_text(&text) {
             Ok(PageReply::Ready) => {
-                if let Err(e) = handle.post_message(&JsValue::from_str("validate")) {
+                if let Err(e) = worker.post_message(&JsValue::from_str("validate")) {
                     state.set(Progress::Failed(format!(
                         "posting to the validation worker failed: {e:?}"
                     )));
@@ -69,31 +55,32 @@ fn start(state: RwSignal<Progress>) {
             }
             Ok(PageReply::Summary(s)) => {
                 state.set(Progress::Done(s, now_ms() - started));
-                handle.terminate();
+                worker.terminate();
             }
             Ok(PageReply::Failed(e)) => {
                 state.set(Progress::Failed(e));
-                handle.terminate();
+                worker.terminate();
             }
             Err(e) => {
                 state.set(Progress::Failed(format!(
                     "the validation worker's reply did not parse: {e}"
                 )));
-                handle.terminate();
+                worker.terminate();
             }
         }
-    });
-    let onerror = Closure::<dyn FnMut(ErrorEvent)>::new(move |ev: ErrorEvent| {
+    };
+    let on_error = move |message: String| {
         state.set(Progress::Failed(format!(
-            "the validation worker failed: {}",
-            ev.message()
+            "the validation worker failed: {message}"
         )));
-    });
-    worker.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
-    worker.set_onerror(Some(onerror.as_ref().unchecked_ref()));
-    // One pair per page: the section starts its worker once.
-    onmessage.forget();
-    onerror.forget();
+    };
+    // The section starts its worker once.
+    match spawn_worker(on_message, on_error) {
+        Ok(_) => state.set(Progress::Running),
+        Err(e) => state.set(Progress::Failed(format!(
+            "the validation worker did not start: {e}"
+        ))),
+    }
 }
 
 fn stat(v: Option<f64>) -> String {

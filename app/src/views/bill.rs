@@ -19,13 +19,13 @@ use planner_core::input::bill::PriceKind;
 use planner_core::input::scenario::Scenario;
 use planner_core::view::bill::{bill_view, goal_inputs, BillInput, BillView};
 use wasm_bindgen::prelude::*;
-use wasm_bindgen::JsCast;
-use web_sys::{ErrorEvent, MessageEvent, Worker};
+use web_sys::{MessageEvent, Worker};
 
 use crate::app::Ctx;
 use crate::perf::now_ms;
-use crate::views::accuracy::WORKER_URL;
-use crate::views::visibility::{model_while_visible, near_screen, scenario_while_visible};
+use crate::views::markup::{column_heads, SectionHead};
+use crate::views::visibility::section_inputs;
+use crate::views::worker_handle::{drop_worker, kept_worker};
 
 /// One search's state on the page.
 #[derive(Clone, Copy)]
@@ -134,18 +134,7 @@ impl BillWorker {
     }
 
     fn worker(self) -> Option<Worker> {
-        if let Some(w) = self.worker.with_value(Clone::clone) {
-            return Some(w);
-        }
-        let worker = match Worker::new(WORKER_URL) {
-            Ok(w) => w,
-            Err(e) => {
-                self.fail_all(format!("the bill's worker did not start: {e:?}"));
-                return None;
-            }
-        };
-        let handle = worker.clone();
-        let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
+        let on_message = move |worker: &Worker, ev: MessageEvent| {
             let text = ev.data().as_string().unwrap_or_default();
             if text == PageReply::Ready.to_text() {
                 self.ready.set_value(true);
@@ -154,7 +143,7 @@ impl BillWorker {
                     .try_update_value(std::mem::take)
                     .unwrap_or_default()
                 {
-                    self.post(&handle, &q);
+                    self.post(worker, &q);
                 }
                 return;
             }
@@ -170,21 +159,15 @@ impl BillWorker {
                 Some(Err(why)) => self.fail_all(format!("the bill's reply did not parse: {why}")),
                 None => {}
             }
-        });
-        let onerror = Closure::<dyn FnMut(ErrorEvent)>::new(move |ev: ErrorEvent| {
-            if let Some(w) = self.worker.try_update_value(Option::take).flatten() {
-                w.terminate();
-            }
+        };
+        let on_error = move |message: String| {
+            drop_worker(self.worker);
             self.ready.set_value(false);
-            self.fail_all(format!("the bill's worker failed: {}", ev.message()));
-        });
-        worker.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
-        worker.set_onerror(Some(onerror.as_ref().unchecked_ref()));
-        // One pair per worker, and one worker per page unless it fails.
-        onmessage.forget();
-        onerror.forget();
-        self.worker.set_value(Some(worker.clone()));
-        Some(worker)
+            self.fail_all(format!("the bill's worker failed: {message}"));
+        };
+        kept_worker(self.worker, on_message, on_error)
+            .map_err(|e| self.fail_all(format!("the bill's worker did not start: {e}")))
+            .ok()
     }
 }
 
@@ -318,11 +301,7 @@ fn terms_table(v: &BillView) -> AnyView {
     view! {
         <table class="figures bill-terms" data-testid="bill-terms">
             <thead>
-                <tr>
-                    <th scope="col">"Figure"</th>
-                    <th scope="col">"Value"</th>
-                    <th scope="col">"Formula with numbers"</th>
-                </tr>
+                {column_heads(&["Figure", "Value", "Formula with numbers"])}
             </thead>
             <tbody>
                 {v.terms
@@ -408,9 +387,7 @@ fn JobPanel(
 #[component]
 pub fn BillSection() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
-    let section = NodeRef::<leptos::html::Section>::new();
-    let scenario = scenario_while_visible(ctx.scenario, near_screen(section));
-    let model = model_while_visible(scenario);
+    let (section, scenario, model) = section_inputs(ctx.scenario);
     let bill = Memo::new(move |_| {
         crate::perf::timed("bill", || {
             scenario.with(|s| {
@@ -435,10 +412,7 @@ pub fn BillSection() -> impl IntoView {
     };
     view! {
         <section node_ref=section id="bill" class="view bill" aria-labelledby="bill-title" data-testid="bill-view">
-            <h2 id="bill-title">"The run's bill"</h2>
-            <p class="explain">
-                "The whole training run at this layout: its days, GPU-hours, dollars and energy, and what failures and checkpoints cost at this scale. Hover a figure for its formula; the inputs marked as defaults are published figures to replace with yours."
-            </p>
+            <SectionHead id="bill-title" title="The run's bill" explain="The whole training run at this layout: its days, GPU-hours, dollars and energy, and what failures and checkpoints cost at this scale. Hover a figure for its formula; the inputs marked as defaults are published figures to replace with yours." />
             <div class="bill-columns">
                 <div>
                     <h3>"Inputs"</h3>

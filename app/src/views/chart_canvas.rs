@@ -157,3 +157,24 @@ pub fn ChartCanvas(
         </div>
     }
 }
+
+/// A checkbox in a chart's caption that switches what the chart draws.
+#[component]
+pub fn CaptionToggle(
+    title: &'static str,
+    testid: &'static str,
+    text: &'static str,
+    on: RwSignal<bool>,
+) -> impl IntoView {
+    view! {
+        <label class="inline" title=title>
+            <input
+                type="checkbox"
+                data-testid=testid
+                prop:checked=move || on.get()
+                on:change=move |ev| on.set(event_target_checked(&ev))
+            />
+            {text}
+        </label>
+    }
+}

@@ -8,7 +8,8 @@ use planner_core::edges::export::{exports, Export, ExportFormat};
 
 use crate::app::Ctx;
 use crate::views::files::{copy_text, data_url};
-use crate::views::visibility::{model_while_visible, near_screen, scenario_while_visible};
+use crate::views::markup::SectionHead;
+use crate::views::visibility::section_inputs;
 
 fn mime(language: &str) -> &'static str {
     match language {
@@ -91,10 +92,8 @@ fn ExportCard(export: Memo<Option<Export>>) -> impl IntoView {
 #[component]
 pub fn ExportsView() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
-    let section = NodeRef::<leptos::html::Section>::new();
     // Far below the fold: regenerate the files only when scrolled near.
-    let scenario = scenario_while_visible(ctx.scenario, near_screen(section));
-    let model = model_while_visible(scenario);
+    let (section, scenario, model) = section_inputs(ctx.scenario);
     let all = Memo::new(move |_| {
         model.with(|m| match m {
             Ok(spec) => Ok(scenario.with(|s| exports(s, spec))),
@@ -121,10 +120,7 @@ pub fn ExportsView() -> impl IntoView {
         .collect_view();
     view! {
         <section node_ref=section class="view exports" aria-labelledby="exports-title" data-testid="exports-view">
-            <h2 id="exports-title">"Run it: exports of this layout"</h2>
-            <p class="explain">
-                "The layout above written for each tool, with only options that tool has. What a tool cannot express of the plan, and what you fill in yourself (addresses, data, learning rate), is listed under it. vLLM and SGLang take the serving view's replica shape."
-            </p>
+            <SectionHead id="exports-title" title="Run it: exports of this layout" explain="The layout above written for each tool, with only options that tool has. What a tool cannot express of the plan, and what you fill in yourself (addresses, data, learning rate), is listed under it. vLLM and SGLang take the serving view's replica shape." />
             {move || error.get().map(|e| view! { <p class="issue error">{e}</p> })}
             {cards}
         </section>

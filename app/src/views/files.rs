@@ -3,6 +3,7 @@
 //! (clipboard with a select-and-copy fallback) and a download link. Files never
 //! leave the browser.
 
+use leptos::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 
@@ -83,4 +84,55 @@ pub fn data_url(text: &str, mime: &str) -> String {
         "data:{mime};charset=utf-8,{}",
         String::from(js_sys::encode_uri_component(text))
     )
+}
+
+/// A file picker that hands its file to `take`, then clears itself: picking the same file
+/// again must fire change again.
+#[component]
+pub fn FilePick(
+    accept: &'static str,
+    testid: &'static str,
+    take: Callback<Option<web_sys::File>>,
+) -> impl IntoView {
+    view! {
+        <input
+            type="file"
+            accept=accept
+            data-testid=testid
+            on:change=move |ev| {
+                take.run(file_of_input_event(&ev));
+                if let Some(input) = ev
+                    .target()
+                    .and_then(|t| t.dyn_into::<web_sys::HtmlInputElement>().ok())
+                {
+                    input.set_value("");
+                }
+            }
+        />
+    }
+}
+
+/// What an import did, or why it did nothing: a status, or an alert when `error`.
+#[component]
+pub fn ImportMessage(
+    text: String,
+    error: bool,
+    testid: &'static str,
+    #[prop(default = "issue error")] error_class: &'static str,
+    #[prop(default = "ok")] ok_class: &'static str,
+    /// The imported model's parameter count, for the tests (the Hub import's).
+    #[prop(optional)]
+    params: Option<String>,
+) -> impl IntoView {
+    view! {
+        <p
+            class=if error { error_class } else { ok_class }
+            role=if error { "alert" } else { "status" }
+            data-testid=testid
+            data-error=if error { "true" } else { "false" }
+            data-params=params
+        >
+            {text}
+        </p>
+    }
 }

@@ -8,7 +8,8 @@ use leptos::prelude::*;
 use planner_core::view::fit::{epoch_line, fit_view, setup_rows, Dataset, FitView};
 
 use crate::app::Ctx;
-use crate::views::visibility::{model_while_visible, near_screen, scenario_while_visible};
+use crate::views::markup::SectionHead;
+use crate::views::visibility::section_inputs;
 
 /// The dataset as typed: tokens, or examples and their mean length.
 #[derive(Clone, Copy, PartialEq)]
@@ -174,9 +175,7 @@ fn Epoch(view_: Memo<FitView>, input: RwSignal<DatasetInput>) -> impl IntoView {
 #[component]
 pub fn FineTuneView() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
-    let section = NodeRef::<leptos::html::Section>::new();
-    let scenario = scenario_while_visible(ctx.scenario, near_screen(section));
-    let model = model_while_visible(scenario);
+    let (section, scenario, model) = section_inputs(ctx.scenario);
     let input = RwSignal::new(DatasetInput::Tokens(1e7));
     let fit = Memo::new(move |_| {
         crate::perf::timed("fit", || {
@@ -199,10 +198,7 @@ pub fn FineTuneView() -> impl IntoView {
     });
     view! {
         <section node_ref=section id="finetune" class="view finetune" aria-labelledby="finetune-title" data-testid="finetune-view">
-            <h2 id="finetune-title">"Fine-tuning: will it fit?"</h2>
-            <p class="explain">
-                "The setup below is the side panel's (method, rank, targets, GPU, sequence, batch, packing). Fits means the peak stage's device memory is at most the usable share of the GPU, as in the memory view."
-            </p>
+            <SectionHead id="finetune-title" title="Fine-tuning: will it fit?" explain="The setup below is the side panel's (method, rank, targets, GPU, sequence, batch, packing). Fits means the peak stage's device memory is at most the usable share of the GPU, as in the memory view." />
             <Setup rows=rows />
             <div class="fit" data-testid="will-it-fit">
                 <Limits view_=fit />

@@ -15,6 +15,7 @@ use planner_core::input::scenario::ModelChoice;
 
 use crate::app::Ctx;
 use crate::format;
+use crate::views::files::ImportMessage;
 use crate::views::hub_fetch::{start, FetchError, Pending};
 use crate::views::worker_job;
 
@@ -251,8 +252,7 @@ pub fn HubImport() -> impl IntoView {
                     placeholder="meta-llama/Llama-3.2-1B"
                     aria-label="Hub model id"
                     data-testid="hub-id"
-                    prop:value=move || id.get()
-                    on:input=move |ev| id.set(event_target_value(&ev))
+                    bind:value=id
                     on:keydown=move |ev: web_sys::KeyboardEvent| {
                         if ev.key() == "Enter" {
                             go();
@@ -269,27 +269,15 @@ pub fn HubImport() -> impl IntoView {
                         spellcheck="false"
                         aria-label="Hub endpoint"
                         data-testid="hub-endpoint"
-                        prop:value=move || endpoint.get()
-                        on:input=move |ev| endpoint.set(event_target_value(&ev))
+                        bind:value=endpoint
                     />
                 </label>
             </div>
             {move || {
-                message
-                    .get()
-                    .map(|(m, error, params)| {
-                        view! {
-                            <p
-                                class=if error { "issue error" } else { "ok" }
-                                role=if error { "alert" } else { "status" }
-                                data-testid="hub-message"
-                                data-error=if error { "true" } else { "false" }
-                                data-params=params.map(|p| p.to_string()).unwrap_or_default()
-                            >
-                                {m}
-                            </p>
-                        }
-                    })
+                message.get().map(|(text, error, params)| {
+                    let params = params.map(|p| p.to_string()).unwrap_or_default();
+                    view! { <ImportMessage text=text error=error testid="hub-message" params=params /> }
+                })
             }}
         </div>
     }

@@ -9,7 +9,7 @@ use leptos::prelude::*;
 use planner_core::edges::import_page::{BenchImport, Job};
 use planner_core::edges::import_sniff::MAX_MEASUREMENT_FILE_BYTES;
 use planner_core::input::calibration::CalibrationSummary;
-use planner_core::input::scenario::Measured;
+use planner_core::input::scenario::{Measured, Scenario};
 use planner_core::view::measured::{fit_table, step_times, FitTable, StepTimes};
 
 use crate::app::Ctx;
@@ -17,7 +17,8 @@ use crate::format;
 use crate::format::seconds;
 use crate::views::bandwidth_chart::draw_busbw;
 use crate::views::chart_canvas::{ChartCanvas, DrawInput};
-use crate::views::files::{file_of_drop, file_of_input_event, read_text};
+use crate::views::files::{file_of_drop, read_text, FilePick, ImportMessage};
+use crate::views::markup::SectionHead;
 use crate::views::visibility::{near_screen, scenario_while_visible};
 use crate::views::worker_job;
 
@@ -55,53 +56,14 @@ pub fn MeasuredView() -> impl IntoView {
     // (message, is_error)
     let message = RwSignal::new(None::<(String, bool)>);
     let busy = RwSignal::new(false);
-    let dragging = RwSignal::new(false);
 
-    let take_file = move |file: Option<web_sys::File>| {
+    let take_file = Callback::new(move |file: Option<web_sys::File>| {
         let Some(file) = file else { return };
         busy.set(true);
         // The last file's message goes until this one is read ("Reading…" meanwhile).
         message.set(None);
-        leptos::task::spawn_local(async move {
-            let name = file.name();
-            let text = match read_text(&file, MAX_FILE_BYTES).await {
-                Ok(text) => text,
-                Err(e) => {
-                    busy.set(false);
-                    message.set(Some((format!("{e}. Nothing was changed."), true)));
-                    return;
-                }
-            };
-            // The worker parses and fits the file (off the page's wasm and thread).
-            let request = s.with_untracked(|sc| Job::bench(&name, sc, text)).to_text();
-            worker_job::ask(request, move |reply| {
-                busy.set(false);
-                match reply.and_then(|t| BenchImport::from_text(&t)) {
-                    Ok(data) => {
-                        let links = data.summary.links.len();
-                        let gemm = if data.summary.gemm.is_some() {
-                            "a GEMM curve"
-                        } else {
-                            "no GEMM curve"
-                        };
-                        message.set(Some((
-                            format!("{}: {} read; fitted {links} link figure(s) and {gemm}. Measured numbers are on.", data.file_name, data.kind),
-                            false,
-                        )));
-                        let summary = data.summary.clone();
-                        imported.set(Some(data));
-                        s.update(|sc| {
-                            sc.calibration = Some(Measured {
-                                summary,
-                                enabled: true,
-                            })
-                        });
-                    }
-                    Err(e) => message.set(Some((format!("{e}. Nothing was changed."), true))),
-                }
-            });
-        });
-    };
+        read_and_fit(file, s, imported, message, busy);
+    });
 
     let section = NodeRef::<leptos::html::Section>::new();
     let visible_scenario = scenario_while_visible(s, near_screen(section));
@@ -126,96 +88,23 @@ pub fn MeasuredView() -> impl IntoView {
 
     view! {
         <section node_ref=section class="view measured" aria-labelledby="measured-title" data-testid="measured-view">
-            <h2 id="measured-title">"Measured numbers: benchmark import and calibration"</h2>
-            <p class="explain">
-                "Drop a gpu-bench report (JSON) or nccl-tests output here. The file is read in this browser and never leaves it. planner-core fits α–β per collective and link, and the GEMM efficiency curve; with “use measured numbers” on, step time, throughput and every communication figure use the fit. A share link carries only the fitted numbers (cal=), not the file."
-            </p>
-            <label
-                class="dropzone"
-                class:dragging=move || dragging.get()
-                on:dragover=move |ev: web_sys::DragEvent| {
-                    ev.prevent_default();
-                    dragging.set(true);
-                }
-                on:dragleave=move |_| dragging.set(false)
-                on:drop=move |ev: web_sys::DragEvent| {
-                    ev.prevent_default();
-                    dragging.set(false);
-                    take_file(file_of_drop(&ev));
-                }
-            >
-                <span class="dropzone-text">
-                    "Drop a report or nccl-tests output, or pick a file "
-                    <span class="hint">{format!("(up to {} MiB)", MAX_FILE_BYTES / (1024 * 1024))}</span>
-                </span>
-                <input
-                    type="file"
-                    accept=".json,.txt,.log,.out,application/json,text/plain"
-                    data-testid="bench-file"
-                    on:change=move |ev| {
-                        take_file(file_of_input_event(&ev));
-                        // Picking the same file again must fire change again.
-                        if let Some(input) = ev
-                            .target()
-                            .and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlInputElement>(t).ok())
-                        {
-                            input.set_value("");
-                        }
-                    }
-                />
-            </label>
+            <SectionHead id="measured-title" title="Measured numbers: benchmark import and calibration" explain="Drop a gpu-bench report (JSON) or nccl-tests output here. The file is read in this browser and never leaves it. planner-core fits α–β per collective and link, and the GEMM efficiency curve; with “use measured numbers” on, step time, throughput and every communication figure use the fit. A share link carries only the fitted numbers (cal=), not the file." />
+            <Dropzone take_file=take_file />
             {move || busy.get().then(|| view! { <p class="hint" data-testid="bench-busy">"Reading…"</p> })}
             {move || {
-                message
-                    .get()
-                    .map(|(text, error)| {
-                        view! {
-                            <p
-                                class=if error { "issue error bench-message" } else { "bench-message ok" }
-                                role=if error { "alert" } else { "status" }
-                                data-testid="bench-message"
-                                data-error=if error { "true" } else { "false" }
-                            >
-                                {text}
-                            </p>
-                        }
-                    })
+                message.get().map(|(text, error)| {
+                    view! {
+                        <ImportMessage
+                            text=text
+                            error=error
+                            testid="bench-message"
+                            error_class="issue error bench-message"
+                            ok_class="bench-message ok"
+                        />
+                    }
+                })
             }}
-            {move || {
-                calibration
-                    .get()
-                    .map(|m| {
-                        view! {
-                            <div class="cal-controls">
-                                <label class="toggle">
-                                    <input
-                                        type="checkbox"
-                                        data-testid="cal-enabled"
-                                        prop:checked=m.enabled
-                                        on:change=move |ev| {
-                                            let on = event_target_checked(&ev);
-                                            s.update(|sc| {
-                                                if let Some(c) = sc.calibration.as_mut() {
-                                                    c.enabled = on;
-                                                }
-                                            });
-                                        }
-                                    />
-                                    " Use measured numbers"
-                                </label>
-                                <button
-                                    data-testid="cal-clear"
-                                    on:click=move |_| {
-                                        s.update(|sc| sc.calibration = None);
-                                        message.set(None);
-                                    }
-                                >
-                                    "Remove calibration"
-                                </button>
-                            </div>
-                        }
-                    })
-            }}
+            {move || calibration.get().map(|m| view! { <CalibrationControls enabled=m.enabled message=message /> })}
             <StepTimesView times=times />
             {move || {
                 calibration
@@ -225,6 +114,123 @@ pub fn MeasuredView() -> impl IntoView {
             }}
             {move || current_import.get().map(|i| view! { <ImportTables data=i /> })}
         </section>
+    }
+}
+
+/// Reads `file`, has the worker parse and fit it, and on success turns the fit on; `message`
+/// says what happened and `busy` clears when it is done.
+fn read_and_fit(
+    file: web_sys::File,
+    s: RwSignal<Scenario>,
+    imported: RwSignal<Option<BenchImport>>,
+    message: RwSignal<Option<(String, bool)>>,
+    busy: RwSignal<bool>,
+) {
+    leptos::task::spawn_local(async move {
+        let name = file.name();
+        let text = match read_text(&file, MAX_FILE_BYTES).await {
+            Ok(text) => text,
+            Err(e) => {
+                busy.set(false);
+                message.set(Some((format!("{e}. Nothing was changed."), true)));
+                return;
+            }
+        };
+        // The worker parses and fits the file (off the page's wasm and thread).
+        let request = s.with_untracked(|sc| Job::bench(&name, sc, text)).to_text();
+        worker_job::ask(request, move |reply| {
+            busy.set(false);
+            match reply.and_then(|t| BenchImport::from_text(&t)) {
+                Ok(data) => {
+                    let links = data.summary.links.len();
+                    let gemm = if data.summary.gemm.is_some() {
+                        "a GEMM curve"
+                    } else {
+                        "no GEMM curve"
+                    };
+                    message.set(Some((
+                        format!("{}: {} read; fitted {links} link figure(s) and {gemm}. Measured numbers are on.", data.file_name, data.kind),
+                        false,
+                    )));
+                    let summary = data.summary.clone();
+                    imported.set(Some(data));
+                    s.update(|sc| {
+                        sc.calibration = Some(Measured {
+                            summary,
+                            enabled: true,
+                        })
+                    });
+                }
+                Err(e) => message.set(Some((format!("{e}. Nothing was changed."), true))),
+            }
+        });
+    });
+}
+
+/// Where a file is dropped or picked.
+#[component]
+fn Dropzone(take_file: Callback<Option<web_sys::File>>) -> impl IntoView {
+    let dragging = RwSignal::new(false);
+    view! {
+        <label
+            class="dropzone"
+            class:dragging=move || dragging.get()
+            on:dragover=move |ev: web_sys::DragEvent| {
+                ev.prevent_default();
+                dragging.set(true);
+            }
+            on:dragleave=move |_| dragging.set(false)
+            on:drop=move |ev: web_sys::DragEvent| {
+                ev.prevent_default();
+                dragging.set(false);
+                take_file.run(file_of_drop(&ev));
+            }
+        >
+            <span class="dropzone-text">
+                "Drop a report or nccl-tests output, or pick a file "
+                <span class="hint">{format!("(up to {} MiB)", MAX_FILE_BYTES / (1024 * 1024))}</span>
+            </span>
+            <FilePick
+                accept=".json,.txt,.log,.out,application/json,text/plain"
+                testid="bench-file"
+                take=take_file
+            />
+        </label>
+    }
+}
+
+/// Turns the calibration on or off, or removes it (and the last file's message).
+#[component]
+fn CalibrationControls(enabled: bool, message: RwSignal<Option<(String, bool)>>) -> impl IntoView {
+    let s = expect_context::<Ctx>().scenario;
+    view! {
+        <div class="cal-controls">
+            <label class="toggle">
+                <input
+                    type="checkbox"
+                    data-testid="cal-enabled"
+                    prop:checked=enabled
+                    on:change=move |ev| {
+                        let on = event_target_checked(&ev);
+                        s.update(|sc| {
+                            if let Some(c) = sc.calibration.as_mut() {
+                                c.enabled = on;
+                            }
+                        });
+                    }
+                />
+                " Use measured numbers"
+            </label>
+            <button
+                data-testid="cal-clear"
+                on:click=move |_| {
+                    s.update(|sc| sc.calibration = None);
+                    message.set(None);
+                }
+            >
+                "Remove calibration"
+            </button>
+        </div>
     }
 }
 

@@ -14,12 +14,13 @@ use planner_core::view::memory::{
 
 use crate::app::Ctx;
 use crate::views::error_band::BandNote;
-use crate::views::visibility::{model_while_visible, near_screen, scenario_while_visible};
+use crate::views::markup::{column_heads, SectionHead};
+use crate::views::visibility::section_inputs;
 use planner_core::edges::error_band::BandKind;
 
 use crate::charts::{self, draw_stacked_bars, Bar, HitBox, Limit, Segment, Theme, Tip};
 use crate::format;
-use crate::views::chart_canvas::{ChartCanvas, DrawInput};
+use crate::views::chart_canvas::{CaptionToggle, ChartCanvas, DrawInput};
 use web_sys::HtmlCanvasElement;
 
 /// Same category, same colour, in every chart (the category is planner-core's).
@@ -95,11 +96,7 @@ fn host_memory_table(h: HostMemory) -> impl IntoView {
             </figcaption>
             <table class="figures">
                 <thead>
-                    <tr>
-                        <th scope="col">"Term"</th>
-                        <th scope="col">"Bytes"</th>
-                        <th scope="col">"Formula"</th>
-                    </tr>
+                    {column_heads(&["Term", "Bytes", "Formula"])}
                 </thead>
                 <tbody>
                     {h
@@ -217,15 +214,14 @@ impl Peaks {
     }
 }
 
+/// The scenario's memory figures, or why there are none.
+type Data = Memo<Result<MemoryData, String>>;
+
 /// The memory section.
 #[component]
 pub fn MemoryView() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
-    let include_other = RwSignal::new(true);
-    let terms_open = RwSignal::new(false);
-    let section = NodeRef::<leptos::html::Section>::new();
-    let scenario = scenario_while_visible(ctx.scenario, near_screen(section));
-    let model = model_while_visible(scenario);
+    let (section, scenario, model) = section_inputs(ctx.scenario);
     let data = Memo::new(move |_| {
         crate::perf::timed("memory", || {
             let s = scenario.get();
@@ -234,6 +230,35 @@ pub fn MemoryView() -> impl IntoView {
         })
     });
 
+    view! {
+        <section node_ref=section class="view" aria-labelledby="memory-title" data-testid="memory-view">
+            <SectionHead id="memory-title" title="Memory per GPU" explain="Data parallelism copies the whole training state to every GPU. ZeRO stage 1 splits the optimizer state (fp32 master weights and Adam moments) across the data-parallel group, stage 2 also splits the gradients, and stage 3 (FSDP) also splits the weights, gathering each layer just before it runs. Solid parts are held in full by every GPU; light parts with an outline are this GPU's shard. Activations do not shrink with ZeRO: each GPU still runs its own micro-batches. Hover a segment for its formula with your numbers." />
+            {move || {
+                data.with(|d| match d {
+                    Err(e) => Some(view! { <p class="issue error">{e.clone()}</p> }),
+                    Ok(_) => None,
+                })
+            }}
+            <MemoryCharts data=data />
+            <PeaksLine data=data />
+            {move || {
+                data.with(|d| {
+                    d.as_ref().ok().and_then(|d| d.current().host.clone()).map(host_memory_table)
+                })
+            }}
+            <Legend data=data />
+            <ZeroTable data=data />
+            <PeakTerms data=data />
+        </section>
+    }
+}
+
+/// The two charts: model state by ZeRO stage (with the other terms on top when asked) and
+/// memory per pipeline stage.
+#[component]
+fn MemoryCharts(data: Data) -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    let include_other = RwSignal::new(true);
     let draw_zero = Callback::new(move |(canvas, css_width): DrawInput| {
         let theme = ctx.theme.get();
         let with_other = include_other.get();
@@ -250,7 +275,108 @@ pub fn MemoryView() -> impl IntoView {
             Err(_) => Vec::new(),
         })
     });
+    view! {
+        <div class="chart-pair">
+            <figure>
+                <figcaption>
+                    "Model state by ZeRO stage "
+                    <CaptionToggle
+                        title="Stack activations, buffers and overheads on top of model state"
+                        testid="include-other"
+                        text=" + activations and overheads"
+                        on=include_other
+                    />
+                </figcaption>
+                <ChartCanvas
+                    label=Signal::derive(move || {
+                        data.with(|d| match d {
+                            Ok(d) => {
+                                d.bars
+                                    .iter()
+                                    .map(|b| format!("{} {}", b.zero.label(), format::bytes(b.total_bytes)))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            }
+                            Err(e) => e.clone(),
+                        })
+                    })
+                    testid="chart-zero"
+                    draw=draw_zero
+                />
+            </figure>
+            <figure>
+                <figcaption>
+                    {move || {
+                        data.with(|d| match d {
+                            Ok(d) => {
+                                format!(
+                                    "Per pipeline stage, this layout (layers: {})",
+                                    d.current()
+                                        .stages
+                                        .iter()
+                                        .map(|s| s.layers.to_string())
+                                        .collect::<Vec<_>>()
+                                        .join(" / "),
+                                )
+                            }
+                            Err(_) => "Per pipeline stage".to_string(),
+                        })
+                    }}
+                </figcaption>
+                <ChartCanvas
+                    label=Signal::derive(move || {
+                        data.with(|d| match d {
+                            Ok(d) => {
+                                d.current()
+                                    .stages
+                                    .iter()
+                                    .map(|s| format!("{} {}", s.position.label(), format::bytes(s.total_bytes)))
+                                    .collect::<Vec<_>>()
+                                    .join(", ")
+                            }
+                            Err(e) => e.clone(),
+                        })
+                    })
+                    testid="chart-stages"
+                    draw=draw_stages
+                />
+            </figure>
+        </div>
+    }
+}
 
+/// The peak as PyTorch and the device report it. It keeps its elements across moves; only
+/// the numbers that changed are written (a rebuilt row re-set every attribute of every cell).
+#[component]
+fn PeaksLine(data: Data) -> impl IntoView {
+    let peaks = Memo::new(move |_| data.with(|d| d.as_ref().ok().map(|d| Peaks::of(d.current()))));
+    let peak = move |f: fn(&Peaks) -> String| peaks.with(|p| p.as_ref().map(f).unwrap_or_default());
+    view! {
+        <p class="explain" data-testid="memory-peaks" hidden=move || peaks.with(Option::is_none)>
+            "Peak as PyTorch reports it: allocated "
+            <strong data-testid="peak-allocated" data-bytes=move || peak(|p| p.allocated_bytes.to_string())>
+                {move || peak(|p| format::bytes(p.allocated_bytes))}
+            </strong>
+            " (max_memory_allocated), reserved "
+            <strong data-testid="peak-reserved" data-bytes=move || peak(|p| p.reserved_bytes.to_string())>
+                {move || peak(|p| format::bytes(p.reserved_bytes))}
+            </strong>
+            " "
+            <BandNote kind=BandKind::PeakMemory testid="memory-band"/>
+            " (max_memory_reserved, what torchtitan logs); the device holds "
+            <strong data-testid="peak-device" data-bytes=move || peak(|p| p.device_bytes.to_string())>
+                {move || peak(|p| format::bytes(p.device_bytes))}
+            </strong>
+            " with the CUDA context and NCCL buffers (nvidia-smi). Loss and recompute transients follow "
+            <span data-testid="memory-framework">{move || peak(|p| p.framework.to_string())}</span>
+            "."
+        </p>
+    }
+}
+
+/// The charts' colours and what each means.
+#[component]
+fn Legend(data: Data) -> impl IntoView {
     // A memo: the swatches are rebuilt only when the legend itself changes, not on every move.
     let legend = Memo::new(move |_| {
         data.with(|d| {
@@ -258,232 +384,133 @@ pub fn MemoryView() -> impl IntoView {
             memory_summary::legend(d.current())
         })
     });
-    // The peaks paragraph and the ZeRO table keep their elements across moves; only the
-    // numbers that changed are written (a rebuilt row re-set every attribute of every cell).
-    let peaks = Memo::new(move |_| data.with(|d| d.as_ref().ok().map(|d| Peaks::of(d.current()))));
-    let peak = move |f: fn(&Peaks) -> String| peaks.with(|p| p.as_ref().map(f).unwrap_or_default());
+    view! {
+        <ul class="legend">
+            {move || {
+                legend
+                    .get()
+                    .into_iter()
+                    .map(|(c, name)| {
+                        view! {
+                            <li>
+                                <span class="swatch" style=format!("background:{}", charts::css_color(c.index()))></span>
+                                {name}
+                            </li>
+                        }
+                    })
+                    .collect_view()
+            }}
+            <li>
+                <span class="swatch sharded"></span>
+                "light with outline = sharded"
+            </li>
+        </ul>
+    }
+}
+
+/// Model state, the other terms and the peak at each ZeRO stage, the scenario's marked. The
+/// table keeps its elements across moves, as the peaks line does.
+#[component]
+fn ZeroTable(data: Data) -> impl IntoView {
     let zero_rows = Memo::new(move |_| {
         data.with(|d| d.as_ref().map(|d| d.zero_rows.clone()).unwrap_or_default())
     });
-
     view! {
-        <section node_ref=section class="view" aria-labelledby="memory-title" data-testid="memory-view">
-            <h2 id="memory-title">"Memory per GPU"</h2>
-            <p class="explain">
-                "Data parallelism copies the whole training state to every GPU. ZeRO stage 1 splits the optimizer state (fp32 master weights and Adam moments) across the data-parallel group, stage 2 also splits the gradients, and stage 3 (FSDP) also splits the weights, gathering each layer just before it runs. Solid parts are held in full by every GPU; light parts with an outline are this GPU's shard. Activations do not shrink with ZeRO: each GPU still runs its own micro-batches. Hover a segment for its formula with your numbers."
-            </p>
-            {move || {
-                data.with(|d| match d {
-                    Err(e) => Some(view! { <p class="issue error">{e.clone()}</p> }),
-                    Ok(_) => None,
-                })
-            }}
-            <div class="chart-pair">
-                <figure>
-                    <figcaption>
-                        "Model state by ZeRO stage "
-                        <label class="inline" title="Stack activations, buffers and overheads on top of model state">
-                            <input
-                                type="checkbox"
-                                data-testid="include-other"
-                                prop:checked=move || include_other.get()
-                                on:change=move |ev| include_other.set(event_target_checked(&ev))
-                            />
-                            " + activations and overheads"
-                        </label>
-                    </figcaption>
-                    <ChartCanvas
-                        label=Signal::derive(move || {
-                            data.with(|d| match d {
-                                Ok(d) => {
-                                    d.bars
-                                        .iter()
-                                        .map(|b| format!("{} {}", b.zero.label(), format::bytes(b.total_bytes)))
-                                        .collect::<Vec<_>>()
-                                        .join(", ")
-                                }
-                                Err(e) => e.clone(),
-                            })
-                        })
-                        testid="chart-zero"
-                        draw=draw_zero
-                    />
-                </figure>
-                <figure>
-                    <figcaption>
-                        {move || {
-                            data.with(|d| match d {
-                                Ok(d) => {
-                                    format!(
-                                        "Per pipeline stage, this layout (layers: {})",
-                                        d.current()
-                                            .stages
-                                            .iter()
-                                            .map(|s| s.layers.to_string())
-                                            .collect::<Vec<_>>()
-                                            .join(" / "),
-                                    )
-                                }
-                                Err(_) => "Per pipeline stage".to_string(),
-                            })
-                        }}
-                    </figcaption>
-                    <ChartCanvas
-                        label=Signal::derive(move || {
-                            data.with(|d| match d {
-                                Ok(d) => {
-                                    d.current()
-                                        .stages
-                                        .iter()
-                                        .map(|s| format!("{} {}", s.position.label(), format::bytes(s.total_bytes)))
-                                        .collect::<Vec<_>>()
-                                        .join(", ")
-                                }
-                                Err(e) => e.clone(),
-                            })
-                        })
-                        testid="chart-stages"
-                        draw=draw_stages
-                    />
-                </figure>
-            </div>
-            <p class="explain" data-testid="memory-peaks" hidden=move || peaks.with(Option::is_none)>
-                "Peak as PyTorch reports it: allocated "
-                <strong data-testid="peak-allocated" data-bytes=move || peak(|p| p.allocated_bytes.to_string())>
-                    {move || peak(|p| format::bytes(p.allocated_bytes))}
-                </strong>
-                " (max_memory_allocated), reserved "
-                <strong data-testid="peak-reserved" data-bytes=move || peak(|p| p.reserved_bytes.to_string())>
-                    {move || peak(|p| format::bytes(p.reserved_bytes))}
-                </strong>
-                " "
-                <BandNote kind=BandKind::PeakMemory testid="memory-band"/>
-                " (max_memory_reserved, what torchtitan logs); the device holds "
-                <strong data-testid="peak-device" data-bytes=move || peak(|p| p.device_bytes.to_string())>
-                    {move || peak(|p| format::bytes(p.device_bytes))}
-                </strong>
-                " with the CUDA context and NCCL buffers (nvidia-smi). Loss and recompute transients follow "
-                <span data-testid="memory-framework">{move || peak(|p| p.framework.to_string())}</span>
-                "."
-            </p>
-            {move || {
-                data.with(|d| {
-                    d.as_ref().ok().and_then(|d| d.current().host.clone()).map(host_memory_table)
-                })
-            }}
-            <ul class="legend">
-                {move || {
-                    legend
-                        .get()
-                        .into_iter()
-                        .map(|(c, name)| {
-                            view! {
-                                <li>
-                                    <span class="swatch" style=format!("background:{}", charts::css_color(c.index()))></span>
-                                    {name}
-                                </li>
-                            }
-                        })
-                        .collect_view()
-                }}
-                <li>
-                    <span class="swatch sharded"></span>
-                    "light with outline = sharded"
-                </li>
-            </ul>
-            <table class="figures" data-testid="zero-table">
+        <table class="figures" data-testid="zero-table">
+            <thead>
+                <tr>
+                    <th scope="col">"Stage"</th>
+                    <th scope="col" title="Weights, gradients and optimizer state per GPU">"Model state"</th>
+                    <th scope="col" title="Activations, gathered units, buffers, context, fragmentation at the peak stage">"+ other terms"</th>
+                    <th scope="col">"Peak per GPU"</th>
+                    <th scope="col">"Fits?"</th>
+                </tr>
+            </thead>
+            <tbody>
+                {ZeroStage::ALL
+                    .iter()
+                    .enumerate()
+                    .map(|(i, zero)| {
+                        let n = zero.number();
+                        let cell = move |f: fn(&ZeroRow) -> String| {
+                            zero_rows.with(|r| r.get(i).map(f).unwrap_or_default())
+                        };
+                        let fits = move || zero_rows.with(|r| r.get(i).is_some_and(|r| r.fits));
+                        view! {
+                            <tr
+                                class:selected=move || zero_rows.with(|r| r.get(i).is_some_and(|r| r.selected))
+                                hidden=move || zero_rows.with(|r| r.get(i).is_none())
+                            >
+                                <th scope="row">{zero.label()}</th>
+                                <td
+                                    data-testid=format!("state-total-{n}")
+                                    data-bytes=move || cell(|r| r.state_bytes.to_string())
+                                    tabindex="0"
+                                    title=move || cell(|r| r.state_worked.clone())
+                                >
+                                    {move || cell(|r| format::bytes(r.state_bytes))}
+                                </td>
+                                <td>{move || cell(|r| format::bytes(r.other_bytes))}</td>
+                                <td data-testid=format!("peak-total-{n}") data-bytes=move || cell(|r| r.peak_bytes.to_string())>
+                                    {move || cell(|r| format::bytes(r.peak_bytes))}
+                                </td>
+                                <td class=move || if fits() { "ok" } else { "bad" }>
+                                    {move || if fits() { "✓ fits" } else { "✗ over" }}
+                                </td>
+                            </tr>
+                        }
+                    })
+                    .collect::<Vec<_>>()}
+            </tbody>
+        </table>
+    }
+}
+
+/// Every term of the peak stage with its formula, built only while open.
+#[component]
+fn PeakTerms(data: Data) -> impl IntoView {
+    let terms_open = RwSignal::new(false);
+    view! {
+        <details
+            class="breakdown"
+            on:toggle=move |ev| {
+                let open = ev
+                    .target()
+                    .and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlDetailsElement>(t).ok())
+                    .is_some_and(|d| d.open());
+                terms_open.set(open);
+            }
+        >
+            <summary>"Every term of the peak stage, with its formula"</summary>
+            <table class="terms" data-testid="term-table">
                 <thead>
-                    <tr>
-                        <th scope="col">"Stage"</th>
-                        <th scope="col" title="Weights, gradients and optimizer state per GPU">"Model state"</th>
-                        <th scope="col" title="Activations, gathered units, buffers, context, fragmentation at the peak stage">"+ other terms"</th>
-                        <th scope="col">"Peak per GPU"</th>
-                        <th scope="col">"Fits?"</th>
-                    </tr>
+                    {column_heads(&["Term", "Bytes", "Formula with numbers", "Assumption"])}
                 </thead>
                 <tbody>
-                    {ZeroStage::ALL
-                        .iter()
-                        .enumerate()
-                        .map(|(i, zero)| {
-                            let n = zero.number();
-                            let cell = move |f: fn(&ZeroRow) -> String| {
-                                zero_rows.with(|r| r.get(i).map(f).unwrap_or_default())
-                            };
-                            let fits = move || zero_rows.with(|r| r.get(i).is_some_and(|r| r.fits));
-                            view! {
-                                <tr
-                                    class:selected=move || zero_rows.with(|r| r.get(i).is_some_and(|r| r.selected))
-                                    hidden=move || zero_rows.with(|r| r.get(i).is_none())
-                                >
-                                    <th scope="row">{zero.label()}</th>
-                                    <td
-                                        data-testid=format!("state-total-{n}")
-                                        data-bytes=move || cell(|r| r.state_bytes.to_string())
-                                        tabindex="0"
-                                        title=move || cell(|r| r.state_worked.clone())
-                                    >
-                                        {move || cell(|r| format::bytes(r.state_bytes))}
-                                    </td>
-                                    <td>{move || cell(|r| format::bytes(r.other_bytes))}</td>
-                                    <td data-testid=format!("peak-total-{n}") data-bytes=move || cell(|r| r.peak_bytes.to_string())>
-                                        {move || cell(|r| format::bytes(r.peak_bytes))}
-                                    </td>
-                                    <td class=move || if fits() { "ok" } else { "bad" }>
-                                        {move || if fits() { "✓ fits" } else { "✗ over" }}
-                                    </td>
-                                </tr>
-                            }
+                    {move || {
+                        // Rows are built only while the table is open: it is long.
+                        if !terms_open.get() {
+                            return Vec::new();
+                        }
+                        data.with(|d| {
+                            let Ok(d) = d else { return Vec::new() };
+                            peak_terms(d.current())
+                                .iter()
+                                .map(|t| {
+                                    view! {
+                                        <tr tabindex="0" title=t.formula.clone()>
+                                            <td>{t.label.clone()}</td>
+                                            <td class="num">{t.unit.format(t.value)}</td>
+                                            <td><code>{t.worked.clone()}</code></td>
+                                            <td class="assumption">{t.assumption.clone()}</td>
+                                        </tr>
+                                    }
+                                })
+                                .collect::<Vec<_>>()
                         })
-                        .collect::<Vec<_>>()}
+                    }}
                 </tbody>
             </table>
-            <details
-                class="breakdown"
-                on:toggle=move |ev| {
-                    let open = ev
-                        .target()
-                        .and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlDetailsElement>(t).ok())
-                        .is_some_and(|d| d.open());
-                    terms_open.set(open);
-                }
-            >
-                <summary>"Every term of the peak stage, with its formula"</summary>
-                <table class="terms" data-testid="term-table">
-                    <thead>
-                        <tr>
-                            <th scope="col">"Term"</th>
-                            <th scope="col">"Bytes"</th>
-                            <th scope="col">"Formula with numbers"</th>
-                            <th scope="col">"Assumption"</th>
-                        </tr>
-                    </thead>
-                    <tbody>
-                        {move || {
-                            // Rows are built only while the table is open: it is long.
-                            if !terms_open.get() {
-                                return Vec::new();
-                            }
-                            data.with(|d| {
-                                let Ok(d) = d else { return Vec::new() };
-                                peak_terms(d.current())
-                                    .iter()
-                                    .map(|t| {
-                                        view! {
-                                            <tr tabindex="0" title=t.formula.clone()>
-                                                <td>{t.label.clone()}</td>
-                                                <td class="num">{t.unit.format(t.value)}</td>
-                                                <td><code>{t.worked.clone()}</code></td>
-                                                <td class="assumption">{t.assumption.clone()}</td>
-                                            </tr>
-                                        }
-                                    })
-                                    .collect::<Vec<_>>()
-                            })
-                        }}
-                    </tbody>
-                </table>
-            </details>
-        </section>
+        </details>
     }
 }

@@ -24,15 +24,16 @@ use planner_core::input::scenario::{Scenario, Serving};
 use planner_core::view::mesh::{Feasible, MeshDims, RejectReason, SearchResult};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use web_sys::{ErrorEvent, MessageEvent, Worker};
+use web_sys::{MessageEvent, Worker};
 
 use crate::app::Ctx;
 use crate::format;
 use crate::frames::after_this_frame_is_drawn;
 use crate::perf::{now_ms, timed};
-use crate::views::accuracy::WORKER_URL;
 use crate::views::error_band::BandNote;
+use crate::views::markup::{column_heads, SectionHead};
 use crate::views::visibility::{near_screen, scenario_while_visible};
+use crate::views::worker_handle::{drop_worker, kept_worker};
 use planner_core::edges::error_band::{BandKind, WITHIN_BAND_NOTE};
 
 /// Milliseconds of reading the worker's reply per animation frame: leaves room for the
@@ -227,17 +228,7 @@ impl SearchState {
     }
 
     fn worker(self) -> Option<Worker> {
-        if let Some(w) = self.worker.with_value(Clone::clone) {
-            return Some(w);
-        }
-        let worker = match Worker::new(WORKER_URL) {
-            Ok(w) => w,
-            Err(e) => {
-                self.fail(format!("the mesh search's worker did not start: {e:?}"));
-                return None;
-            }
-        };
-        let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
+        let on_message = move |_: &Worker, ev: MessageEvent| {
             let t0 = now_ms();
             let data = ev.data();
             let t1 = now_ms();
@@ -254,23 +245,17 @@ impl SearchState {
             let t2 = now_ms();
             crate::perf::mark(&format!("mesh_msg_string {} B", text.len()), t1, t2 - t1);
             crate::perf::timed_mark("mesh_msg_read", || self.read(text));
-        });
-        let onerror = Closure::<dyn FnMut(ErrorEvent)>::new(move |ev: ErrorEvent| {
+        };
+        let on_error = move |message: String| {
             // A worker that failed answers nothing more: the next search starts another.
-            if let Some(w) = self.worker.try_update_value(Option::take).flatten() {
-                w.terminate();
-            }
+            drop_worker(self.worker);
             self.ready.set_value(false);
             self.in_flight.set_value(false);
-            self.fail(format!("the mesh search's worker failed: {}", ev.message()));
-        });
-        worker.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
-        worker.set_onerror(Some(onerror.as_ref().unchecked_ref()));
-        // One pair per worker, and one worker per page unless it fails.
-        onmessage.forget();
-        onerror.forget();
-        self.worker.set_value(Some(worker.clone()));
-        Some(worker)
+            self.fail(format!("the mesh search's worker failed: {message}"));
+        };
+        kept_worker(self.worker, on_message, on_error)
+            .map_err(|e| self.fail(format!("the mesh search's worker did not start: {e}")))
+            .ok()
     }
 
     fn post_now(self, request: String) {
@@ -480,15 +465,9 @@ fn apply(ctx: Ctx, f: Feasible, offload: Offload) {
     });
 }
 
-/// The mesh explorer section.
-#[component]
-pub fn MeshView() -> impl IntoView {
-    let ctx = expect_context::<Ctx>();
-    let section = NodeRef::<leptos::html::Section>::new();
-    // Searches when the explorer is near the screen: a slider moved elsewhere costs it nothing.
-    let scenario = scenario_while_visible(ctx.scenario, near_screen(section));
-    let key = Memo::new(move |_| timed("mesh_key", || scenario.with(search_key)));
-    let state = SearchState {
+/// The search's state before its first search.
+fn new_state() -> SearchState {
+    SearchState {
         generation: StoredValue::new(0),
         worker: StoredValue::new_local(None),
         ready: StoredValue::new(false),
@@ -506,22 +485,17 @@ pub fn MeshView() -> impl IntoView {
         shown_results: RwSignal::new(0),
         shown: RwSignal::new(FIRST_ROWS),
         drawn: RwSignal::new(0),
-    };
-    // A warm-up's neighbour is not searched, nor its way back to the key already searched.
-    Effect::new(move |_| {
-        key.with(|k| {
-            if !crate::warm_up::visiting() {
-                state.start(k);
-            }
-        })
-    });
+    }
+}
 
-    let tab = RwSignal::new("feasible");
-    let shown = state.shown;
-    let sort = RwSignal::new((Col::Rank, false));
-    let filter = RwSignal::new(Filter::default());
-
-    let rows = Memo::new(move |_| {
+/// The ranking's rows that pass `filter`, in `sort`'s order: (rank, row, sort value).
+fn ranked_rows(
+    ctx: Ctx,
+    state: SearchState,
+    filter: RwSignal<Filter>,
+    sort: RwSignal<(Col, bool)>,
+) -> Rows {
+    Memo::new(move |_| {
         crate::perf::timed_mark("mesh_rank", || {
             let f = filter.get();
             let (col, desc) = sort.get();
@@ -547,64 +521,89 @@ pub fn MeshView() -> impl IntoView {
                 })
             })
         })
+    })
+}
+
+/// Ranked rows, as [`ranked_rows`] gives them: (rank, row, sort value).
+type Rows = Memo<Vec<(usize, Feasible, f64)>>;
+
+/// The mesh explorer section.
+#[component]
+pub fn MeshView() -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    let section = NodeRef::<leptos::html::Section>::new();
+    // Searches when the explorer is near the screen: a slider moved elsewhere costs it nothing.
+    let scenario = scenario_while_visible(ctx.scenario, near_screen(section));
+    let key = Memo::new(move |_| timed("mesh_key", || scenario.with(search_key)));
+    let state = new_state();
+    // A warm-up's neighbour is not searched, nor its way back to the key already searched.
+    Effect::new(move |_| {
+        key.with(|k| {
+            if !crate::warm_up::visiting() {
+                state.start(k);
+            }
+        })
     });
+
+    let tab = RwSignal::new("feasible");
+    let sort = RwSignal::new((Col::Rank, false));
+    let filter = RwSignal::new(Filter::default());
+    let rows = ranked_rows(ctx, state, filter, sort);
     let current_layout = Memo::new(move |_| scenario.with(|s| s.layout.clone()));
 
-    let header = move |c: Col, label: &'static str, title: &'static str| {
-        view! {
-            <th
-                scope="col"
-                title=title
-                aria-sort=move || {
-                    let (col, desc) = sort.get();
-                    if col != c { "none" } else if desc { "descending" } else { "ascending" }
-                }
-            >
+    view! {
+        <section node_ref=section class="view" aria-labelledby="mesh-title" data-testid="mesh-view">
+            <SectionHead id="mesh-title" title="Mesh explorer" explain="Every way to split the cluster's GPUs into DP × TP × PP × CP (and EP for mixture-of-experts models), crossed with ZeRO stage, micro-batch, pipeline schedule and recompute. Candidates that break a divisibility rule or do not fit in memory are rejected; the rest are ranked by predicted step time, each mesh listed once at its best setting. Click a row to apply its layout to every view." />
+            <MeshStatus state=state rows=rows />
+            <p class="explain mesh-band" data-testid="mesh-band">
+                "Step times: "
+                <BandNote kind=BandKind::StepTime testid="mesh-step-band"/>
+                ". Rows marked ≈ are within the model's error of the best: benchmark both."
+            </p>
+            <MeshNotices state=state />
+            <Hints state=state />
+            <div class="mesh-tabs" role="tablist">
                 <button
-                    class="sort"
-                    data-testid=format!("mesh-sort-{}", label.to_ascii_lowercase().replace([' ', '/', '.'], "-"))
-                    on:click=move |_| sort.update(|(col, desc)| {
-                        if *col == c { *desc = !*desc } else { *col = c; *desc = false }
-                    })
+                    role="tab"
+                    data-testid="mesh-tab-feasible"
+                    aria-selected=move || (tab.get() == "feasible").to_string()
+                    on:click=move |_| tab.set("feasible")
                 >
-                    {label}
-                    {move || {
-                        let (col, desc) = sort.get();
-                        if col != c { "" } else if desc { " ▼" } else { " ▲" }
-                    }}
+                    "Feasible (ranked)"
                 </button>
-            </th>
-        }
-    };
+                <button
+                    role="tab"
+                    data-testid="mesh-tab-rejected"
+                    aria-selected=move || (tab.get() == "rejected").to_string()
+                    on:click=move |_| tab.set("rejected")
+                >
+                    "Rejected"
+                </button>
+            </div>
+            <div class="mesh-filters" role="group" aria-label="Filter by degree">
+                <FilterField label="DP" id="dp" filter=filter get=|f| f.dp put=|f, v| f.dp = v />
+                <FilterField label="TP" id="tp" filter=filter get=|f| f.tp put=|f, v| f.tp = v />
+                <FilterField label="PP" id="pp" filter=filter get=|f| f.pp put=|f, v| f.pp = v />
+                <FilterField label="CP" id="cp" filter=filter get=|f| f.cp put=|f, v| f.cp = v />
+                <FilterField label="EP" id="ep" filter=filter get=|f| f.ep put=|f, v| f.ep = v />
+                <button data-testid="mesh-filter-clear" on:click=move |_| filter.set(Filter::default())>"Any mesh"</button>
+            </div>
+            <Show when=move || tab.get() == "feasible" fallback=move || view! { <RejectedTable state=state filter=filter /> }>
+                <FeasibleTable state=state rows=rows sort=sort current_layout=current_layout />
+            </Show>
+        </section>
+    }
+}
 
-    let filter_field = move |label: &'static str,
-                             id: &'static str,
-                             get: fn(&Filter) -> Option<u32>,
-                             put: fn(&mut Filter, Option<u32>)| {
-        view! {
-            <label class="mesh-filter">
-                {label}
-                <input
-                    type="number"
-                    min="1"
-                    placeholder="any"
-                    data-testid=format!("mesh-filter-{id}")
-                    prop:value=move || filter.with(|f| get(f).map(|v| v.to_string()).unwrap_or_default())
-                    on:input=move |ev| {
-                        let v = event_target_value(&ev).trim().parse::<u32>().ok().filter(|v| *v > 0);
-                        filter.update(|f| put(f, v));
-                    }
-                />
-            </label>
-        }
-    };
-
-    // The status keeps its height while a search runs: the summary of the ranking on the
-    // table (kept, dimmed, until the next is shown) on its own line, then the progress bar
-    // with one line of how the search goes or went. A status that became one short line
-    // while searching and three when done moved every section below it by 40 px twice a
-    // search (a relayout, repaint and composite of the page below, and a `content-visibility`
-    // section brought in and out of rendering, traced, issue 16).
+/// The search's status. It keeps its height while a search runs: the summary of the ranking on
+/// the table (kept, dimmed, until the next is shown) on its own line, then the progress bar
+/// with one line of how the search goes or went. A status that became one short line while
+/// searching and three when done moved every section below it by 40 px twice a search (a
+/// relayout, repaint and composite of the page below, and a `content-visibility` section
+/// brought in and out of rendering, traced, issue 16).
+#[component]
+fn MeshStatus(state: SearchState, rows: Rows) -> impl IntoView {
+    let shown = state.shown;
     let summary = move || {
         state.result.with(|r| match r {
             None => String::new(),
@@ -641,178 +640,222 @@ pub fn MeshView() -> impl IntoView {
             t.longest_slice_ms,
         )
     };
-
     view! {
-        <section node_ref=section class="view" aria-labelledby="mesh-title" data-testid="mesh-view">
-            <h2 id="mesh-title">"Mesh explorer"</h2>
-            <p class="explain">
-                "Every way to split the cluster's GPUs into DP × TP × PP × CP (and EP for mixture-of-experts models), crossed with ZeRO stage, micro-batch, pipeline schedule and recompute. Candidates that break a divisibility rule or do not fit in memory are rejected; the rest are ranked by predicted step time, each mesh listed once at its best setting. Click a row to apply its layout to every view."
+        <div
+            class="mesh-status"
+            data-testid="mesh-status"
+            data-done=move || (!state.searching.get() && state.result.with(Option::is_some)).to_string()
+            data-searches=move || state.shown_results.get().to_string()
+            data-rows-pending=move || {
+                let want = shown.get().min(rows.with(Vec::len));
+                (state.drawn.get() < want).to_string()
+            }
+        >
+            <span class="mesh-summary">{summary}</span>
+            // A space for the status's text (a test or a screen reader reads it whole);
+            // a flex container draws none.
+            " "
+            <progress
+                max=move || state.progress.get().1.max(1)
+                value=move || state.progress.get().0
+                aria-label="Search progress"
+            ></progress>
+            <span>{status}</span>
+        </div>
+    }
+}
+
+/// Why the search stopped early or needs offload, a reply it refused, and its timing (hidden,
+/// for the tests).
+#[component]
+fn MeshNotices(state: SearchState) -> impl IntoView {
+    view! {
+        {move || {
+            state.result.with(|r| match r {
+                Some(Ok(SearchResult { stopped: Some(stop), .. })) => Some(view! {
+                    <p class="issue warning" data-testid="mesh-stopped" role="status">{stop.message.clone()}</p>
+                }.into_any()),
+                Some(Ok(r)) if !r.offload.is_none() => Some(view! {
+                    <p class="issue warning" data-testid="mesh-offload" role="status">
+                        {format!(
+                            "Nothing fits without offload, so every candidate below uses {} (applied with its layout).",
+                            r.offload.label()
+                        )}
+                    </p>
+                }.into_any()),
+                _ => None,
+            })
+        }}
+        {move || state.refused.get().map(|m| view! {
+            <p class="issue error" data-testid="mesh-refused" role="alert">
+                {format!("{m}. The table shows the search before it.")}
             </p>
-            <div
-                class="mesh-status"
-                data-testid="mesh-status"
-                data-done=move || (!state.searching.get() && state.result.with(Option::is_some)).to_string()
-                data-searches=move || state.shown_results.get().to_string()
-                data-rows-pending=move || {
-                    let want = shown.get().min(rows.with(Vec::len));
-                    (state.drawn.get() < want).to_string()
+        })}
+        <span
+            hidden
+            data-testid="mesh-timing"
+            data-wall-ms=move || state.timing.get().map(|t| format!("{:.3}", t.wall_ms)).unwrap_or_default()
+            data-busy-ms=move || state.timing.get().map(|t| format!("{:.3}", t.busy_ms)).unwrap_or_default()
+            data-longest-ms=move || state.timing.get().map(|t| format!("{:.3}", t.longest_slice_ms)).unwrap_or_default()
+            data-frames=move || state.timing.get().map(|t| t.frames.to_string()).unwrap_or_default()
+        ></span>
+    }
+}
+
+/// A sortable column's header: a click sorts by it, a second reverses.
+#[component]
+fn SortHeader(
+    c: Col,
+    label: &'static str,
+    title: &'static str,
+    sort: RwSignal<(Col, bool)>,
+) -> impl IntoView {
+    view! {
+        <th
+            scope="col"
+            title=title
+            aria-sort=move || {
+                let (col, desc) = sort.get();
+                if col != c { "none" } else if desc { "descending" } else { "ascending" }
+            }
+        >
+            <button
+                class="sort"
+                data-testid=format!("mesh-sort-{}", label.to_ascii_lowercase().replace([' ', '/', '.'], "-"))
+                on:click=move |_| sort.update(|(col, desc)| {
+                    if *col == c { *desc = !*desc } else { *col = c; *desc = false }
+                })
+            >
+                {label}
+                {move || {
+                    let (col, desc) = sort.get();
+                    if col != c { "" } else if desc { " ▼" } else { " ▲" }
+                }}
+            </button>
+        </th>
+    }
+}
+
+/// A degree filter: empty or 0 is any.
+#[component]
+fn FilterField(
+    label: &'static str,
+    id: &'static str,
+    filter: RwSignal<Filter>,
+    get: fn(&Filter) -> Option<u32>,
+    put: fn(&mut Filter, Option<u32>),
+) -> impl IntoView {
+    view! {
+        <label class="mesh-filter">
+            {label}
+            <input
+                type="number"
+                min="1"
+                placeholder="any"
+                data-testid=format!("mesh-filter-{id}")
+                prop:value=move || filter.with(|f| get(f).map(|v| v.to_string()).unwrap_or_default())
+                on:input=move |ev| {
+                    let v = event_target_value(&ev).trim().parse::<u32>().ok().filter(|v| *v > 0);
+                    filter.update(|f| put(f, v));
+                }
+            />
+        </label>
+    }
+}
+
+/// The feasible tab: how many rows match, the ranked table and "show more".
+#[component]
+fn FeasibleTable(
+    state: SearchState,
+    rows: Rows,
+    sort: RwSignal<(Col, bool)>,
+    current_layout: Memo<Layout>,
+) -> impl IntoView {
+    let shown = state.shown;
+    let header = move |c: Col, label: &'static str, title: &'static str| {
+        view! { <SortHeader c=c label=label title=title sort=sort /> }
+    };
+    view! {
+        <p class="hint" data-testid="mesh-shown">
+            {move || {
+                let n = rows.with(|r| r.len());
+                let kept = state.result.with(|r| match r { Some(Ok(r)) => r.feasible.len(), _ => 0 });
+                format!(
+                    "{} of the {} best meshes match the filter{}; each mesh once, at its best ZeRO stage, recompute, micro-batch and schedule; rank = position by step time, after every mesh without a † (a cost the model is known to underestimate: hover the rank).",
+                    format::thousands(n as u64),
+                    format::thousands(kept as u64),
+                    if n > shown.get() { format!(" (first {} shown)", shown.get()) } else { String::new() },
+                )
+            }}
+        </p>
+        // The previous ranking stays laid out while the next search runs: dimmed (the
+        // table's own layer's opacity: composited, no row restyled or repainted) and
+        // inert (its rows ignore clicks and keys while `searching`; `pointer-events`
+        // is inherited, and changing it restyled every row: 649 elements in the
+        // 16,384-GPU search's input frame and 548 in the frame that undimmed it, traced).
+        <div class="table-scroll mesh-table" class:searching=move || state.searching.get()>
+            <table data-testid="mesh-table">
+                <thead>
+                    <tr>
+                        {header(Col::Rank, "Rank", "Position by predicted step time")}
+                        {header(Col::Dp, "DP", "Data-parallel degree")}
+                        {header(Col::Tp, "TP", "Tensor-parallel degree")}
+                        {header(Col::Pp, "PP", "Pipeline stages")}
+                        {header(Col::Cp, "CP", "Context-parallel degree")}
+                        {header(Col::Ep, "EP", "Expert-parallel degree")}
+                        <th scope="col" title="ZeRO stage">"ZeRO"</th>
+                        <th scope="col" title="Micro-batch (sequences)">"mb"</th>
+                        <th scope="col" title="Pipeline schedule and virtual stages">"Schedule"</th>
+                        <th scope="col" title="Activation recompute">"Recompute"</th>
+                        {header(Col::Memory, "Memory", "Peak memory per GPU")}
+                        {header(Col::Headroom, "Headroom", "Usable memory minus peak")}
+                        {header(Col::Step, "Step", "Predicted step time")}
+                        {header(Col::Tokens, "Tok/s/GPU", "Training tokens per second per GPU")}
+                        {header(Col::Mfu, "MFU", "Model FLOPs utilisation")}
+                        {header(Col::Comm, "Exposed comm", "Communication not hidden behind compute")}
+                        {header(Col::Bubble, "Bubble", "Pipeline bubble time")}
+                    </tr>
+                </thead>
+                <tbody>
+                    // One slot per row the table may show; the list of slots is rebuilt
+                    // only when "show more" changes `shown`. A slot shows the current
+                    // ranking's row once the reveal reaches its chunk, until then the
+                    // row it already shows, so a new ranking patches the last one's rows
+                    // a chunk a frame (each cell's text is set where it changed; no row
+                    // is built again) and the table keeps its height. Rebuilding a
+                    // chunk's five rows cost 7.3-7.9 ms of the page's CPU a frame in
+                    // the 16,384-GPU rerun (traced).
+                    {move || (0..shown.get()).map(|slot| {
+                        let first = slot - slot % ROWS_PER_FRAME;
+                        let row = Memo::new(move |prev: Option<&Option<(usize, Feasible)>>| timed("mesh_rows", || {
+                            if state.drawn.get() > first || prev.is_none() {
+                                rows.with(|r| r.get(slot).map(|(rank, f, _)| (*rank, *f)))
+                            } else {
+                                prev.copied().flatten()
+                            }
+                        }));
+                        view! {
+                            <Show when=move || row.with(Option::is_some)>
+                                <MeshRow row=row state=state current_layout=current_layout />
+                            </Show>
+                        }
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </div>
+        <Show when=move || rows.with(|r| r.len() > shown.get())>
+            <button
+                class="more"
+                data-testid="mesh-more"
+                on:click=move |_| {
+                    shown.update(|n| *n += MORE_ROWS);
+                    // A click draws its rows at once, as before chunking.
+                    state.drawn.set(shown.get_untracked());
                 }
             >
-                <span class="mesh-summary">{summary}</span>
-                // A space for the status's text (a test or a screen reader reads it whole);
-                // a flex container draws none.
-                " "
-                <progress
-                    max=move || state.progress.get().1.max(1)
-                    value=move || state.progress.get().0
-                    aria-label="Search progress"
-                ></progress>
-                <span>{status}</span>
-            </div>
-            <p class="explain mesh-band" data-testid="mesh-band">
-                "Step times: "
-                <BandNote kind=BandKind::StepTime testid="mesh-step-band"/>
-                ". Rows marked ≈ are within the model's error of the best: benchmark both."
-            </p>
-            {move || {
-                state.result.with(|r| match r {
-                    Some(Ok(SearchResult { stopped: Some(stop), .. })) => Some(view! {
-                        <p class="issue warning" data-testid="mesh-stopped" role="status">{stop.message.clone()}</p>
-                    }.into_any()),
-                    Some(Ok(r)) if !r.offload.is_none() => Some(view! {
-                        <p class="issue warning" data-testid="mesh-offload" role="status">
-                            {format!(
-                                "Nothing fits without offload, so every candidate below uses {} (applied with its layout).",
-                                r.offload.label()
-                            )}
-                        </p>
-                    }.into_any()),
-                    _ => None,
-                })
-            }}
-            {move || state.refused.get().map(|m| view! {
-                <p class="issue error" data-testid="mesh-refused" role="alert">
-                    {format!("{m}. The table shows the search before it.")}
-                </p>
-            })}
-            <span
-                hidden
-                data-testid="mesh-timing"
-                data-wall-ms=move || state.timing.get().map(|t| format!("{:.3}", t.wall_ms)).unwrap_or_default()
-                data-busy-ms=move || state.timing.get().map(|t| format!("{:.3}", t.busy_ms)).unwrap_or_default()
-                data-longest-ms=move || state.timing.get().map(|t| format!("{:.3}", t.longest_slice_ms)).unwrap_or_default()
-                data-frames=move || state.timing.get().map(|t| t.frames.to_string()).unwrap_or_default()
-            ></span>
-            <Hints state=state />
-            <div class="mesh-tabs" role="tablist">
-                <button
-                    role="tab"
-                    data-testid="mesh-tab-feasible"
-                    aria-selected=move || (tab.get() == "feasible").to_string()
-                    on:click=move |_| tab.set("feasible")
-                >
-                    "Feasible (ranked)"
-                </button>
-                <button
-                    role="tab"
-                    data-testid="mesh-tab-rejected"
-                    aria-selected=move || (tab.get() == "rejected").to_string()
-                    on:click=move |_| tab.set("rejected")
-                >
-                    "Rejected"
-                </button>
-            </div>
-            <div class="mesh-filters" role="group" aria-label="Filter by degree">
-                {filter_field("DP", "dp", |f| f.dp, |f, v| f.dp = v)}
-                {filter_field("TP", "tp", |f| f.tp, |f, v| f.tp = v)}
-                {filter_field("PP", "pp", |f| f.pp, |f, v| f.pp = v)}
-                {filter_field("CP", "cp", |f| f.cp, |f, v| f.cp = v)}
-                {filter_field("EP", "ep", |f| f.ep, |f, v| f.ep = v)}
-                <button data-testid="mesh-filter-clear" on:click=move |_| filter.set(Filter::default())>"Any mesh"</button>
-            </div>
-            <Show when=move || tab.get() == "feasible" fallback=move || view! { <RejectedTable state=state filter=filter /> }>
-                <p class="hint" data-testid="mesh-shown">
-                    {move || {
-                        let n = rows.with(|r| r.len());
-                        let kept = state.result.with(|r| match r { Some(Ok(r)) => r.feasible.len(), _ => 0 });
-                        format!(
-                            "{} of the {} best meshes match the filter{}; each mesh once, at its best ZeRO stage, recompute, micro-batch and schedule; rank = position by step time, after every mesh without a † (a cost the model is known to underestimate: hover the rank).",
-                            format::thousands(n as u64),
-                            format::thousands(kept as u64),
-                            if n > shown.get() { format!(" (first {} shown)", shown.get()) } else { String::new() },
-                        )
-                    }}
-                </p>
-                // The previous ranking stays laid out while the next search runs: dimmed (the
-                // table's own layer's opacity: composited, no row restyled or repainted) and
-                // inert (its rows ignore clicks and keys while `searching`; `pointer-events`
-                // is inherited, and changing it restyled every row: 649 elements in the
-                // 16,384-GPU search's input frame and 548 in the frame that undimmed it, traced).
-                <div class="table-scroll mesh-table" class:searching=move || state.searching.get()>
-                    <table data-testid="mesh-table">
-                        <thead>
-                            <tr>
-                                {header(Col::Rank, "Rank", "Position by predicted step time")}
-                                {header(Col::Dp, "DP", "Data-parallel degree")}
-                                {header(Col::Tp, "TP", "Tensor-parallel degree")}
-                                {header(Col::Pp, "PP", "Pipeline stages")}
-                                {header(Col::Cp, "CP", "Context-parallel degree")}
-                                {header(Col::Ep, "EP", "Expert-parallel degree")}
-                                <th scope="col" title="ZeRO stage">"ZeRO"</th>
-                                <th scope="col" title="Micro-batch (sequences)">"mb"</th>
-                                <th scope="col" title="Pipeline schedule and virtual stages">"Schedule"</th>
-                                <th scope="col" title="Activation recompute">"Recompute"</th>
-                                {header(Col::Memory, "Memory", "Peak memory per GPU")}
-                                {header(Col::Headroom, "Headroom", "Usable memory minus peak")}
-                                {header(Col::Step, "Step", "Predicted step time")}
-                                {header(Col::Tokens, "Tok/s/GPU", "Training tokens per second per GPU")}
-                                {header(Col::Mfu, "MFU", "Model FLOPs utilisation")}
-                                {header(Col::Comm, "Exposed comm", "Communication not hidden behind compute")}
-                                {header(Col::Bubble, "Bubble", "Pipeline bubble time")}
-                            </tr>
-                        </thead>
-                        <tbody>
-                            // One slot per row the table may show; the list of slots is rebuilt
-                            // only when "show more" changes `shown`. A slot shows the current
-                            // ranking's row once the reveal reaches its chunk, until then the
-                            // row it already shows, so a new ranking patches the last one's rows
-                            // a chunk a frame (each cell's text is set where it changed; no row
-                            // is built again) and the table keeps its height. Rebuilding a
-                            // chunk's five rows cost 7.3-7.9 ms of the page's CPU a frame in
-                            // the 16,384-GPU rerun (traced).
-                            {move || (0..shown.get()).map(|slot| {
-                                let first = slot - slot % ROWS_PER_FRAME;
-                                let row = Memo::new(move |prev: Option<&Option<(usize, Feasible)>>| timed("mesh_rows", || {
-                                    if state.drawn.get() > first || prev.is_none() {
-                                        rows.with(|r| r.get(slot).map(|(rank, f, _)| (*rank, *f)))
-                                    } else {
-                                        prev.copied().flatten()
-                                    }
-                                }));
-                                view! {
-                                    <Show when=move || row.with(Option::is_some)>
-                                        <MeshRow row=row state=state current_layout=current_layout />
-                                    </Show>
-                                }
-                            }).collect_view()}
-                        </tbody>
-                    </table>
-                </div>
-                <Show when=move || rows.with(|r| r.len() > shown.get())>
-                    <button
-                        class="more"
-                        data-testid="mesh-more"
-                        on:click=move |_| {
-                            shown.update(|n| *n += MORE_ROWS);
-                            // A click draws its rows at once, as before chunking.
-                            state.drawn.set(shown.get_untracked());
-                        }
-                    >
-                        {format!("Show {MORE_ROWS} more")}
-                    </button>
-                </Show>
-            </Show>
-        </section>
+                {format!("Show {MORE_ROWS} more")}
+            </button>
+        </Show>
     }
 }
 
@@ -996,16 +1039,7 @@ fn RejectedTable(state: SearchState, filter: RwSignal<Filter>) -> impl IntoView 
             <div class="table-scroll mesh-table">
                 <table data-testid="mesh-rejected-table">
                     <thead>
-                        <tr>
-                            <th scope="col">"DP"</th>
-                            <th scope="col">"TP"</th>
-                            <th scope="col">"PP"</th>
-                            <th scope="col">"CP"</th>
-                            <th scope="col">"EP"</th>
-                            <th scope="col">"Knobs"</th>
-                            <th scope="col">"Candidates"</th>
-                            <th scope="col">"Why"</th>
-                        </tr>
+                        {column_heads(&["DP", "TP", "PP", "CP", "EP", "Knobs", "Candidates", "Why"])}
                     </thead>
                     <tbody>
                         {move || {

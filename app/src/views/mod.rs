@@ -11,6 +11,7 @@ mod files;
 mod finetune;
 mod hub_fetch;
 mod hub_import;
+mod markup;
 mod measured;
 mod memory;
 pub mod mesh;
@@ -23,6 +24,7 @@ mod teach;
 mod teach_draw;
 mod topology;
 mod visibility;
+mod worker_handle;
 mod worker_job;
 
 pub use accuracy::AccuracyView;

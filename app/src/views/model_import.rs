@@ -11,7 +11,7 @@ use planner_core::input::scenario::ModelChoice;
 
 use crate::app::Ctx;
 use crate::format;
-use crate::views::files::{file_of_drop, file_of_input_event, read_text};
+use crate::views::files::{file_of_drop, read_text, FilePick, ImportMessage};
 use crate::views::hub_import::HubImport;
 use crate::views::worker_job;
 
@@ -103,8 +103,7 @@ pub fn ModelImport() -> impl IntoView {
                 placeholder="{ \"architectures\": [\"LlamaForCausalLM\"], \"hidden_size\": 4096, … }"
                 aria-label="config.json text"
                 data-testid="hf-config-text"
-                prop:value=move || text.get()
-                on:input=move |ev| text.set(event_target_value(&ev))
+                bind:value=text
                 on:dragover=move |ev: web_sys::DragEvent| ev.prevent_default()
                 on:drop=move |ev: web_sys::DragEvent| {
                     ev.prevent_default();
@@ -120,37 +119,13 @@ pub fn ModelImport() -> impl IntoView {
                 </button>
                 <label class="file-pick">
                     "or pick a file: "
-                    <input
-                        type="file"
-                        accept=".json,application/json"
-                        data-testid="hf-file"
-                        on:change=move |ev| {
-                            take_file(file_of_input_event(&ev));
-                            if let Some(input) = ev
-                                .target()
-                                .and_then(|t| wasm_bindgen::JsCast::dyn_into::<web_sys::HtmlInputElement>(t).ok())
-                            {
-                                input.set_value("");
-                            }
-                        }
-                    />
+                    <FilePick accept=".json,application/json" testid="hf-file" take=Callback::new(take_file) />
                 </label>
             </div>
             {move || {
                 message
                     .get()
-                    .map(|(m, error)| {
-                        view! {
-                            <p
-                                class=if error { "issue error" } else { "ok" }
-                                role=if error { "alert" } else { "status" }
-                                data-testid="hf-message"
-                                data-error=if error { "true" } else { "false" }
-                            >
-                                {m}
-                            </p>
-                        }
-                    })
+                    .map(|(text, error)| view! { <ImportMessage text=text error=error testid="hf-message" /> })
             }}
         </section>
     }

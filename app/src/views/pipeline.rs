@@ -8,13 +8,14 @@ use planner_core::view::pipeline::{
 };
 
 use crate::app::Ctx;
+use crate::views::markup::SectionHead;
 use crate::views::visibility::{near_screen, scenario_while_visible};
 
 use crate::charts::{
     draw_lines, draw_schedule, schedule_tip, GridOp, GridRow, HitBox, Line, OpShade, Theme,
 };
 use crate::format;
-use crate::views::chart_canvas::{ChartCanvas, DrawInput};
+use crate::views::chart_canvas::{CaptionToggle, ChartCanvas, DrawInput};
 use web_sys::HtmlCanvasElement;
 
 /// The grid's rows for a pipeline of `stages` stages.
@@ -172,30 +173,19 @@ pub fn PipelineView() -> impl IntoView {
                 .unwrap_or_default()
         })
     });
-    let draw_curve = Callback::new(move |(canvas, css_width): DrawInput| {
-        let theme = ctx.theme.get();
-        data.with(|d| draw_curve_of(&canvas, css_width, d, &theme));
-        Vec::new()
-    });
 
     view! {
         <section node_ref=section class="view" aria-labelledby="pipeline-title" data-testid="pipeline-view">
-            <h2 id="pipeline-title">"Pipeline schedule"</h2>
-            <p class="explain">
-                "Pipeline parallelism puts consecutive layers on different GPUs and streams micro-batches through them; only activations cross stage boundaries (point-to-point). A stage waits while the first micro-batch fills the pipe and while the last one drains: that idle time is the bubble. More micro-batches shrink it; the interleaved schedule gives each GPU several smaller chunks, dividing it by v; zero-bubble splits the backward pass into input- and weight-gradient halves and fills the gaps with the weight halves."
-            </p>
+            <SectionHead id="pipeline-title" title="Pipeline schedule" explain="Pipeline parallelism puts consecutive layers on different GPUs and streams micro-batches through them; only activations cross stage boundaries (point-to-point). A stage waits while the first micro-batch fills the pipe and while the last one drains: that idle time is the bubble. More micro-batches shrink it; the interleaved schedule gives each GPU several smaller chunks, dividing it by v; zero-bubble splits the backward pass into input- and weight-gradient halves and fills the gaps with the weight halves." />
             <figure>
                 <figcaption>
                     <span data-testid="grid-note">{grid_note}</span>
-                    <label class="inline" title="Draw only the forward pass, as the article's figure does">
-                        <input
-                            type="checkbox"
-                            data-testid="forward-only"
-                            prop:checked=move || forward_only.get()
-                            on:change=move |ev| forward_only.set(event_target_checked(&ev))
-                        />
-                        " forward pass only"
-                    </label>
+                    <CaptionToggle
+                        title="Draw only the forward pass, as the article's figure does"
+                        testid="forward-only"
+                        text=" forward pass only"
+                        on=forward_only
+                    />
                 </figcaption>
                 {move || grid.with(|g| g.as_ref().err().map(|e| view! { <p class="issue error">{e.clone()}</p> }))}
                 <ChartCanvas
@@ -212,70 +202,93 @@ pub fn PipelineView() -> impl IntoView {
                     <li>"colour = micro-batch; 1 slot = one stage's forward"</li>
                 </ul>
             </figure>
-            <dl class="figures-inline">
-                <div tabindex="0" title=move || data.with(|d| d.bubble_terms[0].assumption.clone())>
-                    <dt>"Idle fraction of the schedule"</dt>
-                    <dd data-testid="bubble-idle">{move || data.with(|d| format::percent(d.bubble.idle_fraction))}</dd>
-                    <dd class="hint">"idle share of the stages × time grid: " {move || data.with(|d| d.bubble_terms[0].worked.clone())}</dd>
-                </div>
-                <div tabindex="0" title=move || data.with(|d| d.bubble_terms[1].assumption.clone())>
-                    <dt>"Overhead vs ideal time"</dt>
-                    <dd data-testid="bubble-overhead">{move || data.with(|d| format::percent(d.bubble.overhead_vs_ideal))}</dd>
-                    <dd class="hint">"extra time over a bubble-free step: " {move || data.with(|d| d.bubble_terms[1].worked.clone())}</dd>
-                </div>
-                <div tabindex="0" title="The article's bars: idle share of a balanced GPipe forward pass, (p−1)/(m+p−1)">
-                    <dt>{move || data.with(|d| format!("Forward idle share at p = {}", d.curve_stages))}</dt>
-                    <dd data-testid="forward-idle-shares">
-                        {move || {
-                            data.with(|d| {
-                                d.forward_idle_shares
-                                    .iter()
-                                    .map(|&(m, idle)| format!("m = {m}: {}", format::percent(idle)))
-                                    .collect::<Vec<_>>()
-                                    .join(" · ")
-                            })
-                        }}
-                    </dd>
-                    <dd class="hint">"more micro-batches, smaller bubble (and smaller kernels)"</dd>
-                </div>
-                <div>
-                    <dt>"This layout"</dt>
-                    <dd data-testid="pipeline-pmv">{move || data.with(|d| format!("p = {}, m = {}, v = {}", d.stages, d.micro_batches, d.virtual_stages))}</dd>
-                    <dd class="hint">"m = global batch ÷ (DP × micro-batch)"</dd>
-                </div>
-                {move || {
-                    data.with(|d| d.stage_split.clone())
-                        .map(|x| {
-                            let layers: Vec<String> = x.layers_per_stage.iter().map(u32::to_string).collect();
-                            view! {
-                                <div>
-                                    <dt>"Stage split"</dt>
-                                    <dd data-testid="pipeline-split">
-                                        {format!("{}; layers per stage {}", x.description, layers.join(" "))}
-                                    </dd>
-                                    <dd class="hint" data-testid="pipeline-split-pace">
-                                        {format!("stage {} sets the pace: {:.3} × the average stage's layers", x.pacing_stage, x.pacing_layer_scale)}
-                                    </dd>
-                                </div>
-                            }
-                        })
-                }}
-            </dl>
-            <figure>
-                <figcaption>
-                    {move || data.with(|d| format!("Bubble against micro-batch count for p = {}{}, both definitions: ", d.curve_stages, if d.stages == 1 { " (example)" } else { "" }))}
-                    <span class="key k0">"idle fraction"</span>
-                    ", "
-                    <span class="key k5">"overhead vs ideal"</span>
-                    "; dashed line = this layout's m"
-                </figcaption>
-                <ChartCanvas
-                    label=Signal::derive(move || data.with(|d| format!("Bubble against micro-batches for p = {}", d.stages)))
-                    testid="chart-bubble"
-                    draw=draw_curve
-                />
-            </figure>
+            <BubbleFigures data=data />
+            <BubbleCurve data=data />
         </section>
+    }
+}
+
+/// The bubble's two definitions, the article's forward idle shares, and this layout's
+/// p, m, v and stage split.
+#[component]
+fn BubbleFigures(data: Memo<PipelineData>) -> impl IntoView {
+    view! {
+        <dl class="figures-inline">
+            <div tabindex="0" title=move || data.with(|d| d.bubble_terms[0].assumption.clone())>
+                <dt>"Idle fraction of the schedule"</dt>
+                <dd data-testid="bubble-idle">{move || data.with(|d| format::percent(d.bubble.idle_fraction))}</dd>
+                <dd class="hint">"idle share of the stages × time grid: " {move || data.with(|d| d.bubble_terms[0].worked.clone())}</dd>
+            </div>
+            <div tabindex="0" title=move || data.with(|d| d.bubble_terms[1].assumption.clone())>
+                <dt>"Overhead vs ideal time"</dt>
+                <dd data-testid="bubble-overhead">{move || data.with(|d| format::percent(d.bubble.overhead_vs_ideal))}</dd>
+                <dd class="hint">"extra time over a bubble-free step: " {move || data.with(|d| d.bubble_terms[1].worked.clone())}</dd>
+            </div>
+            <div tabindex="0" title="The article's bars: idle share of a balanced GPipe forward pass, (p−1)/(m+p−1)">
+                <dt>{move || data.with(|d| format!("Forward idle share at p = {}", d.curve_stages))}</dt>
+                <dd data-testid="forward-idle-shares">
+                    {move || {
+                        data.with(|d| {
+                            d.forward_idle_shares
+                                .iter()
+                                .map(|&(m, idle)| format!("m = {m}: {}", format::percent(idle)))
+                                .collect::<Vec<_>>()
+                                .join(" · ")
+                        })
+                    }}
+                </dd>
+                <dd class="hint">"more micro-batches, smaller bubble (and smaller kernels)"</dd>
+            </div>
+            <div>
+                <dt>"This layout"</dt>
+                <dd data-testid="pipeline-pmv">{move || data.with(|d| format!("p = {}, m = {}, v = {}", d.stages, d.micro_batches, d.virtual_stages))}</dd>
+                <dd class="hint">"m = global batch ÷ (DP × micro-batch)"</dd>
+            </div>
+            {move || {
+                data.with(|d| d.stage_split.clone())
+                    .map(|x| {
+                        let layers: Vec<String> = x.layers_per_stage.iter().map(u32::to_string).collect();
+                        view! {
+                            <div>
+                                <dt>"Stage split"</dt>
+                                <dd data-testid="pipeline-split">
+                                    {format!("{}; layers per stage {}", x.description, layers.join(" "))}
+                                </dd>
+                                <dd class="hint" data-testid="pipeline-split-pace">
+                                    {format!("stage {} sets the pace: {:.3} × the average stage's layers", x.pacing_stage, x.pacing_layer_scale)}
+                                </dd>
+                            </div>
+                        }
+                    })
+            }}
+        </dl>
+    }
+}
+
+/// The bubble against the micro-batch count, both definitions.
+#[component]
+fn BubbleCurve(data: Memo<PipelineData>) -> impl IntoView {
+    let ctx = expect_context::<Ctx>();
+    let draw_curve = Callback::new(move |(canvas, css_width): DrawInput| {
+        let theme = ctx.theme.get();
+        data.with(|d| draw_curve_of(&canvas, css_width, d, &theme));
+        Vec::new()
+    });
+    view! {
+        <figure>
+            <figcaption>
+                {move || data.with(|d| format!("Bubble against micro-batch count for p = {}{}, both definitions: ", d.curve_stages, if d.stages == 1 { " (example)" } else { "" }))}
+                <span class="key k0">"idle fraction"</span>
+                ", "
+                <span class="key k5">"overhead vs ideal"</span>
+                "; dashed line = this layout's m"
+            </figcaption>
+            <ChartCanvas
+                label=Signal::derive(move || data.with(|d| format!("Bubble against micro-batches for p = {}", d.stages)))
+                testid="chart-bubble"
+                draw=draw_curve
+            />
+        </figure>
     }
 }
 

@@ -18,13 +18,12 @@ use planner_core::edges::serving_page::{
 };
 use planner_core::input::scenario::Scenario;
 use wasm_bindgen::prelude::*;
-use wasm_bindgen::JsCast;
-use web_sys::{ErrorEvent, MessageEvent, Worker};
+use web_sys::{MessageEvent, Worker};
 
 use crate::app::Ctx;
 use crate::frames::after_this_frame_is_drawn;
 use crate::inputs::{DecimalField, NumberField};
-use crate::views::accuracy::WORKER_URL;
+use crate::views::worker_handle::kept_worker;
 
 /// How long the inputs stay still before the page asks the worker.
 const SETTLE: Duration = Duration::from_millis(120);
@@ -139,29 +138,15 @@ impl Channel {
     }
 
     fn start(self) -> Option<Worker> {
-        if let Some(w) = self.worker.with_value(Clone::clone) {
-            return Some(w);
-        }
-        let worker = match Worker::new(WORKER_URL) {
-            Ok(w) => w,
-            Err(e) => {
-                self.fail(format!("the serving worker did not start: {e:?}"));
-                return None;
-            }
-        };
-        let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
+        let on_message = move |_: &Worker, ev: MessageEvent| {
             self.read(&ev.data().as_string().unwrap_or_default());
-        });
-        let onerror = Closure::<dyn FnMut(ErrorEvent)>::new(move |ev: ErrorEvent| {
-            self.fail(format!("the serving worker failed: {}", ev.message()));
-        });
-        worker.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
-        worker.set_onerror(Some(onerror.as_ref().unchecked_ref()));
-        // One pair per page: the worker lives as long as the page.
-        onmessage.forget();
-        onerror.forget();
-        self.worker.set_value(Some(worker.clone()));
-        Some(worker)
+        };
+        let on_error = move |message: String| {
+            self.fail(format!("the serving worker failed: {message}"));
+        };
+        kept_worker(self.worker, on_message, on_error)
+            .map_err(|e| self.fail(format!("the serving worker did not start: {e}")))
+            .ok()
     }
 
     fn post_now(self, text: &str) {

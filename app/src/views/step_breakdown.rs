@@ -12,7 +12,8 @@ use crate::format;
 use crate::format::seconds;
 use crate::perf::timed;
 use crate::views::error_band::BandNote;
-use crate::views::visibility::{model_while_visible, near_screen, scenario_while_visible};
+use crate::views::markup::SectionHead;
+use crate::views::visibility::section_inputs;
 use planner_core::edges::error_band::BandKind;
 
 /// Colour class per segment (same family as the memory chart's palette).
@@ -44,9 +45,7 @@ fn domain_label(d: Domain, link: &str) -> String {
 #[component]
 pub fn StepBreakdownView() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
-    let section = NodeRef::<leptos::html::Section>::new();
-    let scenario = scenario_while_visible(ctx.scenario, near_screen(section));
-    let model = model_while_visible(scenario);
+    let (section, scenario, model) = section_inputs(ctx.scenario);
     let data = Memo::new(move |_| {
         model.with(|m| {
             m.as_ref()
@@ -86,10 +85,7 @@ pub fn StepBreakdownView() -> impl IntoView {
 
     view! {
         <section node_ref=section class="view" aria-labelledby="breakdown-title" data-testid="breakdown-view">
-            <h2 id="breakdown-title">"Step-time breakdown"</h2>
-            <p class="explain">
-                "Where one optimizer step's time goes on every GPU: compute (and recompute), the communication of each group that compute does not hide, the pipeline bubble and the optimizer. Below, the bytes each GPU sends per step, by collective and by link: tensor parallelism should stay inside a node (on NVLink where the GPUs have it); pipeline and data parallelism cross the network."
-            </p>
+            <SectionHead id="breakdown-title" title="Step-time breakdown" explain="Where one optimizer step's time goes on every GPU: compute (and recompute), the communication of each group that compute does not hide, the pipeline bubble and the optimizer. Below, the bytes each GPU sends per step, by collective and by link: tensor parallelism should stay inside a node (on NVLink where the GPUs have it); pipeline and data parallelism cross the network." />
             {move || data.with(|d| match d {
                 None => view! { <p class="issue error">"No model: nothing to break down."</p> }.into_any(),
                 Some(b) => {
@@ -120,67 +116,81 @@ pub fn StepBreakdownView() -> impl IntoView {
                         </div>
                         <ul class="legend step-legend">{legend}</ul>
                         <div class="volume-tables">
-                            <div class="table-scroll">
-                                <table data-testid="volume-by-op">
-                                    <caption>"Bytes per GPU per step, by collective"</caption>
-                                    <thead>
-                                        <tr>
-                                            <th scope="col">"Collective"</th>
-                                            <th scope="col">"Bus bytes"</th>
-                                            <th scope="col">{b.intra_node_link.clone()}</th>
-                                            <th scope="col">"Network"</th>
-                                        </tr>
-                                    </thead>
-                                    <tbody>
-                                        {b.volume_by_op.iter().map(|v| view! {
-                                            <tr>
-                                                <th scope="row">{v.op.id()}</th>
-                                                <td>{format::bytes(v.bus_bytes_per_step)}</td>
-                                                <td>{format::bytes(v.intra_node_bytes)}</td>
-                                                <td>{format::bytes(v.inter_node_bytes)}</td>
-                                            </tr>
-                                        }).collect::<Vec<_>>()}
-                                        <tr class="total">
-                                            <th scope="row">"All, per link"</th>
-                                            <td></td>
-                                            <td data-testid="volume-nvlink">{format::bytes(b.intra_node_bytes)}</td>
-                                            <td data-testid="volume-network">{format::bytes(b.inter_node_bytes)}</td>
-                                        </tr>
-                                    </tbody>
-                                </table>
-                            </div>
-                            <div class="table-scroll">
-                                <table data-testid="volume-rows">
-                                    <caption>"Every collective of the step, by group and purpose"</caption>
-                                    <thead>
-                                        <tr>
-                                            <th scope="col">"Group"</th>
-                                            <th scope="col">"Purpose"</th>
-                                            <th scope="col">"Op"</th>
-                                            <th scope="col">"Runs on"</th>
-                                            <th scope="col">{b.intra_node_link.clone()}</th>
-                                            <th scope="col">"Network"</th>
-                                        </tr>
-                                    </thead>
-                                    <tbody>
-                                        {b.volume.iter().map(|v| view! {
-                                            <tr>
-                                                <th scope="row">{v.group.id().to_ascii_uppercase().replace('_', "×")}</th>
-                                                <td>{v.purpose.id().replace('_', " ")}</td>
-                                                <td>{v.op.id()}</td>
-                                                <td>{domain_label(v.domain, &b.intra_node_link)}</td>
-                                                <td>{format::bytes(v.intra_node_bytes)}</td>
-                                                <td>{format::bytes(v.inter_node_bytes)}</td>
-                                            </tr>
-                                        }).collect::<Vec<_>>()}
-                                    </tbody>
-                                </table>
-                            </div>
+                            {volume_by_op(b)}
+                            {volume_rows(b)}
                         </div>
                     }
                         .into_any()
                 }
             })}
         </section>
+    }
+}
+
+/// Bytes per GPU per step by collective, and the totals per link.
+fn volume_by_op(b: &StepBreakdown) -> impl IntoView {
+    view! {
+        <div class="table-scroll">
+            <table data-testid="volume-by-op">
+                <caption>"Bytes per GPU per step, by collective"</caption>
+                <thead>
+                    <tr>
+                        <th scope="col">"Collective"</th>
+                        <th scope="col">"Bus bytes"</th>
+                        <th scope="col">{b.intra_node_link.clone()}</th>
+                        <th scope="col">"Network"</th>
+                    </tr>
+                </thead>
+                <tbody>
+                    {b.volume_by_op.iter().map(|v| view! {
+                        <tr>
+                            <th scope="row">{v.op.id()}</th>
+                            <td>{format::bytes(v.bus_bytes_per_step)}</td>
+                            <td>{format::bytes(v.intra_node_bytes)}</td>
+                            <td>{format::bytes(v.inter_node_bytes)}</td>
+                        </tr>
+                    }).collect::<Vec<_>>()}
+                    <tr class="total">
+                        <th scope="row">"All, per link"</th>
+                        <td></td>
+                        <td data-testid="volume-nvlink">{format::bytes(b.intra_node_bytes)}</td>
+                        <td data-testid="volume-network">{format::bytes(b.inter_node_bytes)}</td>
+                    </tr>
+                </tbody>
+            </table>
+        </div>
+    }
+}
+
+/// Every collective of the step by group and purpose, with where it runs.
+fn volume_rows(b: &StepBreakdown) -> impl IntoView {
+    view! {
+        <div class="table-scroll">
+            <table data-testid="volume-rows">
+                <caption>"Every collective of the step, by group and purpose"</caption>
+                <thead>
+                    <tr>
+                        <th scope="col">"Group"</th>
+                        <th scope="col">"Purpose"</th>
+                        <th scope="col">"Op"</th>
+                        <th scope="col">"Runs on"</th>
+                        <th scope="col">{b.intra_node_link.clone()}</th>
+                        <th scope="col">"Network"</th>
+                    </tr>
+                </thead>
+                <tbody>
+                    {b.volume.iter().map(|v| view! {
+                        <tr>
+                            <th scope="row">{v.group.id().to_ascii_uppercase().replace('_', "×")}</th>
+                            <td>{v.purpose.id().replace('_', " ")}</td>
+                            <td>{v.op.id()}</td>
+                            <td>{domain_label(v.domain, &b.intra_node_link)}</td>
+                            <td>{format::bytes(v.intra_node_bytes)}</td>
+                            <td>{format::bytes(v.inter_node_bytes)}</td>
+                        </tr>
+                    }).collect::<Vec<_>>()}
+                </tbody>
+            </table>
+        </div>
     }
 }

@@ -14,8 +14,9 @@ use planner_core::view::{Domain, GroupKind};
 use crate::app::Ctx;
 use crate::format;
 use crate::views::chart_canvas::{ChartCanvas, DrawInput};
+use crate::views::markup::SectionHead;
 use crate::views::teach_draw::{self as draw, op_label, seconds};
-use crate::views::visibility::{model_while_visible, near_screen, scenario_while_visible};
+use crate::views::visibility::section_inputs;
 
 /// The figures for the current scenario, and which sketches the layout uses.
 #[derive(Clone, Debug, PartialEq)]
@@ -164,10 +165,8 @@ fn collective_text(op: Collective) -> &'static str {
 #[component]
 pub fn LearnView() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
-    let section = NodeRef::<leptos::html::Section>::new();
     // Far below the fold: recompute only when scrolled near, so a slider move stays cheap.
-    let scenario = scenario_while_visible(ctx.scenario, near_screen(section));
-    let model = model_while_visible(scenario);
+    let (section, scenario, model) = section_inputs(ctx.scenario);
     let data = Memo::new(move |_| compute(scenario, model));
     // The tab is built once per error state: new figures update its charts in place
     // (reading `data` here would rebuild the whole tab, every chart, per input).
@@ -175,10 +174,7 @@ pub fn LearnView() -> impl IntoView {
     let tab = RwSignal::new(Tab::Collectives);
     view! {
         <section node_ref=section class="view learn" aria-labelledby="learn-title" data-testid="learn-view">
-            <h2 id="learn-title">"Learn: how each strategy moves data"</h2>
-            <p class="explain">
-                "The article's figures, drawn for the settings on the left: every size and time below comes from the same planner-core models as the views above, and changes as you move a control."
-            </p>
+            <SectionHead id="learn-title" title="Learn: how each strategy moves data" explain="The article's figures, drawn for the settings on the left: every size and time below comes from the same planner-core models as the views above, and changes as you move a control." />
             <div class="learn-tabs" role="tablist" aria-label="Teaching figures">
                 {Tab::ALL
                     .into_iter()

@@ -7,13 +7,15 @@
 //! Everything comes from planner-core's `figures::topology_map`.
 
 use leptos::prelude::*;
+use planner_core::input::scenario::Scenario;
 use planner_core::view::topology::{topology, GroupTraffic, TopologyMap};
 use planner_core::view::GroupKind;
 
 use crate::app::Ctx;
 use crate::format;
 use crate::perf::timed;
-use crate::views::visibility::{model_while_visible, near_screen, scenario_while_visible};
+use crate::views::markup::{column_heads, SectionHead};
+use crate::views::visibility::section_inputs;
 
 const CELL: f64 = 14.0;
 const GAP: f64 = 2.0;
@@ -178,13 +180,14 @@ fn svg_figure(map: &TopologyMap, kind: GroupKind) -> (String, String, String) {
     )
 }
 
+/// The scenario's placement, or none without a model.
+type Map = Memo<Option<TopologyMap>>;
+
 /// The topology section.
 #[component]
 pub fn TopologyView() -> impl IntoView {
     let ctx = expect_context::<Ctx>();
-    let section = NodeRef::<leptos::html::Section>::new();
-    let scenario = scenario_while_visible(ctx.scenario, near_screen(section));
-    let model = model_while_visible(scenario);
+    let (section, scenario, model) = section_inputs(ctx.scenario);
     let colour_by = RwSignal::new(GroupKind::Tp);
     let map = Memo::new(move |_| {
         model.with(|m| {
@@ -193,8 +196,89 @@ pub fn TopologyView() -> impl IntoView {
                 .map(|model| scenario.with(|s| timed("topology_map", || topology(s, model))))
         })
     });
-
     let hovered = RwSignal::new(None::<usize>);
+
+    view! {
+        <section node_ref=section class="view" aria-labelledby="topology-title" data-testid="topology-view">
+            <SectionHead id="topology-title" title="Where the groups run" explain="The cluster as nodes of GPUs, ranks placed in Megatron's order (TP fastest, then CP, DP, PP). Each GPU takes the colour of its group of the chosen kind; a bar under a node marks that group's traffic inside it (on NVLink, or on PCIe for GPUs without NVLink), an arc between nodes its traffic over the network. Tensor parallelism talks every layer, so it belongs inside a node: a TP group that spans nodes is outlined in red." />
+            <div class="topo-controls" role="group" aria-label="Colour GPUs by">
+                <span class="hint">"Colour by:"</span>
+                {COLOUR_BY
+                    .iter()
+                    .map(|&(k, label)| view! {
+                        <button
+                            aria-pressed=move || (colour_by.get() == k).to_string()
+                            data-testid=format!("topo-by-{}", k.id())
+                            on:click=move |_| colour_by.set(k)
+                        >
+                            {label}
+                        </button>
+                    })
+                    .collect::<Vec<_>>()}
+            </div>
+            {move || map.with(|m| m.as_ref().map(|map| {
+                let warns = map.warnings.iter().map(|w| view! {
+                    <p class="issue warn" data-testid="topology-warning">{w.message.clone()}</p>
+                }).collect::<Vec<_>>();
+                view! {
+                    {map.note.clone().map(|n| view! { <p class="hint" data-testid="topology-note">{n}</p> })}
+                    {warns}
+                }
+            }))}
+            <p class="derived" data-testid="topology-caption">
+                {move || {
+                    let kind = colour_by.get();
+                    map.with(|m| m.as_ref().map(|map| caption(map, kind)).unwrap_or_default())
+                }}
+            </p>
+            <div class="topo-scroll"><TopologyFigure map=map colour_by=colour_by hovered=hovered /></div>
+            <GpuSheet scenario=scenario />
+            <p class="hint topo-hover" data-testid="topology-hover">
+                {move || {
+                    let kind = colour_by.get();
+                    match hovered.get() {
+                        None => "Point at a GPU for its rank and coordinates.".to_string(),
+                        Some(i) => map.with(|m| m.as_ref().map(|map| gpu_text(map, i, kind)).unwrap_or_default()),
+                    }
+                }}
+            </p>
+            <ul class="legend">
+                <li><span class="swatch topo-sw-nvlink"></span>{move || map.with(|m| format!("traffic inside a node ({})", m.as_ref().map_or("NVLink", |map| map.intra_node_link.as_str())))}</li>
+                <li><span class="swatch topo-sw-net"></span>"traffic between nodes (network)"</li>
+                <li><span class="swatch topo-sw-warn"></span>"group that should stay in a node but does not"</li>
+                <li><span class="swatch topo-sw-idle"></span>"idle GPU"</li>
+            </ul>
+            <GroupsTable map=map />
+        </section>
+    }
+}
+
+/// What a group of `kind` is and carries, or that there is none.
+fn caption(map: &TopologyMap, kind: GroupKind) -> String {
+    let gpn = map.gpus_per_node;
+    match traffic_of(map, kind) {
+            Some(t) => format!(
+                "{} groups of {} GPUs ({} per node over {} node{}): {} per GPU per step on {}, {} on the network",
+                format::thousands(map.world_size / t.placement.size.max(1)),
+                t.placement.size,
+                t.placement.per_node.min(u64::from(gpn)),
+                t.placement.nodes,
+                if t.placement.nodes == 1 { "" } else { "s" },
+                format::bytes(t.intra_node_bytes_per_step),
+                map.intra_node_link,
+                format::bytes(t.inter_node_bytes_per_step),
+            ),
+            None => format!("{} = 1: every GPU is its own group, no traffic", kind.id().to_ascii_uppercase()),
+        }
+}
+
+/// The nodes and their GPUs, coloured by group of `colour_by`; `hovered` follows the pointer.
+#[component]
+fn TopologyFigure(
+    map: Map,
+    colour_by: RwSignal<GroupKind>,
+    hovered: RwSignal<Option<usize>>,
+) -> impl IntoView {
     // Built as one SVG string: a few hundred cells redraw in one DOM write per input.
     let figure = Memo::new(move |_| {
         let kind = colour_by.get();
@@ -203,7 +287,7 @@ pub fn TopologyView() -> impl IntoView {
                 .map(|map| timed("topology_svg", || svg_figure(map, kind)))
         })
     });
-    let figure = move || {
+    move || {
         figure.with(|f| match f {
             None => view! { <p class="issue error">"No model: nothing to place."</p> }.into_any(),
             Some((view_box, label, inner)) => view! {
@@ -227,8 +311,30 @@ pub fn TopologyView() -> impl IntoView {
             }
             .into_any(),
         })
-    };
+    }
+}
 
+/// The GPU's datasheet, folded.
+#[component]
+fn GpuSheet(scenario: Memo<Scenario>) -> impl IntoView {
+    view! {
+        <details data-testid="gpu-sheet">
+            <summary>{move || scenario.with(|s| format!("{} datasheet", s.cluster.gpu.name))}</summary>
+            <dl>
+                {move || scenario.with(|s| {
+                    planner_core::view::gpu_sheet::gpu_sheet(&s.cluster.gpu)
+                        .into_iter()
+                        .map(|r| view! { <dt>{r.label}</dt><dd>{r.value}</dd> })
+                        .collect::<Vec<_>>()
+                })}
+            </dl>
+        </details>
+    }
+}
+
+/// Each group kind's size, placement, link and bytes per step.
+#[component]
+fn GroupsTable(map: Map) -> impl IntoView {
     let summary = move || {
         map.with(|m| {
             let Some(map) = m else { return Vec::new() };
@@ -265,103 +371,14 @@ pub fn TopologyView() -> impl IntoView {
                 .collect::<Vec<_>>()
         })
     };
-
     view! {
-        <section node_ref=section class="view" aria-labelledby="topology-title" data-testid="topology-view">
-            <h2 id="topology-title">"Where the groups run"</h2>
-            <p class="explain">
-                "The cluster as nodes of GPUs, ranks placed in Megatron's order (TP fastest, then CP, DP, PP). Each GPU takes the colour of its group of the chosen kind; a bar under a node marks that group's traffic inside it (on NVLink, or on PCIe for GPUs without NVLink), an arc between nodes its traffic over the network. Tensor parallelism talks every layer, so it belongs inside a node: a TP group that spans nodes is outlined in red."
-            </p>
-            <div class="topo-controls" role="group" aria-label="Colour GPUs by">
-                <span class="hint">"Colour by:"</span>
-                {COLOUR_BY
-                    .iter()
-                    .map(|&(k, label)| view! {
-                        <button
-                            aria-pressed=move || (colour_by.get() == k).to_string()
-                            data-testid=format!("topo-by-{}", k.id())
-                            on:click=move |_| colour_by.set(k)
-                        >
-                            {label}
-                        </button>
-                    })
-                    .collect::<Vec<_>>()}
-            </div>
-            {move || map.with(|m| m.as_ref().map(|map| {
-                let warns = map.warnings.iter().map(|w| view! {
-                    <p class="issue warn" data-testid="topology-warning">{w.message.clone()}</p>
-                }).collect::<Vec<_>>();
-                view! {
-                    {map.note.clone().map(|n| view! { <p class="hint" data-testid="topology-note">{n}</p> })}
-                    {warns}
-                }
-            }))}
-            <p class="derived" data-testid="topology-caption">
-                {move || {
-                    let kind = colour_by.get();
-                    map.with(|m| m.as_ref().map(|map| {
-                        let gpn = map.gpus_per_node;
-                        match traffic_of(map, kind) {
-                            Some(t) => format!(
-                                "{} groups of {} GPUs ({} per node over {} node{}): {} per GPU per step on {}, {} on the network",
-                                format::thousands(map.world_size / t.placement.size.max(1)),
-                                t.placement.size,
-                                t.placement.per_node.min(u64::from(gpn)),
-                                t.placement.nodes,
-                                if t.placement.nodes == 1 { "" } else { "s" },
-                                format::bytes(t.intra_node_bytes_per_step),
-                                map.intra_node_link,
-                                format::bytes(t.inter_node_bytes_per_step),
-                            ),
-                            None => format!("{} = 1: every GPU is its own group, no traffic", kind.id().to_ascii_uppercase()),
-                        }
-                    }).unwrap_or_default())
-                }}
-            </p>
-            <div class="topo-scroll">{figure}</div>
-            <details data-testid="gpu-sheet">
-                <summary>{move || scenario.with(|s| format!("{} datasheet", s.cluster.gpu.name))}</summary>
-                <dl>
-                    {move || scenario.with(|s| {
-                        planner_core::view::gpu_sheet::gpu_sheet(&s.cluster.gpu)
-                            .into_iter()
-                            .map(|r| view! { <dt>{r.label}</dt><dd>{r.value}</dd> })
-                            .collect::<Vec<_>>()
-                    })}
-                </dl>
-            </details>
-            <p class="hint topo-hover" data-testid="topology-hover">
-                {move || {
-                    let kind = colour_by.get();
-                    match hovered.get() {
-                        None => "Point at a GPU for its rank and coordinates.".to_string(),
-                        Some(i) => map.with(|m| m.as_ref().map(|map| gpu_text(map, i, kind)).unwrap_or_default()),
-                    }
-                }}
-            </p>
-            <ul class="legend">
-                <li><span class="swatch topo-sw-nvlink"></span>{move || map.with(|m| format!("traffic inside a node ({})", m.as_ref().map_or("NVLink", |map| map.intra_node_link.as_str())))}</li>
-                <li><span class="swatch topo-sw-net"></span>"traffic between nodes (network)"</li>
-                <li><span class="swatch topo-sw-warn"></span>"group that should stay in a node but does not"</li>
-                <li><span class="swatch topo-sw-idle"></span>"idle GPU"</li>
-            </ul>
-            <div class="table-scroll">
-                <table data-testid="topology-groups">
-                    <thead>
-                        <tr>
-                            <th scope="col">"Group"</th>
-                            <th scope="col">"Size"</th>
-                            <th scope="col">"Groups"</th>
-                            <th scope="col">"Placement"</th>
-                            <th scope="col">"Runs on"</th>
-                            <th scope="col">"In-node bytes/step"</th>
-                            <th scope="col">"Network bytes/step"</th>
-                            <th scope="col">"Note"</th>
-                        </tr>
-                    </thead>
-                    <tbody>{summary}</tbody>
-                </table>
-            </div>
-        </section>
+        <div class="table-scroll">
+            <table data-testid="topology-groups">
+                <thead>
+                    {column_heads(&["Group", "Size", "Groups", "Placement", "Runs on", "In-node bytes/step", "Network bytes/step", "Note"])}
+                </thead>
+                <tbody>{summary}</tbody>
+            </table>
+        </div>
     }
 }

@@ -91,3 +91,18 @@ pub fn scenario_while_visible(
 pub fn model_while_visible(scenario: Memo<Scenario>) -> Memo<Result<ModelSpec, String>> {
     Memo::new(move |_| scenario.with(|s| s.model_spec().map_err(|e| e.to_string())))
 }
+
+/// A section's element (watched for nearness to the screen), and the scenario and model as
+/// last seen while it was near ([`scenario_while_visible`], [`model_while_visible`]).
+pub type SectionInputs = (
+    NodeRef<leptos::html::Section>,
+    Memo<Scenario>,
+    Memo<Result<ModelSpec, String>>,
+);
+
+/// The [`SectionInputs`] of a new section over the page's `scenario`.
+pub fn section_inputs(scenario: RwSignal<Scenario>) -> SectionInputs {
+    let section = NodeRef::<leptos::html::Section>::new();
+    let scenario = scenario_while_visible(scenario, near_screen(section));
+    (section, scenario, model_while_visible(scenario))
+}

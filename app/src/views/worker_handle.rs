@@ -1,0 +1,66 @@
+//! The page's end of a worker (`app-worker/`): spawned with its two handlers, which live as
+//! long as the worker. [`kept_worker`] keeps one for the page (the mesh search, the serving
+//! search, the bill); the accuracy section starts one when opened, `worker_job::ask` one per
+//! import.
+//!
+//! Hand-written on web-sys, not gloo-worker: gloo-worker's bridge speaks its own protocol
+//! (bincode-encoded messages through its `Codec`, a worker registered with its `Registrable`
+//! entry point), while these workers speak planner-core's text protocol
+//! (`planner_core::edges::validation::PageReply` and each page's request/reply) and the mesh
+//! search answers with a transferred byte buffer; moving to it would rewrite the worker's side
+//! too and add bincode and serde's derive code to both modules.
+
+use leptos::prelude::*;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use web_sys::{ErrorEvent, MessageEvent, Worker};
+
+/// The worker's loader (trunk's `data-loader-shim`: `importScripts` of the
+/// no-modules glue, then its wasm), relative to the page.
+pub const WORKER_URL: &str = "./app-worker_loader.js";
+
+/// Starts the worker; `on_message` gets the worker and each message, `on_error` each
+/// failure's message. Errs with why it did not start.
+pub fn spawn_worker(
+    on_message: impl FnMut(&Worker, MessageEvent) + 'static,
+    mut on_error: impl FnMut(String) + 'static,
+) -> Result<Worker, String> {
+    let worker = Worker::new(WORKER_URL).map_err(|e| format!("{e:?}"))?;
+    let mut on_message = on_message;
+    let handle = worker.clone();
+    let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |ev: MessageEvent| {
+        on_message(&handle, ev);
+    });
+    let onerror = Closure::<dyn FnMut(ErrorEvent)>::new(move |ev: ErrorEvent| {
+        on_error(ev.message());
+    });
+    worker.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
+    worker.set_onerror(Some(onerror.as_ref().unchecked_ref()));
+    // The handlers live as long as the worker: one pair per worker, and a page starts one
+    // per kept worker (another only after it fails) and one per import (a user's action).
+    onmessage.forget();
+    onerror.forget();
+    Ok(worker)
+}
+
+/// The worker kept in `slot`, spawned into it on first use (see [`spawn_worker`]).
+pub fn kept_worker(
+    slot: StoredValue<Option<Worker>, LocalStorage>,
+    on_message: impl FnMut(&Worker, MessageEvent) + 'static,
+    on_error: impl FnMut(String) + 'static,
+) -> Result<Worker, String> {
+    if let Some(w) = slot.with_value(Clone::clone) {
+        return Ok(w);
+    }
+    let worker = spawn_worker(on_message, on_error)?;
+    slot.set_value(Some(worker.clone()));
+    Ok(worker)
+}
+
+/// Terminates the worker kept in `slot`, if any: a worker that failed answers nothing more,
+/// and the next use starts another.
+pub fn drop_worker(slot: StoredValue<Option<Worker>, LocalStorage>) {
+    if let Some(w) = slot.try_update_value(Option::take).flatten() {
+        w.terminate();
+    }
+}
