@@ -18,8 +18,7 @@ use planner_core::view::presets::{self, model_presets};
 
 use crate::charts::Theme;
 use crate::control_specs::{
-    enum_choice, number, options_of, toggle, ChoiceSpec, Control, Options, ScenarioControls,
-    SliderSpec,
+    enum_choice, number, options_of, slider, toggle, ChoiceSpec, Control, Options, ScenarioControls,
 };
 use crate::inputs::{power_of_two_steps, Issues, NumberField, Select};
 use crate::share;
@@ -322,14 +321,7 @@ fn kernel_options(framework: Framework) -> Vec<(String, String)> {
 /// A slider of `Layout`'s `member`, over the power-of-two steps of the cluster's size.
 macro_rules! degree_slider {
     ($label:literal, $field:literal, $member:ident, $hint:literal) => {
-        Control::Slider(SliderSpec {
-            label: $label,
-            field: $field,
-            hint: $hint,
-            steps: |sc| power_of_two_steps(world_u32(sc), sc.layout.$member),
-            get: |sc| sc.layout.$member,
-            put: |sc, v| sc.layout.$member = v,
-        })
+        slider! { $label, $field, layout.$member, |sc| power_of_two_steps(world_u32(sc), sc.layout.$member), $hint }
     };
 }
 
@@ -537,14 +529,7 @@ static LAYOUT_CONTROLS: [Control; 19] = [
     degree_slider! { "Context parallel (CP)", "cp", cp, "Splits each sequence across GPUs; attention passes keys and values around a ring." },
     degree_slider! { "Expert parallel (EP)", "ep", ep, "Splits routed experts of MoE layers across the TP × CP × DP ranks (Megatron's MoE parallel folding); tokens travel by all-to-all." },
     degree_slider! { "Expert tensor parallel (expert TP)", "etp", expert_tp, "Splits each routed expert's FFN across this many GPUs; 1 keeps experts whole." },
-    Control::Slider(SliderSpec {
-        label: "Virtual stages",
-        field: "vpp",
-        hint: "Layer chunks per pipeline rank for the interleaved schedule; shrinks the bubble.",
-        steps: virtual_stage_steps,
-        get: |sc| sc.layout.virtual_stages,
-        put: |sc, v| sc.layout.virtual_stages = v,
-    }),
+    slider! { "Virtual stages", "vpp", layout.virtual_stages, virtual_stage_steps, "Layer chunks per pipeline rank for the interleaved schedule; shrinks the bubble." },
     Control::Choice(ChoiceSpec {
         label: "Stage split",
         field: "split",

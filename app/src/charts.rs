@@ -517,15 +517,15 @@ pub fn draw_schedule(
     ops: &[GridOp],
     theme: &Theme,
 ) -> Result<Vec<HitBox>, String> {
-    draw_schedule_with(
-        canvas,
-        css_width,
-        rows,
-        span,
-        ops,
-        theme,
-        CellFills::OnePathPerColour,
-    )
+    let grid = ScheduleGrid { rows, span, ops };
+    draw_schedule_with(canvas, css_width, &grid, theme, CellFills::OnePathPerColour)
+}
+
+/// What the schedule grid draws: its rows, its time span in slots, its ops.
+struct ScheduleGrid<'a> {
+    rows: &'a [GridRow],
+    span: f64,
+    ops: &'a [GridOp],
 }
 
 /// How the schedule grid fills its cells.
@@ -552,12 +552,11 @@ fn context_2d(canvas: &HtmlCanvasElement) -> Result<web_sys::CanvasRenderingCont
 fn draw_schedule_with(
     canvas: &HtmlCanvasElement,
     css_width: f64,
-    rows: &[GridRow],
-    span: f64,
-    ops: &[GridOp],
+    grid: &ScheduleGrid,
     theme: &Theme,
     fills: CellFills,
 ) -> Result<Vec<HitBox>, String> {
+    let &ScheduleGrid { rows, span, ops } = grid;
     let stages = u32::try_from(rows.len()).unwrap_or(u32::MAX);
     // The page draws at most 17 rows (views/pipeline.rs elides deeper pipelines' middle
     // stages); a taller grid, drawn whole, takes compact rows.
@@ -1047,30 +1046,20 @@ mod tests {
         for (stages, mbs) in [(4, 8), (16, 16), (64, 32)] {
             let ops = grid_ops(stages, mbs);
             let span = ops.iter().map(|o| o.start + o.duration).fold(0.0, f64::max);
+            let rows = every_stage(stages);
+            let grid = ScheduleGrid {
+                rows: &rows,
+                span,
+                ops: &ops,
+            };
             for dark in [false, true] {
                 let theme = Theme::new(dark);
                 for width in [640.0, 1203.0] {
                     let (a, b) = (test_canvas(), test_canvas());
-                    draw_schedule_with(
-                        &a,
-                        width,
-                        &every_stage(stages),
-                        span,
-                        &ops,
-                        &theme,
-                        CellFills::OnePathPerColour,
-                    )
-                    .expect("drawn");
-                    draw_schedule_with(
-                        &b,
-                        width,
-                        &every_stage(stages),
-                        span,
-                        &ops,
-                        &theme,
-                        CellFills::OneRectanglePerCell,
-                    )
-                    .expect("drawn");
+                    draw_schedule_with(&a, width, &grid, &theme, CellFills::OnePathPerColour)
+                        .expect("drawn");
+                    draw_schedule_with(&b, width, &grid, &theme, CellFills::OneRectanglePerCell)
+                        .expect("drawn");
                     let (pa, pb) = (pixels(&a), pixels(&b));
                     assert_eq!(pa.len(), pb.len());
                     let differ = pa.iter().zip(&pb).filter(|(x, y)| x != y).count();

@@ -125,7 +125,21 @@ macro_rules! enum_choice {
     };
 }
 
-pub(crate) use {enum_choice, number, toggle};
+/// A [`Control::Slider`] of the scenario's field at `path`, over the values `steps` gives.
+macro_rules! slider {
+    ($label:literal, $field:literal, $($path:ident).+, $steps:expr, $hint:literal) => {
+        $crate::control_specs::Control::Slider($crate::control_specs::SliderSpec {
+            label: $label,
+            field: $field,
+            hint: $hint,
+            steps: $steps,
+            get: |sc| sc.$($path).+,
+            put: |sc, v| sc.$($path).+ = v,
+        })
+    };
+}
+
+pub(crate) use {enum_choice, number, slider, toggle};
 
 /// Options `(id, label)` of every value of a list.
 pub fn options_of<T>(

@@ -563,22 +563,21 @@ pub fn MeshView() -> impl IntoView {
             <MeshNotices state=state />
             <Hints state=state />
             <div class="mesh-tabs" role="tablist">
-                <button
-                    role="tab"
-                    data-testid="mesh-tab-feasible"
-                    aria-selected=move || (tab.get() == "feasible").to_string()
-                    on:click=move |_| tab.set("feasible")
-                >
-                    "Feasible (ranked)"
-                </button>
-                <button
-                    role="tab"
-                    data-testid="mesh-tab-rejected"
-                    aria-selected=move || (tab.get() == "rejected").to_string()
-                    on:click=move |_| tab.set("rejected")
-                >
-                    "Rejected"
-                </button>
+                {[("feasible", "Feasible (ranked)"), ("rejected", "Rejected")]
+                    .into_iter()
+                    .map(|(id, text)| {
+                        view! {
+                            <button
+                                role="tab"
+                                data-testid=format!("mesh-tab-{id}")
+                                aria-selected=move || (tab.get() == id).to_string()
+                                on:click=move |_| tab.set(id)
+                            >
+                                {text}
+                            </button>
+                        }
+                    })
+                    .collect_view()}
             </div>
             <div class="mesh-filters" role="group" aria-label="Filter by degree">
                 <FilterField label="DP" id="dp" filter=filter get=|f| f.dp put=|f, v| f.dp = v />

@@ -16,7 +16,7 @@ use crate::views::serving_latency::ServingLatency;
 use crate::views::visibility::{model_while_visible, near_screen, scenario_while_visible};
 
 use crate::control_specs::{
-    number, ChoiceSpec, Control, DecimalSpec, Options, ScenarioControls, SliderSpec,
+    number, slider, ChoiceSpec, Control, DecimalSpec, Options, ScenarioControls,
 };
 use crate::format;
 use crate::inputs::power_of_two_steps;
@@ -79,22 +79,8 @@ static SERVING_CONTROLS: [Control; 8] = [
     }),
     number! { "Context", "serve_ctx", "tokens", serving.context_len, "Prompt plus output tokens each sequence keeps in cache." },
     number! { "Target concurrency", "serve_conc", "sequences", serving.target_concurrency, "Sequences one replica should serve at once." },
-    Control::Slider(SliderSpec {
-        label: "Replica TP",
-        field: "serve_tp",
-        hint: "GPUs one replica's weights and KV heads are split over, inside a node.",
-        steps: |sc| power_of_two_steps(sc.cluster.gpus_per_node, sc.serving.tp),
-        get: |sc| sc.serving.tp,
-        put: |sc, v| sc.serving.tp = v,
-    }),
-    Control::Slider(SliderSpec {
-        label: "Replica PP",
-        field: "serve_pp",
-        hint: "Pipeline stages of one replica, across nodes.",
-        steps: |sc| power_of_two_steps(16, sc.serving.pp),
-        get: |sc| sc.serving.pp,
-        put: |sc, v| sc.serving.pp = v,
-    }),
+    slider! { "Replica TP", "serve_tp", serving.tp, |sc| power_of_two_steps(sc.cluster.gpus_per_node, sc.serving.tp), "GPUs one replica's weights and KV heads are split over, inside a node." },
+    slider! { "Replica PP", "serve_pp", serving.pp, |sc| power_of_two_steps(16, sc.serving.pp), "Pipeline stages of one replica, across nodes." },
     Control::Choice(ChoiceSpec {
         label: "Engine",
         field: "serve_engine",
