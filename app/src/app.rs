@@ -22,7 +22,6 @@ use crate::control_specs::{
 };
 use crate::inputs::{power_of_two_steps, Issues, NumberField, Select};
 use crate::share;
-use wasm_bindgen::JsCast;
 
 use crate::deferred::DeferredViews;
 use crate::views::{CalibrationBadge, MemoryView, PipelineView, ServingView};
@@ -50,13 +49,12 @@ pub fn page_theme() -> RwSignal<Theme> {
     if let Some(mq) =
         web_sys::window().and_then(|w| w.match_media("(prefers-color-scheme: dark)").ok().flatten())
     {
-        let handler = wasm_bindgen::closure::Closure::<dyn Fn(web_sys::Event)>::new(
-            move |_: web_sys::Event| theme.set(Theme::new(prefers_dark())),
-        );
-        // `add_event_listener`, not `onchange`: the page and the deferred module each keep one.
-        let _ = mq.add_event_listener_with_callback("change", handler.as_ref().unchecked_ref());
-        // The listener lives as long as the page.
-        handler.forget();
+        // A listener, not `onchange`: the page and the deferred module each keep one. It lives
+        // as long as the page.
+        gloo_events::EventListener::new(&mq, "change", move |_| {
+            theme.set(Theme::new(prefers_dark()));
+        })
+        .forget();
     }
     theme
 }

@@ -25,7 +25,6 @@ use leptos::prelude::*;
 use planner_core::edges::link;
 use planner_core::input::scenario::Scenario;
 use planner_core::view::presets;
-use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::app::{page_theme, resolved_model, Ctx};
@@ -93,16 +92,15 @@ fn dispatch(name: &str, detail: &str) {
 /// Calls `f` with each `name` event's string `detail`, for the page's lifetime.
 fn listen(name: &str, f: impl Fn(String) + 'static) {
     let Some(w) = web_sys::window() else { return };
-    let handler = Closure::<dyn Fn(web_sys::Event)>::new(move |e: web_sys::Event| {
+    // The listener lives as long as the page.
+    gloo_events::EventListener::new(&w, name.to_string(), move |e| {
         let detail = e
             .dyn_ref::<web_sys::CustomEvent>()
             .and_then(|c| c.detail().as_string())
             .unwrap_or_default();
         f(detail);
-    });
-    let _ = w.add_event_listener_with_callback(name, handler.as_ref().unchecked_ref());
-    // The listener lives as long as the page.
-    handler.forget();
+    })
+    .forget();
 }
 
 /// The page's side: the container the deferred module mounts into, and the scenario

@@ -2,6 +2,10 @@
 //! picked or dropped file (size checked before a byte is read), copying text
 //! (clipboard with a select-and-copy fallback) and a download link. Files never
 //! leave the browser.
+//!
+//! A file is read with `File.text()` through web-sys, not gloo-file: that is one promise and no
+//! hand-written closure or listener, where gloo-file reads through a `FileReader`, its load and
+//! error callbacks and a channel.
 
 use leptos::prelude::*;
 use wasm_bindgen::JsCast;

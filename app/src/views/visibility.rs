@@ -17,10 +17,8 @@ fn printing() -> ArcRwSignal<bool> {
             if let Some(w) = web_sys::window() {
                 for (event, value) in [("beforeprint", true), ("afterprint", false)] {
                     let target = printing.clone();
-                    let handler = Closure::<dyn Fn()>::new(move || target.set(value));
-                    let _ = w.add_event_listener_with_callback(event, handler.as_ref().unchecked_ref());
                     // The listeners live as long as the page.
-                    handler.forget();
+                    gloo_events::EventListener::new(&w, event, move |_| target.set(value)).forget();
                 }
             }
             printing
