@@ -31,6 +31,10 @@
 //! [`planner_core::edges::import_page::Job`] (a `config.json`, or a benchmark file with the
 //! scenario's link) is answered with that module's plain-text reply, so the parsers and the
 //! fit stay out of the page's wasm too.
+//!
+//! Its one listener (`onmessage`) is a web-sys closure, not gloo-events: BUNDLE_MEASUREMENT
+//! (wasm-release, wasm-bindgen `no-modules`, `wasm-opt -Oz`, `gzip -9`): 358,561 B (wasm +
+//! JS glue) with the closure, 358,785 B with `gloo_events::EventListener` (+224 B).
 
 mod bench_import;
 mod bill_markup;
