@@ -122,26 +122,10 @@ pub(super) fn search_blocks<P: PeakSource>(
         return 0;
     }
     let cx = BlockCtx::new(model, scenario, space, step_model);
-    let ep_values: Vec<u32> = if cx.experts > 0 {
-        divisors(u64::from(cx.experts))
-            .into_iter()
-            .filter(|&e| e <= space.max_ep.max(1))
-            .collect()
-    } else {
-        vec![1]
-    };
+    let ep_values = cx.ep_values();
     // (schedule, v, split) options per PP, built once per PP value; `None` = no split fits.
     let mut per_pp: Vec<(u32, Vec<SchedOption>)> = Vec::new();
-    let mut scratch = Scratch {
-        mbs: Vec::new(),
-        oom: Vec::new(),
-        comms: MicroBatchComms {
-            dp: [StepComms::new(); 8],
-            mp: [StepComms::new(); 2],
-            dp_built: [false; 8],
-            mp_built: [false; 2],
-        },
-    };
+    let mut scratch = Scratch::new();
     let (n_zero, n_rc) = (space.zero_stages.len() as u64, space.recompute.len() as u64);
     for (done, &(tp, pp, cp)) in blocks.iter().enumerate() {
         let Some(dp64) = cx
@@ -155,23 +139,7 @@ pub(super) fn search_blocks<P: PeakSource>(
         let Ok(dp) = u32::try_from(dp64) else {
             continue;
         };
-        let at = match per_pp.iter().position(|(p, _)| *p == pp) {
-            Some(i) => i,
-            None => {
-                per_pp.push((
-                    pp,
-                    sched_options(
-                        space,
-                        scenario.overheads.framework,
-                        &step_model.comm_inputs,
-                        model.layers,
-                        pp,
-                    ),
-                ));
-                per_pp.len() - 1
-            }
-        };
-        let scheds = &per_pp[at].1;
+        let scheds = cx.sched_options_at(&mut per_pp, pp);
         let any_split = scheds.iter().any(|o| o.split.is_some());
         cx.micro_batches(dp64, &mut scratch.mbs);
         let n_mb = scratch.mbs.len() as u64;
@@ -203,21 +171,8 @@ pub(super) fn search_blocks<P: PeakSource>(
             }
             acc.total += knobs_per_mesh;
             if !mesh_reasons.is_empty() {
-                acc.reject(
-                    Rejected {
-                        dims,
-                        zero: None,
-                        recompute: None,
-                        schedule: None,
-                        virtual_stages: None,
-                        micro_batch: None,
-                        split: None,
-                        reasons: mesh_reasons,
-                        candidates: knobs_per_mesh,
-                        peak_memory_bytes: 0.0,
-                    },
-                    space.max_rejected,
-                );
+                let block = Rejected::whole_mesh(dims, mesh_reasons, knobs_per_mesh);
+                acc.reject(block, space.max_rejected);
                 continue;
             }
             let placement = Placement::of_sizes(
@@ -290,6 +245,39 @@ struct MicroBatchComms {
     mp: [StepComms; 2],
     dp_built: [bool; 8],
     mp_built: [bool; 2],
+}
+
+impl Scratch {
+    fn new() -> Self {
+        Scratch {
+            mbs: Vec::new(),
+            oom: Vec::new(),
+            comms: MicroBatchComms {
+                dp: [StepComms::new(); 8],
+                mp: [StepComms::new(); 2],
+                dp_built: [false; 8],
+                mp_built: [false; 2],
+            },
+        }
+    }
+}
+
+impl Rejected {
+    /// A whole mesh rejected by its own rules: every knob under it.
+    fn whole_mesh(dims: MeshDims, reasons: Reasons, candidates: u64) -> Self {
+        Rejected {
+            dims,
+            zero: None,
+            recompute: None,
+            schedule: None,
+            virtual_stages: None,
+            micro_batch: None,
+            split: None,
+            reasons,
+            candidates,
+            peak_memory_bytes: 0.0,
+        }
+    }
 }
 
 impl MicroBatchComms {
@@ -375,6 +363,44 @@ impl<'a> BlockCtx<'a> {
             expert_ffn: model.moe.as_ref().map_or(0, |m| m.expert_ffn),
             params: (!scenario.training.offload.is_none()).then(|| model.param_breakdown()),
         }
+    }
+
+    /// The expert-parallel degrees tried: the divisors of the routed experts up to the space's
+    /// largest (1 for a dense model).
+    fn ep_values(&self) -> Vec<u32> {
+        if self.experts > 0 {
+            divisors(u64::from(self.experts))
+                .into_iter()
+                .filter(|&e| e <= self.space.max_ep.max(1))
+                .collect()
+        } else {
+            vec![1]
+        }
+    }
+
+    /// The schedule options at `pp`, built on the first mesh of that PP and kept in `per_pp`.
+    fn sched_options_at<'p>(
+        &self,
+        per_pp: &'p mut Vec<(u32, Vec<SchedOption>)>,
+        pp: u32,
+    ) -> &'p [SchedOption] {
+        let at = match per_pp.iter().position(|(p, _)| *p == pp) {
+            Some(i) => i,
+            None => {
+                per_pp.push((
+                    pp,
+                    sched_options(
+                        self.space,
+                        self.scenario.overheads.framework,
+                        &self.step_model.comm_inputs,
+                        self.model.layers,
+                        pp,
+                    ),
+                ));
+                per_pp.len() - 1
+            }
+        };
+        &per_pp[at].1
     }
 
     /// Fills `mbs` with the micro-batches a mesh of `dp64` replicas tries.
