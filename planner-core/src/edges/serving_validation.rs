@@ -436,70 +436,21 @@ pub fn map_serving_run(run: &ServingRun) -> Result<MappedServing, String> {
         PrecisionRecipe::MixedAdam
     };
     let cluster = Cluster::of(gpu, nodes.max(1));
-    let kv = match run.kv_dtype {
-        Some(d) => d.serve(),
-        None => {
-            let (d, why) = unstated_kv_dtype(run);
-            defaults.push(format!("kv_dtype not stated: {why}"));
-            d
-        }
+    let serving = serving_of(run, &spec, &cluster, &mut defaults)?;
+    // Not read by the serving model; a one-sequence step of the serving context.
+    let training = Training {
+        seq_len: serving.context_len.max(1),
+        global_batch: 1,
+        finetune: Default::default(),
+        offload: Default::default(),
+        packing: false,
     };
-    let context_len = run.prompt_tokens.saturating_add(run.output_tokens);
-    let mut serving = Serving {
-        weight_dtype: run.weight_dtype.serve(),
-        kv_dtype: kv,
-        context_len,
-        target_concurrency: run.concurrency.unwrap_or(1),
-        tp: run.tp,
-        pp: run.pp,
-        ..Serving::default()
-    };
-    if runs_tensorrt_llm(run) {
-        let fraction = serving.memory_utilization;
-        // TensorRT-LLM gives the KV cache a fraction of the memory left after weights and the
-        // profiled activations (tensorrt_llm/_torch/pyexecutor/_util.py cal_max_tokens:
-        // (total_gpu_memory − peak_memory) × free_gpu_memory_fraction, default 0.9; the C++
-        // runtime likewise, docs/source/reference/memory.md "freeGpuMemoryFraction ... of the
-        // remaining free GPU memory"). In the planner's accounting (pool = u·T − W − S) that
-        // fraction f is u = f + (1 − f)·(W + S)/T.
-        let plan =
-            crate::memory::serving::serving_plan(&spec, &serving, &cluster).map_err(|e| {
-                format!(
-                    "the serving model refuses the replica: {}: {}",
-                    e.field, e.reason
-                )
-            })?;
-        let total = cluster.gpu.memory_bytes;
-        let held = plan.usable_per_gpu.value - plan.kv_budget_per_gpu.value;
-        if total > 0.0 && held > 0.0 && held < total {
-            serving.memory_utilization = fraction + (1.0 - fraction) * held / total;
-        }
-        defaults.push(format!(
-            "kv_cache_free_gpu_mem_fraction not stated: {fraction} (TensorRT-LLM default) of the {:.1} GB left after weights and workspace, as memory_utilization {:.4}, workspace {:.0} GB",
-            (total - held) / 1e9,
-            serving.memory_utilization,
-            serving.workspace_bytes / 1e9
-        ));
-    } else {
-        defaults.push(format!(
-            "memory_utilization not stated: {} (vLLM gpu_memory_utilization default 0.9), workspace {:.0} GB",
-            serving.memory_utilization,
-            serving.workspace_bytes / 1e9
-        ));
-    }
     let scenario = Scenario {
         version: SCENARIO_VERSION,
         model: model_choice,
         precision: Precision::from_recipe(recipe),
         cluster,
-        // Not read by the serving model; a one-sequence step of the serving context.
-        training: Training {
-            seq_len: context_len.max(1),
-            global_batch: 1,
-            finetune: Default::default(),
-            offload: Default::default(),
-            packing: false,
-        },
+        training,
         layout: crate::input::layout::Layout::default(),
         activations: ActivationOptions::default(),
         overheads: Overheads::default(),
@@ -507,43 +458,14 @@ pub fn map_serving_run(run: &ServingRun) -> Result<MappedServing, String> {
         calibration: None,
         bill: Default::default(),
     };
-    let chunk = match run.batching {
-        Batching::Static => run.prompt_tokens,
-        Batching::Continuous if pads_cuda_graphs(run) => {
-            defaults.push(format!(
-                "prefill chunk not stated: the whole prompt ({} tokens), chunked prefill off (tensorrt_llm/llmapi/llm_args.py enable_chunked_prefill default False; the perf-overview llm_options.yml does not set it); trtllm-bench's max_num_tokens (tensorrt_llm/bench/build/tuning.py finetune_setting: at least 2048, about max_batch · (1 + I / O)) bounds a step's tokens at the mean step's by construction, so it does not bind in the mean model",
-                run.prompt_tokens
-            ));
-            run.prompt_tokens
-        }
-        Batching::Continuous => {
-            defaults.push(format!(
-                "prefill chunk not stated: {DEFAULT_CHUNK_TOKENS} tokens (TensorRT-LLM max_num_tokens default)"
-            ));
-            DEFAULT_CHUNK_TOKENS
-        }
-    };
-    let arrival = if run.batching == Batching::Static {
-        defaults.push(format!(
-            "static batching: one batch at a time, no arrival queue (arrival rate {NO_QUEUE_RATE_PER_S:e}/s)"
-        ));
-        Some(NO_QUEUE_RATE_PER_S)
-    } else if run.ttft_ms.is_none() {
-        defaults.push(format!(
-            "TTFT not measured: the queue is not compared (arrival rate {NO_QUEUE_RATE_PER_S:e}/s)"
-        ));
-        Some(NO_QUEUE_RATE_PER_S)
-    } else {
-        None
-    };
     let mut load = ServingLoad {
         prompt_tokens: run.prompt_tokens,
         output_tokens: run.output_tokens,
         concurrency: run.concurrency.unwrap_or(1),
         prefix_hit_rate: 0.0,
-        prefill_chunk_tokens: chunk.max(1),
+        prefill_chunk_tokens: prefill_chunk_of(run, &mut defaults).max(1),
         expert_parallel: false,
-        arrival_rate_per_s: arrival,
+        arrival_rate_per_s: arrival_of(run, &mut defaults),
         graph_padded_batch: None,
         decode_attention: None,
         // A static batch runs its prompts in one context step before any decode.
@@ -551,55 +473,10 @@ pub fn map_serving_run(run: &ServingRun) -> Result<MappedServing, String> {
     };
     if let Some((kernel, why)) = decode_attention_kernel(run) {
         load.decode_attention = Some(kernel);
-        let measured = crate::serving::decode_attention::measured_kv_stream_fraction(
-            &scenario.cluster.gpu,
-            scenario.serving.kv_dtype,
-            Some(kernel),
-        );
-        defaults.push(match measured {
-            Some(f) => format!(
-                "decode attention: {} ({why}): the KV read at {:.1}% of the datasheet bandwidth ({})",
-                kernel.id(),
-                f * 100.0,
-                crate::serving::decode_attention::SOURCE
-            ),
-            None => format!(
-                "decode attention: {} ({why}); no measured bandwidth for this GPU and KV dtype: the KV read at the copy share",
-                kernel.id()
-            ),
-        });
+        defaults.push(decode_attention_default(&scenario, kernel, why));
     }
     if run.concurrency.is_none() {
-        let probe = serving_time_for(&spec, &scenario, &load).map_err(|e| {
-            format!(
-                "the serving model refuses the replica: {}: {}",
-                e.field, e.reason
-            )
-        })?;
-        let capacity = probe.kv_capacity_tokens.value;
-        let seqs = (capacity / f64::from(context_len.max(1))).floor();
-        if seqs < 1.0 {
-            return Err(format!(
-                "the KV pool ({capacity:.0} tokens) holds no sequence of {context_len} tokens"
-            ));
-        }
-        let kv_seqs = seqs.min(f64::from(MAX_CONCURRENCY)) as u32;
-        let c = match engine_max_seqs(&run.engine) {
-            Some((cap, why)) if cap < kv_seqs => {
-                defaults.push(format!(
-                    "concurrency not stated (maximum load): {cap}, the engine's cap ({why}); the KV pool would hold {kv_seqs}"
-                ));
-                cap
-            }
-            _ => {
-                defaults.push(format!(
-                    "concurrency not stated (maximum load): {kv_seqs}, the sequences the KV pool holds, ⌊{capacity:.0} / ({} + {})⌋",
-                    run.prompt_tokens, run.output_tokens
-                ));
-                kv_seqs
-            }
-        };
-        load.concurrency = c;
+        load.concurrency = maximum_load(run, &spec, &scenario, &load, &mut defaults)?;
     }
     if pads_cuda_graphs(run) {
         load.graph_padded_batch = perf_overview_padded_batch(load.concurrency);
@@ -621,6 +498,168 @@ pub fn map_serving_run(run: &ServingRun) -> Result<MappedServing, String> {
         load,
         model_source,
         defaults,
+    })
+}
+
+/// The serving model's refusal of a row's replica, as the row's reason.
+fn refused(e: crate::memory::serving::ServingError) -> String {
+    format!(
+        "the serving model refuses the replica: {}: {}",
+        e.field, e.reason
+    )
+}
+
+/// The row's serving engine settings: its dtypes and replica shape, the KV pool's share of
+/// memory as its engine sizes it; what the row does not state goes to `defaults`.
+fn serving_of(
+    run: &ServingRun,
+    spec: &crate::input::model::ModelSpec,
+    cluster: &Cluster,
+    defaults: &mut Vec<String>,
+) -> Result<Serving, String> {
+    let kv = match run.kv_dtype {
+        Some(d) => d.serve(),
+        None => {
+            let (d, why) = unstated_kv_dtype(run);
+            defaults.push(format!("kv_dtype not stated: {why}"));
+            d
+        }
+    };
+    let mut serving = Serving {
+        weight_dtype: run.weight_dtype.serve(),
+        kv_dtype: kv,
+        context_len: run.prompt_tokens.saturating_add(run.output_tokens),
+        target_concurrency: run.concurrency.unwrap_or(1),
+        tp: run.tp,
+        pp: run.pp,
+        ..Serving::default()
+    };
+    if runs_tensorrt_llm(run) {
+        let fraction = serving.memory_utilization;
+        // TensorRT-LLM gives the KV cache a fraction of the memory left after weights and the
+        // profiled activations (tensorrt_llm/_torch/pyexecutor/_util.py cal_max_tokens:
+        // (total_gpu_memory − peak_memory) × free_gpu_memory_fraction, default 0.9; the C++
+        // runtime likewise, docs/source/reference/memory.md "freeGpuMemoryFraction ... of the
+        // remaining free GPU memory"). In the planner's accounting (pool = u·T − W − S) that
+        // fraction f is u = f + (1 − f)·(W + S)/T.
+        let plan =
+            crate::memory::serving::serving_plan(spec, &serving, cluster).map_err(refused)?;
+        let total = cluster.gpu.memory_bytes;
+        let held = plan.usable_per_gpu.value - plan.kv_budget_per_gpu.value;
+        if total > 0.0 && held > 0.0 && held < total {
+            serving.memory_utilization = fraction + (1.0 - fraction) * held / total;
+        }
+        defaults.push(format!(
+            "kv_cache_free_gpu_mem_fraction not stated: {fraction} (TensorRT-LLM default) of the {:.1} GB left after weights and workspace, as memory_utilization {:.4}, workspace {:.0} GB",
+            (total - held) / 1e9,
+            serving.memory_utilization,
+            serving.workspace_bytes / 1e9
+        ));
+    } else {
+        defaults.push(format!(
+            "memory_utilization not stated: {} (vLLM gpu_memory_utilization default 0.9), workspace {:.0} GB",
+            serving.memory_utilization,
+            serving.workspace_bytes / 1e9
+        ));
+    }
+    Ok(serving)
+}
+
+/// The prefill chunk the row's engine runs, tokens.
+fn prefill_chunk_of(run: &ServingRun, defaults: &mut Vec<String>) -> u32 {
+    match run.batching {
+        Batching::Static => run.prompt_tokens,
+        Batching::Continuous if pads_cuda_graphs(run) => {
+            defaults.push(format!(
+                "prefill chunk not stated: the whole prompt ({} tokens), chunked prefill off (tensorrt_llm/llmapi/llm_args.py enable_chunked_prefill default False; the perf-overview llm_options.yml does not set it); trtllm-bench's max_num_tokens (tensorrt_llm/bench/build/tuning.py finetune_setting: at least 2048, about max_batch · (1 + I / O)) bounds a step's tokens at the mean step's by construction, so it does not bind in the mean model",
+                run.prompt_tokens
+            ));
+            run.prompt_tokens
+        }
+        Batching::Continuous => {
+            defaults.push(format!(
+                "prefill chunk not stated: {DEFAULT_CHUNK_TOKENS} tokens (TensorRT-LLM max_num_tokens default)"
+            ));
+            DEFAULT_CHUNK_TOKENS
+        }
+    }
+}
+
+/// The arrival rate the row is compared at: no queue where it has none to compare.
+fn arrival_of(run: &ServingRun, defaults: &mut Vec<String>) -> Option<f64> {
+    if run.batching == Batching::Static {
+        defaults.push(format!(
+            "static batching: one batch at a time, no arrival queue (arrival rate {NO_QUEUE_RATE_PER_S:e}/s)"
+        ));
+        Some(NO_QUEUE_RATE_PER_S)
+    } else if run.ttft_ms.is_none() {
+        defaults.push(format!(
+            "TTFT not measured: the queue is not compared (arrival rate {NO_QUEUE_RATE_PER_S:e}/s)"
+        ));
+        Some(NO_QUEUE_RATE_PER_S)
+    } else {
+        None
+    }
+}
+
+/// What the row's decode-attention kernel reads the KV at, as a default.
+fn decode_attention_default(
+    scenario: &Scenario,
+    kernel: crate::serving::decode_attention::DecodeAttentionKernel,
+    why: &str,
+) -> String {
+    let measured = crate::serving::decode_attention::measured_kv_stream_fraction(
+        &scenario.cluster.gpu,
+        scenario.serving.kv_dtype,
+        Some(kernel),
+    );
+    match measured {
+        Some(f) => format!(
+            "decode attention: {} ({why}): the KV read at {:.1}% of the datasheet bandwidth ({})",
+            kernel.id(),
+            f * 100.0,
+            crate::serving::decode_attention::SOURCE
+        ),
+        None => format!(
+            "decode attention: {} ({why}); no measured bandwidth for this GPU and KV dtype: the KV read at the copy share",
+            kernel.id()
+        ),
+    }
+}
+
+/// A row without a stated concurrency (maximum load): the sequences the KV pool holds, or the
+/// engine's cap below it.
+fn maximum_load(
+    run: &ServingRun,
+    spec: &crate::input::model::ModelSpec,
+    scenario: &Scenario,
+    load: &ServingLoad,
+    defaults: &mut Vec<String>,
+) -> Result<u32, String> {
+    let context_len = scenario.serving.context_len;
+    let probe = serving_time_for(spec, scenario, load).map_err(refused)?;
+    let capacity = probe.kv_capacity_tokens.value;
+    let seqs = (capacity / f64::from(context_len.max(1))).floor();
+    if seqs < 1.0 {
+        return Err(format!(
+            "the KV pool ({capacity:.0} tokens) holds no sequence of {context_len} tokens"
+        ));
+    }
+    let kv_seqs = seqs.min(f64::from(MAX_CONCURRENCY)) as u32;
+    Ok(match engine_max_seqs(&run.engine) {
+        Some((cap, why)) if cap < kv_seqs => {
+            defaults.push(format!(
+                "concurrency not stated (maximum load): {cap}, the engine's cap ({why}); the KV pool would hold {kv_seqs}"
+            ));
+            cap
+        }
+        _ => {
+            defaults.push(format!(
+                "concurrency not stated (maximum load): {kv_seqs}, the sequences the KV pool holds, ⌊{capacity:.0} / ({} + {})⌋",
+                run.prompt_tokens, run.output_tokens
+            ));
+            kv_seqs
+        }
     })
 }
 

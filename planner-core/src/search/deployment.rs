@@ -14,11 +14,12 @@ use crate::input::scenario::Scenario;
 use crate::memory::serving::{self, ServingError};
 use crate::search::mesh::ReasonCount;
 use crate::serving::admission;
-use crate::serving::disagg::{
-    combine, kv_transfer, DisaggDeployment, DisaggNumbers, PoolShape, ReplicaNumbers, ShapeModel,
-};
+use crate::serving::disagg::{DisaggDeployment, DisaggNumbers, ReplicaNumbers, ShapeModel};
 use crate::serving::latency::{closed_loop_queue, Bound, Queue, ServingLoad};
-use crate::time::cost::{CostOptions, StepModel};
+
+mod disaggregated;
+
+use disaggregated::disaggregated;
 
 /// Largest latency bound accepted, s (an hour: beyond any interactive target).
 pub const MAX_TARGET_S: f64 = 3600.0;
@@ -561,41 +562,144 @@ pub fn serve_search(
 ) -> Result<ServeSearchResult, ServingError> {
     target.validate()?;
     load.validate(scenario.serving.context_len)?;
-    let world = scenario.cluster.world_size();
-    let gpn = scenario.cluster.gpus_per_node.max(1);
-    let ladder = concurrency_ladder(load.concurrency, space.max_concurrency);
+    let ask = SearchAsk {
+        model,
+        scenario,
+        load,
+        target,
+        space,
+        world: scenario.cluster.world_size(),
+        ladder: concurrency_ladder(load.concurrency, space.max_concurrency),
+    };
+    let mut found = Found {
+        tally: Tally {
+            total: 0,
+            counts: [0; ServeRejectReason::ALL.len()],
+            rejected: Vec::new(),
+            max_rejected: space.max_rejected,
+        },
+        candidates: 0,
+        evaluated: 0,
+        stopped: None,
+        ranked: Vec::new(),
+        points: Vec::new(),
+    };
+    let shapes = aggregated_shapes(&ask, &mut found);
+    if space.disaggregated && found.stopped.is_none() {
+        disaggregated(&ask, &shapes, &mut found);
+    }
+    Ok(found.result(&ask))
+}
+
+/// What a deployment search asks, fixed while it runs.
+struct SearchAsk<'a> {
+    model: &'a ModelSpec,
+    scenario: &'a Scenario,
+    load: &'a ServingLoad,
+    target: &'a ServeTarget,
+    space: &'a ServeSearchSpace,
+    /// GPUs available.
+    world: u64,
+    /// Concurrencies per replica tried.
+    ladder: Vec<u32>,
+}
+
+/// What a deployment search has found so far.
+struct Found {
+    tally: Tally,
+    candidates: u64,
+    evaluated: u64,
+    stopped: Option<String>,
+    ranked: Vec<RankedDeployment>,
+    points: Vec<TradeoffPoint>,
+}
+
+impl Found {
+    /// The top deployments, labelled, the Pareto front marked and the rejections counted.
+    fn result(self, ask: &SearchAsk<'_>) -> ServeSearchResult {
+        let Found {
+            tally,
+            candidates,
+            stopped,
+            ranked,
+            mut points,
+            ..
+        } = self;
+        let feasible_count = ranked.len() as u64;
+        let mut order: Vec<usize> = (0..ranked.len()).collect();
+        order.sort_by(|&a, &b| {
+            let (a, b) = (&ranked[a], &ranked[b]);
+            b.throughput_per_gpu
+                .total_cmp(&a.throughput_per_gpu)
+                .then(a.gpus.cmp(&b.gpus))
+        });
+        order.truncate(ask.space.top);
+        let ranked: Vec<RankedDeployment> = take_in_order(ranked, order)
+            .into_iter()
+            .map(|mut r| {
+                r.label = r.deployment.label();
+                r
+            })
+            .collect();
+        mark_pareto(&mut points);
+        let rejections = ServeRejectReason::ALL
+            .iter()
+            .zip(tally.counts)
+            .filter(|(_, n)| *n > 0)
+            .map(|(r, n)| ReasonCount {
+                reason: r.key().to_string(),
+                candidates: n,
+            })
+            .collect();
+        ServeSearchResult {
+            gpus: ask.world,
+            target: *ask.target,
+            load: ask.load.clone(),
+            candidates,
+            feasible_count,
+            rejected_count: tally.total,
+            ranked,
+            rejected: tally.rejected,
+            rejections,
+            points,
+            stopped,
+        }
+    }
+}
+
+/// `items` in the order of the indices `order` (a stable sort of indices keeps the order of
+/// sorting the entries themselves, without moving them while sorting).
+fn take_in_order<T>(items: Vec<T>, order: Vec<usize>) -> Vec<T> {
+    let mut slots: Vec<Option<T>> = items.into_iter().map(Some).collect();
+    order
+        .into_iter()
+        .filter_map(|i| slots.get_mut(i).and_then(Option::take))
+        .collect()
+}
+
+/// Aggregated: every (TP, PP, EP) replica shape, replicas = ⌊GPUs / (TP·PP)⌋. Ranks or
+/// rejects each; returns the shapes priced (the disaggregated pools are built from them).
+fn aggregated_shapes(ask: &SearchAsk<'_>, found: &mut Found) -> Vec<Shape> {
+    let (model, world) = (ask.model, ask.world);
+    let gpn = ask.scenario.cluster.gpus_per_node.max(1);
     let eps: &[bool] = if model.moe.is_some() {
         &[false, true]
     } else {
         &[false]
     };
-    let mut tally = Tally {
-        total: 0,
-        counts: [0; ServeRejectReason::ALL.len()],
-        rejected: Vec::new(),
-        max_rejected: space.max_rejected,
-    };
-    let mut candidates = 0u64;
-    let mut evaluated = 0u64;
-    let mut stopped = None;
-    let mut ranked: Vec<RankedDeployment> = Vec::new();
-    let mut points: Vec<TradeoffPoint> = Vec::new();
     let mut shapes: Vec<Shape> = Vec::new();
-    let p = target.percentile;
-
-    // ---- Aggregated: every (TP, PP, EP) replica shape, replicas = ⌊GPUs / (TP·PP)⌋ ----
     let mut tp = 1u32;
     while u64::from(tp) <= world {
         let mut pp = 1u32;
-        while pp <= space.max_pp.min(model.layers) && u64::from(tp) * u64::from(pp) <= world {
+        while pp <= ask.space.max_pp.min(model.layers) && u64::from(tp) * u64::from(pp) <= world {
             let replicas =
                 (world / (u64::from(tp) * u64::from(pp))).min(u64::from(u32::MAX)) as u32;
             for &ep in eps {
-                candidates += 1;
+                found.candidates += 1;
                 let dep = Deployment {
                     pools: Pools::Aggregated { tp, pp, replicas },
                     expert_parallel: ep,
-                    concurrency: load.concurrency,
+                    concurrency: ask.load.concurrency,
                 };
                 let mut rule = Vec::new();
                 if !serving::tp_valid_for_model(model, tp) {
@@ -605,7 +709,7 @@ pub fn serve_search(
                     rule.push(ServeRejectReason::TpExceedsNode);
                 }
                 if !rule.is_empty() {
-                    tally.reject(
+                    found.tally.reject(
                         dep,
                         &rule,
                         format!(
@@ -615,47 +719,21 @@ pub fn serve_search(
                     );
                     continue;
                 }
-                evaluated += 1;
-                let numbers: Vec<Result<ReplicaNumbers, String>> =
-                    match ShapeModel::new(model, scenario, tp, pp) {
-                        Err(e) => vec![Err(e.to_string())],
-                        Ok(m) => {
-                            let at = |c: u32| {
-                                let l = ServingLoad {
-                                    concurrency: c,
-                                    expert_parallel: ep,
-                                    ..load.clone()
-                                };
-                                m.numbers(model, &l).map_err(|e| e.to_string())
-                            };
-                            // The KV capacity does not depend on the concurrency: steps past it
-                            // are not priced (the first step is, to give its reason).
-                            let (&c0, rest) = ladder.split_first().unwrap_or((&1, &[]));
-                            let first = at(c0);
-                            let cap = first.as_ref().map_or(0.0, |n| n.kv_capacity_tokens);
-                            let mut v = vec![first];
-                            v.extend(
-                                rest.iter()
-                                    .take_while(|&&c| kv_needed(load, c) <= cap)
-                                    .map(|&c| at(c)),
-                            );
-                            v
-                        }
-                    };
+                found.evaluated += 1;
                 let shape = Shape {
                     tp,
                     pp,
                     ep,
-                    numbers,
+                    numbers: ladder_numbers(ask, tp, pp, ep),
                 };
                 aggregate_shape(
                     &shape,
                     replicas,
-                    load,
-                    target,
-                    &mut tally,
-                    &mut ranked,
-                    &mut points,
+                    ask.load,
+                    ask.target,
+                    &mut found.tally,
+                    &mut found.ranked,
+                    &mut found.points,
                 );
                 shapes.push(shape);
             }
@@ -663,218 +741,42 @@ pub fn serve_search(
         }
         tp *= 2;
     }
+    shapes
+}
 
-    // ---- Disaggregated: prefill shape × decode shape × prefill replicas; decode takes the rest.
-    // At a fixed prefill pool each further decode replica shares the prefill GPUs wider (more
-    // tokens/s per GPU) and loads the prefill queue more; fewer decode per prefill replica is
-    // the next prefill count. ----
-    if space.disaggregated && stopped.is_none() {
-        let step = StepModel::for_scenario(model, scenario, CostOptions::default());
-        let capacity = |s: &Shape| match s.numbers.first() {
-            Some(Ok(n)) => n.kv_capacity_tokens,
-            _ => 0.0,
-        };
-        // A prefill replica holds one prompt at a time; a decode replica at least one request.
-        let fits_prompt = |s: &Shape| capacity(s) >= f64::from(load.prompt_tokens);
-        let fits_one = |s: &Shape| capacity(s) >= kv_needed(load, 1);
-        let mut disagg_ranked: Vec<(RankedDeployment, usize, usize, DisaggDeployment, f64)> =
-            Vec::new();
-        'outer: for (ip, sp) in shapes.iter().enumerate() {
-            if !fits_prompt(sp) {
-                continue;
-            }
-            let Some(Ok(pre)) = sp.numbers.first() else {
-                continue;
-            };
-            for (id, sd) in shapes.iter().enumerate() {
-                if sd.ep != sp.ep || !fits_one(sd) {
-                    continue;
-                }
-                let x = kv_transfer(
-                    model,
-                    scenario,
-                    &step,
-                    (sp.tp, sp.pp),
-                    (sd.tp, sd.pp),
-                    load.prompt_tokens,
-                );
-                let gp = u64::from(sp.tp) * u64::from(sp.pp);
-                let gd = u64::from(sd.tp) * u64::from(sd.pp);
-                let mut pr = 1u64;
-                while pr * gp + gd <= world {
-                    let dr = (world - pr * gp) / gd;
-                    if evaluated >= space.max_evaluated {
-                        stopped = Some(format!(
-                            "search stopped at {candidates} deployments: the cap of {} evaluated deployments was reached; disaggregated pools after prefill TP {} PP {} were not tried",
-                            space.max_evaluated, sp.tp, sp.pp
-                        ));
-                        break 'outer;
-                    }
-                    candidates += 1;
-                    evaluated += 1;
-                    let d = DisaggDeployment {
-                        prefill: PoolShape {
-                            tp: sp.tp,
-                            pp: sp.pp,
-                            replicas: pr.min(u64::from(u32::MAX)) as u32,
-                        },
-                        decode: PoolShape {
-                            tp: sd.tp,
-                            pp: sd.pp,
-                            replicas: dr.min(u64::from(u32::MAX)) as u32,
-                        },
-                    };
-                    let dep_at = |c: u32| Deployment {
-                        pools: Pools::Disaggregated(d),
-                        expert_parallel: sp.ep,
-                        concurrency: c,
-                    };
-                    let mut pick = Pick::default();
-                    for (k, c) in ladder.iter().enumerate() {
-                        let Some(Ok(dec)) = sd.numbers.get(k) else {
-                            continue;
-                        };
-                        let outcome = if dec.kv_capacity_tokens < kv_needed(load, *c) {
-                            Err((
-                                ServeRejectReason::KvPoolBelowConcurrency,
-                                format!(
-                                    "decode KV pool {:.0} tokens < {c} × ({} + {})",
-                                    dec.kv_capacity_tokens, load.prompt_tokens, load.output_tokens
-                                ),
-                            ))
-                        } else {
-                            match combine(pre, dec, x.time_s, &d, load.output_tokens, None) {
-                                None => Err((
-                                    ServeRejectReason::PrefillSaturated,
-                                    format!(
-                                        "{pr} prefill replica(s) at {} per prompt behind {dr} decode replica(s) of {c}",
-                                        ms(pre.prefill_s)
-                                    ),
-                                )),
-                                Some(n) => Ok((Eval::of_disagg(&n, p), dec)),
-                            }
-                        };
-                        pick.step(k, outcome, target);
-                    }
-                    match pick.best {
-                        Some((e, dec)) => disagg_ranked.push((
-                            RankedDeployment {
-                                deployment: dep_at(dec.concurrency),
-                                // Labelled once ranked (only the top few are kept).
-                                label: String::new(),
-                                gpus: d.gpus(),
-                                ttft_s: e.ttft_target_s,
-                                ttft_mean_s: e.ttft_mean_s,
-                                tpot_s: e.tpot_s,
-                                throughput_per_s: e.throughput_per_s,
-                                throughput_per_gpu: e.throughput_per_gpu,
-                                kv_capacity_tokens: dec.kv_capacity_tokens,
-                                prefill_utilisation: e.rho,
-                                kv_transfer_s: x.time_s,
-                                decode_bound: dec.decode_bound,
-                                prefill_bound: pre.prefill_bound,
-                            },
-                            ip,
-                            id,
-                            d,
-                            x.time_s,
-                        )),
-                        None => {
-                            let (r, why) = pick.failure();
-                            tally.reject(dep_at(load.concurrency), &r, why);
-                        }
-                    }
-                    pr += 1;
-                }
-            }
-        }
-        // The best disaggregated deployments' ladders join the tradeoff plane.
-        // A stable sort of indices: the order of sorting the (large) entries themselves.
-        let mut order: Vec<usize> = (0..disagg_ranked.len()).collect();
-        order.sort_by(|&a, &b| {
-            disagg_ranked[b]
-                .0
-                .throughput_per_gpu
-                .total_cmp(&disagg_ranked[a].0.throughput_per_gpu)
-        });
-        let mut slots: Vec<Option<_>> = disagg_ranked.into_iter().map(Some).collect();
-        let disagg_ranked: Vec<(RankedDeployment, usize, usize, DisaggDeployment, f64)> = order
-            .into_iter()
-            .filter_map(|i| slots.get_mut(i).and_then(Option::take))
-            .collect();
-        for (r, ip, id, d, transfer_s) in disagg_ranked.iter().take(space.top.max(1)) {
-            let (Some(Ok(pre)), Some(sd)) = (shapes[*ip].numbers.first(), shapes.get(*id)) else {
-                continue;
-            };
-            for (k, c) in ladder.iter().enumerate() {
-                let Some(Ok(dec)) = sd.numbers.get(k) else {
-                    continue;
+/// One replica shape's numbers along the ladder; index = ladder step.
+fn ladder_numbers(
+    ask: &SearchAsk<'_>,
+    tp: u32,
+    pp: u32,
+    ep: bool,
+) -> Vec<Result<ReplicaNumbers, String>> {
+    let (model, load) = (ask.model, ask.load);
+    match ShapeModel::new(model, ask.scenario, tp, pp) {
+        Err(e) => vec![Err(e.to_string())],
+        Ok(m) => {
+            let at = |c: u32| {
+                let l = ServingLoad {
+                    concurrency: c,
+                    expert_parallel: ep,
+                    ..load.clone()
                 };
-                if dec.kv_capacity_tokens < kv_needed(load, *c) {
-                    continue;
-                }
-                if let Some(n) = combine(pre, dec, *transfer_s, d, load.output_tokens, None) {
-                    points.push(TradeoffPoint {
-                        label: Deployment {
-                            concurrency: *c,
-                            ..r.deployment
-                        }
-                        .label(),
-                        aggregated: false,
-                        concurrency: *c,
-                        tpot_s: n.tpot_s,
-                        ttft_s: Eval::of_disagg(&n, p).ttft_target_s,
-                        throughput_per_gpu: n.throughput_per_gpu,
-                        pareto: false,
-                    });
-                }
-            }
+                m.numbers(model, &l).map_err(|e| e.to_string())
+            };
+            // The KV capacity does not depend on the concurrency: steps past it
+            // are not priced (the first step is, to give its reason).
+            let (&c0, rest) = ask.ladder.split_first().unwrap_or((&1, &[]));
+            let first = at(c0);
+            let cap = first.as_ref().map_or(0.0, |n| n.kv_capacity_tokens);
+            let mut v = vec![first];
+            v.extend(
+                rest.iter()
+                    .take_while(|&&c| kv_needed(load, c) <= cap)
+                    .map(|&c| at(c)),
+            );
+            v
         }
-        ranked.extend(disagg_ranked.into_iter().map(|r| r.0));
     }
-
-    let feasible_count = ranked.len() as u64;
-    // A stable sort of indices (the order of sorting the entries themselves), keeping the top.
-    let mut order: Vec<usize> = (0..ranked.len()).collect();
-    order.sort_by(|&a, &b| {
-        let (a, b) = (&ranked[a], &ranked[b]);
-        b.throughput_per_gpu
-            .total_cmp(&a.throughput_per_gpu)
-            .then(a.gpus.cmp(&b.gpus))
-    });
-    order.truncate(space.top);
-    let mut slots: Vec<Option<RankedDeployment>> = ranked.into_iter().map(Some).collect();
-    let ranked: Vec<RankedDeployment> = order
-        .into_iter()
-        .filter_map(|i| slots.get_mut(i).and_then(Option::take))
-        .map(|mut r| {
-            r.label = r.deployment.label();
-            r
-        })
-        .collect();
-    mark_pareto(&mut points);
-    let rejections = ServeRejectReason::ALL
-        .iter()
-        .zip(tally.counts)
-        .filter(|(_, n)| *n > 0)
-        .map(|(r, n)| ReasonCount {
-            reason: r.key().to_string(),
-            candidates: n,
-        })
-        .collect();
-    Ok(ServeSearchResult {
-        gpus: world,
-        target: *target,
-        load: load.clone(),
-        candidates,
-        feasible_count,
-        rejected_count: tally.total,
-        ranked,
-        rejected: tally.rejected,
-        rejections,
-        points,
-        stopped,
-    })
 }
 
 /// Ranks an aggregated shape at its best ladder step, or rejects it with the reasons at the

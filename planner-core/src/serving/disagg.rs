@@ -478,34 +478,11 @@ pub fn disagg_time(
         (d.decode.tp, d.decode.pp),
         load.prompt_tokens,
     );
-    let Some(n) = combine(
-        &pre,
-        &dec,
-        x.time_s,
-        d,
-        load.output_tokens,
-        load.arrival_rate_per_s,
-    ) else {
-        let field = if load.arrival_rate_per_s.is_some() {
-            "load.arrival_rate_per_s"
-        } else {
-            "deployment.prefill.replicas"
-        };
-        return Err(err(
-            field,
-            format!(
-                "{} prefill replica(s) at {} per prompt cannot keep up with what {} decode replica(s) of {} requests finish: ρ ≥ 1",
-                d.prefill.replicas,
-                ms(pre.prefill_s),
-                d.decode.replicas,
-                load.concurrency
-            ),
-        ));
-    };
-    let (p_tokens, o_tokens, c) = (load.prompt_tokens, load.output_tokens, load.concurrency);
-    let needed = f64::from(c) * (f64::from(p_tokens) + f64::from(o_tokens));
-    let (pr, dr) = (d.prefill.replicas, d.decode.replicas);
-    let base = pre.prefill_s + x.time_s;
+    let n = combine_or_refuse(&pre, &dec, &x, d, load)?;
+    let c = load.concurrency;
+    let needed = f64::from(c) * (f64::from(load.prompt_tokens) + f64::from(load.output_tokens));
+    let queue = DisaggQueueTerms::new(&n, &pre, &x, load, d.prefill.replicas);
+    let (throughput, throughput_per_gpu) = disagg_throughput_terms(&n, d, c);
     Ok(DisaggTime {
         deployment: *d,
         load: load.clone(),
@@ -518,18 +495,7 @@ pub fn disagg_time(
             format!("TP {} × PP {}: {}", d.prefill.tp, d.prefill.pp, ms(pre.prefill_s)),
             "serving_time's prefill of one request on the prefill pool's replica shape",
         ),
-        kv_transfer_bytes: term(
-            "disagg.kv_bytes",
-            "KV of one prompt (B)",
-            Unit::Bytes,
-            x.request_bytes,
-            "prompt × KV per token (whole model)",
-            format!(
-                "{p_tokens} tokens → {:.4e} B; busiest prefill GPU sends {:.4e} B, busiest decode GPU receives {:.4e} B",
-                x.request_bytes, x.send_bytes_per_gpu, x.recv_bytes_per_gpu
-            ),
-            "the whole prompt's KV moves, prefix-cache hits included (DistServe §4.4 moves it whole)",
-        ),
+        kv_transfer_bytes: kv_transfer_bytes_term(&x, load.prompt_tokens),
         kv_transfer_time: term(
             "disagg.kv_transfer",
             "KV transfer (s)",
@@ -545,95 +511,12 @@ pub fn disagg_time(
             ),
             "every GPU pair at once over the inter-node link, after the prefill (no layer-by-layer overlap, which Splitwise §4.3 adds)",
         ),
-        arrival_rate: term(
-            "disagg.arrival_rate",
-            "Arrival rate (requests/s)",
-            Unit::RequestsPerSecond,
-            n.arrival_rate_per_s,
-            if load.arrival_rate_per_s.is_some() {
-                "D × given rate per decode replica"
-            } else {
-                "λ = D·c / (R + KV transfer + (O − 1)·TPOT), R the prefill residence on P servers (approximate MVA)"
-            },
-            format!("{:.4} requests/s", n.arrival_rate_per_s),
-            if load.arrival_rate_per_s.is_some() {
-                "an open loop: requests arrive at the given rate"
-            } else {
-                "a closed loop of D·c clients, approximate MVA (Schweitzer 1979; Lazowska et al. 1984 §6.4.2), P servers as in Seidmann et al. 1987; tends to the bound P / S (§5.2)"
-            },
-        ),
-        prefill_utilisation: term(
-            "disagg.prefill_utilisation",
-            "Prefill-replica utilisation ρ (fraction)",
-            Unit::Fraction,
-            n.prefill_utilisation,
-            "ρ = λ · S_prefill / P",
-            format!(
-                "{:.4} × {} / {pr} = {:.4}",
-                n.arrival_rate_per_s,
-                ms(pre.prefill_s),
-                n.prefill_utilisation
-            ),
-            "requests spread evenly over the prefill replicas, one request at a time each",
-        ),
-        queue_wait: term(
-            "disagg.queue_wait",
-            "Mean prefill queueing wait (s)",
-            Unit::Seconds,
-            n.queue_wait_s,
-            if load.arrival_rate_per_s.is_some() {
-                "ρ·S / (2(1 − ρ))"
-            } else {
-                "D·c / λ − (S + KV transfer + (O − 1)·TPOT)"
-            },
-            ms(n.queue_wait_s),
-            if load.arrival_rate_per_s.is_some() {
-                "M/D/1 (Pollaczek–Khinchine, Kleinrock 1975) per prefill replica"
-            } else {
-                "closed loop: requests wait only once the prefill pool is saturated (Little 1961)"
-            },
-        ),
-        ttft: term(
-            "disagg.ttft",
-            "TTFT mean (s)",
-            Unit::Seconds,
-            n.ttft_s,
-            "W_q + S_prefill + KV transfer",
-            format!(
-                "{} + {} + {} = {}",
-                ms(n.queue_wait_s),
-                ms(pre.prefill_s),
-                ms(x.time_s),
-                ms(n.ttft_s)
-            ),
-            "DistServe §3: the first token waits for the prefill and the KV's arrival at the decode instance",
-        ),
-        ttft_p90: term(
-            "disagg.ttft_p90",
-            "TTFT p90 (s)",
-            Unit::Seconds,
-            n.ttft_p90_s,
-            if load.arrival_rate_per_s.is_some() {
-                "S·ln(ρ/0.1)/(1 − ρ) + S + KV transfer"
-            } else {
-                "W + S + KV transfer (a deterministic closed cycle: the tail equals the mean)"
-            },
-            format!("{} + {} = {}", ms(n.ttft_p90_s - base), ms(base), ms(n.ttft_p90_s)),
-            "exponential tail of the M/M/1 waiting time (Kleinrock 1975): conservative next to M/D/1",
-        ),
-        ttft_p99: term(
-            "disagg.ttft_p99",
-            "TTFT p99 (s)",
-            Unit::Seconds,
-            n.ttft_p99_s,
-            if load.arrival_rate_per_s.is_some() {
-                "S·ln(ρ/0.01)/(1 − ρ) + S + KV transfer"
-            } else {
-                "W + S + KV transfer (a deterministic closed cycle: the tail equals the mean)"
-            },
-            format!("{} + {} = {}", ms(n.ttft_p99_s - base), ms(base), ms(n.ttft_p99_s)),
-            "exponential tail of the M/M/1 waiting time (Kleinrock 1975): conservative next to M/D/1",
-        ),
+        arrival_rate: queue.arrival_rate,
+        prefill_utilisation: queue.prefill_utilisation,
+        queue_wait: queue.queue_wait,
+        ttft: queue.ttft,
+        ttft_p90: queue.ttft_p90,
+        ttft_p99: queue.ttft_p99,
         tpot: term(
             "disagg.tpot",
             "TPOT (s)",
@@ -648,30 +531,8 @@ pub fn disagg_time(
             ),
             "a decode instance runs no prefill chunks, so no interference (DistServe §2.2)",
         ),
-        throughput: term(
-            "disagg.throughput",
-            "Output tokens/s of the deployment",
-            Unit::TokensPerSecond,
-            n.throughput_per_s,
-            "D · c / TPOT",
-            format!("{dr} × {c} / {} = {:.1}", ms(n.tpot_s), n.throughput_per_s),
-            "every running request emits one token per decode step",
-        ),
-        throughput_per_gpu: term(
-            "disagg.throughput_gpu",
-            "Output tokens/s per GPU",
-            Unit::TokensPerSecond,
-            n.throughput_per_gpu,
-            "D · c / TPOT / (P·g_prefill + D·g_decode)",
-            format!(
-                "{:.1} / ({pr} × {} + {dr} × {}) = {:.1}",
-                n.throughput_per_s,
-                d.prefill.gpus_per_replica(),
-                d.decode.gpus_per_replica(),
-                n.throughput_per_gpu
-            ),
-            "prefill GPUs counted: they produce no output tokens but every request needs them",
-        ),
+        throughput,
+        throughput_per_gpu,
         kv_capacity_tokens: term(
             "disagg.kv_capacity_tokens",
             "KV capacity per decode replica (tokens)",
@@ -679,8 +540,8 @@ pub fn disagg_time(
             dec.kv_capacity_tokens,
             "⌊KV pool / KV per token⌋ on the worst stage",
             format!(
-                "{:.0} tokens; the load needs {c} × ({p_tokens} + {o_tokens}) = {needed:.0}",
-                dec.kv_capacity_tokens
+                "{:.0} tokens; the load needs {c} × ({} + {}) = {needed:.0}",
+                dec.kv_capacity_tokens, load.prompt_tokens, load.output_tokens
             ),
             "serving memory plan (vLLM-style pool) of the decode replica shape",
         ),
@@ -689,4 +550,195 @@ pub fn disagg_time(
         decode_replica: dec,
         transfer: x,
     })
+}
+
+/// [`combine`] of the deployment's pools under `load`, or the error naming the field to change
+/// when the prefill pool cannot keep up (ρ ≥ 1).
+fn combine_or_refuse(
+    pre: &ReplicaNumbers,
+    dec: &ReplicaNumbers,
+    x: &KvTransfer,
+    d: &DisaggDeployment,
+    load: &ServingLoad,
+) -> Result<DisaggNumbers, ServingError> {
+    combine(
+        pre,
+        dec,
+        x.time_s,
+        d,
+        load.output_tokens,
+        load.arrival_rate_per_s,
+    )
+    .ok_or_else(|| {
+        let field = if load.arrival_rate_per_s.is_some() {
+            "load.arrival_rate_per_s"
+        } else {
+            "deployment.prefill.replicas"
+        };
+        err(
+            field,
+            format!(
+                "{} prefill replica(s) at {} per prompt cannot keep up with what {} decode replica(s) of {} requests finish: ρ ≥ 1",
+                d.prefill.replicas,
+                ms(pre.prefill_s),
+                d.decode.replicas,
+                load.concurrency
+            ),
+        )
+    })
+}
+
+/// The KV one prompt moves from the prefill pool to the decode pool, explained.
+fn kv_transfer_bytes_term(x: &KvTransfer, prompt_tokens: u32) -> Term {
+    term(
+        "disagg.kv_bytes",
+        "KV of one prompt (B)",
+        Unit::Bytes,
+        x.request_bytes,
+        "prompt × KV per token (whole model)",
+        format!(
+            "{prompt_tokens} tokens → {:.4e} B; busiest prefill GPU sends {:.4e} B, busiest decode GPU receives {:.4e} B",
+            x.request_bytes, x.send_bytes_per_gpu, x.recv_bytes_per_gpu
+        ),
+        "the whole prompt's KV moves, prefix-cache hits included (DistServe §4.4 moves it whole)",
+    )
+}
+
+/// The deployment's output tokens/s, whole and per GPU, explained.
+fn disagg_throughput_terms(n: &DisaggNumbers, d: &DisaggDeployment, c: u32) -> (Term, Term) {
+    let (pr, dr) = (d.prefill.replicas, d.decode.replicas);
+    let throughput = term(
+        "disagg.throughput",
+        "Output tokens/s of the deployment",
+        Unit::TokensPerSecond,
+        n.throughput_per_s,
+        "D · c / TPOT",
+        format!("{dr} × {c} / {} = {:.1}", ms(n.tpot_s), n.throughput_per_s),
+        "every running request emits one token per decode step",
+    );
+    let per_gpu = term(
+        "disagg.throughput_gpu",
+        "Output tokens/s per GPU",
+        Unit::TokensPerSecond,
+        n.throughput_per_gpu,
+        "D · c / TPOT / (P·g_prefill + D·g_decode)",
+        format!(
+            "{:.1} / ({pr} × {} + {dr} × {}) = {:.1}",
+            n.throughput_per_s,
+            d.prefill.gpus_per_replica(),
+            d.decode.gpus_per_replica(),
+            n.throughput_per_gpu
+        ),
+        "prefill GPUs counted: they produce no output tokens but every request needs them",
+    );
+    (throughput, per_gpu)
+}
+
+/// The prefill pool's queue and the first token's time, mean and tail, explained.
+struct DisaggQueueTerms {
+    arrival_rate: Term,
+    prefill_utilisation: Term,
+    queue_wait: Term,
+    ttft: Term,
+    ttft_p90: Term,
+    ttft_p99: Term,
+}
+
+impl DisaggQueueTerms {
+    /// `pr`: prefill replicas.
+    fn new(
+        n: &DisaggNumbers,
+        pre: &ReplicaNumbers,
+        x: &KvTransfer,
+        load: &ServingLoad,
+        pr: u32,
+    ) -> Self {
+        let open_loop = load.arrival_rate_per_s.is_some();
+        let base = pre.prefill_s + x.time_s;
+        // The tail of the wait at the q-quantile (an open loop's exponential tail; a closed
+        // deterministic cycle's tail is its mean).
+        let tail = |key: &str, label: &str, value: f64, quantile: &str| {
+            term(
+                key,
+                label,
+                Unit::Seconds,
+                value,
+                &if open_loop {
+                    format!("S·ln(ρ/{quantile})/(1 − ρ) + S + KV transfer")
+                } else {
+                    "W + S + KV transfer (a deterministic closed cycle: the tail equals the mean)"
+                        .to_string()
+                },
+                format!("{} + {} = {}", ms(value - base), ms(base), ms(value)),
+                "exponential tail of the M/M/1 waiting time (Kleinrock 1975): conservative next to M/D/1",
+            )
+        };
+        DisaggQueueTerms {
+            arrival_rate: term(
+                "disagg.arrival_rate",
+                "Arrival rate (requests/s)",
+                Unit::RequestsPerSecond,
+                n.arrival_rate_per_s,
+                if open_loop {
+                    "D × given rate per decode replica"
+                } else {
+                    "λ = D·c / (R + KV transfer + (O − 1)·TPOT), R the prefill residence on P servers (approximate MVA)"
+                },
+                format!("{:.4} requests/s", n.arrival_rate_per_s),
+                if open_loop {
+                    "an open loop: requests arrive at the given rate"
+                } else {
+                    "a closed loop of D·c clients, approximate MVA (Schweitzer 1979; Lazowska et al. 1984 §6.4.2), P servers as in Seidmann et al. 1987; tends to the bound P / S (§5.2)"
+                },
+            ),
+            prefill_utilisation: term(
+                "disagg.prefill_utilisation",
+                "Prefill-replica utilisation ρ (fraction)",
+                Unit::Fraction,
+                n.prefill_utilisation,
+                "ρ = λ · S_prefill / P",
+                format!(
+                    "{:.4} × {} / {pr} = {:.4}",
+                    n.arrival_rate_per_s,
+                    ms(pre.prefill_s),
+                    n.prefill_utilisation
+                ),
+                "requests spread evenly over the prefill replicas, one request at a time each",
+            ),
+            queue_wait: term(
+                "disagg.queue_wait",
+                "Mean prefill queueing wait (s)",
+                Unit::Seconds,
+                n.queue_wait_s,
+                if open_loop {
+                    "ρ·S / (2(1 − ρ))"
+                } else {
+                    "D·c / λ − (S + KV transfer + (O − 1)·TPOT)"
+                },
+                ms(n.queue_wait_s),
+                if open_loop {
+                    "M/D/1 (Pollaczek–Khinchine, Kleinrock 1975) per prefill replica"
+                } else {
+                    "closed loop: requests wait only once the prefill pool is saturated (Little 1961)"
+                },
+            ),
+            ttft: term(
+                "disagg.ttft",
+                "TTFT mean (s)",
+                Unit::Seconds,
+                n.ttft_s,
+                "W_q + S_prefill + KV transfer",
+                format!(
+                    "{} + {} + {} = {}",
+                    ms(n.queue_wait_s),
+                    ms(pre.prefill_s),
+                    ms(x.time_s),
+                    ms(n.ttft_s)
+                ),
+                "DistServe §3: the first token waits for the prefill and the KV's arrival at the decode instance",
+            ),
+            ttft_p90: tail("disagg.ttft_p90", "TTFT p90 (s)", n.ttft_p90_s, "0.1"),
+            ttft_p99: tail("disagg.ttft_p99", "TTFT p99 (s)", n.ttft_p99_s, "0.01"),
+        }
+    }
 }

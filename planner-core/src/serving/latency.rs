@@ -4,8 +4,9 @@
 //! Prefill is priced like training compute (GEMM efficiency curve and peak of
 //! [`StepModel`]); a decode step is a roofline of the bytes it reads (resident weights,
 //! active experts only, and the batch's KV) against the FLOPs it runs; TP, PP and EP
-//! communication is α–β from [`CommModel`]. The request mix, the prefix-cache hit rate
-//! and the chunk size are a separate [`ServingLoad`], validated field by field.
+//! communication is α–β from [`CommModel`](crate::time::collectives::CommModel). The request
+//! mix, the prefix-cache hit rate and the chunk size are a separate [`ServingLoad`], validated
+//! field by field; `terms` explains every number.
 
 use serde::{Deserialize, Serialize};
 
@@ -26,8 +27,12 @@ use crate::serving::speculation;
 use crate::serving::weight_stream;
 use crate::serving::window_decode::{stage_decode_means, WindowedDecode};
 use crate::serving::window_prefill::stage_prefill_run;
-use crate::time::collectives::{Collective, CommModel, LinkDomain};
+use crate::time::collectives::{Collective, LinkDomain};
 use crate::time::cost::{flops_per_token, CostOptions, StepModel};
+
+mod terms;
+
+use terms::{comm_assumption, decode_terms, kv_capacity_term, prefill_terms, throughput_terms};
 
 /// Largest prompt, output or chunk accepted, tokens (10 M: beyond any published context).
 pub const MAX_TOKENS: u32 = 10_000_000;
@@ -417,30 +422,13 @@ struct StepNumbers {
 struct Ctx<'a> {
     model: &'a ModelSpec,
     step: &'a StepModel,
-    tp: u32,
+    /// The replica shape's load-independent numbers.
+    timer: &'a ReplicaTimer,
     ep: bool,
-    act_bytes: f64,
-    tp_group: GroupPlacement,
-    /// The engines' custom all-reduce's measured row, where it applies ([`custom_all_reduce`]).
-    custom_ar: Option<custom_all_reduce::LatencyRow>,
-    /// Whether attention runs in FP8 (an FP8 KV cache): else at the BF16 peak.
-    fp8_attention: bool,
-    /// Measured launch cost of one kernel inside a CUDA graph, where measured ([`kernel_gaps`]).
-    kernel_launch_s: Option<f64>,
-    /// Measured streaming share of the datasheet HBM bandwidth the weight GEMMs reach, where a
-    /// decode GEMM of the weights' dtype was measured on the GPU ([`weight_stream`]).
-    weight_stream_fraction: Option<f64>,
     /// Measured share of the datasheet HBM bandwidth the decode step's KV read reaches, where
     /// the engine's decode-attention kernel was measured on the GPU with the cache's dtype
     /// ([`decode_attention`]); `None`: the copy share.
     kv_stream_fraction: Option<f64>,
-    /// Bytes one token moves through a dense and a MoE decoder layer's memory-bound kernels
-    /// on one GPU ([`layer_traffic`]).
-    traffic_bytes_per_token_per_layer: (f64, f64),
-    /// 2·N_active (matmul FLOPs per token, whole model).
-    dense_per_token: f64,
-    /// Attention FLOPs per (query token × key token), whole model: `2·L·a·(d_qk + d_v)`.
-    attn_coeff: f64,
 }
 
 impl Ctx<'_> {
@@ -457,7 +445,7 @@ impl Ctx<'_> {
     /// 3 and an FP8 KV cache "attention operations are also performed in the quantized (FP8)
     /// domain").
     fn attention_rate(&self, eff: f64) -> f64 {
-        let peak = if self.fp8_attention {
+        let peak = if self.timer.fp8_attention {
             self.step.peak_flops_per_s
         } else {
             self.step.bf16_flops_per_s
@@ -475,7 +463,7 @@ impl Ctx<'_> {
         kv_tokens: f64,
         decode: bool,
     ) -> StepNumbers {
-        let tp = f64::from(self.tp.max(1));
+        let tp = f64::from(self.timer.tp.max(1));
         let (distinct, expert_fraction) = match &self.model.moe {
             Some(m) if st.moe_layers > 0.0 => {
                 let d = expected_distinct_experts(m.routed_experts, m.experts_per_token, tokens);
@@ -491,8 +479,8 @@ impl Ctx<'_> {
             st.weight_bytes - st.routed_bytes * (1.0 - expert_fraction) - st.embedding_table_bytes
                 + embedding_read;
         let kv_bytes = st.kv_per_token * kv_tokens;
-        let gemm_flops = self.dense_per_token * tokens * st.flop_share / tp;
-        let attn_flops = self.attn_coeff * attn_pairs * st.flop_share / tp;
+        let gemm_flops = self.timer.dense_per_token * tokens * st.flop_share / tp;
+        let attn_flops = self.timer.attn_coeff * attn_pairs * st.flop_share / tp;
         let hidden = f64::from(self.model.hidden);
         // Prefill: the training model's rule, the smallest GEMM dimension (tokens or h/tp).
         // Decode: h/tp only; the curve's fall-off at few tokens is a GEMM turning memory-bound,
@@ -509,7 +497,7 @@ impl Ctx<'_> {
         let bw = self.step.hbm_streaming_bytes_per_s();
         // Weight GEMMs stream at their own measured share where one was measured (FP8 on H100,
         // weight_stream.rs), else at the copy share like the KV read.
-        let weight_bw = self.weight_stream_fraction.map_or(bw, |f| {
+        let weight_bw = self.timer.weight_stream_fraction.map_or(bw, |f| {
             (self.step.hbm_bytes_per_s * f.clamp(1e-3, 1.0)).max(1.0)
         });
         // A decode step's KV is read by the engine's decode-attention kernel: at its measured
@@ -528,7 +516,7 @@ impl Ctx<'_> {
         );
         // The kernels between the GEMMs (norms, RoPE, KV write, activation) stream the batch's
         // activations once per token per layer, at the copy share (layer_traffic.rs).
-        let (dense_layer, moe_layer) = self.traffic_bytes_per_token_per_layer;
+        let (dense_layer, moe_layer) = self.timer.traffic_bytes_per_token_per_layer;
         let traffic_bytes = tokens.max(0.0)
             * ((st.layers - st.moe_layers).max(0.0) * dense_layer + st.moe_layers * moe_layer);
         let traffic_s = traffic_bytes / bw;
@@ -542,9 +530,9 @@ impl Ctx<'_> {
         let gemm_op_s = weights_s.max(gemm_s);
         let attn_op_s = kv_s.max(attn_s);
         // Megatron TP (Shoeybi et al. 2019 §3): two all-reduces of the b·h activations per layer.
-        let msg = tokens * hidden * self.act_bytes;
+        let msg = tokens * hidden * self.timer.act_bytes;
         let ar = self.all_reduce_s(msg);
-        let comm_s = if self.ep && self.tp > 1 {
+        let comm_s = if self.ep && self.timer.tp > 1 {
             let k = self
                 .model
                 .moe
@@ -554,8 +542,8 @@ impl Ctx<'_> {
             // its 1/ep share of tokens × top-k × h; attention keeps its TP all-reduce.
             let a2a = self.step.comm.time_s(
                 Collective::AllToAll,
-                tokens * k * hidden * self.act_bytes / tp,
-                &self.tp_group,
+                tokens * k * hidden * self.timer.act_bytes / tp,
+                &self.timer.tp_group,
             );
             (st.layers - st.moe_layers) * 2.0 * ar + st.moe_layers * (ar + 2.0 * a2a)
         } else {
@@ -564,7 +552,7 @@ impl Ctx<'_> {
         // Every forward (a decode step, a prefill chunk) runs each layer's kernels one after
         // another; each launch streams nothing (kernel_gaps: measured per kernel, counted from
         // vLLM's Llama layer).
-        let launch_s = self.kernel_launch_s.map_or(0.0, |k| {
+        let launch_s = self.timer.kernel_launch_s.map_or(0.0, |k| {
             kernel_gaps::layers_launch_s(st.layers, st.moe_layers, k)
         });
         StepNumbers {
@@ -589,16 +577,17 @@ impl Ctx<'_> {
     /// One TP all-reduce of `bytes`: the engines' custom kernel where it was measured
     /// (vLLM/SGLang on an NVLink 4 node, messages up to 1 MiB), NCCL's price otherwise.
     fn all_reduce_s(&self, bytes: f64) -> f64 {
-        if let Some(t) = self.custom_ar.and_then(|row| row.latency_s(bytes)) {
+        if let Some(t) = self.timer.custom_ar.and_then(|row| row.latency_s(bytes)) {
             return t;
         }
         let nccl = self
             .step
             .comm
-            .time_s(Collective::AllReduce, bytes, &self.tp_group);
+            .time_s(Collective::AllReduce, bytes, &self.timer.tp_group);
         // Past the measured sizes on that fabric: a larger message never takes less time than
         // the largest measured one (the tuner's estimate can undercut the kernel measured there).
-        self.custom_ar
+        self.timer
+            .custom_ar
             .map_or(nccl, |row| nccl.max(row.largest_measured_s()))
     }
 
@@ -609,7 +598,7 @@ impl Ctx<'_> {
         } else {
             LinkDomain::IntraNode
         };
-        let msg = tokens * f64::from(self.model.hidden) * self.act_bytes;
+        let msg = tokens * f64::from(self.model.hidden) * self.timer.act_bytes;
         self.step
             .comm
             .link(Collective::SendRecv, domain)
@@ -697,14 +686,23 @@ pub struct ReplicaTimer {
     gpus: u64,
     act_bytes: f64,
     tp_group: GroupPlacement,
+    /// The engines' custom all-reduce's measured row, where it applies ([`custom_all_reduce`]).
     custom_ar: Option<custom_all_reduce::LatencyRow>,
+    /// Whether attention runs in FP8 (an FP8 KV cache): else at the BF16 peak.
     fp8_attention: bool,
+    /// Measured launch cost of one kernel inside a CUDA graph, where measured ([`kernel_gaps`]).
     kernel_launch_s: Option<f64>,
+    /// Measured streaming share of the datasheet HBM bandwidth the weight GEMMs reach, where a
+    /// decode GEMM of the weights' dtype was measured on the GPU ([`weight_stream`]).
     weight_stream_fraction: Option<f64>,
     /// The KV share TensorRT-LLM's XQA reaches on this GPU with this cache, where measured.
     xqa_kv_fraction: Option<f64>,
+    /// Bytes one token moves through a dense and a MoE decoder layer's memory-bound kernels
+    /// on one GPU ([`layer_traffic`]).
     traffic_bytes_per_token_per_layer: (f64, f64),
+    /// 2·N_active (matmul FLOPs per token, whole model).
     dense_per_token: f64,
+    /// Attention FLOPs per (query token × key token), whole model: `2·L·a·(d_qk + d_v)`.
     attn_coeff: f64,
     shapes: Vec<StageShape>,
     /// ⌊KV pool / KV per token⌋ on the worst stage.
@@ -801,25 +799,16 @@ impl ReplicaTimer {
         }
     }
 
-    fn ctx<'a>(&self, model: &'a ModelSpec, step: &'a StepModel, load: &ServingLoad) -> Ctx<'a> {
+    fn ctx<'a>(&'a self, model: &'a ModelSpec, step: &'a StepModel, load: &ServingLoad) -> Ctx<'a> {
         Ctx {
             model,
-            tp: self.tp,
+            step,
+            timer: self,
             ep: load.expert_parallel && model.moe.is_some(),
-            act_bytes: self.act_bytes,
-            tp_group: self.tp_group,
-            custom_ar: self.custom_ar,
-            fp8_attention: self.fp8_attention,
-            kernel_launch_s: self.kernel_launch_s,
-            weight_stream_fraction: self.weight_stream_fraction,
             kv_stream_fraction: match load.decode_attention {
                 Some(DecodeAttentionKernel::TrtllmXqa) => self.xqa_kv_fraction,
                 None => None,
             },
-            traffic_bytes_per_token_per_layer: self.traffic_bytes_per_token_per_layer,
-            dense_per_token: self.dense_per_token,
-            attn_coeff: self.attn_coeff,
-            step,
         }
     }
 
@@ -1089,7 +1078,7 @@ impl SpecInputs<'_> {
                     * timer.kv_bytes_per_value,
             hbm_bytes_per_s: ctx.step.hbm_streaming_bytes_per_s(),
             flops_per_s: ctx.rate(plain.slowest.gemm_eff),
-            launch_s: ctx.kernel_launch_s.unwrap_or(0.0),
+            launch_s: ctx.timer.kernel_launch_s.unwrap_or(0.0),
         };
         let o = f64::from(load.output_tokens);
         let mean_ctx = self.p as f64 + (o - 1.0) / 2.0;
@@ -1133,56 +1122,6 @@ impl SpecInputs<'_> {
             plain_step_s,
             break_even_batch,
         }
-    }
-}
-
-impl SpecNumbers {
-    fn terms(&self, sp: &Speculation) -> Vec<Term> {
-        let k = sp.draft_tokens;
-        vec![
-            term(
-                "serve.spec.tokens_per_step",
-                "Tokens kept per verify step (count)",
-                Unit::Count,
-                self.tokens_per_step,
-                "(1 − α^(k+1)) / (1 − α)",
-                format!("(1 − {}^{}) / (1 − {}) = {:.3}", sp.acceptance, k + 1, sp.acceptance, self.tokens_per_step),
-                "Leviathan et al. 2023 eq. 1: drafts are kept up to the first rejection, and the target adds its own token; α independent per position",
-            ),
-            term(
-                "serve.spec.verify",
-                "Verify step (s)",
-                Unit::Seconds,
-                self.verify_s,
-                "pp · step(k + 1 queries per sequence) + PP hops",
-                format!("{} (plain step {})", secs(self.verify_s), secs(self.plain_step_s)),
-                "the target's decode step with k + 1 tokens per sequence: the weights and KV read once, the GEMMs and attention over k + 1 queries",
-            ),
-            term(
-                "serve.spec.draft",
-                "Draft forwards per step (s)",
-                Unit::Seconds,
-                self.draft_s,
-                "k · max((draft weights + draft KV) / HBM, draft FLOPs / rate) + launches",
-                format!(
-                    "{k} × {} ({:.3e} parameters, {:.3e} B weights + {:.3e} B KV per GPU)",
-                    secs(self.draft.seconds), self.draft.params, self.draft.weight_bytes, self.draft.kv_bytes
-                ),
-                &format!("{} draft, priced as a memory-bound roofline like the target's step; a separate draft model's KV is not priced", sp.method.id()),
-            ),
-            term(
-                "serve.spec.break_even_batch",
-                "Batch where speculation stops paying (requests)",
-                Unit::Count,
-                self.break_even_batch.map_or(0.0, f64::from),
-                "smallest b of 1, 2, 4, … 4096 with (verify(b) + k·draft(b)) / tokens per step ≥ plain step(b)",
-                match self.break_even_batch {
-                    Some(b) => format!("{b}: at this running batch the step is compute-bound enough that the extra queries cost what the kept tokens save"),
-                    None => "0: speculation pays up to a batch of 4096".to_string(),
-                },
-                "the verify step's k + 1 queries move the GEMMs from memory- to compute-bound as the batch grows",
-            ),
-        ]
     }
 }
 
@@ -1339,14 +1278,7 @@ pub fn serving_time_with(
     plan: &serving::ServingPlan,
     step: StepModel,
 ) -> Result<ServingTime, ServingError> {
-    if let Some(sp) = &scenario.serving.speculation {
-        if sp.method == crate::input::speculation::SpecMethod::Mtp && model.mtp_layers == 0 {
-            return Err(err(
-                "serving.speculation",
-                format!("mtp drafts with the model's own MTP modules, and {} has none: use eagle, eagle3 or a draft model", model.name),
-            ));
-        }
-    }
+    check_draft_source(model, scenario)?;
     let step = weight_format_peak(step, scenario);
     let timer = ReplicaTimer::new(model, scenario, plan);
     let clients = load;
@@ -1362,549 +1294,46 @@ pub fn serving_time_with(
     let load = &running_load;
     let ctx = timer.ctx(model, &step, load);
     let shapes = &timer.shapes;
-    let serving = &scenario.serving;
     let (tp, pp, gpus) = (timer.tp, timer.pp, timer.gpus);
-    let comm_note = comm_assumption(&ctx.step.comm, tp, ctx.ep, ctx.custom_ar.is_some());
-    let PrefillNumbers {
-        p,
-        cached,
-        new_tokens,
-        chunk,
-        chunks,
-        prefill_s,
-        prefill_compute_s,
-        prefill_traffic_s,
-        worst_chunk,
-        windowed_layers: prefill_windowed_layers,
-    } = prefill_numbers(&ctx, shapes, load);
-    // Whole-replica FLOPs (for the closed-form check).
-    let gemm_total = ctx.dense_per_token * new_tokens as f64;
-    // Causal self-attention (Kaplan et al. 2020 Table 1; Korthikanti et al. 2022 §4 halve it for
-    // the causal mask): token i attends to i keys, so new tokens cached..p cover (p² − cached²)/2
-    // pairs on a full layer (prefill_pairs_per_layer averages in the windowed layers).
-    let pairs_total =
-        crate::input::attention_window::prefill_pairs_per_layer(model, p as f64, cached as f64);
-    let attn_total = ctx.attn_coeff * pairs_total;
-    let peak_tf = ctx.step.peak_flops_per_s / 1e12;
-    let prefill = Prefill {
-        new_tokens,
-        chunks,
-        gemm_flops: term(
-            "serve.prefill.gemm_flops",
-            "Prefill GEMM FLOPs per request (FLOP)",
-            Unit::Flops,
-            gemm_total,
-            "2·N_active·(prompt − cached)",
-            format!("{:.4e} × {new_tokens} = {gemm_total:.4e} FLOP", ctx.dense_per_token),
-            "Kaplan et al. 2020 Table 1: forward = 2 FLOPs per active matmul parameter per token (input embedding lookup excluded)",
-        ),
-        attention_flops: term(
-            "serve.prefill.attention_flops",
-            "Prefill attention FLOPs per request (FLOP)",
-            Unit::Flops,
-            attn_total,
-            "2·L·a·(d_qk + d_v) · (p² − cached²)/2",
-            format!(
-                "{:.4e} × ({p}² − {cached}²)/2 = {attn_total:.4e} FLOP",
-                ctx.attn_coeff
-            ),
-            "causal QKᵀ and P·V (Kaplan et al. 2020; Korthikanti et al. 2022): each new token attends to the tokens before it, cached ones included",
-        ),
-        compute_time: term(
-            "serve.prefill.compute",
-            "Prefill compute per request (s)",
-            Unit::Seconds,
-            prefill_compute_s,
-            "Σ_chunks,stages GEMM FLOPs/(peak·r_fp8·eff_gemm(min(chunk, h/tp))) + attention FLOPs/(peak of the KV dtype·eff_attn)",
-            format!(
-                "{chunks} chunk(s) at {peak_tf:.0} TFLOP/s peak, GEMM eff {:.3} × FP8 share {:.3} = {}",
-                worst_chunk.gemm_eff,
-                ctx.step.peak_gemm_efficiency_ratio,
-                secs(prefill_compute_s)
-            ),
-            "the training model's GEMM efficiency curve and peak (StepModel); what a chunk adds to a decode step it joins",
-        ),
-        traffic_time: term(
-            "serve.prefill.traffic",
-            "Prefill activation traffic per request (s)",
-            Unit::Seconds,
-            prefill_traffic_s,
-            "Σ_stages (prompt − cached) · layer bytes per token · layers / (HBM bandwidth · achievable fraction)",
-            {
-                let (dense, moe) = ctx.traffic_bytes_per_token_per_layer;
-                let per_token: f64 = shapes
-                    .iter()
-                    .map(|st| (st.layers - st.moe_layers).max(0.0) * dense + st.moe_layers * moe)
-                    .sum();
-                format!(
-                    "{new_tokens} tokens × {per_token:.4e} B over the layers / {:.4e} B/s = {}",
-                    ctx.step.hbm_streaming_bytes_per_s(),
-                    secs(prefill_traffic_s)
-                )
-            },
-            layer_traffic::SOURCE,
-        ),
-        time: term(
-            "serve.prefill.time",
-            "Prefill time per request (s)",
-            Unit::Seconds,
-            prefill_s,
-            "Σ_chunks Σ_stages [max(weights/HBM, GEMM FLOPs/rate) + max(KV/HBM, attention FLOPs/rate) + activation traffic/HBM + TP comm + kernel launches] + PP hops",
-            format!(
-                "⌈{new_tokens} / {chunk}⌉ = {chunks} chunk(s) × {pp} stage(s) = {}",
-                secs(prefill_s)
-            ),
-            &format!(
-                "chunked prefill (Agrawal et al. 2024, Sarathi-Serve): every chunk reads the stage's weights and the KV before it; chunks pass the stages one after another{}; {comm_note}",
-                if prefill_windowed_layers > 0 {
-                    format!("; {prefill_windowed_layers} windowed layer(s) on a stage attend to and read at most the last window of tokens (Mistral 7B §2)")
-                } else {
-                    String::new()
-                }
-            ),
-        ),
-        bound: bound_of(&worst_chunk),
-    };
-
-    // ---- Decode ----
-    let DecodeNumbers {
-        c,
-        m,
-        slowest,
-        kv_means,
-        hops,
-    } = decode_numbers(&ctx, shapes, pp, load, p, 1.0);
-    let mf = m as f64;
-    let ride_s = riders_s(load, &slowest, m, chunks, pp);
-    let bw = ctx.step.hbm_streaming_bytes_per_s();
-    let weight_bw = ctx
-        .weight_stream_fraction
-        .map_or(bw, |f| ctx.step.hbm_bytes_per_s * f);
-    let kv_bw = ctx
-        .kv_stream_fraction
-        .map_or(bw, |f| ctx.step.hbm_bytes_per_s * f);
-    let distinct_experts = model.moe.as_ref().map(|moe| {
-        term(
-            "serve.decode.distinct_experts",
-            "Distinct routed experts per MoE layer (count)",
-            Unit::Count,
-            slowest.distinct,
-            "E·(1 − (1 − k/E)^b)",
-            format!(
-                "{} × (1 − (1 − {}/{})^{m}) = {:.2}",
-                moe.routed_experts, moe.experts_per_token, moe.routed_experts, slowest.distinct
-            ),
-            "balls into bins (Feller 1968, occupancy): uniform, independent top-k routing; only touched experts' weights are read",
-        )
-    });
-    let decode_time = slowest.total_s;
-    let decode = DecodeStep {
-        micro_batch: m,
-        weight_bytes: term(
-            "serve.decode.weight_bytes",
-            "Weights read per GPU per step (B)",
-            Unit::Bytes,
-            slowest.weight_bytes,
-            "resident weights − routed experts × (1 − distinct/E)",
-            format!("{:.4e} B", slowest.weight_bytes),
-            &format!(
-                "{} weights of the slowest stage, read once per step",
-                serving.weight_dtype.id()
-            ),
-        ),
-        kv_bytes: term(
-            "serve.decode.kv_bytes",
-            "KV read per GPU per step (B)",
-            Unit::Bytes,
-            slowest.kv_bytes,
-            if kv_means.windowed_layers > 0 {
-                "b · KV per token per GPU · mean over layers of (full: P + (O − 1)/2; windowed: mean_j min(w, P + j − 1))"
-            } else {
-                "b · KV per token per GPU · (P + (O − 1)/2)"
-            },
-            format!(
-                "{m} × {:.4e} B × {:.1} = {:.4e} B",
-                slowest.kv_bytes / (mf * kv_means.kv_tokens).max(f64::MIN_POSITIVE),
-                kv_means.kv_tokens,
-                slowest.kv_bytes
-            ),
-            &if kv_means.windowed_layers > 0 {
-                format!(
-                    "{} KV cache; the mean context over a request's output; cached prefixes are read like any KV; {} windowed layer(s) on the slowest stage read only the last window of tokens (Mistral 7B §2, rolling buffer)",
-                    serving.kv_dtype.id(),
-                    kv_means.windowed_layers
-                )
-            } else {
-                format!(
-                    "{} KV cache; the mean context over a request's output; cached prefixes are read like any KV",
-                    serving.kv_dtype.id()
-                )
-            },
-        ),
-        flops: term(
-            "serve.decode.flops",
-            "FLOPs per GPU per step (FLOP)",
-            Unit::Flops,
-            slowest.gemm_flops + slowest.attn_flops,
-            "b · (2·N_active + 2·L·a·(d_qk + d_v)·ctx) · stage share / tp",
-            format!(
-                "{:.4e} GEMM + {:.4e} attention",
-                slowest.gemm_flops, slowest.attn_flops
-            ),
-            "Kaplan et al. 2020 Table 1 forward FLOPs per token",
-        ),
-        memory_time: term(
-            "serve.decode.memory",
-            "Decode memory time (s)",
-            Unit::Seconds,
-            slowest.memory_s,
-            "weight bytes / (HBM bandwidth · weight GEMM share) + KV bytes / (HBM bandwidth · KV read share) + activation traffic / (HBM bandwidth · achievable fraction)",
-            if ctx.weight_stream_fraction.is_some() || ctx.kv_stream_fraction.is_some() {
-                format!(
-                    "{:.4e} / {weight_bw:.4e} + {:.4e} / {kv_bw:.4e} + {:.4e} / {bw:.4e} = {}",
-                    slowest.weight_bytes,
-                    slowest.kv_bytes,
-                    slowest.traffic_bytes,
-                    secs(slowest.memory_s)
-                )
-            } else {
-                format!(
-                    "({:.4e} + {:.4e} + {:.4e}) / {bw:.4e} = {}",
-                    slowest.weight_bytes,
-                    slowest.kv_bytes,
-                    slowest.traffic_bytes,
-                    secs(slowest.memory_s)
-                )
-            },
-            &{
-                let copy = ctx.step.hbm_achievable_fraction.clamp(1e-3, 1.0) * 100.0;
-                let weights = match ctx.weight_stream_fraction {
-                    Some(f) => format!(
-                        "the weight GEMMs stream at {:.1}% of the datasheet bandwidth ({})",
-                        f * 100.0,
-                        weight_stream::SOURCE
-                    ),
-                    None => format!("the weights stream at {copy:.0}% of the datasheet bandwidth"),
-                };
-                let kv = match ctx.kv_stream_fraction {
-                    Some(f) => format!(
-                        "the KV at {:.1}% ({})",
-                        f * 100.0,
-                        decode_attention::SOURCE
-                    ),
-                    None => format!("the KV at {copy:.0}%"),
-                };
-                format!(
-                    "roofline (Williams et al. 2009): {weights}, {kv}; {copy:.0}% is the fraction streaming kernels reach (the GPU's measured figure, else CostOptions::hbm_achievable_fraction)"
-                )
-            },
-        ),
-        compute_time: term(
-            "serve.decode.compute",
-            "Decode compute time (s)",
-            Unit::Seconds,
-            slowest.compute_s,
-            "GEMM FLOPs/(peak·r_fp8·eff_gemm(h/tp)) + attention FLOPs/(peak of the KV dtype·eff_attn)",
-            format!(
-                "{peak_tf:.0} TFLOP/s × GEMM eff {:.4} × FP8 share {:.3} = {}",
-                slowest.gemm_eff,
-                ctx.step.peak_gemm_efficiency_ratio,
-                secs(slowest.compute_s)
-            ),
-            "the training model's GEMM efficiency curve at h/tp: its fall-off at few tokens is the memory roof, priced by the bytes term",
-        ),
-        comm_time: term(
-            "serve.decode.comm",
-            "Decode communication per stage (s)",
-            Unit::Seconds,
-            slowest.comm_s,
-            "layers × 2 all-reduces (b·h·bytes) [EP: attention all-reduce + 2 all-to-all per MoE layer]",
-            secs(slowest.comm_s),
-            &comm_note,
-        ),
-        kernel_gaps: term(
-            "serve.decode.kernel_gaps",
-            "Decode kernel launches per stage (s)",
-            Unit::Seconds,
-            slowest.launch_s,
-            "(layers × 10 + MoE layers × (9 − 3)) kernels × launch cost per kernel",
-            match ctx.kernel_launch_s {
-                Some(k) => format!(
-                    "{:.0} kernels × {} = {}",
-                    slowest.launch_s / k.max(f64::MIN_POSITIVE),
-                    secs(k),
-                    secs(slowest.launch_s)
-                ),
-                None => "0 (no per-kernel launch cost measured on this GPU)".to_string(),
-            },
-            &if ctx.kernel_launch_s.is_some() {
-                format!(
-                    "each kernel of a CUDA-graph step waits for the one before and streams nothing while it launches: {}",
-                    kernel_gaps::SOURCE
-                )
-            } else {
-                format!(
-                    "priced only on the GPUs where it was measured (H100 SXM, H200): {}",
-                    kernel_gaps::SOURCE
-                )
-            },
-        ),
-        traffic_time: term(
-            "serve.decode.traffic",
-            "Decode activation traffic per stage (s)",
-            Unit::Seconds,
-            slowest.traffic_s,
-            "tokens · layer bytes per token · layers / (HBM bandwidth · achievable fraction)",
-            format!(
-                "{:.4e} B / {bw:.4e} B/s = {}",
-                slowest.traffic_bytes,
-                secs(slowest.traffic_s)
-            ),
-            layer_traffic::SOURCE,
-        ),
-        time: term(
-            "serve.decode.step",
-            "Decode step per stage (s)",
-            Unit::Seconds,
-            decode_time,
-            "max(weights/HBM, GEMM FLOPs/rate) + max(KV/HBM, attention FLOPs/rate) + activation traffic/HBM + comm + kernel launches",
-            format!(
-                "{} + {} + {} + {} + {} = {}",
-                secs(slowest.gemm_op_s),
-                secs(slowest.attn_op_s),
-                secs(slowest.traffic_s),
-                secs(slowest.comm_s),
-                secs(slowest.launch_s),
-                secs(decode_time)
-            ),
-            "roofline per kernel (Williams et al. 2009): the weight GEMMs, attention and the memory-bound kernels between them run one after the other, so their bounds add; communication is on the critical path between GEMMs (not overlapped); each kernel's launch adds its fixed cost",
-        ),
-        bound: bound_of(&slowest),
-        distinct_experts,
-    };
-
-    // ---- Speculative decoding ----
+    let comm_note = comm_assumption(&ctx.step.comm, tp, ctx.ep, ctx.timer.custom_ar.is_some());
+    let pre = prefill_numbers(&ctx, shapes, load);
+    let prefill = prefill_terms(&ctx, shapes, &pre, pp, &comm_note);
+    let dec = decode_numbers(&ctx, shapes, pp, load, pre.p, 1.0);
+    let decode = decode_terms(&ctx, &scenario.serving, &dec, &comm_note);
+    let ride_s = riders_s(load, &dec.slowest, dec.m, pre.chunks, pp);
     let spec = scenario.serving.speculation.as_ref().map(|sp| {
         SpecInputs {
             ctx: &ctx,
             timer: &timer,
             sp,
-            p,
+            p: pre.p,
         }
         .numbers(load)
     });
-
-    // ---- Continuous batching ----
-    let BatchNumbers {
-        interference_s,
-        tpot_s,
-        queue,
-        throughput_s,
-    } = batch_numbers(
-        prefill_s + ride_s,
-        prefill_compute_s + prefill_traffic_s,
+    // Continuous batching: the decode step (or the speculative step per token) and the
+    // prefill queue.
+    let batch = batch_numbers(
+        pre.prefill_s + ride_s,
+        pre.prefill_compute_s + pre.prefill_traffic_s,
         spec.as_ref()
-            .map_or(f64::from(pp) * decode_time + hops, |x| x.step_per_token_s),
+            .map_or(f64::from(pp) * dec.slowest.total_s + dec.hops, |x| {
+                x.step_per_token_s
+            }),
         load,
     )?;
-    let prefill_under_load = term(
-        "serve.prefill_under_load",
-        "Prefill under load (s)",
-        Unit::Seconds,
-        prefill_s + ride_s,
-        "prefill + chunks × pp × riders × (decode KV/attention + activation traffic per sequence)",
-        format!(
-            "{} + {chunks} × {pp} × {} × {} = {}",
-            secs(prefill_s),
-            decodes_beside_a_chunk(load, load.concurrency, pp),
-            secs((slowest.attn_op_s + slowest.traffic_s) / mf.max(1.0)),
-            secs(prefill_s + ride_s)
-        ),
-        if load.prefill_first {
-            "prompts run in steps of their own: no decode shares them"
-        } else {
-            "chunked prefill (vLLM V1 scheduler, Sarathi-Serve): the other running requests decode in each of the prompt's chunk steps; their KV read and attention add to the step, their weight GEMMs share the chunk's weight read; the chunk gets the token budget they leave"
-        },
-    );
-    let interference = term(
-        "serve.interference",
-        "Prefill interference per step (s)",
-        Unit::Seconds,
-        interference_s,
-        "(c / O) · (prefill compute + prefill activation traffic) per request",
-        format!(
-            "({c} / {}) × ({} + {}) = {}",
-            load.output_tokens,
-            secs(prefill_compute_s),
-            secs(prefill_traffic_s),
-            secs(interference_s)
-        ),
-        "Sarathi-Serve-style mixed batches; the chunk's FLOPs and its tokens' activation traffic are added to the step (no overlap with its memory time: an upper bound)",
-    );
-    let tpot = match &spec {
-        None => term(
-            "serve.tpot",
-            "TPOT (s)",
-            Unit::Seconds,
-            tpot_s,
-            "pp · decode step(⌈c/pp⌉) + PP hops + interference",
-            format!(
-                "{pp} × {} + {} + {} = {}",
-                secs(decode_time),
-                secs(hops),
-                secs(interference_s),
-                secs(tpot_s)
-            ),
-            "continuous batching (Yu et al. 2022, Orca): every running request advances one token per step; with PP, pp micro-batches in flight and the slowest stage paces them",
-        ),
-        Some(x) => term(
-            "serve.tpot",
-            "TPOT (s)",
-            Unit::Seconds,
-            tpot_s,
-            "(verify step + k · draft) / tokens kept per step + interference",
-            format!(
-                "({} + {}) / {:.3} + {} = {}",
-                secs(x.verify_s),
-                secs(x.draft_s),
-                x.tokens_per_step,
-                secs(interference_s),
-                secs(tpot_s)
-            ),
-            "speculative decoding (Leviathan et al. 2023): each step drafts k tokens, verifies them in one target forward and keeps the accepted prefix plus one; continuous batching as without it",
-        ),
-    };
-    let service = prefill_s + ride_s;
-    let (rate, rho, wait_s) = (queue.rate, queue.rho, queue.wait_s);
-    let arrival_rate = term(
-        "serve.arrival_rate",
-        "Arrival rate (requests/s)",
-        Unit::RequestsPerSecond,
-        rate,
-        if load.arrival_rate_per_s.is_some() {
-            "given"
-        } else {
-            "λ = c / (R + (O − 1)·TPOT), R the prefill residence (approximate MVA)"
-        },
-        format!("{rate:.4} requests/s"),
-        if load.arrival_rate_per_s.is_some() {
-            "an open loop: requests arrive at the given rate whatever the replica does"
-        } else {
-            "a closed loop of c clients (each sends its next request when its last one ends), solved by approximate MVA (Schweitzer 1979; Lazowska et al. 1984 §6.4.2); it tends to the bound 1 / S as c grows (§5.2)"
-        },
-    );
-    let utilisation = term(
-        "serve.utilisation",
-        "Prefill utilisation ρ (fraction)",
-        Unit::Fraction,
-        rho,
-        "ρ = λ · S_prefill",
-        format!("{rate:.4} × {} = {rho:.4}", secs(service)),
-        "one prefill server per replica, deterministic service time S = prefill time",
-    );
-    let queue_wait = term(
-        "serve.queue_wait",
-        "Mean queueing wait (s)",
-        Unit::Seconds,
-        wait_s,
-        queue.formula,
-        queue.worked(service),
-        queue.assumption,
-    );
+    let step_terms = StepTerms::new(load, &pre, &dec, &batch, spec.as_ref(), ride_s, pp);
+    let open_loop = clients.arrival_rate_per_s.is_some();
     // Closed loop: completions at λ free slots for the waiting clients (open loop: the given
     // concurrency is the running batch, and admission adds no wait).
-    let slot_wait_s = if clients.arrival_rate_per_s.is_some() {
+    let slot_wait_s = if open_loop {
         0.0
     } else {
-        admission.wait_s(rate)
+        admission.wait_s(batch.queue.rate)
     };
-    let ttft_s = slot_wait_s + wait_s + service;
-    let ttft = term(
-        "serve.ttft",
-        "TTFT mean (s)",
-        Unit::Seconds,
-        ttft_s,
-        "W_slot + W_q + S_prefill",
-        format!(
-            "{} + {} + {} = {}",
-            secs(slot_wait_s),
-            secs(wait_s),
-            secs(service),
-            secs(ttft_s)
-        ),
-        "a wait for a slot in the running batch, queueing at the prefill, then the request's own prefill, which yields its first token",
-    );
-    let pct = |q: f64, key: &str, label: &str| {
-        let w = queue.quantile(q, service) + slot_wait_s;
-        term(
-            key,
-            label,
-            Unit::Seconds,
-            w + service,
-            queue.tail_formula,
-            format!("{} + {} = {}", secs(w), secs(service), secs(w + service)),
-            queue.tail_assumption,
-        )
-    };
-    let ttft_p90 = pct(0.90, "serve.ttft_p90", "TTFT p90 (s)");
-    let ttft_p99 = pct(0.99, "serve.ttft_p99", "TTFT p99 (s)");
-    let throughput_per_replica = term(
-        "serve.throughput_replica",
-        "Output tokens/s per replica",
-        Unit::TokensPerSecond,
-        throughput_s,
-        if load.arrival_rate_per_s.is_some() {
-            "c / TPOT"
-        } else {
-            "λ · O"
-        },
-        if load.arrival_rate_per_s.is_some() {
-            format!("{c} / {} = {throughput_s:.1}", secs(tpot_s))
-        } else {
-            format!("{rate:.4} × {} = {throughput_s:.1}", load.output_tokens)
-        },
-        "every running request emits one token per step; a closed loop's requests complete at λ",
-    );
-    let throughput_per_gpu = term(
-        "serve.throughput_gpu",
-        "Output tokens/s per GPU",
-        Unit::TokensPerSecond,
-        throughput_s / gpus as f64,
-        "output tokens/s per replica / (tp · pp)",
-        format!(
-            "{throughput_s:.1} / {gpus} = {:.1}",
-            throughput_s / gpus as f64
-        ),
-        "every GPU of the replica counted",
-    );
+    let queue = QueueTerms::new(&batch.queue, pre.prefill_s + ride_s, slot_wait_s, open_loop);
+    let (throughput_per_replica, throughput_per_gpu) = throughput_terms(load, &batch, gpus);
     let capacity = timer.kv_capacity_tokens;
-    let (cf, o) = (
-        f64::from(clients.concurrency),
-        f64::from(load.output_tokens),
-    );
-    let needed = cf * (p as f64 + o);
-    let kv_capacity_tokens = term(
-        "serve.kv_capacity_tokens",
-        "KV capacity per replica (tokens)",
-        Unit::Count,
-        capacity,
-        "⌊KV pool / KV per token⌋ on the worst stage",
-        format!(
-            "{capacity:.0} tokens; the load needs {} × ({p} + {}) = {needed:.0}",
-            clients.concurrency, load.output_tokens
-        ),
-        &format!(
-            "serving memory plan (vLLM-style pool); a load beyond it runs {} at once: the engine {}",
-            admission.running,
-            admission.policy.action()
-        ),
-    );
-    let running_batch = admission.running_term();
-    let admission_wait = admission.wait_term(if clients.arrival_rate_per_s.is_some() {
-        0.0
-    } else {
-        rate
-    });
+    let needed = f64::from(clients.concurrency) * (pre.p as f64 + f64::from(load.output_tokens));
     Ok(ServingTime {
         tp,
         pp,
@@ -1912,26 +1341,65 @@ pub fn serving_time_with(
         load: clients.clone(),
         prefill,
         decode,
-        interference,
-        tpot,
-        arrival_rate,
-        utilisation,
-        queue_wait,
-        ttft,
-        ttft_p90,
-        ttft_p99,
+        interference: step_terms.interference,
+        tpot: step_terms.tpot,
+        arrival_rate: queue.arrival_rate,
+        utilisation: queue.utilisation,
+        queue_wait: queue.queue_wait,
+        ttft: queue.ttft,
+        ttft_p90: queue.ttft_p90,
+        ttft_p99: queue.ttft_p99,
         throughput_per_replica,
         throughput_per_gpu,
         fits_kv: needed <= capacity,
-        kv_capacity_tokens,
-        running_batch,
-        admission_wait,
-        prefill_under_load,
+        kv_capacity_tokens: kv_capacity_term(clients, load, pre.p, capacity, &admission),
+        running_batch: admission.running_term(),
+        admission_wait: admission.wait_term(if open_loop { 0.0 } else { batch.queue.rate }),
+        prefill_under_load: step_terms.prefill_under_load,
         speculation: match (&spec, &scenario.serving.speculation) {
             (Some(x), Some(sp)) => x.terms(sp),
             _ => Vec::new(),
         },
     })
+}
+
+/// MTP speculation drafts with the model's own MTP modules: a model without them cannot use it.
+fn check_draft_source(model: &ModelSpec, scenario: &Scenario) -> Result<(), ServingError> {
+    match &scenario.serving.speculation {
+        Some(sp)
+            if sp.method == crate::input::speculation::SpecMethod::Mtp
+                && model.mtp_layers == 0 =>
+        {
+            Err(err(
+                "serving.speculation",
+                format!("mtp drafts with the model's own MTP modules, and {} has none: use eagle, eagle3 or a draft model", model.name),
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// How prefill and decode share the replica's steps: the prefill under the running decodes,
+/// the chunks a decode step carries, and the time per output token.
+struct StepTerms {
+    prefill_under_load: Term,
+    interference: Term,
+    tpot: Term,
+}
+
+/// The prefill queue a request meets and the first token's time, mean and tail.
+struct QueueTerms {
+    /// Requests/s entering the replica.
+    arrival_rate: Term,
+    /// Prefill-server utilisation ρ.
+    utilisation: Term,
+    /// Mean wait before the prefill, s.
+    queue_wait: Term,
+    /// Mean TTFT, s.
+    ttft: Term,
+    /// p90 and p99 TTFT, s.
+    ttft_p90: Term,
+    ttft_p99: Term,
 }
 
 /// The prefill queue a request waits in before its first token: one definition for the
@@ -2035,22 +1503,4 @@ pub fn closed_loop_queue(clients: f64, service: f64, decode_s: f64, servers: f64
         tail_formula: "min(S·ln(ρ/(1 − q))/(1 − ρ), (N − 1)·S/m) + S",
         tail_assumption: "exponential tail of the M/M/1 wait at the closed loop's ρ (Kleinrock 1975), capped by the other N − 1 clients' prefills, never below the mean",
     }
-}
-
-fn comm_assumption(comm: &CommModel, tp: u32, ep: bool, custom_ar: bool) -> String {
-    let l = comm.link(Collective::AllReduce, LinkDomain::IntraNode);
-    let custom = if custom_ar {
-        format!(
-            "; all-reduces up to 1 MiB at the engines' custom kernel's measured latency ({})",
-            custom_all_reduce::SOURCE
-        )
-    } else {
-        String::new()
-    };
-    format!(
-        "α–β as collectives.rs prices them (intra-node α {:.1} µs, {:.0} GB/s bus); TP {tp}{}; small messages, so α dominates{custom}",
-        l.latency_s * 1e6,
-        l.busbw_bytes_per_s / 1e9,
-        if ep { ", EP over the TP ranks" } else { "" }
-    )
 }
