@@ -11,8 +11,9 @@
 //! if the derivative that reads it is needed (tools/autograd/gen_variable_type.py guards each
 //! saved variable by `should_compute_output`), so a frozen linear keeps no input.
 
-use crate::input::finetune::FineTuneMode;
+use crate::input::finetune::{FineTuneMode, LoraTargets};
 use crate::input::framework::Framework;
+use crate::input::layer_ops::layer_ops;
 use crate::input::layout::Recompute;
 use crate::input::model::{FfnKind, ModelSpec};
 use crate::input::scenario::Training;
@@ -258,18 +259,18 @@ fn adapter_inputs(model: &ModelSpec, setup: &ActivationSetup, tr: &Trains) -> (f
     if tr.full {
         return (0.0, 0.0);
     }
-    let [q, k, v, o, gate, up, down] = tr.lora_a;
-    let h = f64::from(model.hidden);
-    let o_in = f64::from(model.heads.max(1)) * f64::from(model.head_dim);
-    let ffn = f64::from(model.ffn);
-    let gate = gate && model.ffn_kind == FfnKind::SwiGlu;
-    let count = |on: &[bool]| on.iter().filter(|b| **b).count() as f64;
+    let saving = LoraTargets::from_flags(tr.lora_a);
+    let ops = layer_ops(model, false);
+    let saved = || ops.iter().filter(|op| op.targeted_by(&saving));
     if setup.peft_adapters {
-        let values = h * count(&[q, k, v, gate, up]) + o_in * count(&[o]) + ffn * count(&[down]);
-        return (values, 4.0);
+        return (saved().map(|op| op.d_in).sum(), 4.0);
     }
-    let any = |on: &[bool]| if on.iter().any(|b| *b) { 1.0 } else { 0.0 };
-    let values = h * (any(&[q, k, v]) + any(&[gate, up])) + o_in * any(&[o]) + ffn * any(&[down]);
+    // One saved input per distinct tensor the targeted linears read.
+    let values = saved()
+        .enumerate()
+        .filter(|(i, op)| saved().take(*i).all(|earlier| earlier.input != op.input))
+        .map(|(_, op)| op.d_in)
+        .sum();
     (values, setup.activation_bytes)
 }
 
