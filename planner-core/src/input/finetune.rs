@@ -7,7 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::input::model::{FfnKind, ModelSpec};
+use crate::input::layer_ops::{layer_ops, LayerOp, LayerOps, Owner, Split};
+use crate::input::model::ModelSpec;
 use crate::input::precision::Precision;
 
 /// How the model's weights are trained.
@@ -307,17 +308,6 @@ pub const QLORA_UNQUANTIZED_BYTES_PER_PARAM: f64 = 4.0;
 /// writing a BF16 copy (2 B) that the GEMM then reads.
 pub const DEQUANT_BYTES_PER_PARAM: f64 = NF4_DOUBLE_QUANT_BITS_PER_PARAM / 8.0 + 2.0;
 
-/// One linear layer's shape on a rank, and how TP splits it.
-#[derive(Clone, Copy)]
-enum Split {
-    /// Column-parallel (Megatron): the output dimension is split.
-    Column,
-    /// Row-parallel: the input dimension is split.
-    Row,
-    /// Not split by TP (MLA down-projections, routed experts with expert-TP = 1).
-    Replicated,
-}
-
 /// Which adapter parameters a count covers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Count {
@@ -347,19 +337,12 @@ fn counted(count: Count, elements: f64) -> f64 {
 /// One targeted linear `d_in → d_out`: its adapter parameters on a rank of TP degree `t`.
 /// Under TP the factor that touches the split dimension is split with it and the other is
 /// replicated (the product must stay local to the rank's shard).
-fn linear_params(
-    ft: &FineTune,
-    count: Count,
-    (d_in, d_out): (f64, f64),
-    split: Split,
-    t: f64,
-    feedforward: bool,
-) -> f64 {
+fn linear_params(ft: &FineTune, count: Count, op: &LayerOp, split: Split, t: f64) -> f64 {
     let r = f64::from(ft.lora.rank);
     let (d_in, d_out) = match split {
-        Split::Column => (d_in, d_out / t),
-        Split::Row => (d_in / t, d_out),
-        Split::Replicated => (d_in, d_out),
+        Split::Column => (op.d_in, op.d_out / t),
+        Split::Row => (op.d_in / t, op.d_out),
+        Split::Replicated => (op.d_in, op.d_out),
     };
     match ft.mode {
         FineTuneMode::Full | FineTuneMode::PromptTuning => 0.0,
@@ -377,92 +360,26 @@ fn linear_params(
             Count::Trainable | Count::PagedTrainable => counted(count, r * d_out),
         },
         // PEFT ia3/layer.py `update_layer`: `ia3_l` is (1, in_features) for feed-forward modules,
-        // (out_features, 1) otherwise.
-        FineTuneMode::Ia3 => counted(count, if feedforward { d_in } else { d_out }),
+        // (out_features, 1) otherwise (PEFT's IA3 default `feedforward_modules` for Llama are the
+        // down projections).
+        FineTuneMode::Ia3 => counted(count, if op.feedforward { d_in } else { d_out }),
     }
 }
 
-/// Adapter parameters of one FFN of width `f` on a rank.
-fn ffn_adapter_params(
-    model: &ModelSpec,
-    ft: &FineTune,
-    count: Count,
-    f: f64,
-    tp: f64,
-    expert: bool,
-) -> f64 {
-    let h = f64::from(model.hidden);
-    let tg = &ft.lora.targets;
-    let (col, row) = if expert {
-        (Split::Replicated, Split::Replicated)
-    } else {
-        (Split::Column, Split::Row)
-    };
-    let linear = |dims, split, feedforward| linear_params(ft, count, dims, split, tp, feedforward);
-    let mut n = 0.0;
-    // SwiGLU has gate and up (h → f) and down (f → h); a GeLU MLP has up and down only.
-    if tg.gate && model.ffn_kind == FfnKind::SwiGlu {
-        n += linear((h, f), col, false);
-    }
-    if tg.up {
-        n += linear((h, f), col, false);
-    }
-    if tg.down {
-        // PEFT's IA3 default `feedforward_modules` for Llama are the down projections.
-        n += linear((f, h), row, true);
-    }
-    n
-}
-
-/// Adapter parameters of one layer's attention on a rank.
-fn attention_adapter_params(model: &ModelSpec, ft: &FineTune, count: Count, tp: f64) -> f64 {
-    let h = f64::from(model.hidden);
-    let a = f64::from(model.heads);
-    let tg = &ft.lora.targets;
-    let linear = |dims, split| linear_params(ft, count, dims, split, tp, false);
-    let mut n = 0.0;
-    match &model.mla {
-        Some(mla) => {
-            // DeepSeek-V2 §2.1.2 modules (HF names q_proj | q_a_proj + q_b_proj,
-            // kv_a_proj_with_mqa, kv_b_proj, o_proj); down-projections are not TP-split.
-            let qk = f64::from(mla.qk_nope_head_dim + mla.qk_rope_head_dim);
-            if tg.q {
-                if mla.q_lora_rank == 0 {
-                    n += linear((h, a * qk), Split::Column);
-                } else {
-                    let rq = f64::from(mla.q_lora_rank);
-                    n += linear((h, rq), Split::Replicated);
-                    n += linear((rq, a * qk), Split::Column);
-                }
-            }
-            if tg.k || tg.v {
-                let kv = f64::from(mla.kv_lora_rank);
-                let rope = f64::from(mla.qk_rope_head_dim);
-                let up = a * f64::from(mla.qk_nope_head_dim + mla.v_head_dim);
-                n += linear((h, kv + rope), Split::Replicated);
-                n += linear((kv, up), Split::Column);
-            }
-            if tg.o {
-                n += linear((a * f64::from(mla.v_head_dim), h), Split::Row);
-            }
-        }
-        None => {
-            let d = f64::from(model.head_dim);
-            let q = a * d;
-            let kv = f64::from(model.kv_heads) * d;
-            for (on, dims, split) in [
-                (tg.q, (h, q), Split::Column),
-                (tg.k, (h, kv), Split::Column),
-                (tg.v, (h, kv), Split::Column),
-                (tg.o, (q, h), Split::Row),
-            ] {
-                if on {
-                    n += linear(dims, split);
-                }
-            }
-        }
-    }
-    n
+/// Adapter parameters of one module of `owner` in `ops` on a rank with TP degree `tp`: routed
+/// experts use expert-TP = 1, so their linears are whole on the rank.
+fn owner_adapter_params(ft: &FineTune, count: Count, ops: &LayerOps, owner: Owner, tp: f64) -> f64 {
+    ops.of(owner)
+        .filter(|op| op.targeted_by(&ft.lora.targets))
+        .map(|op| {
+            let split = if owner == Owner::RoutedExpert {
+                Split::Replicated
+            } else {
+                op.split
+            };
+            linear_params(ft, count, op, split, tp)
+        })
+        .fold(0.0, |n, p| n + p)
 }
 
 /// Adapter parameters of one dense layer and of one MoE layer (dense part, routed
@@ -473,15 +390,18 @@ pub(crate) fn layer_adapter_params(
     count: Count,
     tp: f64,
 ) -> (f64, f64, f64) {
-    let attention = attention_adapter_params(model, ft, count, tp);
-    let ffn = |f: u32, expert| ffn_adapter_params(model, ft, count, f64::from(f), tp, expert);
-    let dense = attention + ffn(model.ffn, false);
+    let dense_ops = layer_ops(model, false);
+    let attention = owner_adapter_params(ft, count, &dense_ops, Owner::Attention, tp);
+    let dense = attention + owner_adapter_params(ft, count, &dense_ops, Owner::DenseFfn, tp);
     match &model.moe {
         None => (dense, 0.0, 0.0),
         Some(moe) => {
+            let moe_ops = layer_ops(model, true);
             // Shared experts are TP-split like a dense FFN; routed experts use expert-TP = 1.
-            let shared = f64::from(moe.shared_experts) * ffn(moe.expert_ffn, false);
-            let routed = f64::from(moe.routed_experts) * ffn(moe.expert_ffn, true);
+            let shared = f64::from(moe.shared_experts)
+                * owner_adapter_params(ft, count, &moe_ops, Owner::SharedExpert, tp);
+            let routed = f64::from(moe.routed_experts)
+                * owner_adapter_params(ft, count, &moe_ops, Owner::RoutedExpert, tp);
             (dense, attention + shared, routed)
         }
     }

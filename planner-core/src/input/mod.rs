@@ -18,6 +18,7 @@ pub mod hardware;
 pub mod host;
 pub mod intra_node_link;
 pub mod kernels;
+pub mod layer_ops;
 pub mod layout;
 pub mod link_efficiency;
 pub mod model;

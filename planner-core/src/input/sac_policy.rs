@@ -12,7 +12,8 @@
 //! each block the 1st, 3rd, 5th and 7th mm are saved. In torchtitan's Llama block the mms
 //! run wq, wk, wv, wo (attention), w1, w3, w2 (SwiGLU `w2(silu(w1(x)) * w3(x))`).
 
-use crate::input::model::{FfnKind, ModelSpec};
+use crate::input::layer_ops::{layer_ops, Split};
+use crate::input::model::ModelSpec;
 
 /// One matmul of a dense decoder block: `in_width → out_width` per token.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -41,23 +42,15 @@ pub fn block_matmuls(model: &ModelSpec) -> Option<([BlockMatmul; 7], usize)> {
     if model.mla.is_some() {
         return None;
     }
-    let h = f64::from(model.hidden);
-    let q = f64::from(model.heads) * f64::from(model.head_dim);
-    let kv = f64::from(model.kv_heads) * f64::from(model.head_dim);
-    let f = f64::from(model.ffn);
-    // (K, N, column-parallel): wq, wk, wv, wo, then the FFN's.
-    let attention = [(h, q, true), (h, kv, true), (h, kv, true), (q, h, false)];
-    let ffn: &[(f64, f64, bool)] = match model.ffn_kind {
-        FfnKind::SwiGlu => &[(h, f, true), (h, f, true), (f, h, false)],
-        FfnKind::GeluMlp => &[(h, f, true), (f, h, false)],
-    };
-    let n = attention.len() + ffn.len();
+    let ops = layer_ops(model, false);
+    let n = ops.len().min(7);
     let mut mms = [BlockMatmul::default(); 7];
-    for (i, &(k, width, column_parallel)) in attention.iter().chain(ffn).enumerate() {
+    // wq, wk, wv, wo, then the FFN's: the layer's linears in the order it runs them.
+    for (i, op) in ops.iter().take(mms.len()).enumerate() {
         mms[i] = BlockMatmul {
-            in_width: k,
-            out_width: width,
-            column_parallel,
+            in_width: op.d_in,
+            out_width: op.d_out,
+            column_parallel: op.split == Split::Column,
             // The counter is incremented before the test: counts 1, 3, 5, … (indices 0, 2, …).
             saved: i.is_multiple_of(2),
             output_needed: i + 1 < n,

@@ -20,6 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::input::finetune::{FineTuneMode, LoraSettings};
 use crate::input::framework::Framework;
+use crate::input::layer_ops::{layer_ops, AttentionCore};
 use crate::input::layout::{Layout, Recompute, Schedule};
 use crate::input::model::{FfnKind, ModelSpec};
 use crate::input::moe_routing::MoeRouting;
@@ -289,16 +290,22 @@ fn saved_only<'a>(
     setup: &'a ActivationSetup,
     mut sink: impl FnMut(RawTensor) + 'a,
 ) -> impl FnMut(RawTensor) + 'a {
-    let swiglu = model.ffn_kind == FfnKind::SwiGlu;
-    let inputs_saved = setup
-        .adapters
-        .map(|l| crate::memory::adapters::input_saving_targets(setup.method, &l.targets));
+    // The inputs of the linears whose adapters save them (the dense layer's linears read the
+    // same tensors as a MoE layer's experts).
+    let inputs_saved = setup.adapters.map(|l| {
+        let targets = crate::memory::adapters::input_saving_targets(setup.method, &l.targets);
+        layer_ops(model, false).inputs_read_by(&targets)
+    });
     move |t: RawTensor| {
-        if inputs_saved.is_none_or(|tg| frozen_keeps(t.kind, &tg, swiglu, setup.flash_attention)) {
+        if inputs_saved.is_none_or(|read| frozen_keeps(t.kind, &read, setup.flash_attention)) {
             sink(t);
         }
     }
 }
+
+/// What a layer's visitors call per tensor: kind, values per token, heads, `s × s`, bytes
+/// per value, TP split, the recompute policy that drops it.
+type Emit<'a> = dyn FnMut(TensorKind, f64, u32, bool, f64, TpSplit, DroppedBy) + 'a;
 
 /// Calls `f` with every tensor one layer saves for backward (before recompute
 /// drops any). The single source of truth for layer activations.
@@ -312,9 +319,6 @@ pub(crate) fn visit_layer(
         crate::memory::hf_activations::visit_layer(model, setup, f);
         return;
     }
-    let e = setup.activation_bytes;
-    let h = f64::from(model.hidden);
-    let a = model.heads.max(1);
     let mut f = saved_only(model, setup, f);
     let mut emit =
         |kind, values_per_token: f64, heads, seq_squared, dtype_bytes, split, dropped_by| {
@@ -328,76 +332,87 @@ pub(crate) fn visit_layer(
                 dropped_by,
             })
         };
+    visit_attention(model, setup, &mut emit);
+    visit_ffn(model, kind, setup, &mut emit);
+    visit_adapters(model, kind, setup, &mut emit);
+}
+
+/// The column-parallel linears' shared input: sequence-sharded under Megatron's SP, the
+/// all-gathered full sequence under torchtitan's TP (`Framework::saves_gathered_tp_inputs`).
+fn linear_input_split(setup: &ActivationSetup) -> TpSplit {
+    if setup.gathered_tp_inputs {
+        TpSplit::Replicated
+    } else {
+        TpSplit::SequenceParallel
+    }
+}
+
+/// The attention half: norm, QKV input (MLA latents), the core's saved tensors, the output
+/// projection's input and the residual dropout.
+fn visit_attention(model: &ModelSpec, setup: &ActivationSetup, emit: &mut Emit) {
     use DroppedBy as D;
     use TensorKind as K;
     use TpSplit as S;
-
+    let e = setup.activation_bytes;
+    let h = f64::from(model.hidden);
+    let a = model.heads.max(1);
     // Korthikanti §4.1 "LayerNorm": each norm saves its input, 2sbh; the first
     // one's input is the layer input that full recompute keeps.
     emit(K::Norm1Input, h, a, false, e, S::SequenceParallel, D::Never);
-    // The column-parallel linears' shared input: sequence-sharded under Megatron's SP,
-    // the all-gathered full sequence under torchtitan's TP (Framework::saves_gathered_tp_inputs).
-    let linear_input = if setup.gathered_tp_inputs {
-        S::Replicated
-    } else {
-        S::SequenceParallel
-    };
     // Korthikanti §4.1: the QKV projection saves its shared input, 2sbh.
-    emit(K::QkvInput, h, a, false, e, linear_input, D::Full);
-
-    let (q_dim, k_dim, v_dim, proj_dim, k_heads) = match &model.mla {
-        Some(mla) => {
-            let qk = f64::from(mla.qk_nope_head_dim + mla.qk_rope_head_dim);
-            // DeepSeek-V2 §2.1.2: the compressed latents feed the up-projections.
-            if mla.q_lora_rank > 0 {
-                emit(
-                    K::MlaQLatent,
-                    f64::from(mla.q_lora_rank),
-                    a,
-                    false,
-                    e,
-                    S::SequenceParallel,
-                    D::Full,
-                );
-            }
-            let kv_latent = f64::from(mla.kv_lora_rank + mla.qk_rope_head_dim);
+    emit(
+        K::QkvInput,
+        h,
+        a,
+        false,
+        e,
+        linear_input_split(setup),
+        D::Full,
+    );
+    if let Some(mla) = &model.mla {
+        // DeepSeek-V2 §2.1.2: the compressed latents feed the up-projections.
+        if mla.q_lora_rank > 0 {
+            let q_latent = f64::from(mla.q_lora_rank);
             emit(
-                K::MlaKvLatent,
-                kv_latent,
+                K::MlaQLatent,
+                q_latent,
                 a,
                 false,
                 e,
                 S::SequenceParallel,
                 D::Full,
             );
-            let fa = f64::from(a);
-            let v = fa * f64::from(mla.v_head_dim);
-            (fa * qk, fa * qk, v, v, a)
         }
-        None => {
-            let d = f64::from(model.head_dim);
-            let kv = model.kv_heads.max(1);
-            let q = f64::from(a) * d;
-            (q, f64::from(kv) * d, f64::from(kv) * d, q, kv)
-        }
-    };
+        let kv_latent = f64::from(mla.kv_lora_rank + mla.qk_rope_head_dim);
+        emit(
+            K::MlaKvLatent,
+            kv_latent,
+            a,
+            false,
+            e,
+            S::SequenceParallel,
+            D::Full,
+        );
+    }
+    let core = AttentionCore::of(model);
+    let k_heads = core.kv_heads.max(1);
     // Korthikanti §4.1: QKᵀ saves Q and K (4sbh with MHA); GQA shrinks K to kv_heads·d.
-    emit(K::Query, q_dim, a, false, e, S::Heads, D::Full);
-    emit(K::Key, k_dim, k_heads, false, e, S::Heads, D::Full);
+    emit(K::Query, core.query_width(), a, false, e, S::Heads, D::Full);
+    emit(
+        K::Key,
+        core.key_width(),
+        k_heads,
+        false,
+        e,
+        S::Heads,
+        D::Full,
+    );
+    let fa = f64::from(a);
     if setup.flash_attention {
         // Dao et al. 2022 (FlashAttention) Alg. 2: backward needs only Q, K, V,
         // the output and the fp32 row log-sum-exp per head and query.
-        emit(
-            K::SoftmaxLse,
-            f64::from(a),
-            a,
-            false,
-            4.0,
-            S::Heads,
-            D::Selective,
-        );
+        emit(K::SoftmaxLse, fa, a, false, 4.0, S::Heads, D::Selective);
     } else {
-        let fa = f64::from(a);
         // Korthikanti §4.1: softmax output 2as²b.
         emit(K::Softmax, fa, a, true, e, S::Heads, D::Selective);
         if model.dropout {
@@ -407,9 +422,25 @@ pub(crate) fn visit_layer(
         }
     }
     // Korthikanti §4.1: attention over values saves V, 2sbh.
-    emit(K::Value, v_dim, k_heads, false, e, S::Heads, D::Full);
+    emit(
+        K::Value,
+        core.value_width(),
+        k_heads,
+        false,
+        e,
+        S::Heads,
+        D::Full,
+    );
     // Korthikanti §4.1: the output projection saves its input, 2sbh.
-    emit(K::ProjInput, proj_dim, a, false, e, S::Heads, D::Full);
+    emit(
+        K::ProjInput,
+        core.output_width(),
+        a,
+        false,
+        e,
+        S::Heads,
+        D::Full,
+    );
     if model.dropout {
         // Korthikanti §4.1: residual dropout mask sbh (1 byte).
         emit(
@@ -422,32 +453,48 @@ pub(crate) fn visit_layer(
             D::Full,
         );
     }
+}
 
+/// The tensors one FFN of `width` (summed over the copies a token visits) saves, at `split`.
+fn ffn_tensors(
+    model: &ModelSpec,
+    width: f64,
+    (gelu, swiglu): ([TensorKind; 2], [TensorKind; 3]),
+    split: TpSplit,
+    emit: &mut dyn FnMut(TensorKind, f64, TpSplit),
+) {
+    let kinds: &[TensorKind] = match model.ffn_kind {
+        // Korthikanti §4.1 MLP: GeLU input 8sbh and second-linear input 8sbh (f = 4h).
+        FfnKind::GeluMlp => &gelu,
+        // Fused SwiGLU (Megatron `bias_swiglu_impl`, TE): saves gate and up
+        // projections and the down-projection input; eager PyTorch also keeps silu(gate) (4 tensors).
+        FfnKind::SwiGlu => &swiglu,
+    };
+    for k in kinds {
+        emit(*k, width, split);
+    }
+}
+
+/// The FFN half: norm, the first linear's input, the router, the dense FFN or the experts,
+/// and the residual dropout.
+fn visit_ffn(model: &ModelSpec, kind: LayerKind, setup: &ActivationSetup, emit: &mut Emit) {
+    use DroppedBy as D;
+    use TensorKind as K;
+    use TpSplit as S;
+    let e = setup.activation_bytes;
+    let h = f64::from(model.hidden);
+    let a = model.heads.max(1);
     emit(K::Norm2Input, h, a, false, e, S::SequenceParallel, D::Full);
     // Korthikanti §4.1 MLP: the first linear saves its input, 2sbh.
-    emit(K::FfnInput, h, a, false, e, linear_input, D::Full);
-
-    let ffn_tensors = |width: f64,
-                       gelu: [TensorKind; 2],
-                       swiglu: [TensorKind; 3],
-                       split,
-                       emit: &mut dyn FnMut(TensorKind, f64, TpSplit)| {
-        match model.ffn_kind {
-            // Korthikanti §4.1 MLP: GeLU input 8sbh and second-linear input 8sbh (f = 4h).
-            FfnKind::GeluMlp => {
-                for k in gelu {
-                    emit(k, width, split);
-                }
-            }
-            // Fused SwiGLU (Megatron `bias_swiglu_impl`, TE): saves gate and up
-            // projections and the down-projection input; eager PyTorch also keeps silu(gate) (4 tensors).
-            FfnKind::SwiGlu => {
-                for k in swiglu {
-                    emit(k, width, split);
-                }
-            }
-        }
-    };
+    emit(
+        K::FfnInput,
+        h,
+        a,
+        false,
+        e,
+        linear_input_split(setup),
+        D::Full,
+    );
     let moe = match (kind, &model.moe) {
         (LayerKind::Moe, Some(moe)) => Some(moe),
         _ => None,
@@ -494,32 +541,41 @@ pub(crate) fn visit_layer(
             let fe = f64::from(moe.expert_ffn);
             let etp = f64::from(setup.expert_tp.max(1));
             emit_ffn(K::ExpertInput, etp * top_k * h, S::SequenceParallel);
-            ffn_tensors(
-                top_k * fe,
+            let expert = (
                 [K::ExpertGeluInput, K::ExpertGeluOutput],
                 [K::ExpertGate, K::ExpertUp, K::ExpertSwigluOutput],
+            );
+            ffn_tensors(
+                model,
+                top_k * fe,
+                expert,
                 S::SequenceParallel,
                 &mut emit_ffn,
             );
             // Expert outputs are kept for the gradient of the routing weights.
             emit_ffn(K::ExpertOutput, etp * top_k * h, S::SequenceParallel);
             if moe.shared_experts > 0 {
-                ffn_tensors(
-                    f64::from(moe.shared_experts) * fe,
+                let shared = (
                     [K::SharedGeluInput, K::SharedGeluOutput],
                     [K::SharedGate, K::SharedUp, K::SharedSwigluOutput],
-                    S::FfnWidth,
-                    &mut emit_ffn,
                 );
+                let width = f64::from(moe.shared_experts) * fe;
+                ffn_tensors(model, width, shared, S::FfnWidth, &mut emit_ffn);
             }
         }
-        None => ffn_tensors(
-            f64::from(model.ffn),
-            [K::GeluInput, K::GeluOutput],
-            [K::SwigluGate, K::SwigluUp, K::SwigluOutput],
-            S::FfnWidth,
-            &mut emit_ffn,
-        ),
+        None => {
+            let dense = (
+                [K::GeluInput, K::GeluOutput],
+                [K::SwigluGate, K::SwigluUp, K::SwigluOutput],
+            );
+            ffn_tensors(
+                model,
+                f64::from(model.ffn),
+                dense,
+                S::FfnWidth,
+                &mut emit_ffn,
+            );
+        }
     }
     if model.dropout {
         // Korthikanti §4.1 MLP: dropout mask sbh (1 byte).
@@ -533,33 +589,42 @@ pub(crate) fn visit_layer(
             D::Full,
         );
     }
-    if let Some(lora) = &setup.adapters {
-        // PEFT lora.Linear: lora_B saves lora_A's r-value output; A's output is whole on every
-        // TP rank (A is replicated for column-parallel layers, all-reduced for row-parallel ones).
-        if setup.method.uses_rank() {
-            emit(
-                K::AdapterIntermediate,
-                adapter_values_per_token(model, kind, lora),
-                a,
-                false,
-                e,
-                S::Replicated,
-                D::Full,
-            );
-        }
-        // DoRA's and IA3's own saved tensors, at the activation dtype (Megatron-style adapters).
-        let extra = crate::memory::adapters::method_output_values(model, kind, setup.method, lora);
-        if extra > 0.0 {
-            emit(
-                K::Hf(crate::memory::hf_activations::HfTensor::MethodOutputs),
-                extra,
-                a,
-                false,
-                e,
-                S::Replicated,
-                D::Full,
-            );
-        }
+}
+
+/// The adapters' own saved tensors (Megatron-style adapters, at the activation dtype).
+fn visit_adapters(model: &ModelSpec, kind: LayerKind, setup: &ActivationSetup, emit: &mut Emit) {
+    let Some(lora) = &setup.adapters else {
+        return;
+    };
+    let (e, a) = (setup.activation_bytes, model.heads.max(1));
+    // PEFT lora.Linear: lora_B saves lora_A's r-value output; A's output is whole on every
+    // TP rank (A is replicated for column-parallel layers, all-reduced for row-parallel ones).
+    if setup.method.uses_rank() {
+        let values = adapter_values_per_token(model, kind, lora);
+        let kind = TensorKind::AdapterIntermediate;
+        emit(
+            kind,
+            values,
+            a,
+            false,
+            e,
+            TpSplit::Replicated,
+            DroppedBy::Full,
+        );
+    }
+    // DoRA's and IA3's own saved tensors, at the activation dtype (Megatron-style adapters).
+    let extra = crate::memory::adapters::method_output_values(model, kind, setup.method, lora);
+    if extra > 0.0 {
+        let kind = TensorKind::Hf(crate::memory::hf_activations::HfTensor::MethodOutputs);
+        emit(
+            kind,
+            extra,
+            a,
+            false,
+            e,
+            TpSplit::Replicated,
+            DroppedBy::Full,
+        );
     }
 }
 

@@ -9,8 +9,9 @@ use crate::base::explain::{fmt_bytes, fmt_num};
 use crate::base::explain::{Term, Unit};
 use crate::input::finetune::*;
 use crate::input::framework::Framework;
+use crate::input::layer_ops::{layer_ops, Input};
 use crate::input::layout::{Layout, ZeroStage};
-use crate::input::model::{FfnKind, ModelSpec, ParamBreakdown};
+use crate::input::model::{ModelSpec, ParamBreakdown};
 use crate::input::precision::Precision;
 use crate::memory::activations::{LayerKind, TensorKind};
 use crate::memory::model_state::{
@@ -467,7 +468,8 @@ pub fn state_terms(
 // Activations.
 
 /// Whether a tensor the full-training accounting saves is still saved when the base
-/// linear layers are frozen and `targets` carry adapters.
+/// linear layers are frozen and adapters sit on the linears that read the inputs marked in
+/// `read` ([`crate::input::layer_ops::LayerOps::inputs_read_by`]).
 ///
 /// PyTorch saves a matmul's input only for its weight's gradient: the autograd codegen
 /// (tools/autograd/gen_variable_type.py, `guard_for`) guards each saved input by
@@ -477,26 +479,21 @@ pub fn state_terms(
 /// still saved by its adapter's `lora_A` (PEFT's default `lora_dropout = 0` makes the dropout
 /// an identity, so it is the same tensor). Tensors that the attention core, norms, activation
 /// functions or the router need for input gradients stay.
-pub(crate) fn frozen_keeps(
-    kind: TensorKind,
-    targets: &LoraTargets,
-    swiglu: bool,
-    flash_attention: bool,
-) -> bool {
+pub(crate) fn frozen_keeps(kind: TensorKind, read: &[bool; 6], flash_attention: bool) -> bool {
     use TensorKind as K;
-    let first_ffn = targets.up || (targets.gate && swiglu);
+    let read = |input: Input| read[input as usize];
     match kind {
-        K::QkvInput => targets.q || targets.k || targets.v,
+        K::QkvInput => read(Input::AttentionNorm),
         // FlashAttention's backward needs its output O (Dao et al. 2022 Alg. 2), which is the
         // output projection's input: kept with flash attention whatever the targets.
-        K::ProjInput => targets.o || flash_attention,
-        K::FfnInput | K::ExpertInput => first_ffn,
+        K::ProjInput => read(Input::AttentionOutput) || flash_attention,
+        K::FfnInput | K::ExpertInput => read(Input::FfnNorm),
         K::GeluOutput
         | K::SwigluOutput
         | K::ExpertGeluOutput
         | K::ExpertSwigluOutput
         | K::SharedGeluOutput
-        | K::SharedSwigluOutput => targets.down,
+        | K::SharedSwigluOutput => read(Input::FfnHidden),
         // The frozen LM head's input is needed only for its weight gradient.
         K::OutputInput => false,
         _ => true,
@@ -513,23 +510,12 @@ pub(crate) fn adapter_values_per_token(
     lora: &LoraSettings,
 ) -> f64 {
     let r = f64::from(lora.rank);
-    let tg = &lora.targets;
-    let swiglu = model.ffn_kind == FfnKind::SwiGlu;
-    let ffn_modules = f64::from(u8::from(tg.gate && swiglu) + u8::from(tg.up) + u8::from(tg.down));
-    let attention_modules = match &model.mla {
-        Some(mla) => {
-            let q = if mla.q_lora_rank > 0 { 2 } else { 1 };
-            f64::from(if tg.q { q } else { 0 } + if tg.k || tg.v { 2 } else { 0 } + u8::from(tg.o))
-        }
-        None => f64::from(u8::from(tg.q) + u8::from(tg.k) + u8::from(tg.v) + u8::from(tg.o)),
-    };
-    let ffn_copies = match (kind, &model.moe) {
-        (LayerKind::Moe, Some(moe)) => {
-            f64::from(moe.experts_per_token) + f64::from(moe.shared_experts)
-        }
-        _ => 1.0,
-    };
-    r * (attention_modules + ffn_modules * ffn_copies)
+    let modules: f64 = layer_ops(model, kind == LayerKind::Moe)
+        .iter()
+        .filter(|op| op.targeted_by(&lora.targets))
+        .map(|op| op.per_token)
+        .sum();
+    r * modules
 }
 
 /// The targets whose *input* an adapter saves (its trainable first factor needs it for its
@@ -550,46 +536,17 @@ pub fn input_saving_targets(method: FineTuneMode, targets: &LoraTargets) -> Lora
 
 /// Output width of each targeted linear of one layer, with whether PEFT's IA3 treats it as
 /// feed-forward (the down projections): `(d_out, feedforward, copies)`, where `copies` counts
-/// an FFN module once per routed expert a token visits plus the shared experts.
+/// an FFN module once per routed expert a token visits, or once per shared expert.
 pub(crate) fn targeted_outputs(
     model: &ModelSpec,
     kind: LayerKind,
     targets: &LoraTargets,
 ) -> Vec<(f64, bool, f64)> {
-    let h = f64::from(model.hidden);
-    let (q, kv) = match &model.mla {
-        Some(mla) => {
-            let a = f64::from(model.heads);
-            let qk = f64::from(mla.qk_nope_head_dim + mla.qk_rope_head_dim);
-            let kv = f64::from(mla.kv_lora_rank + mla.qk_rope_head_dim);
-            (a * qk, kv)
-        }
-        None => {
-            let d = f64::from(model.head_dim);
-            (f64::from(model.heads) * d, f64::from(model.kv_heads) * d)
-        }
-    };
-    let (f, copies) = match (kind, &model.moe) {
-        (LayerKind::Moe, Some(moe)) => (
-            f64::from(moe.expert_ffn),
-            f64::from(moe.experts_per_token) + f64::from(moe.shared_experts),
-        ),
-        _ => (f64::from(model.ffn), 1.0),
-    };
-    let swiglu = model.ffn_kind == FfnKind::SwiGlu;
-    [
-        (targets.q, q, false, 1.0),
-        (targets.k, kv, false, 1.0),
-        (targets.v, kv, false, 1.0),
-        (targets.o, h, false, 1.0),
-        (targets.gate && swiglu, f, false, copies),
-        (targets.up, f, false, copies),
-        (targets.down, h, true, copies),
-    ]
-    .into_iter()
-    .filter(|(on, ..)| *on)
-    .map(|(_, d_out, ff, n)| (d_out, ff, n))
-    .collect()
+    layer_ops(model, kind == LayerKind::Moe)
+        .iter()
+        .filter(|op| op.targeted_by(targets))
+        .map(|op| (op.d_out, op.feedforward, op.per_token))
+        .collect()
 }
 
 /// Values per token one layer's DoRA or IA3 adapters save beyond LoRA's: DoRA keeps, per

@@ -11,8 +11,9 @@
 //! if the derivative that reads it is needed (tools/autograd/gen_variable_type.py guards each
 //! saved variable by `should_compute_output`), so a frozen linear keeps no input.
 
-use crate::input::finetune::FineTuneMode;
+use crate::input::finetune::{FineTuneMode, LoraTargets};
 use crate::input::framework::Framework;
+use crate::input::layer_ops::{layer_ops, AttentionCore};
 use crate::input::layout::Recompute;
 use crate::input::model::{FfnKind, ModelSpec};
 use crate::input::scenario::Training;
@@ -258,18 +259,18 @@ fn adapter_inputs(model: &ModelSpec, setup: &ActivationSetup, tr: &Trains) -> (f
     if tr.full {
         return (0.0, 0.0);
     }
-    let [q, k, v, o, gate, up, down] = tr.lora_a;
-    let h = f64::from(model.hidden);
-    let o_in = f64::from(model.heads.max(1)) * f64::from(model.head_dim);
-    let ffn = f64::from(model.ffn);
-    let gate = gate && model.ffn_kind == FfnKind::SwiGlu;
-    let count = |on: &[bool]| on.iter().filter(|b| **b).count() as f64;
+    let saving = LoraTargets::from_flags(tr.lora_a);
+    let ops = layer_ops(model, false);
+    let saved = || ops.iter().filter(|op| op.targeted_by(&saving));
     if setup.peft_adapters {
-        let values = h * count(&[q, k, v, gate, up]) + o_in * count(&[o]) + ffn * count(&[down]);
-        return (values, 4.0);
+        return (saved().map(|op| op.d_in).sum(), 4.0);
     }
-    let any = |on: &[bool]| if on.iter().any(|b| *b) { 1.0 } else { 0.0 };
-    let values = h * (any(&[q, k, v]) + any(&[gate, up])) + o_in * any(&[o]) + ffn * any(&[down]);
+    // One saved input per distinct tensor the targeted linears read.
+    let values = saved()
+        .enumerate()
+        .filter(|(i, op)| saved().take(*i).all(|earlier| earlier.input != op.input))
+        .map(|(_, op)| op.d_in)
+        .sum();
     (values, setup.activation_bytes)
 }
 
@@ -281,26 +282,20 @@ fn visit_attention(model: &ModelSpec, setup: &ActivationSetup, tr: &Trains, emit
     use HfTensor as T;
     use TpSplit as S;
     let a = f64::from(model.heads.max(1));
-    let d = f64::from(model.head_dim);
+    let core = AttentionCore::of(model);
+    let (q, out) = (core.query_width(), core.output_width());
     let e = setup.activation_bytes;
     // integrations/sdpa_attention.py: with a mask (`use_gqa_in_sdpa` needs `attention_mask is
     // None`) K and V are repeated to every query head before SDPA, which saves the repeats.
-    let kv_heads = if setup.repeat_kv || !setup.flash_attention {
-        a
+    let kv = if setup.repeat_kv || !setup.flash_attention {
+        q
     } else {
-        f64::from(model.kv_heads.max(1))
+        core.key_width()
     };
-    emit(
-        T::SdpaQkv,
-        (a + 2.0 * kv_heads) * d,
-        false,
-        e,
-        S::Heads,
-        D::Full,
-    );
+    emit(T::SdpaQkv, q + 2.0 * kv, false, e, S::Heads, D::Full);
     if setup.flash_attention {
         // The memory-efficient / flash backward reads the output and an fp32 log-sum-exp per head.
-        emit(T::SdpaOutput, a * d, false, e, S::Heads, D::Full);
+        emit(T::SdpaOutput, out, false, e, S::Heads, D::Full);
         emit(T::SdpaOutput, a, false, 4.0, S::Heads, D::Full);
     } else {
         // eager_attention_forward: fp32 softmax (4 B) saved by its backward, BF16 cast saved by the
@@ -309,7 +304,7 @@ fn visit_attention(model: &ModelSpec, setup: &ActivationSetup, tr: &Trains, emit
     }
     if tr.full {
         // modeling_llama.py: attn_output.reshape(...).contiguous() feeds o_proj, a fresh tensor.
-        emit(T::ProjInput, a * d, false, e, S::Heads, D::Full);
+        emit(T::ProjInput, out, false, e, S::Heads, D::Full);
     }
 }
 
@@ -318,7 +313,7 @@ fn visit_mlp(model: &ModelSpec, setup: &ActivationSetup, tr: &Trains, emit: &mut
     use DroppedBy as D;
     use HfTensor as T;
     use TpSplit as S;
-    let f = f64::from(model.ffn);
+    let f = layer_ops(model, false).ffn_width_per_token();
     let e = setup.activation_bytes;
     let kept = match model.ffn_kind {
         // act_fn(gate) saves gate; the product saves act_fn(gate) and up.

@@ -17,6 +17,7 @@
 //! decode GEMMs are compute-bound), the logits and sampling, vLLM's separate FP8 input
 //! quantisation kernel.
 
+use crate::input::layer_ops::layer_ops;
 use crate::input::model::{FfnKind, ModelSpec};
 use crate::memory::kv_cache;
 
@@ -84,16 +85,18 @@ pub fn layer_bytes_per_token(
         FfnKind::SwiGlu => SILU_AND_MUL_ELEMENTS_PER_FFN,
         FfnKind::GeluMlp => GELU_ELEMENTS_PER_FFN,
     };
+    // The activation over the rank's FFN rows (a MoE layer: the token's top-k routed experts'
+    // and the shared experts', split over TP), then the MoE layer's sum of the k outputs.
+    let ffn_rows: f64 = layer_ops(model, moe_layer)
+        .ffn_widths()
+        .map(|w| w / tp_f)
+        .sum();
     let mlp = match (&model.moe, moe_layer) {
         (Some(moe), true) => {
             let k = f64::from(moe.experts_per_token);
-            // Routed experts' activation over the k rows (expert FFN split over TP), the shared
-            // experts' over theirs, then the sum of the k outputs.
-            let routed = k * f64::from(moe.expert_ffn) / tp_f;
-            let shared = f64::from(moe.shared_experts) * f64::from(moe.expert_ffn) / tp_f;
-            per_ffn * (routed + shared) * act_bytes + moe_sum_elements_per_hidden(k) * h * act_bytes
+            per_ffn * ffn_rows * act_bytes + moe_sum_elements_per_hidden(k) * h * act_bytes
         }
-        _ => per_ffn * f64::from(model.ffn) / tp_f * act_bytes,
+        _ => per_ffn * ffn_rows * act_bytes,
     };
     norms + rope + cache + mlp
 }

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::base::explain::{fmt_num, Term, Unit};
 use crate::input::finetune::*;
+use crate::input::layer_ops::layer_ops;
 use crate::input::model::ModelSpec;
 use crate::input::precision::Precision;
 
@@ -49,25 +50,11 @@ pub fn dora_norm_bytes(model: &ModelSpec, finetune: &FineTune) -> f64 {
     if finetune.mode != FineTuneMode::Dora || model.mla.is_some() {
         return 0.0;
     }
-    let t = &finetune.lora.targets;
-    let h = f64::from(model.hidden);
-    let q = f64::from(model.heads) * f64::from(model.head_dim);
-    let kv = f64::from(model.kv_heads) * f64::from(model.head_dim);
-    let f = f64::from(model.ffn);
-    let swiglu = model.ffn_kind == crate::input::model::FfnKind::SwiGlu;
-    let per_layer: f64 = [
-        (t.q, h, q),
-        (t.k, h, kv),
-        (t.v, h, kv),
-        (t.o, q, h),
-        (t.gate && swiglu, h, f),
-        (t.up, h, f),
-        (t.down, f, h),
-    ]
-    .into_iter()
-    .filter(|(on, ..)| *on)
-    .map(|(_, d_in, d_out)| PER_WEIGHT * d_in * d_out + PER_IDENTITY * d_in * d_in)
-    .sum();
+    let per_layer: f64 = layer_ops(model, false)
+        .iter()
+        .filter(|op| op.targeted_by(&finetune.lora.targets))
+        .map(|op| PER_WEIGHT * op.d_in * op.d_out + PER_IDENTITY * op.d_in * op.d_in)
+        .sum();
     // Dense layers' linears (routed experts are not adapted by DoRA here).
     f64::from(model.layers) * per_layer
 }

@@ -13,6 +13,7 @@ use crate::input::finetune::DEQUANT_BYTES_PER_PARAM;
 use crate::input::framework::Framework;
 pub use crate::input::gemm_efficiency::GemmEfficiency;
 use crate::input::kernels::Kernels;
+use crate::input::layer_ops::{layer_ops, AttentionCore, Owner};
 use crate::input::layout::{Layout, Recompute, ZeroStage};
 use crate::input::model::ModelSpec;
 use crate::input::overlap::AppliedOverlap;
@@ -157,13 +158,8 @@ pub fn flops_per_token(model: &ModelSpec, seq_len: u32, causal: bool) -> FlopsPe
     let head_params = f64::from(model.vocab) * f64::from(model.hidden);
     let matmul_params =
         pb.active().saturating_sub(lookup) as f64 * scale + mtp * head_params * scale;
-    let (d_qk, d_v) = match &model.mla {
-        Some(mla) => (
-            f64::from(mla.qk_nope_head_dim + mla.qk_rope_head_dim),
-            f64::from(mla.v_head_dim),
-        ),
-        None => (f64::from(model.head_dim), f64::from(model.head_dim)),
-    };
+    let core = AttentionCore::of(model);
+    let (d_qk, d_v) = (core.qk_head_dim, core.v_head_dim);
     let causal_factor = if causal { 0.5 } else { 1.0 };
     // QKᵀ: 2·s·d_qk and P·V: 2·s·d_v FLOPs per token per head per layer.
     let attention_forward = if model.attention_window.is_some() {
@@ -241,51 +237,21 @@ impl Fp8Casts {
     /// not the LM head or the embedding, and not attention's own matmuls.
     pub fn of(model: &ModelSpec) -> Self {
         let h = f64::from(model.hidden);
-        let a = f64::from(model.heads);
-        // (K, N) of every linear GEMM of one attention block.
-        let attention: Vec<(f64, f64)> = match &model.mla {
-            Some(mla) => {
-                let q_head = f64::from(mla.qk_nope_head_dim + mla.qk_rope_head_dim);
-                let q_lora = f64::from(mla.q_lora_rank);
-                let kv_lora = f64::from(mla.kv_lora_rank);
-                let mut g = if mla.q_lora_rank == 0 {
-                    vec![(h, a * q_head)]
-                } else {
-                    vec![(h, q_lora), (q_lora, a * q_head)]
-                };
-                // DeepSeek-V2 §2.1.2: W^DKV + W^KR, then W^UK and W^UV, then W^O.
-                g.push((h, kv_lora + f64::from(mla.qk_rope_head_dim)));
-                g.push((
-                    kv_lora,
-                    a * f64::from(mla.qk_nope_head_dim + mla.v_head_dim),
-                ));
-                g.push((a * f64::from(mla.v_head_dim), h));
-                g
-            }
-            None => {
-                let d = f64::from(model.head_dim);
-                let kv = f64::from(model.kv_heads);
-                vec![(h, (a + 2.0 * kv) * d), (a * d, h)]
-            }
-        };
-        // FFN of width f: fc1 h → (matrices − 1)·f (gate and up fused), fc2 f → h.
-        let gated = (model.ffn_kind.matrices() - 1) as f64;
-        let ffn = |f: f64| [(h, gated * f), (f, h)];
-        let sum = |gemms: &[(f64, f64)]| {
-            gemms
-                .iter()
-                .fold((0.0, 0.0), |(k, n), &(gk, gn)| (k + gk, n + gn))
-        };
-        let (attn_k, attn_n) = sum(&attention);
-        let (dense_k, dense_n) = sum(&ffn(f64::from(model.ffn)));
+        // (Σ K, Σ N) of the linear GEMMs of one attention block and of each FFN kind: QKV (or
+        // the MLA projections, DeepSeek-V2 §2.1.2), the output projection, fc1 (gate and up
+        // fused) and fc2.
+        let dense = layer_ops(model, false);
+        let (attn_k, attn_n) = dense.fused_gemm_widths(Owner::Attention);
+        let (dense_k, dense_n) = dense.fused_gemm_widths(Owner::DenseFfn);
         let pb = model.param_breakdown();
         let (dense_layers, moe_layers) = (pb.dense_layers as f64, pb.moe_layers as f64);
+        // Each token runs its top-k routed experts and the shared ones.
         let (moe_k, moe_n) = match &model.moe {
-            Some(moe) => {
-                // Each token runs its top-k routed experts and the shared ones.
-                let visits = f64::from(moe.experts_per_token + moe.shared_experts);
-                let (k, n) = sum(&ffn(f64::from(moe.expert_ffn)));
-                (visits * k, visits * n)
+            Some(_) => {
+                let moe = layer_ops(model, true);
+                let (shared_k, shared_n) = moe.fused_gemm_widths(Owner::SharedExpert);
+                let (routed_k, routed_n) = moe.fused_gemm_widths(Owner::RoutedExpert);
+                (shared_k + routed_k, shared_n + routed_n)
             }
             None => (0.0, 0.0),
         };

@@ -11,6 +11,7 @@
 
 use crate::input::framework::Framework;
 use crate::input::kernels::Kernels;
+use crate::input::layer_ops::{layer_ops, AttentionCore};
 use crate::input::model::{FfnKind, ModelSpec};
 
 /// The tensor width an op runs over, per token.
@@ -340,29 +341,20 @@ impl MemoryBoundBytes {
     ) -> Self {
         let applied = kernels.applied(framework);
         let h = f64::from(model.hidden);
-        let (q, kv) = match &model.mla {
-            // MLA expands k and v per head (DeepSeek-V2 §2.1.2); no grouped heads to repeat.
-            Some(mla) => {
-                let d = f64::from(mla.qk_nope_head_dim + mla.qk_rope_head_dim);
-                (f64::from(model.heads) * d, f64::from(model.heads) * d)
-            }
-            None => (
-                f64::from(model.heads) * f64::from(model.head_dim),
-                f64::from(model.kv_heads) * f64::from(model.head_dim),
-            ),
-        };
+        // MLA expands k and v per head (DeepSeek-V2 §2.1.2); no grouped heads to repeat.
+        let core = AttentionCore::of(model);
+        let (q, kv) = (core.query_width(), core.key_width());
         let pb = model.param_breakdown();
         let layers = (pb.dense_layers + pb.moe_layers).max(1) as f64;
         // The FFN width a token's activations run over, averaged over the layers: a MoE layer's
         // token visits top-k routed and the shared experts, each of width f_e.
         let ffn = match &model.moe {
-            Some(m) => {
-                let visits = f64::from(m.experts_per_token + m.shared_experts);
-                (pb.dense_layers as f64 * f64::from(model.ffn)
-                    + pb.moe_layers as f64 * visits * f64::from(m.expert_ffn))
-                    / layers
+            Some(_) => {
+                let dense = layer_ops(model, false).ffn_width_per_token();
+                let moe = layer_ops(model, true).ffn_width_per_token();
+                (pb.dense_layers as f64 * dense + pb.moe_layers as f64 * moe) / layers
             }
-            None => f64::from(model.ffn),
+            None => layer_ops(model, false).ffn_width_per_token(),
         };
         let scores = f64::from(model.heads) * f64::from(seq_len);
         let (routed_copies, experts, moe_share) = match &model.moe {

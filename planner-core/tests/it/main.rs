@@ -25,6 +25,7 @@ mod hostile_input;
 mod hub_model;
 mod import_page;
 mod import_sniff;
+mod layer_ops;
 mod layer_time;
 mod layers;
 mod link_efficiency;
