@@ -328,6 +328,84 @@ fn cargo(args: &[&str], envs: &[(&str, &str)]) -> Result<(), String> {
     run_status(cmd, &format!("cargo {}", args.join(" ")))
 }
 
+/// The end-to-end binary's arguments before any test filter.
+const E2E_ARGS: [&str; 9] = [
+    "test",
+    "-p",
+    "e2e",
+    "--test",
+    "browser",
+    "--",
+    "--ignored",
+    "--test-threads=1",
+    "--nocapture",
+];
+
+/// Runs the end-to-end tests. A WebDriver call has been seen to stall once in several full
+/// runs (a 120 s read timeout): the tests that failed run once more, alone, to tell a flake
+/// from a failure (the first run's output stays above for whoever investigates). A run
+/// that ends without naming its failures (a crash) reruns whole.
+fn end_to_end(envs: &[(&str, &str)]) -> Result<(), String> {
+    let (outcome, failed) = cargo_tee(&E2E_ARGS, envs);
+    let Err(first) = outcome else {
+        return Ok(());
+    };
+    let mut args = E2E_ARGS.to_vec();
+    if !failed.is_empty() {
+        args.push("--exact");
+        args.extend(failed.iter().map(String::as_str));
+    }
+    say(&format!(
+        "WARNING: end-to-end tests failed ({first}); rerunning {} once to tell a flake from a failure",
+        if failed.is_empty() {
+            "all of them".to_string()
+        } else {
+            failed.join(", ")
+        }
+    ));
+    cargo_tee(&args, envs).0
+}
+
+/// `cargo` with stdout shown as it comes and also read for libtest's list of failed tests.
+fn cargo_tee(args: &[&str], envs: &[(&str, &str)]) -> (Result<(), String>, Vec<String>) {
+    use std::io::{BufRead, BufReader};
+    let what = format!("cargo {}", args.join(" "));
+    let mut cmd = command("cargo", args);
+    cmd.envs(envs.iter().copied()).stdout(Stdio::piped());
+    let mut child = match cmd.spawn() {
+        Ok(child) => child,
+        Err(e) => return (Err(format!("could not start {what}: {e}")), Vec::new()),
+    };
+    let mut lines = Vec::new();
+    if let Some(out) = child.stdout.take() {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            println!("{line}");
+            lines.push(line);
+        }
+    }
+    match child.wait() {
+        Ok(status) if status.success() => (Ok(()), Vec::new()),
+        Ok(status) => (
+            Err(format!("{what} failed ({status})")),
+            failed_tests(&lines),
+        ),
+        Err(e) => (Err(format!("{what}: {e}")), Vec::new()),
+    }
+}
+
+/// The names under libtest's last `failures:` heading (four-space indented, up to a blank).
+fn failed_tests(lines: &[String]) -> Vec<String> {
+    let Some(start) = lines.iter().rposition(|l| l.trim_end() == "failures:") else {
+        return Vec::new();
+    };
+    lines[start + 1..]
+        .iter()
+        .skip_while(|l| l.trim().is_empty())
+        .take_while(|l| l.starts_with("    ") && !l.trim().is_empty())
+        .map(|l| l.trim().to_string())
+        .collect()
+}
+
 /// Gzipped bytes of a file (`gzip -9`), the size a static host serves.
 fn gzipped_bytes(path: &Path) -> Option<u64> {
     let path = path.to_str()?;
@@ -476,6 +554,7 @@ fn test() -> Result<(), String> {
     say("checking tools (installs what is missing)");
     ensure_web_tools()?;
     let (chromium, chromedriver) = ensure_browser()?;
+    let tools_took = started.elapsed();
     let root = root();
     let dist = root.join(BUILD_DIST);
     let dist_str = dist.to_string_lossy().into_owned();
@@ -542,33 +621,12 @@ fn test() -> Result<(), String> {
     }
     if built {
         timed("end-to-end tests (headless Chromium)", &mut steps, || {
-            let run = || {
-                cargo(
-                    &[
-                        "test",
-                        "-p",
-                        "e2e",
-                        "--",
-                        "--ignored",
-                        "--test-threads=1",
-                        "--nocapture",
-                    ],
-                    &[
-                        ("MESHPLAN_DIST", dist_str.as_str()),
-                        ("CHROMEDRIVER", chromedriver.as_str()),
-                        ("CHROMIUM", chromium.as_str()),
-                    ],
-                )
-            };
-            // A WebDriver call has been seen to stall once in several full runs (a 120 s
-            // read timeout); one rerun tells such a flake from a real failure, and the
-            // first run's output stays above for whoever investigates.
-            run().or_else(|first| {
-                say(&format!(
-                    "WARNING: end-to-end tests failed ({first}); rerunning once to tell a flake from a failure"
-                ));
-                run()
-            })
+            let envs = [
+                ("MESHPLAN_DIST", dist_str.as_str()),
+                ("CHROMEDRIVER", chromedriver.as_str()),
+                ("CHROMIUM", chromium.as_str()),
+            ];
+            end_to_end(&envs)
         });
     } else {
         steps.push(Step {
@@ -580,6 +638,11 @@ fn test() -> Result<(), String> {
 
     println!();
     say("summary");
+    println!(
+        "  ok   {:<40} {:>7.1} s",
+        "tools (installs what is missing)",
+        tools_took.as_secs_f64()
+    );
     for step in &steps {
         let (mark, note) = match &step.outcome {
             Ok(()) => ("ok  ", String::new()),
@@ -604,7 +667,9 @@ fn test() -> Result<(), String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{report_bundle_size, serve_args, wasm_opt_version, BUILD_DIST, SERVE_DIST};
+    use super::{
+        failed_tests, report_bundle_size, serve_args, wasm_opt_version, BUILD_DIST, SERVE_DIST,
+    };
 
     /// `serve`'s live-reload build never lands in the folder `build` ships.
     #[test]
@@ -616,6 +681,16 @@ mod tests {
         assert_ne!(SERVE_DIST, BUILD_DIST);
         assert!(!std::path::Path::new(SERVE_DIST).starts_with(BUILD_DIST));
         assert_eq!(args.last(), Some(&"--no-autoreload"));
+    }
+
+    #[test]
+    fn reads_the_failed_tests_from_libtests_summary() {
+        let out: Vec<String> = "running 3 tests\ntest a::x ... FAILED\n\nfailures:\n\n---- a::x stdout ----\npanicked\n    at here\n\nfailures:\n    a::x\n    b::y\n\ntest result: FAILED. 1 passed; 2 failed"
+            .lines()
+            .map(String::from)
+            .collect();
+        assert_eq!(failed_tests(&out), ["a::x", "b::y"]);
+        assert!(failed_tests(&["test result: ok".to_string()]).is_empty());
     }
 
     #[test]
