@@ -198,8 +198,16 @@ fn gemma3(
     }
 }
 
-/// Every model preset.
+/// Every model preset, in the order listings show them.
 pub fn model_presets() -> Vec<ModelPreset> {
+    let mut presets = presets_listed_first();
+    presets.extend(presets_listed_after());
+    presets
+}
+
+/// The first half of the preset list: Llama 3.1, Mixtral, DeepSeek-V3, Mistral, Gemma 2,
+/// gpt-oss, Qwen2.5 and GPT-3.
+fn presets_listed_first() -> Vec<ModelPreset> {
     vec![
         // meta-llama/Llama-3.1-8B config.json: 32 layers, hidden 4096, 32 heads, 8 KV, ffn 14336, vocab 128256.
         ModelPreset {
@@ -316,6 +324,12 @@ pub fn model_presets() -> Vec<ModelPreset> {
                 nominal_params: None,
             },
         },
+    ]
+}
+
+/// The second half of the preset list: Llama 3.2 and 4, Qwen3, DeepSeek-R1, Gemma 3 and Kimi K2.
+fn presets_listed_after() -> Vec<ModelPreset> {
+    vec![
         // meta-llama/Llama-3.2-1B config.json: 16 layers, hidden 2048, 32 heads, 8 KV, head_dim 64,
         // intermediate 8192, vocab 128256, tie_word_embeddings true.
         ModelPreset {
