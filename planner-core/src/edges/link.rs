@@ -827,28 +827,7 @@ fn mla_fields() -> [(Field<MlaSpec>, bool); 5] {
 /// untied, no biases, no dropout); `kv_heads` = heads and `head_dim` = hidden / heads
 /// are filled in after the required fields are read.
 fn custom_template() -> ModelSpec {
-    ModelSpec {
-        name: "Custom model".to_string(),
-        layers: 0,
-        hidden: 0,
-        heads: 0,
-        kv_heads: 0,
-        head_dim: 0,
-        ffn: 0,
-        ffn_kind: FfnKind::SwiGlu,
-        vocab: 0,
-        tied_embeddings: false,
-        norm: NormKind::RmsNorm,
-        dropout: false,
-        qkv_bias: false,
-        linear_bias: false,
-        learned_positions: 0,
-        moe: None,
-        mla: None,
-        attention_window: None,
-        mtp_layers: 0,
-        nominal_params: None,
-    }
+    crate::resolve::presets::dense_template("Custom model")
 }
 
 /// The GPU a `gpu=` id starts from: the preset, or for another id an H100-like
