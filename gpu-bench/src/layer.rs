@@ -359,6 +359,251 @@ struct FsdpGpu {
 
 const UNITS: usize = 2;
 
+/// The sizes an FSDP unit step allocates and moves, in elements.
+#[derive(Clone, Copy)]
+struct FsdpSizes {
+    hidden: u64,
+    /// Width of the first projection's output.
+    ffn_in: u64,
+    tokens: u64,
+    /// One rank's parameter shard.
+    shard: u64,
+    /// The gathered parameters, padded to split evenly.
+    padded: u64,
+}
+
+impl Unit {
+    /// One unit's buffers on `g`, its operands filled with random numbers from `seed`.
+    fn new(g: &Gpu, s: FsdpSizes, dtype: Dtype, seed: u64) -> Result<Self, GpuError> {
+        let e = dtype.bytes();
+        let (h, f_in, tokens) = (s.hidden, s.ffn_in, s.tokens);
+        let unit = Unit {
+            param_shard: DeviceBuffer::alloc(g, s.shard * e)?,
+            params: DeviceBuffer::alloc(g, s.padded * e)?,
+            grads: DeviceBuffer::alloc(g, s.padded * e)?,
+            grad_shard: DeviceBuffer::alloc(g, s.shard * e)?,
+            x: DeviceBuffer::alloc(g, tokens * h * e)?,
+            act: DeviceBuffer::alloc(g, tokens * f_in * e)?,
+            y: DeviceBuffer::alloc(g, tokens * h * e)?,
+            dy: DeviceBuffer::alloc(g, tokens * h * e)?,
+            d_act: DeviceBuffer::alloc(g, tokens * f_in * e)?,
+            dx: DeviceBuffer::alloc(g, tokens * h * e)?,
+        };
+        unit.param_shard.fill_random(g, dtype, seed + 1)?;
+        // Compute-alone runs before any all-gather: give it real numbers to multiply.
+        unit.params.fill_random(g, dtype, seed + 2)?;
+        unit.x.fill_random(g, dtype, seed + 3)?;
+        unit.dy.fill_random(g, dtype, seed + 4)?;
+        Ok(unit)
+    }
+}
+
+impl FsdpGpu {
+    /// One GPU's cuBLAS handle, GEMM plans, [`UNITS`] units and their events.
+    fn new(g: &Gpu, shapes: &[GemmShape], s: FsdpSizes, dtype: Dtype) -> Result<Self, GpuError> {
+        let blas = Blas::new(g)?;
+        let plans = shapes
+            .iter()
+            .map(|shape| GemmPlan::new(&blas, shape, dtype, false))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut units = Vec::new();
+        for u in 0..UNITS {
+            units.push(Unit::new(g, s, dtype, 16 * u as u64)?);
+        }
+        Ok(FsdpGpu {
+            blas,
+            plans,
+            gathered: (0..UNITS)
+                .map(|_| g.ctx.new_event(None))
+                .collect::<Result<_, _>>()?,
+            backward_done: (0..UNITS)
+                .map(|_| g.ctx.new_event(None))
+                .collect::<Result<_, _>>()?,
+            units,
+        })
+    }
+
+    /// Unit `u`'s forward: act = W_in·x, y = W_out·act (W_out at `w_out_offset` bytes).
+    fn forward(&self, g: &Gpu, u: usize, w_out_offset: u64) -> Result<(), GpuError> {
+        let (p, x) = (self, &self.units[u]);
+        g.ctx.bind_to_thread()?;
+        p.plans[0].run(&p.blas, x.params.ptr(), x.x.ptr(), x.act.ptr(), &g.stream)?;
+        p.plans[1].run(
+            &p.blas,
+            x.params.at(w_out_offset),
+            x.act.ptr(),
+            x.y.ptr(),
+            &g.stream,
+        )
+    }
+
+    /// Unit `u`'s backward: d_act = W_outᵀ·dy, dW_out = dy·actᵀ, dx = W_inᵀ·d_act, dW_in = x·d_actᵀ.
+    fn backward(&self, g: &Gpu, u: usize, w_out_offset: u64) -> Result<(), GpuError> {
+        let (p, x) = (self, &self.units[u]);
+        g.ctx.bind_to_thread()?;
+        p.plans[2].run(
+            &p.blas,
+            x.params.at(w_out_offset),
+            x.dy.ptr(),
+            x.d_act.ptr(),
+            &g.stream,
+        )?;
+        p.plans[3].run(
+            &p.blas,
+            x.dy.ptr(),
+            x.act.ptr(),
+            x.grads.at(w_out_offset),
+            &g.stream,
+        )?;
+        p.plans[4].run(
+            &p.blas,
+            x.params.ptr(),
+            x.d_act.ptr(),
+            x.dx.ptr(),
+            &g.stream,
+        )?;
+        p.plans[5].run(&p.blas, x.d_act.ptr(), x.x.ptr(), x.grads.ptr(), &g.stream)
+    }
+}
+
+/// One FSDP unit step: the local GPUs' units and their data-parallel communicators.
+struct FsdpStep<'a> {
+    run: &'a Run,
+    dp_comms: &'a [Comm],
+    per: Vec<FsdpGpu>,
+    dtype: Dtype,
+    sizes: FsdpSizes,
+    /// Byte offset of W_out in a unit's gathered parameters.
+    w_out_offset: u64,
+}
+
+impl FsdpStep<'_> {
+    /// All-gathers unit `u`'s parameters; `overlapped`: on the comm stream, recording `gathered`.
+    fn gather(&self, u: usize, overlapped: bool) -> Result<(), GpuError> {
+        let run = self.run;
+        grouped(run.gpus.len(), |i| {
+            let g = &run.gpus[i];
+            g.ctx.bind_to_thread()?;
+            let stream = if overlapped {
+                &g.comm_stream
+            } else {
+                &g.stream
+            };
+            let unit = &self.per[i].units[u];
+            enqueue(
+                CollectiveOp::AllGather,
+                self.dtype,
+                &self.dp_comms[i],
+                CollArgs {
+                    send: unit.param_shard.ptr(),
+                    recv: unit.params.ptr(),
+                    send_count: self.sizes.shard,
+                    recv_count: self.sizes.padded,
+                },
+                stream,
+            )
+        })?;
+        // Grouped NCCL work is launched at group end, so the events go after it.
+        if overlapped {
+            for (g, p) in run.gpus.iter().zip(&self.per) {
+                p.gathered[u].record(&g.comm_stream)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Reduce-scatters unit `u`'s gradients; `overlapped`: on the comm stream, after `backward_done`.
+    fn scatter(&self, u: usize, overlapped: bool) -> Result<(), GpuError> {
+        let run = self.run;
+        grouped(run.gpus.len(), |i| {
+            let g = &run.gpus[i];
+            g.ctx.bind_to_thread()?;
+            let stream = if overlapped {
+                &g.comm_stream
+            } else {
+                &g.stream
+            };
+            if overlapped {
+                stream.wait(&self.per[i].backward_done[u])?;
+            }
+            let unit = &self.per[i].units[u];
+            enqueue(
+                CollectiveOp::ReduceScatter,
+                self.dtype,
+                &self.dp_comms[i],
+                CollArgs {
+                    send: unit.grads.ptr(),
+                    recv: unit.grad_shard.ptr(),
+                    send_count: self.sizes.padded,
+                    recv_count: self.sizes.shard,
+                },
+                stream,
+            )
+        })
+    }
+
+    fn each_gpu(&self, f: &dyn Fn(&Gpu, &FsdpGpu) -> Result<(), GpuError>) -> Result<(), GpuError> {
+        for (g, p) in self.run.gpus.iter().zip(&self.per) {
+            f(g, p)?;
+        }
+        Ok(())
+    }
+
+    /// One step in `mode`: forward every unit, then backward in reverse order.
+    fn step(&self, mode: Mode) -> Result<(), GpuError> {
+        let w = self.w_out_offset;
+        step_boundary(self.run)?;
+        match mode {
+            Mode::Compute => {
+                for u in 0..UNITS {
+                    self.each_gpu(&|g, p| p.forward(g, u, w))?;
+                }
+                for u in (0..UNITS).rev() {
+                    self.each_gpu(&|g, p| p.backward(g, u, w))?;
+                }
+            }
+            Mode::Comm => {
+                for u in 0..UNITS {
+                    self.gather(u, false)?;
+                }
+                for u in (0..UNITS).rev() {
+                    self.scatter(u, false)?;
+                }
+            }
+            Mode::Sequential => {
+                for u in 0..UNITS {
+                    self.gather(u, false)?;
+                    self.each_gpu(&|g, p| p.forward(g, u, w))?;
+                }
+                for u in (0..UNITS).rev() {
+                    self.each_gpu(&|g, p| p.backward(g, u, w))?;
+                    self.scatter(u, false)?;
+                }
+            }
+            Mode::Overlapped => {
+                for u in 0..UNITS {
+                    self.gather(u, true)?;
+                }
+                for u in 0..UNITS {
+                    self.each_gpu(&|g, p| {
+                        g.stream.wait(&p.gathered[u])?;
+                        p.forward(g, u, w)
+                    })?;
+                }
+                for u in (0..UNITS).rev() {
+                    self.each_gpu(&|g, p| {
+                        p.backward(g, u, w)?;
+                        p.backward_done[u].record(&g.stream)?;
+                        Ok(())
+                    })?;
+                    self.scatter(u, true)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
 /// FSDP unit step over the data-parallel communicator `dp_comms`.
 #[allow(clippy::too_many_arguments)]
 pub fn fsdp_unit(
@@ -396,205 +641,27 @@ pub fn fsdp_unit(
         shape(tokens, h, f_in, "bwd in data"),
         shape(h, f_in, tokens, "bwd in weight"),
     ];
+    let sizes = FsdpSizes {
+        hidden: h,
+        ffn_in: f_in,
+        tokens,
+        shard,
+        padded,
+    };
     let setup = || -> Result<Vec<FsdpGpu>, GpuError> {
-        let mut per = Vec::new();
-        for g in &run.gpus {
-            let blas = Blas::new(g)?;
-            let plans = shapes
-                .iter()
-                .map(|s| GemmPlan::new(&blas, s, dtype, false))
-                .collect::<Result<Vec<_>, _>>()?;
-            let mut units = Vec::new();
-            for u in 0..UNITS {
-                let unit = Unit {
-                    param_shard: DeviceBuffer::alloc(g, shard * e)?,
-                    params: DeviceBuffer::alloc(g, padded * e)?,
-                    grads: DeviceBuffer::alloc(g, padded * e)?,
-                    grad_shard: DeviceBuffer::alloc(g, shard * e)?,
-                    x: DeviceBuffer::alloc(g, tokens * h * e)?,
-                    act: DeviceBuffer::alloc(g, tokens * f_in * e)?,
-                    y: DeviceBuffer::alloc(g, tokens * h * e)?,
-                    dy: DeviceBuffer::alloc(g, tokens * h * e)?,
-                    d_act: DeviceBuffer::alloc(g, tokens * f_in * e)?,
-                    dx: DeviceBuffer::alloc(g, tokens * h * e)?,
-                };
-                let seed = 16 * u as u64;
-                unit.param_shard.fill_random(g, dtype, seed + 1)?;
-                // Compute-alone runs before any all-gather: give it real numbers to multiply.
-                unit.params.fill_random(g, dtype, seed + 2)?;
-                unit.x.fill_random(g, dtype, seed + 3)?;
-                unit.dy.fill_random(g, dtype, seed + 4)?;
-                units.push(unit);
-            }
-            per.push(FsdpGpu {
-                blas,
-                plans,
-                gathered: (0..UNITS)
-                    .map(|_| g.ctx.new_event(None))
-                    .collect::<Result<_, _>>()?,
-                backward_done: (0..UNITS)
-                    .map(|_| g.ctx.new_event(None))
-                    .collect::<Result<_, _>>()?,
-                units,
-            });
-        }
-        Ok(per)
+        run.gpus
+            .iter()
+            .map(|g| FsdpGpu::new(g, &shapes, sizes, dtype))
+            .collect()
     };
     let per = agreed(run, world, setup())?;
-
-    let w_out_offset = h * f_in * e;
-    let forward = |g: &Gpu, p: &FsdpGpu, u: usize| -> Result<(), GpuError> {
-        let x = &p.units[u];
-        g.ctx.bind_to_thread()?;
-        p.plans[0].run(&p.blas, x.params.ptr(), x.x.ptr(), x.act.ptr(), &g.stream)?;
-        p.plans[1].run(
-            &p.blas,
-            x.params.at(w_out_offset),
-            x.act.ptr(),
-            x.y.ptr(),
-            &g.stream,
-        )
-    };
-    let backward = |g: &Gpu, p: &FsdpGpu, u: usize| -> Result<(), GpuError> {
-        let x = &p.units[u];
-        g.ctx.bind_to_thread()?;
-        p.plans[2].run(
-            &p.blas,
-            x.params.at(w_out_offset),
-            x.dy.ptr(),
-            x.d_act.ptr(),
-            &g.stream,
-        )?;
-        p.plans[3].run(
-            &p.blas,
-            x.dy.ptr(),
-            x.act.ptr(),
-            x.grads.at(w_out_offset),
-            &g.stream,
-        )?;
-        p.plans[4].run(
-            &p.blas,
-            x.params.ptr(),
-            x.d_act.ptr(),
-            x.dx.ptr(),
-            &g.stream,
-        )?;
-        p.plans[5].run(&p.blas, x.d_act.ptr(), x.x.ptr(), x.grads.ptr(), &g.stream)
-    };
-    let gather = |u: usize, overlapped: bool| -> Result<(), GpuError> {
-        grouped(run.gpus.len(), |i| {
-            let g = &run.gpus[i];
-            g.ctx.bind_to_thread()?;
-            let stream = if overlapped {
-                &g.comm_stream
-            } else {
-                &g.stream
-            };
-            let unit = &per[i].units[u];
-            enqueue(
-                CollectiveOp::AllGather,
-                dtype,
-                &dp_comms[i],
-                CollArgs {
-                    send: unit.param_shard.ptr(),
-                    recv: unit.params.ptr(),
-                    send_count: shard,
-                    recv_count: padded,
-                },
-                stream,
-            )
-        })?;
-        // Grouped NCCL work is launched at group end, so the events go after it.
-        if overlapped {
-            for (g, p) in run.gpus.iter().zip(&per) {
-                p.gathered[u].record(&g.comm_stream)?;
-            }
-        }
-        Ok(())
-    };
-    let scatter = |u: usize, overlapped: bool| -> Result<(), GpuError> {
-        grouped(run.gpus.len(), |i| {
-            let g = &run.gpus[i];
-            g.ctx.bind_to_thread()?;
-            let stream = if overlapped {
-                &g.comm_stream
-            } else {
-                &g.stream
-            };
-            if overlapped {
-                stream.wait(&per[i].backward_done[u])?;
-            }
-            let unit = &per[i].units[u];
-            enqueue(
-                CollectiveOp::ReduceScatter,
-                dtype,
-                &dp_comms[i],
-                CollArgs {
-                    send: unit.grads.ptr(),
-                    recv: unit.grad_shard.ptr(),
-                    send_count: padded,
-                    recv_count: shard,
-                },
-                stream,
-            )
-        })
-    };
-    let each_gpu = |f: &dyn Fn(&Gpu, &FsdpGpu) -> Result<(), GpuError>| -> Result<(), GpuError> {
-        for (g, p) in run.gpus.iter().zip(&per) {
-            f(g, p)?;
-        }
-        Ok(())
-    };
-    let step = |mode: Mode| -> Result<(), GpuError> {
-        step_boundary(run)?;
-        match mode {
-            Mode::Compute => {
-                for u in 0..UNITS {
-                    each_gpu(&|g, p| forward(g, p, u))?;
-                }
-                for u in (0..UNITS).rev() {
-                    each_gpu(&|g, p| backward(g, p, u))?;
-                }
-            }
-            Mode::Comm => {
-                for u in 0..UNITS {
-                    gather(u, false)?;
-                }
-                for u in (0..UNITS).rev() {
-                    scatter(u, false)?;
-                }
-            }
-            Mode::Sequential => {
-                for u in 0..UNITS {
-                    gather(u, false)?;
-                    each_gpu(&|g, p| forward(g, p, u))?;
-                }
-                for u in (0..UNITS).rev() {
-                    each_gpu(&|g, p| backward(g, p, u))?;
-                    scatter(u, false)?;
-                }
-            }
-            Mode::Overlapped => {
-                for u in 0..UNITS {
-                    gather(u, true)?;
-                }
-                for u in 0..UNITS {
-                    each_gpu(&|g, p| {
-                        g.stream.wait(&p.gathered[u])?;
-                        forward(g, p, u)
-                    })?;
-                }
-                for u in (0..UNITS).rev() {
-                    each_gpu(&|g, p| {
-                        backward(g, p, u)?;
-                        p.backward_done[u].record(&g.stream)?;
-                        Ok(())
-                    })?;
-                    scatter(u, true)?;
-                }
-            }
-        }
-        Ok(())
+    let fsdp = FsdpStep {
+        run,
+        dp_comms,
+        per,
+        dtype,
+        sizes,
+        w_out_offset: h * f_in * e,
     };
     let shape = Shape {
         hidden: h,
@@ -604,7 +671,7 @@ pub fn fsdp_unit(
         tp: 1,
         dp,
     };
-    measure_modes(run, world, warmup, iters, step).map(|times| {
+    measure_modes(run, world, warmup, iters, |mode| fsdp.step(mode)).map(|times| {
         shape.result(
             LayerStepKind::FsdpUnit,
             format!("{model_id} mlp, {UNITS} units, fwd+bwd"),

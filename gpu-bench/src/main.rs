@@ -209,36 +209,14 @@ fn config(sections: [bool; 4], o: &Opts, world: u32) -> Result<SuiteConfig, Stri
     })
 }
 
-fn run(sections: [bool; 4], o: &Opts) -> Result<i32, String> {
-    // Libraries first: cudarc panics on a missing one. NCCL is needed by the
-    // collectives and layer steps, and (checked below, once the GPU count is
-    // known) wherever several GPUs or processes must agree; a lone `gemm` or
-    // `membw` run on one GPU goes without it.
-    let mut needed = vec![Lib::Driver];
-    if sections[0] || sections[3] {
-        needed.push(Lib::Nccl);
-    }
-    if sections[1] || sections[3] {
-        needed.push(Lib::CublasLt);
-    }
-    libs::check(&needed)?;
-
-    let env = launch::from_env(&launch::process_env(), o.master_addr.as_deref(), o.port)?;
-    let visible = Gpu::count().map_err(|e| {
-        let hint = if e.to_string().contains("STUB_LIBRARY") {
-            " (the libcuda.so loaded is the CUDA toolkit's link-time stub: take its `stubs` folder off LD_LIBRARY_PATH)"
-        } else {
-            ""
-        };
-        format!("cannot query GPUs: {e}{hint}")
-    })?;
-    if visible == 0 {
-        return Err(
-            "the CUDA driver sees no GPU (check nvidia-smi and CUDA_VISIBLE_DEVICES)".into(),
-        );
-    }
-    let host = hostname();
-    let (gpus, global_ranks, world_size) = if env.launcher == Launcher::Single {
+/// The GPUs this process drives, their global ranks and the world size: `--gpus` of the
+/// visible ones without a launcher, the local rank's one under a launcher.
+fn open_gpus(
+    env: &launch::LaunchInfo,
+    visible: usize,
+    o: &Opts,
+) -> Result<(Vec<Gpu>, Vec<u32>, u32), String> {
+    Ok(if env.launcher == Launcher::Single {
         let n = o.gpus.unwrap_or(visible);
         if n == 0 || n > visible {
             return Err(format!("--gpus {n}: the driver sees {visible} GPU(s)"));
@@ -269,34 +247,33 @@ fn run(sections: [bool; 4], o: &Opts) -> Result<i32, String> {
             vec![env.rank],
             env.world_size,
         )
-    };
-    let cfg = config(sections, o, world_size)?;
-    let use_nccl = suite::needs_nccl(
-        sections[0],
-        sections[3],
-        env.launcher == Launcher::Single,
-        gpus.len(),
-    );
-    if use_nccl {
-        libs::check(&[Lib::Nccl])?;
-    }
+    })
+}
 
-    // Share the NCCL id and learn every rank's host and GPU.
-    let timeout = Duration::from_secs(o.join_timeout.max(1));
-    let (peers, world): (Vec<PeerInfo>, Vec<Comm>) = if env.launcher == Launcher::Single {
+/// Every rank's host and GPU, and this process's NCCL communicators: one per local GPU
+/// without a launcher, else one from the id rank 0 serves.
+fn connect(
+    env: &launch::LaunchInfo,
+    gpus: &[Gpu],
+    global_ranks: &[u32],
+    host: &str,
+    use_nccl: bool,
+    timeout: Duration,
+) -> Result<(Vec<PeerInfo>, Vec<Comm>), String> {
+    Ok(if env.launcher == Launcher::Single {
         let peers = gpus
             .iter()
-            .zip(&global_ranks)
-            .map(|(g, r)| peer_of(g, *r, &host))
+            .zip(global_ranks)
+            .map(|(g, r)| peer_of(g, *r, host))
             .collect();
         let comms = if use_nccl {
-            Comm::init_all(&gpus).map_err(|e| format!("NCCL init: {e}"))?
+            Comm::init_all(gpus).map_err(|e| format!("NCCL init: {e}"))?
         } else {
             Vec::new()
         };
         (peers, comms)
     } else {
-        let me = peer_of(&gpus[0], env.rank, &host);
+        let me = peer_of(&gpus[0], env.rank, host);
         let (id, peers) = if env.rank == 0 {
             let id = gpu::nccl_unique_id().map_err(|e| e.to_string())?;
             let peers = if env.world_size > 1 {
@@ -312,7 +289,84 @@ fn run(sections: [bool; 4], o: &Opts) -> Result<i32, String> {
         let comm = Comm::init_rank(&gpus[0], &id, env.rank, env.world_size)
             .map_err(|e| format!("NCCL init: {e}"))?;
         (peers, vec![comm])
+    })
+}
+
+/// Writes the report (rank 0), or the raw results beside it when it fails its own check.
+fn write_report(
+    report: &BenchReport,
+    output: &std::path::Path,
+    complete: bool,
+) -> Result<(), String> {
+    let text = match report_to_json(report) {
+        Ok(t) => t,
+        Err(e) => {
+            // Keep the measurements for inspection even though the app would reject them.
+            let raw = output.with_extension("invalid.json");
+            let _ = serde_json::to_string_pretty(report).map(|t| std::fs::write(&raw, t));
+            return Err(format!(
+                "the report failed its own check ({e}); raw results saved to {}",
+                raw.display()
+            ));
+        }
     };
+    std::fs::write(output, text + "\n")
+        .map_err(|e| format!("cannot write the report to {}: {e}", output.display()))?;
+    eprintln!(
+        "gpu-bench: wrote {} ({}; {} collective rows, {} GEMMs, {} notes)",
+        output.display(),
+        if complete { "complete" } else { "partial" },
+        report.collectives.len(),
+        report.gemms.len(),
+        report.notes.len()
+    );
+    Ok(())
+}
+
+fn run(sections: [bool; 4], o: &Opts) -> Result<i32, String> {
+    // Libraries first: cudarc panics on a missing one. NCCL is needed by the
+    // collectives and layer steps, and (checked below, once the GPU count is
+    // known) wherever several GPUs or processes must agree; a lone `gemm` or
+    // `membw` run on one GPU goes without it.
+    let mut needed = vec![Lib::Driver];
+    if sections[0] || sections[3] {
+        needed.push(Lib::Nccl);
+    }
+    if sections[1] || sections[3] {
+        needed.push(Lib::CublasLt);
+    }
+    libs::check(&needed)?;
+
+    let env = launch::from_env(&launch::process_env(), o.master_addr.as_deref(), o.port)?;
+    let visible = Gpu::count().map_err(|e| {
+        let hint = if e.to_string().contains("STUB_LIBRARY") {
+            " (the libcuda.so loaded is the CUDA toolkit's link-time stub: take its `stubs` folder off LD_LIBRARY_PATH)"
+        } else {
+            ""
+        };
+        format!("cannot query GPUs: {e}{hint}")
+    })?;
+    if visible == 0 {
+        return Err(
+            "the CUDA driver sees no GPU (check nvidia-smi and CUDA_VISIBLE_DEVICES)".into(),
+        );
+    }
+    let host = hostname();
+    let (gpus, global_ranks, world_size) = open_gpus(&env, visible, o)?;
+    let cfg = config(sections, o, world_size)?;
+    let use_nccl = suite::needs_nccl(
+        sections[0],
+        sections[3],
+        env.launcher == Launcher::Single,
+        gpus.len(),
+    );
+    if use_nccl {
+        libs::check(&[Lib::Nccl])?;
+    }
+
+    // Share the NCCL id and learn every rank's host and GPU.
+    let timeout = Duration::from_secs(o.join_timeout.max(1));
+    let (peers, world) = connect(&env, &gpus, &global_ranks, &host, use_nccl, timeout)?;
 
     let mut hosts: Vec<String> = Vec::new();
     for p in &peers {
@@ -417,28 +471,7 @@ fn run(sections: [bool; 4], o: &Opts) -> Result<i32, String> {
     drop(world);
 
     if is_root {
-        let text = match report_to_json(&run.report) {
-            Ok(t) => t,
-            Err(e) => {
-                // Keep the measurements for inspection even though the app would reject them.
-                let raw = o.output.with_extension("invalid.json");
-                let _ = serde_json::to_string_pretty(&run.report).map(|t| std::fs::write(&raw, t));
-                return Err(format!(
-                    "the report failed its own check ({e}); raw results saved to {}",
-                    raw.display()
-                ));
-            }
-        };
-        std::fs::write(&o.output, text + "\n")
-            .map_err(|e| format!("cannot write the report to {}: {e}", o.output.display()))?;
-        eprintln!(
-            "gpu-bench: wrote {} ({}; {} collective rows, {} GEMMs, {} notes)",
-            o.output.display(),
-            if complete { "complete" } else { "partial" },
-            run.report.collectives.len(),
-            run.report.gemms.len(),
-            run.report.notes.len()
-        );
+        write_report(&run.report, &o.output, complete)?;
     }
     Ok(if complete { EXIT_SUCCESS } else { EXIT_PARTIAL })
 }

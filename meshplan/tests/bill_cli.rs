@@ -5,6 +5,20 @@ use common::{meshplan, stderr};
 
 const MESH_LINK: &str = "v=1&model=llama-3.1-70b&gpus=512&seq=32768&gbs=64&pp=4&cp=4&dp=4";
 
+/// `fleet` for 20 requests/s within 2 s TTFT and 50 ms TPOT on H100 SXM or A100 80 GB, by flags.
+const FLEET_BY_FLAGS: &[&str] = &[
+    "fleet",
+    "v=1&model=llama-3.1-70b",
+    "--rate",
+    "20",
+    "--ttft-ms",
+    "2000",
+    "--tpot-ms",
+    "50",
+    "--gpus",
+    "h100-sxm,a100-80gb",
+];
+
 #[test]
 fn bill_prints_every_figure_with_its_formula_and_the_defaults_sources() {
     let out = meshplan(&["bill", "examples/article-70b-mesh.json", "--table"]);
@@ -55,18 +69,7 @@ fn deadline_names_the_smallest_cluster_and_why_the_smaller_fail() {
 
 #[test]
 fn fleet_ranks_gpu_types_by_dollars_per_million_tokens() {
-    let out = meshplan(&[
-        "fleet",
-        "v=1&model=llama-3.1-70b",
-        "--rate",
-        "20",
-        "--ttft-ms",
-        "2000",
-        "--tpot-ms",
-        "50",
-        "--gpus",
-        "h100-sxm,a100-80gb",
-    ]);
+    let out = meshplan(FLEET_BY_FLAGS);
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(
@@ -82,18 +85,7 @@ fn fleet_ranks_gpu_types_by_dollars_per_million_tokens() {
 /// GPU types answers as the same flags do (the page's "Fewest GPUs" asks with that link).
 #[test]
 fn fleet_reads_its_goal_from_the_link() {
-    let flags = meshplan(&[
-        "fleet",
-        "v=1&model=llama-3.1-70b",
-        "--rate",
-        "20",
-        "--ttft-ms",
-        "2000",
-        "--tpot-ms",
-        "50",
-        "--gpus",
-        "h100-sxm,a100-80gb",
-    ]);
+    let flags = meshplan(FLEET_BY_FLAGS);
     let link = meshplan(&[
         "fleet",
         "v=1&model=llama-3.1-70b&fleet_rps=20&fleet_gpus=h100-sxm%2Ca100-80gb",

@@ -46,15 +46,29 @@ pub fn run(args: &Args) -> Result<String, CliError> {
         write_error_table(path, &text, &report)?;
     }
     if args.json {
-        return serde_json::to_string_pretty(&report)
-            .map_err(|e| CliError::BadInput(format!("result cannot be written as JSON: {e}")));
+        return serde_json::to_string_pretty(&report).map_err(json_error);
     }
+    Ok(render_text(&report, args.table, rows_table, summary_tables))
+}
+
+/// A report that cannot be written as JSON.
+pub(super) fn json_error(e: serde_json::Error) -> CliError {
+    CliError::BadInput(format!("result cannot be written as JSON: {e}"))
+}
+
+/// A validation report as text: the per-row table (`table`), then the summary.
+pub(super) fn render_text<R>(
+    report: &R,
+    table: bool,
+    rows_table: fn(&mut String, &R),
+    summary: fn(&mut String, &R),
+) -> String {
     let mut out = String::new();
-    if args.table {
-        rows_table(&mut out, &report);
+    if table {
+        rows_table(&mut out, report);
     }
-    summary_tables(&mut out, &report);
-    Ok(out.trim_end().to_string())
+    summary(&mut out, report);
+    out.trim_end().to_string()
 }
 
 /// Writes the error table the bands read (`planner_core::edges::error_band`).

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use planner_core::edges::parts_validation::{validate_parts, Part, PartsReport, PARTS_JSON};
 
-use super::validate::{group_table, pct, value};
+use super::validate::{group_table, json_error, pct, render_text, value};
 use crate::error::CliError;
 
 /// Runs the parts validation on the built-in datasets, or on one part's file.
@@ -32,23 +32,22 @@ pub fn run(dataset: Option<&Path>, json: bool, table: bool) -> Result<String, Cl
     let report = validate_parts(&datasets)
         .map_err(|e| CliError::BadInput(format!("invalid parts dataset: {e}")))?;
     if json {
-        return serde_json::to_string_pretty(&report)
-            .map_err(|e| CliError::BadInput(format!("result cannot be written as JSON: {e}")));
+        return serde_json::to_string_pretty(&report).map_err(json_error);
     }
-    let mut out = String::new();
-    if table {
-        rows_table(&mut out, &report);
-    }
+    Ok(render_text(&report, table, rows_table, summary_tables))
+}
+
+/// The row count, then the per-part and per-source tables.
+fn summary_tables(out: &mut String, report: &PartsReport) {
     let _ = writeln!(
         out,
         "meshplan validate --parts: {} published micro-benchmark rows; |error| = |predicted / measured − 1|",
         report.rows.len()
     );
     let _ = writeln!(out);
-    group_table(&mut out, "part", &report.by_part);
+    group_table(out, "part", &report.by_part);
     let _ = writeln!(out);
-    group_table(&mut out, "source", &report.by_source);
-    Ok(out.trim_end().to_string())
+    group_table(out, "source", &report.by_source);
 }
 
 fn rows_table(out: &mut String, r: &PartsReport) {

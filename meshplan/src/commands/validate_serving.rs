@@ -7,7 +7,9 @@ use planner_core::edges::serving_validation::{
     run_serving_validation, ServingRowResult, ServingValidationReport, SERVING_RUNS_JSON,
 };
 
-use super::validate::{groups_and_tally, pct, read_dataset, row_notes_and_conventions, value};
+use super::validate::{
+    groups_and_tally, json_error, pct, read_dataset, render_text, row_notes_and_conventions, value,
+};
 use crate::error::CliError;
 
 /// Runs the serving validation and formats its result.
@@ -20,15 +22,9 @@ pub fn run(dataset: Option<&Path>, json: bool, table: bool) -> Result<String, Cl
     let report = run_serving_validation(&text)
         .map_err(|e| CliError::BadInput(format!("{shown}: invalid dataset: {e}")))?;
     if json {
-        return serde_json::to_string_pretty(&report)
-            .map_err(|e| CliError::BadInput(format!("result cannot be written as JSON: {e}")));
+        return serde_json::to_string_pretty(&report).map_err(json_error);
     }
-    let mut out = String::new();
-    if table {
-        rows_table(&mut out, &report);
-    }
-    summary_tables(&mut out, &report);
-    Ok(out.trim_end().to_string())
+    Ok(render_text(&report, table, rows_table, summary_tables))
 }
 
 fn cell(row: &ServingRowResult, q: usize) -> String {

@@ -72,19 +72,28 @@ pub fn shell_word(value: &str) -> String {
 /// A TOML basic string holding exactly `value` (TOML 1.0, "String": quote,
 /// backslash and control characters other than tab must be escaped).
 pub fn toml_string(value: &str) -> String {
+    let named = [
+        ('"', "\\\""),
+        ('\\', "\\\\"),
+        ('\n', "\\n"),
+        ('\r', "\\r"),
+        ('\t', "\\t"),
+    ];
+    double_quoted(value, &named, |c| c.is_control() || is_forbidden_char(c))
+}
+
+/// `value` between double quotes: each character of `named` as its escape, a character
+/// `coded` picks as `\uXXXX`, every other as itself.
+fn double_quoted(value: &str, named: &[(char, &str)], coded: fn(char) -> bool) -> String {
     let mut out = String::with_capacity(value.len() + 2);
     out.push('"');
     for c in value.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c.is_control() || is_forbidden_char(c) => {
-                out.push_str(&format!("\\u{:04X}", u32::from(c)));
-            }
-            c => out.push(c),
+        if let Some((_, escape)) = named.iter().find(|(n, _)| *n == c) {
+            out.push_str(escape);
+        } else if coded(c) {
+            out.push_str(&format!("\\u{:04X}", u32::from(c)));
+        } else {
+            out.push(c);
         }
     }
     out.push('"');
@@ -95,20 +104,7 @@ pub fn toml_string(value: &str) -> String {
 /// `\"`, `\\` and `\uXXXX` escapes; line breaks and every non-printable character
 /// escaped so the scalar stays on one line).
 pub fn yaml_string(value: &str) -> String {
-    let mut out = String::with_capacity(value.len() + 2);
-    out.push('"');
-    for c in value.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if is_forbidden_char(c) => {
-                out.push_str(&format!("\\u{:04X}", u32::from(c)));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
+    double_quoted(value, &[('"', "\\\""), ('\\', "\\\\")], is_forbidden_char)
 }
 
 /// A Python string literal holding exactly `value` (Python reference, 2.4.1 "String and Bytes

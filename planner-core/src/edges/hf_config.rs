@@ -15,7 +15,7 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use crate::input::model::{AttentionWindow, FfnKind, MlaSpec, ModelSpec, MoeSpec, NormKind};
+use crate::input::model::{AttentionWindow, MlaSpec, ModelSpec, MoeSpec};
 use crate::resolve::validate::validate_model;
 
 /// Why a `config.json` could not be imported. Every variant names the field.
@@ -304,26 +304,15 @@ fn base_spec(c: &Config<'_>, arch: &str) -> Result<ModelSpec, ImportError> {
         .map(str::to_string)
         .unwrap_or_else(|| format!("Imported {arch}"));
     Ok(ModelSpec {
-        name,
         layers: c.positive("num_hidden_layers")?,
         hidden,
         heads,
         kv_heads,
         head_dim,
         ffn: c.positive("intermediate_size")?,
-        ffn_kind: FfnKind::SwiGlu,
         vocab: c.positive("vocab_size")?,
         tied_embeddings: c.bool_or("tie_word_embeddings", false)?,
-        norm: NormKind::RmsNorm,
-        dropout: false,
-        qkv_bias: false,
-        linear_bias: false,
-        learned_positions: 0,
-        moe: None,
-        mla: None,
-        attention_window: None,
-        mtp_layers: 0,
-        nominal_params: None,
+        ..crate::resolve::presets::dense_template(&name)
     })
 }
 

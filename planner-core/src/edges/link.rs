@@ -280,7 +280,18 @@ fn host_fields() -> [Field<HostSpec>; 6] {
 }
 
 /// Everything after the model, precision and cluster, compared with the default scenario.
-fn scenario_fields() -> [Field<Scenario>; 75] {
+fn scenario_fields() -> Vec<Field<Scenario>> {
+    let mut fields = Vec::with_capacity(75);
+    fields.extend(training_fields());
+    fields.extend(layout_fields());
+    fields.extend(overhead_fields());
+    fields.extend(serving_fields());
+    fields.extend(bill_fields());
+    fields
+}
+
+/// The training run: sequence, batch, offload, fine-tuning and packing.
+fn training_fields() -> [Field<Scenario>; 9] {
     [
         field!("seq", Scenario, |s| s.training.seq_len, number),
         field!("gbs", Scenario, |s| s.training.global_batch, number),
@@ -327,6 +338,12 @@ fn scenario_fields() -> [Field<Scenario>; 75] {
             },
         },
         field!("pack", Scenario, |s| s.training.packing, flag),
+    ]
+}
+
+/// The layout: parallel degrees, micro-batch, schedule, ZeRO, recompute and stage split.
+fn layout_fields() -> [Field<Scenario>; 13] {
+    [
         field!("tp", Scenario, |s| s.layout.tp, number),
         field!("pp", Scenario, |s| s.layout.pp, number),
         field!("cp", Scenario, |s| s.layout.cp, number),
@@ -368,6 +385,12 @@ fn scenario_fields() -> [Field<Scenario>; 75] {
                 Ok(())
             },
         },
+    ]
+}
+
+/// Activations, memory overheads, framework, kernels, overlaps and MoE routing.
+fn overhead_fields() -> [Field<Scenario>; 19] {
+    [
         field!("flash", Scenario, |s| s.activations.flash_attention, flag),
         field!("fp32_logits", Scenario, |s| s.activations.fp32_logits, flag),
         field!("logits", Scenario, |s| s.activations.count_logits, flag),
@@ -469,6 +492,12 @@ fn scenario_fields() -> [Field<Scenario>; 75] {
             |s| s.overheads.moe_routing.measured_busiest_load,
             optional_number
         ),
+    ]
+}
+
+/// Serving: dtypes, context, concurrency, parallelism and the engine's choices.
+fn serving_fields() -> [Field<Scenario>; 14] {
+    [
         field!(
             "serve_w",
             Scenario,
@@ -565,6 +594,12 @@ fn scenario_fields() -> [Field<Scenario>; 75] {
                 Ok(())
             },
         },
+    ]
+}
+
+/// The bill and its goals: tokens, prices, power, failures, deadline and fleet.
+fn bill_fields() -> [Field<Scenario>; 20] {
+    [
         field!("bill_tok", Scenario, |s| s.bill.tokens, optional_number),
         field!("bill_steps", Scenario, |s| s.bill.steps, optional_number),
         field!(
@@ -792,28 +827,7 @@ fn mla_fields() -> [(Field<MlaSpec>, bool); 5] {
 /// untied, no biases, no dropout); `kv_heads` = heads and `head_dim` = hidden / heads
 /// are filled in after the required fields are read.
 fn custom_template() -> ModelSpec {
-    ModelSpec {
-        name: "Custom model".to_string(),
-        layers: 0,
-        hidden: 0,
-        heads: 0,
-        kv_heads: 0,
-        head_dim: 0,
-        ffn: 0,
-        ffn_kind: FfnKind::SwiGlu,
-        vocab: 0,
-        tied_embeddings: false,
-        norm: NormKind::RmsNorm,
-        dropout: false,
-        qkv_bias: false,
-        linear_bias: false,
-        learned_positions: 0,
-        moe: None,
-        mla: None,
-        attention_window: None,
-        mtp_layers: 0,
-        nominal_params: None,
-    }
+    crate::resolve::presets::dense_template("Custom model")
 }
 
 /// The GPU a `gpu=` id starts from: the preset, or for another id an H100-like

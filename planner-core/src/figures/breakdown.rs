@@ -109,6 +109,48 @@ fn raw_seconds(comms: &[CommItem], kinds: &[GroupKind]) -> f64 {
         .sum()
 }
 
+/// The segments laid end to end: each starts where the one before it ends.
+fn stacked(items: [(SegmentKind, Term); 9]) -> Vec<Segment> {
+    let mut offset = 0.0;
+    items
+        .into_iter()
+        .map(|(kind, term)| {
+            let seg = Segment {
+                kind,
+                seconds: term.value,
+                offset_s: offset,
+                term,
+            };
+            offset += seg.seconds;
+            seg
+        })
+        .collect()
+}
+
+/// The volume rows summed per collective, for the collectives that occur.
+fn volume_by_op(volume: &[VolumeRow]) -> Vec<VolumeByOp> {
+    Collective::ALL
+        .iter()
+        .filter_map(|&op| {
+            let rows = volume.iter().filter(|r| r.op == op);
+            let mut v = VolumeByOp {
+                op,
+                bus_bytes_per_step: 0.0,
+                intra_node_bytes: 0.0,
+                inter_node_bytes: 0.0,
+            };
+            let mut any = false;
+            for r in rows {
+                any = true;
+                v.bus_bytes_per_step += r.bus_bytes_per_step;
+                v.intra_node_bytes += r.intra_node_bytes;
+                v.inter_node_bytes += r.inter_node_bytes;
+            }
+            any.then_some(v)
+        })
+        .collect()
+}
+
 /// The scenario's step time as stacked segments (from [`crate::time::cost`]) and its
 /// communication volume per collective and per link (from [`crate::time::comms`]).
 pub fn step_breakdown(
@@ -208,20 +250,7 @@ pub fn step_breakdown(
             ),
         ),
     ];
-    let mut offset = 0.0;
-    let segments = items
-        .into_iter()
-        .map(|(kind, term)| {
-            let seg = Segment {
-                kind,
-                seconds: term.value,
-                offset_s: offset,
-                term,
-            };
-            offset += seg.seconds;
-            seg
-        })
-        .collect();
+    let segments = stacked(items);
 
     let placement = step.placement(&scenario.layout);
     let volume: Vec<VolumeRow> = cost
@@ -240,26 +269,7 @@ pub fn step_breakdown(
             }
         })
         .collect();
-    let volume_by_op = Collective::ALL
-        .iter()
-        .filter_map(|&op| {
-            let rows = volume.iter().filter(|r| r.op == op);
-            let mut v = VolumeByOp {
-                op,
-                bus_bytes_per_step: 0.0,
-                intra_node_bytes: 0.0,
-                inter_node_bytes: 0.0,
-            };
-            let mut any = false;
-            for r in rows {
-                any = true;
-                v.bus_bytes_per_step += r.bus_bytes_per_step;
-                v.intra_node_bytes += r.intra_node_bytes;
-                v.inter_node_bytes += r.inter_node_bytes;
-            }
-            any.then_some(v)
-        })
-        .collect::<Vec<_>>();
+    let volume_by_op = volume_by_op(&volume);
     StepBreakdown {
         segments,
         total_s: s.total,

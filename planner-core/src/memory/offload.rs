@@ -158,6 +158,112 @@ pub struct HostMemory {
     pub terms: Vec<Term>,
 }
 
+/// The host terms of one node, each kept only when its bytes are positive.
+struct HostTerms(Vec<Term>);
+
+impl HostTerms {
+    fn push(
+        &mut self,
+        key: &str,
+        label: &str,
+        bytes: f64,
+        formula: &str,
+        worked: String,
+        assumption: &str,
+    ) {
+        if bytes > 0.0 {
+            self.0.push(Term {
+                key: format!("host.{key}"),
+                label: label.to_string(),
+                value: bytes,
+                unit: Unit::Bytes,
+                formula: formula.to_string(),
+                worked,
+                assumption: assumption.to_string(),
+            });
+        }
+    }
+}
+
+/// The offloaded bytes of one GPU, term by term, then the fp32 build before partitioning.
+fn per_gpu_terms(
+    terms: &mut HostTerms,
+    per_gpu: &HostPerGpu,
+    (partition_params, replica_params): (f64, f64),
+    init_bytes_per_gpu: f64,
+    deepspeed: bool,
+) {
+    let gb = fmt_bytes;
+    let p = fmt_num(partition_params);
+    terms.push(
+        "optimizer_cpu",
+        "optimizer state in CPU memory (per GPU)",
+        per_gpu.optimizer_cpu_bytes,
+        "P_part × bytes_optim",
+        format!("{p} params × optimizer bytes = {}", gb(per_gpu.optimizer_cpu_bytes)),
+        "fp32 master weights and Adam moments of this GPU's ZeRO partition (DeepSpeed offload_optimizer, FSDP2 CPUOffloadPolicy)",
+    );
+    terms.push(
+        "optimizer_nvme",
+        "optimizer state on NVMe (per GPU)",
+        per_gpu.optimizer_nvme_bytes,
+        "P_part × bytes_optim",
+        format!(
+            "{p} params × optimizer bytes = {}",
+            gb(per_gpu.optimizer_nvme_bytes)
+        ),
+        "ZeRO-Infinity offload_optimizer device nvme: swapped through pinned CPU buffers each step",
+    );
+    terms.push(
+        "gradients_cpu",
+        "gradients in CPU memory (per GPU)",
+        per_gpu.gradient_cpu_bytes,
+        if deepspeed {
+            "4 × P_part"
+        } else {
+            "P_part × bytes_g"
+        },
+        format!("{} for {p} params", gb(per_gpu.gradient_cpu_bytes)),
+        if deepspeed {
+            "DeepSpeed converts the partition's gradients to fp32 on the CPU for the update (memory.rst, \"Note about gradients\")"
+        } else {
+            "FSDP2 CPUOffloadPolicy: sharded gradients copied to the CPU each backward"
+        },
+    );
+    terms.push(
+        "params_cpu",
+        "parameter shards in CPU memory (per GPU)",
+        per_gpu.param_cpu_bytes,
+        "P_part × bytes_w",
+        gb(per_gpu.param_cpu_bytes),
+        "ZeRO-3 offload_param cpu / FSDP2: only the gathered units stay on the GPU",
+    );
+    terms.push(
+        "params_nvme",
+        "parameter shards on NVMe (per GPU)",
+        per_gpu.param_nvme_bytes,
+        "P_part × bytes_w",
+        gb(per_gpu.param_nvme_bytes),
+        "ZeRO-Infinity offload_param nvme",
+    );
+    terms.push(
+        "swap_buffers",
+        "NVMe swap buffers (per GPU)",
+        per_gpu.swap_buffer_bytes,
+        "4 × min(1e9, P_part) × 4 B (optimizer) + 5 × min(1e8, P_part) × bytes_w (params)",
+        gb(per_gpu.swap_buffer_bytes),
+        "DeepSpeed config-json defaults: offload_optimizer buffer_count 4 × sub_group_size 1e9; offload_param buffer_count 5 × buffer_size 1e8",
+    );
+    terms.push(
+        "init_replica",
+        "fp32 model built per process before partitioning (per GPU)",
+        init_bytes_per_gpu,
+        "4 × P_rank",
+        format!("4 × {} = {}", fmt_num(replica_params), gb(init_bytes_per_gpu)),
+        "memory.rst: PyTorch builds the model in fp32 on the CPU in every process (ZeRO-1/2; ZeRO-3 assumed under zero.Init); the node peak takes the larger of this and the steady state",
+    );
+}
+
 /// The host memory of a node.
 ///
 /// `per_gpu`: the heaviest stage's [`host_per_gpu`] (a node holding several stages is
@@ -191,90 +297,15 @@ pub fn host_memory(
         host.map_or((0.0, 0.0), |h| (h.ram_bytes, h.nvme_bytes));
     let host_known = host.is_some();
     let gb = fmt_bytes;
-    let mut terms = Vec::new();
-    let mut push =
-        |key: &str, label: &str, bytes: f64, formula: &str, worked: String, assumption: &str| {
-            if bytes > 0.0 {
-                terms.push(Term {
-                    key: format!("host.{key}"),
-                    label: label.to_string(),
-                    value: bytes,
-                    unit: Unit::Bytes,
-                    formula: formula.to_string(),
-                    worked,
-                    assumption: assumption.to_string(),
-                });
-            }
-        };
-    let p = fmt_num(partition_params);
-    push(
-        "optimizer_cpu",
-        "optimizer state in CPU memory (per GPU)",
-        per_gpu.optimizer_cpu_bytes,
-        "P_part × bytes_optim",
-        format!("{p} params × optimizer bytes = {}", gb(per_gpu.optimizer_cpu_bytes)),
-        "fp32 master weights and Adam moments of this GPU's ZeRO partition (DeepSpeed offload_optimizer, FSDP2 CPUOffloadPolicy)",
-    );
-    push(
-        "optimizer_nvme",
-        "optimizer state on NVMe (per GPU)",
-        per_gpu.optimizer_nvme_bytes,
-        "P_part × bytes_optim",
-        format!(
-            "{p} params × optimizer bytes = {}",
-            gb(per_gpu.optimizer_nvme_bytes)
-        ),
-        "ZeRO-Infinity offload_optimizer device nvme: swapped through pinned CPU buffers each step",
-    );
-    push(
-        "gradients_cpu",
-        "gradients in CPU memory (per GPU)",
-        per_gpu.gradient_cpu_bytes,
-        if deepspeed {
-            "4 × P_part"
-        } else {
-            "P_part × bytes_g"
-        },
-        format!("{} for {p} params", gb(per_gpu.gradient_cpu_bytes)),
-        if deepspeed {
-            "DeepSpeed converts the partition's gradients to fp32 on the CPU for the update (memory.rst, \"Note about gradients\")"
-        } else {
-            "FSDP2 CPUOffloadPolicy: sharded gradients copied to the CPU each backward"
-        },
-    );
-    push(
-        "params_cpu",
-        "parameter shards in CPU memory (per GPU)",
-        per_gpu.param_cpu_bytes,
-        "P_part × bytes_w",
-        gb(per_gpu.param_cpu_bytes),
-        "ZeRO-3 offload_param cpu / FSDP2: only the gathered units stay on the GPU",
-    );
-    push(
-        "params_nvme",
-        "parameter shards on NVMe (per GPU)",
-        per_gpu.param_nvme_bytes,
-        "P_part × bytes_w",
-        gb(per_gpu.param_nvme_bytes),
-        "ZeRO-Infinity offload_param nvme",
-    );
-    push(
-        "swap_buffers",
-        "NVMe swap buffers (per GPU)",
-        per_gpu.swap_buffer_bytes,
-        "4 × min(1e9, P_part) × 4 B (optimizer) + 5 × min(1e8, P_part) × bytes_w (params)",
-        gb(per_gpu.swap_buffer_bytes),
-        "DeepSpeed config-json defaults: offload_optimizer buffer_count 4 × sub_group_size 1e9; offload_param buffer_count 5 × buffer_size 1e8",
-    );
-    push(
-        "init_replica",
-        "fp32 model built per process before partitioning (per GPU)",
+    let mut terms = HostTerms(Vec::new());
+    per_gpu_terms(
+        &mut terms,
+        &per_gpu,
+        (partition_params, replica_params),
         init_bytes_per_gpu,
-        "4 × P_rank",
-        format!("4 × {} = {}", fmt_num(replica_params), gb(init_bytes_per_gpu)),
-        "memory.rst: PyTorch builds the model in fp32 on the CPU in every process (ZeRO-1/2; ZeRO-3 assumed under zero.Init); the node peak takes the larger of this and the steady state",
+        deepspeed,
     );
-    push(
+    terms.push(
         "ram_per_node",
         "host memory per node",
         ram_bytes_per_node,
@@ -298,7 +329,7 @@ pub fn host_memory(
             "the offloaded shards of every GPU of the node, no buffer factor documented for FSDP2"
         },
     );
-    push(
+    terms.push(
         "pinned_per_node",
         "of which pinned (page-locked) per node",
         pinned_bytes_per_node,
@@ -306,7 +337,7 @@ pub fn host_memory(
         gb(pinned_bytes_per_node),
         "DeepSpeed memory.rst \"Pinned Memory\": with pin_memory: true as the DeepSpeed export writes it (offload_config.py defaults to false); needs ulimit -l (memlock) at least this large",
     );
-    push(
+    terms.push(
         "nvme_per_node",
         "NVMe per node",
         nvme_bytes_per_node,
@@ -334,7 +365,7 @@ pub fn host_memory(
         host_known,
         fits_ram: host_known && ram_bytes_per_node <= node_ram_bytes,
         fits_nvme: nvme_bytes_per_node <= node_nvme_bytes,
-        terms,
+        terms: terms.0,
     }
 }
 

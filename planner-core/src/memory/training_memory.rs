@@ -81,36 +81,10 @@ fn term(
     }
 }
 
-fn stage_memory(inputs: &MemoryInputs, n: &StageNumbers) -> StageMemory {
+/// The stage's activations: the decoder layers' in flight, the embedding/output/logits and
+/// one layer's recomputed tensors.
+fn activation_terms(inputs: &MemoryInputs, n: &StageNumbers, terms: &mut Vec<Term>) {
     let layout = inputs.layout;
-    let overheads = inputs.overheads;
-    let groups = ShardGroups::of(layout);
-    let ctx = StateText {
-        rank: &n.params,
-        groups: &groups,
-        precision: inputs.precision,
-        layout,
-        key_prefix: "model_state.",
-    };
-    let mut terms = match (&n.adapters, inputs.training.finetune.adapters()) {
-        (Some(a), Some(lora)) => adapter_state_terms(a, inputs.precision, layout, lora),
-        _ => {
-            let (replicated, sharded) = state_terms(layout.zero, &n.state, &ctx);
-            let mut terms = replicated;
-            terms.extend(sharded);
-            terms
-        }
-    };
-    crate::memory::offload::mark_offloaded(
-        &mut terms,
-        inputs.training.offload,
-        layout.zero,
-        &n.offload_host,
-    );
-    if n.unborn_grad_bytes > 0.0 {
-        mark_unborn_gradients(&mut terms);
-    }
-
     let recompute = layout.recompute.id();
     let schedule = layout.schedule.label();
     let m = inputs.microbatches();
@@ -175,6 +149,13 @@ fn stage_memory(inputs: &MemoryInputs, n: &StageNumbers) -> StageMemory {
             format!("recompute {recompute}: one layer's dropped tensors are rebuilt and held during its backward"),
         ));
     }
+}
+
+/// The buffers sharding and reduction hold: gathered ZeRO-3/FSDP parameters, FSDP's
+/// unsharded gradients and the gradient buckets.
+fn sharding_buffer_terms(inputs: &MemoryInputs, n: &StageNumbers, terms: &mut Vec<Term>) {
+    let layout = inputs.layout;
+    let overheads = inputs.overheads;
     let deepspeed = overheads.framework.is_deepspeed();
     if n.zero3_gathered_bytes > 0.0 && deepspeed && n.adapters.is_none() {
         terms.push(term(
@@ -277,12 +258,12 @@ fn stage_memory(inputs: &MemoryInputs, n: &StageNumbers) -> StageMemory {
             assumption,
         ));
     }
-    if n.loss_transient_bytes > 0.0 {
-        terms.push(loss_term(inputs, n));
-    }
-    if n.step_excess_bytes > 0.0 {
-        terms.push(step_excess_term(inputs, n));
-    }
+}
+
+/// The runtime's own memory: cuBLAS workspaces, the CUDA context, NCCL buffers and the
+/// allocator's fragmentation.
+fn runtime_terms(inputs: &MemoryInputs, n: &StageNumbers, terms: &mut Vec<Term>) {
+    let overheads = inputs.overheads;
     if n.cublas_workspace_bytes > 0.0 {
         terms.push(term(
             "cublas_workspace",
@@ -332,6 +313,46 @@ fn stage_memory(inputs: &MemoryInputs, n: &StageNumbers) -> StageMemory {
             fmt_bytes(n.reserved_bytes)
         ),
     ));
+}
+
+fn stage_memory(inputs: &MemoryInputs, n: &StageNumbers) -> StageMemory {
+    let layout = inputs.layout;
+    let groups = ShardGroups::of(layout);
+    let ctx = StateText {
+        rank: &n.params,
+        groups: &groups,
+        precision: inputs.precision,
+        layout,
+        key_prefix: "model_state.",
+    };
+    let mut terms = match (&n.adapters, inputs.training.finetune.adapters()) {
+        (Some(a), Some(lora)) => adapter_state_terms(a, inputs.precision, layout, lora),
+        _ => {
+            let (replicated, sharded) = state_terms(layout.zero, &n.state, &ctx);
+            let mut terms = replicated;
+            terms.extend(sharded);
+            terms
+        }
+    };
+    crate::memory::offload::mark_offloaded(
+        &mut terms,
+        inputs.training.offload,
+        layout.zero,
+        &n.offload_host,
+    );
+    if n.unborn_grad_bytes > 0.0 {
+        mark_unborn_gradients(&mut terms);
+    }
+
+    activation_terms(inputs, n, &mut terms);
+    sharding_buffer_terms(inputs, n, &mut terms);
+    if n.loss_transient_bytes > 0.0 {
+        terms.push(loss_term(inputs, n));
+    }
+    if n.step_excess_bytes > 0.0 {
+        terms.push(step_excess_term(inputs, n));
+    }
+    runtime_terms(inputs, n, &mut terms);
     StageMemory {
         position: n.span.position,
         layers: n.span.layers,

@@ -701,24 +701,32 @@ pub fn bubble_terms(schedule: Schedule, p: u32, m: u32, v: u32) -> [Term; 2] {
             "ZB-H1 with T_F = T_B = T_W, m ≥ p (Qi et al. 2023 §3.1)",
         ),
     };
+    let term =
+        |key: &str, label: &str, value: f64, (formula, worked): (String, String), what: &str| {
+            Term {
+                key: key.to_string(),
+                label: label.to_string(),
+                unit: Unit::Fraction,
+                value,
+                formula,
+                worked: format!("{worked} = {:.1}%", 100.0 * value),
+                assumption: format!("{what}; {source}"),
+            }
+        };
     [
-        Term {
-            key: "pipeline.idle_fraction".to_string(),
-            label: "Idle share of the schedule".to_string(),
-            unit: Unit::Fraction,
-            value: b.idle_fraction,
-            formula: idle_formula,
-            worked: format!("{idle_worked} = {:.1}%", 100.0 * b.idle_fraction),
-            assumption: format!("idle slots / (stages × makespan); {source}"),
-        },
-        Term {
-            key: "pipeline.overhead_vs_ideal".to_string(),
-            label: "Bubble overhead vs ideal time".to_string(),
-            unit: Unit::Fraction,
-            value: b.overhead_vs_ideal,
-            formula: over_formula,
-            worked: format!("{over_worked} = {:.1}%", 100.0 * b.overhead_vs_ideal),
-            assumption: format!("bubble time / bubble-free time; {source}"),
-        },
+        term(
+            "pipeline.idle_fraction",
+            "Idle share of the schedule",
+            b.idle_fraction,
+            (idle_formula, idle_worked),
+            "idle slots / (stages × makespan)",
+        ),
+        term(
+            "pipeline.overhead_vs_ideal",
+            "Bubble overhead vs ideal time",
+            b.overhead_vs_ideal,
+            (over_formula, over_worked),
+            "bubble time / bubble-free time",
+        ),
     ]
 }

@@ -4,7 +4,7 @@
 use std::fmt;
 
 use crate::input::hardware::{gpu_presets, Cluster, GpuSpec};
-use crate::input::layout::{Layout, Recompute, Schedule, ZeroStage};
+use crate::input::layout::{Layout, Recompute, ZeroStage};
 use crate::input::model::{AttentionWindow, FfnKind, MlaSpec, ModelSpec, MoeSpec, NormKind};
 use crate::input::precision::{Precision, PrecisionRecipe};
 use crate::input::scenario::{
@@ -19,27 +19,19 @@ pub struct ModelPreset {
     pub spec: ModelSpec,
 }
 
-/// A Llama-family dense model (SwiGLU, RMSNorm, RoPE, GQA, head dim 128, no
-/// biases, no dropout, untied embeddings).
-pub(crate) fn llama(
-    name: &str,
-    layers: u32,
-    hidden: u32,
-    heads: u32,
-    kv_heads: u32,
-    ffn: u32,
-    vocab: u32,
-) -> ModelSpec {
+/// A dense decoder with every size 0 and the Llama family's kinds (SwiGLU, RMSNorm, RoPE, no
+/// biases, no dropout, untied, full attention, no experts): the template the builders fill.
+pub(crate) fn dense_template(name: &str) -> ModelSpec {
     ModelSpec {
         name: name.to_string(),
-        layers,
-        hidden,
-        heads,
-        kv_heads,
-        head_dim: hidden / heads,
-        ffn,
+        layers: 0,
+        hidden: 0,
+        heads: 0,
+        kv_heads: 0,
+        head_dim: 0,
+        ffn: 0,
         ffn_kind: FfnKind::SwiGlu,
-        vocab,
+        vocab: 0,
         tied_embeddings: false,
         norm: NormKind::RmsNorm,
         dropout: false,
@@ -51,6 +43,56 @@ pub(crate) fn llama(
         attention_window: None,
         mtp_layers: 0,
         nominal_params: None,
+    }
+}
+
+/// A Llama-family dense model (SwiGLU, RMSNorm, RoPE, GQA, head dim hidden / heads, no
+/// biases, no dropout, untied embeddings).
+pub(crate) fn llama(
+    name: &str,
+    layers: u32,
+    hidden: u32,
+    heads: u32,
+    kv_heads: u32,
+    ffn: u32,
+    vocab: u32,
+) -> ModelSpec {
+    ModelSpec {
+        layers,
+        hidden,
+        heads,
+        kv_heads,
+        head_dim: hidden / heads,
+        ffn,
+        vocab,
+        ..dense_template(name)
+    }
+}
+
+/// A GPT-style spec: GELU MLP, LayerNorm, biases, dropout, tied embeddings,
+/// `positions` learned position rows (GPT-3, Megatron's GPT models); `(layers, hidden, heads)`.
+pub(crate) fn gpt_like(
+    name: &str,
+    (layers, hidden, heads): (u32, u32, u32),
+    ffn: u32,
+    vocab: u32,
+    positions: u32,
+) -> ModelSpec {
+    ModelSpec {
+        layers,
+        hidden,
+        heads,
+        kv_heads: heads,
+        head_dim: hidden / heads.max(1),
+        ffn,
+        ffn_kind: FfnKind::GeluMlp,
+        vocab,
+        tied_embeddings: true,
+        norm: NormKind::LayerNorm,
+        dropout: true,
+        linear_bias: true,
+        learned_positions: positions,
+        ..dense_template(name)
     }
 }
 
@@ -103,7 +145,6 @@ fn gpt_oss(name: &str, layers: u32, experts: u32) -> ModelSpec {
 /// v 128, 256 routed + 1 shared experts of width 2048, top-8, vocab 129280, untied.
 fn deepseek_v3(name: &str) -> ModelSpec {
     ModelSpec {
-        name: name.to_string(),
         layers: 61,
         hidden: 7168,
         heads: 128,
@@ -111,14 +152,7 @@ fn deepseek_v3(name: &str) -> ModelSpec {
         // Query/key head dim (nope 128 + rope 64): what attention scores are computed over.
         head_dim: 192,
         ffn: 18432,
-        ffn_kind: FfnKind::SwiGlu,
         vocab: 129_280,
-        tied_embeddings: false,
-        norm: NormKind::RmsNorm,
-        dropout: false,
-        qkv_bias: false,
-        linear_bias: false,
-        learned_positions: 0,
         moe: Some(MoeSpec {
             routed_experts: 256,
             experts_per_token: 8,
@@ -133,9 +167,7 @@ fn deepseek_v3(name: &str) -> ModelSpec {
             qk_nope_head_dim: 128,
             v_head_dim: 128,
         }),
-        attention_window: None,
-        mtp_layers: 0,
-        nominal_params: None,
+        ..dense_template(name)
     }
 }
 
@@ -198,8 +230,16 @@ fn gemma3(
     }
 }
 
-/// Every model preset.
+/// Every model preset, in the order listings show them.
 pub fn model_presets() -> Vec<ModelPreset> {
+    let mut presets = presets_listed_first();
+    presets.extend(presets_listed_after());
+    presets
+}
+
+/// The first half of the preset list: Llama 3.1, Mixtral, DeepSeek-V3, Mistral, Gemma 2,
+/// gpt-oss, Qwen2.5 and GPT-3.
+fn presets_listed_first() -> Vec<ModelPreset> {
     vec![
         // meta-llama/Llama-3.1-8B config.json: 32 layers, hidden 4096, 32 heads, 8 KV, ffn 14336, vocab 128256.
         ModelPreset {
@@ -293,29 +333,14 @@ pub fn model_presets() -> Vec<ModelPreset> {
         // Brown et al. 2020, Table 2.1: 96 layers, d_model 12288, 96 heads, 2048 context.
         ModelPreset {
             id: "gpt3-175b",
-            spec: ModelSpec {
-                name: "GPT-3 175B".to_string(),
-                layers: 96,
-                hidden: 12288,
-                heads: 96,
-                kv_heads: 96,
-                head_dim: 128,
-                ffn: 4 * 12288,
-                ffn_kind: FfnKind::GeluMlp,
-                vocab: 50257,
-                tied_embeddings: true,
-                norm: NormKind::LayerNorm,
-                dropout: true,
-                qkv_bias: false,
-                linear_bias: true,
-                learned_positions: 2048,
-                moe: None,
-                mla: None,
-                attention_window: None,
-                mtp_layers: 0,
-                nominal_params: None,
-            },
+            spec: gpt_like("GPT-3 175B", (96, 12288, 96), 4 * 12288, 50257, 2048),
         },
+    ]
+}
+
+/// The second half of the preset list: Llama 3.2 and 4, Qwen3, DeepSeek-R1, Gemma 3 and Kimi K2.
+fn presets_listed_after() -> Vec<ModelPreset> {
+    vec![
         // meta-llama/Llama-3.2-1B config.json: 16 layers, hidden 2048, 32 heads, 8 KV, head_dim 64,
         // intermediate 8192, vocab 128256, tie_word_embeddings true.
         ModelPreset {
@@ -544,15 +569,7 @@ pub fn default_scenario() -> Scenario {
             tp: 8,
             pp: 1,
             cp: 1,
-            ep: 1,
-            expert_tp: 1,
-            virtual_stages: 1,
-            micro_batch: 1,
-            schedule: Schedule::OneFOneB,
-            zero: ZeroStage::Zero1,
-            recompute: Recompute::Selective,
-            sequence_parallel: true,
-            stage_split: crate::input::layout::StageSplit::Even,
+            ..megatron_zero1_layout()
         },
         activations: ActivationOptions::default(),
         // The article's scenario: its runtime allowance (Overheads::article), so its figures hold.
@@ -560,6 +577,17 @@ pub fn default_scenario() -> Scenario {
         serving: Serving::default(),
         calibration: None,
         bill: Default::default(),
+    }
+}
+
+/// One GPU's layout as the article's scenarios run it: 1F1B, ZeRO-1, sequence parallelism and
+/// selective recompute, micro-batch 1, an even stage split.
+fn megatron_zero1_layout() -> Layout {
+    Layout {
+        zero: ZeroStage::Zero1,
+        recompute: Recompute::Selective,
+        sequence_parallel: true,
+        ..Layout::default()
     }
 }
 
@@ -660,15 +688,7 @@ pub fn article_mesh_scenario() -> Scenario {
             tp: 8,
             pp: 4,
             cp: 4,
-            ep: 1,
-            expert_tp: 1,
-            virtual_stages: 1,
-            micro_batch: 1,
-            schedule: Schedule::OneFOneB,
-            zero: ZeroStage::Zero1,
-            recompute: Recompute::Selective,
-            sequence_parallel: true,
-            stage_split: crate::input::layout::StageSplit::Even,
+            ..megatron_zero1_layout()
         },
         ..base
     }

@@ -398,6 +398,73 @@ fn check_gpu(e: &mut Errors, g: &GpuSpec) {
     e.range_u32("gpu_gpn", g.gpus_per_node, 1, 1024);
 }
 
+/// The memory overheads and MoE routing: buffer sizes, fractions, capacity factor and load.
+fn check_overheads(e: &mut Errors, o: &crate::input::scenario::Overheads) {
+    for (field, bytes) in [
+        ("cuda_ctx", o.cuda_context_bytes),
+        ("nccl_buf", o.nccl_buffer_bytes_per_group),
+        ("cublas_ws", o.cublas_workspace_bytes),
+        ("bucket", o.gradient_bucket_bytes),
+    ] {
+        e.within(field, bytes, bounds::BUFFER_BYTES);
+    }
+    e.range_u32("z3_units", o.zero3_units_in_flight, 1, MAX_LAYERS);
+    e.fraction_from_zero("frag", o.allocator_fraction);
+    e.fraction("usable", o.usable_fraction);
+    let r = &o.moe_routing;
+    if let Some(cf) = r.capacity_factor {
+        e.within("moe_cf", cf, bounds::MOE_CAPACITY_FACTOR);
+    } else if r.pad_to_capacity {
+        // Megatron-Bridge's apply_moe_token_drop: "ValueError: If
+        // moe_expert_capacity_factor is not set and moe_pad_expert_input_to_capacity is True".
+        e.push(
+            "moe_pad",
+            "padding to capacity needs a capacity factor (moe_cf)",
+        );
+    }
+    if let Some(load) = r.measured_busiest_load {
+        e.within("moe_load", load, bounds::MOE_BUSIEST_LOAD);
+    }
+}
+
+/// The serving question: context, KV format, concurrency, parallelism and the engine's knobs.
+fn check_serving(e: &mut Errors, s: &crate::input::scenario::Serving, max_degree: u32) {
+    e.range_u32("serve_ctx", s.context_len, 1, MAX_SEQ_LEN);
+    if !s.kv_dtype.is_kv_format() {
+        e.push(
+            "serve_kv",
+            format!(
+                "{} is a weight format; a KV cache is bf16, fp8, int8, int4 or nvfp4",
+                s.kv_dtype.id()
+            ),
+        );
+    }
+    e.range_u32("serve_conc", s.target_concurrency, 1, 1_000_000);
+    e.range_u32("serve_tp", s.tp, 1, max_degree);
+    e.range_u32("serve_pp", s.pp, 1, max_degree);
+    e.fraction("serve_util", s.memory_utilization);
+    e.within("serve_ws", s.workspace_bytes, bounds::BUFFER_BYTES);
+    if let Some(f) = s.mem_fraction_static {
+        e.fraction("serve_memfrac", f);
+    }
+    if let Some(n) = s.max_running_seqs {
+        e.range_u32("serve_maxseqs", n, 1, 1_000_000);
+    }
+    if let Some(sp) = &s.speculation {
+        if let Err(m) = sp.check() {
+            e.push("serve_spec", m);
+        }
+    }
+    if let Some(p) = &s.engine_profile {
+        for count in [p.max_num_batched_tokens, p.max_num_seqs] {
+            e.range_u32("serve_profile", count, 1, bounds::MAX_BATCHED_TOKENS);
+        }
+        for bytes in [p.non_torch_bytes, p.cuda_graph_bytes] {
+            e.within("serve_profile", bytes, bounds::BUFFER_BYTES);
+        }
+    }
+}
+
 impl Scenario {
     /// Range and consistency checks. Divisibility of the layout is not checked
     /// here: see [`layout_rule_violations`].
@@ -505,69 +572,8 @@ impl Scenario {
             );
         }
 
-        let o = &self.overheads;
-        e.within("cuda_ctx", o.cuda_context_bytes, bounds::BUFFER_BYTES);
-        e.within(
-            "nccl_buf",
-            o.nccl_buffer_bytes_per_group,
-            bounds::BUFFER_BYTES,
-        );
-        e.within("cublas_ws", o.cublas_workspace_bytes, bounds::BUFFER_BYTES);
-        e.within("bucket", o.gradient_bucket_bytes, bounds::BUFFER_BYTES);
-        e.range_u32("z3_units", o.zero3_units_in_flight, 1, MAX_LAYERS);
-        e.fraction_from_zero("frag", o.allocator_fraction);
-        e.fraction("usable", o.usable_fraction);
-        let r = &o.moe_routing;
-        if let Some(cf) = r.capacity_factor {
-            e.within("moe_cf", cf, bounds::MOE_CAPACITY_FACTOR);
-        } else if r.pad_to_capacity {
-            // Megatron-Bridge's apply_moe_token_drop: "ValueError: If
-            // moe_expert_capacity_factor is not set and moe_pad_expert_input_to_capacity is True".
-            e.push(
-                "moe_pad",
-                "padding to capacity needs a capacity factor (moe_cf)",
-            );
-        }
-        if let Some(load) = r.measured_busiest_load {
-            e.within("moe_load", load, bounds::MOE_BUSIEST_LOAD);
-        }
-
-        let s = &self.serving;
-        e.range_u32("serve_ctx", s.context_len, 1, MAX_SEQ_LEN);
-        if !s.kv_dtype.is_kv_format() {
-            e.push(
-                "serve_kv",
-                format!(
-                    "{} is a weight format; a KV cache is bf16, fp8, int8, int4 or nvfp4",
-                    s.kv_dtype.id()
-                ),
-            );
-        }
-        e.range_u32("serve_conc", s.target_concurrency, 1, 1_000_000);
-        e.range_u32("serve_tp", s.tp, 1, max_degree);
-        e.range_u32("serve_pp", s.pp, 1, max_degree);
-        e.fraction("serve_util", s.memory_utilization);
-        e.within("serve_ws", s.workspace_bytes, bounds::BUFFER_BYTES);
-        if let Some(f) = s.mem_fraction_static {
-            e.fraction("serve_memfrac", f);
-        }
-        if let Some(n) = s.max_running_seqs {
-            e.range_u32("serve_maxseqs", n, 1, 1_000_000);
-        }
-        if let Some(sp) = &s.speculation {
-            if let Err(m) = sp.check() {
-                e.push("serve_spec", m);
-            }
-        }
-        if let Some(p) = &s.engine_profile {
-            for count in [p.max_num_batched_tokens, p.max_num_seqs] {
-                e.range_u32("serve_profile", count, 1, bounds::MAX_BATCHED_TOKENS);
-            }
-            for bytes in [p.non_torch_bytes, p.cuda_graph_bytes] {
-                e.within("serve_profile", bytes, bounds::BUFFER_BYTES);
-            }
-        }
-
+        check_overheads(&mut e, &self.overheads);
+        check_serving(&mut e, &self.serving, max_degree);
         check_bill(&mut e, &self.bill);
         check_goals(&mut e, &self.bill.goals, self.cluster.gpus_per_node);
 
@@ -644,29 +650,65 @@ impl RuleViolation {
 ///   `interleaved_micro_batches_divisible_by_pp`;
 /// - `world_exceeds_cluster` (error), `world_below_cluster` and `tp_within_node` (warnings).
 pub fn layout_rule_violations(model: &ModelSpec, scenario: &Scenario) -> Vec<RuleViolation> {
-    let mut out = Vec::new();
-    let mut add = |field: &str, rule: &str, severity: Severity, message: String| {
-        out.push(RuleViolation {
+    let mut v = Violations(Vec::new());
+    let d = Degrees::of(&scenario.layout);
+    tensor_split_rules(&mut v, model, d);
+    pipeline_and_batch_rules(&mut v, model, scenario, d);
+    placement_rules(&mut v, scenario, d);
+    let mut out = v.0;
+    out.extend(crate::resolve::offload_rules::rule_violations(scenario));
+    out
+}
+
+/// The rule violations found so far.
+struct Violations(Vec<RuleViolation>);
+
+impl Violations {
+    fn add(&mut self, field: &str, rule: &str, severity: Severity, message: String) {
+        self.0.push(RuleViolation {
             field: field.to_string(),
             rule: rule.to_string(),
             message,
             severity,
-        })
-    };
-    use Severity::{Error, Warning};
-    let l = &scenario.layout;
-    // Guard every modulus: validation rejects zeros, but this may run on unvalidated input.
-    let tp = l.tp.max(1);
-    let pp = l.pp.max(1);
-    let cp = l.cp.max(1);
-    let ep = l.ep.max(1);
-    let etp = l.expert_tp.max(1);
-    let dp = l.dp.max(1);
-    let vs = l.virtual_stages.max(1);
-    let mbs = l.micro_batch.max(1);
+        });
+    }
+}
 
+/// The layout's degrees, each at least 1: every modulus is guarded, because validation
+/// rejects zeros but the rules may run on unvalidated input.
+#[derive(Clone, Copy)]
+struct Degrees {
+    tp: u32,
+    pp: u32,
+    cp: u32,
+    ep: u32,
+    etp: u32,
+    dp: u32,
+    vs: u32,
+    mbs: u32,
+}
+
+impl Degrees {
+    fn of(l: &crate::input::layout::Layout) -> Self {
+        Degrees {
+            tp: l.tp.max(1),
+            pp: l.pp.max(1),
+            cp: l.cp.max(1),
+            ep: l.ep.max(1),
+            etp: l.expert_tp.max(1),
+            dp: l.dp.max(1),
+            vs: l.virtual_stages.max(1),
+            mbs: l.micro_batch.max(1),
+        }
+    }
+}
+
+/// Heads, KV heads, FFN and experts over TP, expert-TP and EP.
+fn tensor_split_rules(v: &mut Violations, model: &ModelSpec, d: Degrees) {
+    use Severity::Error;
+    let Degrees { tp, ep, etp, .. } = d;
     if !model.heads.is_multiple_of(tp) {
-        add(
+        v.add(
             "tp",
             "heads_divisible_by_tp",
             Error,
@@ -680,7 +722,7 @@ pub fn layout_rule_violations(model: &ModelSpec, scenario: &Scenario) -> Vec<Rul
         && !model.kv_heads.is_multiple_of(tp)
         && !tp.is_multiple_of(model.kv_heads.max(1))
     {
-        add(
+        v.add(
             "tp",
             "kv_heads_divisible_by_tp",
             Error,
@@ -691,7 +733,7 @@ pub fn layout_rule_violations(model: &ModelSpec, scenario: &Scenario) -> Vec<Rul
         );
     }
     if !model.ffn.is_multiple_of(tp) && model.moe.as_ref().is_none_or(|m| m.dense_layers > 0) {
-        add(
+        v.add(
             "tp",
             "ffn_divisible_by_tp",
             Error,
@@ -702,7 +744,7 @@ pub fn layout_rule_violations(model: &ModelSpec, scenario: &Scenario) -> Vec<Rul
         // Routed experts are split over the expert-TP group, not TP (Megatron's
         // `--expert-tensor-parallel-size`; Liu et al. 2025 §3).
         if moe.expert_ffn % etp != 0 {
-            add(
+            v.add(
                 "etp",
                 "expert_ffn_divisible_by_etp",
                 Error,
@@ -713,7 +755,7 @@ pub fn layout_rule_violations(model: &ModelSpec, scenario: &Scenario) -> Vec<Rul
             );
         }
         if moe.routed_experts % ep != 0 {
-            add(
+            v.add(
                 "ep",
                 "experts_divisible_by_ep",
                 Error,
@@ -725,7 +767,7 @@ pub fn layout_rule_violations(model: &ModelSpec, scenario: &Scenario) -> Vec<Rul
         }
     } else {
         if ep > 1 {
-            add(
+            v.add(
                 "ep",
                 "ep_requires_moe",
                 Error,
@@ -733,7 +775,7 @@ pub fn layout_rule_violations(model: &ModelSpec, scenario: &Scenario) -> Vec<Rul
             );
         }
         if etp > 1 {
-            add(
+            v.add(
                 "etp",
                 "etp_requires_moe",
                 Error,
@@ -741,17 +783,38 @@ pub fn layout_rule_violations(model: &ModelSpec, scenario: &Scenario) -> Vec<Rul
             );
         }
     }
+}
+
+/// The stage split, CP's sequence chunks, MoE folding, the batch and the interleaved schedule.
+fn pipeline_and_batch_rules(
+    v: &mut Violations,
+    model: &ModelSpec,
+    scenario: &Scenario,
+    d: Degrees,
+) {
+    use Severity::Error;
+    let l = &scenario.layout;
+    let Degrees {
+        tp,
+        pp,
+        cp,
+        ep,
+        etp,
+        dp,
+        vs,
+        mbs,
+    } = d;
     let chunks = u64::from(pp) * u64::from(vs);
     let sh = crate::input::stage_split::SplitShape::new(model.layers, pp, vs);
     if let Some(problem) = l.stage_split.problem(sh) {
-        add(
+        v.add(
             "split",
             "stage_split_fits_layers",
             Error,
             format!("split ({}): {problem}", l.stage_split.describe(sh)),
         );
     } else if l.stage_split.is_even() && u64::from(model.layers) % chunks != 0 {
-        add(
+        v.add(
             "pp",
             "layers_divisible_by_pp",
             Error,
@@ -763,7 +826,7 @@ pub fn layout_rule_violations(model: &ModelSpec, scenario: &Scenario) -> Vec<Rul
     }
     let seq = scenario.training.seq_len;
     if cp > 1 && u64::from(seq) % (2 * u64::from(cp)) != 0 {
-        add(
+        v.add(
             "cp",
             "seq_divisible_by_2cp",
             Error,
@@ -780,7 +843,7 @@ pub fn layout_rule_violations(model: &ModelSpec, scenario: &Scenario) -> Vec<Rul
         .saturating_mul(u64::from(dp));
     let fold = u64::from(etp) * u64::from(ep);
     if stage % fold != 0 {
-        add(
+        v.add(
             "ep",
             "etp_ep_divides_tp_cp_dp",
             Error,
@@ -792,7 +855,7 @@ pub fn layout_rule_violations(model: &ModelSpec, scenario: &Scenario) -> Vec<Rul
     let gbs = u64::from(scenario.training.global_batch);
     let per_step = u64::from(dp) * u64::from(mbs);
     if gbs % per_step != 0 {
-        add(
+        v.add(
             "gbs",
             "batch_divisible_by_dp_mbs",
             Error,
@@ -801,7 +864,7 @@ pub fn layout_rule_violations(model: &ModelSpec, scenario: &Scenario) -> Vec<Rul
     }
     let interleaved = l.schedule == Schedule::Interleaved;
     if interleaved && (vs < 2 || pp < 2) {
-        add(
+        v.add(
             "vpp",
             "interleaved_needs_virtual_stages",
             Error,
@@ -809,7 +872,7 @@ pub fn layout_rule_violations(model: &ModelSpec, scenario: &Scenario) -> Vec<Rul
         );
     }
     if !interleaved && vs > 1 {
-        add(
+        v.add(
             "vpp",
             "virtual_stages_need_interleaved",
             Error,
@@ -819,7 +882,7 @@ pub fn layout_rule_violations(model: &ModelSpec, scenario: &Scenario) -> Vec<Rul
     if interleaved && pp > 1 {
         let micro_batches = gbs / per_step;
         if micro_batches % u64::from(pp) != 0 {
-            add(
+            v.add(
                 "gbs",
                 "interleaved_micro_batches_divisible_by_pp",
                 Error,
@@ -827,17 +890,24 @@ pub fn layout_rule_violations(model: &ModelSpec, scenario: &Scenario) -> Vec<Rul
             );
         }
     }
+}
+
+/// The layout against the cluster: its size and TP inside a node.
+fn placement_rules(v: &mut Violations, scenario: &Scenario, d: Degrees) {
+    use Severity::{Error, Warning};
+    let l = &scenario.layout;
+    let Degrees { tp, .. } = d;
     let world = l.world_size();
     let cluster = scenario.cluster.world_size();
     if world > cluster {
-        add(
+        v.add(
             "dp",
             "world_exceeds_cluster",
             Error,
             format!("dp × tp × pp × cp = {world} exceeds the cluster's {cluster} GPUs"),
         );
     } else if world < cluster {
-        add(
+        v.add(
             "dp",
             "world_below_cluster",
             Warning,
@@ -849,20 +919,18 @@ pub fn layout_rule_violations(model: &ModelSpec, scenario: &Scenario) -> Vec<Rul
     }
     let gpn = scenario.cluster.gpus_per_node;
     if tp > gpn {
-        add(
+        v.add(
             "tp",
             "tp_within_node",
             Warning,
             format!("tp = {tp} spans more than one node of {gpn} GPUs: its all-reduces cross the network"),
         );
     } else if !crate::input::hardware::tp_within_node(tp, gpn) {
-        add(
+        v.add(
             "tp",
             "tp_within_node",
             Warning,
             format!("tp = {tp} does not divide a node of {gpn} GPUs: some TP groups straddle two nodes and their all-reduces cross the network (the step is priced on a group inside one node)"),
         );
     }
-    out.extend(crate::resolve::offload_rules::rule_violations(scenario));
-    out
 }

@@ -494,6 +494,44 @@ impl OpSacRecompute {
     }
 }
 
+/// Seconds as milliseconds, one decimal ("12.3 ms").
+fn ms(seconds: f64) -> String {
+    format!("{:.1} ms", seconds * 1e3)
+}
+
+/// One micro-batch on the pacing stage, seconds ([`StepModel::seconds_with`]'s stages).
+#[derive(Clone, Copy)]
+struct MicroBatchSeconds {
+    /// Forward, with the LM head and loss when the pacing stage holds them.
+    forward_s: f64,
+    /// Backward: dgrad + wgrad, or dgrad only on frozen weights.
+    backward_s: f64,
+    /// What recompute repeats.
+    recompute_s: f64,
+    /// The forward's dense GEMMs (what TP's pipelined collectives hide behind).
+    dense_forward_s: f64,
+    /// The attention cores, forward and backward (3 × forward).
+    attention_s: f64,
+    /// FP8 casts of the forward.
+    fp8_cast_forward_s: f64,
+    /// FP8 casts of the backward.
+    fp8_cast_backward_s: f64,
+    /// FP8 casts recompute repeats.
+    fp8_recast_s: f64,
+    /// Memory-bound ops, forward, backward and recomputed.
+    memory_bound_s: f64,
+}
+
+/// Communication left exposed by the overlaps, seconds.
+struct Exposure {
+    /// Per group over the step (indexed by [`GroupKind::index`]).
+    exposed: [f64; 8],
+    /// On one micro-batch's critical path.
+    per_mb_critical_s: f64,
+    /// After the pipeline drains (the last gradient bucket, the first gathers).
+    after_pipeline_s: f64,
+}
+
 impl StepModel {
     /// The time model every view of `scenario` uses: [`StepModel::new`], with the
     /// scenario's calibration applied when the user switched measured numbers on.
@@ -824,6 +862,91 @@ impl StepModel {
     ) -> StepSeconds {
         let inp = &self.comm_inputs;
         let m = inp.micro_batches(layout);
+        let pp = f64::from(layout.pp.max(1));
+        let shards = f64::from(layout.tp.max(1)) * f64::from(layout.cp.max(1)) * pp;
+        let hbm = self.hbm_streaming_bytes_per_s();
+        let mb = self.micro_batch_seconds(layout, pace);
+        let MicroBatchSeconds {
+            forward_s: t_f,
+            backward_s: t_b,
+            recompute_s: t_rc,
+            fp8_cast_forward_s: cast_f,
+            fp8_cast_backward_s: cast_b,
+            fp8_recast_s: recast,
+            memory_bound_s: memory_bound_mb,
+            ..
+        } = mb;
+        let Exposure {
+            exposed,
+            per_mb_critical_s: per_mb_critical,
+            after_pipeline_s: after_pipeline,
+        } = self.exposed_comms(layout, comms, m, &mb);
+        let t_mb = t_f + t_b + t_rc + per_mb_critical;
+        let ideal = m * t_mb;
+        // Overhead relative to ideal time, not the idle share (pipeline.rs names both).
+        let m_whole = u32::try_from(m.round() as u64).unwrap_or(u32::MAX);
+        let bubble = crate::parallel::pipeline::bubble(
+            layout.schedule,
+            layout.pp.max(1),
+            m_whole,
+            layout.virtual_stages.max(1),
+        )
+        .overhead_vs_ideal
+            * ideal;
+        let pp_exposed = exposed[GroupKind::Pp.index()];
+
+        let sharded_over = match layout.zero {
+            ZeroStage::Ddp => 1.0,
+            _ => f64::from(layout.dp.max(1)) * f64::from(layout.cp.max(1)),
+        };
+        // The optimizer of every stage runs at once: the pacing stage's share (1 when even).
+        let params_local =
+            self.params / (shards / f64::from(layout.cp.max(1))) / sharded_over * pace.layer_scale;
+        // Offload (crate::input::offload): the CPU steps the optimizer instead, after the transfers.
+        let offload = self.offload.seconds(layout.zero, params_local, m).total_s;
+        let optimizer = if self.offload.moves_optimizer(layout.zero) {
+            0.0
+        } else {
+            params_local * self.optimizer_step_bytes_per_param / hbm
+        };
+        // TE casts each weight to FP8 on the first micro-batch of a step and reuses the copy (TE user
+        // guide, examples/advanced_optimizations "FP8 weight caching"; Megatron passes is_first_microbatch).
+        let weight_cast = match &self.fp8 {
+            None => 0.0,
+            Some(c) => {
+                let stage = pp * f64::from(layout.tp.max(1));
+                // MoE parallel folding (Liu et al. 2025 §3): a rank holds routed/(EP·ETP) per stage.
+                let experts = pp * f64::from(layout.ep.max(1)) * f64::from(layout.expert_tp.max(1));
+                (c.dense_weights / stage + c.expert_weights / experts)
+                    * pace.layer_scale
+                    * self.fp8_cast_bytes_per_element
+                    / hbm
+            }
+        };
+        let total =
+            ideal + bubble + pp_exposed + after_pipeline + optimizer + weight_cast + offload;
+        StepSeconds {
+            compute: m * (t_f + t_b + t_rc) + weight_cast,
+            recompute: m * t_rc,
+            exposed_comm: exposed,
+            bubble,
+            optimizer,
+            fp8_casts: m * (cast_f + cast_b + recast) + weight_cast,
+            memory_bound: m * memory_bound_mb,
+            offload,
+            total,
+            micro_batches: m,
+        }
+    }
+
+    /// One micro-batch on the pacing stage: forward, backward and recompute, the dense GEMMs,
+    /// the attention cores, FP8 casts and memory-bound ops (seconds).
+    fn micro_batch_seconds(
+        &self,
+        layout: &Layout,
+        pace: &crate::input::stage_split::StagePace,
+    ) -> MicroBatchSeconds {
+        let inp = &self.comm_inputs;
         let b = f64::from(layout.micro_batch.max(1));
         let pp = f64::from(layout.pp.max(1));
         let shards = f64::from(layout.tp.max(1)) * f64::from(layout.cp.max(1)) * pp;
@@ -982,7 +1105,36 @@ impl StepModel {
         };
         let memory_bound_mb = elem_f + elem_b + loss_f + loss_b + rc_memory_bound;
         let t_attn = 3.0 * attn_f;
+        MicroBatchSeconds {
+            forward_s: t_f,
+            backward_s: t_b,
+            recompute_s: t_rc,
+            dense_forward_s: dense_f,
+            attention_s: t_attn,
+            fp8_cast_forward_s: cast_f,
+            fp8_cast_backward_s: cast_b,
+            fp8_recast_s: recast,
+            memory_bound_s: memory_bound_mb,
+        }
+    }
 
+    /// The communication exposed beyond what overlaps it: per group over the step, on each
+    /// micro-batch's critical path, and after the pipeline drains (seconds).
+    fn exposed_comms<'c>(
+        &self,
+        layout: &Layout,
+        comms: impl IntoIterator<Item = &'c CommItem>,
+        m: f64,
+        mb: &MicroBatchSeconds,
+    ) -> Exposure {
+        let MicroBatchSeconds {
+            forward_s: t_f,
+            backward_s: t_b,
+            recompute_s: t_rc,
+            dense_forward_s: dense_f,
+            attention_s: t_attn,
+            ..
+        } = *mb;
         let mut exposed = [0.0f64; 8];
         let mut per_mb_critical = 0.0;
         let mut after_pipeline = 0.0;
@@ -1136,61 +1288,10 @@ impl StepModel {
             per_mb_critical += e_mb + interference;
             exposed[GroupKind::Ep.index()] += m * (e_mb + interference);
         }
-        let t_mb = t_f + t_b + t_rc + per_mb_critical;
-        let ideal = m * t_mb;
-        // Overhead relative to ideal time, not the idle share (pipeline.rs names both).
-        let m_whole = u32::try_from(m.round() as u64).unwrap_or(u32::MAX);
-        let bubble = crate::parallel::pipeline::bubble(
-            layout.schedule,
-            layout.pp.max(1),
-            m_whole,
-            layout.virtual_stages.max(1),
-        )
-        .overhead_vs_ideal
-            * ideal;
-        let pp_exposed = exposed[GroupKind::Pp.index()];
-
-        let sharded_over = match layout.zero {
-            ZeroStage::Ddp => 1.0,
-            _ => f64::from(layout.dp.max(1)) * f64::from(layout.cp.max(1)),
-        };
-        // The optimizer of every stage runs at once: the pacing stage's share (1 when even).
-        let params_local =
-            self.params / (shards / f64::from(layout.cp.max(1))) / sharded_over * pace.layer_scale;
-        // Offload (crate::input::offload): the CPU steps the optimizer instead, after the transfers.
-        let offload = self.offload.seconds(layout.zero, params_local, m).total_s;
-        let optimizer = if self.offload.moves_optimizer(layout.zero) {
-            0.0
-        } else {
-            params_local * self.optimizer_step_bytes_per_param / hbm
-        };
-        // TE casts each weight to FP8 on the first micro-batch of a step and reuses the copy (TE user
-        // guide, examples/advanced_optimizations "FP8 weight caching"; Megatron passes is_first_microbatch).
-        let weight_cast = match &self.fp8 {
-            None => 0.0,
-            Some(c) => {
-                let stage = pp * f64::from(layout.tp.max(1));
-                // MoE parallel folding (Liu et al. 2025 §3): a rank holds routed/(EP·ETP) per stage.
-                let experts = pp * f64::from(layout.ep.max(1)) * f64::from(layout.expert_tp.max(1));
-                (c.dense_weights / stage + c.expert_weights / experts)
-                    * pace.layer_scale
-                    * self.fp8_cast_bytes_per_element
-                    / hbm
-            }
-        };
-        let total =
-            ideal + bubble + pp_exposed + after_pipeline + optimizer + weight_cast + offload;
-        StepSeconds {
-            compute: m * (t_f + t_b + t_rc) + weight_cast,
-            recompute: m * t_rc,
-            exposed_comm: exposed,
-            bubble,
-            optimizer,
-            fp8_casts: m * (cast_f + cast_b + recast) + weight_cast,
-            memory_bound: m * memory_bound_mb,
-            offload,
-            total,
-            micro_batches: m,
+        Exposure {
+            exposed,
+            per_mb_critical_s: per_mb_critical,
+            after_pipeline_s: after_pipeline,
         }
     }
 
@@ -1274,150 +1375,75 @@ impl StepModel {
         }
     }
 
-    /// Full evaluation with explanations.
-    pub fn evaluate(&self, layout: &Layout) -> StepCost {
-        let placement = self.placement(layout);
-        let (pace, comms, s) = self.paced(layout, &placement);
-        let gpus = layout.world_size() as f64;
-        let tokens = self.tokens_per_step();
-        let mfu = self.mfu(s.total, gpus);
-        let hfu = tokens * self.hardware_flops_per_token(layout.recompute, layout.tp)
-            / (gpus * self.peak_flops_per_s * s.total);
+    /// The compute term: GEMMs, attention, memory-bound ops, FP8 casts and recompute.
+    fn compute_term(
+        &self,
+        layout: &Layout,
+        pace: &crate::input::stage_split::StagePace,
+        s: &StepSeconds,
+    ) -> Term {
         let eff = self.gemm_efficiency(layout);
-        let ms = |x: f64| format!("{:.1} ms", x * 1e3);
-        let mut terms = vec![
-            Term {
-                key: "time.compute".into(),
-                label: "Compute".into(),
-                unit: Unit::Seconds,
-                value: s.compute,
-                formula: "m · b·s/(tp·cp·pp) · 3 · ((2N − F_head − F_exp)/(peak·eff_gemm) + F_exp·load/(peak·eff_expert) + F_head/(peak_bf16·eff_gemm) + F_attn/(peak_bf16·eff_attn·share_len(s/cp)) + bytes_elem/HBM) + FP8 casts + recompute (peak = peak_bf16, or peak_fp8 · r_fp8 under FP8: r_fp8 the FP8-over-BF16 achievable share, ml-engineering MAMF table)".into(),
-                worked: format!(
-                    "{} micro-batches × {} tokens over {} GPUs per replica, GEMMs {:.0} TFLOP/s × {:.2}{}, attention and LM head at BF16 {:.0} TFLOP/s (attention × {:.2} × {:.2} for {}-token calls, FlashAttention-3 Fig. 5){} = {} (of which recompute {})",
-                    s.micro_batches,
-                    f64::from(layout.micro_batch) * self.comm_inputs.seq_len,
-                    u64::from(layout.tp) * u64::from(layout.cp) * u64::from(layout.pp),
-                    self.peak_flops_per_s / 1e12,
-                    eff,
-                    // Only a model with routed experts has expert GEMMs to rate.
-                    if self.comm_inputs.expert_params > 0.0 {
-                        format!(
-                            " (routed experts × {:.2}, on the busiest EP rank's {:.3}× the mean tokens: {})",
-                            self.expert_gemm_efficiency(layout),
-                            self.comm_inputs.expert_load(layout),
-                            self.comm_inputs.moe_routing.describe()
-                        )
-                    } else {
-                        String::new()
-                    },
-                    self.bf16_flops_per_s / 1e12,
-                    self.options.attention_efficiency,
-                    self.attention_length_share(layout),
-                    (self.comm_inputs.seq_len / f64::from(layout.cp.max(1))).round(),
-                    if self.tensor_power_fraction() < 1.0 {
-                        format!(
-                            ", tensor rates × {:.3} at the power limit (GEMMs × {:.3})",
-                            self.tensor_power_fraction(),
-                            self.gemm_power_fraction()
-                        )
-                    } else {
-                        String::new()
-                    },
-                    ms(s.compute),
-                    ms(s.recompute)
-                ),
-                assumption: format!(
-                    "{}; backward = 2 × forward FLOPs; GEMM efficiency {} by the smallest GEMM dimension; memory-bound ops as the term below prices them{}",
-                    self.stage_balance(layout, &pace),
-                    if self.gemm_measured { "measured" } else { "assumed" },
-                    if self.tensor_power_fraction() < 1.0 {
-                        "; the power limit lowers the SM clock: tensor work runs at the share of the datasheet rates the vendor's ratings give that board power (input/power_limit.rs), HBM-bound work at the HBM figure"
-                    } else {
-                        ""
-                    },
-                ),
-            },
-            Term {
-                key: "time.bubble".into(),
-                label: "Pipeline bubble".into(),
-                unit: Unit::Seconds,
-                value: s.bubble,
-                formula: "overhead_vs_ideal(schedule, p, m, v) × m · t_micro-batch".into(),
-                worked: format!("{} × p={} m={} v={} = {}", layout.schedule.label(), layout.pp, s.micro_batches, layout.virtual_stages, ms(s.bubble)),
-                assumption: "Overhead relative to ideal time ((p−1)/m, (p−1)/(v·m) interleaved; Narayanan et al. 2021)".into(),
-            },
-            Term {
-                key: "time.optimizer".into(),
-                label: "Optimizer step".into(),
-                unit: Unit::Seconds,
-                value: s.optimizer,
-                formula: "local params × bytes moved / HBM bandwidth".into(),
-                worked: ms(s.optimizer),
-                assumption: format!(
-                    "{} B of HBM traffic per local parameter",
-                    self.optimizer_step_bytes_per_param
-                ),
-            },
-        ];
-        if s.memory_bound > 0.0 {
-            let mb = &self.memory_bound;
-            let (fwd, bwd) = mb.per_layer(
-                f64::from(layout.tp.max(1)),
-                layout.sequence_parallel,
-                self.local_sort_load(layout),
-            );
-            terms.push(Term {
-                key: "time.memory_bound".into(),
-                label: "Memory-bound ops (of compute)".into(),
-                unit: Unit::Seconds,
-                value: s.memory_bound,
-                formula: "m · b·s/cp · [L/pp · (bytes_fwd + bytes_bwd [+ recomputed]) + V/(tp·pp) · bytes_loss] / (HBM · achievable)".into(),
-                worked: format!(
-                    "{} op list: {:.0} + {:.0} B per token per layer on one GPU (tp {}, sequence parallel {}), loss {:.0} B per token over the vocabulary, at {:.2} TB/s = {}",
-                    self.kernels.label(),
-                    fwd,
-                    bwd,
-                    layout.tp,
-                    if layout.sequence_parallel { "on" } else { "off" },
-                    mb.loss_fwd + mb.loss_bwd,
-                    self.hbm_streaming_bytes_per_s() / 1e12,
-                    ms(s.memory_bound)
-                ),
-                assumption: format!(
-                    "Norms, activations, residual adds, RoPE, copies and (without flash attention) softmax and dropout over the scores, each reading and writing HBM once per op (time/elementwise.rs cites each); hidden-width ops replicated over TP without sequence parallel (Korthikanti et al. 2022 §4.2.2); HBM at {:.0}% of the datasheet",
-                    self.hbm_achievable_fraction * 100.0
-                ),
-            });
+        Term {
+            key: "time.compute".into(),
+            label: "Compute".into(),
+            unit: Unit::Seconds,
+            value: s.compute,
+            formula: "m · b·s/(tp·cp·pp) · 3 · ((2N − F_head − F_exp)/(peak·eff_gemm) + F_exp·load/(peak·eff_expert) + F_head/(peak_bf16·eff_gemm) + F_attn/(peak_bf16·eff_attn·share_len(s/cp)) + bytes_elem/HBM) + FP8 casts + recompute (peak = peak_bf16, or peak_fp8 · r_fp8 under FP8: r_fp8 the FP8-over-BF16 achievable share, ml-engineering MAMF table)".into(),
+            worked: format!(
+                "{} micro-batches × {} tokens over {} GPUs per replica, GEMMs {:.0} TFLOP/s × {:.2}{}, attention and LM head at BF16 {:.0} TFLOP/s (attention × {:.2} × {:.2} for {}-token calls, FlashAttention-3 Fig. 5){} = {} (of which recompute {})",
+                s.micro_batches,
+                f64::from(layout.micro_batch) * self.comm_inputs.seq_len,
+                u64::from(layout.tp) * u64::from(layout.cp) * u64::from(layout.pp),
+                self.peak_flops_per_s / 1e12,
+                eff,
+                // Only a model with routed experts has expert GEMMs to rate.
+                if self.comm_inputs.expert_params > 0.0 {
+                    format!(
+                        " (routed experts × {:.2}, on the busiest EP rank's {:.3}× the mean tokens: {})",
+                        self.expert_gemm_efficiency(layout),
+                        self.comm_inputs.expert_load(layout),
+                        self.comm_inputs.moe_routing.describe()
+                    )
+                } else {
+                    String::new()
+                },
+                self.bf16_flops_per_s / 1e12,
+                self.options.attention_efficiency,
+                self.attention_length_share(layout),
+                (self.comm_inputs.seq_len / f64::from(layout.cp.max(1))).round(),
+                if self.tensor_power_fraction() < 1.0 {
+                    format!(
+                        ", tensor rates × {:.3} at the power limit (GEMMs × {:.3})",
+                        self.tensor_power_fraction(),
+                        self.gemm_power_fraction()
+                    )
+                } else {
+                    String::new()
+                },
+                ms(s.compute),
+                ms(s.recompute)
+            ),
+            assumption: format!(
+                "{}; backward = 2 × forward FLOPs; GEMM efficiency {} by the smallest GEMM dimension; memory-bound ops as the term below prices them{}",
+                self.stage_balance(layout, pace),
+                if self.gemm_measured { "measured" } else { "assumed" },
+                if self.tensor_power_fraction() < 1.0 {
+                    "; the power limit lowers the SM clock: tensor work runs at the share of the datasheet rates the vendor's ratings give that board power (input/power_limit.rs), HBM-bound work at the HBM figure"
+                } else {
+                    ""
+                },
+            ),
         }
-        if s.offload > 0.0 {
-            let params_local = self.optimizer_partition_params(layout, &pace);
-            let parts = self
-                .offload
-                .seconds(layout.zero, params_local, s.micro_batches);
-            terms.push(self.offload.term(&parts, params_local));
-        }
-        if let Some(c) = &self.fp8 {
-            // Transformer Engine docs, "FP8 Delayed Scaling": one read per quantization, the
-            // amax recorded in the same pass; weights cast once per step ("FP8 weight caching").
-            terms.push(Term {
-                key: "time.fp8_casts".into(),
-                label: "FP8 casts (of compute)".into(),
-                unit: Unit::Seconds,
-                value: s.fp8_casts,
-                formula: "m · b·s/(tp·cp·pp) · (ΣK fwd + ΣN bwd [+ ΣK recomputed]) · c / HBM + (W_dense/(tp·pp) + W_experts/(ep·etp·pp)) · c / HBM, c = 3 B (+1 B transposed copy on Hopper)".into(),
-                worked: format!(
-                    "{:.3e} forward + {:.3e} backward elements per token, {:.3e} + {:.3e} weights, {} B each at {:.2} TB/s = {}",
-                    c.forward_elements_per_token,
-                    c.backward_elements_per_token,
-                    c.dense_weights,
-                    c.expert_weights,
-                    self.fp8_cast_bytes_per_element,
-                    self.hbm_streaming_bytes_per_s() / 1e12,
-                    ms(s.fp8_casts)
-                ),
-                assumption: "Delayed scaling: each FP8 GEMM input (X forward, dY backward, each weight once per step) is read in BF16 and written in FP8, on Hopper also as its transposed FP8 copy (TN-only FP8 GEMMs: TE fp8_cast_transpose_fused, one pass); a transpose run as its own pass and casts fused into norms are not counted separately; split over tp like the other memory-bound work".into(),
-            });
-        }
+    }
+
+    /// The communication terms: each group's exposed time, then the ZeRO-3 units not hidden.
+    fn comm_terms(
+        &self,
+        layout: &Layout,
+        comms: &crate::time::comms::StepComms,
+        s: &StepSeconds,
+        terms: &mut Vec<Term>,
+    ) {
         for kind in GroupKind::ALL {
             let e = s.exposed_comm[kind.index()];
             let raw: f64 = comms
@@ -1484,6 +1510,107 @@ impl StepModel {
                 assumption: "One layer per unit, one unit prefetched, the first gather and the last reduce-scatter of each micro-batch exposed; gradients reduce-scattered every micro-batch (no deferred sync); DeepSpeed under full recompute also gathers for the recomputed forward, and DeepSpeed of 2021 moves each call no faster than its per-parameter gather path (time/deepspeed_zero3.rs); before the overlap slowdown".into(),
             });
         }
+    }
+
+    /// The memory-bound ops' term: the op list's bytes per token at HBM speed.
+    fn memory_bound_term(&self, layout: &Layout, s: &StepSeconds) -> Term {
+        let mb = &self.memory_bound;
+        let (fwd, bwd) = mb.per_layer(
+            f64::from(layout.tp.max(1)),
+            layout.sequence_parallel,
+            self.local_sort_load(layout),
+        );
+        Term {
+            key: "time.memory_bound".into(),
+            label: "Memory-bound ops (of compute)".into(),
+            unit: Unit::Seconds,
+            value: s.memory_bound,
+            formula: "m · b·s/cp · [L/pp · (bytes_fwd + bytes_bwd [+ recomputed]) + V/(tp·pp) · bytes_loss] / (HBM · achievable)".into(),
+            worked: format!(
+                "{} op list: {:.0} + {:.0} B per token per layer on one GPU (tp {}, sequence parallel {}), loss {:.0} B per token over the vocabulary, at {:.2} TB/s = {}",
+                self.kernels.label(),
+                fwd,
+                bwd,
+                layout.tp,
+                if layout.sequence_parallel { "on" } else { "off" },
+                mb.loss_fwd + mb.loss_bwd,
+                self.hbm_streaming_bytes_per_s() / 1e12,
+                ms(s.memory_bound)
+            ),
+            assumption: format!(
+                "Norms, activations, residual adds, RoPE, copies and (without flash attention) softmax and dropout over the scores, each reading and writing HBM once per op (time/elementwise.rs cites each); hidden-width ops replicated over TP without sequence parallel (Korthikanti et al. 2022 §4.2.2); HBM at {:.0}% of the datasheet",
+                self.hbm_achievable_fraction * 100.0
+            ),
+        }
+    }
+
+    /// Full evaluation with explanations.
+    pub fn evaluate(&self, layout: &Layout) -> StepCost {
+        let placement = self.placement(layout);
+        let (pace, comms, s) = self.paced(layout, &placement);
+        let gpus = layout.world_size() as f64;
+        let tokens = self.tokens_per_step();
+        let mfu = self.mfu(s.total, gpus);
+        let hfu = tokens * self.hardware_flops_per_token(layout.recompute, layout.tp)
+            / (gpus * self.peak_flops_per_s * s.total);
+        let eff = self.gemm_efficiency(layout);
+        let mut terms = vec![
+            self.compute_term(layout, &pace, &s),
+            Term {
+                key: "time.bubble".into(),
+                label: "Pipeline bubble".into(),
+                unit: Unit::Seconds,
+                value: s.bubble,
+                formula: "overhead_vs_ideal(schedule, p, m, v) × m · t_micro-batch".into(),
+                worked: format!("{} × p={} m={} v={} = {}", layout.schedule.label(), layout.pp, s.micro_batches, layout.virtual_stages, ms(s.bubble)),
+                assumption: "Overhead relative to ideal time ((p−1)/m, (p−1)/(v·m) interleaved; Narayanan et al. 2021)".into(),
+            },
+            Term {
+                key: "time.optimizer".into(),
+                label: "Optimizer step".into(),
+                unit: Unit::Seconds,
+                value: s.optimizer,
+                formula: "local params × bytes moved / HBM bandwidth".into(),
+                worked: ms(s.optimizer),
+                assumption: format!(
+                    "{} B of HBM traffic per local parameter",
+                    self.optimizer_step_bytes_per_param
+                ),
+            },
+        ];
+        if s.memory_bound > 0.0 {
+            terms.push(self.memory_bound_term(layout, &s));
+        }
+        if s.offload > 0.0 {
+            let params_local = self.optimizer_partition_params(layout, &pace);
+            let parts = self
+                .offload
+                .seconds(layout.zero, params_local, s.micro_batches);
+            terms.push(self.offload.term(&parts, params_local));
+        }
+        if let Some(c) = &self.fp8 {
+            // Transformer Engine docs, "FP8 Delayed Scaling": one read per quantization, the
+            // amax recorded in the same pass; weights cast once per step ("FP8 weight caching").
+            terms.push(Term {
+                key: "time.fp8_casts".into(),
+                label: "FP8 casts (of compute)".into(),
+                unit: Unit::Seconds,
+                value: s.fp8_casts,
+                formula: "m · b·s/(tp·cp·pp) · (ΣK fwd + ΣN bwd [+ ΣK recomputed]) · c / HBM + (W_dense/(tp·pp) + W_experts/(ep·etp·pp)) · c / HBM, c = 3 B (+1 B transposed copy on Hopper)".into(),
+                worked: format!(
+                    "{:.3e} forward + {:.3e} backward elements per token, {:.3e} + {:.3e} weights, {} B each at {:.2} TB/s = {}",
+                    c.forward_elements_per_token,
+                    c.backward_elements_per_token,
+                    c.dense_weights,
+                    c.expert_weights,
+                    self.fp8_cast_bytes_per_element,
+                    self.hbm_streaming_bytes_per_s() / 1e12,
+                    ms(s.fp8_casts)
+                ),
+                assumption: "Delayed scaling: each FP8 GEMM input (X forward, dY backward, each weight once per step) is read in BF16 and written in FP8, on Hopper also as its transposed FP8 copy (TN-only FP8 GEMMs: TE fp8_cast_transpose_fused, one pass); a transpose run as its own pass and casts fused into norms are not counted separately; split over tp like the other memory-bound work".into(),
+            });
+        }
+        self.comm_terms(layout, &comms, &s, &mut terms);
         terms.push(Term {
             key: "rate.mfu".into(),
             label: "MFU".into(),

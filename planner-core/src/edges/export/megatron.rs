@@ -117,28 +117,11 @@ pub(super) fn megatron_split_flags(c: &Ctx, par: &mut Vec<String>) {
     }
 }
 
-pub(super) fn megatron(c: &Ctx) -> (String, Vec<String>) {
-    let mut notes = Vec::new();
+/// The parallelism flags: group sizes, the pipeline split, sequence parallelism, the
+/// distributed optimizer and the overlaps.
+fn megatron_parallel_args(c: &Ctx, notes: &mut Vec<String>) -> Vec<String> {
     let l = &c.s.layout;
     let m = c.m;
-    let t = &c.s.training;
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "# Megatron-LM pretrain_gpt.py arguments for {}; DP = world / (TP × PP × CP) = {}.",
-        c.name, l.dp
-    );
-    let _ = writeln!(out, "MEGATRON_ARGS=(");
-    let mut group = |title: &str, args: Vec<String>| {
-        if args.is_empty() {
-            return;
-        }
-        let _ = writeln!(out, "  # {title}");
-        for a in args {
-            let _ = writeln!(out, "  {a}");
-        }
-    };
-
     let mut par = vec![
         format!("--tensor-model-parallel-size {}", l.tp),
         format!("--pipeline-model-parallel-size {}", l.pp),
@@ -204,43 +187,13 @@ pub(super) fn megatron(c: &Ctx) -> (String, Vec<String>) {
             l.zero.label()
         )),
     }
-    megatron_overlap_flags(c, &mut par, &mut notes);
-    group("Parallelism", par);
+    megatron_overlap_flags(c, &mut par, notes);
+    par
+}
 
-    let mut rec = Vec::new();
-    match l.recompute {
-        Recompute::None => {}
-        Recompute::Selective => rec.push("--recompute-granularity selective".to_string()),
-        Recompute::Full => {
-            rec.push("--recompute-granularity full".to_string());
-            rec.push("--recompute-method uniform".to_string());
-            rec.push("--recompute-num-layers 1".to_string());
-        }
-    }
-    group("Activation recomputation", rec);
-
-    let mut batch = vec![
-        format!("--micro-batch-size {}", l.micro_batch),
-        format!("--global-batch-size {}", t.global_batch),
-        format!("--seq-length {}", t.seq_len),
-    ];
-    let max_pos = if m.learned_positions > 0 {
-        if t.seq_len > m.learned_positions {
-            notes.push(format!(
-                "Sequence length {} exceeds the model's {} learned positions.",
-                t.seq_len, m.learned_positions
-            ));
-        }
-        m.learned_positions
-    } else {
-        t.seq_len
-    };
-    batch.push(format!("--max-position-embeddings {max_pos}"));
-    if let Err(why) = &c.accumulation {
-        notes.push(format!("{why} Megatron-LM asserts on it."));
-    }
-    group("Batch", batch);
-
+/// The model-shape flags: sizes, attention kind, FFN, norm, positions, biases, dropout.
+fn megatron_shape_args(c: &Ctx, notes: &mut Vec<String>) -> Vec<String> {
+    let m = c.m;
     let mut shape = vec![
         format!("--num-layers {}", m.layers),
         format!("--hidden-size {}", m.hidden),
@@ -311,6 +264,122 @@ pub(super) fn megatron(c: &Ctx) -> (String, Vec<String>) {
         shape.push("--attention-dropout 0.0".to_string());
         shape.push("--hidden-dropout 0.0".to_string());
     }
+    shape
+}
+
+/// The precision flags and the notes on what Megatron-LM keeps differently.
+fn megatron_precision_args(c: &Ctx, notes: &mut Vec<String>) -> Vec<String> {
+    let mut prec = vec!["--bf16".to_string()];
+    // Megatron-LM megatron/training/arguments.py: --fp8-recipe {delayed, tensorwise, mxfp8,
+    // blockwise} (E4M3 throughout for the block-scaled ones), --fp4-format e2m1 with
+    // --fp4-recipe nvfp4.
+    match c.s.precision.recipe {
+        PrecisionRecipe::Fp8BlockBf16Master => {
+            prec.push("--fp8-format e4m3 --fp8-recipe blockwise".to_string())
+        }
+        PrecisionRecipe::Mxfp8Bf16Master => {
+            prec.push("--fp8-format e4m3 --fp8-recipe mxfp8".to_string())
+        }
+        PrecisionRecipe::Nvfp4Bf16Master => {
+            prec.push("--fp4-format e2m1 --fp4-recipe nvfp4".to_string())
+        }
+        _ if c.s.precision.compute == ComputeDtype::Fp8 => {
+            prec.push("--fp8-format hybrid".to_string())
+        }
+        _ => {}
+    }
+    if let Some(note) = recipe_hardware_note(c.s.precision.recipe, &c.s.cluster.gpu) {
+        notes.push(note);
+    }
+    match c.s.precision.recipe {
+        PrecisionRecipe::MixedAdamFp32Grads
+        | PrecisionRecipe::Fp8Bf16Master
+        | PrecisionRecipe::Fp8BlockBf16Master
+        | PrecisionRecipe::Mxfp8Bf16Master
+        | PrecisionRecipe::Nvfp4Bf16Master
+        | PrecisionRecipe::MixedAdam => {}
+        PrecisionRecipe::Bf16NoMaster | PrecisionRecipe::Adam8Bit | PrecisionRecipe::Bf16Pure => {
+            c.precision_notes(notes, "Megatron-LM")
+        }
+    }
+    if c.s.precision.recipe == PrecisionRecipe::MixedAdam {
+        notes.push(
+            "Megatron-LM keeps gradients in fp32 main-grad buffers (the 18 B/param recipe); \
+             this plan counts 2-byte gradients. Choose 'mixed-adam-fp32-grads' to plan for \
+             Megatron's memory."
+                .to_string(),
+        );
+    }
+    if c.s.precision.recipe == PrecisionRecipe::Fp8Bf16Master {
+        notes.push(
+            "FP8 (--fp8-format hybrid) needs Transformer Engine; Megatron keeps an fp32 master \
+             unless told otherwise, more than this recipe's BF16 master."
+                .to_string(),
+        );
+    }
+    prec
+}
+
+pub(super) fn megatron(c: &Ctx) -> (String, Vec<String>) {
+    let mut notes = Vec::new();
+    let l = &c.s.layout;
+    let m = c.m;
+    let t = &c.s.training;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "# Megatron-LM pretrain_gpt.py arguments for {}; DP = world / (TP × PP × CP) = {}.",
+        c.name, l.dp
+    );
+    let _ = writeln!(out, "MEGATRON_ARGS=(");
+    let mut group = |title: &str, args: Vec<String>| {
+        if args.is_empty() {
+            return;
+        }
+        let _ = writeln!(out, "  # {title}");
+        for a in args {
+            let _ = writeln!(out, "  {a}");
+        }
+    };
+
+    let par = megatron_parallel_args(c, &mut notes);
+    group("Parallelism", par);
+
+    let mut rec = Vec::new();
+    match l.recompute {
+        Recompute::None => {}
+        Recompute::Selective => rec.push("--recompute-granularity selective".to_string()),
+        Recompute::Full => {
+            rec.push("--recompute-granularity full".to_string());
+            rec.push("--recompute-method uniform".to_string());
+            rec.push("--recompute-num-layers 1".to_string());
+        }
+    }
+    group("Activation recomputation", rec);
+
+    let mut batch = vec![
+        format!("--micro-batch-size {}", l.micro_batch),
+        format!("--global-batch-size {}", t.global_batch),
+        format!("--seq-length {}", t.seq_len),
+    ];
+    let max_pos = if m.learned_positions > 0 {
+        if t.seq_len > m.learned_positions {
+            notes.push(format!(
+                "Sequence length {} exceeds the model's {} learned positions.",
+                t.seq_len, m.learned_positions
+            ));
+        }
+        m.learned_positions
+    } else {
+        t.seq_len
+    };
+    batch.push(format!("--max-position-embeddings {max_pos}"));
+    if let Err(why) = &c.accumulation {
+        notes.push(format!("{why} Megatron-LM asserts on it."));
+    }
+    group("Batch", batch);
+
+    let shape = megatron_shape_args(c, &mut notes);
     group("Model shape", shape);
 
     if let Some(moe) = &m.moe {
@@ -358,54 +427,7 @@ pub(super) fn megatron(c: &Ctx) -> (String, Vec<String>) {
         group("Mixture of experts", args);
     }
 
-    let mut prec = vec!["--bf16".to_string()];
-    // Megatron-LM megatron/training/arguments.py: --fp8-recipe {delayed, tensorwise, mxfp8,
-    // blockwise} (E4M3 throughout for the block-scaled ones), --fp4-format e2m1 with
-    // --fp4-recipe nvfp4.
-    match c.s.precision.recipe {
-        PrecisionRecipe::Fp8BlockBf16Master => {
-            prec.push("--fp8-format e4m3 --fp8-recipe blockwise".to_string())
-        }
-        PrecisionRecipe::Mxfp8Bf16Master => {
-            prec.push("--fp8-format e4m3 --fp8-recipe mxfp8".to_string())
-        }
-        PrecisionRecipe::Nvfp4Bf16Master => {
-            prec.push("--fp4-format e2m1 --fp4-recipe nvfp4".to_string())
-        }
-        _ if c.s.precision.compute == ComputeDtype::Fp8 => {
-            prec.push("--fp8-format hybrid".to_string())
-        }
-        _ => {}
-    }
-    if let Some(note) = recipe_hardware_note(c.s.precision.recipe, &c.s.cluster.gpu) {
-        notes.push(note);
-    }
-    match c.s.precision.recipe {
-        PrecisionRecipe::MixedAdamFp32Grads
-        | PrecisionRecipe::Fp8Bf16Master
-        | PrecisionRecipe::Fp8BlockBf16Master
-        | PrecisionRecipe::Mxfp8Bf16Master
-        | PrecisionRecipe::Nvfp4Bf16Master
-        | PrecisionRecipe::MixedAdam => {}
-        PrecisionRecipe::Bf16NoMaster | PrecisionRecipe::Adam8Bit | PrecisionRecipe::Bf16Pure => {
-            c.precision_notes(&mut notes, "Megatron-LM")
-        }
-    }
-    if c.s.precision.recipe == PrecisionRecipe::MixedAdam {
-        notes.push(
-            "Megatron-LM keeps gradients in fp32 main-grad buffers (the 18 B/param recipe); \
-             this plan counts 2-byte gradients. Choose 'mixed-adam-fp32-grads' to plan for \
-             Megatron's memory."
-                .to_string(),
-        );
-    }
-    if c.s.precision.recipe == PrecisionRecipe::Fp8Bf16Master {
-        notes.push(
-            "FP8 (--fp8-format hybrid) needs Transformer Engine; Megatron keeps an fp32 master \
-             unless told otherwise, more than this recipe's BF16 master."
-                .to_string(),
-        );
-    }
+    let prec = megatron_precision_args(c, &mut notes);
     group("Precision", prec);
 
     let tokenizer = match c.identity.hf_repo {

@@ -74,39 +74,7 @@ pub(super) fn torchtitan(c: &Ctx) -> (String, Vec<String>) {
     }
     let _ = writeln!(out, "pipeline_parallel_degree = {}", l.pp);
     if l.pp > 1 {
-        let (name, chunks) = match l.schedule {
-            Schedule::Gpipe => ("GPipe", 1),
-            Schedule::OneFOneB => ("1F1B", 1),
-            Schedule::Interleaved => ("Interleaved1F1B", l.virtual_stages.max(1)),
-            Schedule::ZeroBubble => {
-                notes.push(
-                    "ZB-H1 on one stage per rank is not a torch.distributed.pipelining schedule; \
-                     the closest, InterleavedZeroBubble, needs two or more stages per rank."
-                        .to_string(),
-                );
-                ("InterleavedZeroBubble", l.virtual_stages.max(2))
-            }
-        };
-        let _ = writeln!(out, "pipeline_parallel_schedule = {}", toml_string(name));
-        if !l.stage_split.is_even() {
-            torchtitan_split(c, chunks, &mut out);
-        } else if chunks > 1 {
-            let stages = l.pp.saturating_mul(chunks);
-            if m.layers.is_multiple_of(stages) {
-                let _ = writeln!(
-                    out,
-                    "pipeline_parallel_layers_per_stage = {}",
-                    m.layers / stages
-                );
-            } else {
-                notes.push(format!(
-                    "{} layers do not split into {stages} equal stages; set \
-                     pipeline_parallel_layers_per_stage by hand.",
-                    m.layers
-                ));
-            }
-        }
-        let _ = writeln!(out, "pipeline_parallel_microbatch_size = {}", l.micro_batch);
+        torchtitan_pipeline(c, &mut out, &mut notes);
     }
     let _ = writeln!(out, "context_parallel_degree = {}", l.cp);
     if c.is_moe() {
@@ -172,7 +140,57 @@ pub(super) fn torchtitan(c: &Ctx) -> (String, Vec<String>) {
     }
 
     let _ = writeln!(out, "[activation_checkpoint]");
-    match l.recompute {
+    torchtitan_activation_checkpoint(l.recompute, &mut out, &mut notes);
+    c.precision_notes(&mut notes, "torchtitan");
+    (out, notes)
+}
+
+/// `[parallelism]`'s pipeline keys: the schedule, the split and the micro-batch size.
+fn torchtitan_pipeline(c: &Ctx, out: &mut String, notes: &mut Vec<String>) {
+    let l = &c.s.layout;
+    let m = c.m;
+    let (name, chunks) = match l.schedule {
+        Schedule::Gpipe => ("GPipe", 1),
+        Schedule::OneFOneB => ("1F1B", 1),
+        Schedule::Interleaved => ("Interleaved1F1B", l.virtual_stages.max(1)),
+        Schedule::ZeroBubble => {
+            notes.push(
+                "ZB-H1 on one stage per rank is not a torch.distributed.pipelining schedule; \
+                 the closest, InterleavedZeroBubble, needs two or more stages per rank."
+                    .to_string(),
+            );
+            ("InterleavedZeroBubble", l.virtual_stages.max(2))
+        }
+    };
+    let _ = writeln!(out, "pipeline_parallel_schedule = {}", toml_string(name));
+    if !l.stage_split.is_even() {
+        torchtitan_split(c, chunks, out);
+    } else if chunks > 1 {
+        let stages = l.pp.saturating_mul(chunks);
+        if m.layers.is_multiple_of(stages) {
+            let _ = writeln!(
+                out,
+                "pipeline_parallel_layers_per_stage = {}",
+                m.layers / stages
+            );
+        } else {
+            notes.push(format!(
+                "{} layers do not split into {stages} equal stages; set \
+                 pipeline_parallel_layers_per_stage by hand.",
+                m.layers
+            ));
+        }
+    }
+    let _ = writeln!(out, "pipeline_parallel_microbatch_size = {}", l.micro_batch);
+}
+
+/// `[activation_checkpoint]`'s mode.
+fn torchtitan_activation_checkpoint(
+    recompute: Recompute,
+    out: &mut String,
+    notes: &mut Vec<String>,
+) {
+    match recompute {
         Recompute::None => {
             let _ = writeln!(out, "mode = \"none\"");
         }
@@ -190,8 +208,6 @@ pub(super) fn torchtitan(c: &Ctx) -> (String, Vec<String>) {
             let _ = writeln!(out, "mode = \"full\"");
         }
     }
-    c.precision_notes(&mut notes, "torchtitan");
-    (out, notes)
 }
 
 /// torchtitan's EP constraints (job_config.py `expert_parallel_degree`); with expert-TP 1:

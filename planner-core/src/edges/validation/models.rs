@@ -3,49 +3,16 @@
 //! [`model_core_name`]), and a row's model resolved, from a known model or the row's own
 //! `model_shape`.
 
-use crate::input::model::{FfnKind, ModelSpec, MoeSpec, NormKind};
+use crate::input::model::{ModelSpec, MoeSpec};
 use crate::input::scenario::ModelChoice;
 use crate::resolve::presets::{model_preset, model_presets};
 
 use super::dataset::PublishedRun;
 
+/// A GPT-style spec: the presets' own builder (GELU MLP, LayerNorm, biases, dropout, tied).
+use crate::resolve::presets::gpt_like;
 /// A Llama-style dense spec: the presets' own builder (SwiGLU, RMSNorm, RoPE, no biases, untied).
 use crate::resolve::presets::llama as llama_like;
-
-/// A GPT-style spec: GELU MLP, LayerNorm, biases, dropout, tied embeddings,
-/// `positions` learned position rows (Megatron's GPT models).
-fn gpt_like(
-    name: &str,
-    layers: u32,
-    hidden: u32,
-    heads: u32,
-    ffn: u32,
-    vocab: u32,
-    positions: u32,
-) -> ModelSpec {
-    ModelSpec {
-        name: name.to_string(),
-        layers,
-        hidden,
-        heads,
-        kv_heads: heads,
-        head_dim: hidden / heads.max(1),
-        ffn,
-        ffn_kind: FfnKind::GeluMlp,
-        vocab,
-        tied_embeddings: true,
-        norm: NormKind::LayerNorm,
-        dropout: true,
-        qkv_bias: false,
-        linear_bias: true,
-        learned_positions: positions,
-        moe: None,
-        mla: None,
-        attention_window: None,
-        mtp_layers: 0,
-        nominal_params: None,
-    }
-}
 
 /// A Nemotron spec: squared-ReLU MLP (two matrices, priced as [`FfnKind::GeluMlp`]),
 /// LayerNorm (`layernorm1p`), RoPE, no biases, no dropout, untied.
@@ -63,7 +30,7 @@ fn nemotron_like(
         linear_bias: false,
         learned_positions: 0,
         kv_heads,
-        ..gpt_like(name, layers, hidden, heads, ffn, 256_000, 0)
+        ..gpt_like(name, (layers, hidden, heads), ffn, 256_000, 0)
     }
 }
 
@@ -93,12 +60,12 @@ fn config_table(key: &str) -> Option<(ModelSpec, &'static str)> {
         ),
         // NeMo-Framework-Launcher conf/training/gpt3/5b.yaml: 24 layers, hidden 4096, ffn 4h, 32 heads, 2048 positions, GPT-2 BPE (50257, as the gpt3-175b preset counts it).
         "nemo-gpt3-5b" => (
-            gpt_like("GPT3 5B (NeMo)", 24, 4096, 32, 4 * 4096, 50257, 2048),
+            gpt_like("GPT3 5B (NeMo)", (24, 4096, 32), 4 * 4096, 50257, 2048),
             "NeMo-Framework-Launcher conf/training/gpt3/5b.yaml",
         ),
         // NeMo-Framework-Launcher conf/training/gpt3/20b.yaml: 44 layers, hidden 6144, ffn 4h, 48 heads, 2048 positions, GPT-2 BPE (50257).
         "nemo-gpt3-20b" => (
-            gpt_like("GPT3 20B (NeMo)", 44, 6144, 48, 4 * 6144, 50257, 2048),
+            gpt_like("GPT3 20B (NeMo)", (44, 6144, 48), 4 * 6144, 50257, 2048),
             "NeMo-Framework-Launcher conf/training/gpt3/20b.yaml",
         ),
         // NeMo-Framework-Launcher conf/training/nemotron/nemotron_8b.yaml: 32 layers, hidden 4096, ffn 16384, 32 heads (MHA), squared-ReLU, layernorm1p, RoPE, no bias, untied; vocab 256000 (nemotron_2_256k, the tokenizer nemotron_340b.yaml names; this file leaves it null).
@@ -348,9 +315,7 @@ pub(super) fn resolve_model(
     });
     let mut spec = gpt_like(
         &run.model_name,
-        layers,
-        hidden,
-        heads,
+        (layers, hidden, heads),
         ffn,
         vocab,
         run.seq(),
