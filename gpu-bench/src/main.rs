@@ -5,6 +5,8 @@
 //! (Ctrl-C, or a section failed); 1 nothing could be measured (missing
 //! library, no GPU, rendezvous failure); 2 bad arguments.
 
+// Product functions fit on a screen (clippy.toml sets the threshold); tests are exempt.
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 

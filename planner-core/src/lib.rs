@@ -27,6 +27,8 @@
 //! | [`view`] | the page's only door: one builder per page section (issues, memory, pipeline, serving, step breakdown, measured numbers) and the lower-layer types the page names, re-exported with a reason; `meshplan eval` prints the same structs |
 //! | [`edges`] | text in and out: links, HF configs, reports, nccl-tests, exports, validation |
 
+// Product functions fit on a screen (clippy.toml sets the threshold); tests are exempt.
+#![cfg_attr(not(test), warn(clippy::too_many_lines))]
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 
