@@ -290,45 +290,36 @@ impl ModelSpec {
         } else {
             (0, 0)
         };
-        match &self.moe {
-            None => ParamBreakdown {
-                embedding,
-                output,
-                final_norm,
-                attention_per_layer,
-                norms_per_layer,
-                dense_ffn_per_layer,
-                dense_layers: layers,
-                moe_layers: 0,
-                routed_experts_per_layer: 0,
-                shared_experts_per_layer: 0,
-                router_per_layer: 0,
-                active_routed_per_layer: 0,
-                mtp_modules,
-                mtp_projection_per_module,
-                mtp_norms_per_module,
-            },
-            Some(moe) => {
-                let expert = ffn_params(u64::from(moe.expert_ffn), self.ffn_kind);
-                let dense_layers = u64::from(moe.dense_layers.min(self.layers));
-                ParamBreakdown {
-                    embedding,
-                    output,
-                    final_norm,
-                    attention_per_layer,
-                    norms_per_layer,
-                    dense_ffn_per_layer,
-                    dense_layers,
-                    moe_layers: layers - dense_layers,
-                    routed_experts_per_layer: expert * u64::from(moe.routed_experts),
-                    shared_experts_per_layer: expert * u64::from(moe.shared_experts),
-                    router_per_layer: h * u64::from(moe.routed_experts),
-                    active_routed_per_layer: expert * u64::from(moe.experts_per_token),
-                    mtp_modules,
-                    mtp_projection_per_module,
-                    mtp_norms_per_module,
-                }
-            }
+        let dense = ParamBreakdown {
+            embedding,
+            output,
+            final_norm,
+            attention_per_layer,
+            norms_per_layer,
+            dense_ffn_per_layer,
+            dense_layers: layers,
+            moe_layers: 0,
+            routed_experts_per_layer: 0,
+            shared_experts_per_layer: 0,
+            router_per_layer: 0,
+            active_routed_per_layer: 0,
+            mtp_modules,
+            mtp_projection_per_module,
+            mtp_norms_per_module,
+        };
+        let Some(moe) = &self.moe else {
+            return dense;
+        };
+        let expert = ffn_params(u64::from(moe.expert_ffn), self.ffn_kind);
+        let dense_layers = u64::from(moe.dense_layers.min(self.layers));
+        ParamBreakdown {
+            dense_layers,
+            moe_layers: layers - dense_layers,
+            routed_experts_per_layer: expert * u64::from(moe.routed_experts),
+            shared_experts_per_layer: expert * u64::from(moe.shared_experts),
+            router_per_layer: h * u64::from(moe.routed_experts),
+            active_routed_per_layer: expert * u64::from(moe.experts_per_token),
+            ..dense
         }
     }
 

@@ -487,15 +487,7 @@ pub fn layout_fits_host(
     if zero_problem(offload, layout.zero).is_some() {
         return false;
     }
-    let inputs = crate::memory::stage_peak::MemoryInputs {
-        model,
-        params,
-        precision: &scenario.precision,
-        layout,
-        training: &scenario.training,
-        activations: &scenario.activations,
-        overheads: &scenario.overheads,
-    };
+    let inputs = crate::memory::stage_peak::MemoryInputs::of(scenario, model, params, layout);
     let spans = crate::memory::model_state::stage_spans_of(params, layout);
     let gpn = scenario.cluster.gpus_per_node;
     spans.as_slice().iter().all(|span| {

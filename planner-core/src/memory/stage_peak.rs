@@ -12,7 +12,7 @@ use crate::input::fsdp_semantics::FsdpSemantics;
 use crate::input::layout::{Layout, Recompute, ZeroStage};
 use crate::input::model::{ModelSpec, ParamBreakdown};
 use crate::input::precision::Precision;
-use crate::input::scenario::{ActivationOptions, Overheads, Training};
+use crate::input::scenario::{ActivationOptions, Overheads, Scenario, Training};
 use crate::memory::activations::{
     extras_bytes, in_flight_microbatches, layer_bytes, layer_recompute_transient_bytes,
     ActivationSetup, LayerKind,
@@ -44,7 +44,25 @@ pub struct MemoryInputs<'a> {
     pub overheads: &'a Overheads,
 }
 
-impl MemoryInputs<'_> {
+impl<'a> MemoryInputs<'a> {
+    /// The inputs of `scenario` with `layout` in place of its own (a search's candidate).
+    pub fn of(
+        scenario: &'a Scenario,
+        model: &'a ModelSpec,
+        params: &'a ParamBreakdown,
+        layout: &'a Layout,
+    ) -> Self {
+        MemoryInputs {
+            model,
+            params,
+            precision: &scenario.precision,
+            layout,
+            training: &scenario.training,
+            activations: &scenario.activations,
+            overheads: &scenario.overheads,
+        }
+    }
+
     /// Micro-batches per optimizer step per pipeline: `ceil(global_batch / (dp·micro_batch))`.
     pub fn microbatches(&self) -> u32 {
         self.layout.micro_batches(self.training.global_batch)

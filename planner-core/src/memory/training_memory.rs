@@ -405,15 +405,7 @@ fn loss_term(inputs: &MemoryInputs, n: &StageNumbers) -> Term {
 /// Training memory per GPU, stage by stage, every term explained.
 pub fn training_memory(scenario: &Scenario, model: &ModelSpec) -> TrainingMemory {
     let params = model.param_breakdown();
-    let inputs = MemoryInputs {
-        model,
-        params: &params,
-        precision: &scenario.precision,
-        layout: &scenario.layout,
-        training: &scenario.training,
-        activations: &scenario.activations,
-        overheads: &scenario.overheads,
-    };
+    let inputs = MemoryInputs::of(scenario, model, &params, &scenario.layout);
     let spans = stage_spans_of(&params, &scenario.layout);
     let mut stages = Vec::with_capacity(spans.as_slice().len());
     let mut peak_bytes = f64::NEG_INFINITY;

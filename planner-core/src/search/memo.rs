@@ -67,15 +67,7 @@ impl PeakMemo {
         scenario: &Scenario,
         layout: &Layout,
     ) -> f64 {
-        let inputs = MemoryInputs {
-            model,
-            params,
-            precision: &scenario.precision,
-            layout,
-            training: &scenario.training,
-            activations: &scenario.activations,
-            overheads: &scenario.overheads,
-        };
+        let inputs = MemoryInputs::of(scenario, model, params, layout);
         // An explicit list would be cloned into the key: computed each time (the search
         // proposes only the even split and the two Copy forms).
         if matches!(layout.stage_split, StageSplit::Chunks(_)) {
