@@ -456,11 +456,31 @@ impl Session {
             .ok_or_else(|| format!("no element for {css}"))
     }
 
-    /// Clicks an element.
+    /// Clicks an element. WebDriver clicks at the element's centre after scrolling it into
+    /// view; when a layout shift (a deferred section mounting above it) puts another element
+    /// there first, it refuses with "element click intercepted". Then the element is brought to
+    /// the middle of the screen, the layout gets two frames to settle, and the click is tried
+    /// again, as a person would click again, up to four times.
     pub fn click(&self, css: &str) -> Result<()> {
-        let id = self.find(css)?;
-        self.cmd("POST", &format!("/element/{id}/click"), Some(json!({})))?;
-        Ok(())
+        let mut refused = String::new();
+        for attempt in 0..5 {
+            if attempt > 0 {
+                self.execute_async(
+                    "const done = arguments[arguments.length - 1];
+                     const e = document.querySelector(arguments[0]);
+                     if (e) { e.scrollIntoView({block: 'center'}); }
+                     requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(done, 0)));",
+                    vec![json!(css)],
+                )?;
+            }
+            let id = self.find(css)?;
+            match self.cmd("POST", &format!("/element/{id}/click"), Some(json!({}))) {
+                Ok(_) => return Ok(()),
+                Err(e) if e.contains("element click intercepted") => refused = e,
+                Err(e) => return Err(e),
+            }
+        }
+        Err(refused)
     }
 
     /// Types keys into an element (WebDriver key codes such as `\u{E014}` = ArrowRight).
